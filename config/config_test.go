@@ -1,0 +1,68 @@
+package config
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestExampleFileLoads(t *testing.T) {
+	c, err := Load("../leafproxy.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Sequences.WaitTimeout.D() != 2*time.Second || c.TagSettings("message").Generator != "snowflake" || len(c.Tables) != 1 {
+		t.Fatalf("unexpected: %+v", c)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	c, err := Parse([]byte(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:3307" || c.Sequences.DefaultStep != 1000 || c.Snowflake.TimeBits != 41 || *c.Snowflake.RandomStart != 100 {
+		t.Fatalf("defaults: %+v", c)
+	}
+	if g := c.TagSettings("unlisted"); g.Generator != "segment" || g.Step != 1000 {
+		t.Fatalf("unlisted tag: %+v", g)
+	}
+}
+
+func TestValidationNamesTheKey(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"listen: nope", "listen:"},
+		{"lisen: 1.2.3.4:1", "field lisen not found"},
+		{"sequences: {wait_timeout: soon}", "not a duration"},
+		{"sequences: {tags: {a: {generator: uuid}}}", "sequences.tags.a.generator"},
+		{"tables: [{table: t, column: id}]", "tables[0].tag"},
+		{"tables: [{table: t, column: id, tag: a}, {table: T, column: id, tag: b}]", "two rules"},
+		{"snowflake: {time_bits: 50, worker_bits: 10, sequence_bits: 12}", "at most 63"},
+		{"snowflake: {worker_id: seven}", "snowflake.worker_id"},
+		{"snowflake: {epoch: yesterday}", "snowflake.epoch"},
+		{"users: [{name: a}, {name: a}]", "listed twice"},
+	} {
+		_, err := Parse([]byte(tc.yaml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: err %v, want it to mention %q", tc.yaml, err, tc.want)
+		}
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load("/nonexistent/leafproxy.yaml")
+	if err == nil || !os.IsNotExist(unwrapAll(err)) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func unwrapAll(err error) error {
+	for {
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
+			return err
+		}
+		err = u.Unwrap()
+	}
+}
