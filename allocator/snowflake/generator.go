@@ -1,0 +1,564 @@
+package snowflake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// Defaults for Options' zero values.
+const (
+	DefaultRandomStart  = 100
+	DefaultMaxBackward  = 5 * time.Second
+	DefaultPersistEvery = time.Second
+)
+
+// holdLimit is the longest wait done with the generator's lock held (a
+// sequence overflow waits less than one tick). Longer waits release it so
+// other callers can give up on their own contexts.
+const holdLimit = 2 * time.Millisecond
+
+// spinLimit is the longest busy wait: below it timers are too coarse on a
+// loaded machine (they overshoot by up to a millisecond, which would cap
+// throughput well under the sequence limit); above it a timer sleeps.
+const spinLimit = time.Millisecond
+
+// Options configures a Generator. Zero values take the documented defaults.
+type Options struct {
+	// Layout: zero bit counts mean 41/10/12, zero Unit 1ms, zero Epoch
+	// DefaultEpoch.
+	Layout Layout
+	// Clock: nil means a MonotonicClock started by New.
+	Clock Clock
+	// RandomStart: each tick's sequence starts at a random number in
+	// [0, RandomStart), clamped to the sequence space, so that id % N
+	// spreads evenly when traffic is low. 0 means DefaultRandomStart (100,
+	// as Leaf); 1 or negative means always start at 0.
+	RandomStart int
+	// MaxBackward is the longest the generator waits when the clock is
+	// behind the high-water mark, at start (persisted mark) or at run time
+	// (a clock that stepped back); further behind is refused with
+	// ErrClockBackward. 0 means DefaultMaxBackward; negative never waits.
+	MaxBackward time.Duration
+	// Worker is where the worker id comes from: FixedWorker or a leaser.
+	Worker WorkerSource
+	// StateFile, when set, remembers the worker id and a high-water mark
+	// across restarts (atomically replaced). For a fixed worker it is the
+	// only record of issued time: the mark is written ahead of use (a
+	// reservation PersistEvery*3 ahead) and nothing is issued past it.
+	StateFile string
+	Logger    *slog.Logger
+	// RenewEvery is the heartbeat of a leased worker id: default TTL/3.
+	RenewEvery time.Duration
+	// FenceMargin: a leased generator stops issuing FenceMargin before its
+	// lease could expire, counted on the local clock from when the last
+	// successful renewal was sent. Default TTL/5.
+	FenceMargin time.Duration
+	// PersistEvery is how often a fixed worker's reservation in StateFile is
+	// pushed forward. Default 1s.
+	PersistEvery time.Duration
+}
+
+// Generator issues snowflake IDs for one worker id. Safe for concurrent use.
+// IDs from one Generator strictly increase.
+type Generator struct {
+	layout      Layout
+	unit        int64 // ns per tick
+	tickShift   uint
+	workerPart  int64 // worker << SequenceBits
+	maxTicks    int64
+	maxSeq      int64
+	randomStart int64
+	maxBackward time.Duration
+
+	clock      Clock
+	sleeper    Sleeper
+	mono       *MonotonicClock // fast path when the clock is ours
+	monoOffset time.Duration   // mono.start - epoch
+
+	src          WorkerSource
+	lease        Lease
+	ttl          time.Duration
+	renewEvery   time.Duration
+	margin       time.Duration
+	persistEvery time.Duration
+	stateFile    string
+	log          *slog.Logger
+
+	mu        sync.Mutex
+	lastTick  int64
+	seq       int64
+	rng       *rand.Rand
+	deadline  time.Duration // since epoch: nothing is issued at or after it
+	renewedAt time.Duration // since epoch: when the last good renewal was sent
+	lost      error         // permanent
+	closed    bool
+
+	fileMu sync.Mutex
+	fileHW int64 // unix ms last written to the state file
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// New acquires a worker id, checks the clock against the persisted
+// high-water marks (waiting up to MaxBackward when behind, refusing when
+// further), makes the first renewal or reservation, and starts the heartbeat.
+func New(ctx context.Context, opts Options) (*Generator, error) {
+	l := opts.Layout
+	if l.TimeBits == 0 && l.WorkerBits == 0 && l.SequenceBits == 0 {
+		d := DefaultLayout()
+		l.TimeBits, l.WorkerBits, l.SequenceBits = d.TimeBits, d.WorkerBits, d.SequenceBits
+	}
+	if l.Unit == 0 {
+		l.Unit = time.Millisecond
+	}
+	if l.Epoch.IsZero() {
+		l.Epoch = DefaultEpoch
+	}
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Worker == nil {
+		return nil, errors.New("snowflake: no worker id source (FixedWorker or a leaser)")
+	}
+	g := &Generator{
+		layout:      l,
+		unit:        int64(l.Unit),
+		tickShift:   l.WorkerBits + l.SequenceBits,
+		maxTicks:    l.MaxTicks(),
+		maxSeq:      l.MaxSequence(),
+		maxBackward: opts.MaxBackward,
+		src:         opts.Worker,
+		ttl:         opts.Worker.TTL(),
+		stateFile:   opts.StateFile,
+		log:         opts.Logger,
+		rng:         rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
+		stop:        make(chan struct{}),
+		done:        make(chan struct{}),
+	}
+	if g.log == nil {
+		g.log = slog.New(slog.DiscardHandler)
+	}
+	switch rs := opts.RandomStart; {
+	case rs == 0:
+		g.randomStart = DefaultRandomStart
+	case rs < 1:
+		g.randomStart = 1
+	default:
+		g.randomStart = int64(rs)
+	}
+	g.randomStart = min(g.randomStart, g.maxSeq+1)
+	if g.maxBackward == 0 {
+		g.maxBackward = DefaultMaxBackward
+	}
+	if opts.Clock == nil {
+		m := NewMonotonicClock()
+		g.clock, g.mono, g.monoOffset = m, m, m.start.Sub(l.Epoch)
+	} else {
+		g.clock = opts.Clock
+		g.sleeper, _ = opts.Clock.(Sleeper)
+	}
+	if g.ttl > 0 {
+		g.renewEvery = cmp0(opts.RenewEvery, g.ttl/3)
+		g.margin = cmp0(opts.FenceMargin, g.ttl/5)
+		if g.margin >= g.ttl {
+			return nil, fmt.Errorf("snowflake: fence margin %v must be below the lease TTL %v", g.margin, g.ttl)
+		}
+	}
+	g.persistEvery = cmp0(opts.PersistEvery, DefaultPersistEvery)
+
+	var st state
+	var haveState bool
+	if g.stateFile != "" {
+		var err error
+		if st, haveState, err = readState(g.stateFile); err != nil {
+			return nil, err
+		}
+		g.fileHW = st.HighWaterUnixMs
+	}
+
+	lease, err := g.src.Acquire(ctx, l.MaxWorker())
+	if err != nil {
+		if g.ttl > 0 && haveState {
+			// Reusing the remembered id without the store is not safe: the
+			// old lease may have expired and passed to another process,
+			// which only the store knows. Refusing is; the caller retries.
+			return nil, fmt.Errorf("acquire snowflake worker id: %w (the state file %s remembers worker %d, but a leased id is never reused without the store)",
+				err, g.stateFile, st.Worker)
+		}
+		return nil, fmt.Errorf("acquire snowflake worker id: %w", err)
+	}
+	g.lease = lease
+	g.workerPart = lease.Worker << l.SequenceBits
+	hw := lease.HighWater
+	if haveState && st.Worker == lease.Worker && st.highWater().After(hw) {
+		hw = st.highWater()
+	}
+	if err := g.start(ctx, hw); err != nil {
+		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if !hw.IsZero() {
+			g.src.Release(rctx, lease, hw)
+		} else {
+			g.src.Release(rctx, lease, l.Epoch)
+		}
+		return nil, err
+	}
+	if g.ttl > 0 || g.stateFile != "" {
+		go g.loop()
+	} else {
+		close(g.done)
+	}
+	g.log.Info("snowflake generator started", "worker", lease.Worker, "leased", g.ttl > 0,
+		"high_water", hw, "layout", fmt.Sprintf("%d/%d/%d x %v", l.TimeBits, l.WorkerBits, l.SequenceBits, l.Unit))
+	return g, nil
+}
+
+func cmp0(v, def time.Duration) time.Duration {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+// start positions the generator after hw and makes the first renewal or
+// reservation, before which nothing is issued.
+func (g *Generator) start(ctx context.Context, hw time.Time) error {
+	g.lastTick, g.seq = -1, g.maxSeq
+	if !hw.IsZero() {
+		if need := hw.Sub(g.layout.Epoch); need > 0 {
+			// seq = maxSeq makes the tick before the first allowed one
+			// count as used up.
+			g.lastTick = ceilDiv(int64(need), g.unit) - 1
+		}
+	}
+	now := g.since()
+	if now < 0 {
+		return fmt.Errorf("snowflake: clock %s is before the epoch %s", g.clock.Now().UTC().Format(time.RFC3339Nano),
+			g.layout.Epoch.UTC().Format(time.RFC3339Nano))
+	}
+	if first := time.Duration((g.lastTick + 1) * g.unit); now < first {
+		behind := first - now
+		if g.maxBackward < 0 || behind > g.maxBackward {
+			return fmt.Errorf("snowflake worker %d: clock %s is %v behind the high-water mark %s left by earlier IDs (max_backward %v): %w",
+				g.lease.Worker, g.timeAt(now), behind, g.timeAt(first), max(g.maxBackward, 0), ErrClockBackward)
+		}
+		g.log.Warn("snowflake clock behind the persisted high-water mark; waiting",
+			"worker", g.lease.Worker, "now", g.timeAt(now), "high_water", g.timeAt(first), "wait", behind)
+		if err := g.wait(ctx, first); err != nil {
+			return fmt.Errorf("snowflake worker %d: wait for the clock to pass the high-water mark %s: %w", g.lease.Worker, g.timeAt(first), err)
+		}
+	}
+	if g.ttl == 0 && g.stateFile == "" {
+		g.deadline = math.MaxInt64
+		return nil
+	}
+	if err := g.refresh(ctx); err != nil {
+		return fmt.Errorf("snowflake worker %d: first renewal: %w", g.lease.Worker, err)
+	}
+	return nil
+}
+
+// Worker is the worker id in use.
+func (g *Generator) Worker() int64 { return g.lease.Worker }
+
+// Layout is the layout in use (with defaults filled in).
+func (g *Generator) Layout() Layout { return g.layout }
+
+// Next returns a new ID.
+func (g *Generator) Next(ctx context.Context) (int64, error) {
+	g.mu.Lock()
+	id, err := g.nextLocked(ctx)
+	g.mu.Unlock()
+	return id, err
+}
+
+// NextN appends n new IDs to dst. On error it returns dst as it was given
+// (the IDs drawn so far are skipped, never reissued).
+func (g *Generator) NextN(ctx context.Context, n int, dst []int64) ([]int64, error) {
+	orig := len(dst)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for range n {
+		id, err := g.nextLocked(ctx)
+		if err != nil {
+			return dst[:orig], err
+		}
+		dst = append(dst, id)
+	}
+	return dst, nil
+}
+
+func (g *Generator) since() time.Duration {
+	if g.mono != nil {
+		return g.monoOffset + time.Since(g.mono.start)
+	}
+	return g.clock.Now().Sub(g.layout.Epoch)
+}
+
+func (g *Generator) timeAt(d time.Duration) string {
+	return g.layout.Epoch.Add(d).UTC().Format(time.RFC3339Nano)
+}
+
+// nextLocked runs with g.mu held; long waits release it in between.
+func (g *Generator) nextLocked(ctx context.Context) (int64, error) {
+	for {
+		if g.closed {
+			return 0, ErrClosed
+		}
+		if g.lost != nil {
+			return 0, g.lost
+		}
+		now := g.since()
+		if now < 0 {
+			return 0, fmt.Errorf("snowflake: clock %s is before the epoch: %w", g.timeAt(now), ErrClockBackward)
+		}
+		if now >= g.deadline {
+			if err := g.fenceLocked(ctx, now); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		tick := int64(now) / g.unit
+		switch {
+		case tick > g.lastTick:
+			if tick > g.maxTicks {
+				return 0, g.overflow(tick)
+			}
+			g.lastTick = tick
+			g.seq = 0
+			if g.randomStart > 1 {
+				g.seq = g.rng.Int64N(g.randomStart)
+			}
+			return tick<<g.tickShift | g.workerPart | g.seq, nil
+		case tick == g.lastTick:
+			if g.seq < g.maxSeq {
+				g.seq++
+				return tick<<g.tickShift | g.workerPart | g.seq, nil
+			}
+			if tick >= g.maxTicks {
+				return 0, g.overflow(tick + 1)
+			}
+			// Sequence used up: wait for the next tick (less than one).
+			if err := g.waitLocked(ctx, time.Duration((tick+1)*g.unit)); err != nil {
+				return 0, fmt.Errorf("snowflake: wait for the next tick after the sequence ran out: %w", err)
+			}
+		default:
+			last := time.Duration(g.lastTick * g.unit)
+			behind := last - now
+			if g.maxBackward < 0 || behind > g.maxBackward {
+				return 0, fmt.Errorf("snowflake worker %d: clock %s moved back %v behind the last issued tick %s (max_backward %v): %w",
+					g.lease.Worker, g.timeAt(now), behind, g.timeAt(last), max(g.maxBackward, 0), ErrClockBackward)
+			}
+			if err := g.waitLocked(ctx, last); err != nil {
+				return 0, fmt.Errorf("snowflake: wait %v for a clock that moved back: %w", behind, err)
+			}
+		}
+	}
+}
+
+func (g *Generator) overflow(tick int64) error {
+	return fmt.Errorf("snowflake: tick %d does not fit %d time bits: the layout ran out at %s (epoch %s, unit %v): %w",
+		tick, g.layout.TimeBits, g.layout.End().UTC().Format(time.RFC3339), g.layout.Epoch.UTC().Format(time.RFC3339),
+		g.layout.Unit, ErrTimeOverflow)
+}
+
+// fenceLocked runs when now has reached the deadline: a leased generator
+// refuses until a renewal succeeds; a fixed one pushes its reservation in the
+// state file forward itself (the background loop normally does it first).
+func (g *Generator) fenceLocked(ctx context.Context, now time.Duration) error {
+	if g.ttl > 0 {
+		return fmt.Errorf("snowflake worker %d: last renewal sent at %s, lease TTL %v, fence margin %v, now %s: %w",
+			g.lease.Worker, g.timeAt(g.renewedAt), g.ttl, g.margin, g.timeAt(now), ErrFenced)
+	}
+	written, err := g.persist(g.ceilMs(now+3*g.persistEvery), false)
+	if err != nil {
+		return fmt.Errorf("snowflake worker %d: extend the reservation in the state file: %w", g.lease.Worker, err)
+	}
+	g.deadline = max(g.deadline, time.UnixMilli(written).Sub(g.layout.Epoch))
+	return nil
+}
+
+// waitLocked waits until the clock reaches target (since the epoch),
+// keeping g.mu for short waits and releasing it for long ones.
+func (g *Generator) waitLocked(ctx context.Context, target time.Duration) error {
+	if target-g.since() <= holdLimit {
+		return g.wait(ctx, target)
+	}
+	g.mu.Unlock()
+	defer g.mu.Lock()
+	return g.wait(ctx, target)
+}
+
+// wait returns once the clock reaches target (since the epoch). It sleeps
+// on a timer, and spins (yielding) only for the last spinLimit.
+func (g *Generator) wait(ctx context.Context, target time.Duration) error {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		d := target - g.since()
+		if d <= 0 {
+			return nil
+		}
+		if g.sleeper != nil {
+			if err := g.sleeper.Sleep(ctx, d); err != nil {
+				return err
+			}
+			continue
+		}
+		if d > spinLimit {
+			if timer == nil {
+				timer = time.NewTimer(d - spinLimit)
+			} else {
+				timer.Reset(d - spinLimit)
+			}
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		runtime.Gosched()
+	}
+}
+
+// ceilMs is the unix millisecond at or after epoch+d: high-water marks round
+// up so they never fall inside an issued tick.
+func (g *Generator) ceilMs(d time.Duration) int64 { return ceilMs(g.layout.Epoch.Add(d)) }
+
+func ceilMs(t time.Time) int64 {
+	ms := t.UnixMilli()
+	if t.After(time.UnixMilli(ms)) {
+		ms++
+	}
+	return ms
+}
+
+// persist writes the state file. Unless exact, the mark never moves back, so
+// concurrent writers cannot shrink a reservation already relied on.
+func (g *Generator) persist(ms int64, exact bool) (int64, error) {
+	g.fileMu.Lock()
+	defer g.fileMu.Unlock()
+	if !exact && ms < g.fileHW {
+		ms = g.fileHW
+	}
+	if err := writeState(g.stateFile, g.lease.Worker, ms); err != nil {
+		return 0, err
+	}
+	g.fileHW = ms
+	return ms, nil
+}
+
+// refresh renews the lease (leased) or pushes the state file's reservation
+// forward (fixed), then moves the deadline. The high-water mark recorded is
+// where the new deadline could at most take the generator, so whoever comes
+// next starts above anything this one may issue.
+func (g *Generator) refresh(ctx context.Context) error {
+	sent := g.since()
+	if g.ttl > 0 {
+		hw := sent + g.ttl
+		if err := g.src.Renew(ctx, g.lease, time.UnixMilli(g.ceilMs(hw))); err != nil {
+			if errors.Is(err, ErrLeaseLost) {
+				g.mu.Lock()
+				if g.lost == nil {
+					g.lost = fmt.Errorf("snowflake worker %d: %w", g.lease.Worker, err)
+				}
+				g.mu.Unlock()
+				g.log.Error("snowflake worker lease lost; no more IDs from this generator", "worker", g.lease.Worker, "err", err)
+				return err
+			}
+			g.log.Warn("snowflake worker lease renewal failed", "worker", g.lease.Worker, "err", err)
+			return fmt.Errorf("renew lease of worker %d: %w", g.lease.Worker, err)
+		}
+		if g.stateFile != "" {
+			if _, err := g.persist(g.ceilMs(hw), false); err != nil {
+				g.log.Warn("snowflake state file not updated", "err", err)
+			}
+		}
+		g.mu.Lock()
+		if d := sent + g.ttl - g.margin; d > g.deadline {
+			g.deadline, g.renewedAt = d, sent
+		}
+		g.mu.Unlock()
+		return nil
+	}
+	written, err := g.persist(g.ceilMs(sent+3*g.persistEvery), false)
+	if err != nil {
+		g.log.Warn("snowflake state file not updated", "err", err)
+		return err
+	}
+	g.mu.Lock()
+	g.deadline = max(g.deadline, time.UnixMilli(written).Sub(g.layout.Epoch))
+	g.mu.Unlock()
+	return nil
+}
+
+func (g *Generator) loop() {
+	defer close(g.done)
+	every := g.persistEvery
+	if g.ttl > 0 {
+		every = g.renewEvery
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), every)
+		err := g.refresh(ctx)
+		cancel()
+		if errors.Is(err, ErrLeaseLost) {
+			return
+		}
+	}
+}
+
+// Close stops issuing, releases the worker id and records the exact
+// high-water mark (in the store and the state file), so the next holder
+// need not wait out a reservation.
+func (g *Generator) Close() error {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return nil
+	}
+	g.closed = true
+	hw := time.Duration((g.lastTick + 1) * g.unit)
+	lost := g.lost
+	g.mu.Unlock()
+	close(g.stop)
+	<-g.done
+
+	var errs []error
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if lost == nil {
+		if err := g.src.Release(ctx, g.lease, time.UnixMilli(g.ceilMs(hw))); err != nil {
+			errs = append(errs, fmt.Errorf("release snowflake worker %d: %w", g.lease.Worker, err))
+		}
+	}
+	if g.stateFile != "" && (lost == nil || g.ttl == 0) {
+		if _, err := g.persist(g.ceilMs(hw), true); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
