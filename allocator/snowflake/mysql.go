@@ -22,7 +22,7 @@ const dbNowMs = "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAM
 // MySQLLeaser leases worker ids from the leaf_worker table
 // (allocator/schema): one row per id with its holder, the holder's last
 // heartbeat (database clock) and the high-water mark of issued time. An id
-// is free when its row is missing, released (owner ''), or its heartbeat is
+// is free when its row is missing, released (owner ”), or its heartbeat is
 // older than the TTL.
 type MySQLLeaser struct {
 	db    *sql.DB
