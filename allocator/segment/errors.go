@@ -1,0 +1,71 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrCodeUnknownSequence and SQLStateUnknownSequence are what MariaDB says
+// for a missing sequence (ER_UNKNOWN_SEQUENCES), so clients see the same
+// error whether MariaDB or the proxy answers NEXTVAL.
+const (
+	ErrCodeUnknownSequence  = 4091
+	SQLStateUnknownSequence = "42S02"
+)
+
+// ErrCodeExhausted and SQLStateExhausted are ER_UNKNOWN_ERROR / HY000: MySQL
+// has no code for "the ID store is unreachable", and a generic one keeps
+// clients from retrying as if it were, say, a deadlock.
+const (
+	ErrCodeExhausted  = 1105
+	SQLStateExhausted = "HY000"
+)
+
+// ErrClosed is returned by every call after Close.
+var ErrClosed = errors.New("segment allocator closed")
+
+// UnknownTagError says the tag has no row in leaf_alloc (and auto-create is
+// off, or failed).
+type UnknownTagError struct{ Tag string }
+
+func (e *UnknownTagError) Error() string    { return fmt.Sprintf("Unknown SEQUENCE: '%s'", e.Tag) }
+func (e *UnknownTagError) Code() uint16     { return ErrCodeUnknownSequence }
+func (e *UnknownTagError) SQLState() string { return SQLStateUnknownSequence }
+
+// ExhaustedError says both segments of a tag were empty and no new one
+// arrived within the wait timeout. LastErr is the store's last failure, nil
+// when a fetch was simply still under way.
+type ExhaustedError struct {
+	Tag     string
+	Waited  time.Duration
+	LastErr error
+}
+
+func (e *ExhaustedError) Error() string {
+	waited := e.Waited.Round(time.Millisecond)
+	if e.LastErr != nil {
+		return fmt.Sprintf("no ID for sequence %q after waiting %v: the ID store is failing: %v", e.Tag, waited, e.LastErr)
+	}
+	return fmt.Sprintf("no ID for sequence %q after waiting %v: the segment fetch from the ID store has not finished", e.Tag, waited)
+}
+
+func (e *ExhaustedError) Unwrap() error    { return e.LastErr }
+func (e *ExhaustedError) Code() uint16     { return ErrCodeExhausted }
+func (e *ExhaustedError) SQLState() string { return SQLStateExhausted }
+
+// StaleSegmentError reports a fetched segment that starts below IDs this
+// allocator already reserved: the store's max_id went backwards (a failover
+// to a stale replica, a restored backup, a manual edit). Serving it would
+// issue duplicates, so it is refused; it shows up as the LastErr of an
+// ExhaustedError and in Stats.
+type StaleSegmentError struct {
+	Tag       string
+	Got       Range
+	HighWater int64
+}
+
+func (e *StaleSegmentError) Error() string {
+	return fmt.Sprintf("refused segment [%d, %d) for %q: it starts below %d, the end of IDs this allocator already reserved (leaf_alloc.max_id moved back: stale replica or restored backup?)",
+		e.Got.Start, e.Got.End, e.Tag, e.HighWater)
+}

@@ -1,0 +1,109 @@
+package segment
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// memStore is an in-memory Store with leaf_alloc's semantics and knobs for
+// failures, used where a test needs to control the store precisely (the
+// real-database tests are in mysql_test.go).
+type memStore struct {
+	mu          sync.Mutex
+	rows        map[string]*memRow
+	steps       []int64 // step argument of every fetch
+	fetches     int
+	fail        error         // returned by Fetch while set
+	gate        chan struct{} // while set, each Fetch waits for one receive
+	stale       *Range        // while set, Fetch returns this range (a store that moved back and stays there)
+	inflight    int
+	maxInflight int
+	creates     int
+}
+
+type memRow struct{ maxID, step int64 }
+
+func newMemStore(tags map[string]int64) *memStore {
+	s := &memStore{rows: map[string]*memRow{}}
+	for tag, step := range tags {
+		s.rows[tag] = &memRow{maxID: 1, step: step}
+	}
+	return s
+}
+
+func (s *memStore) Fetch(ctx context.Context, tag string, step int64) (Range, error) {
+	s.mu.Lock()
+	s.fetches++
+	s.steps = append(s.steps, step)
+	s.inflight++
+	s.maxInflight = max(s.maxInflight, s.inflight)
+	gate := s.gate
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.inflight--
+		s.mu.Unlock()
+	}()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return Range{}, ctx.Err()
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail != nil {
+		return Range{}, s.fail
+	}
+	row := s.rows[tag]
+	if row == nil {
+		return Range{}, &UnknownTagError{Tag: tag}
+	}
+	if s.stale != nil {
+		return *s.stale, nil
+	}
+	if step <= 0 {
+		step = row.step
+	}
+	row.maxID += step
+	return Range{Start: row.maxID - step, End: row.maxID, TableStep: row.step}, nil
+}
+
+func (s *memStore) Create(ctx context.Context, tag string, step int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.creates++
+	if s.fail != nil {
+		return s.fail
+	}
+	if s.rows[tag] == nil {
+		s.rows[tag] = &memRow{maxID: 1, step: step}
+	}
+	return nil
+}
+
+func (s *memStore) set(f func(s *memStore)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(s)
+}
+
+func (s *memStore) get(f func(s *memStore)) { s.set(f) }
+
+// fakeClock is an injectable clock that moves only when told.
+type fakeClock struct{ ns atomic.Int64 }
+
+func newFakeClock() *fakeClock {
+	c := &fakeClock{}
+	c.ns.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	return c
+}
+
+func (c *fakeClock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
+func (c *fakeClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+var errStoreDown = errors.New("store is down (test)")
