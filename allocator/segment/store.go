@@ -10,7 +10,10 @@ import (
 
 // Range is what one store fetch returns: IDs [Start, End) plus the table's
 // configured step (the floor for dynamic step sizing).
-type Range struct{ Start, End int64; TableStep int64 }
+type Range struct {
+	Start, End int64
+	TableStep  int64
+}
 
 // Store hands out segments. Every implementation must make concurrent
 // fetches by any number of processes return disjoint ranges.
