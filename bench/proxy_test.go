@@ -113,7 +113,7 @@ type workload struct {
 // rounds by merging histograms and summing requests and time.
 type cell struct {
 	requests, errors uint64
-	elapsed          time.Duration
+	elapsed, cpu     time.Duration
 	hist             loadgen.Histogram
 	firstErr         string
 }
@@ -122,10 +122,22 @@ func (c *cell) add(r loadgen.Result) {
 	c.requests += r.Requests
 	c.errors += r.Errors
 	c.elapsed += r.Elapsed
+	c.cpu += r.ProcessCPU
 	c.hist.Merge(r.Hist)
 	if c.firstErr == "" {
 		c.firstErr = r.FirstError
 	}
+}
+
+// cpuPerReq is this process's CPU per request: the client's alone for
+// direct, client plus relay or leafproxy otherwise (both run in-process), so
+// the difference to direct is the hop's CPU cost, a figure less exposed to
+// the neighbours' noise than QPS.
+func (c *cell) cpuPerReq() time.Duration {
+	if c.requests == 0 {
+		return 0
+	}
+	return c.cpu / time.Duration(c.requests)
 }
 
 func (c *cell) qps() float64 {
@@ -186,14 +198,14 @@ func TestProxyOverhead(t *testing.T) {
 
 	out := new(strings.Builder)
 	fmt.Fprintf(out, "\nProxy overhead: %s per cell (+%s warm-up), %d round(s), GOMAXPROCS %d, %d CPUs\n\n", dur, warm, rounds, runtime.GOMAXPROCS(0), runtime.NumCPU())
-	fmt.Fprintln(out, "| workload | conns | target | QPS | p50 | p99 | p999 | max | errors |")
-	fmt.Fprintln(out, "|---|---:|---|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(out, "| workload | conns | target | QPS | p50 | p99 | p999 | max | in-process CPU/req | errors |")
+	fmt.Fprintln(out, "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
 	for wi, w := range workloads {
 		for _, c := range connCounts {
 			for _, tg := range targets {
 				x := cells[key(wi, c, tg.name)]
 				s := x.hist.Summary()
-				fmt.Fprintf(out, "| %s | %d | %s | %.0f | %s | %s | %s | %s | %d |\n", w.name, c, tg.name, x.qps(), us(s.P50), us(s.P99), us(s.P999), us(s.Max), x.errors)
+				fmt.Fprintf(out, "| %s | %d | %s | %.0f | %s | %s | %s | %s | %.1fus | %d |\n", w.name, c, tg.name, x.qps(), us(s.P50), us(s.P99), us(s.P999), us(s.Max), float64(x.cpuPerReq())/1e3, x.errors)
 				if x.firstErr != "" {
 					t.Errorf("%s, %d conns, %s: %d errors, first: %s", w.name, c, tg.name, x.errors, x.firstErr)
 				}

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -83,6 +84,10 @@ type Result struct {
 	Hist    *Histogram `json:"-"`
 	// FirstError is the first error seen, if any, for the report.
 	FirstError string `json:"first_error,omitempty"`
+	// ProcessCPU is the CPU time (user + system) this whole process used
+	// during the measured window: the load generator's own cost, plus
+	// anything else running in-process (a proxy under test).
+	ProcessCPU time.Duration `json:"process_cpu_ns"`
 }
 
 // Run opens Conns connections, runs the load and closes them. It returns an
@@ -150,6 +155,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	begin := time.Now()
 	start := begin.Add(cfg.Warmup)
 	end := start.Add(cfg.Duration)
+	cpuDone := make(chan time.Duration, 1)
+	go func() { cpuDone <- cpuDuring(ctx, start, end) }()
 	var wg sync.WaitGroup
 	for _, w := range workers {
 		wg.Add(1)
@@ -184,7 +191,33 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		res.RowsPerSec = float64(res.Rows) / s
 	}
 	res.Latency = res.Hist.Summary()
+	res.ProcessCPU = <-cpuDone
 	return res, nil
+}
+
+// cpuDuring returns the process CPU time used between start and end (or
+// until ctx ends), read with getrusage at both instants.
+func cpuDuring(ctx context.Context, start, end time.Time) time.Duration {
+	wait := func(t time.Time) {
+		timer := time.NewTimer(time.Until(t))
+		defer timer.Stop()
+		select {
+		case <-ctx.Done():
+		case <-timer.C:
+		}
+	}
+	wait(start)
+	before := processCPU()
+	wait(end)
+	return processCPU() - before
+}
+
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 type worker struct {

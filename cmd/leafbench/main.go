@@ -129,6 +129,12 @@ func printText(w io.Writer, r loadgen.Result) {
 	fmt.Fprintf(w, "QPS       %.1f  rows/s %.1f\n", r.QPS, r.RowsPerSec)
 	fmt.Fprintf(w, "latency   p50 %s  p99 %s  p999 %s  max %s  mean %s\n",
 		fmtDur(l.P50), fmtDur(l.P99), fmtDur(l.P999), fmtDur(l.Max), fmtDur(l.Mean))
+	if r.Requests > 0 {
+		// How much CPU the tool itself burns per request: if this is close
+		// to the cores available divided by QPS, the tool is the bottleneck.
+		fmt.Fprintf(w, "client    %.1f%% of one core, %s CPU per request\n",
+			100*r.ProcessCPU.Seconds()/r.Elapsed.Seconds(), fmtDur(r.ProcessCPU/time.Duration(r.Requests)))
+	}
 	if r.FirstError != "" {
 		fmt.Fprintf(w, "first error: %s\n", r.FirstError)
 	}
