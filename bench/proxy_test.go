@@ -316,3 +316,18 @@ func report(t *testing.T, s string) {
 func us(d time.Duration) string { return fmt.Sprintf("%.0fus", float64(d)/1e3) }
 func ms(d time.Duration) string { return fmt.Sprintf("%.0fms", float64(d)/1e6) }
 func mb(b uint64) string        { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }
+
+// TestServeEndpoints keeps the benchmark's MariaDB, relay and leafproxy up
+// for LEAFPROXY_BENCH_SERVE (e.g. 10m) and prints their DSNs, for driving
+// them by hand with cmd/leafbench.
+func TestServeEndpoints(t *testing.T) {
+	d := envDuration(t, "LEAFPROXY_BENCH_SERVE", 0)
+	if d <= 0 {
+		t.Skip("set LEAFPROXY_BENCH_SERVE=10m to keep the endpoints up")
+	}
+	_, targets := endpoints(t)
+	for _, tg := range targets {
+		fmt.Printf("%-10s %s\n", tg.name, tg.dsn)
+	}
+	time.Sleep(d)
+}

@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -75,6 +76,7 @@ func run(ctx context.Context, argv []string, stdout, stderr io.Writer) error {
 		mode    = fs.String("mode", "query", "query (read all rows) or exec (no rows; counts affected rows)")
 		asJSON  = fs.Bool("json", false, "print the result as one JSON object")
 		seed    = fs.Uint64("seed", 0, "seed for rand arguments (0: from the clock)")
+		cpuProf = fs.String("cpuprofile", "", "write a CPU profile of the tool to this file")
 		args    argList
 		inits   stringList
 	)
@@ -104,6 +106,17 @@ func run(ctx context.Context, argv []string, stdout, stderr io.Writer) error {
 	}
 	if strings.Contains(*query, "{conn}") {
 		cfg.QueryFor = func(i int) string { return strings.ReplaceAll(*query, "{conn}", strconv.Itoa(i)) }
+	}
+	if *cpuProf != "" {
+		f, err := os.Create(*cpuProf)
+		if err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	res, err := loadgen.Run(ctx, cfg)
 	if err != nil {
