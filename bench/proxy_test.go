@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/leafproxy/leafproxy/internal/testdb"
 	"github.com/leafproxy/leafproxy/loadgen"
 )
@@ -85,7 +87,7 @@ func endpoints(t *testing.T) (srv *testdb.Server, targets []target) {
 	t.Cleanup(func() { relay.Close() })
 	targets = []target{
 		{"direct", srv.DSN("bench")},
-		{"relay", dsnAt(srv.DSN("bench"), relay.Addr())},
+		{"relay", dsnAt(t, srv.DSN("bench"), relay.Addr(), "", "")},
 	}
 	if dsn, ok := startProxy(t, srv); ok {
 		targets = append(targets, target{"leafproxy", dsn})
@@ -95,11 +97,19 @@ func endpoints(t *testing.T) (srv *testdb.Server, targets []target) {
 	return srv, targets
 }
 
-// dsnAt points a testdb DSN at another address.
-func dsnAt(dsn, addr string) string {
-	i := strings.Index(dsn, "tcp(")
-	j := strings.Index(dsn[i:], ")")
-	return dsn[:i] + "tcp(" + addr + dsn[i+j:]
+// dsnAt points a testdb DSN at another address and, when user is not
+// empty, another account.
+func dsnAt(t *testing.T, dsn, addr, user, password string) string {
+	t.Helper()
+	c, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatalf("parse %q: %v", dsn, err)
+	}
+	c.Addr = addr
+	if user != "" {
+		c.User, c.Passwd = user, password
+	}
+	return c.FormatDSN()
 }
 
 type workload struct {
