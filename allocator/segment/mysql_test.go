@@ -18,6 +18,7 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	benchDB.close()
 	testdb.CleanupTemplate()
 	os.Exit(code)
 }
