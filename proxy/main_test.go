@@ -1,0 +1,128 @@
+package proxy
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/leafproxy/leafproxy/config"
+	"github.com/leafproxy/leafproxy/internal/testdb"
+)
+
+// shared is one MariaDB for the tests that do not stop their backend.
+var shared *testdb.Server
+
+func TestMain(m *testing.M) {
+	code := func() int {
+		var err error
+		if shared, err = testdb.New(); err != nil {
+			fmt.Fprintln(os.Stderr, "start MariaDB:", err)
+			return 1
+		}
+		defer shared.Close()
+		return m.Run()
+	}()
+	testdb.CleanupTemplate()
+	os.Exit(code)
+}
+
+type env struct {
+	srv  *Server
+	cfg  *config.Config
+	addr string
+	stop func() error // cancels Serve and waits for it
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("LEAFPROXY_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// startProxy runs a proxy in front of backendAddr with user app/secret.
+func startProxy(t testing.TB, backendAddr string, mutate func(*config.Config), opts ...Option) *env {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Backend.Addr = backendAddr
+	cfg.Backend.ConnectTimeout = config.Duration(2 * time.Second)
+	cfg.Users = []config.User{{Name: "app", Password: "secret"}}
+	cfg.Shutdown.Grace = config.Duration(5 * time.Second)
+	if mutate != nil {
+		mutate(cfg)
+	}
+	srv, err := NewServer(cfg, append([]Option{WithLogger(testLogger())}, opts...)...)
+	if err != nil {
+		t.Fatalf("NewServer: %v", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, l) }()
+	e := &env{srv: srv, cfg: cfg, addr: l.Addr().String()}
+	var stopped bool
+	var serr error
+	e.stop = func() error {
+		if !stopped {
+			stopped = true
+			cancel()
+			serr = <-done
+		}
+		return serr
+	}
+	t.Cleanup(func() { _ = e.stop() })
+	return e
+}
+
+func (e *env) dsn(user, pass, db, params string) string {
+	c := mysql.NewConfig()
+	c.User, c.Passwd, c.Net, c.Addr, c.DBName = user, pass, "tcp", e.addr, db
+	c.Timeout = 5 * time.Second
+	s := c.FormatDSN()
+	if params != "" {
+		if c.DBName == "" && !containsQ(s) {
+			s += "?" + params
+		} else if containsQ(s) {
+			s += "&" + params
+		} else {
+			s += "?" + params
+		}
+	}
+	return s
+}
+
+func containsQ(s string) bool {
+	for i := range s {
+		if s[i] == '?' {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *env) open(t testing.TB, db, params string) *sql.DB {
+	t.Helper()
+	d, err := sql.Open("mysql", e.dsn("app", "secret", db, params))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// ensureDB creates database name on the backend directly.
+func ensureDB(t testing.TB, s *testdb.Server, name string) {
+	t.Helper()
+	s.Exec(t, "CREATE DATABASE IF NOT EXISTS `"+name+"`")
+}
