@@ -1,0 +1,277 @@
+package rewriter
+
+import (
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/pingcap/tidb/pkg/parser"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // value expressions for the parser
+)
+
+// parsers holds idle parsers: a parser is not safe for concurrent use and
+// costs ~20 KB to make.
+var parsers = sync.Pool{New: func() any { return parser.New() }}
+
+// builder collects the edits for one text.
+type builder struct {
+	sql      string
+	env      *Env
+	prepared bool
+	edits    []edit
+	calls    []seqCall // scratch: the current statement's calls
+}
+
+// run plans every statement of the text.
+func (b *builder) run() error {
+	l := lexer{s: b.sql, mode: b.env.Mode}
+	for stmt := 0; ; stmt++ {
+		start := l.pos
+		first, prev := token{kind: tEOF}, token{kind: tEOF}
+		b.calls = b.calls[:0]
+		compound := false
+		var t token
+		for {
+			t = l.next()
+			if t.kind == tEOF || l.isPunct(t, ';') {
+				break
+			}
+			if first.kind == tEOF {
+				first = t
+				start = t.start
+			}
+			if c, ok := l.call(t, prev); ok {
+				b.calls = append(b.calls, c)
+				prev = token{kind: tWord, start: c.start, end: c.end}
+				continue
+			}
+			// A stored program body (CREATE PROCEDURE ... BEGIN ... END,
+			// BEGIN NOT ATOMIC) runs later or holds its own ';': its
+			// statements are not ours to fill.
+			if stmt == 0 && (l.is(first, "CREATE") && l.is(t, "BEGIN") ||
+				l.is(first, "BEGIN") && prev.start == first.start && l.is(t, "NOT")) {
+				compound = true
+			}
+			prev = t
+		}
+		if compound {
+			b.edits = b.edits[:0]
+			return nil
+		}
+		if first.kind != tEOF {
+			if err := b.statement(start, t.start, first); err != nil {
+				return err
+			}
+		}
+		if t.kind == tEOF {
+			return nil
+		}
+	}
+}
+
+// statement plans sql[start:end), which starts with token first.
+func (b *builder) statement(start, end int, first token) error {
+	text := b.sql[start:end]
+	mode := b.env.Mode
+	var (
+		rule    Rule
+		hasRule bool
+		db      string
+		table   string
+	)
+	if eqFold(b.sql[first.start:first.end], "INSERT") || eqFold(b.sql[first.start:first.end], "REPLACE") {
+		l := lexer{s: text, mode: mode}
+		if d, t, ok := l.insertTable(); ok {
+			db, table = d, t
+			if db == "" {
+				db = b.env.DB
+			}
+			rule, hasRule = b.env.Rules.Lookup(db, table)
+		}
+	}
+	if len(b.calls) == 0 && !hasRule {
+		return nil
+	}
+	for _, c := range b.calls {
+		if c.param {
+			return errorf(CodeNotSupported, "%s(?) with the sequence name as a parameter is not supported; write the name in the statement", c.fn)
+		}
+		if c.fn == Last {
+			return errorf(CodeNotSupported, "%s is only answered in a SELECT of sequence calls alone, e.g. SELECT LASTVAL('%s')", b.sql[c.start:c.end], c.tag)
+		}
+	}
+
+	// The parser rejects NEXTVAL('tag'): parse a copy in which every call
+	// is a same-length integer literal, so offsets stay valid.
+	src := text
+	if len(b.calls) > 0 {
+		buf := []byte(text)
+		for _, c := range b.calls {
+			s, e := c.start-start, c.end-start
+			buf[s] = '1'
+			for i := s + 1; i < e; i++ {
+				buf[i] = ' '
+			}
+		}
+		src = string(buf)
+	}
+	p := parsers.Get().(*parser.Parser)
+	defer parsers.Put(p)
+	p.SetSQLMode(mode.parserMode())
+	stmts, _, err := p.ParseSQL(src)
+	if err != nil || len(stmts) != 1 {
+		if err == nil {
+			err = errorf(CodeNotSupported, "want one statement")
+		}
+		if hasRule {
+			return errorf(CodeNotSupported, "cannot read this statement on %s to fill its key column %s (%v); write it in a form the proxy understands or give the key explicitly", qualify(db, table), rule.Column, firstLine(err))
+		}
+		return errorf(CodeNotSupported, "cannot read the statement around %s (%v)", b.sql[b.calls[0].start:b.calls[0].end], firstLine(err))
+	}
+	s := stmtPlan{b: b, start: start, text: text, placed: make([]bool, len(b.calls)), first: len(b.edits)}
+	s.placeCalls(stmts[0])
+	if hasRule {
+		ins, ok := stmts[0].(*ast.InsertStmt)
+		if !ok {
+			return errorf(CodeNotSupported, "cannot read this statement on %s as an INSERT", qualify(db, table))
+		}
+		if err := s.fillKey(ins, rule, db, table); err != nil {
+			return err
+		}
+	}
+	for i, c := range b.calls {
+		if !s.placed[i] {
+			return errorf(CodeNotSupported, "%s here would repeat one value for many rows or is evaluated where the proxy cannot give it a value; use it in INSERT ... VALUES / SET, UPDATE ... SET, or a SELECT without FROM", b.sql[c.start:c.end])
+		}
+		if s.consumed[i] {
+			continue
+		}
+		s.b.edits = append(s.b.edits, edit{start: c.start, end: c.end, tag: c.tag, post: s.alias[i]})
+	}
+	s.wrapFirstKey()
+	return nil
+}
+
+func qualify(db, table string) string {
+	if db == "" {
+		return table
+	}
+	return db + "." + table
+}
+
+func firstLine(err error) string {
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	return msg
+}
+
+// stmtPlan plans one parsed statement.
+type stmtPlan struct {
+	b     *builder
+	start int    // offset of text in the whole sql
+	text  string // the statement's original text
+	// per call of b.calls: placed where an ID can go; consumed as a key
+	// value; alias text to append (select items without an alias)
+	placed   []bool
+	consumed []bool
+	alias    []string
+	first    int // index into b.edits of this statement's first edit
+}
+
+// callAt returns the index of the call starting at statement offset pos.
+func (s *stmtPlan) callAt(pos int) int {
+	calls := s.b.calls
+	abs := s.start + pos
+	i := sort.Search(len(calls), func(i int) bool { return calls[i].start >= abs })
+	if i < len(calls) && calls[i].start == abs {
+		return i
+	}
+	return -1
+}
+
+// placeCalls marks the calls that sit where one value per occurrence is
+// right: INSERT rows and SET lists, ON DUPLICATE KEY UPDATE of a one-row
+// INSERT, UPDATE ... SET, SET @v = ..., and the select list of a SELECT
+// without FROM. Subqueries are never such a place.
+func (s *stmtPlan) placeCalls(stmt ast.StmtNode) {
+	if len(s.b.calls) == 0 {
+		return
+	}
+	s.consumed = make([]bool, len(s.b.calls))
+	s.alias = make([]string, len(s.b.calls))
+	v := placer{s: s}
+	switch n := stmt.(type) {
+	case *ast.InsertStmt:
+		for _, row := range n.Lists {
+			for _, e := range row {
+				e.Accept(&v)
+			}
+		}
+		if len(n.Lists) == 1 && n.Select == nil {
+			for _, a := range n.OnDuplicate {
+				a.Expr.Accept(&v)
+			}
+		}
+	case *ast.UpdateStmt:
+		for _, a := range n.List {
+			a.Expr.Accept(&v)
+		}
+	case *ast.SetStmt:
+		for _, a := range n.Variables {
+			if a.Value != nil {
+				a.Value.Accept(&v)
+			}
+		}
+	case *ast.SelectStmt:
+		if n.From != nil || n.Where != nil || n.GroupBy != nil || n.Having != nil || n.WindowSpecs != nil || n.Fields == nil {
+			return
+		}
+		for _, f := range n.Fields.Fields {
+			if f.Expr == nil {
+				continue
+			}
+			f.Expr.Accept(&v)
+			// MariaDB names the column after the call's text; keep that
+			// name now that the call becomes a number.
+			if i := s.callAt(f.Expr.OriginTextPosition()); i >= 0 && f.AsName.O == "" {
+				c := s.b.calls[i]
+				s.alias[i] = " AS `" + strings.ReplaceAll(s.b.sql[c.start:c.end], "`", "``") + "`"
+			}
+		}
+	}
+}
+
+// placer marks calls found in an expression, not entering subqueries.
+type placer struct{ s *stmtPlan }
+
+func (v *placer) Enter(n ast.Node) (ast.Node, bool) {
+	switch e := n.(type) {
+	case *ast.SubqueryExpr:
+		return n, true
+	case ast.ValueExpr:
+		if i := v.s.callAt(e.OriginTextPosition()); i >= 0 {
+			v.s.placed[i] = true
+		}
+	}
+	return n, false
+}
+
+func (v *placer) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+// wrapFirstKey renders this statement's first generated key as
+// LAST_INSERT_ID(id), so the server reports it like an AUTO_INCREMENT value.
+func (s *stmtPlan) wrapFirstKey() {
+	edits := s.b.edits[s.first:]
+	best := -1
+	for i := range edits {
+		if edits[i].key && edits[i].slot >= 0 && (best < 0 || edits[i].start < edits[best].start) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		edits[best].wrap = true
+	}
+}

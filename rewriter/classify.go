@@ -1,0 +1,62 @@
+package rewriter
+
+import "strings"
+
+// mayRewrite is the cheap filter in front of all planning. It answers false
+// only when no statement in sql can need a rewrite: none starts with INSERT
+// or REPLACE and the text has no "val" in any case (every sequence call,
+// NEXTVAL, LASTVAL, NEXT VALUE FOR and PREVIOUS VALUE FOR, contains it). It
+// does not know about quotes: a "val" or "insert" inside a string or comment
+// only costs a real scan. Statement starts are the text start and the byte
+// after every ';', which over-approximates the real boundaries.
+func mayRewrite(sql string) bool {
+	if hasVal(sql) || startsInsert(sql, 0) {
+		return true
+	}
+	for i := strings.IndexByte(sql, ';'); i >= 0; {
+		if startsInsert(sql, i+1) {
+			return true
+		}
+		j := strings.IndexByte(sql[i+1:], ';')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return false
+}
+
+// hasVal reports whether sql contains "val" in any case.
+func hasVal(sql string) bool {
+	for _, v := range [2]byte{'v', 'V'} {
+		for i := 0; ; {
+			j := strings.IndexByte(sql[i:], v)
+			if j < 0 {
+				break
+			}
+			i += j + 1
+			if i+1 < len(sql) && sql[i]|0x20 == 'a' && sql[i+1]|0x20 == 'l' {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// startsInsert reports whether the first word at or after from (past
+// whitespace and comments) is INSERT or REPLACE, or an executable comment
+// hides it.
+func startsInsert(sql string, from int) bool {
+	l := lexer{s: sql, pos: from}
+	l.skipSpace()
+	if l.inBang {
+		return true
+	}
+	i := l.pos
+	j := i
+	for j < len(sql) && isIdentByte(sql[j]) {
+		j++
+	}
+	w := sql[i:j]
+	return eqFold(w, "INSERT") || eqFold(w, "REPLACE")
+}

@@ -1,0 +1,107 @@
+// Package rewriter plans what leafproxy does with a statement text: pass it
+// through, answer a sequence SELECT itself, or splice generated IDs into
+// the text. It is pure: text, rules and session facts in, a Plan out; it
+// does no I/O and draws no IDs.
+//
+// # Calling it
+//
+// For every COM_QUERY:
+//
+//	p, err := rewriter.PlanQuery(sql, &env) // env: session DB, sql_mode, rules
+//	switch {
+//	case err != nil: // *rewriter.Error: send ERR(Code(), SQLState(), Error()); send nothing to the backend
+//	case p.Kind == rewriter.PassThrough: // relay sql unchanged
+//	case p.Kind == rewriter.Sequence: // one row: for each p.Calls[i], a BIGINT column named Calls[i].Name
+//	    // with NEXTVAL (Func Next) or the session's LASTVAL (Func Last, NULL before the first) of Calls[i].Tag,
+//	    // evaluated left to right
+//	case p.Kind == rewriter.Rewrite:
+//	    // for each p.Tags[i]: batches[i] = allocator.NextN(Tags[i].Tag, Tags[i].N) (ascending)
+//	    ids, _ := p.AssignIDs(ids[:0], batches) // ids[j] belongs to p.Slots[j]
+//	    out := p.Render(buf[:0], sql, ids)      // send out instead of sql
+//	}
+//
+// The session should remember, per tag, the last ID it handed out (also
+// IDs spliced into statements) for LASTVAL.
+//
+// For COM_STMT_PREPARE call PlanPrepare and prepare p.Render(nil, sql, nil)
+// on the backend instead of sql. Its IDs are session variables
+// @__leaf_0, @__leaf_1, ... (one per slot); before every EXECUTE of a
+// Rewrite plan draw fresh IDs as above and send p.SetVars(buf, ids)
+// (`SET @__leaf_0=...`) pipelined ahead of the EXECUTE. A Sequence plan
+// from PlanPrepare is answered by the proxy at each EXECUTE.
+//
+// The zero Plan is PassThrough, and a Plan is tied to the exact text it
+// was made from. Plans are read-only once returned and safe to share.
+//
+// # What it recognises
+//
+// The filter in front costs tens of nanoseconds and no allocation: a text
+// in which no statement starts with INSERT or REPLACE and no "val" appears
+// in any case is passed through unread. Otherwise a quote- and
+// comment-aware lexer (honouring ANSI_QUOTES and NO_BACKSLASH_ESCAPES)
+// splits the text into statements at ';' and finds sequence calls:
+// NEXTVAL(x), LASTVAL(x), NEXT VALUE FOR x, PREVIOUS VALUE FOR x, where x is
+// a string, an identifier (backquoted or, under ANSI_QUOTES, double-quoted)
+// or a qualified name of which only the last part is the tag.
+//
+// A text that is exactly `SELECT call [[AS] alias], ... [FROM DUAL] [;]` is
+// a Sequence plan, recognised without the parser.
+//
+// Only statements with sequence calls and INSERT / REPLACE into rule tables
+// are parsed, one at a time, by the TiDB parser with the session's sql_mode.
+// The parser rejects NEXTVAL('x'), so it reads a copy in which every call
+// is replaced by a same-length literal `1` padded with spaces; all offsets
+// stay valid. The output is always the original text with edits spliced in
+// at known offsets: comments, hints, introducers, escapes and binary
+// literals reach the backend byte for byte (the parser's Restore is never
+// used).
+//
+// # Sequence calls in other statements
+//
+// NEXTVAL becomes one fresh ID per occurrence where it is evaluated once:
+// in INSERT / REPLACE VALUES rows and SET lists, in ON DUPLICATE KEY UPDATE
+// of a one-row INSERT, in UPDATE ... SET, in SET @v = ..., and in the select
+// list of a SELECT without FROM / WHERE / GROUP BY / HAVING (where
+// `AS `+"`"+`NEXTVAL(...)`+"`"+` keeps MariaDB's column name). Anywhere else
+// (a SELECT over a table, INSERT ... SELECT, a subquery, WHERE, DELETE) it
+// is an error (1235): one spliced value would repeat for many rows. Caveat:
+// an UPDATE that matches several rows gives them all the same value. LASTVAL
+// is only answered in a Sequence plan; elsewhere it is error 1235. A tag
+// passed as a parameter, NEXTVAL(?), is error 1235.
+//
+// # Filling keys
+//
+// For INSERT / REPLACE (IGNORE, ON DUPLICATE KEY UPDATE, VALUE / VALUES,
+// SET) into a rule table (names resolved against Env.DB, case-insensitive)
+// the key is filled when it is absent (the column is added first in the
+// column list, or a SET item first in the SET list, or `(col)` before
+// VALUES () rows), or its value is a bare NULL, DEFAULT, or, unless
+// NO_AUTO_VALUE_ON_ZERO, a zero number, '0' or FALSE. Any other value,
+// including expressions such as 0+0 or (0), is explicit and kept; a NEXTVAL
+// in the key column is that row's key. Without a column list the table's
+// columns come from Env.Columns; rows whose value count differs from the
+// column count leave the statement unfilled for the server to reject.
+// INSERT ... SELECT whose column list lacks the key is error 1364 (HY000);
+// with the key listed, or without a column list, it passes through.
+//
+// In each statement the first generated key (first row's) is rendered as
+// LAST_INSERT_ID(id) so that the server reports it in the OK packet's
+// insert id and in LAST_INSERT_ID(), as for AUTO_INCREMENT. Caveats: a real
+// AUTO_INCREMENT column on the same table wins; with ON DUPLICATE KEY
+// UPDATE or INSERT IGNORE the reported ID is the generated one even when
+// the row was not inserted.
+//
+// Prepared statements: a ? in the key column renders as
+// COALESCE(NULLIF(?,0),@__leaf_k) (COALESCE(?,@__leaf_k) under
+// NO_AUTO_VALUE_ON_ZERO), so a value bound at execute time wins and NULL /
+// 0 take the generated one. Caveats: when the first row's key is such a ?,
+// LAST_INSERT_ID() reports the explicit value if one is bound; a bound
+// value still consumes an ID.
+//
+// A statement on a rule table that the parser cannot read (MySQL's
+// VALUES ... AS new, MariaDB's RETURNING) is error 1235 naming the table;
+// the same statement on any other table is not read and passes through.
+// Stored program bodies (a text starting with CREATE ... BEGIN, or BEGIN
+// NOT ATOMIC) pass through whole. Statements built at run time (PREPARE s
+// FROM '...', EXECUTE IMMEDIATE) are not seen.
+package rewriter

@@ -1,0 +1,50 @@
+package rewriter
+
+import "fmt"
+
+// MySQL error numbers and SQLSTATEs the planner reports.
+const (
+	// CodeNotSupported (ER_NOT_SUPPORTED_YET, SQLSTATE 42000): a statement
+	// that cannot be planned without repeating or losing an ID.
+	CodeNotSupported uint16 = 1235
+	// CodeNoDefault (ER_NO_DEFAULT_FOR_FIELD, SQLSTATE HY000): INSERT ...
+	// SELECT into a rule table without its key column.
+	CodeNoDefault uint16 = 1364
+	// CodeBadField (ER_BAD_FIELD_ERROR, SQLSTATE 42S22): the rule's key
+	// column is not among the table's columns.
+	CodeBadField uint16 = 1054
+	// CodeUnknown (ER_UNKNOWN_ERROR, SQLSTATE HY000): Env.Columns failed.
+	CodeUnknown uint16 = 1105
+)
+
+// Error is a planning error the proxy can send to the client as an ERR
+// packet. Every error PlanQuery and PlanPrepare return is an *Error.
+type Error struct {
+	code  uint16
+	state string
+	msg   string
+	cause error
+}
+
+// Code is the MySQL error number.
+func (e *Error) Code() uint16 { return e.code }
+
+// SQLState is the five-character SQLSTATE.
+func (e *Error) SQLState() string { return e.state }
+
+// Error is the message, starting with "leafproxy: ".
+func (e *Error) Error() string { return e.msg }
+
+// Unwrap returns the error from Env.Columns, if that was the cause.
+func (e *Error) Unwrap() error { return e.cause }
+
+func errorf(code uint16, format string, args ...any) *Error {
+	state := "HY000"
+	switch code {
+	case CodeNotSupported:
+		state = "42000"
+	case CodeBadField:
+		state = "42S22"
+	}
+	return &Error{code: code, state: state, msg: "leafproxy: " + fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,286 @@
+package rewriter
+
+import (
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+)
+
+// insertTable reads `INSERT|REPLACE [LOW_PRIORITY|DELAYED|HIGH_PRIORITY]
+// [IGNORE] [INTO] [db.]table`; db is empty when unqualified.
+func (l *lexer) insertTable() (db, table string, ok bool) {
+	l.next() // INSERT / REPLACE
+	t := l.next()
+	for l.is(t, "LOW_PRIORITY") || l.is(t, "DELAYED") || l.is(t, "HIGH_PRIORITY") || l.is(t, "IGNORE") || l.is(t, "INTO") {
+		t = l.next()
+	}
+	if t.kind != tWord && t.kind != tQuoted {
+		return "", "", false
+	}
+	table = unquote(l.text(t), t.kind, l.mode)
+	save, saveBang := l.pos, l.inBang
+	if l.isPunct(l.next(), '.') {
+		t = l.next()
+		if t.kind != tWord && t.kind != tQuoted {
+			return "", "", false
+		}
+		return table, unquote(l.text(t), t.kind, l.mode), true
+	}
+	l.pos, l.inBang = save, saveBang
+	return "", table, true
+}
+
+// insertParts are the offsets (in the statement) the lexer finds in an
+// INSERT: the parser gives none for these.
+type insertParts struct {
+	colOpen int   // '(' of the column list, -1 without one
+	values  int   // start of the VALUES / VALUE keyword, -1 without one
+	setEnd  int   // end of the SET keyword, -1 without one
+	rows    []int // '(' of each VALUES row
+}
+
+// scanInsert finds the column list, VALUES rows and SET keyword after the
+// table name.
+func scanInsert(text string, mode Mode) insertParts {
+	p := insertParts{colOpen: -1, values: -1, setEnd: -1}
+	l := lexer{s: text, mode: mode}
+	if _, _, ok := l.insertTable(); !ok {
+		return p
+	}
+	t := l.next()
+	if l.is(t, "PARTITION") {
+		l.skipParens(l.next())
+		t = l.next()
+	}
+	if l.isPunct(t, '(') {
+		save, saveBang := l.pos, l.inBang
+		u := l.next()
+		l.pos, l.inBang = save, saveBang
+		if l.is(u, "SELECT") || l.is(u, "WITH") || l.is(u, "TABLE") || l.is(u, "VALUES") || l.isPunct(u, '(') {
+			return p
+		}
+		p.colOpen = t.start
+		l.skipParens(t)
+		t = l.next()
+	}
+	switch {
+	case l.is(t, "VALUES") || l.is(t, "VALUE"):
+		p.values = t.start
+		for {
+			t = l.next()
+			if l.is(t, "ROW") {
+				t = l.next()
+			}
+			if !l.isPunct(t, '(') {
+				return p
+			}
+			p.rows = append(p.rows, t.start)
+			l.skipParens(t)
+			save, saveBang := l.pos, l.inBang
+			if !l.isPunct(l.next(), ',') {
+				l.pos, l.inBang = save, saveBang
+				return p
+			}
+		}
+	case l.is(t, "SET"):
+		p.setEnd = t.end
+	}
+	return p
+}
+
+// skipParens moves past the ')' matching open (a '(' token).
+func (l *lexer) skipParens(open token) {
+	if !l.isPunct(open, '(') {
+		return
+	}
+	for depth := 1; depth > 0; {
+		t := l.next()
+		switch {
+		case t.kind == tEOF:
+			return
+		case l.isPunct(t, '('):
+			depth++
+		case l.isPunct(t, ')'):
+			depth--
+		}
+	}
+}
+
+func quoteIdent(name string) string {
+	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
+}
+
+func columnIndex(cols []*ast.ColumnName, name string) int {
+	for i, c := range cols {
+		if strings.EqualFold(c.Name.O, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// fillKey adds the edits that fill rule.Column of an INSERT / REPLACE.
+func (s *stmtPlan) fillKey(ins *ast.InsertStmt, rule Rule, db, table string) error {
+	name := qualify(db, table)
+	if ins.Select != nil {
+		if len(ins.Columns) == 0 || columnIndex(ins.Columns, rule.Column) >= 0 {
+			return nil // the SELECT gives the key explicitly
+		}
+		return errorf(CodeNoDefault, "INSERT ... SELECT into %s does not list its key column %s, which the proxy can only fill in VALUES or SET rows; list %s and select a value for it", name, rule.Column, rule.Column)
+	}
+	if len(ins.Lists) == 0 {
+		return nil
+	}
+	parts := scanInsert(s.text, s.b.env.Mode)
+	col := quoteIdent(rule.Column)
+	if ins.Setlist {
+		if k := columnIndex(ins.Columns, rule.Column); k >= 0 {
+			s.keyValue(ins.Lists[0][k], rule)
+			return nil
+		}
+		if parts.setEnd < 0 {
+			return errorf(CodeNotSupported, "cannot find the SET list of this INSERT into %s", name)
+		}
+		at := s.start + parts.setEnd
+		s.b.edits = append(s.b.edits, edit{start: at, end: at, tag: rule.Tag, key: true, pre: " " + col + " = ", post: ","})
+		return nil
+	}
+
+	width := len(ins.Columns)
+	k := columnIndex(ins.Columns, rule.Column)
+	if parts.colOpen < 0 {
+		if allEmpty(ins.Lists) {
+			// VALUES () means all defaults: give the key a column list.
+			if parts.values < 0 || len(parts.rows) != len(ins.Lists) {
+				return errorf(CodeNotSupported, "cannot find the VALUES rows of this INSERT into %s", name)
+			}
+			at := s.start + parts.values
+			s.b.edits = append(s.b.edits, edit{start: at, end: at, slot: -1, pre: "(" + col + ") "})
+			for _, r := range parts.rows {
+				at := s.start + r + 1
+				s.b.edits = append(s.b.edits, edit{start: at, end: at, tag: rule.Tag, key: true})
+			}
+			return nil
+		}
+		if s.b.env.Columns == nil {
+			return errorf(CodeUnknown, "INSERT into %s without a column list: the proxy does not know the table's columns", name)
+		}
+		cols, err := s.b.env.Columns(db, table)
+		if err != nil {
+			e := errorf(CodeUnknown, "reading the columns of %s to fill %s: %v", name, rule.Column, err)
+			e.cause = err
+			return e
+		}
+		width, k = len(cols), -1
+		for i, c := range cols {
+			if strings.EqualFold(c, rule.Column) {
+				k = i
+				break
+			}
+		}
+		if k < 0 {
+			return errorf(CodeBadField, "table %s has no column %s to fill (check the tables rule)", name, rule.Column)
+		}
+	}
+	for _, row := range ins.Lists {
+		if len(row) != width {
+			return nil // the server reports the column count mismatch
+		}
+	}
+	if k >= 0 {
+		for _, row := range ins.Lists {
+			s.keyValue(row[k], rule)
+		}
+		return nil
+	}
+	// The key column is absent: put it first in the list and in each row.
+	if len(parts.rows) != len(ins.Lists) {
+		return errorf(CodeNotSupported, "cannot find the VALUES rows of this INSERT into %s", name)
+	}
+	pre := col
+	if width > 0 {
+		pre += ", "
+	}
+	at := s.start + parts.colOpen + 1
+	s.b.edits = append(s.b.edits, edit{start: at, end: at, slot: -1, pre: pre})
+	post := ""
+	if width > 0 {
+		post = ", "
+	}
+	for _, r := range parts.rows {
+		at := s.start + r + 1
+		s.b.edits = append(s.b.edits, edit{start: at, end: at, tag: rule.Tag, key: true, post: post})
+	}
+	return nil
+}
+
+func allEmpty(rows [][]ast.ExprNode) bool {
+	for _, r := range rows {
+		if len(r) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// keyValue fills the key value e when it is NULL, DEFAULT, 0 / '0' / FALSE
+// (unless NO_AUTO_VALUE_ON_ZERO) or, when preparing, a ?. A NEXTVAL call
+// there becomes the key's ID. Anything else is an explicit value and stays.
+func (s *stmtPlan) keyValue(e ast.ExprNode, rule Rule) {
+	pos := e.OriginTextPosition()
+	if i := s.callAt(pos); i >= 0 {
+		if _, ok := e.(ast.ValueExpr); ok && s.placed[i] {
+			c := s.b.calls[i]
+			s.consumed[i] = true
+			s.b.edits = append(s.b.edits, edit{start: c.start, end: c.end, tag: c.tag, key: true})
+		}
+		return
+	}
+	mode := s.b.env.Mode
+	l := lexer{s: s.text, pos: pos, mode: mode}
+	t := l.next()
+	if after := l.next(); !(after.kind == tEOF || l.isPunct(after, ',') || l.isPunct(after, ')') || l.is(after, "ON")) {
+		return // more than one token: an expression
+	}
+	ed := edit{start: s.start + t.start, end: s.start + t.end, tag: rule.Tag, key: true}
+	switch v := e.(type) {
+	case *ast.DefaultExpr:
+		if v.Name != nil || !l.is(t, "DEFAULT") {
+			return
+		}
+	case ast.ParamMarkerExpr:
+		if !s.b.prepared || t.kind != tParam {
+			return
+		}
+		ed.param, ed.zeroIsNull = true, !mode.NoAutoValueOnZero
+	case ast.ValueExpr:
+		switch {
+		case l.is(t, "NULL"):
+		case mode.NoAutoValueOnZero:
+			return
+		case l.is(t, "FALSE"):
+		case t.kind == tNumber && isZeroNumber(l.text(t)):
+		case t.kind == tString && unquote(l.text(t), t.kind, mode) == "0":
+		default:
+			return
+		}
+	default:
+		return
+	}
+	s.b.edits = append(s.b.edits, ed)
+}
+
+// isZeroNumber reports whether a number token's value is zero (0, 00, 0.0,
+// .0, 0e5).
+func isZeroNumber(text string) bool {
+	for i := 0; i < len(text); i++ {
+		switch c := text[i]; {
+		case c == '0' || c == '.':
+		case c == 'e' || c == 'E':
+			return true
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,241 @@
+package rewriter
+
+import (
+	"slices"
+	"strconv"
+)
+
+// Kind says what the proxy does with a statement text.
+type Kind uint8
+
+const (
+	// PassThrough: send the text to the backend unchanged.
+	PassThrough Kind = iota
+	// Sequence: answer the text in the proxy, one row with one BIGINT
+	// column per Plan.Calls entry; nothing goes to the backend.
+	Sequence
+	// Rewrite: draw Plan.Tags IDs, then send Plan.Render's text.
+	Rewrite
+)
+
+func (k Kind) String() string {
+	switch k {
+	case PassThrough:
+		return "PassThrough"
+	case Sequence:
+		return "Sequence"
+	case Rewrite:
+		return "Rewrite"
+	}
+	return "Kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Env is what the planner knows about the session. Only DB and Mode change
+// during a session; Rules and Columns are usually shared.
+type Env struct {
+	// DB is the session's current database, for unqualified table names.
+	DB   string
+	Mode Mode
+	// Rules says which tables get their key filled; nil means none.
+	Rules *Rules
+	// Columns returns a table's columns in order. It is called only for an
+	// INSERT without a column list into a rule table; nil makes such an
+	// INSERT an error.
+	Columns func(db, table string) ([]string, error)
+}
+
+// TagCount is how many IDs a plan needs from one tag.
+type TagCount struct {
+	Tag string
+	N   int
+}
+
+// Slot is one generated ID in a Rewrite plan.
+type Slot struct {
+	Tag string
+	// Start and End are the byte range of the original text the ID
+	// replaces (the whole NEXTVAL(...) call, or a NULL / DEFAULT / 0 / ?
+	// key value); Start == End when the ID is inserted for an absent key.
+	Start, End int
+	// Key is set when the ID fills a rule table's key column (including a
+	// NEXTVAL written in that column), clear for other NEXTVAL calls.
+	Key bool
+	tag int // index into Plan.Tags
+}
+
+// Plan is what to do with one statement text. The zero Plan is
+// PassThrough. A Plan holds no reference to the Env; it is tied to the
+// exact text it was made from (offsets), and is read-only once returned,
+// so one Plan may be rendered by many goroutines.
+type Plan struct {
+	Kind Kind
+	// Calls (Sequence only): the select list, in order.
+	Calls []Call
+	// Slots (Rewrite only): one per ID, in text order. Render takes the
+	// IDs in this order.
+	Slots []Slot
+	// Tags (Rewrite only): IDs needed per tag, in order of first use.
+	Tags []TagCount
+
+	edits    []edit
+	prepared bool
+}
+
+// edit is one splice: replace text[start:end) with
+// pre [LAST_INSERT_ID(] [COALESCE(...,] value [)] [)] post,
+// where value is the slot's ID (or @__leaf_<slot> when prepared); without
+// a slot it is just pre.
+type edit struct {
+	start, end int
+	slot       int // -1: no ID, only pre
+	tag        string
+	key        bool
+	wrap       bool // LAST_INSERT_ID(...) around the value
+	param      bool // the value replaces a ? key: explicit wins
+	zeroIsNull bool // with param: an explicit 0 also means generate
+	pre, post  string
+}
+
+// AssignIDs spreads per-tag batches over the slots: batches[i] holds
+// Tags[i].N IDs, ascending as the allocator returns them; slots of one tag
+// take them in text order, so rows get ascending IDs. The result (appended
+// to dst[:0]) is what Render and SetVars take.
+func (p *Plan) AssignIDs(dst []int64, batches [][]int64) ([]int64, error) {
+	if len(batches) != len(p.Tags) {
+		return dst, errorf(CodeUnknown, "assigning IDs: %d batches for %d tags", len(batches), len(p.Tags))
+	}
+	for i, tc := range p.Tags {
+		if len(batches[i]) != tc.N {
+			return dst, errorf(CodeUnknown, "assigning IDs: %d IDs for tag %q, need %d", len(batches[i]), tc.Tag, tc.N)
+		}
+	}
+	dst = dst[:0]
+	var next [8]int
+	used := next[:0]
+	if len(p.Tags) > len(next) {
+		used = make([]int, 0, len(p.Tags))
+	}
+	used = used[:len(p.Tags)]
+	clear(used)
+	for _, s := range p.Slots {
+		dst = append(dst, batches[s.tag][used[s.tag]])
+		used[s.tag]++
+	}
+	return dst, nil
+}
+
+// Render appends the rewritten text to dst: sql (the exact text the plan
+// was made from) with ids[i] spliced in for Slots[i]. For a plan from
+// PlanPrepare the IDs are session variables and ids is ignored (send
+// SetVars before each EXECUTE instead). It allocates only to grow dst, and
+// panics if ids is short, which is a caller bug.
+func (p *Plan) Render(dst []byte, sql string, ids []int64) []byte {
+	last := 0
+	for i := range p.edits {
+		e := &p.edits[i]
+		dst = append(dst, sql[last:e.start]...)
+		dst = append(dst, e.pre...)
+		if e.slot >= 0 {
+			if e.wrap {
+				dst = append(dst, "LAST_INSERT_ID("...)
+			}
+			if e.param {
+				if e.zeroIsNull {
+					dst = append(dst, "COALESCE(NULLIF(?,0),"...)
+				} else {
+					dst = append(dst, "COALESCE(?,"...)
+				}
+			}
+			if p.prepared {
+				dst = append(dst, "@__leaf_"...)
+				dst = strconv.AppendInt(dst, int64(e.slot), 10)
+			} else {
+				dst = strconv.AppendInt(dst, ids[e.slot], 10)
+			}
+			if e.param {
+				dst = append(dst, ')')
+			}
+			if e.wrap {
+				dst = append(dst, ')')
+			}
+		}
+		dst = append(dst, e.post...)
+		last = e.end
+	}
+	return append(dst, sql[last:]...)
+}
+
+// SetVars appends `SET @__leaf_0=<ids[0]>,@__leaf_1=<ids[1]>,...`, the
+// statement that gives a prepared plan's session variables their values;
+// the proxy sends it (pipelined) before each EXECUTE. With no slots it
+// appends nothing.
+func (p *Plan) SetVars(dst []byte, ids []int64) []byte {
+	for i := range p.Slots {
+		if i == 0 {
+			dst = append(dst, "SET @__leaf_0="...)
+		} else {
+			dst = append(dst, ",@__leaf_"...)
+			dst = strconv.AppendInt(dst, int64(i), 10)
+			dst = append(dst, '=')
+		}
+		dst = strconv.AppendInt(dst, ids[i], 10)
+	}
+	return dst
+}
+
+// PlanQuery plans one COM_QUERY text, which may hold several statements.
+// Errors are *Error; the text must then not be sent.
+func PlanQuery(sql string, env *Env) (Plan, error) { return plan(sql, env, false) }
+
+// PlanPrepare plans a COM_STMT_PREPARE text. Placeholders stay as they are
+// (the client-visible parameter count does not change); generated values
+// become session variables @__leaf_<slot> (see SetVars). A ? in a rule
+// table's key column becomes COALESCE(NULLIF(?,0),@__leaf_<slot>) (without
+// NULLIF under NO_AUTO_VALUE_ON_ZERO) so a value bound at execute time
+// still wins. `SELECT NEXTVAL('t')` gives a Sequence plan to answer each
+// execute with.
+func PlanPrepare(sql string, env *Env) (Plan, error) { return plan(sql, env, true) }
+
+func plan(sql string, env *Env, prepared bool) (Plan, error) {
+	if !mayRewrite(sql) {
+		return Plan{}, nil
+	}
+	calls, ok, err := matchSequenceSelect(sql, env.Mode)
+	if err != nil {
+		return Plan{}, err
+	}
+	if ok {
+		return Plan{Kind: Sequence, Calls: calls}, nil
+	}
+	b := builder{sql: sql, env: env, prepared: prepared}
+	if err := b.run(); err != nil {
+		return Plan{}, err
+	}
+	return b.plan(), nil
+}
+
+// plan numbers the slots in text order and counts IDs per tag.
+func (b *builder) plan() Plan {
+	if len(b.edits) == 0 {
+		return Plan{}
+	}
+	slices.SortStableFunc(b.edits, func(x, y edit) int { return x.start - y.start })
+	p := Plan{Kind: Rewrite, edits: b.edits, prepared: b.prepared}
+	tagIndex := map[string]int{}
+	for i := range p.edits {
+		e := &p.edits[i]
+		if e.slot < 0 {
+			continue
+		}
+		t, ok := tagIndex[e.tag]
+		if !ok {
+			t = len(p.Tags)
+			tagIndex[e.tag] = t
+			p.Tags = append(p.Tags, TagCount{Tag: e.tag})
+		}
+		p.Tags[t].N++
+		e.slot = len(p.Slots)
+		p.Slots = append(p.Slots, Slot{Tag: e.tag, Start: e.start, End: e.end, Key: e.key, tag: t})
+	}
+	return p
+}

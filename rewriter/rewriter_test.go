@@ -1,0 +1,230 @@
+package rewriter
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func testEnv(t testing.TB, mode Mode) *Env {
+	t.Helper()
+	rules, err := NewRules([]Rule{
+		{Table: "orders", Column: "id", Tag: "order"},
+		{Table: "shop.items", Column: "item_id", Tag: "item"},
+		{Table: "other.items", Column: "sku", Tag: "sku"},
+		{Table: "ev`t", Column: "k`ey", Tag: "ev"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Env{DB: "shop", Mode: mode, Rules: rules, Columns: func(db, table string) ([]string, error) {
+		if db == "missing" {
+			return nil, errors.New("no such table")
+		}
+		switch strings.ToLower(table) {
+		case "orders":
+			return []string{"id", "name", "note"}, nil
+		case "items":
+			return []string{"name", "item_id"}, nil
+		case "ev`t":
+			return []string{"x"}, nil
+		}
+		return nil, errors.New("no such table")
+	}}
+}
+
+// ids returns 1001, 1002, ... for a plan's slots.
+func ids(n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = int64(1001 + i)
+	}
+	return out
+}
+
+func TestParseSQLMode(t *testing.T) {
+	tests := []struct {
+		in   string
+		want Mode
+	}{
+		{"", Mode{}},
+		{"STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION", Mode{}},
+		{"ansi_quotes", Mode{ANSIQuotes: true}},
+		{"NO_BACKSLASH_ESCAPES, no_auto_value_on_zero", Mode{NoBackslashEscapes: true, NoAutoValueOnZero: true}},
+		{"ANSI", Mode{ANSIQuotes: true, PipesAsConcat: true, IgnoreSpace: true}},
+		{"PIPES_AS_CONCAT,HIGH_NOT_PRECEDENCE,IGNORE_SPACE", Mode{PipesAsConcat: true, HighNotPrecedence: true, IgnoreSpace: true}},
+		{"ANSI_QUOTES_X", Mode{}},
+	}
+	for _, tt := range tests {
+		if got := ParseSQLMode(tt.in); got != tt.want {
+			t.Errorf("ParseSQLMode(%q) = %+v, want %+v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestRules(t *testing.T) {
+	bad := [][]Rule{
+		{{Table: "", Column: "id", Tag: "t"}},
+		{{Table: "t", Column: "", Tag: "t"}},
+		{{Table: "t", Column: "id", Tag: ""}},
+		{{Table: "a.b.c", Column: "id", Tag: "t"}},
+		{{Table: ".b", Column: "id", Tag: "t"}},
+		{{Table: "t", Column: "id", Tag: "t"}, {Table: "T", Column: "id", Tag: "u"}},
+	}
+	for _, rs := range bad {
+		if _, err := NewRules(rs); err == nil {
+			t.Errorf("NewRules(%+v) accepted", rs)
+		}
+	}
+	r, err := NewRules([]Rule{{Table: "orders", Column: "id", Tag: "any"}, {Table: "Shop.Orders", Column: "oid", Tag: "shop"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lookups := []struct {
+		db, table, tag string
+	}{
+		{"shop", "orders", "shop"},
+		{"SHOP", "ORDERS", "shop"},
+		{"other", "orders", "any"},
+		{"", "orders", "any"},
+		{"shop", "order", ""},
+	}
+	for _, l := range lookups {
+		rule, ok := r.Lookup(l.db, l.table)
+		if ok != (l.tag != "") || rule.Tag != l.tag {
+			t.Errorf("Lookup(%q, %q) = %+v, %v; want tag %q", l.db, l.table, rule, ok, l.tag)
+		}
+	}
+	var none *Rules
+	if _, ok := none.Lookup("a", "b"); ok {
+		t.Error("nil Rules found a rule")
+	}
+}
+
+func TestMayRewrite(t *testing.T) {
+	no := []string{
+		"SELECT * FROM t WHERE id = 42",
+		"UPDATE t SET a = 1 WHERE b = 2",
+		"DELETE FROM orders",
+		"SELECT 1; SELECT 2",
+		"/* insert */ SELECT 1",
+		"",
+	}
+	maybe := []string{
+		"INSERT INTO t VALUES (1)",
+		"  /* c */ -- x\n# y\n insert into t values (1)",
+		"replace t values (1)",
+		"SELECT 1; INSERT INTO t VALUES (1)",
+		"SELECT 1;/*c*/INSERT INTO t VALUES (1)",
+		"/*!40000 INSERT INTO t VALUES (1) */",
+		"SELECT NEXTVAL('a')",
+		"select next value for a",
+		"SELECT lastVAL(a)",
+		"SELECT 'val'",
+	}
+	for _, q := range no {
+		if mayRewrite(q) {
+			t.Errorf("mayRewrite(%q) = true", q)
+		}
+	}
+	for _, q := range maybe {
+		if !mayRewrite(q) {
+			t.Errorf("mayRewrite(%q) = false", q)
+		}
+	}
+}
+
+func TestSequenceSelect(t *testing.T) {
+	tests := []struct {
+		sql   string
+		mode  Mode
+		calls []Call
+	}{
+		{sql: "SELECT NEXTVAL('order')", calls: []Call{{Next, "order", "NEXTVAL('order')"}}},
+		{sql: "select nextval(order_seq);", calls: []Call{{Next, "order_seq", "nextval(order_seq)"}}},
+		{sql: "SELECT NEXT VALUE FOR shop.seq", calls: []Call{{Next, "seq", "NEXT VALUE FOR shop.seq"}}},
+		{sql: "SELECT NextVal(`we``ird`) AS id", calls: []Call{{Next, "we`ird", "id"}}},
+		{sql: "SELECT LASTVAL('a'), PREVIOUS VALUE FOR b", calls: []Call{{Last, "a", "LASTVAL('a')"}, {Last, "b", "PREVIOUS VALUE FOR b"}}},
+		{sql: "SELECT lastval(a) x, NEXTVAL('a') 'y z', nextval(\"b\") AS `w`", calls: []Call{{Last, "a", "x"}, {Next, "a", "y z"}, {Next, "b", "w"}}},
+		{sql: "/* hi */ SELECT /*+ hint */ NEXTVAL( 'a' ) -- trailing\n ;  # done", calls: []Call{{Next, "a", "NEXTVAL( 'a' )"}}},
+		{sql: "SELECT NEXTVAL('a') FROM DUAL", calls: []Call{{Next, "a", "NEXTVAL('a')"}}},
+		{sql: "SELECT NEXTVAL('it''s'), NEXTVAL('a\\'b')", calls: []Call{{Next, "it's", "NEXTVAL('it''s')"}, {Next, "a'b", "NEXTVAL('a\\'b')"}}},
+		{sql: "SELECT NEXTVAL('a\\')", mode: Mode{NoBackslashEscapes: true}, calls: []Call{{Next, "a\\", "NEXTVAL('a\\')"}}},
+		{sql: `SELECT NEXTVAL("a") AS "x"`, mode: Mode{ANSIQuotes: true}, calls: []Call{{Next, "a", "x"}}},
+		{sql: "SELECT NEXTVAL(db.`t`)", calls: []Call{{Next, "t", "NEXTVAL(db.`t`)"}}},
+		// Not a sequence select: PassThrough or Rewrite.
+		{sql: "SELECT nextval FROM t"},
+		{sql: "SELECT db.nextval('a')"},
+		{sql: "SELECT 'NEXTVAL(a)'"},
+		{sql: "SELECT NEXTVAL('a') + 1"},
+		{sql: "SELECT NEXTVAL('a'); SELECT 1"},
+	}
+	env := testEnv(t, Mode{})
+	for _, tt := range tests {
+		env.Mode = tt.mode
+		for _, prepared := range []bool{false, true} {
+			p, err := plan(tt.sql, env, prepared)
+			if err != nil {
+				t.Errorf("%q: %v", tt.sql, err)
+				continue
+			}
+			if tt.calls == nil {
+				if p.Kind == Sequence {
+					t.Errorf("%q: Sequence plan %+v", tt.sql, p.Calls)
+				}
+				continue
+			}
+			if p.Kind != Sequence || !reflect.DeepEqual(p.Calls, tt.calls) {
+				t.Errorf("%q: got %v %+v, want %+v", tt.sql, p.Kind, p.Calls, tt.calls)
+			}
+		}
+	}
+}
+
+func TestErrors(t *testing.T) {
+	tests := []struct {
+		sql      string
+		prepared bool
+		code     uint16
+		state    string
+		mention  string
+	}{
+		{sql: "SELECT NEXTVAL('a') FROM t", code: 1235, state: "42000", mention: "NEXTVAL('a')"},
+		{sql: "SELECT NEXTVAL(a) FROM t WHERE x = 1", code: 1235, mention: "NEXTVAL(a)"},
+		{sql: "SELECT NEXTVAL('a') UNION SELECT 1", code: 1235},
+		{sql: "SELECT * FROM t WHERE id = NEXTVAL('a')", code: 1235},
+		{sql: "SELECT (SELECT NEXTVAL('a'))", code: 1235},
+		{sql: "SELECT NEXTVAL('a') GROUP BY 1", code: 1235},
+		{sql: "INSERT INTO t (a) SELECT NEXTVAL('a') FROM u", code: 1235},
+		{sql: "INSERT INTO t VALUES ((SELECT NEXTVAL('a')))", code: 1235},
+		{sql: "INSERT INTO t (a) VALUES (1), (2) ON DUPLICATE KEY UPDATE a = NEXTVAL('a')", code: 1235},
+		{sql: "DELETE FROM t WHERE id = NEXT VALUE FOR s", code: 1235},
+		{sql: "SELECT NEXTVAL(?)", prepared: true, code: 1235, mention: "parameter"},
+		{sql: "INSERT INTO t VALUES (NEXTVAL(?))", prepared: true, code: 1235},
+		{sql: "SELECT LASTVAL('a'), 1", code: 1235, mention: "LASTVAL('a')"},
+		{sql: "INSERT INTO t VALUES (LASTVAL(a))", code: 1235},
+		{sql: "INSERT INTO orders (name) SELECT name FROM t", code: 1364, state: "HY000", mention: "shop.orders"},
+		{sql: "INSERT INTO orders (name) VALUES ('a') RETURNING id", code: 1235, mention: "shop.orders"},
+		{sql: "INSERT INTO orders (name) VALUES ('a') AS new ON DUPLICATE KEY UPDATE name = new.name", code: 1235, mention: "shop.orders"},
+		{sql: "INSERT INTO t VALUES (NEXTVAL('a')) RETURNING id", code: 1235},
+		{sql: "INSERT INTO nodb.unknown VALUES (1); INSERT INTO orders (name) SELECT 1", code: 1364},
+		{sql: "INSERT INTO missing.orders VALUES (1, 2, 3)", code: 1105, mention: "no such table"},
+		{sql: "INSERT INTO other.items VALUES (1, 2)", code: 1054, mention: "sku"},
+	}
+	env := testEnv(t, Mode{})
+	for _, tt := range tests {
+		_, err := plan(tt.sql, env, tt.prepared)
+		var e *Error
+		if !errors.As(err, &e) {
+			t.Errorf("%q: err = %v, want *Error", tt.sql, err)
+			continue
+		}
+		if e.Code() != tt.code || tt.state != "" && e.SQLState() != tt.state || !strings.Contains(e.Error(), tt.mention) || !strings.HasPrefix(e.Error(), "leafproxy: ") {
+			t.Errorf("%q: got %d %s %q; want %d %s mentioning %q", tt.sql, e.Code(), e.SQLState(), e.Error(), tt.code, tt.state, tt.mention)
+		}
+	}
+	if _, err := plan("INSERT INTO orders VALUES (1, 2, 3)", &Env{DB: "shop", Rules: testEnv(t, Mode{}).Rules}, false); err == nil {
+		t.Error("INSERT without a column list and without Env.Columns: no error")
+	}
+}

@@ -1,0 +1,60 @@
+package rewriter
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Rule says that inserts into Table get Column filled from the sequence Tag.
+type Rule struct {
+	// Table is "orders" (that name in any database) or "shop.orders".
+	Table  string
+	Column string
+	Tag    string
+}
+
+// Rules is an immutable set of rules, safe for concurrent use. Names match
+// case-insensitively; a "db.table" rule wins over a "table" rule.
+type Rules struct {
+	qualified map[string]Rule // "db.table", lower case
+	anyDB     map[string]Rule // "table", lower case
+}
+
+// NewRules checks and indexes rules. It refuses empty names, names with more
+// than one dot, and two rules for the same table.
+func NewRules(rules []Rule) (*Rules, error) {
+	r := &Rules{qualified: map[string]Rule{}, anyDB: map[string]Rule{}}
+	for _, rule := range rules {
+		if rule.Table == "" || rule.Column == "" || rule.Tag == "" {
+			return nil, fmt.Errorf("table rule %+v: table, column and tag are required", rule)
+		}
+		key := strings.ToLower(rule.Table)
+		m := r.anyDB
+		if db, table, ok := strings.Cut(key, "."); ok {
+			if db == "" || table == "" || strings.Contains(table, ".") {
+				return nil, fmt.Errorf("table rule %q: want table or db.table", rule.Table)
+			}
+			m = r.qualified
+		}
+		if _, dup := m[key]; dup {
+			return nil, fmt.Errorf("table rule %q: table listed twice", rule.Table)
+		}
+		m[key] = rule
+	}
+	return r, nil
+}
+
+// Lookup finds the rule for table in database db (db may be empty when
+// the session has no current database). A nil *Rules has no rules.
+func (r *Rules) Lookup(db, table string) (Rule, bool) {
+	if r == nil || table == "" {
+		return Rule{}, false
+	}
+	if db != "" && len(r.qualified) > 0 {
+		if rule, ok := r.qualified[strings.ToLower(db)+"."+strings.ToLower(table)]; ok {
+			return rule, true
+		}
+	}
+	rule, ok := r.anyDB[strings.ToLower(table)]
+	return rule, ok
+}
