@@ -2,11 +2,14 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -93,6 +96,17 @@ func endpoints(t *testing.T) (srv *testdb.Server, targets []target) {
 		targets = append(targets, target{"leafproxy", dsn})
 	} else {
 		t.Log("leafproxy not available in this build: measuring direct and relay only")
+	}
+	// LEAFPROXY_BENCH_TARGETS=leafproxy narrows a run, e.g. for profiling
+	// one target with go test -cpuprofile.
+	if only := os.Getenv("LEAFPROXY_BENCH_TARGETS"); only != "" {
+		keep := targets[:0]
+		for _, tg := range targets {
+			if slices.Contains(strings.Split(only, ","), tg.name) {
+				keep = append(keep, tg)
+			}
+		}
+		targets = keep
 	}
 	return srv, targets
 }
@@ -227,6 +241,9 @@ func TestProxyOverhead(t *testing.T) {
 	for wi, w := range workloads {
 		for _, c := range connCounts {
 			d, r, p := cells[key(wi, c, "direct")], cells[key(wi, c, "relay")], cells[key(wi, c, "leafproxy")]
+			if d == nil || r == nil {
+				continue // narrowed by LEAFPROXY_BENCH_TARGETS
+			}
 			pq, pp := "n/a", "n/a"
 			if p != nil {
 				pq = fmt.Sprintf("%.2fx", p.qps()/r.qps())
@@ -252,15 +269,17 @@ func TestProxyStreaming(t *testing.T) {
 
 	out := new(strings.Builder)
 	fmt.Fprintf(out, "\nStreaming 1,000,000 rows (%s per target, 1 connection)\n\n", dur)
-	fmt.Fprintln(out, "| target | queries | median time | min time | max time | rows/s | peak Go heap (process) | peak heap - idle |")
-	fmt.Fprintln(out, "|---|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(out, "| target | queries | median time | min time | max time | rows/s | peak Go heap (process) | peak heap - idle | peak RSS (process) |")
+	fmt.Fprintln(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	medians := map[string]time.Duration{}
 	for _, tg := range targets {
 		if tg.name == "relay" {
 			continue
 		}
 		runtime.GC()
+		debug.FreeOSMemory()
 		idle := heapBytes()
+		rssReset := resetPeakRSS() == nil
 		var peak uint64
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
@@ -289,10 +308,14 @@ func TestProxyStreaming(t *testing.T) {
 		}
 		l := res.Latency
 		medians[tg.name] = l.P50
-		fmt.Fprintf(out, "| %s | %d | %s | %s | %s | %.0f | %s MB | %s MB |\n", tg.name, res.Requests,
-			ms(l.P50), ms(l.Min), ms(l.Max), res.RowsPerSec, mb(peak), mb(peak-min(peak, idle)))
+		rss := "n/a"
+		if hwm, err := peakRSS(); err == nil && rssReset {
+			rss = mb(hwm) + " MB"
+		}
+		fmt.Fprintf(out, "| %s | %d | %s | %s | %s | %.0f | %s MB | %s MB | %s |\n", tg.name, res.Requests,
+			ms(l.P50), ms(l.Min), ms(l.Max), res.RowsPerSec, mb(peak), mb(peak-min(peak, idle)), rss)
 	}
-	if p, ok := medians["leafproxy"]; ok {
+	if p, ok := medians["leafproxy"]; ok && medians["direct"] > 0 {
 		fmt.Fprintf(out, "\nleafproxy/direct median time: %.2fx (target <= 1.3x)\n", float64(p)/float64(medians["direct"]))
 	}
 	report(t, out.String())
@@ -304,6 +327,27 @@ func heapBytes() uint64 {
 	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(s)
 	return s[0].Value.Uint64()
+}
+
+// resetPeakRSS makes the kernel restart this process's VmHWM from the
+// current RSS (Linux clear_refs "5"), so each target gets its own peak.
+func resetPeakRSS() error {
+	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
+// peakRSS reads VmHWM, the peak resident set since the last reset.
+func peakRSS() (uint64, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no VmHWM in /proc/self/status")
 }
 
 // report prints a result table to stdout (so it shows without -v) and,
