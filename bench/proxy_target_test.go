@@ -1,15 +1,48 @@
 package bench
 
 import (
+	"context"
+	"log/slog"
+	"net"
+	"os"
 	"testing"
+	"time"
 
+	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/proxy"
 )
 
-// startProxy runs leafproxy in-process in front of srv and returns a DSN
-// for it. Until the proxy package lands it reports false and the suites
-// measure direct and relay only.
+// startProxy runs leafproxy in this process in front of srv, as a pure
+// relay (no interceptor: the pass-through path every unrelated statement
+// takes), and returns a DSN for the client account app/secret.
 func startProxy(t *testing.T, srv *testdb.Server) (dsn string, ok bool) {
 	t.Helper()
-	return "", false
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Backend.Addr = srv.Addr
+	cfg.Backend.User = "root"
+	cfg.Backend.Password = ""
+	cfg.Users = []config.User{{Name: "app", Password: "secret"}}
+	cfg.Shutdown.Grace = config.Duration(2 * time.Second)
+	// Warnings only: per-session info lines are not what is measured.
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	p, err := proxy.NewServer(cfg, proxy.WithLogger(logger))
+	if err != nil {
+		t.Fatalf("leafproxy: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- p.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("leafproxy Serve: %v", err)
+		}
+	})
+	return dsnAt(t, srv.DSN("bench"), ln.Addr().String(), "app", "secret"), true
 }
