@@ -168,8 +168,8 @@ func New(ctx context.Context, opts Options) (*Generator, error) {
 	if g.ttl > 0 {
 		g.renewEvery = cmp0(opts.RenewEvery, g.ttl/3)
 		g.margin = cmp0(opts.FenceMargin, g.ttl/5)
-		if g.margin >= g.ttl {
-			return nil, fmt.Errorf("snowflake: fence margin %v must be below the lease TTL %v", g.margin, g.ttl)
+		if g.renewEvery >= g.ttl-g.margin {
+			return nil, fmt.Errorf("snowflake: renewals every %v cannot keep a lease of TTL %v with fence margin %v alive", g.renewEvery, g.ttl, g.margin)
 		}
 	}
 	g.persistEvery = cmp0(opts.PersistEvery, DefaultPersistEvery)

@@ -216,11 +216,15 @@ func TestLeasersNeverHoldSameWorkerAtOnce(t *testing.T) {
 						}
 						mu.Unlock()
 						leaser.Release(ctx, l, time.Now())
-					case 2: // abandon: stop renewing, as a crashed or paused process
+					case 2: // renew once more, then abandon it, as a crashed or paused process would
+						sent := time.Now()
+						hw := sent.Add(ttl)
+						err := leaser.Renew(ctx, l, hw)
 						mu.Lock()
-						h.hw = time.Now()
+						if err == nil && reg[l.Worker] == h {
+							h.until, h.hw = sent.Add(ttl-margin), hw
+						}
 						mu.Unlock()
-						leaser.Renew(ctx, l, h.hw)
 					}
 				}
 			})

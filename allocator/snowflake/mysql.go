@@ -17,6 +17,9 @@ import (
 // judged by this one clock so that hosts whose clocks disagree still agree
 // on who holds what. UTC_TIMESTAMP keeps it independent of the session's
 // time zone (UNIX_TIMESTAMP(NOW()) is ambiguous in a DST fold).
+// DefaultLeaseTTL matches the config's default lease_ttl.
+const DefaultLeaseTTL = 30 * time.Second
+
 const dbNowMs = "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)"
 
 // MySQLLeaser leases worker ids from the leaf_worker table
@@ -33,8 +36,13 @@ type MySQLLeaser struct {
 // NewMySQLLeaser returns a leaser over db's leaf_worker table. owner names
 // the process in the table (host:pid is a good choice); each Acquire adds a
 // random token, so two processes configured with the same owner still never
-// share a lease. ttl is how long a lease survives without renewal.
+// share a lease. ttl is how long a lease survives without renewal
+// (DefaultLeaseTTL when not positive: a zero TTL would let every process
+// take every id).
 func NewMySQLLeaser(db *sql.DB, owner string, ttl time.Duration) *MySQLLeaser {
+	if ttl <= 0 {
+		ttl = DefaultLeaseTTL
+	}
 	if len(owner) > 200 {
 		owner = owner[:200]
 	}
