@@ -1,15 +1,3 @@
-// Package snowflake generates time-ordered 64-bit IDs: a time count since an
-// epoch, a worker id and a per-tick sequence, packed into a positive int64.
-//
-// It improves on Leaf-snowflake, bwmarrin/snowflake and sonyflake where those
-// have produced duplicates or stopped: time comes from the process's
-// monotonic clock; a high-water timestamp is persisted (in leaf_worker and in
-// a local state file) so a restart behind it waits or refuses; worker ids are
-// leased from the database with a TTL and fenced, so a paused process cannot
-// issue under an id that has passed to another; the sequence of each tick
-// starts at a small random offset so id%N spreads evenly at low traffic; and
-// the generator refuses to issue once the time bits run out instead of
-// wrapping into negative or repeated IDs.
 package snowflake
 
 import (
