@@ -49,7 +49,7 @@ func testLogger() *slog.Logger {
 }
 
 // startProxy runs a proxy in front of backendAddr with user app/secret.
-func startProxy(t testing.TB, backendAddr string, mutate func(*config.Config), opts ...Option) *env {
+func startProxy(t testing.TB, backendAddr string, mutate func(*testConfig), opts ...Option) *env {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Backend.Addr = backendAddr
@@ -126,3 +126,7 @@ func ensureDB(t testing.TB, s *testdb.Server, name string) {
 	t.Helper()
 	s.Exec(t, "CREATE DATABASE IF NOT EXISTS `"+name+"`")
 }
+
+type testConfig = config.Config
+
+func testDuration(d time.Duration) config.Duration { return config.Duration(d) }

@@ -1,0 +1,255 @@
+package proxy
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/leafproxy/leafproxy/internal/testdb"
+)
+
+func TestBackendDownAtLogin(t *testing.T) {
+	// A closed port: nothing listens there.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := l.Addr().String()
+	l.Close()
+	e := startProxy(t, dead, nil)
+	db := e.open(t, "", "")
+	err = db.Ping()
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) || me.Number != 2003 || !strings.Contains(me.Message, dead) {
+		t.Fatalf("login with backend down: %v, want 2003 naming %s", err, dead)
+	}
+	// The proxy itself stays up: other clients still get its handshake and
+	// the same clear error.
+	db2 := e.open(t, "", "")
+	if err := db2.Ping(); !errors.As(err, &me) || me.Number != 2003 {
+		t.Fatalf("second login: %v", err)
+	}
+}
+
+func TestBackendStoppedThenBack(t *testing.T) {
+	s := testdb.Start(t)
+	e := startProxy(t, s.Addr, nil)
+	s.Stop(t)
+	db := e.open(t, "", "")
+	var me *mysql.MySQLError
+	if err := db.Ping(); !errors.As(err, &me) || me.Number != 2003 {
+		t.Fatalf("login with backend stopped: %v, want 2003", err)
+	}
+	s.Restart(t)
+	db2 := e.open(t, "", "")
+	if err := db2.Ping(); err != nil {
+		t.Fatalf("login after backend came back: %v", err)
+	}
+}
+
+func TestBackendKilledMidSession(t *testing.T) {
+	s := testdb.Start(t)
+	e := startProxy(t, s.Addr, nil)
+	db := e.open(t, "", "")
+	db.SetMaxIdleConns(1)
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.PingContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := conn.ExecContext(ctx, "SELECT SLEEP(30)")
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	s.Kill(t)
+	select {
+	case err := <-done:
+		var me *mysql.MySQLError
+		if err == nil {
+			t.Fatal("query survived a killed backend")
+		}
+		if errors.As(err, &me) && me.Number != 2013 {
+			t.Fatalf("killed backend: %v, want 2013 or a closed connection", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("client not told about the lost backend")
+	}
+	s.Restart(t)
+	db2 := e.open(t, "", "")
+	var one int
+	if err := db2.QueryRow("SELECT 1").Scan(&one); err != nil || one != 1 {
+		t.Fatalf("new session after restart: %v", err)
+	}
+}
+
+func TestManyConnections(t *testing.T) {
+	e := startProxy(t, shared.Addr, nil)
+	const n = 500
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	conns := make(chan *sql.DB, n)
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			db, err := sql.Open("mysql", e.dsn("app", "secret", "", ""))
+			if err != nil {
+				errs <- err
+				return
+			}
+			var v int
+			if err := db.QueryRow("SELECT 1").Scan(&v); err != nil || v != 1 {
+				errs <- err
+				db.Close()
+				return
+			}
+			conns <- db // hold it open until all are up
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("connection failed: %v", err)
+	}
+	if got := e.srv.active.Load(); got != n {
+		t.Fatalf("%d sessions open, want %d", got, n)
+	}
+	close(conns)
+	for db := range conns {
+		db.Close()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for e.srv.active.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sessions still open after clients closed", e.srv.active.Load())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestMaxConnections(t *testing.T) {
+	e := startProxy(t, shared.Addr, func(c *testConfig) { c.Limits.MaxConnections = 2 })
+	db := e.open(t, "", "")
+	db.SetMaxIdleConns(0) // Conn.Close really closes
+	ctx := context.Background()
+	c1, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c1.Close()
+	c2, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	extra := e.open(t, "", "")
+	var me *mysql.MySQLError
+	if err := extra.Ping(); !errors.As(err, &me) || me.Number != 1040 {
+		t.Fatalf("third connection: %v, want 1040", err)
+	}
+	c2.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for extra.Ping() != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("slot not freed after a client left")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestShutdownWithStatementsInFlight(t *testing.T) {
+	e := startProxy(t, shared.Addr, func(c *testConfig) { c.Shutdown.Grace = testDuration(5 * time.Second) })
+	busy := e.open(t, "", "")
+	idle := e.open(t, "", "")
+	ctx := context.Background()
+	idleConn, err := idle.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idleConn.Close()
+	if err := idleConn.PingContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	result := make(chan error, 1)
+	started := make(chan struct{})
+	go func() {
+		conn, err := busy.Conn(ctx)
+		if err != nil {
+			result <- err
+			return
+		}
+		defer conn.Close()
+		close(started)
+		var v int
+		err = conn.QueryRowContext(ctx, "SELECT SLEEP(1)").Scan(&v)
+		result <- err
+	}()
+	<-started
+	time.Sleep(300 * time.Millisecond)
+	t0 := time.Now()
+	stopped := make(chan error, 1)
+	go func() { stopped <- e.stop() }()
+	time.Sleep(100 * time.Millisecond)
+	if c, err := net.DialTimeout("tcp", e.addr, time.Second); err == nil {
+		c.Close()
+		t.Fatal("new connection accepted during shutdown")
+	}
+	if err := <-result; err != nil {
+		t.Fatalf("statement in flight cut off: %v", err)
+	}
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return within grace")
+	}
+	if d := time.Since(t0); d > 4*time.Second {
+		t.Fatalf("shutdown took %v: idle session kept it waiting", d)
+	}
+	if err := idleConn.PingContext(ctx); err == nil {
+		t.Fatal("idle session still open after shutdown")
+	}
+}
+
+// Statements still running when the grace period ends are cut off.
+func TestShutdownGraceExpires(t *testing.T) {
+	e := startProxy(t, shared.Addr, func(c *testConfig) { c.Shutdown.Grace = testDuration(500 * time.Millisecond) })
+	db := e.open(t, "", "")
+	result := make(chan error, 1)
+	go func() {
+		_, err := db.Exec("SELECT SLEEP(20)")
+		result <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	t0 := time.Now()
+	_ = e.stop()
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Fatalf("Serve returned after %v, grace was 500ms", d)
+	}
+	select {
+	case err := <-result:
+		if err == nil {
+			t.Fatal("long statement reported success after forced shutdown")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("client of a cut-off session still waiting")
+	}
+}
