@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"gopkg.in/yaml.v3"
 )
 
@@ -354,4 +355,20 @@ func (c *Config) TagSettings(tag string) Tag {
 		return t
 	}
 	return Tag{Generator: "segment", Step: c.Sequences.DefaultStep}
+}
+
+// StoreDSN is the go-sql-driver DSN of the allocation store: sequences.store,
+// or database `leafproxy` on the backend with the backend's account.
+func (c *Config) StoreDSN() string {
+	if c.Sequences.Store != "" {
+		return c.Sequences.Store
+	}
+	mc := mysql.NewConfig()
+	mc.Net = "tcp"
+	mc.Addr = c.Backend.Addr
+	mc.User = c.Backend.User
+	mc.Passwd = c.Backend.Password
+	mc.DBName = "leafproxy"
+	mc.Timeout = c.Backend.ConnectTimeout.D()
+	return mc.FormatDSN()
 }

@@ -14,25 +14,10 @@ import (
 	"github.com/leafproxy/leafproxy/config"
 )
 
-// storeDSN is the allocation store: sequences.store, or the backend.
-func storeDSN(cfg *config.Config) string {
-	if cfg.Sequences.Store != "" {
-		return cfg.Sequences.Store
-	}
-	mc := mysql.NewConfig()
-	mc.Net = "tcp"
-	mc.Addr = cfg.Backend.Addr
-	mc.User = cfg.Backend.User
-	mc.Passwd = cfg.Backend.Password
-	mc.DBName = "leafproxy"
-	mc.Timeout = cfg.Backend.ConnectTimeout.D()
-	return mc.FormatDSN()
-}
-
 // initStore creates the allocation schema and every configured tag that is
 // missing. Idempotent: existing rows keep their max_id.
 func initStore(ctx context.Context, cfg *config.Config, w io.Writer) error {
-	dsn := storeDSN(cfg)
+	dsn := cfg.StoreDSN()
 	mc, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return fmt.Errorf("sequences.store: %w", err)
