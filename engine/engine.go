@@ -1,0 +1,399 @@
+// Package engine executes the rewriter's plans inside proxy sessions: it is
+// the proxy.Interceptor that answers NEXTVAL/LASTVAL selects from the
+// allocator, splices generated IDs into INSERT/REPLACE/UPDATE text, and
+// gives prepared statements fresh IDs at every EXECUTE.
+//
+// Plan once, execute a small plan: the rewriter says "N IDs of tag T at
+// these offsets"; the engine draws them (one NextN per tag), renders the
+// text and relays it. Pass-through text costs one cheap filter and no
+// allocation.
+//
+// Prepared statements: the rewriter renders generated values as session
+// variables @__leaf_k, so the client-visible parameter count is unchanged;
+// before each EXECUTE the engine pipelines `SET @__leaf_0=...` with the
+// EXECUTE (one round trip). A prepared `SELECT NEXTVAL('t')` is prepared on
+// the backend as a same-shaped `SELECT CAST(0 AS SIGNED) AS ...` so the
+// client gets real metadata and a real statement id, and each EXECUTE is
+// answered by the proxy in the binary protocol.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/leafproxy/leafproxy/proxy"
+	"github.com/leafproxy/leafproxy/rewriter"
+)
+
+// IDSource draws IDs per tag; allocator.Sequences implements it.
+type IDSource interface {
+	NextN(ctx context.Context, tag string, n int, dst []int64) ([]int64, error)
+}
+
+// Engine is the proxy.Interceptor. One per server; per-session state lives
+// in the session's value slot.
+type Engine struct {
+	ids   IDSource
+	rules *rewriter.Rules
+	cols  *columnCache
+}
+
+// New returns an engine drawing from ids and filling keys per rules (nil:
+// no tables are filled; NEXTVAL still works).
+func New(ids IDSource, rules *rewriter.Rules) *Engine {
+	return &Engine{ids: ids, rules: rules, cols: newColumnCache(30 * time.Second)}
+}
+
+var _ proxy.Interceptor = (*Engine)(nil)
+
+// state is one session's engine state.
+type state struct {
+	env     rewriter.Env
+	ctx     context.Context // valid during one call, for Env.Columns
+	sess    *proxy.Session
+	modeStr string
+	last    map[string]int64 // LASTVAL per tag
+	stmts   map[uint32]*prepared
+	ids     []int64
+	batches [][]int64
+	flat    []int64
+	buf     []byte
+	row     []*int64
+	vals    []int64
+	colErr  error
+}
+
+type prepared struct {
+	sql  string
+	plan rewriter.Plan
+	cols []string // Sequence plans: column names
+}
+
+func (e *Engine) state(s *proxy.Session) *state {
+	if st, ok := s.Value().(*state); ok {
+		return st
+	}
+	st := &state{last: map[string]int64{}, stmts: map[uint32]*prepared{}, sess: s}
+	st.env.Rules = e.rules
+	st.env.Columns = func(db, table string) ([]string, error) {
+		return e.cols.get(st.ctx, st.sess, db, table)
+	}
+	s.SetValue(st)
+	return st
+}
+
+// refreshEnv brings the planner's view of the session up to date: current
+// database and sql_mode (re-read by the proxy only after statements that may
+// change them).
+func (st *state) refreshEnv(ctx context.Context, s *proxy.Session) error {
+	st.ctx = ctx
+	st.env.DB = s.DB()
+	mode, err := s.SQLMode(ctx)
+	if err != nil {
+		return fmt.Errorf("read sql_mode: %w", err)
+	}
+	if mode != st.modeStr || st.modeStr == "" {
+		st.modeStr = mode
+		st.env.Mode = rewriter.ParseSQLMode(mode)
+	}
+	return nil
+}
+
+// Query plans a COM_QUERY and answers, rewrites or lets it pass.
+func (e *Engine) Query(ctx context.Context, s *proxy.Session, sql []byte) (bool, error) {
+	if len(sql) == 0 {
+		return false, nil
+	}
+	// The text is only valid during this call; so is everything the plan
+	// borrows from it (tags, names). Nothing below keeps it.
+	text := unsafe.String(&sql[0], len(sql))
+	if isDDL(text) {
+		e.cols.invalidate()
+	}
+	if !rewriter.MayRewrite(text) {
+		return false, nil
+	}
+	st := e.state(s)
+	if err := st.refreshEnv(ctx, s); err != nil {
+		return false, err
+	}
+	plan, err := rewriter.PlanQuery(text, &st.env)
+	if err != nil {
+		return false, err
+	}
+	switch plan.Kind {
+	case rewriter.Sequence:
+		if err := st.evalCalls(ctx, e, plan.Calls); err != nil {
+			return false, err
+		}
+		names := make([]string, len(plan.Calls))
+		for i, c := range plan.Calls {
+			names[i] = c.Name
+		}
+		return true, s.WriteResultSet(names, [][]*int64{st.row})
+	case rewriter.Rewrite:
+		if err := st.draw(ctx, e, &plan); err != nil {
+			return false, err
+		}
+		st.buf = plan.Render(st.buf[:0], text, st.ids)
+		err := s.RelayQuery(st.buf)
+		if cap(st.buf) > 1<<20 {
+			st.buf = nil // a 10,000-row INSERT must not pin its buffer for the session's life
+		}
+		return true, err
+	}
+	return false, nil
+}
+
+// draw takes the plan's IDs, one NextN per tag, and assigns them to slots.
+func (st *state) draw(ctx context.Context, e *Engine, plan *rewriter.Plan) error {
+	total := 0
+	for _, tc := range plan.Tags {
+		total += tc.N
+	}
+	st.flat = st.flat[:0]
+	if cap(st.flat) < total {
+		st.flat = make([]int64, 0, total)
+	}
+	st.batches = st.batches[:0]
+	for _, tc := range plan.Tags {
+		start := len(st.flat)
+		var err error
+		st.flat, err = e.ids.NextN(ctx, tc.Tag, tc.N, st.flat)
+		if err != nil {
+			return fmt.Errorf("generate %d ID(s) for %q: %w", tc.N, tc.Tag, err)
+		}
+		batch := st.flat[start:len(st.flat):len(st.flat)]
+		st.batches = append(st.batches, batch)
+		if tc.N > 0 {
+			st.last[strings.Clone(tc.Tag)] = batch[len(batch)-1]
+		}
+	}
+	var err error
+	st.ids, err = plan.AssignIDs(st.ids[:0], st.batches)
+	if cap(st.flat) > 1<<16 {
+		st.flat, st.ids = nil, nil
+	}
+	return err
+}
+
+// evalCalls computes a Sequence plan's row left to right into st.row.
+func (st *state) evalCalls(ctx context.Context, e *Engine, calls []rewriter.Call) error {
+	st.row = st.row[:0]
+	st.vals = st.vals[:0]
+	if cap(st.vals) < len(calls) {
+		st.vals = make([]int64, 0, len(calls))
+	}
+	for _, c := range calls {
+		switch c.Func {
+		case rewriter.Next:
+			var one [1]int64
+			got, err := e.ids.NextN(ctx, c.Tag, 1, one[:0])
+			if err != nil {
+				return fmt.Errorf("NEXTVAL(%s): %w", c.Tag, err)
+			}
+			st.last[strings.Clone(c.Tag)] = got[0]
+			st.vals = append(st.vals, got[0])
+			st.row = append(st.row, &st.vals[len(st.vals)-1])
+		default:
+			if v, ok := st.last[c.Tag]; ok {
+				st.vals = append(st.vals, v)
+				st.row = append(st.row, &st.vals[len(st.vals)-1])
+			} else {
+				st.row = append(st.row, nil)
+			}
+		}
+	}
+	return nil
+}
+
+// Prepare plans a COM_STMT_PREPARE. Rewrite plans are prepared with their
+// session-variable text; Sequence plans with a same-shaped constant SELECT.
+func (e *Engine) Prepare(ctx context.Context, s *proxy.Session, sql []byte) (bool, error) {
+	if len(sql) == 0 || !rewriter.MayRewrite(unsafe.String(&sql[0], len(sql))) {
+		return false, nil
+	}
+	text := string(sql) // kept with the statement
+	st := e.state(s)
+	if err := st.refreshEnv(ctx, s); err != nil {
+		return false, err
+	}
+	plan, err := rewriter.PlanPrepare(text, &st.env)
+	if err != nil {
+		return false, err
+	}
+	p := &prepared{sql: text, plan: plan}
+	var backendText []byte
+	switch plan.Kind {
+	case rewriter.PassThrough:
+		return false, nil
+	case rewriter.Sequence:
+		backendText = append(backendText, "SELECT "...)
+		for i, c := range plan.Calls {
+			p.cols = append(p.cols, c.Name)
+			if i > 0 {
+				backendText = append(backendText, ", "...)
+			}
+			backendText = append(backendText, "CAST(0 AS SIGNED) AS `"...)
+			backendText = append(backendText, strings.ReplaceAll(c.Name, "`", "``")...)
+			backendText = append(backendText, '`')
+		}
+	case rewriter.Rewrite:
+		backendText = plan.Render(nil, text, nil)
+	}
+	res, err := s.RelayPrepare(backendText)
+	if err != nil {
+		return true, err
+	}
+	if res.OK {
+		st.stmts[res.StmtID] = p
+	}
+	return true, nil
+}
+
+// Execute gives a planned prepared statement its IDs (or its answer).
+func (e *Engine) Execute(ctx context.Context, s *proxy.Session, stmtID uint32, pkt []byte) (bool, error) {
+	st, ok := s.Value().(*state)
+	if !ok {
+		return false, nil
+	}
+	p := st.stmts[stmtID]
+	if p == nil {
+		return false, nil
+	}
+	switch p.plan.Kind {
+	case rewriter.Sequence:
+		if err := st.evalCalls(ctx, e, p.plan.Calls); err != nil {
+			return false, err
+		}
+		return true, s.WriteBinaryResultSet(p.cols, [][]*int64{st.row})
+	case rewriter.Rewrite:
+		if err := st.draw(ctx, e, &p.plan); err != nil {
+			return false, err
+		}
+		st.buf = p.plan.SetVars(st.buf[:0], st.ids)
+		return true, s.RelayExecuteAfter(unsafe.String(&st.buf[0], len(st.buf)), pkt)
+	}
+	return false, nil
+}
+
+// StmtClosed drops the statement's plan.
+func (e *Engine) StmtClosed(s *proxy.Session, stmtID uint32) {
+	if st, ok := s.Value().(*state); ok {
+		delete(st.stmts, stmtID)
+	}
+}
+
+// SessionReset forgets prepared plans and LASTVAL: COM_RESET_CONNECTION
+// drops the backend's statements and variables too.
+func (e *Engine) SessionReset(s *proxy.Session) {
+	if st, ok := s.Value().(*state); ok {
+		clear(st.stmts)
+		clear(st.last)
+	}
+}
+
+// SessionClosed drops the session's state.
+func (e *Engine) SessionClosed(s *proxy.Session) { s.SetValue(nil) }
+
+// isDDL reports whether text starts (past spaces and simple comments) with
+// a statement that can change a table's columns, so cached column lists
+// are dropped.
+func isDDL(text string) bool {
+	i := 0
+	for i < len(text) {
+		switch c := text[i]; {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '(':
+			i++
+			continue
+		case c == '/' && i+1 < len(text) && text[i+1] == '*':
+			j := strings.Index(text[i+2:], "*/")
+			if j < 0 {
+				return false
+			}
+			i += j + 4
+			continue
+		}
+		break
+	}
+	w := text[i:min(len(text), i+8)]
+	for _, kw := range [...]string{"ALTER", "DROP", "CREATE", "RENAME", "TRUNCATE"} {
+		if len(w) >= len(kw) && strings.EqualFold(w[:len(kw)], kw) {
+			return true
+		}
+	}
+	return false
+}
+
+// columnCache remembers tables' column order for INSERT without a column
+// list. Entries expire (DDL through another proxy is not seen) and are
+// dropped on DDL seen here.
+type columnCache struct {
+	ttl time.Duration
+	mu  sync.Mutex
+	m   map[string]colEntry
+}
+
+type colEntry struct {
+	cols []string
+	at   time.Time
+}
+
+func newColumnCache(ttl time.Duration) *columnCache {
+	return &columnCache{ttl: ttl, m: map[string]colEntry{}}
+}
+
+func (c *columnCache) invalidate() {
+	c.mu.Lock()
+	clear(c.m)
+	c.mu.Unlock()
+}
+
+func (c *columnCache) get(ctx context.Context, s *proxy.Session, db, table string) ([]string, error) {
+	key := db + "\x00" + table
+	c.mu.Lock()
+	e, ok := c.m[key]
+	c.mu.Unlock()
+	if ok && time.Since(e.at) < c.ttl {
+		return e.cols, nil
+	}
+	if db == "" {
+		return nil, errors.New("no database selected")
+	}
+	rows, err := s.BackendQuery(ctx, "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "+
+		quote(db)+" AND TABLE_NAME = "+quote(table)+" ORDER BY ORDINAL_POSITION")
+	if err != nil {
+		return nil, fmt.Errorf("read columns of %s.%s: %w", db, table, err)
+	}
+	cols := make([]string, 0, len(rows))
+	for _, r := range rows {
+		if len(r) > 0 && r[0] != nil {
+			cols = append(cols, *r[0])
+		}
+	}
+	if len(cols) == 0 {
+		return nil, fmt.Errorf("table %s.%s not found", db, table)
+	}
+	c.mu.Lock()
+	if len(c.m) > 10000 {
+		clear(c.m)
+	}
+	c.m[key] = colEntry{cols: cols, at: time.Now()}
+	c.mu.Unlock()
+	return cols, nil
+}
+
+// quote makes a string literal that is safe whatever the sql_mode: no
+// backslash is needed when quotes are doubled, and backslashes are avoided
+// by hex-encoding any string that holds one.
+func quote(s string) string {
+	if strings.ContainsAny(s, "\\\x00") {
+		return fmt.Sprintf("X'%x'", s)
+	}
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}

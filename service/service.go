@@ -1,0 +1,76 @@
+// Package service assembles leafproxy from its configuration: the
+// allocation store and generators (allocator), the statement engine
+// (engine, over rewriter plans) and the protocol server (proxy). The binary
+// and the end-to-end tests both start the proxy through it, so tests run
+// the real wiring.
+package service
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/leafproxy/leafproxy/allocator"
+	"github.com/leafproxy/leafproxy/config"
+	"github.com/leafproxy/leafproxy/engine"
+	"github.com/leafproxy/leafproxy/proxy"
+	"github.com/leafproxy/leafproxy/rewriter"
+)
+
+// Service is a configured proxy with its generators.
+type Service struct {
+	Proxy     *proxy.Server
+	Sequences *allocator.Sequences
+	Engine    *engine.Engine
+	log       *slog.Logger
+}
+
+// New prepares the allocation store (creating leaf_alloc, leaf_worker and
+// configured tags when missing, as `leafproxy init` does; a failure there is
+// logged, not fatal, since the account may lack CREATE and the tables may
+// exist), starts the generators and builds the proxy server.
+func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...proxy.Option) (*Service, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	initCtx, cancel := context.WithTimeout(ctx, cfg.Backend.ConnectTimeout.D()+10*time.Second)
+	err := allocator.InitStore(initCtx, cfg, nil)
+	cancel()
+	if err != nil {
+		log.Warn("could not prepare the allocation store; NEXTVAL and key filling fail until it is reachable and initialised (leafproxy init)", "err", err)
+	}
+	rules := make([]rewriter.Rule, 0, len(cfg.Tables))
+	for _, t := range cfg.Tables {
+		rules = append(rules, rewriter.Rule{Table: t.Table, Column: t.Column, Tag: t.Tag})
+	}
+	rs, err := rewriter.NewRules(rules)
+	if err != nil {
+		return nil, fmt.Errorf("tables: %w", err)
+	}
+	seq, err := allocator.Open(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	eng := engine.New(seq, rs)
+	srv, err := proxy.NewServer(cfg, append([]proxy.Option{proxy.WithLogger(log), proxy.WithInterceptor(eng)}, opts...)...)
+	if err != nil {
+		seq.Close()
+		return nil, err
+	}
+	return &Service{Proxy: srv, Sequences: seq, Engine: eng, log: log}, nil
+}
+
+// Serve runs the proxy on l until ctx ends, then shuts down gracefully and
+// releases the generators.
+func (s *Service) Serve(ctx context.Context, l net.Listener) error {
+	defer s.Sequences.Close()
+	return s.Proxy.Serve(ctx, l)
+}
+
+// ListenAndServe listens on the configured address and serves until ctx ends.
+func (s *Service) ListenAndServe(ctx context.Context) error {
+	defer s.Sequences.Close()
+	return s.Proxy.ListenAndServe(ctx)
+}
