@@ -1,0 +1,17 @@
+// Package integration holds end-to-end tests: real MariaDB servers started by
+// the tests (internal/testdb), the proxy run in-process, real clients
+// (go-sql-driver/mysql, the mariadb CLI).
+package integration
+
+import (
+	"os"
+	"testing"
+
+	"github.com/leafproxy/leafproxy/internal/testdb"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testdb.CleanupTemplate()
+	os.Exit(code)
+}
