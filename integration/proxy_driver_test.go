@@ -41,7 +41,7 @@ func TestProxyDriver(t *testing.T) {
 	}
 }
 
-func exec(t *testing.T, db *sql.DB, q string, args ...any) sql.Result {
+func mustExec(t *testing.T, db *sql.DB, q string, args ...any) sql.Result {
 	t.Helper()
 	r, err := db.Exec(q, args...)
 	if err != nil {
@@ -51,20 +51,20 @@ func exec(t *testing.T, db *sql.DB, q string, args ...any) sql.Result {
 }
 
 func testCRUD(t *testing.T, db *sql.DB, table string) {
-	exec(t, db, "DROP TABLE IF EXISTS "+table)
-	exec(t, db, "CREATE TABLE "+table+" (id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(50) NOT NULL, note VARCHAR(50) NULL)")
-	r := exec(t, db, "INSERT INTO "+table+" (name, note) VALUES (?, ?), (?, ?), (?, ?)", "a", "x", "b", nil, "c", "z")
+	mustExec(t, db, "DROP TABLE IF EXISTS "+table)
+	mustExec(t, db, "CREATE TABLE "+table+" (id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(50) NOT NULL, note VARCHAR(50) NULL)")
+	r := mustExec(t, db, "INSERT INTO "+table+" (name, note) VALUES (?, ?), (?, ?), (?, ?)", "a", "x", "b", nil, "c", "z")
 	if n, _ := r.RowsAffected(); n != 3 {
 		t.Fatalf("insert affected %d", n)
 	}
 	if id, _ := r.LastInsertId(); id != 1 {
 		t.Fatalf("insert id %d, want 1", id)
 	}
-	r = exec(t, db, "UPDATE "+table+" SET note = ? WHERE name IN (?, ?)", "u", "a", "c")
+	r = mustExec(t, db, "UPDATE "+table+" SET note = ? WHERE name IN (?, ?)", "u", "a", "c")
 	if n, _ := r.RowsAffected(); n != 2 {
 		t.Fatalf("update affected %d", n)
 	}
-	r = exec(t, db, "DELETE FROM "+table+" WHERE name = ?", "c")
+	r = mustExec(t, db, "DELETE FROM "+table+" WHERE name = ?", "c")
 	if n, _ := r.RowsAffected(); n != 1 {
 		t.Fatalf("delete affected %d", n)
 	}
@@ -181,17 +181,17 @@ func testMultiStatements(t *testing.T, db *sql.DB) {
 // Every common column type reads back through the proxy exactly as it does
 // straight from MariaDB.
 func testColumnTypes(t *testing.T, db, direct *sql.DB, table string) {
-	exec(t, db, "DROP TABLE IF EXISTS "+table)
-	exec(t, db, `CREATE TABLE `+table+` (
+	mustExec(t, db, "DROP TABLE IF EXISTS "+table)
+	mustExec(t, db, `CREATE TABLE `+table+` (
 		id INT PRIMARY KEY, ti TINYINT, si SMALLINT, mi MEDIUMINT, i INT, bi BIGINT, ub BIGINT UNSIGNED,
 		de DECIMAL(20,6), f FLOAT, d DOUBLE, dt DATE, dtm DATETIME(6), ts TIMESTAMP(3) NULL, tm TIME(3), y YEAR,
 		c CHAR(5), vc VARCHAR(100), tx TEXT, bn BINARY(4), vb VARBINARY(10), bl BLOB, e ENUM('a','b'), st SET('x','y'),
 		bt BIT(10), js JSON, u VARCHAR(20) CHARACTER SET utf8mb4)`)
-	exec(t, db, `INSERT INTO `+table+` VALUES (1, -128, -32768, -8388608, -2147483648, -9223372036854775808, 18446744073709551615,
+	mustExec(t, db, `INSERT INTO `+table+` VALUES (1, -128, -32768, -8388608, -2147483648, -9223372036854775808, 18446744073709551615,
 		-12345678901234.123456, 1.5, -2.25e-300, '2024-02-29', '2024-02-29 23:59:59.123456', '2024-01-01 00:00:00.125', '-838:59:59.000', 2155,
 		'ab', 'variable', 'long text', x'00010203', x'ff00', x'deadbeef', 'b', 'x,y', b'1010101010', '{"k": [1, 2]}', 'héllo ✓ 🙂')`)
-	exec(t, db, "INSERT INTO "+table+" (id) VALUES (?)", 2) // all NULL
-	exec(t, db, `INSERT INTO `+table+` (id, ti, bi, ub, d, dt, vc, bl) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+	mustExec(t, db, "INSERT INTO "+table+" (id) VALUES (?)", 2) // all NULL
+	mustExec(t, db, `INSERT INTO `+table+` (id, ti, bi, ub, d, dt, vc, bl) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 		3, 127, int64(9223372036854775807), uint64(1), 3.141592653589793, "1000-01-01", "", []byte{})
 	q := "SELECT * FROM " + table + " WHERE id >= ? ORDER BY id"
 	viaProxy := scanAll(t, db, q, 1)
@@ -245,15 +245,15 @@ func scanAll(t *testing.T, db *sql.DB, q string, args ...any) [][]string {
 // Binary data and strings with backslashes, quotes and NULs come back byte
 // for byte.
 func testBytesIdentical(t *testing.T, db *sql.DB, table string) {
-	exec(t, db, "DROP TABLE IF EXISTS "+table)
-	exec(t, db, "CREATE TABLE "+table+" (id INT PRIMARY KEY, s VARCHAR(255), b VARBINARY(300))")
+	mustExec(t, db, "DROP TABLE IF EXISTS "+table)
+	mustExec(t, db, "CREATE TABLE "+table+" (id INT PRIMARY KEY, s VARCHAR(255), b VARBINARY(300))")
 	all := make([]byte, 256)
 	for i := range all {
 		all[i] = byte(i)
 	}
 	strs := []string{`a\b`, `a\\b`, `it's`, `"quoted"`, `\'; DROP TABLE x; --`, "\\0\\n\\Z", "tab\there\nnew", `%_\%\_`}
 	for i, s := range strs {
-		exec(t, db, "INSERT INTO "+table+" VALUES (?, ?, ?)", i, s, append([]byte(s), all...))
+		mustExec(t, db, "INSERT INTO "+table+" VALUES (?, ?, ?)", i, s, append([]byte(s), all...))
 	}
 	for i, s := range strs {
 		var gs string
