@@ -209,6 +209,7 @@ func TestErrors(t *testing.T) {
 		{sql: "INSERT INTO orders (name) VALUES ('a') AS new ON DUPLICATE KEY UPDATE name = new.name", code: 1235, mention: "shop.orders"},
 		{sql: "INSERT INTO t VALUES (NEXTVAL('a')) RETURNING id", code: 1235},
 		{sql: "INSERT INTO nodb.unknown VALUES (1); INSERT INTO orders (name) SELECT 1", code: 1364},
+		{sql: "INSERT INTO orders (name) VALUES ROW('a'), ROW('b')", code: 1364},
 		{sql: "INSERT INTO missing.orders VALUES (1, 2, 3)", code: 1105, mention: "no such table"},
 		{sql: "INSERT INTO other.items VALUES (1, 2)", code: 1054, mention: "sku"},
 	}

@@ -1,0 +1,100 @@
+package rewriter
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func benchPlan(b *testing.B, sql string, want Kind) {
+	env := testEnv(b, Mode{})
+	p, err := PlanQuery(sql, env)
+	if err != nil || p.Kind != want {
+		b.Fatalf("%v %v", p.Kind, err)
+	}
+	var buf []byte
+	ids := ids(len(p.Slots))
+	b.SetBytes(int64(len(sql)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		p, _ := PlanQuery(sql, env)
+		if p.Kind == Rewrite {
+			buf = p.Render(buf[:0], sql, ids)
+		}
+	}
+}
+
+func update1KB() string {
+	var sb strings.Builder
+	sb.WriteString("UPDATE orders SET status = 'shipped', note = '")
+	for sb.Len() < 1000 {
+		sb.WriteString("delivered over the weekend to the front door, ")
+	}
+	sb.WriteString("' WHERE id = 42 AND customer_id = 7")
+	return sb.String()
+}
+
+func insertRows(n int) string {
+	var sb strings.Builder
+	sb.WriteString("INSERT INTO orders (name, note) VALUES ")
+	for i := range n {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString("('customer " + strconv.Itoa(i) + "', 'a note about it')")
+	}
+	return sb.String()
+}
+
+func BenchmarkPassThroughSelect(b *testing.B) {
+	benchPlan(b, "SELECT * FROM t WHERE id = 42", PassThrough)
+}
+
+func BenchmarkPassThroughUpdate1KB(b *testing.B) {
+	benchPlan(b, update1KB(), PassThrough)
+}
+
+// The same UPDATE with "value" in it: the filter cannot rule it out, so the
+// lexer scans it.
+func BenchmarkPassThroughUpdate1KBScanned(b *testing.B) {
+	benchPlan(b, strings.Replace(update1KB(), "shipped", "value", 1), PassThrough)
+}
+
+func BenchmarkPassThroughInsertOtherTable(b *testing.B) {
+	benchPlan(b, "INSERT INTO audit (name, note) VALUES ('a', 'b')", PassThrough)
+}
+
+func BenchmarkSequenceSelect(b *testing.B) {
+	benchPlan(b, "SELECT NEXTVAL('t')", Sequence)
+}
+
+func BenchmarkNextvalInsert(b *testing.B) {
+	benchPlan(b, "INSERT INTO t (a, b) VALUES (NEXTVAL('t'), 'x')", Rewrite)
+}
+
+func BenchmarkInsert1Row(b *testing.B) {
+	benchPlan(b, insertRows(1), Rewrite)
+}
+
+func BenchmarkInsert100Rows(b *testing.B) {
+	benchPlan(b, insertRows(100), Rewrite)
+}
+
+func BenchmarkInsert10000Rows(b *testing.B) {
+	benchPlan(b, insertRows(10000), Rewrite)
+}
+
+func BenchmarkRender100Rows(b *testing.B) {
+	sql := insertRows(100)
+	p, err := PlanQuery(sql, testEnv(b, Mode{}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ids := ids(len(p.Slots))
+	buf := p.Render(nil, sql, ids)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = p.Render(buf[:0], sql, ids)
+	}
+}

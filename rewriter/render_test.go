@@ -1,0 +1,217 @@
+package rewriter
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestRewrite checks the rendered text for each shape, with IDs 1001, 1002,
+// ... in slot order. want "" means PassThrough.
+func TestRewrite(t *testing.T) {
+	ansi := Mode{ANSIQuotes: true}
+	nbe := Mode{NoBackslashEscapes: true}
+	zero := Mode{NoAutoValueOnZero: true}
+	tests := []struct {
+		name string
+		sql  string
+		mode Mode
+		want string
+	}{
+		// Pass-through.
+		{"plain select", "SELECT * FROM t WHERE id = 42", Mode{}, ""},
+		{"insert other table", "INSERT INTO t (a) VALUES (NULL)", Mode{}, ""},
+		{"insert other db", "INSERT INTO other.orders_x (a) VALUES (NULL)", Mode{}, ""},
+		{"rule table in another db", "INSERT INTO other.items (name) VALUES ('x')", Mode{}, "INSERT INTO other.items (`sku`, name) VALUES (LAST_INSERT_ID(1001), 'x')"},
+		{"qualified rule other db", "INSERT INTO x.items (name) VALUES ('x')", Mode{}, ""},
+		{"unreadable other table", "INSERT INTO t VALUES (1) RETURNING id", Mode{}, ""},
+		{"explicit key", "INSERT INTO orders (id, name) VALUES (5, 'a'), (6, 'b')", Mode{}, ""},
+		{"expression key", "INSERT INTO orders (id, name) VALUES (5+1, 'a'), (0+0, 'b'), ((0), 'c'), (@v, 'd'), (UUID_SHORT(), 'e'), (-0, 'f')", Mode{}, ""},
+		{"key from select", "INSERT INTO orders (id, name) SELECT id, name FROM t", Mode{}, ""},
+		{"select without list", "INSERT INTO orders SELECT * FROM t", Mode{}, ""},
+		{"row count mismatch", "INSERT INTO orders VALUES (NULL, 'a')", Mode{}, ""},
+		{"list count mismatch", "INSERT INTO orders (id, name) VALUES (NULL)", Mode{}, ""},
+		{"val in string", "INSERT INTO t (a) VALUES ('NEXTVAL(''x'')')", Mode{}, ""},
+		{"val in comment", "UPDATE t SET a = 1 /* NEXTVAL('x') */ -- NEXTVAL(y)\n", Mode{}, ""},
+		{"qualified function", "SELECT db.nextval(a)", Mode{}, ""},
+		{"column named nextval", "SELECT nextval, `lastval` FROM t", Mode{}, ""},
+		{"stored procedure", "CREATE PROCEDURE p() BEGIN INSERT INTO orders (name) VALUES ('x'); INSERT INTO orders (name) VALUES ('y'); END", Mode{}, ""},
+		{"compound", "BEGIN NOT ATOMIC INSERT INTO orders (name) VALUES ('x'); END", Mode{}, ""},
+		{"quoted nextval function", "SELECT `nextval`(1)", Mode{}, ""},
+
+		// Key absent.
+		{"absent", "INSERT INTO orders (name) VALUES ('a')", Mode{}, "INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(1001), 'a')"},
+		{"absent multi", "insert into ORDERS(name,note)values('a','b'),( 'c' , 'd' )", Mode{}, "insert into ORDERS(`id`, name,note)values(LAST_INSERT_ID(1001), 'a','b'),(1002,  'c' , 'd' )"},
+		{"absent VALUE", "INSERT orders (name) VALUE ('a')", Mode{}, "INSERT orders (`id`, name) VALUE (LAST_INSERT_ID(1001), 'a')"},
+		{"absent empty list", "INSERT INTO orders () VALUES (), ()", Mode{}, "INSERT INTO orders (`id`) VALUES (LAST_INSERT_ID(1001)), (1002)"},
+		{"absent no list empty rows", "INSERT INTO orders VALUES ()", Mode{}, "INSERT INTO orders (`id`) VALUES (LAST_INSERT_ID(1001))"},
+		{"absent set", "INSERT INTO orders SET name = 'a', note = 'b'", Mode{}, "INSERT INTO orders SET `id` = LAST_INSERT_ID(1001), name = 'a', note = 'b'"},
+		{"absent qualified", "INSERT INTO shop.items (name) VALUES ('a')", Mode{}, "INSERT INTO shop.items (`item_id`, name) VALUES (LAST_INSERT_ID(1001), 'a')"},
+		{"absent backquoted", "INSERT INTO `shop`.`ITEMS` (name) VALUES ('a')", Mode{}, "INSERT INTO `shop`.`ITEMS` (`item_id`, name) VALUES (LAST_INSERT_ID(1001), 'a')"},
+		{"absent ansi quoted", `INSERT INTO "orders" ("name") VALUES ('a"b')`, ansi, "INSERT INTO \"orders\" (`id`, \"name\") VALUES (LAST_INSERT_ID(1001), 'a\"b')"},
+		{"quoted names in rule", "INSERT INTO `ev``t` (x) VALUES (1)", Mode{}, "INSERT INTO `ev``t` (`k``ey`, x) VALUES (LAST_INSERT_ID(1001), 1)"},
+		{"absent ignore partition", "INSERT LOW_PRIORITY IGNORE INTO orders PARTITION (p0) (name) VALUES ('a')", Mode{}, "INSERT LOW_PRIORITY IGNORE INTO orders PARTITION (p0) (`id`, name) VALUES (LAST_INSERT_ID(1001), 'a')"},
+		{"replace", "REPLACE INTO orders (name) VALUES ('a')", Mode{}, "REPLACE INTO orders (`id`, name) VALUES (LAST_INSERT_ID(1001), 'a')"},
+		{"replace set", "REPLACE orders SET name = 'a'", Mode{}, "REPLACE orders SET `id` = LAST_INSERT_ID(1001), name = 'a'"},
+		{"odku", "INSERT INTO orders (name) VALUES ('a'), ('b') ON DUPLICATE KEY UPDATE name = VALUES(name)", Mode{}, "INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(1001), 'a'), (1002, 'b') ON DUPLICATE KEY UPDATE name = VALUES(name)"},
+
+		// Key given as NULL / DEFAULT / 0.
+		{"null default zero", "INSERT INTO orders (name, id) VALUES ('a', NULL), ('b', DEFAULT), ('c', 0), ('d', '0'), ('e', 7), ('f', FALSE), ('g', 0.0), ('h', null)", Mode{}, "INSERT INTO orders (name, id) VALUES ('a', LAST_INSERT_ID(1001)), ('b', 1002), ('c', 1003), ('d', 1004), ('e', 7), ('f', 1005), ('g', 1006), ('h', 1007)"},
+		{"no auto value on zero", "INSERT INTO orders (name, id) VALUES ('a', 0), ('b', NULL), ('c', '0'), ('d', DEFAULT)", zero, "INSERT INTO orders (name, id) VALUES ('a', 0), ('b', LAST_INSERT_ID(1001)), ('c', '0'), ('d', 1002)"},
+		{"explicit first row", "INSERT INTO orders (id, name) VALUES (9, 'a'), (NULL, 'b')", Mode{}, "INSERT INTO orders (id, name) VALUES (9, 'a'), (LAST_INSERT_ID(1001), 'b')"},
+		{"set null", "INSERT INTO orders SET name = 'a', id = NULL", Mode{}, "INSERT INTO orders SET name = 'a', id = LAST_INSERT_ID(1001)"},
+		{"set zero odku", "INSERT INTO orders SET id = 0 ON DUPLICATE KEY UPDATE name = 'b'", Mode{}, "INSERT INTO orders SET id = LAST_INSERT_ID(1001) ON DUPLICATE KEY UPDATE name = 'b'"},
+		{"default(col) is explicit", "INSERT INTO orders (id) VALUES (DEFAULT(id))", Mode{}, ""},
+		{"no column list", "INSERT INTO orders VALUES (NULL, 'a', 'b'), (5, 'c', 'd'), (0, 'e', 'f')", Mode{}, "INSERT INTO orders VALUES (LAST_INSERT_ID(1001), 'a', 'b'), (5, 'c', 'd'), (1002, 'e', 'f')"},
+		{"no column list key second", "INSERT INTO items VALUES ('a', DEFAULT)", Mode{}, "INSERT INTO items VALUES ('a', LAST_INSERT_ID(1001))"},
+		{"comment around value", "INSERT INTO orders (id) VALUES (/* k */ NULL /* v */)", Mode{}, "INSERT INTO orders (id) VALUES (/* k */ LAST_INSERT_ID(1001) /* v */)"},
+		{"quoted column name", "INSERT INTO orders (`ID`) VALUES (NULL)", Mode{}, "INSERT INTO orders (`ID`) VALUES (LAST_INSERT_ID(1001))"},
+
+		// Text that must survive byte for byte.
+		{"backslashes", `INSERT INTO orders (name, note) VALUES ('a\\b\'c', "d\"e")`, Mode{}, `INSERT INTO orders (` + "`id`" + `, name, note) VALUES (LAST_INSERT_ID(1001), 'a\\b\'c', "d\"e")`},
+		{"no backslash escapes", `INSERT INTO orders (name) VALUES ('a\'), ('b')`, nbe, "INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(1001), 'a\\'), (1002, 'b')"},
+		{"literals and hints", "INSERT /*+ SET_VAR(sort_buffer_size=1) */ INTO orders (name, note) VALUES (_binary'\x00\xff', x'0A'), (b'101', _utf8mb4'😀') -- end", Mode{}, "INSERT /*+ SET_VAR(sort_buffer_size=1) */ INTO orders (`id`, name, note) VALUES (LAST_INSERT_ID(1001), _binary'\x00\xff', x'0A'), (1002, b'101', _utf8mb4'😀') -- end"},
+		{"parens in strings", "INSERT INTO orders (name) VALUES ('a)(b'), (')')", Mode{}, "INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(1001), 'a)(b'), (1002, ')')"},
+		{"comments", "# c1\nINSERT INTO /* (x) */ orders -- (y)\n (name) VALUES ('a')", Mode{}, "# c1\nINSERT INTO /* (x) */ orders -- (y)\n (`id`, name) VALUES (LAST_INSERT_ID(1001), 'a')"},
+		{"executable comment", "INSERT INTO orders (name) VALUES (/*!50000 'a' */)", Mode{}, "INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(1001), /*!50000 'a' */)"},
+		{"double-dash not comment", "INSERT INTO orders (id, name) VALUES (NULL, 1--1)", Mode{}, "INSERT INTO orders (id, name) VALUES (LAST_INSERT_ID(1001), 1--1)"},
+
+		// Multi-statement.
+		{"multi", "INSERT INTO orders (name) VALUES ('a'); SELECT 1; INSERT INTO orders (name) VALUES ('b'), ('c');", Mode{}, "INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(1001), 'a'); SELECT 1; INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(1002), 'b'), (1003, 'c');"},
+		{"semicolon in string", "INSERT INTO t (a) VALUES ('; INSERT INTO orders (name) VALUES (1)')", Mode{}, ""},
+
+		// NEXTVAL as a value.
+		{"nextval in values", "INSERT INTO t (a, b) VALUES (NEXTVAL('x'), 1), (next value for x, NEXTVAL(y))", Mode{}, "INSERT INTO t (a, b) VALUES (1001, 1), (1002, 1003)"},
+		{"nextval in key column", "INSERT INTO orders (id, name) VALUES (NEXTVAL('o'), 'a'), (NULL, NEXTVAL('n'))", Mode{}, "INSERT INTO orders (id, name) VALUES (LAST_INSERT_ID(1001), 'a'), (1002, 1003)"},
+		{"nextval expression in key", "INSERT INTO orders (id) VALUES (NEXTVAL('o') + 1)", Mode{}, "INSERT INTO orders (id) VALUES (1001 + 1)"},
+		{"nextval with key absent", "INSERT INTO orders (name) VALUES (NEXTVAL('n'))", Mode{}, "INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(1001), 1002)"},
+		{"nextval set", "INSERT INTO t SET a = NEXTVAL(s), b = CONCAT('x', NEXTVAL('s'))", Mode{}, "INSERT INTO t SET a = 1001, b = CONCAT('x', 1002)"},
+		{"nextval update", "UPDATE t SET a = NEXTVAL('s') WHERE id = 1", Mode{}, "UPDATE t SET a = 1001 WHERE id = 1"},
+		{"nextval one-row odku", "INSERT INTO t (a) VALUES (1) ON DUPLICATE KEY UPDATE b = NEXTVAL('s')", Mode{}, "INSERT INTO t (a) VALUES (1) ON DUPLICATE KEY UPDATE b = 1001"},
+		{"nextval set var", "SET @x = NEXTVAL('s')", Mode{}, "SET @x = 1001"},
+		{"nextval with comment inside", "INSERT INTO t VALUES (NEXTVAL(/* c */ 's' -- d\n))", Mode{}, "INSERT INTO t VALUES (1001)"},
+		{"nextval mixed select", "SELECT NEXTVAL('a'), NOW()", Mode{}, "SELECT 1001 AS `NEXTVAL('a')`, NOW()"},
+		{"nextval select alias limit", "SELECT NEXTVAL('a') AS id LIMIT 1", Mode{}, "SELECT 1001 AS id LIMIT 1"},
+		{"nextval select in multi", "SELECT NEXTVAL('a'); SELECT 1", Mode{}, "SELECT 1001 AS `NEXTVAL('a')`; SELECT 1"},
+		{"nextval ansi", `INSERT INTO t VALUES (NEXTVAL("s"), "x")`, ansi, `INSERT INTO t VALUES (1001, "x")`},
+		{"nextval in bang comment", "INSERT INTO t VALUES (/*!50000 NEXTVAL('s') */)", Mode{}, "INSERT INTO t VALUES (/*!50000 1001 */)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := testEnv(t, tt.mode)
+			p, err := PlanQuery(tt.sql, env)
+			if err != nil {
+				t.Fatalf("%q: %v", tt.sql, err)
+			}
+			if tt.want == "" {
+				if p.Kind != PassThrough {
+					t.Fatalf("%q: %v plan, renders %q", tt.sql, p.Kind, p.Render(nil, tt.sql, ids(len(p.Slots))))
+				}
+				return
+			}
+			if p.Kind != Rewrite {
+				t.Fatalf("%q: %v plan, want Rewrite", tt.sql, p.Kind)
+			}
+			if got := string(p.Render(nil, tt.sql, ids(len(p.Slots)))); got != tt.want {
+				t.Errorf("%q:\n got %q\nwant %q", tt.sql, got, tt.want)
+			}
+			n := 0
+			for _, tc := range p.Tags {
+				n += tc.N
+			}
+			if n != len(p.Slots) {
+				t.Errorf("tags count %d IDs, %d slots", n, len(p.Slots))
+			}
+			if out := string(p.Render(nil, tt.sql, ids(len(p.Slots)))); mustParse(t, out, tt.mode) != nil {
+				t.Errorf("output does not parse: %q", out)
+			}
+		})
+	}
+}
+
+func TestPrepare(t *testing.T) {
+	zero := Mode{NoAutoValueOnZero: true}
+	tests := []struct {
+		sql  string
+		mode Mode
+		want string
+	}{
+		{"INSERT INTO orders (name) VALUES (?), (?)", Mode{}, "INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(@__leaf_0), ?), (@__leaf_1, ?)"},
+		{"INSERT INTO orders (id, name) VALUES (?, ?), (?, ?)", Mode{}, "INSERT INTO orders (id, name) VALUES (LAST_INSERT_ID(COALESCE(NULLIF(?,0),@__leaf_0)), ?), (COALESCE(NULLIF(?,0),@__leaf_1), ?)"},
+		{"INSERT INTO orders (id, name) VALUES (?, ?)", zero, "INSERT INTO orders (id, name) VALUES (LAST_INSERT_ID(COALESCE(?,@__leaf_0)), ?)"},
+		{"INSERT INTO orders SET id = ?, name = ?", Mode{}, "INSERT INTO orders SET id = LAST_INSERT_ID(COALESCE(NULLIF(?,0),@__leaf_0)), name = ?"},
+		{"INSERT INTO orders (id, name) VALUES (NULL, ?)", Mode{}, "INSERT INTO orders (id, name) VALUES (LAST_INSERT_ID(@__leaf_0), ?)"},
+		{"INSERT INTO t (a, b) VALUES (NEXTVAL('s'), ?)", Mode{}, "INSERT INTO t (a, b) VALUES (@__leaf_0, ?)"},
+		{"INSERT INTO orders (id) VALUES (? + 1)", Mode{}, ""},
+		{"SELECT * FROM orders WHERE id = ?", Mode{}, ""},
+	}
+	for _, tt := range tests {
+		p, err := PlanPrepare(tt.sql, testEnv(t, tt.mode))
+		if err != nil {
+			t.Errorf("%q: %v", tt.sql, err)
+			continue
+		}
+		if tt.want == "" {
+			if p.Kind != PassThrough {
+				t.Errorf("%q: %v plan", tt.sql, p.Kind)
+			}
+			continue
+		}
+		got := string(p.Render(nil, tt.sql, nil))
+		if p.Kind != Rewrite || got != tt.want {
+			t.Errorf("%q: %v\n got %q\nwant %q", tt.sql, p.Kind, got, tt.want)
+		}
+		if strings.Count(got, "?") != strings.Count(tt.sql, "?") {
+			t.Errorf("%q: parameter count changed: %q", tt.sql, got)
+		}
+		if mustParse(t, got, tt.mode) != nil {
+			t.Errorf("output does not parse: %q", got)
+		}
+	}
+	// The same text through PlanQuery: a ? is not a key to fill.
+	p, err := PlanQuery("INSERT INTO orders (id, name) VALUES (?, ?)", testEnv(t, Mode{}))
+	if err != nil || p.Kind != PassThrough {
+		t.Errorf("PlanQuery with ? key: %v %v", p.Kind, err)
+	}
+}
+
+func TestSetVarsAndAssign(t *testing.T) {
+	sql := "INSERT INTO orders (name) VALUES (NEXTVAL('x')), (NEXTVAL('x')); INSERT INTO orders (name) VALUES ('c')"
+	p, err := PlanPrepare(sql, testEnv(t, Mode{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTags := []TagCount{{"order", 3}, {"x", 2}}
+	if len(p.Tags) != 2 || p.Tags[0] != wantTags[0] || p.Tags[1] != wantTags[1] {
+		t.Fatalf("Tags = %+v, want %+v", p.Tags, wantTags)
+	}
+	got, err := p.AssignIDs(nil, [][]int64{{10, 11, 12}, {50, 51}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Slot order: order, x, order, x, order.
+	want := []int64{10, 50, 11, 51, 12}
+	if len(got) != len(want) {
+		t.Fatalf("AssignIDs = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("AssignIDs = %v, want %v", got, want)
+		}
+	}
+	if s := string(p.SetVars(nil, got)); s != "SET @__leaf_0=10,@__leaf_1=50,@__leaf_2=11,@__leaf_3=51,@__leaf_4=12" {
+		t.Errorf("SetVars = %q", s)
+	}
+	if _, err := p.AssignIDs(nil, [][]int64{{10, 11}, {50, 51}}); err == nil {
+		t.Error("AssignIDs accepted a short batch")
+	}
+	if _, err := p.AssignIDs(nil, [][]int64{{10, 11, 12}}); err == nil {
+		t.Error("AssignIDs accepted a missing batch")
+	}
+	var none Plan
+	if s := none.SetVars(nil, nil); len(s) != 0 {
+		t.Errorf("SetVars of a pass-through plan = %q", s)
+	}
+	if s := string(none.Render(nil, "SELECT 1", nil)); s != "SELECT 1" {
+		t.Errorf("Render of a pass-through plan = %q", s)
+	}
+}
