@@ -1,0 +1,112 @@
+package integration
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/leafproxy/leafproxy/config"
+	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/service"
+)
+
+// leaf is a whole leafproxy (allocator + engine + proxy, wired by package
+// service as the binary does) serving on a loopback port.
+type leaf struct {
+	addr   string
+	cfg    *config.Config
+	svc    *service.Service
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// leafConfig is a configuration for a proxy in front of backend, with the
+// allocation store on store (nil: the backend's default `leafproxy`
+// database), client account app/secret, a 1s wait timeout.
+func leafConfig(t testing.TB, backend, store *testdb.Server) *config.Config {
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Backend.Addr = backend.Addr
+	cfg.Users = []config.User{{Name: "app", Password: "secret"}}
+	cfg.Sequences.WaitTimeout = config.Duration(time.Second)
+	cfg.Sequences.Tags = map[string]config.Tag{}
+	cfg.Shutdown.Grace = config.Duration(2 * time.Second)
+	cfg.Log.Level = "warn"
+	if store != nil {
+		store.Exec(t, "CREATE DATABASE IF NOT EXISTS leafstore")
+		cfg.Sequences.Store = store.DSN("leafstore")
+	}
+	return cfg
+}
+
+// startLeaf starts a proxy with cfg (defaults re-applied and validated) and
+// stops it when the test ends.
+func startLeaf(t testing.TB, cfg *config.Config) *leaf {
+	t.Helper()
+	cfg.ApplyDefaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	svc, err := service.New(ctx, cfg, nil)
+	if err != nil {
+		cancel()
+		t.Fatalf("start leafproxy: %v", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	lf := &leaf{addr: l.Addr().String(), cfg: cfg, svc: svc, cancel: cancel, done: make(chan error, 1)}
+	go func() { lf.done <- svc.Serve(ctx, l) }()
+	t.Cleanup(lf.stop)
+	return lf
+}
+
+// stop shuts the proxy down and waits for it (idempotent).
+func (l *leaf) stop() {
+	if l.cancel == nil {
+		return
+	}
+	l.cancel()
+	l.cancel = nil
+	select {
+	case <-l.done:
+	case <-time.After(30 * time.Second):
+	}
+}
+
+// dsn is a go-sql-driver DSN through the proxy as app/secret.
+func (l *leaf) dsn(db string, params map[string]string) string {
+	c := mysql.NewConfig()
+	c.User, c.Passwd, c.Net, c.Addr, c.DBName = "app", "secret", "tcp", l.addr, db
+	c.Timeout = 5 * time.Second
+	c.Params = params
+	return c.FormatDSN()
+}
+
+// open is a *sql.DB through the proxy, closed at test end.
+func (l *leaf) open(t testing.TB, db string, params map[string]string) *sql.DB {
+	t.Helper()
+	h, err := sql.Open("mysql", l.dsn(db, params))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
+// myErr returns err's MySQL error number and SQLSTATE (0, "" if none).
+func myErr(err error) (uint16, string) {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number, string(me.SQLState[:])
+	}
+	return 0, ""
+}
