@@ -77,3 +77,17 @@ func TestAuthDefaultsToBackendUser(t *testing.T) {
 		t.Fatalf("unconfigured user: %v, want 1045", err)
 	}
 }
+
+func TestClientTLS(t *testing.T) {
+	e := startProxy(t, shared.Addr, func(c *testConfig) { c.TLS.Required = true })
+	db := e.open(t, "", "tls=skip-verify")
+	var v string
+	if err := db.QueryRow("SELECT 1").Scan(&v); err != nil {
+		t.Fatalf("TLS client: %v", err)
+	}
+	plain := e.open(t, "", "")
+	var me *mysql.MySQLError
+	if err := plain.Ping(); !errors.As(err, &me) || me.Number != 3159 {
+		t.Fatalf("plaintext client with tls.required: %v, want 3159", err)
+	}
+}
