@@ -7,14 +7,14 @@ import (
 	"strings"
 
 	"github.com/leafproxy/leafproxy/config"
-	"github.com/leafproxy/leafproxy/proxy"
+	"github.com/leafproxy/leafproxy/service"
 )
 
 // serve runs the proxy until ctx ends (SIGINT/SIGTERM), then shuts down
 // gracefully within shutdown.grace.
 func serve(ctx context.Context, cfg *config.Config, w io.Writer) error {
 	log := newLogger(cfg, w)
-	srv, err := proxy.NewServer(cfg, proxy.WithLogger(log))
+	srv, err := service.New(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
