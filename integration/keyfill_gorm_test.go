@@ -1,0 +1,286 @@
+package integration
+
+import (
+	"database/sql"
+	"fmt"
+	"strings"
+	"testing"
+
+	gormmysql "gorm.io/driver/mysql"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/leafproxy/leafproxy/config"
+	"github.com/leafproxy/leafproxy/internal/testdb"
+)
+
+// GORM through the proxy. GORM treats a primary key named ID as
+// auto-increment: it leaves a zero ID out of the INSERT (so the proxy fills
+// it) and sets the model's ID from Result.LastInsertId(). For a slice it
+// sends one multi-row INSERT and assigns LastInsertId()+i to the i-th model,
+// so it is right only when the statement's keys are consecutive:
+//
+//   - segment: one statement's IDs are one atomic block of a segment
+//     (NextN), consecutive unless the block crosses into the next segment
+//     AND another proxy took the segment in between (one proxy's segments
+//     are adjacent). With a step far above the batch size, GORM batches get
+//     the right IDs; that is asserted below.
+//   - snowflake: IDs of one statement are consecutive only while they stay
+//     in one millisecond tick (sequence+1). A batch that crosses a tick (at
+//     the latest after 4096 IDs, often sooner) has a gap, and GORM assigns
+//     IDs that are NOT the stored keys. TestKeyfillGormSnowflakeBatchLimit
+//     asserts this limitation with a batch that must cross a tick.
+//
+// GORM's MySQL driver uses `INSERT ... RETURNING` when the server says
+// MariaDB >= 10.5 (as the backend behind the proxy does, since SELECT
+// VERSION() is relayed). The proxy's parser cannot read RETURNING and a
+// rule table statement it cannot read is error 1235, so GORM users must set
+// gormmysql.Config{DisableWithReturning: true} (or SkipInitializeWithVersion)
+// when going through leafproxy to MariaDB; TestKeyfillGormReturning records
+// what a default configuration gets.
+
+type gormOrder struct {
+	ID  int64  `gorm:"primaryKey;autoIncrement"`
+	SKU string `gorm:"column:sku"`
+	Qty int
+}
+
+func (gormOrder) TableName() string { return "orders" }
+
+type gormMessage struct {
+	ID   uint64 `gorm:"primaryKey;autoIncrement"`
+	Body string
+}
+
+func (gormMessage) TableName() string { return "messages" }
+
+// gormEnv: a backend with app.orders (segment tag "order", step 100000)
+// and app.messages (snowflake tag "msg", fixed worker 5), a proxy in front.
+func gormEnv(t *testing.T) (*testdb.Server, *leaf, *sql.DB) {
+	backend := testdb.Start(t)
+	direct := backend.Open(t, "app")
+	backend.Exec(t,
+		"CREATE TABLE app.orders (id BIGINT PRIMARY KEY, sku VARCHAR(64) NOT NULL UNIQUE, qty INT NOT NULL)",
+		"CREATE TABLE app.messages (id BIGINT UNSIGNED PRIMARY KEY, body VARCHAR(64) NOT NULL UNIQUE)",
+	)
+	cfg := leafConfig(t, backend, nil)
+	cfg.Sequences.Tags = map[string]config.Tag{
+		"order": {Generator: "segment", Step: 100000},
+		"msg":   {Generator: "snowflake"},
+	}
+	cfg.Snowflake.WorkerID = "5"
+	cfg.Tables = []config.Table{
+		{Table: "orders", Column: "id", Tag: "order"},
+		{Table: "messages", Column: "id", Tag: "msg"},
+	}
+	return backend, startLeaf(t, cfg), direct
+}
+
+func openGorm(t *testing.T, lf *leaf, params map[string]string, prepare, returning bool) *gorm.DB {
+	t.Helper()
+	db, err := gorm.Open(gormmysql.New(gormmysql.Config{
+		DSN:                  lf.dsn("app", params),
+		DisableWithReturning: !returning,
+	}), &gorm.Config{PrepareStmt: prepare, Logger: logger.Discard})
+	if err != nil {
+		t.Fatalf("gorm open: %v", err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sqlDB.Close() })
+	return db
+}
+
+// storedID reads the key of the row whose unique column col is val, on the
+// backend directly.
+func storedID(t *testing.T, direct *sql.DB, table, col, val string) int64 {
+	t.Helper()
+	var id int64
+	q := fmt.Sprintf("SELECT id FROM %s WHERE %s = ?", table, col)
+	if err := direct.QueryRow(q, val).Scan(&id); err != nil {
+		t.Fatalf("%s [%s]: %v", q, val, err)
+	}
+	return id
+}
+
+var gormModes = []struct {
+	name    string
+	params  map[string]string
+	prepare bool
+}{
+	// text protocol: arguments interpolated by the driver.
+	{"text", map[string]string{"interpolateParams": "true"}, false},
+	// GORM's PrepareStmt: server-side prepared statements, cached and
+	// re-executed (each EXECUTE must get fresh IDs).
+	{"prepared", nil, true},
+}
+
+// TestKeyfillGorm: db.Create with a zero ID leaves the model's ID set to the
+// key stored on the backend, for one model and for a slice (each model gets
+// its own stored key), segment (int64 ID) and snowflake (uint64 ID, one
+// model per statement), text and prepared.
+func TestKeyfillGorm(t *testing.T) {
+	_, lf, direct := gormEnv(t)
+	for _, mode := range gormModes {
+		t.Run(mode.name, func(t *testing.T) {
+			db := openGorm(t, lf, mode.params, mode.prepare, false)
+			seen := map[int64]bool{}
+			for i := range 3 {
+				o := gormOrder{SKU: fmt.Sprintf("%s-one-%d", mode.name, i), Qty: i}
+				if err := db.Create(&o).Error; err != nil {
+					t.Fatalf("create: %v", err)
+				}
+				want := storedID(t, direct, "orders", "sku", o.SKU)
+				if o.ID == 0 || o.ID != want {
+					t.Fatalf("model ID %d, stored key %d", o.ID, want)
+				}
+				if seen[o.ID] {
+					t.Fatalf("ID %d reused", o.ID)
+				}
+				seen[o.ID] = true
+			}
+
+			// A batch: one multi-row INSERT; GORM assigns LastInsertId()+i.
+			// The prepared statement for a 20-row batch is executed twice.
+			for round := range 2 {
+				batch := make([]gormOrder, 20)
+				for i := range batch {
+					batch[i] = gormOrder{SKU: fmt.Sprintf("%s-batch%d-%02d", mode.name, round, i), Qty: i}
+				}
+				res := db.Create(&batch)
+				if res.Error != nil {
+					t.Fatalf("create batch: %v", res.Error)
+				}
+				if res.RowsAffected != int64(len(batch)) {
+					t.Fatalf("RowsAffected %d, want %d", res.RowsAffected, len(batch))
+				}
+				for i, o := range batch {
+					want := storedID(t, direct, "orders", "sku", o.SKU)
+					if o.ID == 0 || o.ID != want {
+						t.Fatalf("batch %d model %d (%s): ID %d, stored key %d", round, i, o.SKU, o.ID, want)
+					}
+					if seen[o.ID] {
+						t.Fatalf("ID %d reused", o.ID)
+					}
+					seen[o.ID] = true
+					if i > 0 && o.ID != batch[i-1].ID+1 {
+						t.Fatalf("segment batch keys not consecutive: %d then %d", batch[i-1].ID, o.ID)
+					}
+				}
+			}
+
+			// Snowflake, uint64 ID, one model per statement: always right.
+			for i := range 3 {
+				m := gormMessage{Body: fmt.Sprintf("%s-msg-%d", mode.name, i)}
+				if err := db.Create(&m).Error; err != nil {
+					t.Fatalf("create message: %v", err)
+				}
+				want := storedID(t, direct, "messages", "body", m.Body)
+				if m.ID == 0 || m.ID != uint64(want) {
+					t.Fatalf("message ID %d, stored key %d", m.ID, want)
+				}
+				if want < 1<<22 {
+					t.Fatalf("message key %d does not look like a snowflake", want)
+				}
+			}
+
+			// An explicit ID is kept, not replaced by a generated one.
+			o := gormOrder{ID: 42_000_000_000 + int64(len(mode.name)), SKU: mode.name + "-explicit"}
+			if err := db.Create(&o).Error; err != nil {
+				t.Fatalf("create explicit: %v", err)
+			}
+			if got := storedID(t, direct, "orders", "sku", o.SKU); got != o.ID {
+				t.Fatalf("explicit ID %d stored as %d", o.ID, got)
+			}
+		})
+	}
+}
+
+// TestKeyfillGormSnowflakeBatchLimit documents a limitation, not a wish:
+// a GORM batch Create into a snowflake table whose keys cross a
+// millisecond tick gets model IDs that are not the stored keys, because
+// GORM assumes LastInsertId()+i. 5000 rows cannot fit one tick (4096
+// sequence values, random start), so the keys have a gap and at least one
+// model ID is wrong. Every model ID that GORM got right is the stored key
+// of its own row; the first model is always right (LAST_INSERT_ID is the
+// first row's key). Use segment tags (or one row per Create) with GORM
+// batches.
+func TestKeyfillGormSnowflakeBatchLimit(t *testing.T) {
+	_, lf, direct := gormEnv(t)
+	db := openGorm(t, lf, map[string]string{"interpolateParams": "true"}, false, false)
+	batch := make([]gormMessage, 5000)
+	for i := range batch {
+		batch[i] = gormMessage{Body: fmt.Sprintf("limit-%04d", i)}
+	}
+	if err := db.Create(&batch).Error; err != nil {
+		t.Fatalf("create batch: %v", err)
+	}
+	stored := map[string]int64{}
+	rows, err := direct.Query("SELECT body, id FROM messages WHERE body LIKE 'limit-%'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var b string
+		var id int64
+		if err := rows.Scan(&b, &id); err != nil {
+			t.Fatal(err)
+		}
+		stored[b] = id
+	}
+	rows.Close()
+	if len(stored) != len(batch) {
+		t.Fatalf("%d rows stored, want %d", len(stored), len(batch))
+	}
+	gaps, wrong := 0, 0
+	for i, m := range batch {
+		if i > 0 && stored[m.Body] != stored[batch[i-1].Body]+1 {
+			gaps++
+		}
+		if i > 0 && stored[m.Body] <= stored[batch[i-1].Body] {
+			t.Fatalf("keys not ascending in row order: %d then %d", stored[batch[i-1].Body], stored[m.Body])
+		}
+		if m.ID != uint64(stored[m.Body]) {
+			wrong++
+		}
+	}
+	if batch[0].ID != uint64(stored[batch[0].Body]) {
+		t.Fatalf("first model ID %d, stored key %d", batch[0].ID, stored[batch[0].Body])
+	}
+	t.Logf("snowflake batch of %d: %d gaps between consecutive rows' keys, %d model IDs differ from the stored key (GORM limitation)", len(batch), gaps, wrong)
+	if gaps == 0 || wrong == 0 {
+		t.Fatalf("expected a tick crossing to break GORM's LastInsertId+i assignment (gaps %d, wrong %d): the limitation documented here no longer holds, update the docs", gaps, wrong)
+	}
+}
+
+// TestKeyfillGormReturning: GORM's default configuration against MariaDB
+// >= 10.5 sends INSERT ... RETURNING `id`. The proxy cannot parse RETURNING;
+// on a rule table that is a clear error 1235 naming the table, and nothing
+// is inserted (never a row without a key). If RETURNING support is added,
+// the model must get the stored key.
+func TestKeyfillGormReturning(t *testing.T) {
+	_, lf, direct := gormEnv(t)
+	db := openGorm(t, lf, nil, false, true)
+	o := gormOrder{SKU: "returning", Qty: 1}
+	err := db.Create(&o).Error
+	if err != nil {
+		code, _ := myErr(err)
+		if code != 1235 || !strings.Contains(err.Error(), "orders") {
+			t.Fatalf("GORM default (RETURNING) create: want error 1235 naming orders, got %v", err)
+		}
+		var n int
+		if err := direct.QueryRow("SELECT COUNT(*) FROM orders WHERE sku = 'returning'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Fatalf("failed RETURNING insert stored %d rows", n)
+		}
+		t.Logf("LIMITATION: GORM's default MariaDB config (INSERT ... RETURNING) is refused: %v; set DisableWithReturning", err)
+		return
+	}
+	if want := storedID(t, direct, "orders", "sku", o.SKU); o.ID == 0 || o.ID != want {
+		t.Fatalf("RETURNING: model ID %d, stored key %d", o.ID, want)
+	}
+}
