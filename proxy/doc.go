@@ -24,10 +24,11 @@
 // COM_CHANGE_USER is refused (ERR 1235, session unchanged); unknown commands
 // get ERR 1047 and the session goes on; a malformed packet (bad sequence id,
 // truncated header, oversized) closes that session only. A backend that is
-// unreachable at login is reported (ERR 2003 naming the backend address, or
+// unreachable at login is reported (ERR 1429 naming the backend address, or
 // the backend's own ERR) as the answer to the client's first command, since
 // go-mysql has already sent the login OK; a backend lost mid-session gets the
-// client ERR 2013 and the session closes.
+// client ERR 1158 (08S01) and the session closes. (Client-range codes such
+// as 2003/2013 are avoided: libmariadb reports them as malformed packets.)
 //
 // # Seams for statement rewriting (Interceptor)
 //

@@ -27,13 +27,13 @@ func TestBackendDownAtLogin(t *testing.T) {
 	db := e.open(t, "", "")
 	err = db.Ping()
 	var me *mysql.MySQLError
-	if !errors.As(err, &me) || me.Number != 2003 || !strings.Contains(me.Message, dead) {
-		t.Fatalf("login with backend down: %v, want 2003 naming %s", err, dead)
+	if !errors.As(err, &me) || me.Number != errBackendUnreachable || !strings.Contains(me.Message, dead) {
+		t.Fatalf("login with backend down: %v, want 1429 naming %s", err, dead)
 	}
 	// The proxy itself stays up: other clients still get its handshake and
 	// the same clear error.
 	db2 := e.open(t, "", "")
-	if err := db2.Ping(); !errors.As(err, &me) || me.Number != 2003 {
+	if err := db2.Ping(); !errors.As(err, &me) || me.Number != errBackendUnreachable {
 		t.Fatalf("second login: %v", err)
 	}
 }
@@ -44,8 +44,8 @@ func TestBackendStoppedThenBack(t *testing.T) {
 	s.Stop(t)
 	db := e.open(t, "", "")
 	var me *mysql.MySQLError
-	if err := db.Ping(); !errors.As(err, &me) || me.Number != 2003 {
-		t.Fatalf("login with backend stopped: %v, want 2003", err)
+	if err := db.Ping(); !errors.As(err, &me) || me.Number != errBackendUnreachable {
+		t.Fatalf("login with backend stopped: %v, want 1429", err)
 	}
 	s.Restart(t)
 	db2 := e.open(t, "", "")
@@ -81,8 +81,8 @@ func TestBackendKilledMidSession(t *testing.T) {
 		if err == nil {
 			t.Fatal("query survived a killed backend")
 		}
-		if errors.As(err, &me) && me.Number != 2013 {
-			t.Fatalf("killed backend: %v, want 2013 or a closed connection", err)
+		if errors.As(err, &me) && me.Number != errBackendLost {
+			t.Fatalf("killed backend: %v, want 1158 or a closed connection", err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("client not told about the lost backend")

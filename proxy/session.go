@@ -73,6 +73,17 @@ func newSession(srv *Server, id uint64, log *slog.Logger, c net.Conn, caps uint3
 
 var errQuit = errors.New("client quit")
 
+// Error codes the proxy sends for its own failures. They must be server
+// codes: libmariadb (the mariadb CLI) turns a server-sent code in the client
+// range 2000-2999 (2003, 2013) into 2027 "Received malformed packet".
+const (
+	// errBackendUnreachable is ER_CONNECT_TO_FOREIGN_DATA_SOURCE.
+	errBackendUnreachable = 1429
+	// errBackendLost is ER_NET_READ_ERROR ("Got an error reading
+	// communication packets").
+	errBackendLost = 1158
+)
+
 // serve connects the backend and runs the command loop until the client
 // quits, a leg fails or the server shuts the session down.
 func (s *Session) serve(base context.Context) {
@@ -139,7 +150,7 @@ func (s *Session) endOnClientError(err error) {
 }
 
 // endOnError reports a fatal error: a lost backend gets the client an ERR
-// packet (2013) before its connection closes.
+// packet (1158) before its connection closes.
 func (s *Session) endOnError(err error) {
 	if errors.Is(err, errQuit) {
 		s.log.Debug("session closed: client quit")
@@ -149,7 +160,7 @@ func (s *Session) endOnError(err error) {
 	if errors.As(err, &ie) && ie.leg == "backend" && !s.closing.Load() {
 		s.log.Warn("backend connection lost", "backend", s.srv.cfg.Backend.Addr, "err", err)
 		_ = s.c.conn.SetWriteDeadline(time.Now().Add(2 * time.Second))
-		_ = s.c.writePacket(errPacket(2013, "HY000", fmt.Sprintf("leafproxy: lost connection to backend MySQL server at '%s' during query", s.srv.cfg.Backend.Addr)))
+		_ = s.c.writePacket(errPacket(errBackendLost, "08S01", fmt.Sprintf("leafproxy: lost connection to backend MySQL server at '%s' during query", s.srv.cfg.Backend.Addr)))
 		_ = s.c.flush()
 		return
 	}
@@ -233,23 +244,30 @@ func collationName(id uint8) string {
 
 // refuseAfterLogin: go-mysql has already told the client its login
 // succeeded when the backend turns out to be unreachable, so the reason goes
-// back as the answer to the client's first command, then the session ends.
+// back as the answer to the client's commands (ERR 1429 naming the backend
+// address, or the backend's own ERR such as 1049 or 1045).
 func (s *Session) refuseAfterLogin(err error) {
-	code, state, msg := uint16(2003), "HY000", fmt.Sprintf("leafproxy: can't connect to backend MySQL server on '%s': %v", s.srv.cfg.Backend.Addr, rootCause(err))
+	code, state, msg := uint16(errBackendUnreachable), "HY000", fmt.Sprintf("leafproxy: can't connect to backend MySQL server on '%s': %v", s.srv.cfg.Backend.Addr, rootCause(err))
 	var me *mysql.MyError
 	if errors.As(err, &me) {
 		code, state, msg = me.Code, me.State, me.Message
 	}
 	s.log.Warn("backend connect failed", "backend", s.srv.cfg.Backend.Addr, "code", code, "err", msg)
-	_ = s.c.conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-	s.c.seq = 0
-	pkt, rerr := s.c.readPacket(s.cmd, 1<<20)
-	if rerr != nil || len(pkt) == 0 || pkt[0] == mysql.COM_QUIT {
-		return
+	// Answer every command with the error until the client gives up (or a
+	// short idle limit), like a server refusing each statement.
+	for i := 0; i < 16 && !s.srv.draining.Load(); i++ {
+		_ = s.c.conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		s.c.seq = 0
+		pkt, rerr := s.c.readPacket(s.cmd, 1<<20)
+		if rerr != nil || len(pkt) == 0 || pkt[0] == mysql.COM_QUIT {
+			return
+		}
+		s.cmd = pkt[:0]
+		_ = s.c.conn.SetWriteDeadline(time.Now().Add(2 * time.Second))
+		if s.c.writePacket(errPacket(code, state, msg)) != nil || s.c.flush() != nil {
+			return
+		}
 	}
-	_ = s.c.conn.SetWriteDeadline(time.Now().Add(2 * time.Second))
-	_ = s.c.writePacket(errPacket(code, state, msg))
-	_ = s.c.flush()
 }
 
 func rootCause(err error) error {
