@@ -388,13 +388,14 @@ func (s *Server) handle(raw net.Conn) {
 	user := conn.GetUser()
 	log = log.With("user", user)
 	_, isTLS := netConn.(*tls.Conn)
+	sess := newSession(s, id, log, netConn, conn.Capability(), conn.Charset(), user, h.db)
 	if s.cfg.TLS.Required && !isTLS {
+		// go-mysql has already sent the login OK: answer commands instead.
 		log.Info("refused plaintext client: tls.required")
-		writeRaw(netConn, 2, errPacket(3159, "HY000", "Connections using insecure transport are prohibited while tls.required is set"))
+		sess.refuse(&mysql.MyError{Code: 3159, State: "HY000",
+			Message: "Connections using insecure transport are prohibited while tls.required is set"})
 		return
 	}
-
-	sess := newSession(s, id, log, netConn, conn.Capability(), conn.Charset(), user, h.db)
 	if !s.register(sess) {
 		return
 	}

@@ -253,6 +253,12 @@ func (s *Session) refuseAfterLogin(err error) {
 		code, state, msg = me.Code, me.State, me.Message
 	}
 	s.log.Warn("backend connect failed", "backend", s.srv.cfg.Backend.Addr, "code", code, "err", msg)
+	s.refuse(&mysql.MyError{Code: code, State: state, Message: msg})
+}
+
+// refuse answers every command with e until the client quits.
+func (s *Session) refuse(e *mysql.MyError) {
+	code, state, msg := e.Code, e.State, e.Message
 	// Answer every command with the error until the client gives up (or a
 	// short idle limit), like a server refusing each statement.
 	for i := 0; i < 16 && !s.srv.draining.Load(); i++ {
