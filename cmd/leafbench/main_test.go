@@ -120,6 +120,21 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("unknown table counted no errors:\n%s", s)
 		}
 	})
+	t.Run("killed connections are replaced", func(t *testing.T) {
+		var out bytes.Buffer
+		if err := run(ctx, []string{"-dsn", dsn, "-d", "300ms", "-c", "2", "-json", "-q", "KILL CONNECTION_ID()"}, &out, &out); err != nil {
+			t.Fatal(err)
+		}
+		var r loadgen.Result
+		if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+			t.Fatalf("decode %q: %v", out.String(), err)
+		}
+		// Every request kills its own connection: the run only gets past
+		// the first one per worker if broken connections are replaced.
+		if r.Requests < 4 || r.Errors != r.Requests {
+			t.Errorf("%d requests, %d errors (%s): want many, all failing", r.Requests, r.Errors, r.FirstError)
+		}
+	})
 	t.Run("bad flags", func(t *testing.T) {
 		var out bytes.Buffer
 		if err := run(ctx, []string{"-arg", "zipf:1"}, &out, &out); err == nil {
