@@ -236,8 +236,15 @@ func (s *stmtPlan) placeCalls(stmt ast.StmtNode) {
 			f.Expr.Accept(&v)
 			// MariaDB names the column after the call's text; keep that
 			// name now that the call becomes a number.
-			if i := s.callAt(f.Expr.OriginTextPosition()); i >= 0 && f.AsName.O == "" {
+			if _, bare := f.Expr.(ast.ValueExpr); !bare {
+				continue
+			}
+			if i := s.callAt(f.Expr.OriginTextPosition()); i >= 0 {
 				c := s.b.calls[i]
+				l := lexer{s: s.b.sql, pos: c.end, mode: s.b.env.Mode}
+				if t := l.next(); l.is(t, "AS") || l.isAlias(t) {
+					continue
+				}
 				s.alias[i] = " AS `" + strings.ReplaceAll(s.b.sql[c.start:c.end], "`", "``") + "`"
 			}
 		}

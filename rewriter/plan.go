@@ -227,6 +227,14 @@ func (b *builder) plan() Plan {
 		if e.slot < 0 {
 			continue
 		}
+		// A number glued to a word would change how the text lexes:
+		// NEXTVAL('a')WHERE must not become 1001WHERE.
+		if e.end > e.start && e.end < len(b.sql) && isIdentByte(b.sql[e.end]) {
+			e.post += " "
+		}
+		if e.end > e.start && e.start > 0 && isIdentByte(b.sql[e.start-1]) {
+			e.pre = " " + e.pre
+		}
 		t, ok := tagIndex[e.tag]
 		if !ok {
 			t = len(p.Tags)
