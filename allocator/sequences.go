@@ -26,10 +26,27 @@ type Sequences struct {
 	db        *sql.DB
 }
 
+// Option adjusts Open.
+type Option func(*options)
+
+type options struct {
+	wrapStore func(segment.Store) segment.Store
+}
+
+// WithStoreWrapper wraps the segment store, e.g. to inject latency in
+// benchmarks or count round trips.
+func WithStoreWrapper(f func(segment.Store) segment.Store) Option {
+	return func(o *options) { o.wrapStore = f }
+}
+
 // Open connects to the allocation store and builds the generators the
 // configuration needs. A snowflake worker id is acquired (leased or fixed)
 // only when some tag uses snowflake.
-func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Sequences, error) {
+func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Option) (*Sequences, error) {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -42,7 +59,11 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Sequences
 	db.SetConnMaxIdleTime(5 * time.Minute)
 
 	s := &Sequences{db: db, snowTags: map[string]bool{}}
-	s.segments = segment.New(segment.NewMySQLStore(db), segment.Options{
+	var store segment.Store = segment.NewMySQLStore(db)
+	if o.wrapStore != nil {
+		store = o.wrapStore(store)
+	}
+	s.segments = segment.New(store, segment.Options{
 		WaitTimeout: cfg.Sequences.WaitTimeout.D(),
 		MaxLoaders:  cfg.Sequences.MaxLoaders,
 		AutoCreate:  cfg.Sequences.AutoCreate,

@@ -19,6 +19,24 @@ import (
 	"github.com/leafproxy/leafproxy/rewriter"
 )
 
+// Option adjusts New (tests and benchmarks).
+type Option func(*options)
+
+type options struct {
+	proxy []proxy.Option
+	alloc []allocator.Option
+}
+
+// WithProxyOptions passes options to proxy.NewServer.
+func WithProxyOptions(opts ...proxy.Option) Option {
+	return func(o *options) { o.proxy = append(o.proxy, opts...) }
+}
+
+// WithAllocatorOptions passes options to allocator.Open.
+func WithAllocatorOptions(opts ...allocator.Option) Option {
+	return func(o *options) { o.alloc = append(o.alloc, opts...) }
+}
+
 // Service is a configured proxy with its generators.
 type Service struct {
 	Proxy     *proxy.Server
@@ -31,7 +49,11 @@ type Service struct {
 // configured tags when missing, as `leafproxy init` does; a failure there is
 // logged, not fatal, since the account may lack CREATE and the tables may
 // exist), starts the generators and builds the proxy server.
-func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...proxy.Option) (*Service, error) {
+func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Option) (*Service, error) {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -49,12 +71,12 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...prox
 	if err != nil {
 		return nil, fmt.Errorf("tables: %w", err)
 	}
-	seq, err := allocator.Open(ctx, cfg, log)
+	seq, err := allocator.Open(ctx, cfg, log, o.alloc...)
 	if err != nil {
 		return nil, err
 	}
 	eng := engine.New(seq, rs)
-	srv, err := proxy.NewServer(cfg, append([]proxy.Option{proxy.WithLogger(log), proxy.WithInterceptor(eng)}, opts...)...)
+	srv, err := proxy.NewServer(cfg, append([]proxy.Option{proxy.WithLogger(log), proxy.WithInterceptor(eng)}, o.proxy...)...)
 	if err != nil {
 		seq.Close()
 		return nil, err
