@@ -26,10 +26,15 @@ func mayRewrite(sql string) bool {
 	return false
 }
 
-// hasVal reports whether sql contains "val" in any case.
+// hasVal reports whether sql contains "val" in any case. IndexByte is
+// vectorised but costs a call per hit, so text dense with v's falls back
+// to a plain loop.
 func hasVal(sql string) bool {
 	for _, v := range [2]byte{'v', 'V'} {
-		for i := 0; ; {
+		for i, hits := 0, 0; ; hits++ {
+			if hits == 8 {
+				return hasValLoop(sql)
+			}
 			j := strings.IndexByte(sql[i:], v)
 			if j < 0 {
 				break
@@ -38,6 +43,15 @@ func hasVal(sql string) bool {
 			if i+1 < len(sql) && sql[i]|0x20 == 'a' && sql[i+1]|0x20 == 'l' {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+func hasValLoop(sql string) bool {
+	for i := 0; i+2 < len(sql); i++ {
+		if sql[i]|0x20 == 'v' && sql[i+1]|0x20 == 'a' && sql[i+2]|0x20 == 'l' {
+			return true
 		}
 	}
 	return false

@@ -229,3 +229,18 @@ func TestErrors(t *testing.T) {
 		t.Error("INSERT without a column list and without Env.Columns: no error")
 	}
 }
+
+func TestHasVal(t *testing.T) {
+	dense := strings.Repeat("over ", 30)
+	for _, tt := range []struct {
+		s    string
+		want bool
+	}{
+		{"", false}, {"va", false}, {"VAL", true}, {"nextVal", true}, {"v a l", false},
+		{dense, false}, {dense + "vAl", true}, {dense + "VAL", true}, {"vvvvvvvvvvvvvvvvval", true},
+	} {
+		if got := hasVal(tt.s); got != tt.want {
+			t.Errorf("hasVal(%q) = %v", tt.s, got)
+		}
+	}
+}
