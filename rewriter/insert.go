@@ -1,6 +1,7 @@
 package rewriter
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -132,6 +133,7 @@ func (s *stmtPlan) fillKey(ins *ast.InsertStmt, rule Rule, db, table string) err
 		return nil
 	}
 	parts := scanInsert(s.text, s.b.env.Mode)
+	s.b.edits = slices.Grow(s.b.edits, len(ins.Lists)+1)
 	col := quoteIdent(rule.Column)
 	if ins.Setlist {
 		if k := columnIndex(ins.Columns, rule.Column); k >= 0 {

@@ -220,7 +220,7 @@ func (b *builder) plan() Plan {
 		return Plan{}
 	}
 	slices.SortStableFunc(b.edits, func(x, y edit) int { return x.start - y.start })
-	p := Plan{Kind: Rewrite, edits: b.edits, prepared: b.prepared}
+	p := Plan{Kind: Rewrite, edits: b.edits, prepared: b.prepared, Slots: make([]Slot, 0, len(b.edits))}
 	tagIndex := map[string]int{}
 	for i := range p.edits {
 		e := &p.edits[i]
