@@ -35,7 +35,8 @@
 //
 // # What it recognises
 //
-// The filter in front costs tens of nanoseconds and no allocation: a text
+// The filter in front (also exported as MayRewrite, independent of the
+// sql_mode) costs tens of nanoseconds and no allocation: a text
 // in which no statement starts with INSERT or REPLACE and no "val" appears
 // in any case is passed through unread. Otherwise a quote- and
 // comment-aware lexer (honouring ANSI_QUOTES and NO_BACKSLASH_ESCAPES)

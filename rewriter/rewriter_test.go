@@ -244,3 +244,22 @@ func TestHasVal(t *testing.T) {
 		}
 	}
 }
+
+func TestNoAllocations(t *testing.T) {
+	env := testEnv(t, Mode{})
+	for _, q := range []string{"SELECT * FROM t WHERE id = 42", update1KB(false), update1KB(true)} {
+		if n := testing.AllocsPerRun(100, func() { _, _ = PlanQuery(q, env) }); n != 0 {
+			t.Errorf("PlanQuery(%.30q...) allocates %v times", q, n)
+		}
+	}
+	sql := insertRows(10)
+	p, err := PlanQuery(sql, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := ids(len(p.Slots))
+	buf := p.Render(nil, sql, ids)
+	if n := testing.AllocsPerRun(100, func() { buf = p.Render(buf[:0], sql, ids) }); n != 0 {
+		t.Errorf("Render into a large enough buffer allocates %v times", n)
+	}
+}
