@@ -19,17 +19,20 @@ import (
 
 // Config is the whole file. Field names match DESIGN.md's contract.
 type Config struct {
-	Listen    string    `yaml:"listen"`
-	Backend   Backend   `yaml:"backend"`
-	Users     []User    `yaml:"users"`
-	Sequences Sequences `yaml:"sequences"`
-	Tables    []Table   `yaml:"tables"`
-	Snowflake Snowflake `yaml:"snowflake"`
-	TLS       ServerTLS `yaml:"tls"`
-	Shutdown  Shutdown  `yaml:"shutdown"`
-	Log       Log       `yaml:"log"`
-	Limits    Limits    `yaml:"limits"`
-	Metrics   Metrics   `yaml:"metrics"`
+	Listen  string  `yaml:"listen"`
+	Backend Backend `yaml:"backend"`
+	Users   []User  `yaml:"users"`
+	// AuthMethod is the plugin the proxy offers clients first:
+	// mysql_native_password (default) or caching_sha2_password. Clients
+	// that ask for the other are switched, so both work either way.
+	AuthMethod string    `yaml:"auth_method"`
+	Sequences  Sequences `yaml:"sequences"`
+	Tables     []Table   `yaml:"tables"`
+	Snowflake  Snowflake `yaml:"snowflake"`
+	TLS        ServerTLS `yaml:"tls"`
+	Shutdown   Shutdown  `yaml:"shutdown"`
+	Log        Log       `yaml:"log"`
+	Limits     Limits    `yaml:"limits"`
 	// Path is the file the configuration came from ("" for defaults).
 	Path string `yaml:"-"`
 }
@@ -123,11 +126,6 @@ type Limits struct {
 	IdleTimeout    Duration `yaml:"idle_timeout"`
 }
 
-// Metrics is the Prometheus endpoint; empty Listen disables it.
-type Metrics struct {
-	Listen string `yaml:"listen"`
-}
-
 // Duration is a time.Duration written as "2s" in YAML.
 type Duration time.Duration
 
@@ -186,6 +184,9 @@ func Default() *Config {
 func (c *Config) ApplyDefaults() {
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:3307"
+	}
+	if c.AuthMethod == "" {
+		c.AuthMethod = "mysql_native_password"
 	}
 	if c.Backend.Addr == "" {
 		c.Backend.Addr = "127.0.0.1:3306"
@@ -260,6 +261,9 @@ func (c *Config) Validate() error {
 	}
 	if _, _, err := net.SplitHostPort(c.Backend.Addr); err != nil {
 		add("backend.addr: %q is not host:port", c.Backend.Addr)
+	}
+	if c.AuthMethod != "mysql_native_password" && c.AuthMethod != "caching_sha2_password" {
+		add("auth_method: %q is not mysql_native_password or caching_sha2_password", c.AuthMethod)
 	}
 	seen := map[string]bool{}
 	for i, u := range c.Users {

@@ -100,15 +100,23 @@ func (l *leg) readPacket(dst []byte, limit int) ([]byte, error) {
 	}
 }
 
+// writeHeader writes a packet header byte by byte: a [4]byte passed to
+// Write escapes to the heap, which cost one allocation per relayed row.
+func writeHeader(w *bufio.Writer, n int, seq uint8) error {
+	w.WriteByte(byte(n))
+	w.WriteByte(byte(n >> 8))
+	w.WriteByte(byte(n >> 16))
+	return w.WriteByte(seq) // bufio's error is sticky: the last call reports any
+}
+
 // writePacket frames p (split at 16 MB) with this leg's sequence ids.
 func (l *leg) writePacket(p []byte) error {
 	for {
 		n := min(len(p), maxPayload)
-		h := [4]byte{byte(n), byte(n >> 8), byte(n >> 16), l.seq}
-		l.seq++
-		if _, err := l.w.Write(h[:]); err != nil {
+		if err := writeHeader(l.w, n, l.seq); err != nil {
 			return l.fail(err)
 		}
+		l.seq++
 		if _, err := l.w.Write(p[:n]); err != nil {
 			return l.fail(err)
 		}

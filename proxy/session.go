@@ -552,11 +552,10 @@ func (s *Session) relayPacket() (head []byte, total int, err error) {
 			}
 			head = s.head[:copy(s.head[:], p)]
 		}
-		h := [4]byte{byte(n), byte(n >> 8), byte(n >> 16), s.c.seq}
-		s.c.seq++
-		if _, err := s.c.w.Write(h[:]); err != nil {
+		if err := writeHeader(s.c.w, n, s.c.seq); err != nil {
 			return nil, 0, s.c.fail(err)
 		}
+		s.c.seq++
 		if err := s.b.copyTo(s.c, n); err != nil {
 			return nil, 0, err
 		}

@@ -76,7 +76,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		return nil, err
 	}
 	eng := engine.New(seq, rs)
-	srv, err := proxy.NewServer(cfg, append([]proxy.Option{proxy.WithLogger(log), proxy.WithInterceptor(eng)}, o.proxy...)...)
+	srv, err := proxy.NewServer(cfg, append([]proxy.Option{proxy.WithLogger(log), proxy.WithInterceptor(eng), proxy.WithAuthMethod(cfg.AuthMethod)}, o.proxy...)...)
 	if err != nil {
 		seq.Close()
 		return nil, err
