@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -137,6 +138,9 @@ func (e *Engine) Query(ctx context.Context, s *proxy.Session, sql []byte) (bool,
 		}
 		return true, s.WriteResultSet(names, [][]*int64{st.row})
 	case rewriter.Rewrite:
+		if err := e.checkKeys(ctx, s, plan.Filled); err != nil {
+			return false, err
+		}
 		if err := st.draw(ctx, e, &plan); err != nil {
 			return false, err
 		}
@@ -244,6 +248,9 @@ func (e *Engine) Prepare(ctx context.Context, s *proxy.Session, sql []byte) (boo
 			backendText = append(backendText, '`')
 		}
 	case rewriter.Rewrite:
+		if err := e.checkKeys(ctx, s, plan.Filled); err != nil {
+			return false, err
+		}
 		backendText = plan.Render(nil, text, nil)
 	}
 	res, err := s.RelayPrepare(backendText)
@@ -340,8 +347,17 @@ type columnCache struct {
 }
 
 type colEntry struct {
-	cols []string
-	at   time.Time
+	cols  []string
+	types []colType // parallel to cols
+	at    time.Time
+}
+
+// colType is what information_schema says of a column's type.
+type colType struct {
+	dataType   string // e.g. bigint, varchar
+	columnType string // e.g. bigint(20) unsigned
+	precision  int64  // NUMERIC_PRECISION (decimal)
+	scale      int64  // NUMERIC_SCALE (decimal)
 }
 
 func newColumnCache(ttl time.Duration) *columnCache {
@@ -355,37 +371,60 @@ func (c *columnCache) invalidate() {
 }
 
 func (c *columnCache) get(ctx context.Context, s *proxy.Session, db, table string) ([]string, error) {
+	e, err := c.entry(ctx, s, db, table)
+	if err != nil {
+		return nil, err
+	}
+	if len(e.cols) == 0 {
+		return nil, fmt.Errorf("table %s.%s not found", db, table)
+	}
+	return e.cols, nil
+}
+
+// entry returns the table's columns and types, from the cache or from
+// information_schema. A table that is not there (or not visible to the
+// backend account) gives an entry with no columns.
+func (c *columnCache) entry(ctx context.Context, s *proxy.Session, db, table string) (colEntry, error) {
 	key := db + "\x00" + table
 	c.mu.Lock()
 	e, ok := c.m[key]
 	c.mu.Unlock()
 	if ok && time.Since(e.at) < c.ttl {
-		return e.cols, nil
+		return e, nil
 	}
 	if db == "" {
-		return nil, errors.New("no database selected")
+		return colEntry{}, errors.New("no database selected")
 	}
-	rows, err := s.BackendQuery(ctx, "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "+
-		quote(db)+" AND TABLE_NAME = "+quote(table)+" ORDER BY ORDINAL_POSITION")
+	rows, err := s.BackendQuery(ctx, "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, NUMERIC_PRECISION, NUMERIC_SCALE"+
+		" FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "+quote(db)+" AND TABLE_NAME = "+quote(table)+
+		" ORDER BY ORDINAL_POSITION")
 	if err != nil {
-		return nil, fmt.Errorf("read columns of %s.%s: %w", db, table, err)
+		return colEntry{}, fmt.Errorf("read columns of %s.%s: %w", db, table, err)
 	}
-	cols := make([]string, 0, len(rows))
-	for _, r := range rows {
-		if len(r) > 0 && r[0] != nil {
-			cols = append(cols, *r[0])
+	e = colEntry{cols: make([]string, 0, len(rows)), types: make([]colType, 0, len(rows)), at: time.Now()}
+	str := func(p *string) string {
+		if p == nil {
+			return ""
 		}
+		return *p
 	}
-	if len(cols) == 0 {
-		return nil, fmt.Errorf("table %s.%s not found", db, table)
+	for _, r := range rows {
+		if len(r) < 5 || r[0] == nil {
+			continue
+		}
+		t := colType{dataType: strings.ToLower(str(r[1])), columnType: strings.ToLower(str(r[2]))}
+		t.precision, _ = strconv.ParseInt(str(r[3]), 10, 64)
+		t.scale, _ = strconv.ParseInt(str(r[4]), 10, 64)
+		e.cols = append(e.cols, *r[0])
+		e.types = append(e.types, t)
 	}
 	c.mu.Lock()
 	if len(c.m) > 10000 {
 		clear(c.m)
 	}
-	c.m[key] = colEntry{cols: cols, at: time.Now()}
+	c.m[key] = e
 	c.mu.Unlock()
-	return cols, nil
+	return e, nil
 }
 
 // quote makes a string literal that is safe whatever the sql_mode: no
@@ -397,3 +436,67 @@ func quote(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }
+
+// generatorOf is implemented by ID sources that serve tags from different
+// generators (allocator.Sequences).
+type generatorOf interface {
+	Generator(tag string) string
+}
+
+// checkKeys refuses a statement whose generated keys would go into a
+// column that cannot hold them: a VARCHAR key would silently get a number,
+// an INT key a snowflake ID that the server truncates or rejects. Tables
+// information_schema does not show (temporary tables, no privilege) are
+// left to the server.
+func (e *Engine) checkKeys(ctx context.Context, s *proxy.Session, filled []rewriter.Filled) error {
+	for _, f := range filled {
+		ent, err := e.cols.entry(ctx, s, f.DB, f.Table)
+		if err != nil {
+			return err
+		}
+		for i, c := range ent.cols {
+			if !strings.EqualFold(c, f.Column) {
+				continue
+			}
+			gen := "segment"
+			if g, ok := e.ids.(generatorOf); ok {
+				gen = g.Generator(f.Tag)
+			}
+			if why := keyTypeProblem(ent.types[i], gen); why != "" {
+				return &keyTypeError{msg: fmt.Sprintf("leafproxy: cannot fill %s.%s.%s with IDs from tag %q (%s): column type %s %s",
+					f.DB, f.Table, f.Column, f.Tag, gen, ent.types[i].columnType, why)}
+			}
+		}
+	}
+	return nil
+}
+
+// keyTypeProblem says why a column of type t cannot hold IDs from gen, or "".
+func keyTypeProblem(t colType, gen string) string {
+	switch t.dataType {
+	case "bigint":
+		return ""
+	case "tinyint", "smallint", "mediumint", "int", "integer":
+		if gen == "snowflake" {
+			return "is too narrow for 64-bit snowflake IDs; use BIGINT"
+		}
+		return "" // segment IDs fit until the column's maximum, where the server reports an error
+	case "decimal", "numeric":
+		if t.scale != 0 {
+			return "has a fractional part; use BIGINT"
+		}
+		if gen == "snowflake" && t.precision < 19 {
+			return "is too narrow for 64-bit snowflake IDs; use BIGINT"
+		}
+		return ""
+	}
+	return "is not an integer type; the generator produces BIGINT IDs"
+}
+
+// keyTypeError is ER_WRONG_FIELD_SPEC-like: the rule's key column cannot
+// hold generated IDs.
+type keyTypeError struct{ msg string }
+
+func (e *keyTypeError) Error() string    { return e.msg }
+func (e *keyTypeError) Code() uint16     { return 1235 }
+func (e *keyTypeError) SQLState() string { return "42000" }

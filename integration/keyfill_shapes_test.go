@@ -261,6 +261,29 @@ func TestKeyfillRefusals(t *testing.T) {
 	if n != 0 {
 		t.Errorf("%d rows reached orders from refused statements", n)
 	}
+	// Key columns that cannot hold the generator's IDs are refused, naming
+	// the table and the type, before any ID is drawn or any row written.
+	backend.Exec(t, "CREATE TABLE app.uuid_keyed (id VARCHAR(36) PRIMARY KEY, v VARCHAR(64))",
+		"CREATE TABLE app.narrow (id INT PRIMARY KEY, v VARCHAR(64))")
+	lf2cfg := leafConfig(t, backend, nil)
+	lf2cfg.Sequences.Tags = map[string]config.Tag{"msg": {Generator: "snowflake"}}
+	lf2cfg.Snowflake.WorkerID = "4"
+	lf2cfg.Tables = []config.Table{{Table: "uuid_keyed", Column: "id", Tag: "order"}, {Table: "narrow", Column: "id", Tag: "msg"}}
+	db2 := startLeaf(t, lf2cfg).open(t, "app", nil)
+	for _, tc := range []struct{ q, want string }{
+		{"INSERT INTO uuid_keyed (v) VALUES ('a')", "app.uuid_keyed.id"},
+		{"INSERT INTO narrow (v) VALUES ('a')", "too narrow"},
+	} {
+		_, err := db2.Exec(tc.q)
+		if code, _ := myErr(err); code != 1235 || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err %v, want 1235 mentioning %q", tc.q, err, tc.want)
+		}
+	}
+	direct.QueryRow("SELECT (SELECT COUNT(*) FROM uuid_keyed) + (SELECT COUNT(*) FROM narrow)").Scan(&n)
+	if n != 0 {
+		t.Errorf("%d rows written into tables whose key cannot hold generated IDs", n)
+	}
+
 	// Without a rule, MariaDB's RETURNING passes through and works.
 	var id int64
 	if err := conn.QueryRowContext(ctx, "INSERT INTO plain (v) VALUES ('r') RETURNING id").Scan(&id); err != nil || id <= 0 {

@@ -21,6 +21,7 @@ type builder struct {
 	prepared bool
 	edits    []edit
 	calls    []seqCall // scratch: the current statement's calls
+	filled   []Filled
 }
 
 // run plans every statement of the text.
@@ -136,8 +137,12 @@ func (b *builder) statement(start, end int, first token) error {
 		if !ok {
 			return errorf(CodeNotSupported, "cannot read this statement on %s as an INSERT", qualify(db, table))
 		}
+		before := len(b.edits)
 		if err := s.fillKey(ins, rule, db, table); err != nil {
 			return err
+		}
+		if len(b.edits) > before {
+			b.addFilled(Filled{DB: db, Table: table, Column: rule.Column, Tag: rule.Tag})
 		}
 	}
 	for i, c := range b.calls {
@@ -281,4 +286,14 @@ func (s *stmtPlan) wrapFirstKey() {
 	if best >= 0 {
 		edits[best].wrap = true
 	}
+}
+
+// addFilled records a table whose key the plan fills, once.
+func (b *builder) addFilled(f Filled) {
+	for _, g := range b.filled {
+		if g == f {
+			return
+		}
+	}
+	b.filled = append(b.filled, f)
 }

@@ -50,6 +50,12 @@ type TagCount struct {
 	N   int
 }
 
+// Filled names a rule table whose key a plan fills: DB and Table as
+// resolved against Env.DB, Column and Tag from the rule.
+type Filled struct {
+	DB, Table, Column, Tag string
+}
+
 // Slot is one generated ID in a Rewrite plan.
 type Slot struct {
 	Tag string
@@ -76,6 +82,9 @@ type Plan struct {
 	Slots []Slot
 	// Tags (Rewrite only): IDs needed per tag, in order of first use.
 	Tags []TagCount
+	// Filled (Rewrite only): the rule tables whose key column the plan
+	// fills, so the caller can check the column can hold the tag's IDs.
+	Filled []Filled
 
 	edits    []edit
 	prepared bool
@@ -220,7 +229,7 @@ func (b *builder) plan() Plan {
 		return Plan{}
 	}
 	slices.SortStableFunc(b.edits, func(x, y edit) int { return x.start - y.start })
-	p := Plan{Kind: Rewrite, edits: b.edits, prepared: b.prepared, Slots: make([]Slot, 0, len(b.edits))}
+	p := Plan{Kind: Rewrite, edits: b.edits, prepared: b.prepared, Slots: make([]Slot, 0, len(b.edits)), Filled: b.filled}
 	tagIndex := map[string]int{}
 	for i := range p.edits {
 		e := &p.edits[i]

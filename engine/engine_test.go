@@ -1,0 +1,57 @@
+package engine
+
+import "testing"
+
+func TestKeyTypeProblem(t *testing.T) {
+	for _, tc := range []struct {
+		t   colType
+		gen string
+		ok  bool
+	}{
+		{colType{dataType: "bigint"}, "snowflake", true},
+		{colType{dataType: "bigint"}, "segment", true},
+		{colType{dataType: "int"}, "segment", true},
+		{colType{dataType: "int"}, "snowflake", false},
+		{colType{dataType: "smallint"}, "snowflake", false},
+		{colType{dataType: "decimal", precision: 20}, "snowflake", true},
+		{colType{dataType: "decimal", precision: 10}, "snowflake", false},
+		{colType{dataType: "decimal", precision: 20, scale: 2}, "segment", false},
+		{colType{dataType: "varchar"}, "segment", false},
+		{colType{dataType: "char"}, "snowflake", false},
+		{colType{dataType: "double"}, "segment", false},
+	} {
+		if got := keyTypeProblem(tc.t, tc.gen) == ""; got != tc.ok {
+			t.Errorf("%+v with %s: ok=%v, want %v", tc.t, tc.gen, got, tc.ok)
+		}
+	}
+}
+
+func TestIsDDL(t *testing.T) {
+	for q, want := range map[string]bool{
+		"ALTER TABLE t ADD c INT":   true,
+		"  /* x */ drop table t":    true,
+		"create table t (id int)":   true,
+		"RENAME TABLE a TO b":       true,
+		"truncate t":                true,
+		"SELECT 1":                  false,
+		"INSERT INTO alter_log ...": false,
+		"/* unterminated":           false,
+		"":                          false,
+	} {
+		if got := isDDL(q); got != want {
+			t.Errorf("isDDL(%q) = %v, want %v", q, got, want)
+		}
+	}
+}
+
+func TestQuoteIsSafeInAnySQLMode(t *testing.T) {
+	for in, want := range map[string]string{
+		"shop":   "'shop'",
+		"o'neil": "'o''neil'",
+		`a\b`:    "X'615c62'",
+	} {
+		if got := quote(in); got != want {
+			t.Errorf("quote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
