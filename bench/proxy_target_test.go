@@ -10,12 +10,14 @@ import (
 
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/testdb"
-	"github.com/leafproxy/leafproxy/proxy"
+	"github.com/leafproxy/leafproxy/service"
 )
 
-// startProxy runs leafproxy in this process in front of srv, as a pure
-// relay (no interceptor: the pass-through path every unrelated statement
-// takes), and returns a DSN for the client account app/secret.
+// startProxy runs leafproxy in this process in front of srv, wired as the
+// binary wires it (service: allocator + engine + proxy, with a key-filling
+// rule on a table the workloads do not touch), so the figures include the
+// engine's per-statement filter on the pass-through path; it returns a DSN
+// for the client account app/secret.
 func startProxy(t *testing.T, srv *testdb.Server) (dsn string, ok bool) {
 	t.Helper()
 	cfg := config.Default()
@@ -25,9 +27,10 @@ func startProxy(t *testing.T, srv *testdb.Server) (dsn string, ok bool) {
 	cfg.Backend.Password = ""
 	cfg.Users = []config.User{{Name: "app", Password: "secret"}}
 	cfg.Shutdown.Grace = config.Duration(2 * time.Second)
+	cfg.Tables = []config.Table{{Table: "orders", Column: "id", Tag: "order"}}
 	// Warnings only: per-session info lines are not what is measured.
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	p, err := proxy.NewServer(cfg, proxy.WithLogger(logger))
+	p, err := service.New(context.Background(), cfg, logger)
 	if err != nil {
 		t.Fatalf("leafproxy: %v", err)
 	}
