@@ -65,6 +65,8 @@ type state struct {
 	flat    []int64
 	buf     []byte
 	row     []*int64
+	rows    [1][]*int64
+	names   []string
 	vals    []int64
 	colErr  error
 }
@@ -132,11 +134,14 @@ func (e *Engine) Query(ctx context.Context, s *proxy.Session, sql []byte) (bool,
 		if err := st.evalCalls(ctx, e, plan.Calls); err != nil {
 			return false, err
 		}
-		names := make([]string, len(plan.Calls))
-		for i, c := range plan.Calls {
-			names[i] = c.Name
+		st.names = st.names[:0]
+		for _, c := range plan.Calls {
+			st.names = append(st.names, c.Name) // borrowed from sql: used only below
 		}
-		return true, s.WriteResultSet(names, [][]*int64{st.row})
+		st.rows[0] = st.row
+		err := s.WriteResultSet(st.names, st.rows[:])
+		clear(st.names)
+		return true, err
 	case rewriter.Rewrite:
 		if err := e.checkKeys(ctx, s, plan.Filled); err != nil {
 			return false, err
@@ -278,7 +283,8 @@ func (e *Engine) Execute(ctx context.Context, s *proxy.Session, stmtID uint32, p
 		if err := st.evalCalls(ctx, e, p.plan.Calls); err != nil {
 			return false, err
 		}
-		return true, s.WriteBinaryResultSet(p.cols, [][]*int64{st.row})
+		st.rows[0] = st.row
+		return true, s.WriteBinaryResultSet(p.cols, st.rows[:])
 	case rewriter.Rewrite:
 		if err := st.draw(ctx, e, &p.plan); err != nil {
 			return false, err

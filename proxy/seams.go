@@ -359,31 +359,35 @@ func (s *Session) WriteBinaryResultSet(cols []string, rows [][]*int64) error {
 }
 
 func (s *Session) writeInt64Result(cols []string, rows [][]*int64, binaryRows bool) error {
+	// Every packet is built in the session's reusable buffer: a NEXTVAL
+	// answer costs no allocation.
 	w := func(p []byte) error {
+		s.out = p[:0]
 		if err := s.c.writePacket(p); err != nil {
 			return s.setFatal(err)
 		}
 		return nil
 	}
-	if err := w(mysql.AppendLengthEncodedInteger(nil, uint64(len(cols)))); err != nil {
+	if err := w(mysql.AppendLengthEncodedInteger(s.out[:0], uint64(len(cols)))); err != nil {
 		return err
 	}
 	for _, c := range cols {
-		if err := w(bigintColumnDef(c)); err != nil {
+		if err := w(appendBigintColumnDef(s.out[:0], c)); err != nil {
 			return err
 		}
 	}
-	if err := w(eofPacket(s.status)); err != nil {
+	if err := w(appendEOF(s.out[:0], s.status)); err != nil {
 		return err
 	}
-	var p []byte
 	for _, row := range rows {
-		p = p[:0]
+		p := s.out[:0]
 		if binaryRows {
 			bitmap := (len(cols) + 7 + 2) / 8
 			p = append(p, 0x00)
 			start := len(p)
-			p = append(p, make([]byte, bitmap)...)
+			for range bitmap {
+				p = append(p, 0)
+			}
 			for i, v := range row {
 				if v == nil {
 					bit := i + 2
@@ -409,15 +413,20 @@ func (s *Session) writeInt64Result(cols []string, rows [][]*int64, binaryRows bo
 			return err
 		}
 	}
-	if err := w(eofPacket(s.status)); err != nil {
+	if err := w(appendEOF(s.out[:0], s.status)); err != nil {
 		return err
 	}
+	s.trimOut()
 	return s.setFatal(s.c.flush())
 }
 
-// bigintColumnDef is a Protocol::ColumnDefinition41 for a signed BIGINT.
-func bigintColumnDef(name string) []byte {
-	p := make([]byte, 0, 32+len(name))
+func appendEOF(p []byte, status uint16) []byte {
+	return append(p, 0xFE, 0, 0, byte(status), byte(status>>8))
+}
+
+// appendBigintColumnDef appends a Protocol::ColumnDefinition41 for a
+// signed BIGINT.
+func appendBigintColumnDef(p []byte, name string) []byte {
 	lstr := func(v string) {
 		p = mysql.AppendLengthEncodedInteger(p, uint64(len(v)))
 		p = append(p, v...)
