@@ -67,6 +67,7 @@ type state struct {
 	row     []*int64
 	rows    [1][]*int64
 	names   []string
+	one     []int64 // scratch for single draws
 	vals    []int64
 	colErr  error
 }
@@ -201,11 +202,11 @@ func (st *state) evalCalls(ctx context.Context, e *Engine, calls []rewriter.Call
 	for _, c := range calls {
 		switch c.Func {
 		case rewriter.Next:
-			var one [1]int64
-			got, err := e.ids.NextN(ctx, c.Tag, 1, one[:0])
+			got, err := e.ids.NextN(ctx, c.Tag, 1, st.one[:0])
 			if err != nil {
 				return fmt.Errorf("NEXTVAL(%s): %w", c.Tag, err)
 			}
+			st.one = got
 			st.last[strings.Clone(c.Tag)] = got[0]
 			st.vals = append(st.vals, got[0])
 			st.row = append(st.row, &st.vals[len(st.vals)-1])
