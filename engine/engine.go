@@ -58,7 +58,7 @@ type state struct {
 	ctx     context.Context // valid during one call, for Env.Columns
 	sess    *proxy.Session
 	modeStr string
-	last    map[string]int64 // LASTVAL per tag
+	last    map[string]*int64 // LASTVAL per tag
 	stmts   map[uint32]*prepared
 	ids     []int64
 	batches [][]int64
@@ -82,7 +82,7 @@ func (e *Engine) state(s *proxy.Session) *state {
 	if st, ok := s.Value().(*state); ok {
 		return st
 	}
-	st := &state{last: map[string]int64{}, stmts: map[uint32]*prepared{}, sess: s}
+	st := &state{last: map[string]*int64{}, stmts: map[uint32]*prepared{}, sess: s}
 	st.env.Rules = e.rules
 	st.env.Columns = func(db, table string) ([]string, error) {
 		return e.cols.get(st.ctx, st.sess, db, table)
@@ -181,7 +181,7 @@ func (st *state) draw(ctx context.Context, e *Engine, plan *rewriter.Plan) error
 		batch := st.flat[start:len(st.flat):len(st.flat)]
 		st.batches = append(st.batches, batch)
 		if tc.N > 0 {
-			st.last[strings.Clone(tc.Tag)] = batch[len(batch)-1]
+			st.setLast(tc.Tag, batch[len(batch)-1])
 		}
 	}
 	var err error
@@ -190,6 +190,17 @@ func (st *state) draw(ctx context.Context, e *Engine, plan *rewriter.Plan) error
 		st.flat, st.ids = nil, nil
 	}
 	return err
+}
+
+// setLast records v as tag's LASTVAL. tag may be borrowed from the packet
+// buffer: a new key is cloned, and an existing entry is updated through its
+// pointer, because assigning to a map entry may replace its key too.
+func (st *state) setLast(tag string, v int64) {
+	if p, ok := st.last[tag]; ok {
+		*p = v
+		return
+	}
+	st.last[strings.Clone(tag)] = &v
 }
 
 // evalCalls computes a Sequence plan's row left to right into st.row.
@@ -207,12 +218,12 @@ func (st *state) evalCalls(ctx context.Context, e *Engine, calls []rewriter.Call
 				return fmt.Errorf("NEXTVAL(%s): %w", c.Tag, err)
 			}
 			st.one = got
-			st.last[strings.Clone(c.Tag)] = got[0]
+			st.setLast(c.Tag, got[0])
 			st.vals = append(st.vals, got[0])
 			st.row = append(st.row, &st.vals[len(st.vals)-1])
 		default:
 			if v, ok := st.last[c.Tag]; ok {
-				st.vals = append(st.vals, v)
+				st.vals = append(st.vals, *v)
 				st.row = append(st.row, &st.vals[len(st.vals)-1])
 			} else {
 				st.row = append(st.row, nil)
