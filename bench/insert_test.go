@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"strings"
@@ -57,6 +58,15 @@ func TestInsertBench(t *testing.T) {
 			{Table: "orders_sf", Column: "id", Tag: "order_sf"},
 		}
 	})
+	// The bare TCP relay (bench/tcprelay.go) in front of the same MariaDB:
+	// the floor any proxy hop pays on this machine, to tell the hop's cost
+	// from the key filling's.
+	relay, err := StartRelay(context.Background(), srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { relay.Close() })
+	relayDSN := dsnAt(t, direct, relay.Addr(), "", "")
 	db := srv.Open(t, "bench")
 	truncate := func(table string) func(t *testing.T) {
 		return func(t *testing.T) {
@@ -78,6 +88,7 @@ func TestInsertBench(t *testing.T) {
 			{name: "leafproxy snowflake", cfg: loadgen.Config{DSN: proxyDSN, Query: one("orders_sf"), Args: seq, Mode: exec}, before: truncate("orders_sf")},
 			{name: "leafproxy segment (prepared)", cfg: loadgen.Config{DSN: proxyDSN, Query: one("orders"), Args: seq, Mode: exec, Prepare: true}, before: truncate("orders")},
 			{name: "direct AUTO_INCREMENT (prepared)", cfg: loadgen.Config{DSN: direct, Query: one("orders_ai"), Args: seq, Mode: exec, Prepare: true}, before: truncate("orders_ai")},
+			{name: "relay AUTO_INCREMENT", cfg: loadgen.Config{DSN: relayDSN, Query: one("orders_ai"), Args: seq, Mode: exec}, before: truncate("orders_ai")},
 		}},
 		{name: "100-row INSERT", conns: conns, cases: []benchCase{
 			{name: "leafproxy segment", cfg: loadgen.Config{DSN: proxyDSN, Query: insertRowsSQL("orders", rows), Mode: exec}, before: truncate("orders")},
@@ -85,6 +96,7 @@ func TestInsertBench(t *testing.T) {
 			{name: "direct DEFAULT NEXTVAL(seq)", cfg: loadgen.Config{DSN: direct, Query: insertRowsSQL("orders_seq", rows), Mode: exec}, before: truncate("orders_seq")},
 			{name: "leafproxy snowflake", cfg: loadgen.Config{DSN: proxyDSN, Query: insertRowsSQL("orders_sf", rows), Mode: exec}, before: truncate("orders_sf")},
 			{name: "leafproxy segment (prepared)", cfg: loadgen.Config{DSN: proxyDSN, Query: insertRowsSQL("orders", rows), Mode: exec, Prepare: true}, before: truncate("orders")},
+			{name: "relay AUTO_INCREMENT", cfg: loadgen.Config{DSN: relayDSN, Query: insertRowsSQL("orders_ai", rows), Mode: exec}, before: truncate("orders_ai")},
 		}},
 	}
 	cells := runGroups(t, rounds, dur, warm, groups)
@@ -100,12 +112,15 @@ func TestInsertBench(t *testing.T) {
 		}
 		return c.rowsPerSec()
 	}
-	fmt.Fprintln(out, "\n| workload | leafproxy segment / AUTO_INCREMENT (>= 0.9 for 1 row) | leafproxy segment / native sequence | leafproxy snowflake / AUTO_INCREMENT | prepared: leafproxy / AUTO_INCREMENT | leafproxy / AUTO_INCREMENT p999 |")
-	fmt.Fprintln(out, "|---|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(out, "\nRows/s ratios, merged over rounds (per-round range in parentheses).")
+	fmt.Fprintln(out, "\n| workload | leafproxy segment / direct AUTO_INCREMENT (>= 0.9 for 1 row) | leafproxy segment / native sequence | leafproxy snowflake / AUTO_INCREMENT | relay / direct AUTO_INCREMENT (a bare hop) | leafproxy segment / relay AUTO_INCREMENT | prepared: leafproxy / AUTO_INCREMENT | leafproxy / AUTO_INCREMENT p999 |")
+	fmt.Fprintln(out, "|---|---:|---:|---:|---:|---:|---:|---:|")
+	r := func(a, b *rcell) string { return ratio(rps(a), rps(b)) + roundRange(a, b, mRows) }
 	for _, g := range groups {
 		lp, ai, sq, sf := get(g, "leafproxy segment"), get(g, "direct AUTO_INCREMENT"), get(g, "direct DEFAULT NEXTVAL(seq)"), get(g, "leafproxy snowflake")
-		lpp, aip := get(g, "leafproxy segment (prepared)"), get(g, "direct AUTO_INCREMENT (prepared)")
-		fmt.Fprintf(out, "| %s (rows/s) | %s | %s | %s | %s | %s |\n", g.name, ratio(rps(lp), rps(ai)), ratio(rps(lp), rps(sq)), ratio(rps(sf), rps(ai)), ratio(rps(lpp), rps(aip)), ratio(p999(lp), p999(ai)))
+		lpp, aip, rl := get(g, "leafproxy segment (prepared)"), get(g, "direct AUTO_INCREMENT (prepared)"), get(g, "relay AUTO_INCREMENT")
+		fmt.Fprintf(out, "| %s | %s | %s | %s | %s | %s | %s | %s%s |\n", g.name, r(lp, ai), r(lp, sq), r(sf, ai), r(rl, ai), r(lp, rl), r(lpp, aip),
+			ratio(p999(lp), p999(ai)), roundRange(lp, ai, mP999))
 	}
 	if ev := flog.between("order", time.Time{}, time.Now()); len(ev) > 0 {
 		fmt.Fprintf(out, "\nTag order: %d segment fetches during the suite, last segment %d IDs\n", len(ev), ev[len(ev)-1].size)

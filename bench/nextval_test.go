@@ -2,8 +2,10 @@ package bench
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"runtime"
@@ -163,7 +165,7 @@ func runGroups(t *testing.T, rounds int, dur, warm time.Duration, groups []bench
 				if round%2 == 1 {
 					c = g.cases[len(g.cases)-1-i]
 				}
-				if !keep(c.name) {
+				if !keep(g.name + "/" + c.name) {
 					continue
 				}
 				if c.before != nil {
@@ -180,8 +182,7 @@ func runGroups(t *testing.T, rounds int, dur, warm time.Duration, groups []bench
 				if cells[k] == nil {
 					cells[k] = new(rcell)
 				}
-				cells[k].add(res)
-				cells[k].rows += res.Rows
+				cells[k].addRound(res)
 				t.Logf("round %d, %s, %s: %.0f QPS, %.0f rows/s, p99 %s, p999 %s, %d errors", round+1, g.name, c.name, res.QPS, res.RowsPerSec, res.Latency.P99, res.Latency.P999, res.Errors)
 				if c.after != nil {
 					c.after(t, res, returned)
@@ -233,10 +234,44 @@ func ratio(a, b float64) string {
 	return fmt.Sprintf("%.2fx", a/b)
 }
 
-// rcell is a cell that also counts rows (affected rows for INSERTs).
+// rcell is a cell that also counts rows (affected rows for INSERTs) and
+// keeps each round's result, for per-round ratios: two targets measured
+// back to back share the machine's mood, so the spread of their per-round
+// ratios shows how much the neighbours moved a merged ratio.
 type rcell struct {
 	cell
-	rows uint64
+	rows   uint64
+	rounds []loadgen.Result
+}
+
+func (c *rcell) addRound(r loadgen.Result) {
+	c.add(r)
+	c.rows += r.Rows
+	c.rounds = append(c.rounds, r)
+}
+
+// roundMetric picks a figure from one round.
+type roundMetric func(loadgen.Result) float64
+
+func mQPS(r loadgen.Result) float64  { return r.QPS }
+func mRows(r loadgen.Result) float64 { return r.RowsPerSec }
+func mP999(r loadgen.Result) float64 { return float64(r.Hist.Percentile(99.9)) }
+
+// roundRange is " (lo-hi)" over the per-round ratios a/b, or "" with one
+// round.
+func roundRange(a, b *rcell, m roundMetric) string {
+	if a == nil || b == nil || len(a.rounds) < 2 || len(a.rounds) != len(b.rounds) {
+		return ""
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for i := range a.rounds {
+		x, y := m(a.rounds[i]), m(b.rounds[i])
+		if y == 0 {
+			return ""
+		}
+		lo, hi = min(lo, x/y), max(hi, x/y)
+	}
+	return fmt.Sprintf(" (%.2f-%.2f)", lo, hi)
 }
 
 func (c *rcell) rowsPerSec() float64 {
@@ -285,13 +320,26 @@ func TestNextvalBench(t *testing.T) {
 		}
 		return 0
 	}}
-	smallTag := func(r int) string { return fmt.Sprintf("%sstep1000_r%d", slowPrefix, r) }
-	hugeTag := func(r int) string { return fmt.Sprintf("%sstep1m_r%d", slowPrefix, r) }
+	// Two slow-store variants: "steady" measures after the usual warm-up
+	// (by then the step-1000 tag has doubled its way up); "cold" primes the
+	// tag with one NEXTVAL (the first, blocking fetch, the same for both
+	// steps) and measures from there with no warm-up, so the first, small
+	// segments' switches fall inside the window.
+	type slowVariant struct {
+		name  string
+		warm  time.Duration
+		prime bool
+	}
+	variants := []slowVariant{{"steady", warm, false}, {"cold", 0, true}}
+	smallTag := func(v, r int) string { return fmt.Sprintf("%sv%d_step1000_r%d", slowPrefix, v, r) }
+	hugeTag := func(v, r int) string { return fmt.Sprintf("%sv%d_step1m_r%d", slowPrefix, v, r) }
 	proxyDSN := startLeafService(t, srv, "bench", flog, func(cfg *config.Config) {
 		cfg.Sequences.Tags["t"] = config.Tag{Generator: "segment", Step: 1000}
-		for r := 0; r < rounds; r++ {
-			cfg.Sequences.Tags[smallTag(r)] = config.Tag{Generator: "segment", Step: 1000}
-			cfg.Sequences.Tags[hugeTag(r)] = config.Tag{Generator: "segment", Step: 1_000_000}
+		for v := range variants {
+			for r := 0; r < rounds; r++ {
+				cfg.Sequences.Tags[smallTag(v, r)] = config.Tag{Generator: "segment", Step: 1000}
+				cfg.Sequences.Tags[hugeTag(v, r)] = config.Tag{Generator: "segment", Step: 1_000_000}
+			}
 		}
 	})
 
@@ -308,17 +356,20 @@ func TestNextvalBench(t *testing.T) {
 	out := new(strings.Builder)
 	fmt.Fprintf(out, "\nNEXTVAL: %s per cell (+%s warm-up), %d round(s), GOMAXPROCS %d, %d CPUs\n\n", dur, warm, rounds, runtime.GOMAXPROCS(0), runtime.NumCPU())
 	printGroups(t, out, groups, cells, false)
+	fmt.Fprintln(out, "\nRatios: merged over rounds (per-round range in parentheses).")
 	fmt.Fprintln(out, "\n| conns | leafproxy/SELECT 1 QPS (>= 1.0 at 32) | leafproxy/native QPS (>= 1.5 at 32) | leafproxy/SELECT 1 p999 (<= 1.0 at 32) | leafproxy/native p999 |")
 	fmt.Fprintln(out, "|---:|---:|---:|---:|---:|")
 	for _, g := range groups {
 		lp, s1, nat := cells[cellKey(g, "leafproxy NEXTVAL('t')")], cells[cellKey(g, "direct SELECT 1")], cells[cellKey(g, "direct native NEXTVAL(s)")]
-		fmt.Fprintf(out, "| %d | %s | %s | %s | %s |\n", g.conns, ratio(qpsOf(lp), qpsOf(s1)), ratio(qpsOf(lp), qpsOf(nat)), ratio(p999(lp), p999(s1)), ratio(p999(lp), p999(nat)))
+		fmt.Fprintf(out, "| %d | %s%s | %s%s | %s%s | %s%s |\n", g.conns,
+			ratio(qpsOf(lp), qpsOf(s1)), roundRange(lp, s1, mQPS), ratio(qpsOf(lp), qpsOf(nat)), roundRange(lp, nat, mQPS),
+			ratio(p999(lp), p999(s1)), roundRange(lp, s1, mP999), ratio(p999(lp), p999(nat)), roundRange(lp, nat, mP999))
 	}
 	if ev := flog.between("t", time.Time{}, time.Now()); len(ev) > 0 {
 		fmt.Fprintf(out, "\nTag t: %d segment fetches in the whole comparison, last segment %d IDs\n", len(ev), ev[len(ev)-1].size)
 	}
 
-	// The slow-store cell. Each round measures both tags under the same
+	// The slow-store cells. Each round measures both tags under the same
 	// load (32 connections), in alternating order, and logs the fetches
 	// that returned inside the measured window.
 	const slowConns = 32
@@ -328,71 +379,97 @@ func TestNextvalBench(t *testing.T) {
 	}
 	slowCells := map[string]*rcell{}
 	slowStats := map[string]*slowStat{}
+	steps := []string{"step 1000", "step 1,000,000"}
 	ctx := context.Background()
+	primeDB, err := sql.Open("mysql", proxyDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer primeDB.Close()
+	if only := os.Getenv("LEAFPROXY_BENCH_TARGETS"); only != "" && !strings.Contains(only, "slow") {
+		variants = nil
+	}
 	for r := 0; r < rounds; r++ {
-		order := []string{"step 1000", "step 1,000,000"}
-		if r%2 == 1 {
-			slices.Reverse(order)
-		}
-		for _, name := range order {
-			tag := smallTag(r)
-			if name != "step 1000" {
-				tag = hugeTag(r)
+		for vi, v := range variants {
+			order := slices.Clone(steps)
+			if r%2 == 1 {
+				slices.Reverse(order)
 			}
-			if os.Getenv("LEAFPROXY_BENCH_TARGETS") != "" && !strings.Contains(os.Getenv("LEAFPROXY_BENCH_TARGETS"), "slow") {
-				continue
-			}
-			called := time.Now()
-			res, err := loadgen.Run(ctx, loadgen.Config{DSN: proxyDSN, Conns: slowConns, Duration: dur, Warmup: warm, Query: "SELECT NEXTVAL('" + tag + "')"})
-			returned := time.Now()
-			if err != nil {
-				t.Fatalf("slow store, %s: %v", name, err)
-			}
-			if slowCells[name] == nil {
-				slowCells[name], slowStats[name] = new(rcell), new(slowStat)
-			}
-			slowCells[name].add(res)
-			st := slowStats[name]
-			all := flog.between(tag, called, returned)
-			// The measured window ended at most a request before Run
-			// returned; it began Elapsed earlier.
-			in := flog.between(tag, returned.Add(-res.Elapsed-10*time.Millisecond), returned)
-			st.fetches += len(all)
-			st.fetchesInWindow += len(in)
-			for _, e := range all {
-				st.sizes = append(st.sizes, e.size)
-				if e.err != nil {
-					t.Errorf("slow store, %s: fetch error: %v", name, e.err)
+			for _, name := range order {
+				tag := smallTag(vi, r)
+				if name != "step 1000" {
+					tag = hugeTag(vi, r)
 				}
+				q := "SELECT NEXTVAL('" + tag + "')"
+				called := time.Now()
+				if v.prime {
+					var id int64
+					if err := primeDB.QueryRowContext(ctx, q).Scan(&id); err != nil {
+						t.Fatalf("prime %s: %v", tag, err)
+					}
+				}
+				res, err := loadgen.Run(ctx, loadgen.Config{DSN: proxyDSN, Conns: slowConns, Duration: dur, Warmup: v.warm, Query: q})
+				returned := time.Now()
+				if err != nil {
+					t.Fatalf("slow store, %s %s: %v", v.name, name, err)
+				}
+				k := v.name + "/" + name
+				if slowCells[k] == nil {
+					slowCells[k], slowStats[k] = new(rcell), new(slowStat)
+				}
+				slowCells[k].addRound(res)
+				st := slowStats[k]
+				all := flog.between(tag, called, returned)
+				// The measured window ended at most a request before Run
+				// returned; it began Elapsed earlier.
+				in := flog.between(tag, returned.Add(-res.Elapsed-10*time.Millisecond), returned)
+				st.fetches += len(all)
+				st.fetchesInWindow += len(in)
+				for _, e := range all {
+					st.sizes = append(st.sizes, e.size)
+					if e.err != nil {
+						t.Errorf("slow store, %s: fetch error: %v", name, e.err)
+					}
+				}
+				t.Logf("round %d, slow store %s %s (%s): %.0f QPS, p99 %s, p999 %s, max %s, %d fetches (%d in the measured window), sizes %v",
+					r+1, v.name, name, tag, res.QPS, res.Latency.P99, res.Latency.P999, res.Latency.Max, len(all), len(in), sizesOf(all))
 			}
-			t.Logf("round %d, slow store %s (%s): %.0f QPS, p99 %s, p999 %s, max %s, %d fetches (%d in the measured window), sizes %v",
-				r+1, name, tag, res.QPS, res.Latency.P99, res.Latency.P999, res.Latency.Max, len(all), len(in), sizesOf(all))
 		}
 	}
 	if len(slowCells) == 0 {
 		report(t, out.String())
 		return
 	}
-	fmt.Fprintf(out, "\nSlow store: %s injected into every segment fetch, %d connections, SELECT NEXTVAL, %s per cell (+%s warm-up), %d round(s)\n\n", slowDelay, slowConns, dur, warm, rounds)
-	fmt.Fprintln(out, "| tag's table step | QPS | p50 | p99 | p999 | max | fetches (whole run) | fetches in measured windows | segment sizes fetched | errors |")
-	fmt.Fprintln(out, "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|")
-	for _, name := range []string{"step 1000", "step 1,000,000"} {
-		x, st := slowCells[name], slowStats[name]
-		if x == nil {
-			continue
-		}
-		s := x.hist.Summary()
-		fmt.Fprintf(out, "| %s | %.0f | %s | %s | %s | %s | %d | %d | %s | %d |\n", name, x.qps(), us(s.P50), us(s.P99), us(s.P999), us(s.Max), st.fetches, st.fetchesInWindow, sizesString(st.sizes), x.errors)
-		if x.firstErr != "" {
-			t.Errorf("slow store, %s: %d errors, first: %s", name, x.errors, x.firstErr)
+	fmt.Fprintf(out, "\nSlow store: %s injected into every segment fetch, %d connections, SELECT NEXTVAL, %s per cell, %d round(s); steady = after %s warm-up, cold = first NEXTVAL then no warm-up\n\n", slowDelay, slowConns, dur, rounds, warm)
+	fmt.Fprintln(out, "| variant | tag's table step | QPS | p50 | p99 | p999 | max | fetches (per round) | fetches in measured windows | segment sizes fetched (round 1) | errors |")
+	fmt.Fprintln(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|")
+	for _, v := range variants {
+		for _, name := range steps {
+			x, st := slowCells[v.name+"/"+name], slowStats[v.name+"/"+name]
+			if x == nil {
+				continue
+			}
+			s := x.hist.Summary()
+			fmt.Fprintf(out, "| %s | %s | %.0f | %s | %s | %s | %s | %.1f | %d | %s | %d |\n", v.name, name, x.qps(), us(s.P50), us(s.P99), us(s.P999), us(s.Max),
+				float64(st.fetches)/float64(rounds), st.fetchesInWindow, sizesString(st.sizes[:len(st.sizes)/rounds]), x.errors)
+			if x.firstErr != "" {
+				t.Errorf("slow store, %s %s: %d errors, first: %s", v.name, name, x.errors, x.firstErr)
+			}
 		}
 	}
-	small, huge := slowCells["step 1000"], slowCells["step 1,000,000"]
-	if small != nil && huge != nil {
-		fmt.Fprintf(out, "\nstep 1000 / step 1,000,000: p999 %s (target <= 1.2x), p99 %s, max %s\n",
-			ratio(p999(small), p999(huge)),
-			ratio(float64(small.hist.Percentile(99)), float64(huge.hist.Percentile(99))),
-			ratio(float64(small.hist.Max()), float64(huge.hist.Max())))
+	fmt.Fprintln(out, "\n| variant | step 1000 / step 1,000,000 p999 (target <= 1.2x) | p99 | max |")
+	fmt.Fprintln(out, "|---|---:|---:|---:|")
+	for _, v := range variants {
+		small, huge := slowCells[v.name+"/step 1000"], slowCells[v.name+"/step 1,000,000"]
+		if small == nil || huge == nil {
+			continue
+		}
+		mP99 := func(r loadgen.Result) float64 { return float64(r.Hist.Percentile(99)) }
+		mMax := func(r loadgen.Result) float64 { return float64(r.Hist.Max()) }
+		fmt.Fprintf(out, "| %s | %s%s | %s%s | %s%s |\n", v.name,
+			ratio(p999(small), p999(huge)), roundRange(small, huge, mP999),
+			ratio(float64(small.hist.Percentile(99)), float64(huge.hist.Percentile(99))), roundRange(small, huge, mP99),
+			ratio(float64(small.hist.Max()), float64(huge.hist.Max())), roundRange(small, huge, mMax))
 	}
 	report(t, out.String())
 }
