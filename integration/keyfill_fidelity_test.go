@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -48,7 +47,6 @@ var fidelityCases = []fidelityCase{
 	{name: "trailing dash comment", sql: "INSERT INTO @T (@Kc) VALUES (@V'end') -- last words"},
 	{name: "optimizer hints", sql: `INSERT /*+ SET_VAR(sort_buffer_size = 16M) NO_RANGE_OPTIMIZATION(t1) */ INTO @T (@Kc) VALUES (@V/*+ not a hint */ 'hinted')`},
 	{name: "executable comments", sql: `INSERT /*! IGNORE */ INTO @T (@Kc, b /*!40101 , l */) VALUES (@V/*!50000 'exec' */, 'shown' /*!32302 , 'ver' */)`},
-	{name: "mariadb executable comment", sql: `INSERT INTO @T (@Kc /*M!100100 , b */) VALUES (@V'm' /*M!100100 , 'mariadb' */)`},
 	{name: "charset introducers", sql: "INSERT INTO @T (@Kc, l, b) VALUES (@V_utf8mb4'ü€' COLLATE utf8mb4_bin, _latin1'\xfc\xe9 latin1', _utf8mb4 0x41C3BC), (@VN'national', _latin1 X'E9', _binary'\\'')"},
 	{name: "insert set", sql: `INSERT INTO @T SET @S c = 'set\\x', b = _binary'\'', l = "q'q"`},
 	{name: "multi-row mix", sql: "INSERT INTO @T (@Kc, b, l) VALUES (@V'r1\\\\', X'00', 'a'), /* between */ (@V'r2 😀', _binary'\\0', \"b\"), (@V'r3 -- not a comment', '/* nor this */', '# nor')"},
@@ -270,15 +268,6 @@ func TestKeyfillFidelity(t *testing.T) {
 	}
 }
 
-// Bugs found by these tests. Each test asserts the correct behaviour and is
-// skipped while the bug stands; LEAFPROXY_RUN_BUGS=1 runs it (and fails).
-func skipBug(t *testing.T, note string) {
-	t.Helper()
-	if os.Getenv("LEAFPROXY_RUN_BUGS") == "" {
-		t.Skip("BUG: " + note)
-	}
-}
-
 // keyOf runs q through the proxy session and returns the key stored for
 // the row whose c is c (read directly), failing on an error.
 func keyOf(t *testing.T, admin *sql.DB, proxied *sql.Conn, q, c string) int64 {
@@ -293,49 +282,56 @@ func keyOf(t *testing.T, admin *sql.DB, proxied *sql.Conn, q, c string) int64 {
 	return id
 }
 
-// TestKeyfillBugVersionedComment: the rewriter's parser executes every
-// /*!NNNNN ... */ comment, MariaDB skips those with a MySQL version in
-// 50700..99999. When they disagree on the number of values, the rewriter
-// leaves the statement unfilled "for the server to reject", but the server
-// sees a well-formed row without the key: with INSERT IGNORE (or a
-// non-strict sql_mode) it stores the row with key 0, silently; a second
-// such row is silently dropped as a duplicate. Want: a generated key, or
-// error 1235 naming the table; never a row without a generated key.
-func TestKeyfillBugVersionedComment(t *testing.T) {
-	skipBug(t, "INSERT IGNORE INTO fp (c, b) VALUES ('v1', /*!99999 'hidden', */ 'x') passes through unfilled "+
-		"(parser counts 3 values, MariaDB 2) and MariaDB stores the row with id 0")
+// TestKeyfillVersionedComment: MariaDB skips /*!NNNNN ... */ with a
+// MySQL version from 50700 and /*M!MMmmpp ... */ newer than itself, MySQL
+// skips every /*M! ... */; the parser runs them all. On a rule table such
+// a comment is error 1235 naming the table, and a row whose value count
+// differs from the column count is error 1136 (before, the statement
+// passed through unfilled and INSERT IGNORE stored the row with key 0).
+// Comments every server runs (/*!, /*!4xxxx) are covered by the fidelity
+// cases.
+func TestKeyfillVersionedComment(t *testing.T) {
 	backend, lf := fidelityEnv(t)
 	admin := backend.Open(t, "app")
 	proxied := sessionConn(t, lf.dsn("app", nil))
-	q := "INSERT IGNORE INTO fp (c, b) VALUES ('v1', /*!99999 'hidden', */ 'x')"
-	res, err := proxied.ExecContext(context.Background(), q)
-	if err != nil {
-		if code, _ := myErr(err); code != 1235 {
-			t.Fatalf("%s: want a key or error 1235, got %v", q, err)
+	for _, tt := range []struct {
+		q    string
+		code uint16
+	}{
+		{"INSERT IGNORE INTO fp (c, b) VALUES ('v1', /*!99999 'hidden', */ 'x')", 1235},
+		{"INSERT IGNORE INTO fp (c, b) VALUES ('v2', /*!50700 'hidden', */ 'x')", 1235},
+		{"INSERT INTO fp (c /*M!100100 , b */) VALUES ('m' /*M!100100 , 'mariadb' */)", 1235},
+		{"INSERT IGNORE INTO fp (c /*!999999 , b */) VALUES ('v3' /*!999999 , 'x' */)", 1235},
+		{"INSERT IGNORE INTO fp (c, b) VALUES ('v4')", 1136},
+		{"INSERT IGNORE INTO fp (c) VALUES ('v5'), ('v6', 'x')", 1136},
+	} {
+		_, err := proxied.ExecContext(context.Background(), tt.q)
+		code, _ := myErr(err)
+		if code != tt.code || !strings.Contains(fmt.Sprint(err), "leafproxy") {
+			t.Errorf("%s: want error %d from the proxy, got %v", tt.q, tt.code, err)
 		}
-		return
+		if tt.code == 1235 && !strings.Contains(fmt.Sprint(err), "fp") {
+			t.Errorf("%s: error does not name the table: %v", tt.q, err)
+		}
 	}
-	var id int64
-	if err := admin.QueryRow("SELECT id FROM fp WHERE c = 'v1'").Scan(&id); err != nil {
+	var n int
+	if err := admin.QueryRow("SELECT COUNT(*) FROM fp").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("rows stored: %d (%v)", n, err)
+	}
+	// A versioned comment on a table without a rule passes through.
+	if _, err := proxied.ExecContext(context.Background(), "INSERT INTO fd (id, c) VALUES (1, 'd' /*!99999 , 'x' */)"); err != nil {
 		t.Fatal(err)
-	}
-	last, _ := res.LastInsertId()
-	if id <= 0 || last != id {
-		t.Fatalf("%s: stored key %d, LastInsertId %d: the row has no generated key", q, id, last)
 	}
 }
 
-// TestKeyfillBugModeInExecutableComment: the proxy re-reads the session's
-// sql_mode after a statement starting with SET, but not after one wrapped
+// TestKeyfillModeInExecutableComment: the proxy re-reads the session's
+// sql_mode after a statement starting with SET, also when it is wrapped
 // in an executable comment, as mysqldump writes them
-// (/*!40101 SET SQL_MODE='NO_AUTO_VALUE_ON_ZERO' */). With the mode read
-// before that, later INSERTs are planned with the stale mode:
+// (/*!40101 SET SQL_MODE='NO_AUTO_VALUE_ON_ZERO' */). With a stale mode,
 // NO_BACKSLASH_ESCAPES: a valid INSERT gets error 1235 (mis-lexed);
 // NO_AUTO_VALUE_ON_ZERO: an explicit key 0 is replaced by a generated key
 // (a dump restored through the proxy changes its data).
-func TestKeyfillBugModeInExecutableComment(t *testing.T) {
-	skipBug(t, "after `/*!40101 SET sql_mode='NO_AUTO_VALUE_ON_ZERO' */` an explicit id 0 is replaced by a generated key; "+
-		"after `/*!40101 SET sql_mode='NO_BACKSLASH_ESCAPES' */` INSERT ... VALUES ('C:\\dir\\') is error 1235")
+func TestKeyfillModeInExecutableComment(t *testing.T) {
 	backend, lf := fidelityEnv(t)
 	admin := backend.Open(t, "app")
 	ctx := context.Background()
@@ -365,24 +361,37 @@ func TestKeyfillBugModeInExecutableComment(t *testing.T) {
 	})
 }
 
-// TestKeyfillBugSetStatementFor: MariaDB's SET STATEMENT var = value FOR
-// INSERT ... into a rule table is passed through without a key: error 1364
-// (strict mode) or, with INSERT IGNORE / a non-strict sql_mode, a row with
-// key 0. Want: the key filled (or error 1235 naming the table).
-func TestKeyfillBugSetStatementFor(t *testing.T) {
-	skipBug(t, "SET STATEMENT max_statement_time=0 FOR INSERT INTO fp (c) VALUES ('st') is not filled: "+
-		"error 1364 Field 'id' doesn't have a default value (with IGNORE: stored with id 0)")
+// TestKeyfillSetStatementFor: MariaDB's SET STATEMENT var = value FOR
+// INSERT ... into a rule table gets its key filled (before: error 1364,
+// or with INSERT IGNORE / a non-strict sql_mode a row with key 0);
+// SET STATEMENT sql_mode=... FOR is refused (the proxy plans with the
+// session's sql_mode).
+func TestKeyfillSetStatementFor(t *testing.T) {
 	backend, lf := fidelityEnv(t)
 	admin := backend.Open(t, "app")
 	proxied := sessionConn(t, lf.dsn("app", nil))
-	q := "SET STATEMENT max_statement_time = 0 FOR INSERT INTO fp (c) VALUES ('st')"
-	if _, err := proxied.ExecContext(context.Background(), q); err != nil {
-		if code, _ := myErr(err); code != 1235 {
-			t.Fatalf("%s: want a key or error 1235, got %v", q, err)
+	ctx := context.Background()
+	for _, q := range []struct{ sql, c string }{
+		{"SET STATEMENT max_statement_time = 0 FOR INSERT INTO fp (c) VALUES ('st')", "st"},
+		{"SET STATEMENT max_statement_time = 0 FOR INSERT IGNORE INTO fp SET c = 'st2'", "st2"},
+		{"/* c */ SET STATEMENT max_statement_time=0, lock_wait_timeout=5 FOR REPLACE INTO fp (id, c) VALUES (NULL, 'st3')", "st3"},
+	} {
+		res, err := proxied.ExecContext(ctx, q.sql)
+		if err != nil {
+			t.Fatalf("%s: %v", q.sql, err)
 		}
-		return
+		var id int64
+		if err := admin.QueryRow("SELECT id FROM fp WHERE c = ?", q.c).Scan(&id); err != nil {
+			t.Fatalf("row %q: %v", q.c, err)
+		}
+		if last, _ := res.LastInsertId(); id <= 0 || last != id {
+			t.Fatalf("%s: stored key %d, LastInsertId %d", q.sql, id, last)
+		}
 	}
-	if id := keyOf(t, admin, proxied, "SELECT 1", "st"); id <= 0 {
-		t.Fatalf("%s: stored key %d", q, id)
+	q := "SET STATEMENT sql_mode = 'NO_AUTO_VALUE_ON_ZERO' FOR INSERT INTO fp (id, c) VALUES (0, 'z')"
+	if _, err := proxied.ExecContext(ctx, q); err == nil {
+		t.Fatalf("%s: no error", q)
+	} else if code, _ := myErr(err); code != 1235 {
+		t.Fatalf("%s: want error 1235, got %v", q, err)
 	}
 }

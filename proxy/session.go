@@ -455,7 +455,9 @@ func (s *Session) relayQuery(pkt []byte) error {
 	case hasKeyword(q, "USE"):
 		isUse = true
 		useDB, _ = parseUse(q[3:])
-	case hasKeyword(q, "SET"):
+	case startsSet(pkt[1:]):
+		// Also SET STATEMENT ... FOR, which changes nothing for the
+		// session: a needless re-read, cheap.
 		s.modeOK = false
 	}
 	multi := s.caps&mysql.CLIENT_MULTI_STATEMENTS != 0 && bytes.IndexByte(q, ';') >= 0
@@ -710,6 +712,39 @@ func skipSpace(q []byte) []byte {
 		}
 	}
 	return q
+}
+
+// startsSet reports whether the statement's first word is SET, past
+// whitespace, comments and executable-comment openers (/*!, /*!NNNNN,
+// /*M!NNNNNN: their content is code the server may run, as mysqldump's
+// /*!40101 SET SQL_MODE=... */). It does not ask whether the server runs
+// a versioned comment: a false "yes" only costs a sql_mode re-read.
+func startsSet(q []byte) bool {
+	for {
+		q = skipSpace(q)
+		if len(q) < 3 || q[0] != '/' || q[1] != '*' {
+			break
+		}
+		i := 2
+		if q[i] == 'M' {
+			i++
+		}
+		if i >= len(q) || q[i] != '!' {
+			// A plain comment starting /*M: skipSpace leaves those.
+			end := bytes.Index(q[2:], []byte("*/"))
+			if end < 0 {
+				return false
+			}
+			q = q[end+4:]
+			continue
+		}
+		i++
+		for i < len(q) && q[i] >= '0' && q[i] <= '9' {
+			i++
+		}
+		q = q[i:]
+	}
+	return hasKeyword(q, "SET")
 }
 
 // hasKeyword reports whether q starts with kw (upper case) as a whole word.

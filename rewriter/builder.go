@@ -22,6 +22,11 @@ type builder struct {
 	edits    []edit
 	calls    []seqCall // scratch: the current statement's calls
 	filled   []Filled
+	// scratch for the current statement: it holds an executable comment
+	// whose execution depends on the server (lexer.versioned); it is the
+	// statement of a SET STATEMENT that sets sql_mode.
+	versioned  bool
+	modeForced bool
 }
 
 // run plans every statement of the text.
@@ -29,6 +34,7 @@ func (b *builder) run() error {
 	l := lexer{s: b.sql, mode: b.env.Mode}
 	for stmt := 0; ; stmt++ {
 		start := l.pos
+		raw, versioned := l.pos, l.versioned
 		first, prev := token{kind: tEOF}, token{kind: tEOF}
 		b.calls = b.calls[:0]
 		compound := false
@@ -60,8 +66,9 @@ func (b *builder) run() error {
 			b.edits = b.edits[:0]
 			return nil
 		}
+		b.versioned, b.modeForced = l.versioned > versioned, false
 		if first.kind != tEOF {
-			if err := b.statement(start, t.start, first); err != nil {
+			if err := b.statement(raw, start, t.start, first); err != nil {
 				return err
 			}
 		}
@@ -71,28 +78,44 @@ func (b *builder) run() error {
 	}
 }
 
-// statement plans sql[start:end), which starts with token first.
-func (b *builder) statement(start, end int, first token) error {
+// statement plans sql[start:end), which starts with token first; raw
+// (<= start) is where the statement's text begins, before comments.
+func (b *builder) statement(raw, start, end int, first token) error {
 	text := b.sql[start:end]
 	mode := b.env.Mode
-	var (
-		rule    Rule
-		hasRule bool
-		db      string
-		table   string
-	)
-	if eqFold(b.sql[first.start:first.end], "INSERT") || eqFold(b.sql[first.start:first.end], "REPLACE") {
-		l := lexer{s: text, mode: mode}
-		if d, t, ok := l.insertTable(); ok {
-			db, table = d, t
-			if db == "" {
-				db = b.env.DB
+	if eqFold(b.sql[first.start:first.end], "SET") {
+		if inner, innerFirst, setsMode, ok := b.setStatement(start, end); ok {
+			// MariaDB's SET STATEMENT var=value[, ...] FOR <statement>:
+			// plan the statement, in place.
+			if len(b.calls) > 0 && b.calls[0].start < inner {
+				return errorf(CodeNotSupported, "%s in the variable list of SET STATEMENT is not supported", b.sql[b.calls[0].start:b.calls[0].end])
 			}
-			rule, hasRule = b.env.Rules.Lookup(db, table)
+			b.modeForced = setsMode
+			return b.statement(inner, inner, end, innerFirst)
+		}
+	}
+	rule, hasRule, db, table := b.insertRule(text, mode, false)
+	if b.versioned {
+		// The server may or may not run a versioned comment: the statement
+		// must not touch a rule table in either reading.
+		name, col := qualify(db, table), rule.Column
+		if !hasRule {
+			if r, ok, d, t := b.insertRule(b.sql[raw:end], mode, true); ok {
+				hasRule, name, col = true, qualify(d, t), r.Column
+			}
+		}
+		if hasRule {
+			return errorf(CodeNotSupported, "this statement on %s has an executable comment that not every server runs "+
+				"(/*!NNNNN with a version from 50700, /*!NNNNNN, /*M!...): the proxy cannot tell what the server will read, "+
+				"so it cannot fill the key column %s; use /*! ... */ without a version or a version below 50700, or leave the comment out", name, col)
 		}
 	}
 	if len(b.calls) == 0 && !hasRule {
 		return nil
+	}
+	if b.modeForced {
+		return errorf(CodeNotSupported, "SET STATEMENT sql_mode=... FOR a statement the proxy rewrites is not supported: "+
+			"it plans with the session's sql_mode; set the session's sql_mode first (SET sql_mode=...)")
 	}
 	for _, c := range b.calls {
 		if c.param {
@@ -156,6 +179,64 @@ func (b *builder) statement(start, end int, first token) error {
 	}
 	s.wrapFirstKey()
 	return nil
+}
+
+// insertRule reads the target of an INSERT / REPLACE text and looks up
+// its rule; db is resolved against Env.DB. hide skips versioned
+// executable comments as comments.
+func (b *builder) insertRule(text string, mode Mode, hide bool) (rule Rule, ok bool, db, table string) {
+	l := lexer{s: text, mode: mode, hideVersioned: hide}
+	save := l
+	if t := l.next(); !l.is(t, "INSERT") && !l.is(t, "REPLACE") {
+		return Rule{}, false, "", ""
+	}
+	l = save
+	d, t, found := l.insertTable()
+	if !found {
+		return Rule{}, false, "", ""
+	}
+	if d == "" {
+		d = b.env.DB
+	}
+	rule, ok = b.env.Rules.Lookup(d, t)
+	return rule, ok, d, t
+}
+
+// setStatement reads sql[start:end) as MariaDB's `SET STATEMENT var=value
+// [, ...] FOR <statement>`; inner is the offset of the statement after
+// FOR and first its first token; setsMode reports a sql_mode among the
+// variables. ok is false for any other SET.
+func (b *builder) setStatement(start, end int) (inner int, first token, setsMode, ok bool) {
+	l := lexer{s: b.sql[:end], pos: start, mode: b.env.Mode}
+	l.next() // SET
+	if !l.is(l.next(), "STATEMENT") {
+		return 0, token{}, false, false
+	}
+	depth := 0
+	prev := token{kind: tEOF}
+	for {
+		t := l.next()
+		switch {
+		case t.kind == tEOF:
+			return 0, token{}, false, false
+		case l.isPunct(t, '('):
+			depth++
+		case l.isPunct(t, ')'):
+			depth--
+		case depth == 0 && l.is(t, "FOR") && !l.is(prev, "VALUE"): // not NEXT VALUE FOR s
+			u := l.next()
+			if u.kind == tEOF {
+				return 0, token{}, false, false
+			}
+			return u.start, u, setsMode, true
+		case t.kind == tWord || t.kind == tQuoted || t.kind == tVar:
+			name := unquote(l.text(t), t.kind, l.mode)
+			if len(name) >= 8 && eqFold(name[len(name)-8:], "SQL_MODE") {
+				setsMode = true
+			}
+		}
+		prev = t
+	}
 }
 
 func qualify(db, table string) string {

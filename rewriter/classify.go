@@ -59,18 +59,27 @@ func hasValLoop(sql string) bool {
 
 // startsInsert reports whether the first word at or after from (past
 // whitespace and comments) is INSERT or REPLACE, or an executable comment
-// hides it.
+// hides it, or the words are SET STATEMENT (MariaDB's SET STATEMENT
+// var=value FOR <statement>, whose statement may be an INSERT).
 func startsInsert(sql string, from int) bool {
 	l := lexer{s: sql, pos: from}
 	l.skipSpace()
 	if l.inBang {
 		return true
 	}
-	i := l.pos
-	j := i
-	for j < len(sql) && isIdentByte(sql[j]) {
-		j++
+	w := l.word()
+	if eqFold(w, "SET") {
+		l.skipSpace()
+		return l.inBang || eqFold(l.word(), "STATEMENT")
 	}
-	w := sql[i:j]
 	return eqFold(w, "INSERT") || eqFold(w, "REPLACE")
+}
+
+// word returns the run of identifier bytes at l.pos and moves past it.
+func (l *lexer) word() string {
+	i := l.pos
+	for l.pos < len(l.s) && isIdentByte(l.s[l.pos]) {
+		l.pos++
+	}
+	return l.s[i:l.pos]
 }

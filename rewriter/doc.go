@@ -38,7 +38,8 @@
 // The filter in front (also exported as MayRewrite, independent of the
 // sql_mode) costs tens of nanoseconds and no allocation: a text
 // in which no statement starts with INSERT or REPLACE and no "val" appears
-// in any case is passed through unread. Otherwise a quote- and
+// in any case (and none starts with SET STATEMENT) is passed through
+// unread. Otherwise a quote- and
 // comment-aware lexer (honouring ANSI_QUOTES and NO_BACKSLASH_ESCAPES)
 // splits the text into statements at ';' and finds sequence calls:
 // NEXTVAL(x), LASTVAL(x), NEXT VALUE FOR x, PREVIOUS VALUE FOR x, where x is
@@ -81,7 +82,8 @@
 // including expressions such as 0+0 or (0), is explicit and kept; a NEXTVAL
 // in the key column is that row's key. Without a column list the table's
 // columns come from Env.Columns; rows whose value count differs from the
-// column count leave the statement unfilled for the server to reject.
+// column count are error 1136 (21S01, "Column count doesn't match value
+// count at row N"), never passed through unfilled.
 // INSERT ... SELECT whose column list lacks the key is error 1364 (HY000);
 // with the key listed, or without a column list, it passes through.
 //
@@ -98,6 +100,18 @@
 // 0 take the generated one. Caveats: when the first row's key is such a ?,
 // LAST_INSERT_ID() reports the explicit value if one is bound; a bound
 // value still consumes an ID.
+//
+// Executable comments: `/*!` and `/*!NNNNN` with a version below 50700
+// are run by every server and lexed as code. Whether the server runs
+// `/*!NNNNN` from 50700 (MariaDB never, MySQL up to its version),
+// `/*!MMmmpp` (6 digits), any `/*M!...` (MySQL never) or `/*!` with other
+// digit counts depends on the server and its version, which the planner
+// does not know: an INSERT / REPLACE with one is error 1235 naming the
+// table when it is on a rule table with the comment run or skipped.
+//
+// MariaDB's `SET STATEMENT var=value[, ...] FOR statement` is planned as
+// its statement, in place. A sequence call among the variables, or
+// sql_mode among them when the statement needs planning, is error 1235.
 //
 // A statement on a rule table that the parser cannot read (MySQL's
 // VALUES ... AS new, MariaDB's RETURNING) is error 1235 naming the table;

@@ -15,6 +15,10 @@ const (
 	CodeBadField uint16 = 1054
 	// CodeUnknown (ER_UNKNOWN_ERROR, SQLSTATE HY000): Env.Columns failed.
 	CodeUnknown uint16 = 1105
+	// CodeWrongValueCount (ER_WRONG_VALUE_COUNT_ON_ROW, SQLSTATE 21S01):
+	// a VALUES row into a rule table whose value count is not the column
+	// count, as the planner reads it.
+	CodeWrongValueCount uint16 = 1136
 )
 
 // Error is a planning error the proxy can send to the client as an ERR
@@ -45,6 +49,8 @@ func errorf(code uint16, format string, args ...any) *Error {
 		state = "42000"
 	case CodeBadField:
 		state = "42S22"
+	case CodeWrongValueCount:
+		state = "21S01"
 	}
 	return &Error{code: code, state: state, msg: "leafproxy: " + fmt.Sprintf(format, args...)}
 }

@@ -184,9 +184,13 @@ func (s *stmtPlan) fillKey(ins *ast.InsertStmt, rule Rule, db, table string) err
 			return errorf(CodeBadField, "table %s has no column %s to fill (check the tables rule)", name, rule.Column)
 		}
 	}
-	for _, row := range ins.Lists {
+	for i, row := range ins.Lists {
 		if len(row) != width {
-			return nil // the server reports the column count mismatch
+			// Never leave it to the server: if it reads the text otherwise
+			// (a comment the parser ran and the server skips), it stores
+			// the row without a generated key.
+			return errorf(CodeWrongValueCount, "Column count doesn't match value count at row %d "+
+				"(INSERT into %s: the proxy reads %d value(s) for %d column(s) and cannot fill its key column %s)", i+1, name, len(row), width, rule.Column)
 		}
 	}
 	if k >= 0 {

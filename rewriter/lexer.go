@@ -29,6 +29,11 @@ type lexer struct {
 	// inBang is set inside /*! ... */ (and MariaDB's /*M! ... */), whose
 	// content the server executes, so it is lexed as code.
 	inBang bool
+	// versioned counts the executable comments passed whose execution
+	// depends on the server (see bangCertain). With hideVersioned they
+	// are skipped as plain comments instead of lexed as code.
+	versioned     int
+	hideVersioned bool
 }
 
 func isIdentByte(c byte) bool {
@@ -51,9 +56,15 @@ func (l *lexer) skipSpace() {
 			l.skipLine()
 		case c == '/' && l.pos+1 < len(s) && s[l.pos+1] == '*':
 			if n := bangOpener(s[l.pos:]); n > 0 && !l.inBang {
-				l.inBang = true
-				l.pos += n
-				continue
+				certain := bangCertain(s[l.pos : l.pos+n])
+				if !certain {
+					l.versioned++
+				}
+				if certain || !l.hideVersioned {
+					l.inBang = true
+					l.pos += n
+					continue
+				}
 			}
 			end := indexStr(s, "*/", l.pos+2)
 			if end < 0 {
@@ -85,6 +96,29 @@ func bangOpener(s string) int {
 		i++
 	}
 	return i
+}
+
+// bangCertain reports whether every server runs the content of the
+// executable comment opened by op (a bangOpener match). MySQL and MariaDB
+// both run `/*!` and `/*!NNNNN` with a 5-digit version below 50700.
+// Undecidable without the server's version: 5-digit versions from 50700
+// (MariaDB skips them all, MySQL runs those up to its version), 6-digit
+// versions (/*!MMmmpp, compared with the server's), and every `/*M!`
+// (MySQL never runs it; the TiDB parser reads it as a comment). `/*!` with
+// 1-4 or 7+ digits is also refused: the servers read some of the digits as
+// code, which the planner does not model.
+func bangCertain(op string) bool {
+	if op[2] == 'M' {
+		return false
+	}
+	d := op[3:]
+	switch len(d) {
+	case 0:
+		return true
+	case 5:
+		return d < "50700"
+	}
+	return false
 }
 
 func (l *lexer) skipLine() {
