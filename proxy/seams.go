@@ -103,7 +103,7 @@ func (s *Session) DB() string {
 }
 
 // SQLMode returns the session's @@sql_mode, read from the backend on first
-// use and again after any statement starting with SET, a multi-statement
+// use and again after any statement starting with SET (also inside a leading executable comment, as mysqldump writes it), a multi-statement
 // query or COM_RESET_CONNECTION. (A prepared SET executed via
 // COM_STMT_EXECUTE is not noticed.)
 func (s *Session) SQLMode(ctx context.Context) (string, error) {
