@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"database/sql"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/leafproxy/leafproxy/internal/testdb"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testdb.CleanupTemplate()
+	os.Exit(code)
+}
+
+func writeConfig(t *testing.T, backend *testdb.Server, listen string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "leafproxy.yaml")
+	cfg := fmt.Sprintf(`listen: %s
+backend: {addr: %s, user: root}
+users: [{name: app, password: secret}]
+sequences:
+  tags: {order: {generator: segment, step: 50}, msg: {generator: snowflake}}
+tables: [{table: orders, column: id, tag: order}, {table: events, column: id, tag: audit}]
+snowflake: {worker_id: "5"}
+log: {level: warn}
+`, listen, backend.Addr)
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestInitIsIdempotent: `leafproxy init` creates the schema and every
+// configured segment tag (also tags named only by table rules), and a second
+// run changes nothing.
+func TestInitIsIdempotent(t *testing.T) {
+	backend := testdb.Start(t)
+	path := writeConfig(t, backend, "127.0.0.1:0")
+	for round := range 2 {
+		var out, errOut bytes.Buffer
+		if code := run([]string{"init", "--config", path}, &out, &errOut); code != 0 {
+			t.Fatalf("init round %d: exit %d: %s", round, code, errOut.String())
+		}
+		want := `created tag "order"`
+		if round == 1 {
+			want = `tag "order" exists`
+		}
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("init round %d output %q, want %q", round, out.String(), want)
+		}
+	}
+	db := backend.Open(t, "leafproxy")
+	rows, err := db.Query("SELECT biz_tag, step, max_id FROM leaf_alloc ORDER BY biz_tag")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for rows.Next() {
+		var tag string
+		var step, maxID int64
+		rows.Scan(&tag, &step, &maxID)
+		got = append(got, fmt.Sprintf("%s/%d/%d", tag, step, maxID))
+	}
+	if strings.Join(got, " ") != "audit/1000/1 order/50/1" {
+		t.Fatalf("leaf_alloc rows %v", got)
+	}
+	if _, err := db.Exec("SELECT 1 FROM leaf_worker LIMIT 1"); err != nil {
+		t.Fatalf("leaf_worker: %v", err)
+	}
+}
+
+// TestServeCommand runs the README's command path: `leafproxy serve
+// --config FILE` answers NEXTVAL and fills keys, and exits 0 on SIGTERM.
+func TestServeCommand(t *testing.T) {
+	backend := testdb.Start(t)
+	backend.Exec(t, "CREATE DATABASE app", "CREATE TABLE app.orders (id BIGINT PRIMARY KEY, v INT)")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	path := writeConfig(t, backend, addr)
+	done := make(chan int, 1)
+	var errOut bytes.Buffer
+	go func() { done <- run([]string{"serve", "--config", path}, &bytes.Buffer{}, &errOut) }()
+
+	db, err := sql.Open("mysql", "app:secret@tcp("+addr+")/app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var id int64
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if err = db.QueryRow("SELECT NEXTVAL('order')").Scan(&id); err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil || id <= 0 {
+		t.Fatalf("NEXTVAL through leafproxy serve: %d, %v (%s)", id, err, errOut.String())
+	}
+	res, err := db.Exec("INSERT INTO orders (v) VALUES (1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last, _ := res.LastInsertId(); last <= id {
+		t.Fatalf("filled key %d, want above the NEXTVAL %d of the same tag", last, id)
+	}
+	db.Close()
+	syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("serve exited %d: %s", code, errOut.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop on SIGTERM")
+	}
+}
+
+func TestVersionAndUsage(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"version"}, &out, &errOut); code != 0 || !strings.HasPrefix(out.String(), "leafproxy ") {
+		t.Fatalf("version: %d %q", code, out.String())
+	}
+	if code := run([]string{"bogus"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "unknown command") {
+		t.Fatalf("bogus: %d %q", code, errOut.String())
+	}
+	errOut.Reset()
+	if code := run([]string{"serve", "--config", "/nonexistent.yaml"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "nonexistent") {
+		t.Fatalf("missing config: %d %q", code, errOut.String())
+	}
+}
