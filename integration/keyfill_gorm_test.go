@@ -3,7 +3,6 @@ package integration
 import (
 	"database/sql"
 	"fmt"
-	"strings"
 	"testing"
 
 	gormmysql "gorm.io/driver/mysql"
@@ -16,28 +15,36 @@ import (
 
 // GORM through the proxy. GORM treats a primary key named ID as
 // auto-increment: it leaves a zero ID out of the INSERT (so the proxy fills
-// it) and sets the model's ID from Result.LastInsertId(). For a slice it
-// sends one multi-row INSERT and assigns LastInsertId()+i to the i-th model,
-// so it is right only when the statement's keys are consecutive:
+// it) and reads the key back in one of two ways, depending on the driver
+// configuration:
+//
+//   - RETURNING (gorm.io/driver/mysql's default when the server says
+//     MariaDB >= 10.5, as the backend behind the proxy does, since SELECT
+//     VERSION() is relayed): GORM sends `INSERT ... RETURNING id` and reads
+//     each model's ID from its row of the result. The proxy fills the keys
+//     before RETURNING and the server returns the stored keys, so every
+//     model gets its own stored key, for any tag and any batch size
+//     (TestKeyfillGormReturning, including a snowflake batch that crosses
+//     millisecond ticks).
+//   - LastInsertId (DisableWithReturning, SkipInitializeWithVersion, or a
+//     MySQL backend): GORM sets the model's ID from Result.LastInsertId()
+//     and, for a slice sent as one multi-row INSERT, assigns
+//     LastInsertId()+i to the i-th model, which is right only when the
+//     statement's keys are consecutive (see below).
+//
+// Consecutive keys in one statement, which only LastInsertId needs:
 //
 //   - segment: one statement's IDs are one atomic block of a segment
 //     (NextN), consecutive unless the block crosses into the next segment
 //     AND another proxy took the segment in between (one proxy's segments
 //     are adjacent). With a step far above the batch size, GORM batches get
-//     the right IDs; that is asserted below.
+//     the right IDs; that is asserted in TestKeyfillGorm.
 //   - snowflake: IDs of one statement are consecutive only while they stay
 //     in one millisecond tick (sequence+1). A batch that crosses a tick (at
 //     the latest after 4096 IDs, often sooner) has a gap, and GORM assigns
 //     IDs that are NOT the stored keys. TestKeyfillGormSnowflakeBatchLimit
-//     asserts this limitation with a batch that must cross a tick.
-//
-// GORM's MySQL driver uses `INSERT ... RETURNING` when the server says
-// MariaDB >= 10.5 (as the backend behind the proxy does, since SELECT
-// VERSION() is relayed). The proxy's parser cannot read RETURNING and a
-// rule table statement it cannot read is error 1235, so GORM users must set
-// gormmysql.Config{DisableWithReturning: true} (or SkipInitializeWithVersion)
-// when going through leafproxy to MariaDB; TestKeyfillGormReturning records
-// what a default configuration gets.
+//     asserts this limitation with a batch that must cross a tick. On
+//     MariaDB keep RETURNING on (the default) with snowflake batches.
 
 type gormOrder struct {
 	ID  int64  `gorm:"primaryKey;autoIncrement"`
@@ -117,10 +124,11 @@ var gormModes = []struct {
 	{"prepared", nil, true},
 }
 
-// TestKeyfillGorm: db.Create with a zero ID leaves the model's ID set to the
-// key stored on the backend, for one model and for a slice (each model gets
-// its own stored key), segment (int64 ID) and snowflake (uint64 ID, one
-// model per statement), text and prepared.
+// TestKeyfillGorm: with RETURNING disabled (LastInsertId), db.Create with
+// a zero ID leaves the model's ID set to the key stored on the backend, for
+// one model and for a slice (each model gets its own stored key), segment
+// (int64 ID) and snowflake (uint64 ID, one model per statement), text and
+// prepared.
 func TestKeyfillGorm(t *testing.T) {
 	_, lf, direct := gormEnv(t)
 	for _, mode := range gormModes {
@@ -199,14 +207,15 @@ func TestKeyfillGorm(t *testing.T) {
 }
 
 // TestKeyfillGormSnowflakeBatchLimit documents a limitation, not a wish:
-// a GORM batch Create into a snowflake table whose keys cross a
-// millisecond tick gets model IDs that are not the stored keys, because
-// GORM assumes LastInsertId()+i. 5000 rows cannot fit one tick (4096
-// sequence values, random start), so the keys have a gap and at least one
-// model ID is wrong. Every model ID that GORM got right is the stored key
-// of its own row; the first model is always right (LAST_INSERT_ID is the
-// first row's key). Use segment tags (or one row per Create) with GORM
-// batches.
+// with RETURNING disabled, a GORM batch Create into a snowflake table whose
+// keys cross a millisecond tick gets model IDs that are not the stored
+// keys, because GORM assumes LastInsertId()+i. 5000 rows cannot fit one
+// tick (4096 sequence values, random start), so the keys have a gap and at
+// least one model ID is wrong. Every model ID that GORM got right is the
+// stored key of its own row; the first model is always right
+// (LAST_INSERT_ID is the first row's key). Without RETURNING (MySQL
+// backends), use segment tags (or one row per Create) with GORM batches;
+// on MariaDB keep RETURNING on (TestKeyfillGormReturning).
 func TestKeyfillGormSnowflakeBatchLimit(t *testing.T) {
 	_, lf, direct := gormEnv(t)
 	db := openGorm(t, lf, map[string]string{"interpolateParams": "true"}, false, false)
@@ -256,31 +265,99 @@ func TestKeyfillGormSnowflakeBatchLimit(t *testing.T) {
 }
 
 // TestKeyfillGormReturning: GORM's default configuration against MariaDB
-// >= 10.5 sends INSERT ... RETURNING `id`. The proxy cannot parse RETURNING;
-// on a rule table that is a clear error 1235 naming the table, and nothing
-// is inserted (never a row without a key). If RETURNING support is added,
-// the model must get the stored key.
+// >= 10.5 sends INSERT ... RETURNING `id` and reads each model's ID from
+// the result. Through the proxy every model gets its stored key: one model,
+// segment batches, and snowflake batches (uint64 IDs) whose keys cross
+// millisecond ticks, which LastInsertId()+i gets wrong
+// (TestKeyfillGormSnowflakeBatchLimit). Text and prepared.
 func TestKeyfillGormReturning(t *testing.T) {
 	_, lf, direct := gormEnv(t)
-	db := openGorm(t, lf, nil, false, true)
-	o := gormOrder{SKU: "returning", Qty: 1}
-	err := db.Create(&o).Error
-	if err != nil {
-		code, _ := myErr(err)
-		if code != 1235 || !strings.Contains(err.Error(), "orders") {
-			t.Fatalf("GORM default (RETURNING) create: want error 1235 naming orders, got %v", err)
-		}
-		var n int
-		if err := direct.QueryRow("SELECT COUNT(*) FROM orders WHERE sku = 'returning'").Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n != 0 {
-			t.Fatalf("failed RETURNING insert stored %d rows", n)
-		}
-		t.Logf("LIMITATION: GORM's default MariaDB config (INSERT ... RETURNING) is refused: %v; set DisableWithReturning", err)
-		return
-	}
-	if want := storedID(t, direct, "orders", "sku", o.SKU); o.ID == 0 || o.ID != want {
-		t.Fatalf("RETURNING: model ID %d, stored key %d", o.ID, want)
+	for _, mode := range gormModes {
+		t.Run(mode.name, func(t *testing.T) {
+			db := openGorm(t, lf, mode.params, mode.prepare, true)
+			seen := map[int64]bool{}
+			check := func(id int64, table, col, val string) {
+				t.Helper()
+				if want := storedID(t, direct, table, col, val); id == 0 || id != want {
+					t.Fatalf("RETURNING: %s model ID %d, stored key %d", val, id, want)
+				}
+				if seen[id] {
+					t.Fatalf("ID %d reused", id)
+				}
+				seen[id] = true
+			}
+			for i := range 3 {
+				o := gormOrder{SKU: fmt.Sprintf("%s-ret-one-%d", mode.name, i), Qty: i}
+				if err := db.Create(&o).Error; err != nil {
+					t.Fatalf("create: %v", err)
+				}
+				check(o.ID, "orders", "sku", o.SKU)
+			}
+			// Segment batches; the prepared 20-row statement runs twice.
+			for round := range 2 {
+				batch := make([]gormOrder, 20)
+				for i := range batch {
+					batch[i] = gormOrder{SKU: fmt.Sprintf("%s-ret-batch%d-%02d", mode.name, round, i), Qty: i}
+				}
+				res := db.Create(&batch)
+				if res.Error != nil {
+					t.Fatalf("create batch: %v", res.Error)
+				}
+				if res.RowsAffected != int64(len(batch)) {
+					t.Fatalf("RowsAffected %d, want %d", res.RowsAffected, len(batch))
+				}
+				for _, o := range batch {
+					check(o.ID, "orders", "sku", o.SKU)
+				}
+			}
+			m := gormMessage{Body: mode.name + "-ret-msg"}
+			if err := db.Create(&m).Error; err != nil {
+				t.Fatalf("create message: %v", err)
+			}
+			check(int64(m.ID), "messages", "body", m.Body)
+
+			// A snowflake batch that must cross a millisecond tick (5000 >
+			// 4096 sequence values): the keys have gaps, and with RETURNING
+			// every model still gets its own stored key. GORM splits
+			// nothing here (no CreateBatchSize): one statement.
+			batch := make([]gormMessage, 5000)
+			for i := range batch {
+				batch[i] = gormMessage{Body: fmt.Sprintf("%s-ret-snow-%04d", mode.name, i)}
+			}
+			if err := db.Create(&batch).Error; err != nil {
+				t.Fatalf("create snowflake batch: %v", err)
+			}
+			stored := map[string]int64{}
+			rows, err := direct.Query("SELECT body, id FROM messages WHERE body LIKE ?", mode.name+"-ret-snow-%")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				var b string
+				var id int64
+				if err := rows.Scan(&b, &id); err != nil {
+					t.Fatal(err)
+				}
+				stored[b] = id
+			}
+			rows.Close()
+			if len(stored) != len(batch) {
+				t.Fatalf("%d rows stored, want %d", len(stored), len(batch))
+			}
+			gaps := 0
+			for i, m := range batch {
+				want := stored[m.Body]
+				if m.ID == 0 || m.ID != uint64(want) {
+					t.Fatalf("snowflake batch model %d (%s): ID %d, stored key %d", i, m.Body, m.ID, want)
+				}
+				if i > 0 && want != stored[batch[i-1].Body]+1 {
+					gaps++
+				}
+			}
+			if gaps == 0 {
+				t.Fatalf("a 5000-row snowflake batch has consecutive keys: it should cross a tick")
+			}
+			t.Logf("snowflake batch of %d with RETURNING: %d gaps between consecutive keys, every model ID is its stored key", len(batch), gaps)
+		})
 	}
 }

@@ -190,6 +190,105 @@ func TestKeyfillShapes(t *testing.T) {
 	}
 }
 
+// TestKeyfillReturning: MariaDB's INSERT / REPLACE ... RETURNING on rule
+// tables, text and prepared: the keys are filled before RETURNING, and the
+// server returns the stored keys itself, one row per inserted row, in row
+// order; LAST_INSERT_ID() is still the first row's key.
+func TestKeyfillReturning(t *testing.T) {
+	backend, lf := keyfillEnv(t)
+	direct := backend.Open(t, "app")
+	for _, proto := range protocols {
+		t.Run(proto.name, func(t *testing.T) {
+			db := lf.open(t, "app", proto.params)
+			ctx := context.Background()
+			conn, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			p := proto.name + "-ret-"
+			// returning runs q (through st when given) and checks that it
+			// returns (id, v) rows for vs in order, with the stored keys.
+			returning := func(st *sql.Stmt, table, q string, vs ...string) []int64 {
+				t.Helper()
+				args := make([]any, len(vs))
+				for i, v := range vs {
+					args[i] = v
+				}
+				var rows *sql.Rows
+				if st != nil {
+					rows, err = st.QueryContext(ctx, args...)
+				} else {
+					rows, err = conn.QueryContext(ctx, q, args...)
+				}
+				if err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+				var ids []int64
+				for i := 0; rows.Next(); i++ {
+					var id int64
+					var v string
+					if err := rows.Scan(&id, &v); err != nil {
+						t.Fatal(err)
+					}
+					if i >= len(vs) || v != vs[i] {
+						t.Fatalf("%s: row %d is %q, want %q", q, i, v, vs)
+					}
+					if want := idOf(t, direct, table, v); id != want || id <= 0 {
+						t.Errorf("%s: RETURNING gave id %d for %q, stored key %d", q, id, v, want)
+					}
+					if i > 0 && id <= ids[i-1] {
+						t.Errorf("%s: key %d not above the previous row's %d", q, id, ids[i-1])
+					}
+					ids = append(ids, id)
+				}
+				if err := rows.Err(); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+				rows.Close()
+				if len(ids) != len(vs) {
+					t.Fatalf("%s: %d rows returned, want %d", q, len(ids), len(vs))
+				}
+				var last int64
+				if err := conn.QueryRowContext(ctx, "SELECT LAST_INSERT_ID()").Scan(&last); err != nil || last != ids[0] {
+					t.Errorf("%s: LAST_INSERT_ID() %d (%v), first returned key %d", q, last, err, ids[0])
+				}
+				return ids
+			}
+
+			returning(nil, "orders", "INSERT INTO orders (v) VALUES (?) RETURNING id, v", p+"one")
+			returning(nil, "orders", "INSERT INTO orders (v) VALUES (?), (?), (?) RETURNING id, v", p+"m1", p+"m2", p+"m3")
+			returning(nil, "orders", "INSERT INTO orders (id, v) VALUES (NULL, ?), (0, ?) RETURNING id, v", p+"null", p+"zero")
+			returning(nil, "orders", "INSERT INTO orders SET v = ? RETURNING id, v", p+"set")
+			returning(nil, "orders", "REPLACE INTO orders (v) VALUES (?) RETURNING `id`, `v`", p+"replace")
+			returning(nil, "orders", "INSERT INTO orders (v) VALUES (?) ON DUPLICATE KEY UPDATE n = n + 1 RETURNING id, v", p+"odku")
+			returning(nil, "msgs", "INSERT INTO app.msgs (v) VALUES (?), (?) RETURNING id, v", p+"snow1", p+"snow2")
+
+			// One prepared statement executed again: fresh keys each time.
+			st, err := conn.PrepareContext(ctx, "INSERT INTO orders (v) VALUES (?), (?) RETURNING id, v")
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[int64]bool{}
+			for i := range 3 {
+				for _, id := range returning(st, "orders", "prepared RETURNING", fmt.Sprintf("%sst%da", p, i), fmt.Sprintf("%sst%db", p, i)) {
+					if seen[id] {
+						t.Errorf("key %d returned twice", id)
+					}
+					seen[id] = true
+				}
+			}
+			st.Close()
+
+			// An explicit key is kept and returned.
+			var id int64
+			if err := conn.QueryRowContext(ctx, "INSERT INTO orders (id, v) VALUES (?, ?) RETURNING id", 515000+len(p), p+"explicit").Scan(&id); err != nil || id != int64(515000+len(p)) {
+				t.Errorf("explicit key: RETURNING %d (%v), want %d", id, err, 515000+len(p))
+			}
+		})
+	}
+}
+
 // TestKeyfillZeroAndColumnOrder: NO_AUTO_VALUE_ON_ZERO keeps a 0 key; an
 // INSERT without a column list follows the table's column order, also after
 // DDL moves the key column.
@@ -248,7 +347,8 @@ func TestKeyfillRefusals(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct{ q, want string }{
 		{"INSERT INTO orders (v) SELECT v FROM plain", "orders"},
-		{"INSERT INTO orders (v) VALUES ('ret') RETURNING id", "orders"},
+		{"INSERT INTO orders (v) VALUES ('ret') RETURNING id, NEXTVAL(order)", "RETURNING"},
+		{"INSERT INTO orders (v) VALUES ('ret') AS new ON DUPLICATE KEY UPDATE n = new.n", "orders"},
 	} {
 		_, err := conn.ExecContext(ctx, tc.q)
 		code, _ := myErr(err)

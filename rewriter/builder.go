@@ -143,7 +143,32 @@ func (b *builder) statement(raw, start, end int, first token) error {
 	p := parsers.Get().(*parser.Parser)
 	defer parsers.Put(p)
 	p.SetSQLMode(mode.parserMode())
-	stmts, _, err := p.ParseSQL(src)
+	// MariaDB's INSERT / REPLACE ... RETURNING list: the parser reads the
+	// text before RETURNING (a prefix: offsets stay valid); the list goes
+	// to the server untouched.
+	cut := len(text)
+	var stmts []ast.StmtNode
+	var err error
+	parsed := false
+	if eqFold(b.sql[first.start:first.end], "INSERT") || eqFold(b.sql[first.start:first.end], "REPLACE") {
+		if at, inBang := returningAt(text, mode); at >= 0 {
+			parsed = true
+			prefix := src[:at]
+			if inBang {
+				prefix += "*/" // RETURNING inside /*! ... */: close the comment
+			}
+			if stmts, _, err = p.ParseSQL(prefix); err == nil && len(stmts) == 1 {
+				cut = at
+			} else if all, _, errAll := p.ParseSQL(src); errAll == nil && len(all) == 1 {
+				// MySQL, where RETURNING is not reserved: a column named
+				// returning (MariaDB rejects this text).
+				stmts, err = all, nil
+			}
+		}
+	}
+	if !parsed {
+		stmts, _, err = p.ParseSQL(src)
+	}
 	if err != nil || len(stmts) != 1 {
 		if err == nil {
 			err = errorf(CodeNotSupported, "want one statement")
@@ -153,7 +178,13 @@ func (b *builder) statement(raw, start, end int, first token) error {
 		}
 		return errorf(CodeNotSupported, "cannot read the statement around %s (%v)", b.sql[b.calls[0].start:b.calls[0].end], firstLine(err))
 	}
-	s := stmtPlan{b: b, start: start, text: text, placed: make([]bool, len(b.calls)), first: len(b.edits)}
+	for _, c := range b.calls {
+		if c.start >= start+cut {
+			return errorf(CodeNotSupported, "%s in a RETURNING list is not supported: it would be evaluated per row, and the proxy can only splice values; "+
+				"return the key column instead, or use %s in VALUES / SET", b.sql[c.start:c.end], b.sql[c.start:c.end])
+		}
+	}
+	s := stmtPlan{b: b, start: start, text: text[:cut], placed: make([]bool, len(b.calls)), first: len(b.edits)}
 	s.placeCalls(stmts[0])
 	if hasRule {
 		ins, ok := stmts[0].(*ast.InsertStmt)

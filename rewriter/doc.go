@@ -113,9 +113,24 @@
 // its statement, in place. A sequence call among the variables, or
 // sql_mode among them when the statement needs planning, is error 1235.
 //
-// A statement on a rule table that the parser cannot read (MySQL's
-// VALUES ... AS new, MariaDB's RETURNING) is error 1235 naming the table;
-// the same statement on any other table is not read and passes through.
+// MariaDB's INSERT / REPLACE ... RETURNING select_expr_list (10.5+; the
+// last clause, after VALUES / SET / SELECT and ON DUPLICATE KEY UPDATE),
+// which the TiDB parser cannot read: the lexer finds the first unquoted
+// RETURNING at parenthesis depth 0 (not after a '.'; RETURNING is reserved
+// in MariaDB), and the parser reads only the text before it (a prefix, so
+// offsets stay valid; a RETURNING inside /*! ... */ gets the comment
+// closed). Keys are filled and NEXTVAL spliced in that prefix as without
+// RETURNING; the clause reaches the server byte for byte, so the server
+// returns the stored keys in its result set, one row per row inserted
+// (the first key is still LAST_INSERT_ID(id)). A sequence call in the
+// RETURNING list is error 1235 (it would be evaluated per row). When the
+// prefix does not parse but the whole text does (MySQL, where a column may
+// be named returning), the whole text is planned.
+//
+// A statement on a rule table that the parser cannot read (MySQL's row
+// alias VALUES ... AS new, with or without ON DUPLICATE KEY UPDATE) is
+// error 1235 naming the table; the same statement on any other table is
+// not read and passes through.
 // Stored program bodies (a text starting with CREATE ... BEGIN, or BEGIN
 // NOT ATOMIC) pass through whole. Statements built at run time (PREPARE s
 // FROM '...', EXECUTE IMMEDIATE) are not seen.

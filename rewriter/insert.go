@@ -31,6 +31,47 @@ func (l *lexer) insertTable() (db, table string, ok bool) {
 	return "", table, true
 }
 
+// returningAt finds the RETURNING clause of an INSERT / REPLACE text
+// (MariaDB 10.5+, where RETURNING is a reserved word and the clause comes
+// last): the first unquoted RETURNING at parenthesis depth 0, not after a
+// '.', outside strings and comments. It returns its offset (-1 without one)
+// and whether it sits inside an executable comment.
+func returningAt(text string, mode Mode) (at int, inBang bool) {
+	if !hasReturning(text) {
+		return -1, false // the common case: no lex
+	}
+	l := lexer{s: text, mode: mode}
+	depth := 0
+	prev := token{kind: tEOF}
+	for {
+		t := l.next()
+		switch {
+		case t.kind == tEOF:
+			return -1, false
+		case l.isPunct(t, '('):
+			depth++
+		case l.isPunct(t, ')'):
+			if depth > 0 {
+				depth--
+			}
+		case depth == 0 && l.is(t, "RETURNING") && !l.isPunct(prev, '.'):
+			return t.start, l.inBang
+		}
+		prev = t
+	}
+}
+
+// hasReturning reports whether "returning" appears in text in any case
+// (quote-blind: a false "maybe" costs a lex, never a false "no").
+func hasReturning(text string) bool {
+	for i := 0; i+9 <= len(text); i++ {
+		if text[i]|0x20 == 'r' && text[i+1]|0x20 == 'e' && eqFold(text[i:i+9], "RETURNING") {
+			return true
+		}
+	}
+	return false
+}
+
 // insertParts are the offsets (in the statement) the lexer finds in an
 // INSERT: the parser gives none for these.
 type insertParts struct {
