@@ -74,10 +74,16 @@ func binary(names ...string) (string, error) {
 // serverFlags are shared by install-db and the server so that the copied
 // data directory starts without resizing logs. Small buffers: tests start
 // several servers on a 2-core machine.
+//
+// Each server gets its own tmpdir: a starting mariadbd deletes stale #sql*
+// files in its tmpdir, which with a shared /tmp removes the temporary tables
+// of servers (and mariadb-install-db runs) of test binaries running in
+// parallel.
 func serverFlags(dir string) []string {
 	return []string{
 		"--no-defaults",
 		"--datadir=" + filepath.Join(dir, "data"),
+		"--tmpdir=" + filepath.Join(dir, "tmp"),
 		"--innodb-buffer-pool-size=64M",
 		"--innodb-log-file-size=32M",
 		"--innodb-flush-log-at-trx-commit=2",
@@ -96,6 +102,10 @@ func prepareTemplate() (string, error) {
 		}
 		dir, err := os.MkdirTemp("", "leafproxy-mariadb-template-")
 		if err != nil {
+			templateErr = err
+			return
+		}
+		if err := os.Mkdir(filepath.Join(dir, "tmp"), 0o700); err != nil {
 			templateErr = err
 			return
 		}
@@ -147,6 +157,10 @@ func New() (*Server, error) {
 	if out, err := exec.Command("cp", "-a", filepath.Join(tmpl, "data"), filepath.Join(dir, "data")).CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("copy template data dir: %v: %s", err, out)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "tmp"), 0o700); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
 	}
 	s := &Server{Dir: dir}
 	var lastErr error
