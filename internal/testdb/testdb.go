@@ -113,11 +113,19 @@ func prepareTemplate() (string, error) {
 		if os.Geteuid() == 0 {
 			args = append(args, "--user=root")
 		}
-		cmd := exec.Command(installer, args...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			templateErr = fmt.Errorf("mariadb-install-db: %v\n%s", err, out)
-			return
+		// A loaded machine occasionally fails a bootstrap; a clean retry is
+		// cheap next to failing every test of the binary.
+		for attempt := 1; ; attempt++ {
+			out, err := exec.Command(installer, args...).CombinedOutput()
+			if err == nil {
+				break
+			}
+			if attempt == 3 {
+				templateErr = fmt.Errorf("mariadb-install-db (3 attempts): %v\n%s", err, out)
+				return
+			}
+			os.RemoveAll(filepath.Join(dir, "data"))
+			time.Sleep(time.Second)
 		}
 		templateDir = dir
 	})
