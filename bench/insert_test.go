@@ -112,7 +112,7 @@ func TestInsertBench(t *testing.T) {
 		}
 		return c.rowsPerSec()
 	}
-	fmt.Fprintln(out, "\nRows/s ratios, merged over rounds (per-round range in parentheses).")
+	fmt.Fprintln(out, "\nRows/s ratios, merged over rounds (in parentheses: median and range of the per-round ratios).")
 	fmt.Fprintln(out, "\n| workload | leafproxy segment / direct AUTO_INCREMENT (>= 0.9 for 1 row) | leafproxy segment / native sequence | leafproxy snowflake / AUTO_INCREMENT | relay / direct AUTO_INCREMENT (a bare hop) | leafproxy segment / relay AUTO_INCREMENT | prepared: leafproxy / AUTO_INCREMENT | leafproxy / AUTO_INCREMENT p999 |")
 	fmt.Fprintln(out, "|---|---:|---:|---:|---:|---:|---:|---:|")
 	r := func(a, b *rcell) string { return ratio(rps(a), rps(b)) + roundRange(a, b, mRows) }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
-	"math"
 	"net"
 	"os"
 	"runtime"
@@ -143,7 +142,8 @@ type benchGroup struct {
 
 // runGroups runs every group's cases for rounds rounds and returns the
 // merged cells, keyed by group name and case name. LEAFPROXY_BENCH_TARGETS
-// (comma-separated substrings) narrows the cases, e.g. for profiling one.
+// (comma-separated substrings of "group/case"; a trailing $ anchors the end)
+// narrows the cases, e.g. for profiling one.
 func runGroups(t *testing.T, rounds int, dur, warm time.Duration, groups []benchGroup) map[string]*rcell {
 	t.Helper()
 	var only []string
@@ -154,7 +154,12 @@ func runGroups(t *testing.T, rounds int, dur, warm time.Duration, groups []bench
 		if only == nil {
 			return true
 		}
-		return slices.ContainsFunc(only, func(s string) bool { return strings.Contains(name, s) })
+		return slices.ContainsFunc(only, func(s string) bool {
+			if exact, ok := strings.CutSuffix(s, "$"); ok {
+				return strings.HasSuffix(name, exact)
+			}
+			return strings.Contains(name, s)
+		})
 	}
 	cells := map[string]*rcell{}
 	ctx := context.Background()
@@ -257,21 +262,27 @@ func mQPS(r loadgen.Result) float64  { return r.QPS }
 func mRows(r loadgen.Result) float64 { return r.RowsPerSec }
 func mP999(r loadgen.Result) float64 { return float64(r.Hist.Percentile(99.9)) }
 
-// roundRange is " (lo-hi)" over the per-round ratios a/b, or "" with one
-// round.
+// roundRange is " (median M, lo-hi)" over the per-round ratios a/b, or ""
+// with one round. The median is the noise-resistant figure: one round hit
+// by a neighbour's burst moves the merged ratio but not the median.
 func roundRange(a, b *rcell, m roundMetric) string {
 	if a == nil || b == nil || len(a.rounds) < 2 || len(a.rounds) != len(b.rounds) {
 		return ""
 	}
-	lo, hi := math.Inf(1), math.Inf(-1)
+	rs := make([]float64, len(a.rounds))
 	for i := range a.rounds {
 		x, y := m(a.rounds[i]), m(b.rounds[i])
 		if y == 0 {
 			return ""
 		}
-		lo, hi = min(lo, x/y), max(hi, x/y)
+		rs[i] = x / y
 	}
-	return fmt.Sprintf(" (%.2f-%.2f)", lo, hi)
+	slices.Sort(rs)
+	med := rs[len(rs)/2]
+	if len(rs)%2 == 0 {
+		med = (rs[len(rs)/2-1] + rs[len(rs)/2]) / 2
+	}
+	return fmt.Sprintf(" (median %.2f, %.2f-%.2f)", med, rs[0], rs[len(rs)-1])
 }
 
 func (c *rcell) rowsPerSec() float64 {
@@ -356,7 +367,7 @@ func TestNextvalBench(t *testing.T) {
 	out := new(strings.Builder)
 	fmt.Fprintf(out, "\nNEXTVAL: %s per cell (+%s warm-up), %d round(s), GOMAXPROCS %d, %d CPUs\n\n", dur, warm, rounds, runtime.GOMAXPROCS(0), runtime.NumCPU())
 	printGroups(t, out, groups, cells, false)
-	fmt.Fprintln(out, "\nRatios: merged over rounds (per-round range in parentheses).")
+	fmt.Fprintln(out, "\nRatios: merged over rounds (in parentheses: median and range of the per-round ratios).")
 	fmt.Fprintln(out, "\n| conns | leafproxy/SELECT 1 QPS (>= 1.0 at 32) | leafproxy/native QPS (>= 1.5 at 32) | leafproxy/SELECT 1 p999 (<= 1.0 at 32) | leafproxy/native p999 |")
 	fmt.Fprintln(out, "|---:|---:|---:|---:|---:|")
 	for _, g := range groups {
