@@ -82,16 +82,49 @@ func BenchmarkNextvalInsert(b *testing.B) {
 	benchPlan(b, "INSERT INTO t (a, b) VALUES (NEXTVAL('t'), 'x')", Rewrite)
 }
 
+// benchPaths plans and renders sql (a Rewrite) with the fast path (fast.go)
+// and with the TiDB parser alone.
+func benchPaths(b *testing.B, sql string, prepared bool) {
+	for _, path := range []struct {
+		name string
+		fast bool
+	}{{"fast", true}, {"parser", false}} {
+		b.Run(path.name, func(b *testing.B) {
+			env := testEnv(b, Mode{})
+			p, hits, err := planWith(sql, env, prepared, path.fast)
+			if err != nil || p.Kind != Rewrite || (hits > 0) != path.fast {
+				b.Fatalf("%v %v, fast path hits %d", p.Kind, err, hits)
+			}
+			var buf []byte
+			ids := ids(len(p.Slots))
+			b.SetBytes(int64(len(sql)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				p, _, _ := planWith(sql, env, prepared, path.fast)
+				buf = p.Render(buf[:0], sql, ids)
+			}
+		})
+	}
+}
+
+// The single-row INSERT of docs/bench-insert.md, as go-sql-driver sends it
+// (interpolated) and as GORM prepares it.
+func BenchmarkInsertORM(b *testing.B) {
+	b.Run("text", func(b *testing.B) { benchPaths(b, "INSERT INTO orders (name) VALUES ('x')", false) })
+	b.Run("prepared", func(b *testing.B) { benchPaths(b, "INSERT INTO `orders` (`name`,`note`) VALUES (?,?)", true) })
+}
+
 func BenchmarkInsert1Row(b *testing.B) {
-	benchPlan(b, insertRows(1), Rewrite)
+	benchPaths(b, insertRows(1), false)
 }
 
 func BenchmarkInsert100Rows(b *testing.B) {
-	benchPlan(b, insertRows(100), Rewrite)
+	benchPaths(b, insertRows(100), false)
 }
 
 func BenchmarkInsert10000Rows(b *testing.B) {
-	benchPlan(b, insertRows(10000), Rewrite)
+	benchPaths(b, insertRows(10000), false)
 }
 
 func BenchmarkRender100Rows(b *testing.B) {

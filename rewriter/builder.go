@@ -27,11 +27,16 @@ type builder struct {
 	// statement of a SET STATEMENT that sets sql_mode.
 	versioned  bool
 	modeForced bool
+	// fast enables the fast path (fast.go); noFast is set when the text
+	// has an executable comment. fastHits counts the statements it planned.
+	fast, noFast bool
+	fastHits     int
 }
 
 // run plans every statement of the text.
 func (b *builder) run() error {
 	l := lexer{s: b.sql, mode: b.env.Mode}
+	b.noFast = !b.fast || strings.Contains(b.sql, "/*!") || strings.Contains(b.sql, "/*M!")
 	for stmt := 0; ; stmt++ {
 		start := l.pos
 		raw, versioned := l.pos, l.versioned
@@ -124,6 +129,11 @@ func (b *builder) statement(raw, start, end int, first token) error {
 		if c.fn == Last {
 			return errorf(CodeNotSupported, "%s is only answered in a SELECT of sequence calls alone, e.g. SELECT LASTVAL('%s')", b.sql[c.start:c.end], c.tag)
 		}
+	}
+
+	if hasRule && len(b.calls) == 0 && !b.noFast && b.fastInsert(start, end, rule, db, table) {
+		b.fastHits++
+		return nil
 	}
 
 	// The parser rejects NEXTVAL('tag'): parse a copy in which every call

@@ -22,6 +22,7 @@ func TestFilledNamesTablesWhoseKeyIsGenerated(t *testing.T) {
 		{"INSERT INTO other.items (name) VALUES ('a')", []Filled{{"other", "items", "sku", "sku"}}},
 		{"UPDATE orders SET note = NEXTVAL('x')", nil},
 	} {
+		diffFast(t, tc.sql, env, false)
 		p, err := PlanQuery(tc.sql, env)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.sql, err)

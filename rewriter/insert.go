@@ -289,32 +289,59 @@ func (s *stmtPlan) keyValue(e ast.ExprNode, rule Rule) {
 	if after := l.next(); !(after.kind == tEOF || l.isPunct(after, ',') || l.isPunct(after, ')') || l.is(after, "ON")) {
 		return // more than one token: an expression
 	}
-	ed := edit{start: s.start + t.start, end: s.start + t.end, tag: rule.Tag, key: true}
+	form := keyOther
 	switch v := e.(type) {
 	case *ast.DefaultExpr:
-		if v.Name != nil || !l.is(t, "DEFAULT") {
-			return
+		if v.Name == nil {
+			form = keyDefault
 		}
 	case ast.ParamMarkerExpr:
-		if !s.b.prepared || t.kind != tParam {
-			return
-		}
-		ed.param, ed.zeroIsNull = true, !mode.NoAutoValueOnZero
+		form = keyParam
 	case ast.ValueExpr:
+		form = keyLiteral
+	}
+	fill, param := keyFills(&l, t, form, mode, s.b.prepared)
+	if !fill {
+		return
+	}
+	s.b.edits = append(s.b.edits, edit{start: s.start + t.start, end: s.start + t.end, tag: rule.Tag, key: true,
+		param: param, zeroIsNull: param && !mode.NoAutoValueOnZero})
+}
+
+// keyForm is what a key value that is a single token was read as.
+type keyForm uint8
+
+const (
+	keyOther   keyForm = iota
+	keyDefault         // DEFAULT (not DEFAULT(col))
+	keyParam           // ?
+	keyLiteral         // a literal: NULL, TRUE / FALSE, a number, a string
+)
+
+// keyFills decides whether the key value t, a single token read as form,
+// gets a generated ID: NULL, DEFAULT and, unless NO_AUTO_VALUE_ON_ZERO,
+// 0 / 0.0 / '0' / FALSE; when preparing, a ? (param: the bound value wins,
+// see edit.param). Both the parser path and the fast path decide here.
+func keyFills(l *lexer, t token, form keyForm, mode Mode, prepared bool) (fill, param bool) {
+	switch form {
+	case keyDefault:
+		return l.is(t, "DEFAULT"), false
+	case keyParam:
+		return prepared && t.kind == tParam, true
+	case keyLiteral:
 		switch {
 		case l.is(t, "NULL"):
 		case mode.NoAutoValueOnZero:
-			return
+			return false, false
 		case l.is(t, "FALSE"):
 		case t.kind == tNumber && isZeroNumber(l.text(t)):
 		case t.kind == tString && unquote(l.text(t), t.kind, mode) == "0":
 		default:
-			return
+			return false, false
 		}
-	default:
-		return
+		return true, false
 	}
-	s.b.edits = append(s.b.edits, ed)
+	return false, false
 }
 
 // isZeroNumber reports whether a number token's value is zero (0, 00, 0.0,

@@ -206,21 +206,28 @@ func PlanQuery(sql string, env *Env) (Plan, error) { return plan(sql, env, false
 func PlanPrepare(sql string, env *Env) (Plan, error) { return plan(sql, env, true) }
 
 func plan(sql string, env *Env, prepared bool) (Plan, error) {
+	p, _, err := planWith(sql, env, prepared, true)
+	return p, err
+}
+
+// planWith plans with or without the fast path (fast.go); fastHits is the
+// number of statements the fast path planned.
+func planWith(sql string, env *Env, prepared, fast bool) (p Plan, fastHits int, err error) {
 	if !mayRewrite(sql) {
-		return Plan{}, nil
+		return Plan{}, 0, nil
 	}
 	calls, ok, err := matchSequenceSelect(sql, env.Mode)
 	if err != nil {
-		return Plan{}, err
+		return Plan{}, 0, err
 	}
 	if ok {
-		return Plan{Kind: Sequence, Calls: calls}, nil
+		return Plan{Kind: Sequence, Calls: calls}, 0, nil
 	}
-	b := builder{sql: sql, env: env, prepared: prepared}
+	b := builder{sql: sql, env: env, prepared: prepared, fast: fast}
 	if err := b.run(); err != nil {
-		return Plan{}, err
+		return Plan{}, b.fastHits, err
 	}
-	return b.plan(), nil
+	return b.plan(), b.fastHits, nil
 }
 
 // plan numbers the slots in text order and counts IDs per tag.

@@ -98,6 +98,7 @@ func TestRewrite(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			env := testEnv(t, tt.mode)
+			diffFast(t, tt.sql, env, false)
 			p, err := PlanQuery(tt.sql, env)
 			if err != nil {
 				t.Fatalf("%q: %v", tt.sql, err)
@@ -145,6 +146,7 @@ func TestPrepare(t *testing.T) {
 		{"SELECT * FROM orders WHERE id = ?", Mode{}, ""},
 	}
 	for _, tt := range tests {
+		diffFast(t, tt.sql, testEnv(t, tt.mode), true)
 		p, err := PlanPrepare(tt.sql, testEnv(t, tt.mode))
 		if err != nil {
 			t.Errorf("%q: %v", tt.sql, err)

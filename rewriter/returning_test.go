@@ -110,6 +110,7 @@ func TestReturning(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			diffFast(t, tt.sql, testEnv(t, tt.mode), tt.prepared)
 			p, err := plan(tt.sql, testEnv(t, tt.mode), tt.prepared)
 			if tt.code != 0 {
 				e, ok := err.(*Error)

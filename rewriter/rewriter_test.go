@@ -216,6 +216,7 @@ func TestErrors(t *testing.T) {
 	}
 	env := testEnv(t, Mode{})
 	for _, tt := range tests {
+		diffFast(t, tt.sql, env, tt.prepared)
 		_, err := plan(tt.sql, env, tt.prepared)
 		var e *Error
 		if !errors.As(err, &e) {

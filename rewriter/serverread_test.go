@@ -23,6 +23,7 @@ func runPlanCases(t *testing.T, tests []planCase) {
 	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			diffFast(t, tt.sql, testEnv(t, tt.mode), false)
 			p, err := PlanQuery(tt.sql, testEnv(t, tt.mode))
 			if tt.code != 0 {
 				var e *Error

@@ -1,0 +1,289 @@
+package rewriter
+
+import "strings"
+
+// The fast path plans the common ORM shape of an INSERT / REPLACE on a rule
+// table with the lexer alone, skipping the TiDB parser (~95% of a plan's
+// cost). It recognises, strictly,
+//
+//	INSERT [IGNORE] [INTO] [db.]table (col, ...) VALUES|VALUE (row), ...
+//	    [ON DUPLICATE KEY UPDATE ...] [RETURNING ...]
+//	REPLACE [INTO] [db.]table (col, ...) VALUES|VALUE (row), ... [RETURNING ...]
+//
+// where the key column is absent from the column list, or every row's key
+// value is a single token: a number, a string, NULL, TRUE / FALSE, DEFAULT
+// or (PlanPrepare only) ?. The key is classified by keyFills, as on the
+// parser path. Other values may be any expressions: rows and values are
+// delimited by parenthesis depth and top-level commas, found by the quote-
+// and comment-aware lexer. Anything else makes it decline, and the
+// statement goes to the parser as before: sequence calls or the words
+// NEXTVAL / LASTVAL, any executable comment (/*! or /*M!) in the text,
+// SELECT / TABLE / WITH (subqueries), ? outside PlanPrepare, { }, no column
+// list, PARTITION, SET, ROW(...), a row alias (VALUES ... AS new), a value
+// count that is not the column count (the parser path makes it error
+// 1136), an empty value, a qualified column name, unbalanced parentheses,
+// an unterminated string or comment, LOW_PRIORITY / DELAYED /
+// HIGH_PRIORITY, REPLACE ... ON DUPLICATE KEY UPDATE.
+//
+// It adds exactly the edits the parser path adds for the same statement
+// (column first in the list, value first in each row, or the key values
+// replaced; see fillKey and keyValue). What it gives up is the parser's
+// syntax check of the other values: a statement the TiDB parser cannot
+// read (so far error 1235 on a rule table) is rewritten and left to the
+// server, which reads its rows and values with the same lexing rules.
+
+// fastInsert plans sql[start:end), an INSERT / REPLACE on rule's table db.table
+// with no sequence call, if it has the fast path's shape. ok false: it
+// added nothing, parse the statement.
+func (b *builder) fastInsert(start, end int, rule Rule, db, table string) (ok bool) {
+	l := lexer{s: b.sql[:end], pos: start, mode: b.env.Mode}
+	t := l.next()
+	replace := l.is(t, "REPLACE")
+	if !replace && !l.is(t, "INSERT") {
+		return false
+	}
+	t = l.next()
+	if !replace && l.is(t, "IGNORE") {
+		t = l.next()
+	}
+	if l.is(t, "INTO") {
+		t = l.next()
+	}
+	if t.kind != tWord && t.kind != tQuoted || b.fastStop(&l, t) {
+		return false
+	}
+	t = l.next()
+	if l.isPunct(t, '.') {
+		t = l.next()
+		if t.kind != tWord && t.kind != tQuoted || b.fastStop(&l, t) {
+			return false
+		}
+		t = l.next()
+	}
+
+	// (col, ...): plain names only.
+	if !l.isPunct(t, '(') {
+		return false
+	}
+	colOpen := t.start
+	width, k := 0, -1
+	t = l.next()
+	for !l.isPunct(t, ')') || width > 0 {
+		if t.kind != tWord && t.kind != tQuoted || b.fastStop(&l, t) || l.is(t, "VALUES") {
+			return false
+		}
+		if k < 0 && strings.EqualFold(unquote(l.text(t), t.kind, l.mode), rule.Column) {
+			k = width
+		}
+		width++
+		if t = l.next(); l.isPunct(t, ')') {
+			break
+		}
+		if !l.isPunct(t, ',') {
+			return false
+		}
+		t = l.next()
+	}
+	if t = l.next(); !l.is(t, "VALUES") && !l.is(t, "VALUE") {
+		return false
+	}
+
+	first := len(b.edits)
+	fail := func() bool {
+		b.edits = b.edits[:first]
+		return false
+	}
+	post := ""
+	if k < 0 {
+		// The key column is absent: first in the list and in each row.
+		pre := "`" + strings.ReplaceAll(rule.Column, "`", "``") + "`"
+		if width > 0 {
+			pre = "`" + strings.ReplaceAll(rule.Column, "`", "``") + "`, "
+			post = ", "
+		}
+		b.edits = append(b.edits, edit{start: colOpen + 1, end: colOpen + 1, slot: -1, pre: pre})
+	}
+	mode := b.env.Mode
+	var last token // the statement's last token
+	for {
+		// One row: values split at commas at depth 0 (inside the row).
+		open := l.next()
+		if !l.isPunct(open, '(') {
+			return fail()
+		}
+		n := 0
+		t = l.next()
+		if !l.isPunct(t, ')') {
+			for {
+				v, tokens, depth := t, 0, 0
+				for depth > 0 || !l.isPunct(t, ',') && !l.isPunct(t, ')') {
+					switch {
+					case t.kind == tEOF || b.fastStop(&l, t) || l.is(t, "VALUES") || l.is(t, "ROW"):
+						return fail()
+					case l.isPunct(t, '('):
+						depth++
+					case l.isPunct(t, ')'):
+						depth--
+					}
+					tokens++
+					t = l.next()
+				}
+				if tokens == 0 {
+					return fail() // (a,,b), (a,)
+				}
+				if n == k {
+					if tokens != 1 {
+						return fail() // an expression: the parser decides
+					}
+					form := keyOther
+					switch {
+					case l.is(v, "DEFAULT"):
+						form = keyDefault
+					case v.kind == tParam:
+						form = keyParam
+					case v.kind == tNumber || v.kind == tString || l.is(v, "NULL") || l.is(v, "TRUE") || l.is(v, "FALSE"):
+						form = keyLiteral
+					default:
+						return fail() // a name, a keyword: the parser decides
+					}
+					if fill, param := keyFills(&l, v, form, mode, b.prepared); fill {
+						b.edits = append(b.edits, edit{start: v.start, end: v.end, tag: rule.Tag, key: true,
+							param: param, zeroIsNull: param && !mode.NoAutoValueOnZero})
+					}
+				}
+				n++
+				if l.isPunct(t, ')') {
+					break
+				}
+				t = l.next()
+			}
+		}
+		if n != width {
+			return fail() // the parser path makes it error 1136
+		}
+		if k < 0 {
+			b.edits = append(b.edits, edit{start: open.end, end: open.end, tag: rule.Tag, key: true, post: post})
+		}
+		last = t // the row's ')'
+		save := l.pos
+		if t = l.next(); !l.isPunct(t, ',') {
+			l.pos = save
+			break
+		}
+	}
+
+	// What may follow the rows: nothing, ON DUPLICATE KEY UPDATE ...,
+	// RETURNING ... (sent as they are).
+	switch t = l.next(); {
+	case t.kind == tEOF:
+	case l.is(t, "ON") && !replace:
+		if !l.is(l.next(), "DUPLICATE") || !l.is(l.next(), "KEY") || !l.is(l.next(), "UPDATE") {
+			return fail()
+		}
+		if t = l.next(); t.kind == tEOF {
+			return fail()
+		}
+	case l.is(t, "RETURNING"):
+		last = t
+		t = l.next()
+	default:
+		return fail() // VALUES ... AS new, anything unknown
+	}
+	depth := 0
+	for ; t.kind != tEOF; t = l.next() {
+		switch {
+		case b.fastStop(&l, t):
+			return fail()
+		case l.isPunct(t, '('):
+			depth++
+		case l.isPunct(t, ')'):
+			depth--
+		}
+		if depth < 0 {
+			return fail()
+		}
+		last = t
+	}
+	if depth != 0 || !l.endsClosed(last) {
+		return fail()
+	}
+
+	if len(b.edits) > first {
+		b.addFilled(Filled{DB: db, Table: table, Column: rule.Column, Tag: rule.Tag})
+		s := stmtPlan{b: b, first: first}
+		s.wrapFirstKey()
+	}
+	return true
+}
+
+// fastStop reports a token the fast path never plans around: a ? outside
+// PlanPrepare, braces (ODBC escapes), the words that start a subquery, a
+// sequence function's name.
+func (b *builder) fastStop(l *lexer, t token) bool {
+	switch t.kind {
+	case tParam:
+		return !b.prepared
+	case tPunct:
+		c := l.s[t.start]
+		return c == '{' || c == '}'
+	case tWord:
+		return l.is(t, "SELECT") || l.is(t, "TABLE") || l.is(t, "WITH") || l.is(t, "NEXTVAL") || l.is(t, "LASTVAL")
+	}
+	return false
+}
+
+// endsClosed reports whether the text ends cleanly after last, its final
+// token: no string or quoted name left open (it would run to the end) and
+// no comment left open after it.
+func (l *lexer) endsClosed(last token) bool {
+	s := l.s
+	if last.end == len(s) {
+		if q := strings.IndexAny(s[last.start:last.end], "'\"`"); q >= 0 && (last.kind == tString || last.kind == tQuoted || last.kind == tVar) {
+			q += last.start
+			escapes := last.kind == tString && !l.mode.NoBackslashEscapes || last.kind == tVar && s[q] != '`' && !l.mode.NoBackslashEscapes
+			return quoteClosed(s[q:], escapes)
+		}
+		return true
+	}
+	// Only spaces and comments follow last.
+	for i := last.end; i < len(s); {
+		switch s[i] {
+		case '#', '-': // # or -- comment, to the end of the line
+			j := strings.IndexByte(s[i:], '\n')
+			if j < 0 {
+				return true
+			}
+			i += j + 1
+		case '/': // /* comment */
+			j := strings.Index(s[i+2:], "*/")
+			if j < 0 {
+				return false
+			}
+			i += j + 4
+		default:
+			i++
+		}
+	}
+	return true
+}
+
+// quoteClosed reports whether the quoted text s (from its opening quote
+// to the end) has its closing quote.
+func quoteClosed(s string, escapes bool) bool {
+	q := s[0]
+	for i := 1; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			if escapes {
+				i++
+			}
+		case q:
+			if i+1 < len(s) && s[i+1] == q {
+				i++
+				continue
+			}
+			return i+1 == len(s)
+		}
+	}
+	return false
+}

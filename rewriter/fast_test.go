@@ -1,0 +1,282 @@
+package rewriter
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// compareFast plans sql with and without the fast path and reports how
+// they differ ("" when they agree). hits is the number of statements the
+// fast path planned. With tolerate, a statement the TiDB parser cannot read
+// at all (the parser path's "cannot read this statement" 1235) may be
+// planned by the fast path: that is the one intended difference (the server
+// gets it and judges its syntax); the fast plan must then still hold every
+// ID exactly once.
+func compareFast(sql string, env *Env, prepared, tolerate bool) (hits int, problem string) {
+	pf, hits, errF := planWith(sql, env, prepared, true)
+	pp, _, errP := planWith(sql, env, prepared, false)
+	switch {
+	case errF != nil || errP != nil:
+		if errF != nil && errP != nil && errF.Error() == errP.Error() {
+			return hits, ""
+		}
+		if tolerate && errF == nil && hits > 0 && strings.Contains(errP.Error(), "cannot read this statement on") {
+			if pf.Kind != Rewrite {
+				return hits, "fast path planned an unreadable statement as " + pf.Kind.String()
+			}
+			if !prepared {
+				out := string(pf.Render(nil, sql, fuzzIDs(len(pf.Slots))))
+				for i := range pf.Slots {
+					if strings.Count(out, strconv.FormatInt(fuzzIDBase+int64(i), 10)) != 1 {
+						return hits, "ID not exactly once in " + out
+					}
+				}
+			}
+			return hits, ""
+		}
+		return hits, "errors differ: fast " + errString(errF) + " / parser " + errString(errP)
+	case !reflect.DeepEqual(pf, pp):
+		return hits, "plans differ:\nfast   " + planString(pf) + "\nparser " + planString(pp)
+	}
+	ids := fuzzIDs(len(pf.Slots))
+	if a, b := string(pf.Render(nil, sql, ids)), string(pp.Render(nil, sql, ids)); a != b {
+		return hits, "rendered texts differ:\nfast   " + a + "\nparser " + b
+	}
+	return hits, ""
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return err.Error()
+}
+
+func planString(p Plan) string {
+	return fmt.Sprintf("%v edits %+v tags %+v filled %+v", p.Kind, p.edits, p.Tags, p.Filled)
+}
+
+// diffFast fails t when the fast path and the parser path disagree on sql
+// (strictly: no tolerated difference); it returns the fast path's hits.
+func diffFast(t testing.TB, sql string, env *Env, prepared bool) int {
+	t.Helper()
+	hits, problem := compareFast(sql, env, prepared, false)
+	if problem != "" {
+		t.Errorf("%q (mode %+v, prepared %v): %s", sql, env.Mode, prepared, problem)
+	}
+	return hits
+}
+
+// fastCases: inputs for the differential test. accept > 0: the fast path
+// must plan that many statements of it (Mode{}, prepared as given).
+var fastCases = []struct {
+	sql      string
+	prepared bool
+	accept   int
+}{
+	// ORMs and drivers.
+	{"INSERT INTO `orders` (`name`,`note`) VALUES (?,?),(?,?)", true, 1},        // GORM, prepared
+	{"INSERT INTO `orders` (`name`,`note`) VALUES ('a','b'),('c','d')", false, 1}, // GORM, interpolated
+	{"INSERT INTO `orders` (`name`,`note`) VALUES ('a','b') RETURNING `id`", false, 1},
+	{"INSERT INTO `orders` (`name`,`note`) VALUES (?,?) RETURNING `id`", true, 1},
+	{"INSERT INTO `orders` (`id`,`name`) VALUES (0,'a') ON DUPLICATE KEY UPDATE `name`=VALUES(`name`)", false, 1},
+	{"INSERT INTO `orders` (`name`) VALUES ('a') ON DUPLICATE KEY UPDATE `id`=`id`", false, 1},
+	{"INSERT INTO orders (name, note) VALUES ('it\\'s', NULL), ('2024-01-02 03:04:05.123456', _binary'\x00\xff')", false, 1}, // go-sql-driver interpolateParams
+	{"INSERT INTO orders (name, note) VALUES (-1.5e3, 0x0A), (TRUE, 'a\\\\b\\n')", false, 1},
+	{"INSERT INTO orders (id, name) VALUES (?, ?)", true, 1},
+	{"insert into orders (id, name) values (null, ?)", true, 1}, // Hibernate
+	{"insert into orders (name, id) values (?, default)", true, 1},
+	{"INSERT INTO orders (name) VALUES (?)", true, 1},
+	{"INSERT INTO orders (name) VALUES ('x')", false, 1},
+	{"INSERT INTO orders (name, note) VALUE ('x', 'y')", false, 1},
+	{"INSERT IGNORE INTO orders (name) VALUES ('x')", false, 1},
+	{"INSERT orders (name) VALUES ('x')", false, 1},
+	{"REPLACE INTO orders (id, name) VALUES (NULL, 'a'), (7, 'b')", false, 1},
+	{"REPLACE orders (name) VALUES ('a') RETURNING id", false, 1},
+	{"INSERT INTO shop.items (name) VALUES ('a')", false, 1},
+	{"INSERT INTO `shop`.`ITEMS` (`NAME`) VALUES ('a')", false, 1},
+	{"INSERT INTO other.items (sku, name) VALUES (0, 'a')", false, 1},
+	{"INSERT INTO `ev``t` (x) VALUES (1), (2)", false, 1},
+	{"INSERT INTO `ev``t` (`k``ey`, x) VALUES (NULL, 1)", false, 1},
+
+	// Key values of every single-token form.
+	{"INSERT INTO orders (id, name) VALUES (NULL, 'a'), (DEFAULT, 'b'), (0, 'c'), ('0', 'd'), (7, 'e'), (FALSE, 'f'), (0.0, 'g'), (null, 'h'), (TRUE, 'i'), ('7', 'j'), (\"0\", 'k'), (1e3, 'l'), (.0, 'm'), (00, 'n'), (0e1, 'o'), ('00', 'p'), ('\\0', 'q'), (default, 'r'), (0., 's')", false, 1},
+	{"INSERT INTO orders (name, id) VALUES ('a', 0), ('b', '0')", false, 1},
+	{"INSERT INTO orders (name, ID) VALUES ('a', NULL)", false, 1},
+	{"INSERT INTO orders (id, id) VALUES (NULL, 5)", false, 1},
+	{"INSERT INTO orders (id, name) VALUES (5, 'a'), (6, 'b')", false, 1}, // explicit: PassThrough
+	{"INSERT INTO orders (id, name) VALUES (?, ?), (NULL, ?), (0, ?)", true, 1},
+	{"INSERT INTO orders (id) VALUES (/* k */ NULL /* v */)", false, 1},
+
+	// Layout.
+	{"insert into orders(name,note)values('a','b'),( 'c' , 'd' )", false, 1},
+	{"INSERT/*a*/INTO/*b*/orders/*c*/(/*d*/name/*e*/)/*f*/VALUES/*g*/(/*h*/'a'/*i*/)/*j*/", false, 1},
+	{"INSERT INTO orders\n\t(name)\nVALUES\n\t('a'),\n\t('b') -- done", false, 1},
+	{"INSERT INTO orders (name) VALUES ('a') # done", false, 1},
+	{"INSERT INTO orders (name) VALUES ('a') /* done */", false, 1},
+	{"INSERT INTO orders (name) VALUES ('a');", false, 1},
+	{"INSERT INTO orders (name) VALUES ('a'); INSERT INTO orders (id) VALUES (NULL);", false, 2},
+	{"INSERT INTO orders (name) VALUES ('a'); INSERT INTO orders SET name = 'b'; INSERT INTO orders (name) VALUES ('c')", false, 2},
+	{"INSERT INTO orders (name) VALUES ('a'); SELECT 1; UPDATE orders SET name = 'b'", false, 1},
+	{"INSERT /*+ SET_VAR(sort_buffer_size=1) */ INTO orders (name) VALUES ('a')", false, 1},
+	{"INSERT INTO orders () VALUES ()", false, 1},
+	{"INSERT INTO orders ( ) VALUES ( ), ()", false, 1},
+	{"INSERT INTO orders (name, note) VALUES ('a,b)', 'c''d'), (\"e\\\"f\", CONCAT('x', (1 + 2), JSON_OBJECT('k', 'v')))", false, 1},
+	{"INSERT INTO orders (name, note) VALUES (CAST('1' AS CHAR), CASE WHEN 1 THEN 'a' ELSE 'b' END)", false, 1},
+	{"INSERT INTO orders (name) VALUES (@v), (@@session.x), (@`q`), (@'s')", false, 1},
+	{"INSERT INTO orders (name) VALUES ('a') RETURNING id, CONCAT(name, ')'), `returning`", false, 1},
+	{"INSERT INTO orders (name) VALUES ('a') ON DUPLICATE KEY UPDATE name = VALUES(name), note = CONCAT(note, ',') RETURNING id", false, 1},
+	{"INSERT INTO orders (name) VALUES (1--1)", false, 1},
+	{"SET STATEMENT max_statement_time=1 FOR INSERT INTO orders (name) VALUES ('a')", false, 1},
+	{"INSERT INTO orders (name) VALUES ('a'), ('b')\n", false, 1},
+	{"INSERT INTO orders (name) VALUES ('😀'), (N'x'), (X'00')", false, 1},
+
+	// Declined: the parser plans these (or rejects them).
+	{"INSERT INTO orders PARTITION (p0) (name) VALUES ('a')", false, 0},
+	{"INSERT INTO orders VALUES (NULL, 'a', 'b')", false, 0},
+	{"INSERT INTO orders VALUES ()", false, 0},
+	{"INSERT INTO orders SET name = 'a'", false, 0},
+	{"INSERT INTO orders (name) SELECT 'a'", false, 0},
+	{"INSERT INTO orders (name) VALUES ((SELECT 1))", false, 0},
+	{"INSERT INTO orders (name) VALUES ((TABLE t))", false, 0},
+	{"INSERT INTO orders (name) VALUES (?)", false, 0},
+	{"INSERT INTO orders (id, name) VALUES (?, 'a')", false, 0},
+	{"INSERT INTO orders (name) VALUES (NEXTVAL('s'))", false, 0},
+	{"INSERT INTO orders (name) VALUES (nextval)", false, 0},
+	{"INSERT INTO orders (id, name) VALUES (NEXT VALUE FOR s, 'a')", false, 0},
+	{"INSERT INTO orders (name) VALUES (/*! 'a' */)", false, 0},
+	{"INSERT /*!40000 IGNORE */ INTO orders (name) VALUES ('a')", false, 0},
+	{"INSERT INTO orders (name) VALUES ('a') AS new ON DUPLICATE KEY UPDATE name = new.name", false, 0},
+	{"INSERT INTO orders (name) VALUES ('a') AS new", false, 0},
+	{"INSERT INTO orders (name, note) VALUES ('a')", false, 0},
+	{"INSERT INTO orders (name) VALUES ('a', 'b')", false, 0},
+	{"INSERT INTO orders (name) VALUES ()", false, 0},
+	{"INSERT INTO orders (id, name) VALUES (NULL)", false, 0},
+	{"INSERT INTO orders (name, note) VALUES ('a', )", false, 0},
+	{"INSERT INTO orders (name, note) VALUES (, 'a')", false, 0},
+	{"INSERT INTO orders (id, name) VALUES (5+1, 'a')", false, 0},
+	{"INSERT INTO orders (id, name) VALUES ((NULL), 'a')", false, 0},
+	{"INSERT INTO orders (id, name) VALUES (-0, 'a')", false, 0},
+	{"INSERT INTO orders (id, name) VALUES (_utf8mb4'0', 'a')", false, 0},
+	{"INSERT INTO orders (id, name) VALUES (x, 'a')", false, 0},
+	{"INSERT INTO orders (id, name) VALUES (0x0, 'a')", false, 0},
+	{"INSERT INTO orders (id, name) VALUES (\\N, 'a')", false, 0},
+	{"INSERT INTO orders (id, name) VALUES (DEFAULT(id), 'a')", false, 0},
+	{"INSERT INTO orders (id, name) VALUES (@v, 'a')", false, 0},
+	{"INSERT INTO orders (orders.name) VALUES ('a')", false, 0},
+	{"INSERT LOW_PRIORITY INTO orders (name) VALUES ('a')", false, 0},
+	{"INSERT DELAYED INTO orders (name) VALUES ('a')", false, 0},
+	{"REPLACE IGNORE INTO orders (name) VALUES ('a')", false, 0},
+	{"REPLACE INTO orders (name) VALUES ('a') ON DUPLICATE KEY UPDATE name = 'b'", false, 0},
+	{"INSERT INTO orders (name) VALUES ({d '2024-01-01'})", false, 0},
+	{"INSERT INTO orders (name) VALUES ROW('a')", false, 0},
+	{"INSERT INTO orders (name) VALUES (ROW(1, 2))", false, 0},
+	{"INSERT INTO orders (name) VALUES ('a'", false, 0},
+	{"INSERT INTO orders (name) VALUES ('a'))", false, 0},
+	{"INSERT INTO orders (name) VALUES ('a') RETURNING (id", false, 0},
+	{"INSERT INTO orders (name) VALUES ('a') RETURNING 'x", false, 0},
+	{"INSERT INTO orders (name) VALUES ('a') RETURNING id /* open", false, 0},
+	{"INSERT INTO orders (name) VALUES ('a') ON DUPLICATE KEY UPDATE", false, 0},
+	{"INSERT INTO orders (name) VALUES ('a') ON DUPLICATE KEY UPDATE name = 'b", false, 0},
+	{"INSERT INTO orders (name) VALUES ('a') ON DUPLICATE KEY UPDATE name = (SELECT 1)", false, 0},
+	{"INSERT INTO orders (name) VALUES ('a') WHERE 1", false, 0},
+	{"INSERT INTO orders (name) VALUES ('a') ('b')", false, 0},
+	{"INSERT INTO orders (name) VALUES ('a'),", false, 0},
+	{"INSERT INTO orders (name) VALUES", false, 0},
+	{"INSERT INTO orders (name)", false, 0},
+	{"INSERT INTO orders (name,) VALUES ('a')", false, 0},
+	{"INSERT INTO orders (VALUES) VALUES ('a')", false, 0},
+	{"INSERT INTO orders (name) VALUES ('a') ON DUPLICATE KEY UPDATE name = {fn now()}", false, 0},
+	{"INSERT INTO t (name) VALUES ('a')", false, 0}, // no rule
+	{"UPDATE orders SET name = 'a'", false, 0},
+}
+
+// TestFastPathDifferential: the fast path and the parser path agree on
+// every input of this file and of the other tests (they call diffFast),
+// in every sql_mode combination and in both planning modes; the fast path
+// plans the common shapes.
+func TestFastPathDifferential(t *testing.T) {
+	modes := []Mode{{}, {ANSIQuotes: true}, {NoBackslashEscapes: true}, {NoAutoValueOnZero: true},
+		{ANSIQuotes: true, NoBackslashEscapes: true, NoAutoValueOnZero: true}}
+	sqls := []string{insertRows(1), insertRows(100)}
+	for _, c := range fastCases {
+		sqls = append(sqls, c.sql)
+	}
+	for _, sql := range sqls {
+		for _, mode := range modes {
+			for _, prepared := range []bool{false, true} {
+				diffFast(t, sql, testEnv(t, mode), prepared)
+			}
+		}
+	}
+	for _, c := range fastCases {
+		hits := diffFast(t, c.sql, testEnv(t, Mode{}), c.prepared)
+		if c.accept > 0 && hits != c.accept || c.accept == 0 && hits != 0 {
+			t.Errorf("%q: the fast path planned %d statements, want %d", c.sql, hits, c.accept)
+		}
+	}
+	for _, n := range []int{1, 100} {
+		if hits := diffFast(t, insertRows(n), testEnv(t, Mode{}), false); hits != 1 {
+			t.Errorf("insertRows(%d): fast path not taken", n)
+		}
+	}
+}
+
+// TestFastPathOutput pins what the fast path renders for the ORM forms.
+func TestFastPathOutput(t *testing.T) {
+	for _, tt := range []struct {
+		sql      string
+		prepared bool
+		want     string
+	}{
+		{"INSERT INTO `orders` (`name`,`note`) VALUES (?,?),(?,?)", true,
+			"INSERT INTO `orders` (`id`, `name`,`note`) VALUES (LAST_INSERT_ID(@__leaf_0), ?,?),(@__leaf_1, ?,?)"},
+		{"INSERT INTO `orders` (`id`,`name`) VALUES (?,?),(NULL,?)", true,
+			"INSERT INTO `orders` (`id`,`name`) VALUES (LAST_INSERT_ID(COALESCE(NULLIF(?,0),@__leaf_0)),?),(@__leaf_1,?)"},
+		{"INSERT INTO orders (name) VALUES ('x')", false,
+			"INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(1001), 'x')"},
+		{"INSERT INTO orders () VALUES (),()", false,
+			"INSERT INTO orders (`id`) VALUES (LAST_INSERT_ID(1001)),(1002)"},
+		{"INSERT INTO orders (id,name) VALUES (NULL,'a'),(7,'b'),(0,'c')", false,
+			"INSERT INTO orders (id,name) VALUES (LAST_INSERT_ID(1001),'a'),(7,'b'),(1002,'c')"},
+	} {
+		env := testEnv(t, Mode{})
+		if hits := diffFast(t, tt.sql, env, tt.prepared); hits != 1 {
+			t.Errorf("%q: fast path not taken", tt.sql)
+		}
+		p, err := plan(tt.sql, env, tt.prepared)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(p.Render(nil, tt.sql, ids(len(p.Slots)))); got != tt.want {
+			t.Errorf("%q:\n got %q\nwant %q", tt.sql, got, tt.want)
+		}
+	}
+}
+
+// FuzzFastPath: whenever the fast path plans a statement, the plan is the
+// parser path's (errors included), except for statements the TiDB parser
+// cannot read at all (see compareFast); it never panics.
+func FuzzFastPath(f *testing.F) {
+	for _, c := range fastCases {
+		f.Add(c.sql, uint8(0))
+		f.Add(c.sql, uint8(8))
+	}
+	f.Add(insertRows(3), uint8(0))
+	f.Add(`INSERT INTO "orders" ("id", "name") VALUES (NULL, "x"), ('0', 'y')`, uint8(1))
+	f.Add(`INSERT INTO orders (name, id) VALUES ('a\', 0), ('b', '0')`, uint8(2))
+	f.Add("INSERT INTO orders (id, name) VALUES (0, 'a'), (NULL, 'b')", uint8(4))
+	f.Add("INSERT INTO orders (id, name) VALUES (?, ?), (0, ?)", uint8(12))
+	f.Fuzz(func(t *testing.T, sql string, modeBits uint8) {
+		if strings.Contains(sql, "90000000") {
+			return
+		}
+		mode := Mode{ANSIQuotes: modeBits&1 != 0, NoBackslashEscapes: modeBits&2 != 0, NoAutoValueOnZero: modeBits&4 != 0}
+		if _, problem := compareFast(sql, testEnv(t, mode), modeBits&8 != 0, true); problem != "" {
+			t.Fatalf("%q (mode %+v, prepared %v): %s", sql, mode, modeBits&8 != 0, problem)
+		}
+	})
+}
