@@ -152,9 +152,7 @@ func (e *Engine) Query(ctx context.Context, s *proxy.Session, sql []byte) (bool,
 		}
 		st.buf = plan.Render(st.buf[:0], text, st.ids)
 		err := s.RelayQuery(st.buf)
-		if cap(st.buf) > 1<<20 {
-			st.buf = nil // a 10,000-row INSERT must not pin its buffer for the session's life
-		}
+		st.trim()
 		return true, err
 	}
 	return false, nil
@@ -186,9 +184,6 @@ func (st *state) draw(ctx context.Context, e *Engine, plan *rewriter.Plan) error
 	}
 	var err error
 	st.ids, err = plan.AssignIDs(st.ids[:0], st.batches)
-	if cap(st.flat) > 1<<16 {
-		st.flat, st.ids = nil, nil
-	}
 	return err
 }
 
@@ -201,6 +196,18 @@ func (st *state) setLast(tag string, v int64) {
 		return
 	}
 	st.last[strings.Clone(tag)] = &v
+}
+
+// trim drops scratch buffers grown by a huge statement (a 100,000-row
+// INSERT) once it has been sent, so that they are not pinned for the
+// session's life.
+func (st *state) trim() {
+	if cap(st.buf) > 1<<20 {
+		st.buf = nil
+	}
+	if cap(st.flat) > 1<<16 || cap(st.ids) > 1<<16 {
+		st.flat, st.ids = nil, nil
+	}
 }
 
 // evalCalls computes a Sequence plan's row left to right into st.row.
@@ -302,7 +309,9 @@ func (e *Engine) Execute(ctx context.Context, s *proxy.Session, stmtID uint32, p
 			return false, err
 		}
 		st.buf = p.plan.SetVars(st.buf[:0], st.ids)
-		return true, s.RelayExecuteAfter(unsafe.String(&st.buf[0], len(st.buf)), pkt)
+		err := s.RelayExecuteAfter(unsafe.String(&st.buf[0], len(st.buf)), pkt)
+		st.trim()
+		return true, err
 	}
 	return false, nil
 }

@@ -389,10 +389,12 @@ func TestKeyfillRefusals(t *testing.T) {
 	if err := conn.QueryRowContext(ctx, "INSERT INTO plain (v) VALUES ('r') RETURNING id").Scan(&id); err != nil || id <= 0 {
 		t.Errorf("RETURNING on a table without a rule: id %d, err %v", id, err)
 	}
-	// A 10,000-row statement is filled row by row with distinct keys.
+	// A 70,000-row statement (more IDs than the engine keeps scratch space
+	// for between statements) is filled row by row with distinct keys.
 	var sb strings.Builder
 	sb.WriteString("INSERT INTO orders (v) VALUES ")
-	for i := range 10000 {
+	const bigRows = 70000
+	for i := range bigRows {
 		if i > 0 {
 			sb.WriteByte(',')
 		}
@@ -402,14 +404,14 @@ func TestKeyfillRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rows, _ := res.RowsAffected(); rows != 10000 {
+	if rows, _ := res.RowsAffected(); rows != bigRows {
 		t.Fatalf("affected %d", rows)
 	}
 	var cnt, dist int
 	var minID int64
 	direct.QueryRow("SELECT COUNT(*), COUNT(DISTINCT id), MIN(id) FROM orders WHERE v LIKE 'big%'").Scan(&cnt, &dist, &minID)
 	first, _ := res.LastInsertId()
-	if cnt != 10000 || dist != 10000 || first != minID {
-		t.Fatalf("10,000 rows: %d stored, %d distinct, first key %d, LastInsertId %d", cnt, dist, minID, first)
+	if cnt != bigRows || dist != bigRows || first != minID {
+		t.Fatalf("%d rows: %d stored, %d distinct, first key %d, LastInsertId %d", bigRows, cnt, dist, minID, first)
 	}
 }

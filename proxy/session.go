@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -91,6 +92,13 @@ func (s *Session) serve(base context.Context) {
 	defer cancel()
 	s.ctx = ctx
 	defer s.closeConns()
+	// A bug that panics while serving one client must cost that client its
+	// connection, not every session of the proxy.
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("session closed: internal error", "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
 	start := time.Now()
 	if err := s.connectBackend(ctx); err != nil {
 		s.refuseAfterLogin(err)

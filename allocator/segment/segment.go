@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -269,7 +270,7 @@ func (a *Allocator) state(tag string) (*tagState, error) {
 		return t, nil
 	}
 	if tag == "" || len(tag) > maxTagLen {
-		return nil, &UnknownTagError{Tag: tag}
+		return nil, &UnknownTagError{Tag: strings.Clone(tag)}
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -285,6 +286,9 @@ func (a *Allocator) state(tag string) (*tagState, error) {
 		a.prune(m)
 		a.pruneAt = max(64, 2*len(m))
 	}
+	// The caller's string may alias a buffer it reuses (the proxy passes
+	// tags sliced from the packet): the map and the loader keep a copy.
+	tag = strings.Clone(tag)
 	t := newTagState(tag)
 	m[tag] = t
 	a.tags.Store(&m)
