@@ -151,9 +151,9 @@ func (s *Session) RelayExecute(pkt []byte) error {
 // RelayExecuteAfter pipelines the text statement pre (e.g. SET @x=1) and
 // the execute packet pkt in one write: pre's response is consumed silently
 // and pkt's streamed to the client, so pre costs no extra round trip. If pre
-// fails, pkt's response is discarded and pre's error returned (a
-// *mysql.MyError: return it and the client gets it as ERR); note that the
-// backend has still run the execute in that case.
+// fails, the backend has still run the execute, with stale values: the
+// client gets an ERR saying so and the session ends (the returned error is
+// fatal).
 func (s *Session) RelayExecuteAfter(pre string, pkt []byte) error {
 	if s.fatal != nil {
 		return s.fatal
@@ -178,10 +178,18 @@ func (s *Session) RelayExecuteAfter(pre string, pkt []byte) error {
 	}
 	s.b.seq = execSeq
 	if perr != nil {
+		// The execute has run with whatever the variables held before, so
+		// its outcome is unknown to us and must not look like a clean
+		// failure: the client gets an ERR naming the problem and the
+		// connection closes, as when a connection drops mid-statement.
 		if _, _, _, err := s.readBackendResult(false); s.fatal != nil {
 			return err
 		}
-		return perr
+		s.log.Error("statement prepared by the proxy ran without its generated values; closing the session", "err", perr)
+		_ = s.c.writePacket(errPacket(mysql.ER_UNKNOWN_ERROR, "HY000",
+			"leafproxy: could not set the generated IDs before EXECUTE ("+perr.Error()+"); the statement may have run with stale values; closing the connection"))
+		_ = s.c.flush()
+		return s.setFatal(errQuit)
 	}
 	ok, err := s.relayResult(true)
 	_ = ok
