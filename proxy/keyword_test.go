@@ -40,3 +40,19 @@ func TestStartsSet(t *testing.T) {
 		t.Errorf("startsSet allocates %v times", n)
 	}
 }
+
+func TestContainsFold(t *testing.T) {
+	for in, want := range map[string]bool{
+		"SET SESSION SQL_MODE = 'ANSI'":   true,
+		"set @@session.sql_mode=''":       true,
+		"SET sql_mode=CONCAT(@@sql_mode)": true,
+		"SET autocommit=0":                false,
+		"SET NAMES utf8mb4":               false,
+		"SET sqlXmode=1":                  false,
+		"":                                false,
+	} {
+		if got := containsFold([]byte(in), "sql_mode"); got != want {
+			t.Errorf("containsFold(%q) = %v, want %v", in, got, want)
+		}
+	}
+}

@@ -463,9 +463,11 @@ func (s *Session) relayQuery(pkt []byte) error {
 	case hasKeyword(q, "USE"):
 		isUse = true
 		useDB, _ = parseUse(q[3:])
-	case startsSet(pkt[1:]):
-		// Also SET STATEMENT ... FOR, which changes nothing for the
-		// session: a needless re-read, cheap.
+	case startsSet(pkt[1:]) && containsFold(q, "sql_mode"):
+		// Only a SET naming sql_mode changes it (SET autocommit, SET NAMES
+		// per transaction must not cost a re-read). Also SET STATEMENT
+		// sql_mode=... FOR, which changes nothing for the session: a
+		// needless re-read, cheap.
 		s.modeOK = false
 	}
 	multi := s.caps&mysql.CLIENT_MULTI_STATEMENTS != 0 && bytes.IndexByte(q, ';') >= 0
@@ -807,4 +809,26 @@ func parseUse(rest []byte) (string, bool) {
 		}
 	}
 	return string(name), len(name) > 0
+}
+
+// containsFold reports whether b contains the lower-case ASCII word w in
+// any case, without allocating.
+func containsFold(b []byte, w string) bool {
+	for i := 0; i+len(w) <= len(b); i++ {
+		j := 0
+		for j < len(w) {
+			c := b[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != w[j] {
+				break
+			}
+			j++
+		}
+		if j == len(w) {
+			return true
+		}
+	}
+	return false
 }
