@@ -47,7 +47,7 @@ type Engine struct {
 // New returns an engine drawing from ids and filling keys per rules (nil:
 // no tables are filled; NEXTVAL still works).
 func New(ids IDSource, rules *rewriter.Rules) *Engine {
-	return &Engine{ids: ids, rules: rules, cols: newColumnCache(30 * time.Second)}
+	return &Engine{ids: ids, rules: rules, cols: newColumnCache(5 * time.Second)}
 }
 
 var _ proxy.Interceptor = (*Engine)(nil)
@@ -116,9 +116,15 @@ func (e *Engine) Query(ctx context.Context, s *proxy.Session, sql []byte) (bool,
 	// The text is only valid during this call; so is everything the plan
 	// borrows from it (tags, names). Nothing below keeps it.
 	text := unsafe.String(&sql[0], len(sql))
-	if isDDL(text) {
-		e.cols.invalidate()
+	if hasDDL(text) {
+		return e.ddl(ctx, s, sql, text)
 	}
+	return e.planAndRun(ctx, s, sql, text)
+}
+
+// planAndRun plans text and answers, rewrites or (handled=false) leaves
+// it to be relayed unchanged.
+func (e *Engine) planAndRun(ctx context.Context, s *proxy.Session, sql []byte, text string) (bool, error) {
 	if !rewriter.MayRewrite(text) {
 		return false, nil
 	}
@@ -334,6 +340,44 @@ func (e *Engine) SessionReset(s *proxy.Session) {
 
 // SessionClosed drops the session's state.
 func (e *Engine) SessionClosed(s *proxy.Session) { s.SetValue(nil) }
+
+// ddl handles text that holds a statement that may change a table's
+// columns. A lone DDL statement is relayed as it is (a DEFAULT NEXTVAL(s)
+// in CREATE/ALTER TABLE is MariaDB's own sequence, not ours to evaluate);
+// a multi-statement text is planned as usual. Cached column lists are
+// dropped after the server has run it, so no session re-caches the old
+// layout while a long ALTER runs.
+func (e *Engine) ddl(ctx context.Context, s *proxy.Session, sql []byte, text string) (bool, error) {
+	defer e.cols.invalidate()
+	if body := strings.TrimRight(text, " \t\r\n;"); !strings.Contains(body, ";") {
+		return true, s.RelayQuery(sql)
+	}
+	e.cols.invalidate()
+	if handled, err := e.planAndRun(ctx, s, sql, text); handled || err != nil {
+		return handled, err
+	}
+	return true, s.RelayQuery(sql)
+}
+
+// hasDDL reports whether any statement of text (by a cheap split at every
+// ';', quote-blind: a false "yes" only costs an invalidation) starts with
+// a statement that can change a table's columns.
+func hasDDL(text string) bool {
+	if isDDL(text) {
+		return true
+	}
+	for i := strings.IndexByte(text, ';'); i >= 0; {
+		if isDDL(text[i+1:]) {
+			return true
+		}
+		j := strings.IndexByte(text[i+1:], ';')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return false
+}
 
 // isDDL reports whether text starts (past spaces and simple comments) with
 // a statement that can change a table's columns, so cached column lists

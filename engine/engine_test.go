@@ -55,3 +55,16 @@ func TestQuoteIsSafeInAnySQLMode(t *testing.T) {
 		}
 	}
 }
+
+func TestHasDDLLooksAtEveryStatement(t *testing.T) {
+	for q, want := range map[string]bool{
+		"INSERT INTO t VALUES (1); ALTER TABLE t ADD c INT":  true,
+		"SELECT 1;\n  DROP TABLE x":                          true,
+		"SELECT 'a;b'":                                       false,
+		"INSERT INTO t VALUES (1); INSERT INTO t VALUES (2)": false,
+	} {
+		if got := hasDDL(q); got != want {
+			t.Errorf("hasDDL(%q) = %v, want %v", q, got, want)
+		}
+	}
+}

@@ -330,6 +330,15 @@ func TestKeyfillZeroAndColumnOrder(t *testing.T) {
 	if id := idOf(t, direct, "orders", "order-after"); id <= idOf(t, direct, "orders", "order-before") {
 		t.Errorf("after DDL: key %d", id)
 	}
+	// DDL is relayed as written: MariaDB's own sequences in column
+	// defaults are not NEXTVALs for the proxy to evaluate.
+	mustExec("CREATE SEQUENCE native_seq")
+	mustExec("CREATE TABLE native_keyed (id BIGINT NOT NULL DEFAULT NEXTVAL(native_seq) PRIMARY KEY, v INT)")
+	mustExec("ALTER TABLE native_keyed MODIFY id BIGINT NOT NULL DEFAULT (NEXT VALUE FOR native_seq)")
+	mustExec("INSERT INTO native_keyed (v) VALUES (1)")
+	if err := direct.QueryRow("SELECT id FROM native_keyed").Scan(&n); err != nil || n != 1 {
+		t.Errorf("native sequence default: id %d, err %v", n, err)
+	}
 }
 
 // TestKeyfillRefusals: what cannot be filled correctly is refused with a
