@@ -96,7 +96,11 @@ func (e *Engine) state(s *proxy.Session) *state {
 // change them).
 func (st *state) refreshEnv(ctx context.Context, s *proxy.Session) error {
 	st.ctx = ctx
-	st.env.DB = s.DB()
+	db, err := s.CurrentDB(ctx)
+	if err != nil {
+		return err
+	}
+	st.env.DB = db
 	mode, err := s.SQLMode(ctx)
 	if err != nil {
 		return fmt.Errorf("read sql_mode: %w", err)
@@ -305,6 +309,12 @@ func (e *Engine) Execute(ctx context.Context, s *proxy.Session, stmtID uint32, p
 	}
 	switch p.plan.Kind {
 	case rewriter.Sequence:
+		// pkt: command, stmt id (4), flags: a cursor would make the client
+		// fetch from the backend, which has no such result.
+		if len(pkt) > 5 && pkt[5] != 0 {
+			return false, &keyTypeError{msg: "leafproxy: a cursor (COM_STMT_EXECUTE flags " + strconv.Itoa(int(pkt[5])) +
+				") on a NEXTVAL/LASTVAL statement is not supported; execute it without a cursor (e.g. JDBC useCursorFetch=false)"}
+		}
 		if err := st.evalCalls(ctx, e, p.plan.Calls); err != nil {
 			return false, err
 		}
@@ -564,8 +574,9 @@ func keyTypeProblem(t colType, gen string) string {
 	return "is not an integer type; the generator produces BIGINT IDs"
 }
 
-// keyTypeError is ER_WRONG_FIELD_SPEC-like: the rule's key column cannot
-// hold generated IDs.
+// keyTypeError is a 1235 (ER_NOT_SUPPORTED_YET) the engine raises itself:
+// a rule's key column that cannot hold generated IDs, a cursor on a NEXTVAL
+// statement.
 type keyTypeError struct{ msg string }
 
 func (e *keyTypeError) Error() string    { return e.msg }

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"time"
@@ -90,16 +91,26 @@ func (s *Session) InTransaction() bool { return s.status&mysql.SERVER_STATUS_IN_
 // COM_INIT_DB and successful `USE x`. After a multi-statement query it is
 // re-read from the backend (SELECT DATABASE()) on the next call.
 func (s *Session) DB() string {
+	db, _ := s.CurrentDB(s.ctx)
+	return db
+}
+
+// CurrentDB is DB with the error of the re-read: a caller that resolves
+// table names must not plan against a database it could not confirm.
+func (s *Session) CurrentDB(ctx context.Context) (string, error) {
 	if !s.dbOK && s.b != nil && s.fatal == nil {
-		rows, err := s.BackendQuery(s.ctx, "SELECT DATABASE()")
-		if err == nil && len(rows) == 1 && len(rows[0]) == 1 {
+		rows, err := s.BackendQuery(ctx, "SELECT DATABASE()")
+		if err != nil {
+			return s.db, fmt.Errorf("read the current database: %w", err)
+		}
+		if len(rows) == 1 && len(rows[0]) == 1 {
 			s.db, s.dbOK = "", true
 			if rows[0][0] != nil {
 				s.db = *rows[0][0]
 			}
 		}
 	}
-	return s.db
+	return s.db, nil
 }
 
 // SQLMode returns the session's @@sql_mode, read from the backend on first
