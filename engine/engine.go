@@ -312,7 +312,7 @@ func (e *Engine) Execute(ctx context.Context, s *proxy.Session, stmtID uint32, p
 		// pkt: command, stmt id (4), flags: a cursor would make the client
 		// fetch from the backend, which has no such result.
 		if len(pkt) > 5 && pkt[5] != 0 {
-			return false, &keyTypeError{msg: "leafproxy: a cursor (COM_STMT_EXECUTE flags " + strconv.Itoa(int(pkt[5])) +
+			return false, &notSupportedError{msg: "leafproxy: a cursor (COM_STMT_EXECUTE flags " + strconv.Itoa(int(pkt[5])) +
 				") on a NEXTVAL/LASTVAL statement is not supported; execute it without a cursor (e.g. JDBC useCursorFetch=false)"}
 		}
 		if err := st.evalCalls(ctx, e, p.plan.Calls); err != nil {
@@ -544,7 +544,7 @@ func (e *Engine) checkKeys(ctx context.Context, s *proxy.Session, filled []rewri
 				gen = g.Generator(f.Tag)
 			}
 			if why := keyTypeProblem(ent.types[i], gen); why != "" {
-				return &keyTypeError{msg: fmt.Sprintf("leafproxy: cannot fill %s.%s.%s with IDs from tag %q (%s): column type %s %s",
+				return &notSupportedError{msg: fmt.Sprintf("leafproxy: cannot fill %s.%s.%s with IDs from tag %q (%s): column type %s %s",
 					f.DB, f.Table, f.Column, f.Tag, gen, ent.types[i].columnType, why)}
 			}
 		}
@@ -574,11 +574,11 @@ func keyTypeProblem(t colType, gen string) string {
 	return "is not an integer type; the generator produces BIGINT IDs"
 }
 
-// keyTypeError is a 1235 (ER_NOT_SUPPORTED_YET) the engine raises itself:
+// notSupportedError is a 1235 (ER_NOT_SUPPORTED_YET) the engine raises itself:
 // a rule's key column that cannot hold generated IDs, a cursor on a NEXTVAL
 // statement.
-type keyTypeError struct{ msg string }
+type notSupportedError struct{ msg string }
 
-func (e *keyTypeError) Error() string    { return e.msg }
-func (e *keyTypeError) Code() uint16     { return 1235 }
-func (e *keyTypeError) SQLState() string { return "42000" }
+func (e *notSupportedError) Error() string    { return e.msg }
+func (e *notSupportedError) Code() uint16     { return 1235 }
+func (e *notSupportedError) SQLState() string { return "42000" }
