@@ -1,6 +1,8 @@
 package rewriter
 
 import (
+	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -151,7 +153,12 @@ func (b *builder) statement(raw, start, end int, first token) error {
 		src = string(buf)
 	}
 	p := parsers.Get().(*parser.Parser)
-	defer parsers.Put(p)
+	broken := false
+	defer func() {
+		if !broken {
+			parsers.Put(p)
+		}
+	}()
 	p.SetSQLMode(mode.parserMode())
 	// MariaDB's INSERT / REPLACE ... RETURNING list: the parser reads the
 	// text before RETURNING (a prefix: offsets stay valid); the list goes
@@ -167,9 +174,9 @@ func (b *builder) statement(raw, start, end int, first token) error {
 			if inBang {
 				prefix += "*/" // RETURNING inside /*! ... */: close the comment
 			}
-			if stmts, _, err = p.ParseSQL(prefix); err == nil && len(stmts) == 1 {
+			if stmts, err = parse(p, prefix, &broken); err == nil && len(stmts) == 1 {
 				cut = at
-			} else if all, _, errAll := p.ParseSQL(src); errAll == nil && len(all) == 1 {
+			} else if all, errAll := parse(p, src, &broken); errAll == nil && len(all) == 1 {
 				// MySQL, where RETURNING is not reserved: a column named
 				// returning (MariaDB rejects this text).
 				stmts, err = all, nil
@@ -177,7 +184,7 @@ func (b *builder) statement(raw, start, end int, first token) error {
 		}
 	}
 	if !parsed {
-		stmts, _, err = p.ParseSQL(src)
+		stmts, err = parse(p, src, &broken)
 	}
 	if err != nil || len(stmts) != 1 {
 		if err == nil {
@@ -220,6 +227,23 @@ func (b *builder) statement(raw, start, end int, first token) error {
 	}
 	s.wrapFirstKey()
 	return nil
+}
+
+// parse runs the parser, turning a panic into an error: the parser's
+// value driver panics on some literals (a decimal of 80+ digits). A parser
+// that panicked is not reused (*broken).
+func parse(p *parser.Parser, src string, broken *bool) (stmts []ast.StmtNode, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			*broken = true
+			stmts, err = nil, fmt.Errorf("parser failed: %v", r)
+		}
+	}()
+	if *broken {
+		return nil, errors.New("parser failed")
+	}
+	stmts, _, err = p.ParseSQL(src)
+	return stmts, err
 }
 
 // insertRule reads the target of an INSERT / REPLACE text and looks up

@@ -49,7 +49,18 @@
 // A text that is exactly `SELECT call [[AS] alias], ... [FROM DUAL] [;]` is
 // a Sequence plan, recognised without the parser.
 //
-// Only statements with sequence calls and INSERT / REPLACE into rule tables
+// An INSERT / REPLACE into a rule table of the common ORM shape,
+// `INSERT [IGNORE] [INTO] [db.]t (col, ...) VALUES|VALUE (...), ...
+// [ON DUPLICATE KEY UPDATE ...] [RETURNING ...]` (REPLACE without ON
+// DUPLICATE KEY UPDATE), with no sequence call and no executable comment in
+// the text, whose key column is absent or in every row a single token
+// (number, string, NULL, TRUE / FALSE, DEFAULT, or ? when preparing), is
+// planned by the lexer alone (the fast path, fast.go): rows and values are
+// delimited by parenthesis depth and top-level commas; the edits are
+// exactly those of the parser path. It declines anything else (see
+// fast.go), and the statement is parsed as below.
+//
+// Other statements with sequence calls and INSERT / REPLACE into rule tables
 // are parsed, one at a time, by the TiDB parser with the session's sql_mode.
 // The parser rejects NEXTVAL('x'), so it reads a copy in which every call
 // is replaced by a same-length literal `1` padded with spaces; all offsets

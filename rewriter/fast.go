@@ -1,6 +1,9 @@
 package rewriter
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // The fast path plans the common ORM shape of an INSERT / REPLACE on a rule
 // table with the lexer alone, skipping the TiDB parser (~95% of a plan's
@@ -49,13 +52,12 @@ func (b *builder) fastInsert(start, end int, rule Rule, db, table string) (ok bo
 	if l.is(t, "INTO") {
 		t = l.next()
 	}
-	if t.kind != tWord && t.kind != tQuoted || b.fastStop(&l, t) {
+	if !b.fastName(&l, t) {
 		return false
 	}
 	t = l.next()
 	if l.isPunct(t, '.') {
-		t = l.next()
-		if t.kind != tWord && t.kind != tQuoted || b.fastStop(&l, t) {
+		if t = l.next(); !b.fastName(&l, t) {
 			return false
 		}
 		t = l.next()
@@ -69,7 +71,7 @@ func (b *builder) fastInsert(start, end int, rule Rule, db, table string) (ok bo
 	width, k := 0, -1
 	t = l.next()
 	for !l.isPunct(t, ')') || width > 0 {
-		if t.kind != tWord && t.kind != tQuoted || b.fastStop(&l, t) || l.is(t, "VALUES") {
+		if !b.fastName(&l, t) || l.is(t, "VALUES") {
 			return false
 		}
 		if k < 0 && strings.EqualFold(unquote(l.text(t), t.kind, l.mode), rule.Column) {
@@ -89,6 +91,7 @@ func (b *builder) fastInsert(start, end int, rule Rule, db, table string) (ok bo
 	}
 
 	first := len(b.edits)
+	b.edits = slices.Grow(b.edits, 2) // one row's edits, without growing
 	fail := func() bool {
 		b.edits = b.edits[:first]
 		return false
@@ -214,6 +217,12 @@ func (b *builder) fastInsert(start, end int, rule Rule, db, table string) (ok bo
 		s.wrapFirstKey()
 	}
 	return true
+}
+
+// fastName reports whether t is a name the fast path reads: a word or a
+// non-empty quoted name.
+func (b *builder) fastName(l *lexer, t token) bool {
+	return t.kind == tWord && !b.fastStop(l, t) || t.kind == tQuoted && t.end-t.start > 2
 }
 
 // fastStop reports a token the fast path never plans around: a ? outside

@@ -107,6 +107,9 @@ func FuzzSequence(f *testing.F) {
 		mode := Mode{ANSIQuotes: modeBits&1 != 0, NoBackslashEscapes: modeBits&2 != 0, NoAutoValueOnZero: modeBits&4 != 0}
 		env := testEnv(t, mode)
 		for _, prepared := range []bool{false, true} {
+			if _, problem := compareFast(sql, env, prepared, true); problem != "" {
+				t.Fatalf("%q: fast path: %s", sql, problem)
+			}
 			p, err := plan(sql, env, prepared)
 			if err != nil {
 				if _, ok := err.(*Error); !ok {
@@ -235,6 +238,9 @@ func FuzzInsert(f *testing.F) {
 		p, err := plan(sql, testEnv(t, mode), prepared)
 		if err != nil {
 			t.Fatalf("%q: %v", sql, err)
+		}
+		if _, problem := compareFast(sql, testEnv(t, mode), prepared, false); problem != "" {
+			t.Fatalf("%q: fast path: %s", sql, problem)
 		}
 		if want == 0 {
 			if p.Kind != PassThrough {
