@@ -50,11 +50,38 @@ func (r *Rules) Lookup(db, table string) (Rule, bool) {
 	if r == nil || table == "" {
 		return Rule{}, false
 	}
+	var buf [128]byte // lower-case keys built here: a map lookup by string(bytes) does not allocate
 	if db != "" && len(r.qualified) > 0 {
-		if rule, ok := r.qualified[strings.ToLower(db)+"."+strings.ToLower(table)]; ok {
+		key, ok := appendLower(buf[:0], db)
+		key = append(key, '.')
+		if key, ascii := appendLower(key, table); ok && ascii {
+			if rule, ok := r.qualified[string(key)]; ok {
+				return rule, true
+			}
+		} else if rule, ok := r.qualified[strings.ToLower(db)+"."+strings.ToLower(table)]; ok {
 			return rule, true
 		}
 	}
+	if key, ascii := appendLower(buf[:0], table); ascii {
+		rule, ok := r.anyDB[string(key)]
+		return rule, ok
+	}
 	rule, ok := r.anyDB[strings.ToLower(table)]
 	return rule, ok
+}
+
+// appendLower appends s in lower case if it is ASCII (as strings.ToLower
+// would); ascii is false otherwise.
+func appendLower(dst []byte, s string) (out []byte, ascii bool) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x80 {
+			return dst, false
+		}
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst, true
 }
