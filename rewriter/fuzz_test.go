@@ -119,6 +119,12 @@ func FuzzSequence(f *testing.F) {
 			}
 			switch p.Kind {
 			case Rewrite:
+				if _, _, errP := planWith(sql, env, prepared, false); errP != nil {
+					// The fast path planned text the TiDB parser cannot
+					// read (compareFast checked it): its output does not
+					// parse either.
+					continue
+				}
 				checkRendered(t, sql, mode, p)
 			case Sequence:
 				if len(p.Calls) == 0 {
