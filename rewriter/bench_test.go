@@ -140,3 +140,17 @@ func BenchmarkRender100Rows(b *testing.B) {
 		buf = p.Render(buf[:0], sql, ids)
 	}
 }
+
+// otherInsertRows is insertRows(n) into a table without a rule: only its
+// table name matters.
+func otherInsertRows(n int) string {
+	return strings.Replace(insertRows(n), "INSERT INTO orders", "INSERT INTO audit", 1)
+}
+
+func BenchmarkPassThroughInsertOtherTable1Row(b *testing.B) {
+	benchPlan(b, otherInsertRows(1), PassThrough)
+}
+
+func BenchmarkPassThroughInsertOtherTable1000Rows(b *testing.B) {
+	benchPlan(b, otherInsertRows(1000), PassThrough)
+}

@@ -33,16 +33,45 @@ type builder struct {
 	// has an executable comment. fastHits counts the statements it planned.
 	fast, noFast bool
 	fastHits     int
+	// db is the current database for the statement being planned: Env.DB,
+	// then the database of the last USE before it; dbUnknown after a USE
+	// that could not be followed. modeSet: a statement before this one may
+	// have set sql_mode. inBang: the statement's first token is inside an
+	// executable comment.
+	db                 string
+	dbUnknown, modeSet bool
+	inBang             bool
+	// scan is set when the builder only checks that no statement needs
+	// planning, and refuses those that do (see refuse).
+	scan    scanKind
+	dynamic string // scanDynamic: "PREPARE ... FROM" or "EXECUTE IMMEDIATE"
 }
+
+type scanKind uint8
+
+const (
+	scanNone    scanKind = iota
+	scanModeSet          // the statements after a SET of sql_mode
+	scanDynamic          // the text of PREPARE ... FROM '...' / EXECUTE IMMEDIATE '...'
+)
 
 // run plans every statement of the text.
 func (b *builder) run() error {
+	b.db = b.env.DB
 	l := lexer{s: b.sql, mode: b.env.Mode}
 	b.noFast = !b.fast || strings.Contains(b.sql, "/*!") || strings.Contains(b.sql, "/*M!")
-	for stmt := 0; ; stmt++ {
+	return b.runFrom(&l, 0)
+}
+
+// runFrom plans the statements from l.pos on; stmt is the index of the
+// first of them in the text.
+func (b *builder) runFrom(l *lexer, stmt int) error {
+	for ; ; stmt++ {
 		start := l.pos
 		raw, versioned := l.pos, l.versioned
-		first, prev := token{kind: tEOF}, token{kind: tEOF}
+		inVersioned := l.inBang && l.bangVersioned // after a ';' inside /*!NNNNN ... */
+		first, second, prev := token{kind: tEOF}, token{kind: tEOF}, token{kind: tEOF}
+		n := 0
 		b.calls = b.calls[:0]
 		compound := false
 		var t token
@@ -51,9 +80,13 @@ func (b *builder) run() error {
 			if t.kind == tEOF || l.isPunct(t, ';') {
 				break
 			}
+			n++
 			if first.kind == tEOF {
 				first = t
 				start = t.start
+				b.inBang = l.inBang
+			} else if second.kind == tEOF {
+				second = t
 			}
 			if c, ok := l.call(t, prev); ok {
 				b.calls = append(b.calls, c)
@@ -73,14 +106,74 @@ func (b *builder) run() error {
 			b.edits = b.edits[:0]
 			return nil
 		}
-		b.versioned, b.modeForced = l.versioned > versioned, false
+		b.versioned, b.modeForced = l.versioned > versioned || inVersioned, false
 		if first.kind != tEOF {
 			if err := b.statement(raw, start, t.start, first); err != nil {
 				return err
 			}
+			switch {
+			case l.is(first, "USE"):
+				// USE db: later statements resolve names against db. A USE
+				// the server may skip, or one this does not read, leaves
+				// the database unknown.
+				if n == 2 && (second.kind == tWord || second.kind == tQuoted) && !b.versioned {
+					b.db, b.dbUnknown = unquote(l.text(second), second.kind, l.mode), false
+				} else {
+					b.dbUnknown = true
+				}
+			case l.is(first, "SET") && b.namesSQLMode(start, t.start):
+				b.modeSet = true
+			}
 		}
 		if t.kind == tEOF {
 			return nil
+		}
+		if b.modeSet && b.scan == scanNone {
+			return b.afterModeSet(l, stmt+1)
+		}
+	}
+}
+
+// afterModeSet checks the statements after one that sets sql_mode: the
+// new mode is not known here, and it may change how the rest of the text
+// is read (ANSI_QUOTES, NO_BACKSLASH_ESCAPES: even where it splits into
+// statements). So the rest is read in all four ways, and a statement that
+// needs planning in any of them is refused; otherwise the rest passes as
+// it is.
+func (b *builder) afterModeSet(l *lexer, stmt int) error {
+	for _, m := range [4][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+		env := *b.env
+		env.Mode.ANSIQuotes, env.Mode.NoBackslashEscapes = m[0], m[1]
+		c := builder{sql: b.sql, env: &env, db: b.db, dbUnknown: b.dbUnknown, modeSet: true, scan: scanModeSet}
+		cl := *l
+		cl.mode = env.Mode
+		if err := c.runFrom(&cl, stmt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// namesSQLMode reports whether the SET statement sql[start:end) names
+// sql_mode (SET sql_mode=..., SET @@SESSION.sql_mode=..., but also SET
+// @old_sql_mode=@@sql_mode): conservatively, it may change the mode.
+// SET STATEMENT ... FOR sets it for its statement only (modeForced).
+func (b *builder) namesSQLMode(start, end int) bool {
+	l := lexer{s: b.sql[:end], pos: start, mode: b.env.Mode, inBang: b.inBang}
+	l.next() // SET
+	for i := 0; ; i++ {
+		t := l.next()
+		switch {
+		case t.kind == tEOF:
+			return false
+		case i == 0 && l.is(t, "STATEMENT"):
+			if _, _, _, ok := b.setStatement(start, end); ok {
+				return false
+			}
+		case t.kind == tWord || t.kind == tQuoted || t.kind == tVar:
+			if name := unquote(l.text(t), t.kind, l.mode); len(name) >= 8 && eqFold(name[len(name)-8:], "SQL_MODE") {
+				return true
+			}
 		}
 	}
 }
@@ -101,13 +194,23 @@ func (b *builder) statement(raw, start, end int, first token) error {
 			return b.statement(inner, inner, end, innerFirst)
 		}
 	}
-	rule, hasRule, db, table := b.insertRule(text, mode, false)
+	if eqFold(b.sql[first.start:first.end], "PREPARE") || eqFold(b.sql[first.start:first.end], "EXECUTE") {
+		if err := b.dynamicStatement(start, end); err != nil {
+			return err
+		}
+	}
+	rule, hasRule, db, table, err := b.insertRule(text, mode, false)
+	if err != nil {
+		return err
+	}
 	if b.versioned {
 		// The server may or may not run a versioned comment: the statement
 		// must not touch a rule table in either reading.
 		name, col := qualify(db, table), rule.Column
 		if !hasRule {
-			if r, ok, d, t := b.insertRule(b.sql[raw:end], mode, true); ok {
+			if r, ok, d, t, err := b.insertRule(b.sql[raw:end], mode, true); err != nil {
+				return err
+			} else if ok {
 				hasRule, name, col = true, qualify(d, t), r.Column
 			}
 		}
@@ -119,6 +222,9 @@ func (b *builder) statement(raw, start, end int, first token) error {
 	}
 	if len(b.calls) == 0 && !hasRule {
 		return nil
+	}
+	if b.scan != scanNone {
+		return b.refuse(hasRule, qualify(db, table), rule)
 	}
 	if b.modeForced {
 		return errorf(CodeNotSupported, "SET STATEMENT sql_mode=... FOR a statement the proxy rewrites is not supported: "+
@@ -165,7 +271,6 @@ func (b *builder) statement(raw, start, end int, first token) error {
 	// to the server untouched.
 	cut := len(text)
 	var stmts []ast.StmtNode
-	var err error
 	parsed := false
 	if eqFold(b.sql[first.start:first.end], "INSERT") || eqFold(b.sql[first.start:first.end], "REPLACE") {
 		if at, inBang := returningAt(text, mode); at >= 0 {
@@ -247,24 +352,104 @@ func parse(p *parser.Parser, src string, broken *bool) (stmts []ast.StmtNode, er
 }
 
 // insertRule reads the target of an INSERT / REPLACE text and looks up
-// its rule; db is resolved against Env.DB. hide skips versioned
-// executable comments as comments.
-func (b *builder) insertRule(text string, mode Mode, hide bool) (rule Rule, ok bool, db, table string) {
+// its rule; db is resolved against the current database (b.db). hide
+// skips versioned executable comments as comments. An unqualified name
+// that some rule could match while the current database is unknown is
+// error 1235.
+func (b *builder) insertRule(text string, mode Mode, hide bool) (rule Rule, ok bool, db, table string, err error) {
 	l := lexer{s: text, mode: mode, hideVersioned: hide}
 	save := l
 	if t := l.next(); !l.is(t, "INSERT") && !l.is(t, "REPLACE") {
-		return Rule{}, false, "", ""
+		return Rule{}, false, "", "", nil
 	}
 	l = save
 	d, t, found := l.insertTable()
 	if !found {
-		return Rule{}, false, "", ""
+		return Rule{}, false, "", "", nil
 	}
 	if d == "" {
-		d = b.env.DB
+		if b.dbUnknown && b.env.Rules.anyDBHas(t) {
+			return Rule{}, false, "", t, errorf(CodeNotSupported, "cannot tell which database %s is in: an earlier USE in the same text "+
+				"is one the proxy cannot follow (inside an executable comment not every server runs, built at run time, or not a plain name); "+
+				"send the USE on its own or qualify the table as db.%s", t, t)
+		}
+		d = b.db
 	}
 	rule, ok = b.env.Rules.Lookup(d, t)
-	return rule, ok, d, t
+	return rule, ok, d, t, nil
+}
+
+// refuse is the error for a statement that needs planning (a rule table's
+// key to fill, or sequence calls) met while scanning.
+func (b *builder) refuse(hasRule bool, name string, rule Rule) error {
+	what := ""
+	if hasRule {
+		what = fmt.Sprintf("an INSERT / REPLACE on %s (key column %s)", name, rule.Column)
+	} else {
+		what = b.sql[b.calls[0].start:b.calls[0].end]
+	}
+	if b.scan == scanModeSet {
+		return errorf(CodeNotSupported, "%s follows a SET of sql_mode in the same text: the proxy plans with the sql_mode from before the text "+
+			"and cannot tell the new one; send the SET as a statement of its own first", what)
+	}
+	return errorf(CodeNotSupported, "%s with %s: the proxy does not see statements prepared from a string in SQL, so it cannot fill keys "+
+		"or sequence values in them; use the binary protocol (server-side prepared statements, which the proxy supports) or send the statement itself", b.dynamic, what)
+}
+
+// dynamicStatement checks PREPARE s FROM src and EXECUTE IMMEDIATE src
+// [USING ...] in sql[start:end): the server runs src, which the proxy
+// never sees. When src is string literals (or an expression with some),
+// their content (unescaped with the session's sql_mode, concatenated) is
+// read as statements: an INSERT / REPLACE on a rule table or a sequence
+// call there is refused; a USE there leaves the database unknown and a
+// SET of sql_mode counts as one. A user variable (PREPARE s FROM @q) is not
+// seen; nor is EXECUTE s.
+func (b *builder) dynamicStatement(start, end int) error {
+	l := lexer{s: b.sql[:end], pos: start, mode: b.env.Mode, inBang: b.inBang}
+	what := "PREPARE ... FROM"
+	if l.is(l.next(), "PREPARE") {
+		if t := l.next(); t.kind != tWord && t.kind != tQuoted || !l.is(l.next(), "FROM") {
+			return nil
+		}
+	} else {
+		if !l.is(l.next(), "IMMEDIATE") {
+			return nil
+		}
+		what = "EXECUTE IMMEDIATE"
+	}
+	// Concatenate the string literals of src; allocates only for this
+	// statement kind.
+	var content []byte
+	depth, n, lone := 0, 0, false
+	for {
+		t := l.next()
+		if t.kind == tEOF || depth == 0 && what == "EXECUTE IMMEDIATE" && l.is(t, "USING") {
+			break
+		}
+		switch {
+		case l.isPunct(t, '('):
+			depth++
+		case l.isPunct(t, ')'):
+			depth--
+		case t.kind == tString:
+			content = append(content, unquote(l.text(t), t.kind, l.mode)...)
+		}
+		n++
+		lone = n == 1 && t.kind == tVar
+	}
+	if lone || len(content) == 0 {
+		return nil
+	}
+	c := builder{sql: string(content), env: b.env, db: b.db, dbUnknown: b.dbUnknown, modeSet: b.modeSet, scan: scanDynamic, dynamic: what}
+	cl := lexer{s: c.sql, mode: b.env.Mode}
+	if err := c.runFrom(&cl, 1); err != nil {
+		return err
+	}
+	if c.db != b.db || c.dbUnknown {
+		b.dbUnknown = true
+	}
+	b.modeSet = b.modeSet || c.modeSet
+	return nil
 }
 
 // setStatement reads sql[start:end) as MariaDB's `SET STATEMENT var=value

@@ -3,14 +3,21 @@ package rewriter
 import "strings"
 
 // mayRewrite is the cheap filter in front of all planning. It answers false
-// only when no statement in sql can need a rewrite: none starts with INSERT
-// or REPLACE and the text has no "val" in any case (every sequence call,
-// NEXTVAL, LASTVAL, NEXT VALUE FOR and PREVIOUS VALUE FOR, contains it). It
-// does not know about quotes: a "val" or "insert" inside a string or comment
-// only costs a real scan. Statement starts are the text start and the byte
-// after every ';', which over-approximates the real boundaries.
+// only when no statement in sql can need a rewrite: none starts with INSERT,
+// REPLACE, PREPARE, EXECUTE or SET STATEMENT, and the text has no sequence
+// call (see hasSeqCall). It does not know about quotes: a call or "insert"
+// inside a string or comment only costs a real scan. Statement starts are
+// the text start and the byte after every ';', which over-approximates the
+// real boundaries.
 func mayRewrite(sql string) bool {
-	if hasVal(sql) || startsInsert(sql, 0) {
+	return hasSeqCall(sql) || startsAny(sql)
+}
+
+// startsAny reports whether the text start or the byte after any ';'
+// starts an INSERT / REPLACE / PREPARE / EXECUTE / SET STATEMENT (see
+// startsInsert).
+func startsAny(sql string) bool {
+	if startsInsert(sql, 0) {
 		return true
 	}
 	for i := strings.IndexByte(sql, ';'); i >= 0; {
@@ -26,31 +33,56 @@ func mayRewrite(sql string) bool {
 	return false
 }
 
-// hasVal reports whether sql contains "val" in any case. IndexByte is
-// vectorised but costs a call per hit, so text dense with v's falls back
-// to a plain loop.
-func hasVal(sql string) bool {
-	for _, v := range [2]byte{'v', 'V'} {
-		for i, hits := 0, 0; ; hits++ {
-			if hits == 8 {
-				return hasValLoop(sql)
+// hasSeqCall reports whether sql may hold a sequence call. Every call form
+// contains "val" in some case: NEXTVAL( and LASTVAL( have it after "next" /
+// "last", NEXT VALUE FOR and PREVIOUS VALUE FOR have the word VALUE followed
+// (past whitespace, comments and executable-comment markers) by FOR. So a
+// "val" counts only where it ends "nextval" / "lastval" or starts "value"
+// followed by FOR; VALUES, VALUE (, "interval", "value" in a string do not.
+// It is quote-blind (a match in a string is a false "maybe") and never
+// answers false for a text with a call. IndexByte is vectorised but costs
+// a call per hit, so each of 'v' and 'V' is searched for only once per hit.
+func hasSeqCall(sql string) bool {
+	lo, up := strings.IndexByte(sql, 'v'), strings.IndexByte(sql, 'V')
+	for lo >= 0 || up >= 0 {
+		var i int
+		if up < 0 || lo >= 0 && lo < up {
+			i = lo
+			if j := strings.IndexByte(sql[i+1:], 'v'); j >= 0 {
+				lo = i + 1 + j
+			} else {
+				lo = -1
 			}
-			j := strings.IndexByte(sql[i:], v)
-			if j < 0 {
-				break
+		} else {
+			i = up
+			if j := strings.IndexByte(sql[i+1:], 'V'); j >= 0 {
+				up = i + 1 + j
+			} else {
+				up = -1
 			}
-			i += j + 1
-			if i+1 < len(sql) && sql[i]|0x20 == 'a' && sql[i+1]|0x20 == 'l' {
-				return true
-			}
+		}
+		if i+2 < len(sql) && sql[i+1]|0x20 == 'a' && sql[i+2]|0x20 == 'l' && seqCallAt(sql, i) {
+			return true
 		}
 	}
 	return false
 }
 
-func hasValLoop(sql string) bool {
-	for i := 0; i+2 < len(sql); i++ {
-		if sql[i]|0x20 == 'v' && sql[i+1]|0x20 == 'a' && sql[i+2]|0x20 == 'l' {
+// seqCallAt reports whether the "val" at sql[i:] may belong to a call.
+func seqCallAt(sql string, i int) bool {
+	if i >= 4 && (eqFold(sql[i-4:i], "NEXT") || eqFold(sql[i-4:i], "LAST")) {
+		return true
+	}
+	j := i + 5
+	if j > len(sql) || sql[i+3]|0x20 != 'u' || sql[i+4]|0x20 != 'e' || j < len(sql) && isIdentByte(sql[j]) {
+		return false // not the word VALUE (VALUES, VALUED, VAL, ...)
+	}
+	// The lexer that finds calls may be inside /*! ... */ here or not;
+	// what follows VALUE is skipped as either would skip it.
+	for _, inBang := range [2]bool{false, true} {
+		l := lexer{s: sql, pos: j, inBang: inBang}
+		l.skipSpace()
+		if eqFold(l.word(), "FOR") {
 			return true
 		}
 	}
@@ -58,9 +90,10 @@ func hasValLoop(sql string) bool {
 }
 
 // startsInsert reports whether the first word at or after from (past
-// whitespace and comments) is INSERT or REPLACE, or an executable comment
-// hides it, or the words are SET STATEMENT (MariaDB's SET STATEMENT
-// var=value FOR <statement>, whose statement may be an INSERT).
+// whitespace and comments) is INSERT or REPLACE, PREPARE or EXECUTE
+// (statements built from a string, see builder.dynamic), or an executable
+// comment hides it, or the words are SET STATEMENT (MariaDB's SET
+// STATEMENT var=value FOR <statement>, whose statement may be an INSERT).
 func startsInsert(sql string, from int) bool {
 	l := lexer{s: sql, pos: from}
 	l.skipSpace()
@@ -72,7 +105,7 @@ func startsInsert(sql string, from int) bool {
 		l.skipSpace()
 		return l.inBang || eqFold(l.word(), "STATEMENT")
 	}
-	return eqFold(w, "INSERT") || eqFold(w, "REPLACE")
+	return eqFold(w, "INSERT") || eqFold(w, "REPLACE") || eqFold(w, "PREPARE") || eqFold(w, "EXECUTE")
 }
 
 // word returns the run of identifier bytes at l.pos and moves past it.
@@ -82,4 +115,45 @@ func (l *lexer) word() string {
 		l.pos++
 	}
 	return l.s[i:l.pos]
+}
+
+// plainInserts reports, without lexing whole statements, that no
+// statement of sql needs planning, given that it has no sequence call
+// (hasSeqCall): every possible statement start (the text start and the
+// byte after each ';', a superset of the real ones) is blank or an INSERT /
+// REPLACE whose table has no rule. Only the words up to the table name are
+// read, so a long INSERT into a table without a rule costs two byte scans.
+// It answers false (plan the text) for anything else: another statement,
+// a table with a rule, any executable comment in the text (the lexer's
+// state at a ';' could then differ from a fresh one).
+func plainInserts(sql string, env *Env) bool {
+	if strings.Contains(sql, "/*!") || strings.Contains(sql, "/*M!") {
+		return false
+	}
+	for from := 0; ; {
+		l := lexer{s: sql, pos: from, mode: env.Mode}
+		l.skipSpace()
+		if l.pos < len(sql) && sql[l.pos] != ';' {
+			save := l.pos
+			if w := l.word(); !eqFold(w, "INSERT") && !eqFold(w, "REPLACE") {
+				return false
+			}
+			l.pos = save
+			db, table, ok := l.insertTable()
+			if !ok || l.inBang || l.versioned > 0 {
+				return false
+			}
+			if db == "" {
+				db = env.DB
+			}
+			if _, rule := env.Rules.Lookup(db, table); rule {
+				return false
+			}
+		}
+		j := strings.IndexByte(sql[from:], ';')
+		if j < 0 {
+			return true
+		}
+		from += j + 1
+	}
 }

@@ -34,6 +34,8 @@ type lexer struct {
 	// are skipped as plain comments instead of lexed as code.
 	versioned     int
 	hideVersioned bool
+	// bangVersioned: the executable comment inBang is in is one of those.
+	bangVersioned bool
 }
 
 func isIdentByte(c byte) bool {
@@ -61,7 +63,7 @@ func (l *lexer) skipSpace() {
 					l.versioned++
 				}
 				if certain || !l.hideVersioned {
-					l.inBang = true
+					l.inBang, l.bangVersioned = true, !certain
 					l.pos += n
 					continue
 				}

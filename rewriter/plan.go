@@ -213,7 +213,9 @@ func plan(sql string, env *Env, prepared bool) (Plan, error) {
 // planWith plans with or without the fast path (fast.go); fastHits is the
 // number of statements the fast path planned.
 func planWith(sql string, env *Env, prepared, fast bool) (p Plan, fastHits int, err error) {
-	if !mayRewrite(sql) {
+	if !hasSeqCall(sql) && (!startsAny(sql) || plainInserts(sql, env)) {
+		// Nothing to plan; an INSERT into a table without a rule is only
+		// read up to its table name.
 		return Plan{}, 0, nil
 	}
 	calls, ok, err := matchSequenceSelect(sql, env.Mode)

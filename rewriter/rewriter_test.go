@@ -109,6 +109,8 @@ func TestMayRewrite(t *testing.T) {
 		"DELETE FROM orders",
 		"SELECT 1; SELECT 2",
 		"/* insert */ SELECT 1",
+		"SELECT 'val', 'value' FROM t WHERE a = 'values'",
+		"UPDATE t SET a = 'value' WHERE b > NOW() - INTERVAL 1 DAY",
 		"",
 	}
 	maybe := []string{
@@ -121,7 +123,10 @@ func TestMayRewrite(t *testing.T) {
 		"SELECT NEXTVAL('a')",
 		"select next value for a",
 		"SELECT lastVAL(a)",
-		"SELECT 'val'",
+		"SELECT 'next value for'",
+		"PREPARE s FROM @q",
+		"execute s using @a",
+		"SELECT 1; EXECUTE IMMEDIATE 'SELECT 2'",
 	}
 	for _, q := range no {
 		if mayRewrite(q) {
@@ -232,24 +237,10 @@ func TestErrors(t *testing.T) {
 	}
 }
 
-func TestHasVal(t *testing.T) {
-	dense := strings.Repeat("over ", 30)
-	for _, tt := range []struct {
-		s    string
-		want bool
-	}{
-		{"", false}, {"va", false}, {"VAL", true}, {"nextVal", true}, {"v a l", false},
-		{dense, false}, {dense + "vAl", true}, {dense + "VAL", true}, {"vvvvvvvvvvvvvvvvval", true},
-	} {
-		if got := hasVal(tt.s); got != tt.want {
-			t.Errorf("hasVal(%q) = %v", tt.s, got)
-		}
-	}
-}
-
 func TestNoAllocations(t *testing.T) {
 	env := testEnv(t, Mode{})
-	for _, q := range []string{"SELECT * FROM t WHERE id = 42", update1KB(false), update1KB(true)} {
+	for _, q := range []string{"SELECT * FROM t WHERE id = 42", update1KB(false), update1KB(true),
+		otherInsertRows(1), otherInsertRows(1000), "INSERT INTO t VALUES (1); REPLACE INTO `audit` (a) VALUE (2);"} {
 		if n := testing.AllocsPerRun(100, func() { _, _ = PlanQuery(q, env) }); n != 0 {
 			t.Errorf("PlanQuery(%.30q...) allocates %v times", q, n)
 		}

@@ -18,12 +18,13 @@ type Rule struct {
 type Rules struct {
 	qualified map[string]Rule // "db.table", lower case
 	anyDB     map[string]Rule // "table", lower case
+	tables    map[string]bool // the table part of every rule, lower case
 }
 
 // NewRules checks and indexes rules. It refuses empty names, names with more
 // than one dot, and two rules for the same table.
 func NewRules(rules []Rule) (*Rules, error) {
-	r := &Rules{qualified: map[string]Rule{}, anyDB: map[string]Rule{}}
+	r := &Rules{qualified: map[string]Rule{}, anyDB: map[string]Rule{}, tables: map[string]bool{}}
 	for _, rule := range rules {
 		if rule.Table == "" || rule.Column == "" || rule.Tag == "" {
 			return nil, fmt.Errorf("table rule %+v: table, column and tag are required", rule)
@@ -40,8 +41,16 @@ func NewRules(rules []Rule) (*Rules, error) {
 			return nil, fmt.Errorf("table rule %q: table listed twice", rule.Table)
 		}
 		m[key] = rule
+		r.tables[key[strings.IndexByte(key, '.')+1:]] = true
 	}
 	return r, nil
+}
+
+// anyDBHas reports whether some rule, in any database, is for a table
+// named table: what an unqualified name can match when the current
+// database is unknown.
+func (r *Rules) anyDBHas(table string) bool {
+	return r != nil && r.tables[strings.ToLower(table)]
 }
 
 // Lookup finds the rule for table in database db (db may be empty when
