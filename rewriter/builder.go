@@ -70,8 +70,7 @@ func (b *builder) runFrom(l *lexer, stmt int) error {
 		start := l.pos
 		raw, versioned := l.pos, l.versioned
 		inVersioned := l.inBang && l.bangVersioned // after a ';' inside /*!NNNNN ... */
-		first, second, prev := token{kind: tEOF}, token{kind: tEOF}, token{kind: tEOF}
-		n := 0
+		first, prev := token{kind: tEOF}, token{kind: tEOF}
 		b.calls = b.calls[:0]
 		compound := false
 		var t token
@@ -80,13 +79,10 @@ func (b *builder) runFrom(l *lexer, stmt int) error {
 			if t.kind == tEOF || l.isPunct(t, ';') {
 				break
 			}
-			n++
 			if first.kind == tEOF {
 				first = t
 				start = t.start
 				b.inBang = l.inBang
-			} else if second.kind == tEOF {
-				second = t
 			}
 			if c, ok := l.call(t, prev); ok {
 				b.calls = append(b.calls, c)
@@ -116,8 +112,10 @@ func (b *builder) runFrom(l *lexer, stmt int) error {
 				// USE db: later statements resolve names against db. A USE
 				// the server may skip, or one this does not read, leaves
 				// the database unknown.
-				if n == 2 && (second.kind == tWord || second.kind == tQuoted) && !b.versioned {
-					b.db, b.dbUnknown = unquote(l.text(second), second.kind, l.mode), false
+				u := lexer{s: b.sql[:t.start], pos: first.end, mode: l.mode, inBang: b.inBang}
+				name := u.next()
+				if (name.kind == tWord || name.kind == tQuoted) && u.next().kind == tEOF && !b.versioned {
+					b.db, b.dbUnknown = unquote(u.text(name), name.kind, u.mode), false
 				} else {
 					b.dbUnknown = true
 				}

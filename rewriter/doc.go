@@ -36,10 +36,14 @@
 // # What it recognises
 //
 // The filter in front (also exported as MayRewrite, independent of the
-// sql_mode) costs tens of nanoseconds and no allocation: a text
-// in which no statement starts with INSERT or REPLACE and no "val" appears
-// in any case (and none starts with SET STATEMENT) is passed through
-// unread. Otherwise a quote- and
+// sql_mode) costs tens of nanoseconds and no allocation: a text in which
+// no statement starts with INSERT, REPLACE, PREPARE, EXECUTE or SET
+// STATEMENT and no sequence call can appear (a "val" that ends NEXTVAL /
+// LASTVAL or starts the word VALUE followed by FOR; VALUES does not count)
+// is passed through unread. A text without such a call whose statements
+// are all INSERT / REPLACE into tables without a rule is read only up to
+// each table name (statement starts taken at every ';' byte; anything else,
+// or an executable comment in the text, is lexed). Otherwise a quote- and
 // comment-aware lexer (honouring ANSI_QUOTES and NO_BACKSLASH_ESCAPES)
 // splits the text into statements at ';' and finds sequence calls:
 // NEXTVAL(x), LASTVAL(x), NEXT VALUE FOR x, PREVIOUS VALUE FOR x, where x is
@@ -143,6 +147,36 @@
 // error 1235 naming the table; the same statement on any other table is
 // not read and passes through.
 // Stored program bodies (a text starting with CREATE ... BEGIN, or BEGIN
-// NOT ATOMIC) pass through whole. Statements built at run time (PREPARE s
-// FROM '...', EXECUTE IMMEDIATE) are not seen.
+// NOT ATOMIC) pass through whole.
+//
+// # Several statements in one text
+//
+// Env.DB and Env.Mode are the session's as they were before the text.
+// A `USE db` (db a plain, backquoted or, under ANSI_QUOTES, double-quoted
+// name) changes the database the later statements of the text are
+// resolved against. After a USE that cannot be followed (inside an
+// executable comment not every server runs, anything but one name after
+// USE, a USE inside PREPARE / EXECUTE IMMEDIATE text) an INSERT / REPLACE
+// into an unqualified table that any rule could match is error 1235.
+//
+// After a statement that may set sql_mode (any SET naming sql_mode, also
+// inside `/*!40101 ... */` and SET @old=@@sql_mode; not SET STATEMENT ...
+// FOR, which sets it for its own statement) the new mode is not known: a
+// later statement of the text that needs planning (a rule-table INSERT /
+// REPLACE or a sequence call) is error 1235 asking to send the SET on its
+// own. As the mode can change how the rest of the text is read, the rest
+// is read with every combination of ANSI_QUOTES and NO_BACKSLASH_ESCAPES
+// and refused if any reading needs planning.
+//
+// Statements built at run time are not seen by the proxy. PREPARE s FROM
+// src and EXECUTE IMMEDIATE src [USING ...] are read where src holds
+// string literals (one literal, adjacent literals, or an expression such
+// as CONCAT('...', '...'): their contents, unescaped with the session's
+// sql_mode, concatenated): when that text has an INSERT / REPLACE on a
+// rule table or a sequence call, the statement is error 1235 naming the
+// table and pointing at the binary protocol (COM_STMT_PREPARE, which the
+// proxy plans) or a plain statement; a SET of sql_mode or a USE there
+// counts as above. PREPARE s FROM @var, EXECUTE IMMEDIATE @var and
+// EXECUTE s (of a statement prepared earlier) pass through unseen, as do
+// statements run by stored routines and triggers.
 package rewriter
