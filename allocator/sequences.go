@@ -153,6 +153,10 @@ func (s *Sequences) NextN(ctx context.Context, tag string, n int, dst []int64) (
 // Segments exposes the segment allocator (stats, tests).
 func (s *Sequences) Segments() *segment.Allocator { return s.segments }
 
+// Snowflake exposes the snowflake generator (stats, tests); nil when no tag
+// uses snowflake.
+func (s *Sequences) Snowflake() *snowflake.Generator { return s.snowflake }
+
 // Close stops the loaders, releases the snowflake lease and closes the store.
 func (s *Sequences) Close() error {
 	var err error

@@ -33,6 +33,7 @@ type Config struct {
 	Shutdown   Shutdown  `yaml:"shutdown"`
 	Log        Log       `yaml:"log"`
 	Limits     Limits    `yaml:"limits"`
+	Metrics    Metrics   `yaml:"metrics"`
 	// Path is the file the configuration came from ("" for defaults).
 	Path string `yaml:"-"`
 }
@@ -124,6 +125,13 @@ type Log struct {
 type Limits struct {
 	MaxConnections int      `yaml:"max_connections"`
 	IdleTimeout    Duration `yaml:"idle_timeout"`
+}
+
+// Metrics is the optional Prometheus endpoint.
+type Metrics struct {
+	// Listen is the host:port serving /metrics; empty (the default) means
+	// no endpoint.
+	Listen string `yaml:"listen"`
 }
 
 // Duration is a time.Duration written as "2s" in YAML.
@@ -336,6 +344,11 @@ func (c *Config) Validate() error {
 	case "text", "json":
 	default:
 		add("log.format: %q is not text or json", c.Log.Format)
+	}
+	if c.Metrics.Listen != "" {
+		if _, _, err := net.SplitHostPort(c.Metrics.Listen); err != nil {
+			add("metrics.listen: %q is not host:port (empty disables the endpoint)", c.Metrics.Listen)
+		}
 	}
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))

@@ -42,11 +42,27 @@ func TestValidationNamesTheKey(t *testing.T) {
 		{"snowflake: {worker_id: seven}", "snowflake.worker_id"},
 		{"snowflake: {epoch: yesterday}", "snowflake.epoch"},
 		{"users: [{name: a}, {name: a}]", "listed twice"},
+		{"metrics: {listen: 9104}", "metrics.listen"},
+		{"metrics: {listen: localhost}", "metrics.listen"},
 	} {
 		_, err := Parse([]byte(tc.yaml))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: err %v, want it to mention %q", tc.yaml, err, tc.want)
 		}
+	}
+}
+
+func TestMetricsListen(t *testing.T) {
+	c, err := Parse([]byte(""))
+	if err != nil || c.Metrics.Listen != "" {
+		t.Fatalf("metrics must be off by default: %q, %v", c.Metrics.Listen, err)
+	}
+	c, err = Parse([]byte("metrics: {listen: \"127.0.0.1:9104\"}"))
+	if err != nil || c.Metrics.Listen != "127.0.0.1:9104" {
+		t.Fatalf("metrics.listen: %+v, %v", c.Metrics, err)
+	}
+	if _, err := Parse([]byte("metrics: {listen: \":0\"}")); err != nil {
+		t.Fatalf("metrics.listen :0: %v", err)
 	}
 }
 

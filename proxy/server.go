@@ -277,6 +277,14 @@ func (s *Server) Addr() net.Addr {
 	return s.listeners[0].Addr()
 }
 
+// Sessions reports the client connections open now (including ones still
+// in the handshake) and the connections accepted since start (including
+// ones refused by limits.max_connections or a failed login). Two atomic
+// loads: cheap enough for a metrics scrape at any rate.
+func (s *Server) Sessions() (current int64, accepted uint64) {
+	return s.active.Load(), s.nextID.Load()
+}
+
 // Serve accepts clients on l until ctx ends or Shutdown is called; when ctx
 // ends it shuts down gracefully (cfg.Shutdown.Grace) before returning.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {

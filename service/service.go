@@ -10,7 +10,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/leafproxy/leafproxy/allocator"
 	"github.com/leafproxy/leafproxy/config"
@@ -43,6 +46,11 @@ type Service struct {
 	Sequences *allocator.Sequences
 	Engine    *engine.Engine
 	log       *slog.Logger
+	cfg       *config.Config
+	registry  *prometheus.Registry
+
+	mu          sync.Mutex
+	metricsAddr net.Addr
 }
 
 // New prepares the allocation store (creating leaf_alloc, leaf_worker and
@@ -81,18 +89,67 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		seq.Close()
 		return nil, err
 	}
-	return &Service{Proxy: srv, Sequences: seq, Engine: eng, log: log}, nil
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newCollector(seq, srv))
+	return &Service{Proxy: srv, Sequences: seq, Engine: eng, log: log, cfg: cfg, registry: reg}, nil
+}
+
+// Registry is the service's own Prometheus registry (served on
+// metrics.listen when that is set).
+func (s *Service) Registry() *prometheus.Registry { return s.registry }
+
+// MetricsAddr is the address /metrics is served on: nil while not serving
+// or when metrics.listen is empty.
+func (s *Service) MetricsAddr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.metricsAddr
+}
+
+// startMetrics starts the endpoint when metrics.listen is set; the returned
+// stop (never nil) shuts it down.
+func (s *Service) startMetrics() (func(), error) {
+	if s.cfg.Metrics.Listen == "" {
+		return func() {}, nil
+	}
+	addr, stop, err := startMetrics(s.cfg.Metrics.Listen, s.registry, s.log)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.metricsAddr = addr
+	s.mu.Unlock()
+	return func() {
+		stop()
+		s.mu.Lock()
+		s.metricsAddr = nil
+		s.mu.Unlock()
+	}, nil
 }
 
 // Serve runs the proxy on l until ctx ends, then shuts down gracefully and
 // releases the generators.
+// With metrics.listen set, /metrics is served alongside and stopped with
+// the proxy; failing to bind it fails start-up.
 func (s *Service) Serve(ctx context.Context, l net.Listener) error {
 	defer s.Sequences.Close()
+	stop, err := s.startMetrics()
+	if err != nil {
+		l.Close()
+		return err
+	}
+	defer stop()
 	return s.Proxy.Serve(ctx, l)
 }
 
-// ListenAndServe listens on the configured address and serves until ctx ends.
+// ListenAndServe listens on the configured address (and metrics.listen)
+// and serves until ctx ends.
 func (s *Service) ListenAndServe(ctx context.Context) error {
 	defer s.Sequences.Close()
+	stop, err := s.startMetrics()
+	if err != nil {
+		return err
+	}
+	defer stop()
 	return s.Proxy.ListenAndServe(ctx)
 }

@@ -564,6 +564,18 @@ type TagStats struct {
 	LastErrAt time.Time
 }
 
+// Tags lists, sorted, the tags asked for so far (including ones found
+// missing that have not been pruned yet); Stats reports on each.
+func (a *Allocator) Tags() []string {
+	m := *a.tags.Load()
+	tags := make([]string, 0, len(m))
+	for k := range m {
+		tags = append(tags, k)
+	}
+	slices.Sort(tags)
+	return tags
+}
+
 // Stats reports tag's state; false if the tag was never asked for.
 func (a *Allocator) Stats(tag string) (TagStats, bool) {
 	t := (*a.tags.Load())[tag]

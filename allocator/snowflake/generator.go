@@ -269,6 +269,15 @@ func (g *Generator) start(ctx context.Context, hw time.Time) error {
 // Worker is the worker id in use.
 func (g *Generator) Worker() int64 { return g.lease.Worker }
 
+// Health reports, without issuing anything, whether the generator would
+// refuse right now: fenced (a leased worker past its renewal deadline, until
+// a renewal succeeds) or lost (the lease went to another process; permanent).
+func (g *Generator) Health() (fenced, lost bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.ttl > 0 && g.since() >= g.deadline, g.lost != nil
+}
+
 // Layout is the layout in use (with defaults filled in).
 func (g *Generator) Layout() Layout { return g.layout }
 

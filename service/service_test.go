@@ -1,0 +1,229 @@
+package service_test
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/leafproxy/leafproxy/config"
+	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/service"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testdb.CleanupTemplate()
+	os.Exit(code)
+}
+
+// testConfig is a proxy in front of backend with account app/secret, segment
+// tag t (step 1000) and snowflake tag s on fixed worker 7, metrics on a free
+// loopback port.
+func testConfig(backend *testdb.Server) *config.Config {
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Backend.Addr = backend.Addr
+	cfg.Users = []config.User{{Name: "app", Password: "secret"}}
+	cfg.Sequences.WaitTimeout = config.Duration(time.Second)
+	cfg.Sequences.Tags = map[string]config.Tag{"t": {Generator: "segment"}, "s": {Generator: "snowflake"}}
+	cfg.Snowflake.WorkerID = "7"
+	cfg.Shutdown.Grace = config.Duration(2 * time.Second)
+	cfg.Log.Level = "warn"
+	cfg.Metrics.Listen = "127.0.0.1:0"
+	cfg.ApplyDefaults()
+	return cfg
+}
+
+func TestMetricsEndpoint(t *testing.T) {
+	backend := testdb.Start(t)
+	cfg := testConfig(backend)
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	svc, err := service.New(ctx, cfg, nil)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- svc.Serve(ctx, l) }()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("service did not stop")
+		}
+	}
+	t.Cleanup(stop)
+
+	var url string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if a := svc.MetricsAddr(); a != nil {
+			url = "http://" + a.String() + "/metrics"
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("metrics endpoint not up")
+		}
+	}
+
+	// Before any client: no tag series yet, no sessions.
+	m := scrape(t, url)
+	if _, ok := m[`leafproxy_segment_fetches_total{tag="t"}`]; ok {
+		t.Errorf("tag t reported before it was used")
+	}
+	want(t, m, "leafproxy_client_sessions", 0)
+	want(t, m, "leafproxy_client_sessions_accepted_total", 0)
+	want(t, m, "leafproxy_snowflake_worker_id", 7)
+	want(t, m, "leafproxy_snowflake_fenced", 0)
+	want(t, m, "leafproxy_snowflake_lease_lost", 0)
+
+	mc := mysql.NewConfig()
+	mc.User, mc.Passwd, mc.Net, mc.Addr = "app", "secret", "tcp", l.Addr().String()
+	mc.Timeout = 5 * time.Second
+	db, err := sql.Open("mysql", mc.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	var last int64
+	for i := range 5 {
+		var id int64
+		if err := db.QueryRow("SELECT NEXTVAL('t')").Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 && id != last+1 {
+			t.Fatalf("NEXTVAL: %d after %d", id, last)
+		}
+		last = id
+	}
+
+	// 5 of 1000 IDs used: one fetch, below the 10% prefetch mark.
+	m = scrape(t, url)
+	want(t, m, `leafproxy_segment_fetches_total{tag="t"}`, 1)
+	want(t, m, `leafproxy_segment_fetch_errors_total{tag="t"}`, 0)
+	want(t, m, `leafproxy_segment_refused_total{tag="t"}`, 0)
+	want(t, m, `leafproxy_segment_step{tag="t"}`, 1000)
+	want(t, m, `leafproxy_segment_next_ready{tag="t"}`, 0)
+	st, _ := svc.Sequences.Segments().Stats("t")
+	want(t, m, `leafproxy_segment_remaining_ids{tag="t"}`, float64(st.Current.End-last-1))
+	want(t, m, "leafproxy_client_sessions", 1)
+	want(t, m, "leafproxy_client_sessions_accepted_total", 1)
+
+	// The client leaves: the session gauge drops, the total stays.
+	db.Close()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		m = scrape(t, url)
+		if m["leafproxy_client_sessions"] == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	want(t, m, "leafproxy_client_sessions", 0)
+	want(t, m, "leafproxy_client_sessions_accepted_total", 1)
+
+	// Stopping the service stops the endpoint.
+	stop()
+	if resp, err := http.Get(url); err == nil {
+		resp.Body.Close()
+		t.Errorf("metrics still served after shutdown")
+	}
+}
+
+func TestMetricsListenBusy(t *testing.T) {
+	backend := testdb.Start(t)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	cfg := testConfig(backend)
+	cfg.Sequences.Tags = nil
+	cfg.Metrics.Listen = busy.Addr().String()
+	svc, err := service.New(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- svc.Serve(context.Background(), l) }()
+	select {
+	case err = <-errc:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not fail on a busy metrics.listen")
+	}
+	if err == nil || !strings.Contains(err.Error(), "metrics.listen") || !strings.Contains(err.Error(), busy.Addr().String()) {
+		t.Fatalf("err = %v, want it to name metrics.listen and %s", err, busy.Addr())
+	}
+}
+
+// scrape fetches the text exposition and returns each sample (name with its
+// labels as printed) and value.
+func scrape(t *testing.T, url string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("GET %s: %s: %s", url, resp.Status, b)
+	}
+	m := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if i < 0 || err != nil {
+			t.Fatalf("bad sample line %q", line)
+		}
+		m[line[:i]] = v
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func want(t *testing.T, m map[string]float64, sample string, v float64) {
+	t.Helper()
+	got, ok := m[sample]
+	if !ok {
+		t.Errorf("%s: not exposed", sample)
+	} else if got != v {
+		t.Errorf("%s = %v, want %v", sample, got, v)
+	}
+}
