@@ -277,22 +277,8 @@ func (l *lexer) endsClosed(last token) bool {
 }
 
 // quoteClosed reports whether the quoted text s (from its opening quote
-// to the end) has its closing quote.
+// to the end) has its closing quote as its last byte.
 func quoteClosed(s string, escapes bool) bool {
-	q := s[0]
-	for i := 1; i < len(s); i++ {
-		switch s[i] {
-		case '\\':
-			if escapes {
-				i++
-			}
-		case q:
-			if i+1 < len(s) && s[i+1] == q {
-				i++
-				continue
-			}
-			return i+1 == len(s)
-		}
-	}
-	return false
+	end, closed := quotedEnd(s, 0, escapes)
+	return closed && end == len(s)
 }

@@ -230,10 +230,18 @@ func (l *lexer) number(start int) token {
 }
 
 // skipQuoted returns the offset just past the quoted text starting at
-// s[start] == q. A doubled quote stands for itself; backslash escapes the
-// next byte when escapes is set. Unterminated text runs to the end.
+// s[start] == q. Unterminated text runs to the end.
 func (l *lexer) skipQuoted(start int, q byte, escapes bool) int {
-	s := l.s
+	end, _ := quotedEnd(l.s, start, escapes)
+	return end
+}
+
+// quotedEnd returns the offset just past the quoted text starting at
+// s[start] (the quote character) and whether it is closed. A doubled quote
+// stands for itself; backslash escapes the next byte when escapes is set.
+// Unterminated text runs to the end.
+func quotedEnd(s string, start int, escapes bool) (end int, closed bool) {
+	q := s[start]
 	for i := start + 1; i < len(s); i++ {
 		switch s[i] {
 		case '\\':
@@ -245,10 +253,10 @@ func (l *lexer) skipQuoted(start int, q byte, escapes bool) int {
 				i++
 				continue
 			}
-			return i + 1
+			return i + 1, true
 		}
 	}
-	return len(s)
+	return len(s), false
 }
 
 // text returns the token's source text.
