@@ -7,23 +7,51 @@ package allocator
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/leafproxy/leafproxy/allocator/schema"
 	"github.com/leafproxy/leafproxy/allocator/segment"
 	"github.com/leafproxy/leafproxy/allocator/snowflake"
 	"github.com/leafproxy/leafproxy/config"
 )
 
 // Sequences routes each tag to its generator. Safe for concurrent use.
+//
+// Start-up does not depend on the store: when it is down or stalled, Open
+// returns anyway (segment tags then fail per request until a segment
+// arrives) and snowflake tags are fenced with an UnavailableError until a
+// worker id is obtained, which a background loop retries. Only definitive
+// answers from a reachable store (a fixed worker id held by another live
+// process, every id taken, a clock behind the id's history) fail Open.
 type Sequences struct {
-	segments  *segment.Allocator
-	snowflake *snowflake.Generator // nil when no tag uses it
-	snowTags  map[string]bool
-	db        *sql.DB
+	segments *segment.Allocator
+	snowTags map[string]bool
+	db       *sql.DB
+	log      *slog.Logger
+	cfg      *config.Config
+
+	snow atomic.Pointer[snowflake.Generator] // nil until a worker id is held
+
+	mu       sync.Mutex
+	snowErr  error     // why there is no generator yet
+	snowFrom time.Time // since when
+	closed   bool
+	stop     chan struct{}
+	done     chan struct{} // closed when the background loop ends (or never ran)
+	// closeFloors releases the backend pool used to read rule tables'
+	// largest keys when auto_create makes a tag.
+	closeFloors func()
 }
 
 // Option adjusts Open.
@@ -31,6 +59,8 @@ type Option func(*options)
 
 type options struct {
 	wrapStore func(segment.Store) segment.Store
+	init      bool
+	retryMin  time.Duration
 }
 
 // WithStoreWrapper wraps the segment store, e.g. to inject latency in
@@ -39,11 +69,24 @@ func WithStoreWrapper(f func(segment.Store) segment.Store) Option {
 	return func(o *options) { o.wrapStore = f }
 }
 
+// WithInitStore makes Open prepare the store first (InitStore: schema and
+// configured tags). When the store cannot be reached this is retried in
+// the background until it succeeds; an answer from the store (e.g. no
+// CREATE privilege) is logged and not retried.
+func WithInitStore() Option { return func(o *options) { o.init = true } }
+
+// Background retry pacing: doubling from retryMin to retryMax.
+const (
+	retryMin = 250 * time.Millisecond
+	retryMax = 5 * time.Second
+)
+
 // Open connects to the allocation store and builds the generators the
-// configuration needs. A snowflake worker id is acquired (leased or fixed)
-// only when some tag uses snowflake.
+// configuration needs. A snowflake worker id is acquired (leased, or the
+// configured id registered) only when some tag uses snowflake. Each store
+// call at start is bounded by backend.connect_timeout.
 func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Option) (*Sequences, error) {
-	var o options
+	o := options{retryMin: retryMin}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -58,66 +101,206 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opt
 	db.SetMaxIdleConns(cfg.Sequences.MaxLoaders + 4)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 
-	s := &Sequences{db: db, snowTags: map[string]bool{}}
-	var store segment.Store = segment.NewMySQLStore(db)
+	s := &Sequences{db: db, snowTags: map[string]bool{}, log: log, cfg: cfg,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	floors, closeFloors, err := newKeyFloors(cfg, db)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	s.closeFloors = closeFloors
+	ms := segment.NewMySQLStore(db)
+	ms.CreateFloor = func(ctx context.Context, tag string) (int64, error) {
+		floor, _, err := floors.floor(ctx, tag)
+		return floor, err
+	}
+	var store segment.Store = ms
 	if o.wrapStore != nil {
 		store = o.wrapStore(store)
 	}
 	s.segments = segment.New(store, segment.Options{
-		WaitTimeout: cfg.Sequences.WaitTimeout.D(),
-		MaxLoaders:  cfg.Sequences.MaxLoaders,
-		AutoCreate:  cfg.Sequences.AutoCreate,
-		DefaultStep: cfg.Sequences.DefaultStep,
-		Logger:      log.With("component", "segment"),
+		WaitTimeout:  cfg.Sequences.WaitTimeout.D(),
+		MaxLoaders:   cfg.Sequences.MaxLoaders,
+		AutoCreate:   cfg.Sequences.AutoCreate,
+		DefaultStep:  cfg.Sequences.DefaultStep,
+		RepairMargin: cfg.Sequences.RepairMargin,
+		Logger:       log.With("component", "segment"),
 	})
 	for name, t := range cfg.Sequences.Tags {
 		if t.Generator == "snowflake" {
 			s.snowTags[name] = true
 		}
 	}
-	if len(s.snowTags) > 0 {
-		g, err := openSnowflake(ctx, cfg, db, log)
-		if err != nil {
-			s.Close()
-			return nil, err
+
+	initPending := false
+	var initErr error
+	if o.init {
+		// Bounded by the connect timeout alone: a stalled store must not
+		// hold the start (relay needs no store); the background retry
+		// allows more.
+		if err := s.initStore(ctx, cfg.Backend.ConnectTimeout.D()); err != nil {
+			initErr = err
+			initPending = unreachable(err)
+			if initPending {
+				log.Warn("allocation store unreachable; starting anyway (retrying in the background): NEXTVAL and key filling fail until it answers",
+					"err", err)
+			} else {
+				log.Warn("could not prepare the allocation store (leafproxy init); NEXTVAL and key filling may fail", "err", err)
+			}
 		}
-		s.snowflake = g
+	}
+	snowPending := false
+	if len(s.snowTags) > 0 {
+		var err error
+		if initPending {
+			err = fmt.Errorf("%w: %w", snowflake.ErrStoreUnavailable, initErr)
+		} else {
+			var g *snowflake.Generator
+			if g, err = openSnowflake(ctx, cfg, db, log); err == nil {
+				s.snow.Store(g)
+			}
+		}
+		if err != nil {
+			if !transient(err) {
+				close(s.done)
+				s.Close()
+				return nil, err
+			}
+			snowPending = true
+			s.snowErr, s.snowFrom = err, time.Now()
+			log.Warn("snowflake tags fenced until a worker id is obtained (retrying in the background)", "err", err)
+		}
+	}
+	if initPending || snowPending {
+		go s.background(o.retryMin, initPending, snowPending)
+	} else {
+		close(s.done)
 	}
 	return s, nil
 }
 
+// unreachable says err is not an answer from the store (a MySQL error),
+// i.e. the store could not be reached or did not answer in time.
+func unreachable(err error) bool {
+	var me *mysql.MySQLError
+	return !errors.As(err, &me)
+}
+
+// transient says a failed snowflake start may succeed later by itself: the
+// store could not be asked. A store's definitive answer (id held, no free
+// id, clock behind the id's history, bad layout or state file) is not.
+func transient(err error) bool {
+	return errors.Is(err, snowflake.ErrStoreUnavailable) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// initStore runs InitStore bounded by d.
+func (s *Sequences) initStore(ctx context.Context, d time.Duration) error {
+	ictx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return InitStore(ictx, s.cfg, nil)
+}
+
+// background retries what could not be done at start: preparing the store,
+// then obtaining a worker id, until both succeeded or Close.
+func (s *Sequences) background(wait time.Duration, initPending, snowPending bool) {
+	defer close(s.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	first := wait
+	for initPending || snowPending {
+		select {
+		case <-s.stop:
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, retryMax)
+		if initPending {
+			err := s.initStore(ctx, s.cfg.Backend.ConnectTimeout.D()+10*time.Second)
+			if err != nil && unreachable(err) {
+				s.log.Debug("allocation store still unreachable", "err", err)
+				if snowPending {
+					s.setSnowErr(fmt.Errorf("%w: %w", snowflake.ErrStoreUnavailable, err))
+				}
+				continue
+			}
+			initPending = false
+			if err != nil {
+				s.log.Warn("could not prepare the allocation store (leafproxy init)", "err", err)
+			} else {
+				s.log.Info("allocation store reachable and prepared")
+			}
+		}
+		if snowPending {
+			g, err := openSnowflake(ctx, s.cfg, s.db, s.log)
+			if err != nil {
+				if transient(err) {
+					s.log.Debug("snowflake worker id: store still unavailable", "err", err)
+				} else {
+					s.log.Error("snowflake worker id refused; snowflake tags stay fenced, retrying", "err", err)
+				}
+				s.setSnowErr(err)
+				continue
+			}
+			s.mu.Lock()
+			if s.closed {
+				s.mu.Unlock()
+				g.Close()
+				return
+			}
+			s.snow.Store(g)
+			s.snowErr = nil
+			s.mu.Unlock()
+			snowPending = false
+			s.log.Info("snowflake tags available", "worker", g.Worker())
+		}
+		wait = first
+	}
+}
+
+func (s *Sequences) setSnowErr(err error) {
+	s.mu.Lock()
+	s.snowErr = err
+	s.mu.Unlock()
+}
+
 func openSnowflake(ctx context.Context, cfg *config.Config, db *sql.DB, log *slog.Logger) (*snowflake.Generator, error) {
 	sc := cfg.Snowflake
-	epoch, err := sc.EpochTime()
+	layout, err := sc.Layout()
 	if err != nil {
 		return nil, err
 	}
 	opts := snowflake.Options{
-		Layout: snowflake.Layout{
-			TimeBits:     uint(sc.TimeBits),
-			WorkerBits:   uint(sc.WorkerBits),
-			SequenceBits: uint(sc.SequenceBits),
-			Unit:         sc.TimeUnit.D(),
-			Epoch:        epoch,
-		},
-		RandomStart: *sc.RandomStart,
-		MaxBackward: sc.MaxBackward.D(),
-		StateFile:   sc.StateFile,
-		Logger:      log.With("component", "snowflake"),
+		Layout:       layout,
+		RandomStart:  *sc.RandomStart,
+		MaxBackward:  sc.MaxBackward.D(),
+		StateFile:    sc.StateFile,
+		Logger:       log.With("component", "snowflake"),
+		StoreTimeout: cfg.Backend.ConnectTimeout.D(),
 	}
 	if *sc.RandomStart == 0 {
 		opts.RandomStart = 1 // config 0 means "no random start"; the generator's 0 means its default
 	}
+	host, _ := os.Hostname()
+	owner := fmt.Sprintf("%s:%d:%s", host, os.Getpid(), cfg.Listen)
+	leaser := snowflake.NewMySQLLeaser(db, owner, sc.LeaseTTL.D())
 	if sc.WorkerID == "auto" {
-		host, _ := os.Hostname()
-		owner := fmt.Sprintf("%s:%d:%s", host, os.Getpid(), cfg.Listen)
-		opts.Worker = snowflake.NewMySQLLeaser(db, owner, sc.LeaseTTL.D())
+		opts.Worker = leaser
 	} else {
 		id, err := strconv.ParseInt(sc.WorkerID, 10, 64)
 		if err != nil {
 			return nil, fmt.Errorf("snowflake.worker_id: %w", err)
 		}
-		opts.Worker = snowflake.FixedWorker(id)
+		// Registered in leaf_worker like a leased id, so two processes
+		// configured with the same id (or an id an auto process leased)
+		// cannot both issue under it.
+		opts.Worker = leaser.Fixed(id)
 	}
 	g, err := snowflake.New(ctx, opts)
 	if err != nil {
@@ -137,35 +320,164 @@ func (s *Sequences) Generator(tag string) string {
 // Next returns one ID for tag.
 func (s *Sequences) Next(ctx context.Context, tag string) (int64, error) {
 	if s.snowTags[tag] {
-		return s.snowflake.Next(ctx)
+		g := s.snow.Load()
+		if g == nil {
+			return 0, s.unavailable(tag)
+		}
+		id, err := g.Next(ctx)
+		if err != nil {
+			return 0, &UnavailableError{Tag: tag, Err: err}
+		}
+		return id, nil
 	}
-	return s.segments.Next(ctx, tag)
+	v, err := s.segments.Next(ctx, tag)
+	if err != nil {
+		return 0, nameError(tag, err)
+	}
+	return v, nil
 }
 
 // NextN appends n ascending IDs for tag to dst.
 func (s *Sequences) NextN(ctx context.Context, tag string, n int, dst []int64) ([]int64, error) {
 	if s.snowTags[tag] {
-		return s.snowflake.NextN(ctx, n, dst)
+		g := s.snow.Load()
+		if g == nil {
+			return dst, s.unavailable(tag)
+		}
+		out, err := g.NextN(ctx, n, dst)
+		if err != nil {
+			return out, &UnavailableError{Tag: tag, Err: err}
+		}
+		return out, nil
 	}
-	return s.segments.NextN(ctx, tag, n, dst)
+	out, err := s.segments.NextN(ctx, tag, n, dst)
+	if err != nil {
+		return out, nameError(tag, err)
+	}
+	return out, nil
 }
+
+// nameError turns the segment allocator's "unknown" for a name that
+// cannot be a tag at all (empty, not UTF-8, too long: refused before any
+// store query) into the error saying what is wrong with it. Checked only
+// on the error path, so valid tags pay nothing.
+func nameError(tag string, err error) error {
+	var unknown *segment.UnknownTagError
+	if errors.As(err, &unknown) {
+		if nerr := schema.CheckTag(tag); nerr != nil {
+			return nerr
+		}
+	}
+	return err
+}
+
+// SetVal is SETVAL(tag, n[, used]) for a segment tag: afterwards the
+// next ID handed out for tag is above n (used, MariaDB's default) or at
+// least n (!used), on every proxy sharing the store once it has used up
+// the segments it holds, on this one at once. It only raises: n below
+// IDs that may have been handed out is an error naming the current value.
+func (s *Sequences) SetVal(ctx context.Context, tag string, n int64, used bool) error {
+	if err := schema.CheckTag(tag); err != nil {
+		return err
+	}
+	if s.snowTags[tag] {
+		return &sqlError{code: 1235, state: "42000", msg: fmt.Sprintf(
+			"SETVAL('%s', ...) is not supported: the tag uses the snowflake generator, whose IDs come from the clock, not a counter", tag)}
+	}
+	floor := n
+	if used {
+		if n == math.MaxInt64 {
+			return &sqlError{code: segment.ErrCodeWrongArguments, state: segment.SQLStateWrongArguments, msg: fmt.Sprintf(
+				"Incorrect arguments to SETVAL: sequence '%s' cannot issue IDs above %d", tag, n)}
+		}
+		floor = n + 1
+	}
+	return s.segments.Raise(ctx, tag, max(floor, 1))
+}
+
+// sqlError is an error with MySQL's code and SQLSTATE, for the proxy.
+type sqlError struct {
+	code  uint16
+	state string
+	msg   string
+}
+
+func (e *sqlError) Error() string    { return e.msg }
+func (e *sqlError) Code() uint16     { return e.code }
+func (e *sqlError) SQLState() string { return e.state }
+
+func (s *Sequences) unavailable(tag string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return &UnavailableError{Tag: strings.Clone(tag), Pending: true, Since: s.snowFrom, Err: s.snowErr}
+}
+
+// UnavailableError is a snowflake tag that cannot issue: no worker id yet
+// (Pending: the store could not be asked, or refused; retried in the
+// background), or the generator refused (fenced, lease lost, clock). It
+// names the tag and the cause, as MySQL error 1105 / HY000.
+type UnavailableError struct {
+	Tag     string
+	Pending bool
+	Since   time.Time
+	Err     error
+}
+
+func (e *UnavailableError) Error() string {
+	if e.Pending {
+		return fmt.Sprintf("snowflake sequence '%s' is fenced: this proxy holds no snowflake worker id yet (retrying in the background since %s): %v",
+			e.Tag, e.Since.UTC().Format("15:04:05"), e.Err)
+	}
+	return fmt.Sprintf("snowflake sequence '%s': %v", e.Tag, e.Err)
+}
+
+func (e *UnavailableError) Unwrap() error    { return e.Err }
+func (e *UnavailableError) Code() uint16     { return 1105 }
+func (e *UnavailableError) SQLState() string { return "HY000" }
 
 // Segments exposes the segment allocator (stats, tests).
 func (s *Sequences) Segments() *segment.Allocator { return s.segments }
 
 // Snowflake exposes the snowflake generator (stats, tests); nil when no tag
-// uses snowflake.
-func (s *Sequences) Snowflake() *snowflake.Generator { return s.snowflake }
+// uses snowflake or no worker id is held yet.
+func (s *Sequences) Snowflake() *snowflake.Generator { return s.snow.Load() }
 
-// Close stops the loaders, releases the snowflake lease and closes the store.
+// UsesSnowflake says some tag is served by the snowflake generator.
+func (s *Sequences) UsesSnowflake() bool { return len(s.snowTags) > 0 }
+
+// SnowflakePending reports whether snowflake tags are fenced for want of a
+// worker id, and why.
+func (s *Sequences) SnowflakePending() (bool, error) {
+	if len(s.snowTags) == 0 || s.snow.Load() != nil {
+		return false, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return true, s.snowErr
+}
+
+// Close stops the loaders and the background retries, releases the
+// snowflake lease and closes the store.
 func (s *Sequences) Close() error {
+	s.mu.Lock()
+	already := s.closed
+	s.closed = true
+	s.mu.Unlock()
+	if already {
+		return nil
+	}
+	close(s.stop)
+	<-s.done
 	var err error
 	if s.segments != nil {
 		s.segments.Close()
 	}
-	if s.snowflake != nil {
-		err = s.snowflake.Close()
+	if g := s.snow.Load(); g != nil {
+		err = g.Close()
 	}
 	s.db.Close()
+	if s.closeFloors != nil {
+		s.closeFloors()
+	}
 	return err
 }

@@ -13,9 +13,14 @@ import (
 )
 
 // InitStore creates the allocation schema (and, for the default store, its
-// database `leafproxy` on the backend) and every configured segment tag that
-// is missing, including tags named only by table rules. Idempotent: existing
-// rows keep their max_id. report, if set, hears one line per tag.
+// database `leafproxy` on the backend), converts store tables without
+// utf8mb4 (schema.Migrate), and creates every configured segment tag that
+// is missing, including tags named only by table rules. A tag that fills
+// rule tables starts above their largest existing key on the backend and
+// the store (adoption of tables with rows), and an existing tag below that
+// key is raised to it: keys written around the proxy since (an import, a
+// second shard adopted later) are never handed out again. Idempotent:
+// max_id only ever moves up. report, if set, hears one line per tag.
 func InitStore(ctx context.Context, cfg *config.Config, report func(format string, args ...any)) error {
 	if report == nil {
 		report = func(string, ...any) {}
@@ -35,9 +40,21 @@ func InitStore(ctx context.Context, cfg *config.Config, report func(format strin
 		return err
 	}
 	defer db.Close()
-	if err := schema.Ensure(ctx, db); err != nil {
+	if err := schema.Create(ctx, db); err != nil {
 		return fmt.Errorf("store %s: %w", mc.Addr, err)
 	}
+	converted, err := schema.Migrate(ctx, db)
+	if err != nil {
+		return fmt.Errorf("store %s: %w", mc.Addr, err)
+	}
+	for _, tb := range converted {
+		report("converted %s to %s", tb, schema.Collation)
+	}
+	floors, closeFloors, err := newKeyFloors(cfg, db)
+	if err != nil {
+		return err
+	}
+	defer closeFloors()
 	tags := map[string]int64{}
 	for name, t := range cfg.Sequences.Tags {
 		if t.Generator == "segment" {
@@ -55,13 +72,30 @@ func InitStore(ctx context.Context, cfg *config.Config, report func(format strin
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		created, err := schema.EnsureTag(ctx, db, n, tags[n], "created by leafproxy")
+		floor, where, err := floors.floor(ctx, n)
 		if err != nil {
 			return err
 		}
-		if created {
+		created, err := schema.EnsureTagAt(ctx, db, n, tags[n], floor+1, "created by leafproxy")
+		if err != nil {
+			return err
+		}
+		switch {
+		case created && floor > 0:
+			report("created tag %q (step %d), first ID %d: above the largest key %d (%s)", n, tags[n], floor+1, floor, where)
+		case created:
 			report("created tag %q (step %d)", n, tags[n])
-		} else {
+		case floor > 0:
+			before, after, _, err := schema.RaiseTag(ctx, db, n, floor+1)
+			if err != nil {
+				return err
+			}
+			if after > before {
+				report("raised tag %q: max_id %d -> %d, above the largest key %d (%s)", n, before, after, floor, where)
+			} else {
+				report("tag %q exists (max_id %d, above the largest key %d)", n, before, floor)
+			}
+		default:
 			report("tag %q exists", n)
 		}
 	}

@@ -58,6 +58,14 @@ type loggingStore struct {
 	log   *fetchLog
 }
 
+func (s loggingStore) Peek(ctx context.Context, tags []string) (map[string]int64, error) {
+	return s.inner.Peek(ctx, tags)
+}
+
+func (s loggingStore) Repair(ctx context.Context, tag string, floor int64) error {
+	return s.inner.Repair(ctx, tag, floor)
+}
+
 func (s loggingStore) Fetch(ctx context.Context, tag string, step int64) (segment.Range, error) {
 	begin := time.Now()
 	if s.log.delay != nil {

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -22,11 +23,7 @@ import (
 	"github.com/leafproxy/leafproxy/loadgen"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testdb.CleanupTemplate()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testdb.Main(m) }
 
 // benchEnabled gates the suites: they take minutes and want the machine to
 // themselves, so the default test command skips them.
@@ -385,6 +382,16 @@ func TestServeEndpoints(t *testing.T) {
 	}
 	_, targets := endpoints(t)
 	for _, tg := range targets {
+		// Each endpoint must answer before it is offered for manual runs.
+		db, err := sql.Open("mysql", tg.dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var one int
+		if err := db.QueryRow("SELECT 1").Scan(&one); err != nil || one != 1 {
+			t.Fatalf("endpoint %s (%s) does not answer SELECT 1: %v", tg.name, tg.dsn, err)
+		}
+		db.Close()
 		fmt.Printf("%-10s %s\n", tg.name, tg.dsn)
 	}
 	time.Sleep(d)

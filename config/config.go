@@ -3,21 +3,28 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
+	"maps"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"gopkg.in/yaml.v3"
+
+	"github.com/leafproxy/leafproxy/allocator/schema"
+	"github.com/leafproxy/leafproxy/allocator/segment"
+	"github.com/leafproxy/leafproxy/allocator/snowflake"
+	"github.com/leafproxy/leafproxy/internal/sqltext"
+	"github.com/leafproxy/leafproxy/proxy"
 )
 
-// Config is the whole file. Field names match DESIGN.md's contract.
+// Config is the whole file. Its YAML keys are the user-facing contract:
+// leafproxy.example.yaml shows every one (a test keeps it so).
 type Config struct {
 	Listen  string  `yaml:"listen"`
 	Backend Backend `yaml:"backend"`
@@ -54,6 +61,9 @@ type User struct {
 	Password        string `yaml:"password"`
 	BackendUser     string `yaml:"backend_user"`
 	BackendPassword string `yaml:"backend_password"`
+	// Admin may KILL other accounts' sessions through the proxy (and, as
+	// the admin SQL grows, steer sequences).
+	Admin bool `yaml:"admin"`
 }
 
 // Sequences configures the ID allocators.
@@ -66,6 +76,9 @@ type Sequences struct {
 	WaitTimeout Duration       `yaml:"wait_timeout"`
 	MaxLoaders  int            `yaml:"max_loaders"`
 	Tags        map[string]Tag `yaml:"tags"`
+	// RepairMargin: how far past the highest value it knew a proxy pushes
+	// leaf_alloc.max_id after finding it moved back; 0 = 10,000,000.
+	RepairMargin int64 `yaml:"repair_margin"`
 }
 
 // Tag is per-tag settings.
@@ -79,20 +92,6 @@ type Table struct {
 	Table  string `yaml:"table"` // table or db.table
 	Column string `yaml:"column"`
 	Tag    string `yaml:"tag"`
-}
-
-// Snowflake configures the snowflake generator.
-type Snowflake struct {
-	Epoch        string   `yaml:"epoch"`
-	WorkerID     string   `yaml:"worker_id"` // a number, or "auto" to lease one from the store
-	TimeBits     int      `yaml:"time_bits"`
-	WorkerBits   int      `yaml:"worker_bits"`
-	SequenceBits int      `yaml:"sequence_bits"`
-	TimeUnit     Duration `yaml:"time_unit"`
-	RandomStart  *int     `yaml:"random_start"` // each tick's sequence starts in [0, random_start)
-	MaxBackward  Duration `yaml:"max_backward"` // longest wait when the clock is behind
-	LeaseTTL     Duration `yaml:"lease_ttl"`
-	StateFile    string   `yaml:"state_file"` // remembers worker id and last timestamp
 }
 
 // ServerTLS is TLS towards clients.
@@ -123,8 +122,43 @@ type Log struct {
 
 // Limits protects the proxy.
 type Limits struct {
+	// MaxConnections bounds logged-in client sessions; extra logins get 1040.
 	MaxConnections int      `yaml:"max_connections"`
 	IdleTimeout    Duration `yaml:"idle_timeout"`
+	// MaxHandshakes bounds connections still in the handshake (not yet
+	// authenticated), apart from MaxConnections: when full, the oldest
+	// pending handshake is dropped, so silent connections cannot lock out
+	// real clients.
+	MaxHandshakes int `yaml:"max_handshakes"`
+	// HandshakeTimeout is how long a client has to finish logging in.
+	HandshakeTimeout Duration `yaml:"handshake_timeout"`
+	// CommandMemory bounds the bytes all sessions together may hold for
+	// client commands larger than 1 MiB (a big INSERT the proxy may have to
+	// rewrite); a command that cannot get its share within 10 s gets 1041.
+	CommandMemory ByteSize `yaml:"command_memory"`
+}
+
+// ByteSize is a byte count written as 512MiB, 64KB or a plain number.
+type ByteSize int64
+
+func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
+	s := strings.TrimSpace(n.Value)
+	mult := int64(1)
+	for _, u := range []struct {
+		suf string
+		m   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1}} {
+		if strings.HasSuffix(s, u.suf) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suf)), u.m
+			break
+		}
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < 0 {
+		return fmt.Errorf("line %d: %q is not a byte size (e.g. 512MiB)", n.Line, n.Value)
+	}
+	*b = ByteSize(v * mult)
+	return nil
 }
 
 // Metrics is the optional Prometheus endpoint.
@@ -165,17 +199,40 @@ func Load(path string) (*Config, error) {
 	return c, nil
 }
 
-// Parse decodes YAML (unknown keys are errors: a typo must not silently
-// disable a rule), applies defaults and validates.
+// Parse decodes YAML, applies defaults and validates. Every problem is
+// reported at once, each with its line and the key to fix: syntax errors at
+// the line the parser could not take, unknown keys (a typo must not
+// silently disable a rule) at any level with a suggestion, values of the
+// wrong type, and what Validate finds.
 func Parse(b []byte) (*Config, error) {
 	c := &Config{}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+	root, err := parseNode(b)
+	if err != nil {
 		return nil, err
+	}
+	var probs []Problem
+	if len(root.Content) > 0 {
+		probs = checkKeys(root)
+		if err := root.Decode(c); err != nil {
+			for _, p := range decodeProblems(err) {
+				if p.Key == "" {
+					p.Key = keyAtLine(root, p.Line)
+				}
+				probs = append(probs, p)
+			}
+		}
+	}
+	if len(probs) > 0 {
+		return nil, &Error{Problems: probs}
 	}
 	c.ApplyDefaults()
 	if err := c.Validate(); err != nil {
+		var ce *Error
+		if errors.As(err, &ce) {
+			for i, p := range ce.Problems {
+				ce.Problems[i].Line = lineOf(root, p.Key)
+			}
+		}
 		return nil, err
 	}
 	return c, nil
@@ -203,38 +260,40 @@ func (c *Config) ApplyDefaults() {
 		c.Backend.User = "root"
 	}
 	if c.Backend.ConnectTimeout == 0 {
-		c.Backend.ConnectTimeout = Duration(5 * time.Second)
+		c.Backend.ConnectTimeout = Duration(proxy.DefaultConnectTimeout)
 	}
+	// The allocator's defaults are the allocator packages' own.
 	if c.Sequences.DefaultStep == 0 {
-		c.Sequences.DefaultStep = 1000
+		c.Sequences.DefaultStep = segment.DefaultStep
 	}
 	if c.Sequences.WaitTimeout == 0 {
-		c.Sequences.WaitTimeout = Duration(2 * time.Second)
+		c.Sequences.WaitTimeout = Duration(segment.DefaultWaitTimeout)
 	}
 	if c.Sequences.MaxLoaders == 0 {
-		c.Sequences.MaxLoaders = 4
+		c.Sequences.MaxLoaders = segment.DefaultMaxLoaders
 	}
+	layout := snowflake.DefaultLayout()
 	if c.Snowflake.Epoch == "" {
-		c.Snowflake.Epoch = "2020-01-01T00:00:00Z"
+		c.Snowflake.Epoch = layout.Epoch.Format(time.RFC3339)
 	}
 	if c.Snowflake.WorkerID == "" {
 		c.Snowflake.WorkerID = "auto"
 	}
 	if c.Snowflake.TimeBits == 0 && c.Snowflake.WorkerBits == 0 && c.Snowflake.SequenceBits == 0 {
-		c.Snowflake.TimeBits, c.Snowflake.WorkerBits, c.Snowflake.SequenceBits = 41, 10, 12
+		c.Snowflake.TimeBits, c.Snowflake.WorkerBits, c.Snowflake.SequenceBits = int(layout.TimeBits), int(layout.WorkerBits), int(layout.SequenceBits)
 	}
 	if c.Snowflake.TimeUnit == 0 {
-		c.Snowflake.TimeUnit = Duration(time.Millisecond)
+		c.Snowflake.TimeUnit = Duration(layout.Unit)
 	}
 	if c.Snowflake.RandomStart == nil {
-		v := 100
+		v := snowflake.DefaultRandomStart
 		c.Snowflake.RandomStart = &v
 	}
 	if c.Snowflake.MaxBackward == 0 {
-		c.Snowflake.MaxBackward = Duration(5 * time.Second)
+		c.Snowflake.MaxBackward = Duration(snowflake.DefaultMaxBackward)
 	}
 	if c.Snowflake.LeaseTTL == 0 {
-		c.Snowflake.LeaseTTL = Duration(30 * time.Second)
+		c.Snowflake.LeaseTTL = Duration(snowflake.DefaultLeaseTTL)
 	}
 	if c.Shutdown.Grace == 0 {
 		c.Shutdown.Grace = Duration(10 * time.Second)
@@ -248,6 +307,15 @@ func (c *Config) ApplyDefaults() {
 	if c.Limits.MaxConnections == 0 {
 		c.Limits.MaxConnections = 4096
 	}
+	if c.Limits.MaxHandshakes == 0 {
+		c.Limits.MaxHandshakes = proxy.DefaultMaxHandshakes
+	}
+	if c.Limits.HandshakeTimeout == 0 {
+		c.Limits.HandshakeTimeout = Duration(proxy.DefaultHandshakeTimeout)
+	}
+	if c.Limits.CommandMemory == 0 {
+		c.Limits.CommandMemory = proxy.DefaultCommandMemory
+	}
 	for name, t := range c.Sequences.Tags {
 		if t.Generator == "" {
 			t.Generator = "segment"
@@ -259,110 +327,116 @@ func (c *Config) ApplyDefaults() {
 	}
 }
 
-// Validate reports every problem at once, each naming the key to fix.
+// Validate reports every problem at once, each naming the key to fix. The
+// error is an *Error; Parse adds the lines.
 func (c *Config) Validate() error {
-	var errs []string
-	add := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
-
-	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-		add("listen: %q is not host:port", c.Listen)
+	var probs []Problem
+	add := func(key, format string, a ...any) {
+		probs = append(probs, Problem{Key: key, Msg: fmt.Sprintf(format, a...)})
 	}
-	if _, _, err := net.SplitHostPort(c.Backend.Addr); err != nil {
-		add("backend.addr: %q is not host:port", c.Backend.Addr)
+
+	// A value with a '/' is a Unix socket path (same-host deployments).
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil && !strings.Contains(c.Listen, "/") {
+		add("listen", "%q is neither host:port nor a Unix socket path", c.Listen)
+	}
+	if _, _, err := net.SplitHostPort(c.Backend.Addr); err != nil && !strings.Contains(c.Backend.Addr, "/") {
+		add("backend.addr", "%q is neither host:port nor a Unix socket path", c.Backend.Addr)
 	}
 	if c.AuthMethod != "mysql_native_password" && c.AuthMethod != "caching_sha2_password" {
-		add("auth_method: %q is not mysql_native_password or caching_sha2_password", c.AuthMethod)
+		add("auth_method", "%q is not mysql_native_password or caching_sha2_password", c.AuthMethod)
 	}
 	seen := map[string]bool{}
 	for i, u := range c.Users {
 		if u.Name == "" {
-			add("users[%d].name: empty", i)
+			add(fmt.Sprintf("users[%d].name", i), "empty")
 		}
 		if seen[u.Name] {
-			add("users[%d].name: %q listed twice", i, u.Name)
+			add(fmt.Sprintf("users[%d].name", i), "%q listed twice", u.Name)
 		}
 		seen[u.Name] = true
 	}
+	if c.Sequences.Store != "" {
+		if mc, err := mysql.ParseDSN(c.Sequences.Store); err != nil {
+			add("sequences.store", "not a DSN like user:password@tcp(host:3306)/leafproxy: %v", err)
+		} else if mc.DBName == "" {
+			add("sequences.store", "names no database: end the DSN with /leafproxy (or another name; it is created if missing)")
+		}
+	}
 	if c.Sequences.DefaultStep < 1 || c.Sequences.DefaultStep > 1_000_000 {
-		add("sequences.default_step: %d is outside 1..1000000", c.Sequences.DefaultStep)
+		add("sequences.default_step", "%d is outside 1..1000000", c.Sequences.DefaultStep)
 	}
 	if c.Sequences.WaitTimeout.D() < 0 {
-		add("sequences.wait_timeout: negative")
+		add("sequences.wait_timeout", "negative")
+	}
+	if c.Sequences.RepairMargin < 0 {
+		add("sequences.repair_margin", "negative")
 	}
 	if c.Sequences.MaxLoaders < 1 {
-		add("sequences.max_loaders: must be at least 1")
+		add("sequences.max_loaders", "must be at least 1")
 	}
-	for name, t := range c.Sequences.Tags {
-		if name == "" || len(name) > 128 {
-			add("sequences.tags: tag name %q must be 1..128 characters (leaf_alloc.biz_tag)", name)
+	for _, name := range slices.Sorted(maps.Keys(c.Sequences.Tags)) {
+		t := c.Sequences.Tags[name]
+		if err := schema.CheckTag(name); err != nil {
+			add("sequences.tags", "tag name %q: %v", name, err)
 		}
 		if t.Generator != "segment" && t.Generator != "snowflake" {
-			add("sequences.tags.%s.generator: %q is not segment or snowflake", name, t.Generator)
+			add("sequences.tags."+name+".generator", "%q is not segment or snowflake", t.Generator)
 		}
 		if t.Step < 1 || t.Step > 1_000_000 {
-			add("sequences.tags.%s.step: %d is outside 1..1000000", name, t.Step)
+			add("sequences.tags."+name+".step", "%d is outside 1..1000000", t.Step)
 		}
 	}
 	rules := map[string]bool{}
 	for i, t := range c.Tables {
-		if t.Table == "" || strings.Count(t.Table, ".") > 1 {
-			add("tables[%d].table: %q must be table or db.table", i, t.Table)
+		if _, _, ok := sqltext.SplitTable(t.Table); !ok {
+			add(fmt.Sprintf("tables[%d].table", i), "%q must be table or db.table", t.Table)
 		}
 		if t.Column == "" {
-			add("tables[%d].column: empty (the key column to fill)", i)
+			add(fmt.Sprintf("tables[%d].column", i), "empty (the key column to fill)")
 		}
 		if t.Tag == "" {
-			add("tables[%d].tag: empty (the sequence tag that generates %s)", i, t.Table)
+			add(fmt.Sprintf("tables[%d].tag", i), "empty (the sequence tag that generates %s)", t.Table)
+		} else if err := schema.CheckTag(t.Tag); err != nil {
+			add(fmt.Sprintf("tables[%d].tag", i), "%q: %v", t.Tag, err)
 		}
 		key := strings.ToLower(t.Table)
 		if rules[key] {
-			add("tables[%d].table: %q has two rules", i, t.Table)
+			add(fmt.Sprintf("tables[%d].table", i), "%q has two rules", t.Table)
 		}
 		rules[key] = true
 	}
 	if _, err := c.Snowflake.EpochTime(); err != nil {
-		add("snowflake.epoch: %v", err)
+		add("snowflake.epoch", "%v", err)
+	} else if _, err := c.Snowflake.Layout(); err != nil {
+		add("snowflake", "%v", err)
 	}
 	if c.Snowflake.WorkerID != "auto" {
 		if _, err := strconv.ParseUint(c.Snowflake.WorkerID, 10, 32); err != nil {
-			add("snowflake.worker_id: %q is not a number or auto", c.Snowflake.WorkerID)
+			add("snowflake.worker_id", "%q is not a number or auto", c.Snowflake.WorkerID)
 		}
 	}
-	if s := c.Snowflake; 1+s.TimeBits+s.WorkerBits+s.SequenceBits > 64 || s.TimeBits < 1 || s.WorkerBits < 0 || s.SequenceBits < 1 {
-		add("snowflake: time_bits+worker_bits+sequence_bits = %d must be at most 63 (IDs stay positive), each positive",
-			s.TimeBits+s.WorkerBits+s.SequenceBits)
-	}
 	if (c.TLS.Cert == "") != (c.TLS.Key == "") {
-		add("tls: cert and key must be set together")
+		add("tls", "cert and key must be set together")
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
-		add("log.level: %q is not debug, info, warn or error", c.Log.Level)
+		add("log.level", "%q is not debug, info, warn or error", c.Log.Level)
 	}
 	switch c.Log.Format {
 	case "text", "json":
 	default:
-		add("log.format: %q is not text or json", c.Log.Format)
+		add("log.format", "%q is not text or json", c.Log.Format)
 	}
 	if c.Metrics.Listen != "" {
 		if _, _, err := net.SplitHostPort(c.Metrics.Listen); err != nil {
-			add("metrics.listen: %q is not host:port (empty disables the endpoint)", c.Metrics.Listen)
+			add("metrics.listen", "%q is not host:port (empty disables the endpoint)", c.Metrics.Listen)
 		}
 	}
-	if len(errs) > 0 {
-		return errors.New(strings.Join(errs, "; "))
+	if len(probs) > 0 {
+		return &Error{Problems: probs}
 	}
 	return nil
-}
-
-// EpochTime parses snowflake.epoch (RFC 3339).
-func (s Snowflake) EpochTime() (time.Time, error) {
-	t, err := time.Parse(time.RFC3339, s.Epoch)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%q is not an RFC 3339 time like 2020-01-01T00:00:00Z", s.Epoch)
-	}
-	return t, nil
 }
 
 // TagSettings returns the settings for tag, with defaults for tags the file
@@ -374,6 +448,15 @@ func (c *Config) TagSettings(tag string) Tag {
 	return Tag{Generator: "segment", Step: c.Sequences.DefaultStep}
 }
 
+// Network is "unix" for an address that is a Unix socket path (it holds a
+// '/'), else "tcp": how listen and backend.addr are read.
+func Network(addr string) string {
+	if strings.Contains(addr, "/") {
+		return "unix"
+	}
+	return "tcp"
+}
+
 // StoreDSN is the go-sql-driver DSN of the allocation store: sequences.store,
 // or database `leafproxy` on the backend with the backend's account.
 func (c *Config) StoreDSN() string {
@@ -381,7 +464,7 @@ func (c *Config) StoreDSN() string {
 		return c.Sequences.Store
 	}
 	mc := mysql.NewConfig()
-	mc.Net = "tcp"
+	mc.Net = Network(c.Backend.Addr)
 	mc.Addr = c.Backend.Addr
 	mc.User = c.Backend.User
 	mc.Passwd = c.Backend.Password

@@ -33,22 +33,35 @@ func TestDefaults(t *testing.T) {
 func TestValidationNamesTheKey(t *testing.T) {
 	for _, tc := range []struct{ yaml, want string }{
 		{"listen: nope", "listen:"},
-		{"lisen: 1.2.3.4:1", "field lisen not found"},
+		{"lisen: 1.2.3.4:1", `line 1: unknown key "lisen" (did you mean "listen"?)`},
 		{"sequences: {wait_timeout: soon}", "not a duration"},
 		{"sequences: {tags: {a: {generator: uuid}}}", "sequences.tags.a.generator"},
 		{"tables: [{table: t, column: id}]", "tables[0].tag"},
 		{"tables: [{table: t, column: id, tag: a}, {table: T, column: id, tag: b}]", "two rules"},
 		{"snowflake: {time_bits: 50, worker_bits: 10, sequence_bits: 12}", "at most 63"},
+		{"snowflake: {time_bits: 1, worker_bits: 10, sequence_bits: 12}", "time bits 1: need at least 16"}, // the layout's limits, at load
+		{"snowflake: {time_bits: 41, worker_bits: -1, sequence_bits: 12}", "none may be negative"},
+		{"snowflake: {time_unit: 1us}", "time unit 1µs: at least 1ms"},
 		{"snowflake: {worker_id: seven}", "snowflake.worker_id"},
 		{"snowflake: {epoch: yesterday}", "snowflake.epoch"},
 		{"users: [{name: a}, {name: a}]", "listed twice"},
 		{"metrics: {listen: 9104}", "metrics.listen"},
 		{"metrics: {listen: localhost}", "metrics.listen"},
+		{"tables: [{table: t, column: id, tag: " + strings.Repeat("x", 129) + "}]", "tables[0].tag"},
+		{"sequences: {tags: {" + strings.Repeat("标", 129) + ": {}}}", "at most 128 characters"},
 	} {
 		_, err := Parse([]byte(tc.yaml))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: err %v, want it to mention %q", tc.yaml, err, tc.want)
 		}
+	}
+}
+
+// Tag names of up to 128 characters (not bytes) in any script are valid.
+func TestTagNamesInAnyScript(t *testing.T) {
+	long := strings.Repeat("标", 128)
+	if _, err := Parse([]byte("sequences: {tags: {订单: {}, " + long + ": {}}}\ntables: [{table: t, column: id, tag: 订单}]")); err != nil {
+		t.Errorf("non-latin1 tag names refused: %v", err)
 	}
 }
 
@@ -80,5 +93,28 @@ func unwrapAll(err error) error {
 			return err
 		}
 		err = u.Unwrap()
+	}
+}
+
+// A backend on a Unix socket is reached over the socket by the allocation
+// store too (sequences.store empty).
+func TestStoreDSNOnUnixSocket(t *testing.T) {
+	c := Default()
+	c.Backend.Addr = "/run/mysqld/mysqld.sock"
+	if got := c.StoreDSN(); !strings.Contains(got, "@unix(/run/mysqld/mysqld.sock)/leafproxy") {
+		t.Errorf("StoreDSN = %q", got)
+	}
+	c.Backend.Addr = "127.0.0.1:3306"
+	if got := c.StoreDSN(); !strings.Contains(got, "@tcp(127.0.0.1:3306)/leafproxy") {
+		t.Errorf("StoreDSN = %q", got)
+	}
+}
+
+// listen and backend.addr may be Unix socket paths.
+func TestSocketPathsValid(t *testing.T) {
+	c := Default()
+	c.Listen, c.Backend.Addr = "/run/leafproxy/leafproxy.sock", "/run/mysqld/mysqld.sock"
+	if err := c.Validate(); err != nil {
+		t.Fatalf("socket paths refused: %v", err)
 	}
 }

@@ -28,15 +28,22 @@ func TestKeyTypeProblem(t *testing.T) {
 
 func TestIsDDL(t *testing.T) {
 	for q, want := range map[string]bool{
-		"ALTER TABLE t ADD c INT":   true,
-		"  /* x */ drop table t":    true,
-		"create table t (id int)":   true,
-		"RENAME TABLE a TO b":       true,
-		"truncate t":                true,
-		"SELECT 1":                  false,
-		"INSERT INTO alter_log ...": false,
-		"/* unterminated":           false,
-		"":                          false,
+		"ALTER TABLE t ADD c INT":             true,
+		"  /* x */ drop table t":              true,
+		"create table t (id int)":             true,
+		"RENAME TABLE a TO b":                 true,
+		"truncate t":                          true,
+		"SELECT 1":                            false,
+		"INSERT INTO alter_log ...":           false,
+		"/* unterminated":                     false,
+		"":                                    false,
+		"-- c\nALTER TABLE t ADD c INT":       true,
+		"# c\nDROP TABLE t":                   true,
+		"/*!40101 ALTER TABLE t ADD c INT */": true,
+		"((CREATE":                            true,
+		"--c\nALTER TABLE t":                  false, // minus minus c ALTER: not a statement start
+		"ALTERNATIVE":                         false,
+		"SELECT 1 -- \nALTER":                 false,
 	} {
 		if got := isDDL(q); got != want {
 			t.Errorf("isDDL(%q) = %v, want %v", q, got, want)
@@ -58,10 +65,13 @@ func TestQuoteIsSafeInAnySQLMode(t *testing.T) {
 
 func TestHasDDLLooksAtEveryStatement(t *testing.T) {
 	for q, want := range map[string]bool{
-		"INSERT INTO t VALUES (1); ALTER TABLE t ADD c INT":  true,
-		"SELECT 1;\n  DROP TABLE x":                          true,
-		"SELECT 'a;b'":                                       false,
-		"INSERT INTO t VALUES (1); INSERT INTO t VALUES (2)": false,
+		"INSERT INTO t VALUES (1); ALTER TABLE t ADD c INT":    true,
+		"SELECT 1;\n  DROP TABLE x":                            true,
+		"SELECT 'a;b'":                                         false,
+		"INSERT INTO t VALUES (1); INSERT INTO t VALUES (2)":   false,
+		"-- c\nALTER TABLE t ADD c INT":                        true,
+		"SELECT 1; -- c\n# d\n/* e */ ALTER TABLE t ADD c INT": true,
+		"SELECT 1;/*!40101 DROP TABLE t */":                    true,
 	} {
 		if got := hasDDL(q); got != want {
 			t.Errorf("hasDDL(%q) = %v, want %v", q, got, want)

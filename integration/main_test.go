@@ -4,14 +4,9 @@
 package integration
 
 import (
-	"os"
 	"testing"
 
 	"github.com/leafproxy/leafproxy/internal/testdb"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testdb.CleanupTemplate()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testdb.Main(m) }

@@ -16,6 +16,7 @@ import (
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/testdb"
 	"github.com/leafproxy/leafproxy/proxy"
+	"github.com/leafproxy/leafproxy/service"
 )
 
 // Shared helpers for end-to-end tests through the proxy (issues 3, 4, 5).
@@ -64,7 +65,7 @@ func testLogger() *slog.Logger {
 // startProxy serves cfg on cfg.Listen (use 127.0.0.1:0) until the test ends.
 func startProxy(t testing.TB, cfg *config.Config, opts ...proxy.Option) *proxyEnv {
 	t.Helper()
-	srv, err := proxy.NewServer(cfg, append([]proxy.Option{proxy.WithLogger(testLogger())}, opts...)...)
+	srv, err := proxy.NewServer(service.ProxyConfig(cfg), append([]proxy.Option{proxy.WithLogger(testLogger())}, opts...)...)
 	if err != nil {
 		t.Fatalf("proxy.NewServer: %v", err)
 	}

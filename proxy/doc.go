@@ -1,55 +1,130 @@
 // Package proxy is leafproxy's MySQL protocol core: it accepts clients,
-// authenticates them with go-mysql's server package (handshake and auth
-// only), opens one pinned backend connection per client session after a
-// successful login, and then runs its own command loop that relays every
-// command and streams every response back packet for packet.
+// greets them as their backend would, authenticates them against the
+// proxy's accounts, opens one pinned backend connection per client session,
+// and runs its own command loop that relays every command and streams every
+// response back packet for packet. go-mysql supplies constants and auth
+// scrambles only; framing and parsing are ours.
+//
+// Files: server.go (listener, sessions registry, handshake budget),
+// greeting.go (greeting and handshake-response formats, capability sets),
+// handshake.go (client login), backend.go (backend login), session.go
+// (lifecycle, idle watch), dispatch.go (commands, KILL, change user, large
+// commands), relay.go (the one response walker), seams.go (the Interceptor
+// contract and the Session methods it uses), backendstmt.go (statements the
+// proxy runs on the backend for an interceptor), resultsets.go (result sets
+// the proxy writes itself), extparams.go (statements with parameters the
+// client does not see), compress.go, keyword.go, packet.go, rawio.go (plain sockets read and written with raw system calls
+// inside the netpoller: fewer context switches; LEAFPROXY_RAWIO=0 turns it
+// off), tls.go, membudget.go.
+//
+// # Looking like the backend
+//
+// The greeting is the backend's own: its version string, status flags
+// (autocommit: PyMySQL derives its autocommit default from them), charset,
+// and its capability flags less what the relay cannot carry. It is learned
+// from a probe login at the first client and refreshed from every backend
+// login, so a restarted or upgraded backend shows through. Capabilities the
+// proxy honours on both legs: FOUND_ROWS, MULTI_STATEMENTS, MULTI_RESULTS,
+// PS_MULTI_RESULTS, SESSION_TRACK, CONNECT_ATTRS (the client's own attributes
+// are forwarded, with _proxy=leafproxy added), LOCAL_FILES (the file request
+// and the client's file are relayed; LOAD DATA is not key-filled), IGNORE_SPACE,
+// INTERACTIVE, and MariaDB's STMT_BULK_OPERATIONS and EXTENDED_TYPE_INFO
+// (the proxy's own result sets are written in the negotiated format).
+// COMPRESS and SSL are per leg: the proxy speaks them with the client and
+// separately with the backend (backend.tls). Not advertised, because the
+// relay's response walker would misread them: DEPRECATE_EOF, MySQL 8's
+// QUERY_ATTRIBUTES / OPTIONAL_RESULTSET_METADATA / ZSTD, MariaDB's
+// PROGRESS, COM_MULTI, CACHE_METADATA and BULK_UNIT_RESULTS. Clients work
+// without them, as with a server that lacks them.
+//
+// The backend login happens after the client has authenticated and before
+// it is told so: the client gets the backend's own login OK (status flags,
+// session state), or its ERR (1045, 1049 unknown database, ...), or 1429
+// naming the backend address when it cannot be reached. When no greeting can
+// be learned at all, the client gets that 1429 in place of a greeting.
+//
+// # Connection ids and KILL
+//
+// Each session is greeted with a proxy id (from 2^30 up, so it never equals
+// a backend thread id). `KILL [HARD|SOFT] [CONNECTION|QUERY] n` and
+// COM_PROCESS_KILL are carried out by the proxy: n may be a proxy id (what
+// the mariadb CLI's Ctrl-C, Connector/J's cancel(), PyMySQL and mysql2 use)
+// or the backend thread id of one of this proxy's sessions (what
+// CONNECTION_ID() returns); the KILL goes to that session's backend thread
+// only when the session belongs to the same proxy user or the caller's
+// account is admin. Any other id gets 1094 Unknown thread id: a KILL
+// through the proxy never reaches a thread the proxy did not open. KILL
+// USER, KILL QUERY ID, a KILL with an expression and a KILL inside a
+// multi-statement text get 1235. (KILL from stored routines or SQL PREPARE
+// is not seen by the proxy: give proxy users that must not kill each other
+// different backend accounts.)
+//
+// # COM_CHANGE_USER
+//
+// The new account is checked against the proxy's users with the greeting's
+// scramble (switching plugin when needed); the backend session is then
+// replaced by a fresh login as that account's backend user, which resets
+// session state as the server's own change user does (variables, temporary
+// tables, prepared statements). A failed change user closes the connection.
 //
 // # Relay
 //
 // Each session has two legs (client, backend), each with its own buffered
 // reader/writer and its own sequence ids. Responses are relayed packet by
 // packet, renumbered for the client leg, following the response state
-// machine (OK | ERR | column count -> definitions -> EOF -> rows -> EOF/ERR,
-// repeated while SERVER_MORE_RESULTS_EXISTS; prepare: OK -> params+EOF ->
-// columns+EOF; STMT_CLOSE and SEND_LONG_DATA: none), and the client writer
-// is flushed once per response. Only the first 32 bytes of a packet are
-// looked at; nothing is held per row, packets of 16 MB and more are streamed
-// in their physical pieces. Prepared statements are the backend's own:
-// statement ids pass through unchanged.
+// machine in relay.go's walk (OK | ERR | LOCAL INFILE | column count ->
+// definitions -> EOF -> rows -> EOF/ERR, repeated while
+// SERVER_MORE_RESULTS_EXISTS); prepare: OK -> params+EOF -> columns+EOF;
+// STMT_CLOSE and SEND_LONG_DATA: none. The same walker consumes the
+// responses to proxy-originated statements. The client writer is flushed
+// once per response. Only the first 32 bytes of a relayed packet are looked
+// at; nothing is held per row, packets of 16 MB and more are streamed in
+// their physical pieces. Prepared statements are the backend's own:
+// statement ids pass through unchanged; MariaDB's id 0xFFFFFFFF ("the
+// statement prepared last") is resolved before an interceptor sees it.
 //
-// The backend connection mirrors the client's MULTI_STATEMENTS,
-// MULTI_RESULTS, PS_MULTI_RESULTS, FOUND_ROWS and IGNORE_SPACE flags and its
-// collation; neither leg uses DEPRECATE_EOF, QUERY_ATTRIBUTES or LOCAL_FILES
-// (LOAD DATA LOCAL INFILE is refused by the backend with its own error).
-// COM_CHANGE_USER is refused (ERR 1235, session unchanged); unknown commands
-// get ERR 1047 and the session goes on; a malformed packet (bad sequence id,
-// truncated header, oversized) closes that session only. A backend that is
-// unreachable at login is reported (ERR 1429 naming the backend address, or
-// the backend's own ERR) as the answer to the client's first command, since
-// go-mysql has already sent the login OK; a backend lost mid-session gets the
-// client ERR 1158 (08S01) and the session closes. (Client-range codes such
-// as 2003/2013 are avoided: libmariadb reports them as malformed packets.)
+// Between commands the session watches its backend: every 500 ms of client
+// silence it checks, without blocking, whether the backend has closed the
+// connection (wait_timeout, KILL, restart). If so it passes on whatever
+// error packet the backend sent and closes the client connection, so pools
+// discard it instead of getting 1158 on their next statement.
+//
+// Unknown commands get ERR 1047 and the session goes on; a malformed packet
+// (bad sequence id, truncated header, oversized) closes that session only. A
+// backend lost while a command runs closes the client connection, as the
+// server's own would (drivers see 2013 and pools reconnect); only when part
+// of the answer was already relayed does the client get ERR 1158 (08S01)
+// first. (Client-range codes such as 2003/2013 are avoided: libmariadb
+// reports them as malformed packets.)
 //
 // # Seams for statement rewriting (Interceptor)
 //
 // WithInterceptor installs an Interceptor, consulted on the session's
-// goroutine before each COM_QUERY, COM_STMT_PREPARE and COM_STMT_EXECUTE is
-// relayed. With none installed the relay does no parsing and no allocation
-// per command. An interceptor method either
+// goroutine before each COM_QUERY, COM_STMT_PREPARE, COM_STMT_EXECUTE and
+// COM_STMT_BULK_EXECUTE is relayed. With none installed the relay does no
+// parsing and no allocation per command. An interceptor method either
 //
 //   - returns handled=false, nil: the core relays the original command;
 //   - answers the command itself and returns handled=true, nil, using
 //     exactly one of: Session.RelayQuery (rewritten text), RelayPrepare
 //     (rewritten text; returns the backend's StmtID/Params/Columns so
-//     per-statement state can be attached), RelayExecute (possibly rewritten
-//     execute packet), RelayExecuteAfter (a SET pipelined before the execute:
-//     one round trip), WriteOK, WriteError, WriteResultSet (text BIGINT
-//     columns) or WriteBinaryResultSet (binary protocol, for an execute the
-//     proxy answers itself; prepare a same-shaped statement on the backend,
-//     e.g. `SELECT 0 AS nextval`, so the client's metadata matches);
+//     per-statement state can be attached), RelayPrepareHidden (the same
+//     for a text with extra parameters the interceptor binds itself: the
+//     client sees only its own), RelayExecute (possibly rewritten
+//     execute packet), ExecuteResult (an execute or bulk execute without
+//     relaying, then WriteOK), WriteOK, WriteError, WriteResultSet (text
+//     BIGINT columns), WriteTextResultSet (text VARCHAR columns, for the
+//     proxy's own SHOW statements) or WriteBinaryResultSet (binary
+//     protocol, for an execute the proxy answers itself; prepare a
+//     same-shaped statement on the backend, e.g. `SELECT 0 AS nextval`, so
+//     the client's metadata matches);
 //   - or returns an error before writing anything: a *mysql.MyError (go-mysql)
 //     or an SQLError goes to the client as that ERR packet, any other error as
 //     ERR 1105; the session stays usable.
+//
+// An Interceptor that also implements StmtDataInterceptor sees
+// COM_STMT_SEND_LONG_DATA (and may rewrite its parameter index in place)
+// and COM_STMT_RESET before they are relayed; neither answers the client.
 //
 // Errors from Relay*/Backend* that come from a broken connection are fatal:
 // the session ends after the interceptor returns, whatever it returns.
@@ -59,18 +134,53 @@
 // (affected rows, insert id) and BackendQuery (rows as text), e.g. to read
 // information_schema. Session.DB() is the current database (handshake,
 // COM_INIT_DB, `USE x`; re-read lazily after multi-statement queries),
-// SQLMode() the session's sql_mode (read lazily, re-read after SET...,
-// multi-statements and COM_RESET_CONNECTION), Status()/InTransaction() the
-// backend's last reported status flags, which WriteOK and WriteResultSet
-// also use. Value/SetValue hold the interceptor's per-session state;
-// StmtClosed, SessionReset and SessionClosed say when to drop it.
+// SQLMode() the session's sql_mode (read lazily, re-read after a SET that
+// names sql_mode, multi-statements, COM_RESET_CONNECTION and change user),
+// Status()/InTransaction() the backend's last reported status flags, which
+// WriteOK and WriteResultSet also use. Value/SetValue hold the
+// interceptor's per-session state; StmtClosed, SessionReset (also after a
+// change user) and SessionClosed say when to drop it.
+//
+// # Limits on hostile input (the front door)
+//
+// Asserted by frontdoor_test.go and handshake_fuzz_test.go:
+//
+//   - Before authentication every packet is limited to preAuthMaxPacket
+//     (64 KiB); a longer claim (e.g. a header ff ff ff 01, 16 MB) closes the
+//     connection at once without reading or reserving it. A malformed
+//     handshake response (user, db or attributes without terminator or
+//     longer than the packet, no protocol 4.1) gets ERR 1043 "Bad handshake";
+//     the parsers are fuzzed and never read or allocate beyond the packet.
+//   - Connections still in the handshake have their own budget,
+//     limits.max_handshakes (default 1024; when full the oldest pending one
+//     is closed), and deadline, limits.handshake_timeout (default 5 s); they
+//     never take limits.max_connections slots. Memory they can hold: at most
+//     max_handshakes x (64 KiB packet + 2 KiB buffers + a goroutine), about
+//     70 MiB at the default. Measured: 200 unauthenticated 16 MB claims grow
+//     the heap by 1.8 MiB; 200 held 64 KiB-1 claims by 14 MiB (bound tested:
+//     64 MiB; before the rewrite 3.1 GB RSS). 4,096 silent connections do
+//     not stop a real client from logging in and querying.
+//   - After login, commands up to 1 MiB use the session's own buffer; larger
+//     ones reserve their bytes from limits.command_memory (default 512 MiB)
+//     as they arrive, and a command that cannot get its share within 10 s
+//     gets ERR 1041 and its connection closes. The budget counts payload
+//     bytes; buffer growth and garbage-collector pacing make the heap a
+//     small multiple of it: 4 clients sending 256 MiB with a 64 MiB budget
+//     measured 220 MiB of heap growth (bound tested: 4 x command_memory;
+//     before the budget 2.3 GB). Commands of 16 MiB and more (several
+//     physical packets, total unknown until the last) are read one at a
+//     time server-wide, each piece within a minute, so several of them
+//     cannot starve one another holding parts of the budget (tested: 4 x
+//     40 MiB with a 64 MiB budget all succeed).
+//   - A client aborting TLS, or any other failed handshake, costs one log
+//     line without a stack trace.
 //
 // # Lifecycle
 //
 // Serve returns after ctx ends and a graceful shutdown: the listener closes
-// (new connections are refused), idle sessions close at once, statements in
-// flight finish within config Shutdown.Grace, then the rest are cut off.
-// Limits.MaxConnections answers extra clients with ERR 1040. Logs are
-// log/slog records with a "session" attribute; passwords and SQL text are
-// never logged.
+// (new connections are refused), pending handshakes and idle sessions close
+// at once, statements in flight finish within config Shutdown.Grace, then
+// the rest are cut off. listen and backend.addr may be Unix socket paths.
+// Logs are log/slog records with a "session" attribute (the proxy id);
+// passwords and SQL text are never logged.
 package proxy

@@ -73,7 +73,7 @@ func TestBackendKilledMidSession(t *testing.T) {
 		_, err := conn.ExecContext(ctx, "SELECT SLEEP(30)")
 		done <- err
 	}()
-	time.Sleep(300 * time.Millisecond)
+	waitForQueryOn(t, s, "SELECT SLEEP(30)")
 	s.Kill(t)
 	select {
 	case err := <-done:
@@ -201,7 +201,7 @@ func TestShutdownWithStatementsInFlight(t *testing.T) {
 		result <- err
 	}()
 	<-started
-	time.Sleep(300 * time.Millisecond)
+	waitForQuery(t, "SELECT SLEEP(1)")
 	t0 := time.Now()
 	stopped := make(chan error, 1)
 	go func() { stopped <- e.stop() }()
@@ -238,7 +238,7 @@ func TestShutdownGraceExpires(t *testing.T) {
 		_, err := db.Exec("SELECT SLEEP(20)")
 		result <- err
 	}()
-	time.Sleep(300 * time.Millisecond)
+	waitForQuery(t, "SELECT SLEEP(20)")
 	t0 := time.Now()
 	_ = e.stop()
 	if d := time.Since(t0); d > 5*time.Second {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/testdb"
 )
 
@@ -21,22 +20,18 @@ import (
 var shared *testdb.Server
 
 func TestMain(m *testing.M) {
-	code := func() int {
-		var err error
-		if shared, err = testdb.New(); err != nil {
-			fmt.Fprintln(os.Stderr, "start MariaDB:", err)
-			return 1
-		}
-		defer shared.Close()
-		return m.Run()
-	}()
-	testdb.CleanupTemplate()
-	os.Exit(code)
+	var err error
+	if shared, err = testdb.New(); err != nil {
+		fmt.Fprintln(os.Stderr, "start MariaDB:", err)
+		testdb.CleanupTemplate()
+		os.Exit(1)
+	}
+	testdb.Main(m, shared.Close)
 }
 
 type env struct {
 	srv  *Server
-	cfg  *config.Config
+	cfg  Config
 	addr string
 	stop func() error // cancels Serve and waits for it
 }
@@ -51,15 +46,17 @@ func testLogger() *slog.Logger {
 // startProxy runs a proxy in front of backendAddr with user app/secret.
 func startProxy(t testing.TB, backendAddr string, mutate func(*testConfig), opts ...Option) *env {
 	t.Helper()
-	cfg := config.Default()
-	cfg.Backend.Addr = backendAddr
-	cfg.Backend.ConnectTimeout = config.Duration(2 * time.Second)
-	cfg.Users = []config.User{{Name: "app", Password: "secret"}}
-	cfg.Shutdown.Grace = config.Duration(5 * time.Second)
+	cfg := &Config{
+		Backend:  Backend{Addr: backendAddr, User: "root", ConnectTimeout: 2 * time.Second},
+		Users:    []Account{{Name: "app", Password: "secret"}},
+		Limits:   Limits{MaxConnections: 4096},
+		Shutdown: Shutdown{Grace: 5 * time.Second},
+	}
 	if mutate != nil {
 		mutate(cfg)
 	}
-	srv, err := NewServer(cfg, append([]Option{WithLogger(testLogger())}, opts...)...)
+	*cfg = cfg.withDefaults()
+	srv, err := NewServer(*cfg, append([]Option{WithLogger(testLogger())}, opts...)...)
 	if err != nil {
 		t.Fatalf("NewServer: %v", err)
 	}
@@ -70,7 +67,7 @@ func startProxy(t testing.TB, backendAddr string, mutate func(*testConfig), opts
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, l) }()
-	e := &env{srv: srv, cfg: cfg, addr: l.Addr().String()}
+	e := &env{srv: srv, cfg: *cfg, addr: l.Addr().String()}
 	var stopped bool
 	var serr error
 	e.stop = func() error {
@@ -127,6 +124,6 @@ func ensureDB(t testing.TB, s *testdb.Server, name string) {
 	s.Exec(t, "CREATE DATABASE IF NOT EXISTS `"+name+"`")
 }
 
-type testConfig = config.Config
+type testConfig = Config
 
-func testDuration(d time.Duration) config.Duration { return config.Duration(d) }
+func testDuration(d time.Duration) time.Duration { return d }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"sync"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 )
@@ -31,14 +32,93 @@ func (e errSequence) Error() string {
 // reader/writer and its own sequence id, as the protocol requires.
 type leg struct {
 	conn net.Conn
+	rw   io.ReadWriter // what the buffers use: conn, or a rawIO over it
 	r    *bufio.Reader
 	w    *bufio.Writer
 	seq  uint8
-	name string // "client" or "backend", for errors
+	name string    // "client" or "backend", for errors
+	comp *compConn // non-nil once the leg speaks the compressed protocol
+}
+
+// grow gives a logged-in leg its full-size buffers (the handshake used
+// small ones); bytes already buffered are kept.
+func (l *leg) grow(rsize, wsize int) {
+	if l.r.Buffered() == 0 {
+		l.r = bufio.NewReaderSize(l.rw, rsize)
+	}
+	if l.w.Buffered() == 0 {
+		l.w = bufio.NewWriterSize(l.rw, wsize)
+	}
+}
+
+// peek waits until at least one byte can be read.
+func (l *leg) peek() error {
+	_, err := l.r.Peek(1)
+	return err
+}
+
+// buffered reports bytes already read from the connection and not consumed.
+func (l *leg) buffered() int {
+	n := l.r.Buffered()
+	if l.comp != nil {
+		n += len(l.comp.plain)
+	}
+	return n
+}
+
+// Idle sessions give their buffers back (Session.park): a parked leg has
+// no writer (and a backend leg no reader) until the next command. The pools
+// hold buffers of the session's standard sizes only.
+var (
+	clientWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, clientWriteBuf) }}
+	backWriters   = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, backWriteBuf) }}
+	backReaders   = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, backReadBuf) }}
+)
+
+// dst is what the leg's writer writes to.
+func (l *leg) dst() io.Writer {
+	if l.comp != nil {
+		return l.comp
+	}
+	return l.rw
+}
+
+// parkWriter gives an empty writer of the pool's size back to pool.
+func (l *leg) parkWriter(pool *sync.Pool, size int) {
+	if l.w != nil && l.w.Buffered() == 0 && l.w.Size() == size {
+		l.w.Reset(nil)
+		pool.Put(l.w)
+		l.w = nil
+	}
+}
+
+// unparkWriter gives the leg a writer from pool if it has none.
+func (l *leg) unparkWriter(pool *sync.Pool) {
+	if l.w == nil {
+		l.w = pool.Get().(*bufio.Writer)
+		l.w.Reset(l.dst())
+	}
+}
+
+// parkReader gives an empty reader of the pool's size back to pool.
+func (l *leg) parkReader(pool *sync.Pool, size int) {
+	if l.r != nil && l.r.Buffered() == 0 && l.r.Size() == size && l.comp == nil {
+		l.r.Reset(nil)
+		pool.Put(l.r)
+		l.r = nil
+	}
+}
+
+func (l *leg) unparkReader(pool *sync.Pool) {
+	if l.r == nil {
+		l.r = pool.Get().(*bufio.Reader)
+		l.r.Reset(l.rw)
+	}
 }
 
 func newLeg(name string, c net.Conn, rsize, wsize int) *leg {
-	return &leg{conn: c, r: bufio.NewReaderSize(c, rsize), w: bufio.NewWriterSize(c, wsize), name: name}
+	rw := legIO(c)
+	return &leg{conn: c, rw: rw, r: bufio.NewReaderSize(rw, rsize), w: bufio.NewWriterSize(rw, wsize), name: name}
 }
 
 // ioError marks an I/O failure on one leg. Any ioError ends the session.
@@ -232,10 +312,6 @@ func okPacket(affected, insertID uint64, status, warnings uint16) []byte {
 	return append(p, byte(status), byte(status>>8), byte(warnings), byte(warnings>>8))
 }
 
-func eofPacket(status uint16) []byte {
-	return []byte{0xFE, 0, 0, byte(status), byte(status >> 8)}
-}
-
 // lenenc decodes a length-encoded integer; n == 0 means b is too short.
 // (go-mysql's LengthEncodedInt panics on short input.)
 func lenenc(b []byte) (v uint64, n int) {
@@ -262,3 +338,36 @@ func lenenc(b []byte) (v uint64, n int) {
 	}
 	return v, n
 }
+
+// peekPacketLen returns the length of the next physical packet without
+// consuming it.
+func (l *leg) peekPacketLen() (int, error) {
+	h, err := l.r.Peek(4)
+	if err != nil {
+		return 0, l.fail(err)
+	}
+	return int(h[0]) | int(h[1])<<8 | int(h[2])<<16, nil
+}
+
+// readPacketPiece appends one physical packet's payload to dst.
+func (l *leg) readPacketPiece(dst []byte) ([]byte, error) {
+	n, err := l.readHeader()
+	if err != nil {
+		return dst, err
+	}
+	start := len(dst)
+	dst = slices.Grow(dst, n)[:start+n]
+	if _, err := io.ReadFull(l.r, dst[start:]); err != nil {
+		return dst, l.fail(err)
+	}
+	return dst, nil
+}
+
+// bufferedConn reads through r (bytes already buffered from Conn) first; a
+// TLS upgrade wraps it so no byte read ahead is lost.
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (b *bufferedConn) Read(p []byte) (int, error) { return b.r.Read(p) }

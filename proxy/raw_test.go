@@ -82,12 +82,18 @@ func TestMalformedPackets(t *testing.T) {
 		if p := command(t, c, gomysql.COM_BINLOG_DUMP); errCode(p) != gomysql.ER_UNKNOWN_COM_ERROR {
 			t.Fatalf("binlog dump answered %x, want ERR 1047", p)
 		}
-		if p := command(t, c, gomysql.COM_CHANGE_USER, 'x', 0); errCode(p) != gomysql.ER_NOT_SUPPORTED_YET {
-			t.Fatalf("change user answered %x, want ERR 1235", p)
-		}
 		if err := c.Ping(); err != nil {
 			t.Fatalf("session unusable after refused commands: %v", err)
 		}
+		check()
+	})
+
+	t.Run("malformed change user closes the session with an error", func(t *testing.T) {
+		c := rawLogin(t, e, "")
+		if p := command(t, c, gomysql.COM_CHANGE_USER, 'x', 0); errCode(p) != gomysql.ER_MALFORMED_PACKET {
+			t.Fatalf("change user answered %x, want ERR 1835", p)
+		}
+		expectClosed(t, c.Conn.Conn)
 		check()
 	})
 

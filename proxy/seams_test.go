@@ -114,7 +114,7 @@ func (ti *testInterceptor) Execute(ctx context.Context, s *Session, id uint32, p
 		ti.next++
 		v := 1000 + ti.next
 		ti.mu.Unlock()
-		return true, s.RelayExecuteAfter(fmt.Sprintf("SET @__leaf_0 = %d", v), pkt)
+		return true, s.RelayExecuteAfter(fmt.Appendf(nil, "SET @__leaf_0 = %d", v), pkt)
 	}
 	return false, nil
 }

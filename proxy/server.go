@@ -3,50 +3,46 @@ package proxy
 import (
 	"context"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/big"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
-	gmserver "github.com/go-mysql-org/go-mysql/server"
-
-	"github.com/leafproxy/leafproxy/config"
 )
 
 // Server accepts MySQL clients and relays each to its own backend connection.
 type Server struct {
-	cfg              *config.Config
-	log              *slog.Logger
-	ic               Interceptor
-	authMethod       string
-	maxPacket        int
-	handshakeTimeout time.Duration
+	cfg             Config
+	log             *slog.Logger
+	ic              Interceptor
+	authMethod      string
+	maxPacket       int
+	versionOverride string
 
 	clientTLS  *tls.Config
-	pubKey     []byte
 	backendTLS *tls.Config
-	provider   gmserver.CredentialProvider
-	users      map[string]config.User // name -> account with backend credentials resolved
+	users      atomic.Pointer[accounts]
+	decoy      string // password checked for unknown users, so they cost the same
 
-	// gm is go-mysql's server configuration; replaced (rarely) when the
-	// backend's version string becomes known so clients see the real one.
-	gm      atomic.Pointer[gmserver.Server]
-	version atomic.Pointer[string]
+	// backendHello is the backend's greeting as last seen (version,
+	// capabilities, status, charset); new clients are greeted with it.
+	backendHello atomic.Pointer[greeting]
+	probeMu      sync.Mutex
+	probe        *probeCall // the probe login under way, if any (probeMu)
 
-	nextID   atomic.Uint64
-	active   atomic.Int64
+	mem *memBudget
+
+	nextID   atomic.Uint32 // proxy session ids handed out in greetings
+	accepted atomic.Uint64
+	active   atomic.Int64 // logged-in sessions
 	draining atomic.Bool
 	wg       sync.WaitGroup
 
@@ -55,9 +51,15 @@ type Server struct {
 
 	mu        sync.Mutex
 	listeners []net.Listener
-	sessions  map[*Session]struct{}
+	sessions  map[uint32]*Session // by proxy session id
+	pending   pendingHandshakes
 	done      chan struct{} // closed when Shutdown has finished
 	doneOnce  sync.Once
+}
+
+// accounts is the set of proxy users, swapped whole on reload.
+type accounts struct {
+	byName map[string]Account
 }
 
 // Option adjusts a Server.
@@ -70,9 +72,9 @@ func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
 // prepares and executes. nil (the default) means a pure relay.
 func WithInterceptor(i Interceptor) Option { return func(s *Server) { s.ic = i } }
 
-// WithAuthMethod selects the authentication plugin the proxy asks clients
-// for: mysql_native_password (default) or caching_sha2_password. Clients
-// offering the other one are asked to switch.
+// WithAuthMethod selects the authentication plugin the proxy's greeting
+// names: mysql_native_password (default) or caching_sha2_password. Clients
+// answering with either are checked without a switch; others are switched.
 func WithAuthMethod(m string) Option { return func(s *Server) { s.authMethod = m } }
 
 // WithMaxPacket bounds one command packet from a client (default 1 GiB,
@@ -80,136 +82,50 @@ func WithAuthMethod(m string) Option { return func(s *Server) { s.authMethod = m
 func WithMaxPacket(n int) Option { return func(s *Server) { s.maxPacket = n } }
 
 // WithServerVersion fixes the version string announced to clients; by
-// default the proxy announces the backend's once it has connected to it.
-func WithServerVersion(v string) Option { return func(s *Server) { s.version.Store(&v) } }
+// default the proxy announces the backend's.
+func WithServerVersion(v string) Option { return func(s *Server) { s.versionOverride = v } }
 
-// defaultVersion is announced until the backend's own version is known.
-const defaultVersion = "5.7.99-leafproxy"
+// sessionIDBase keeps the proxy's session ids (the greeting's connection id,
+// what clients put in KILL) apart from backend thread ids, which count from
+// 1: an id below it can only be a backend thread id (CONNECTION_ID()).
+const sessionIDBase = 1 << 30
 
 // NewServer prepares a proxy for cfg. It does not contact the backend.
-func NewServer(cfg *config.Config, opts ...Option) (*Server, error) {
+func NewServer(cfg Config, opts ...Option) (*Server, error) {
+	cfg = cfg.withDefaults()
 	s := &Server{
-		cfg:              cfg,
-		log:              slog.Default(),
-		authMethod:       mysql.AUTH_NATIVE_PASSWORD,
-		maxPacket:        1 << 30,
-		handshakeTimeout: 10 * time.Second,
-		sessions:         map[*Session]struct{}{},
-		done:             make(chan struct{}),
+		cfg:        cfg,
+		log:        slog.Default(),
+		authMethod: mysql.AUTH_NATIVE_PASSWORD,
+		maxPacket:  1 << 30,
+		sessions:   map[uint32]*Session{},
+		done:       make(chan struct{}),
+		decoy:      randomPassword(),
 	}
+	s.nextID.Store(sessionIDBase)
 	for _, o := range opts {
 		o(s)
 	}
 	if s.authMethod != mysql.AUTH_NATIVE_PASSWORD && s.authMethod != mysql.AUTH_CACHING_SHA2_PASSWORD {
 		return nil, fmt.Errorf("auth method %q: want %s or %s", s.authMethod, mysql.AUTH_NATIVE_PASSWORD, mysql.AUTH_CACHING_SHA2_PASSWORD)
 	}
-	if t := cfg.Backend.ConnectTimeout.D(); t > 0 {
-		s.handshakeTimeout = max(s.handshakeTimeout, t)
-	}
 	if err := s.setupTLS(); err != nil {
 		return nil, err
 	}
-	s.setupUsers()
-	if s.version.Load() == nil {
-		v := defaultVersion
-		s.version.Store(&v)
-	}
-	s.gm.Store(s.newGM(*s.version.Load()))
+	s.SetUsers(cfg.Users)
+	s.mem = newMemBudget(cfg.Limits.CommandMemory)
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	return s, nil
 }
 
-func (s *Server) newGM(version string) *gmserver.Server {
-	return gmserver.NewServer(version, mysql.DEFAULT_COLLATION_ID, s.authMethod, s.pubKey, s.clientTLS)
-}
-
-// noteBackendVersion makes later handshakes announce the backend's version
-// (clients such as the mariadb CLI adapt their behaviour to it).
-func (s *Server) noteBackendVersion(v string) {
-	if v == "" || *s.version.Load() == v {
-		return
-	}
-	s.version.Store(&v)
-	s.gm.Store(s.newGM(v))
-}
-
-// setupTLS loads the client-facing certificate or, when none is configured,
-// makes a self-signed RSA one in memory: go-mysql's caching_sha2_password
-// needs an RSA key and a public key even for plaintext clients.
-func (s *Server) setupTLS() error {
-	var cert tls.Certificate
-	var err error
-	if s.cfg.TLS.Cert != "" || s.cfg.TLS.Key != "" {
-		cert, err = tls.LoadX509KeyPair(s.cfg.TLS.Cert, s.cfg.TLS.Key)
-		if err != nil {
-			return fmt.Errorf("tls.cert/tls.key: %w", err)
-		}
-	} else if cert, err = selfSignedRSA(); err != nil {
-		return fmt.Errorf("generate proxy TLS key: %w", err)
-	}
-	s.clientTLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	if k, ok := cert.PrivateKey.(*rsa.PrivateKey); ok {
-		der, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
-		if err != nil {
-			return fmt.Errorf("encode proxy public key: %w", err)
-		}
-		s.pubKey = pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
-	} else if s.authMethod == mysql.AUTH_CACHING_SHA2_PASSWORD {
-		return errors.New("tls.key: caching_sha2_password needs an RSA key")
-	}
-	bt := s.cfg.Backend.TLS
-	if bt.Enabled {
-		tc := &tls.Config{ServerName: bt.ServerName, InsecureSkipVerify: bt.InsecureSkipVerify, MinVersion: tls.VersionTLS12}
-		if tc.ServerName == "" {
-			if host, _, err := net.SplitHostPort(s.cfg.Backend.Addr); err == nil {
-				tc.ServerName = host
-			}
-		}
-		if bt.CA != "" {
-			pem, err := os.ReadFile(bt.CA)
-			if err != nil {
-				return fmt.Errorf("backend.tls.ca: %w", err)
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return fmt.Errorf("backend.tls.ca: no certificate in %s", bt.CA)
-			}
-			tc.RootCAs = pool
-		}
-		s.backendTLS = tc
-	}
-	return nil
-}
-
-func selfSignedRSA() (tls.Certificate, error) {
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: "leafproxy"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().AddDate(10, 0, 0),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     []string{"localhost"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
-}
-
-// setupUsers resolves each account's backend credentials. With no users
-// configured, clients log in with the backend's own user and password.
-func (s *Server) setupUsers() {
-	s.users = map[string]config.User{}
-	list := s.cfg.Users
+// SetUsers replaces the proxy's accounts (a configuration reload): new
+// logins use them at once; sessions already logged in keep going. With no
+// users, clients log in with the backend's own user and password.
+func (s *Server) SetUsers(list []Account) {
+	a := &accounts{byName: map[string]Account{}}
 	if len(list) == 0 {
-		list = []config.User{{Name: s.cfg.Backend.User, Password: s.cfg.Backend.Password}}
+		// Whoever knows the backend's own credentials may steer the proxy.
+		list = []Account{{Name: s.cfg.Backend.User, Password: s.cfg.Backend.Password, Admin: true}}
 	}
 	for _, u := range list {
 		if u.BackendUser == "" {
@@ -218,38 +134,9 @@ func (s *Server) setupUsers() {
 				u.BackendPassword = s.cfg.Backend.Password
 			}
 		}
-		s.users[u.Name] = u
+		a.byName[u.Name] = u
 	}
-	if s.authMethod == mysql.AUTH_CACHING_SHA2_PASSWORD {
-		// go-mysql only takes its cache-free fast path with its own in-memory
-		// provider; any other provider forces RSA full authentication.
-		p := gmserver.NewInMemoryProvider()
-		for _, u := range s.users {
-			p.AddUser(u.Name, u.Password)
-		}
-		s.provider = p
-		return
-	}
-	s.provider = &userProvider{users: s.users, decoy: randomPassword()}
-}
-
-// userProvider answers unknown users with an unguessable password so they
-// get MySQL's 1045 "Access denied" rather than go-mysql's definer error.
-type userProvider struct {
-	users map[string]config.User
-	decoy string
-}
-
-func (p *userProvider) CheckUsername(name string) (bool, error) {
-	_, ok := p.users[name]
-	return ok, nil
-}
-
-func (p *userProvider) GetCredential(name string) (string, bool, error) {
-	if u, ok := p.users[name]; ok {
-		return u.Password, true, nil
-	}
-	return p.decoy, true, nil
+	s.users.Store(a)
 }
 
 func randomPassword() string {
@@ -258,9 +145,20 @@ func randomPassword() string {
 	return fmt.Sprintf("%x", b)
 }
 
-// ListenAndServe listens on cfg.Listen and serves until ctx ends.
+// ListenAndServe listens on cfg.Listen (host:port, or a Unix socket path)
+// and serves until ctx ends.
 func (s *Server) ListenAndServe(ctx context.Context) error {
-	l, err := net.Listen("tcp", s.cfg.Listen)
+	network := "tcp"
+	if strings.Contains(s.cfg.Listen, "/") {
+		network = "unix"
+		// A socket file left by a process that died is in the way.
+		if c, err := net.Dial("unix", s.cfg.Listen); err == nil {
+			c.Close()
+			return fmt.Errorf("listen on %s: another process is serving this socket", s.cfg.Listen)
+		}
+		_ = os.Remove(s.cfg.Listen)
+	}
+	l, err := net.Listen(network, s.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.cfg.Listen, err)
 	}
@@ -277,12 +175,11 @@ func (s *Server) Addr() net.Addr {
 	return s.listeners[0].Addr()
 }
 
-// Sessions reports the client connections open now (including ones still
-// in the handshake) and the connections accepted since start (including
-// ones refused by limits.max_connections or a failed login). Two atomic
-// loads: cheap enough for a metrics scrape at any rate.
+// Sessions reports the logged-in client sessions now and the connections
+// accepted since start (including ones refused or that failed to log in).
+// Two atomic loads: cheap enough for a metrics scrape at any rate.
 func (s *Server) Sessions() (current int64, accepted uint64) {
-	return s.active.Load(), s.nextID.Load()
+	return s.active.Load(), s.accepted.Load()
 }
 
 // Serve accepts clients on l until ctx ends or Shutdown is called; when ctx
@@ -301,7 +198,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	go func() {
 		select {
 		case <-ctx.Done():
-			grace := s.cfg.Shutdown.Grace.D()
+			grace := s.cfg.Shutdown.Grace
 			sctx, cancel := context.WithTimeout(context.Background(), grace)
 			defer cancel()
 			if err := s.Shutdown(sctx); err != nil {
@@ -320,7 +217,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 				return nil
 			}
 			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) {
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
 				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
 				s.log.Warn("accept failed, retrying", "err", err, "in", delay)
 				time.Sleep(delay)
@@ -343,9 +240,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, l := range s.listeners {
 		l.Close()
 	}
-	for sess := range s.sessions {
+	for _, sess := range s.sessions {
 		sess.pokeIfIdle()
 	}
+	s.pending.closeAll()
 	s.mu.Unlock()
 
 	finished := make(chan struct{})
@@ -356,7 +254,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		err = ctx.Err()
 		s.mu.Lock()
-		for sess := range s.sessions {
+		for _, sess := range s.sessions {
 			sess.forceClose()
 		}
 		s.mu.Unlock()
@@ -372,50 +270,97 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) handle(raw net.Conn) {
 	defer s.wg.Done()
 	defer raw.Close()
+	s.accepted.Add(1)
 	id := s.nextID.Add(1)
-	log := s.log.With("session", id, "remote", raw.RemoteAddr().String())
+	if id < sessionIDBase { // wrapped after 3 billion sessions
+		s.nextID.Store(sessionIDBase)
+		id = s.nextID.Add(1)
+	}
+	remote := "unix"
+	if a := raw.RemoteAddr(); a != nil && a.String() != "" && a.String() != "@" {
+		remote = a.String()
+	}
+	log := s.log.With("session", id, "remote", remote)
+	// A panic in the handshake (a parser bug on hostile input) costs this
+	// connection, not the process.
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error("connection closed: internal error in handshake", "panic", fmt.Sprint(r))
+		}
+	}()
+
+	if !s.pending.add(raw, s.cfg.Limits.MaxHandshakes, &s.mu) {
+		return
+	}
+	// Small buffers until the client has logged in: a flood of strangers
+	// costs little memory each.
+	c := newLeg("client", raw, 1<<10, 1<<10)
+	_ = raw.SetDeadline(time.Now().Add(s.cfg.Limits.HandshakeTimeout))
+	hello, err := s.hello(s.baseCtx)
+	if err != nil {
+		s.pending.remove(raw, &s.mu)
+		log.Warn("backend unreachable: refusing client", "backend", s.cfg.Backend.Addr, "err", rootCause(err))
+		writeLoginError(c, s.backendRefusal(err))
+		return
+	}
+	g := s.greetingFor(id, hello)
+	h, err := s.clientHandshake(c, g)
+	s.pending.remove(raw, &s.mu)
+	if err != nil {
+		var le *loginError
+		if errors.As(err, &le) {
+			log.Info("login refused", "code", le.code, "err", le.msg)
+			writeLoginError(c, le)
+		} else {
+			log.Info("client handshake failed", "err", oneLine(err))
+		}
+		return
+	}
+	log = log.With("user", h.resp.user)
+	_ = c.conn.SetDeadline(time.Time{})
 
 	if n := s.active.Add(1); s.cfg.Limits.MaxConnections > 0 && n > int64(s.cfg.Limits.MaxConnections) {
 		s.active.Add(-1)
 		log.Warn("too many connections", "max", s.cfg.Limits.MaxConnections)
-		// MySQL sends this error in place of the initial handshake.
-		writeRaw(raw, 0, errPacket(mysql.ER_CON_COUNT_ERROR, "08004", "Too many connections"))
+		writeLoginError(c, &loginError{mysql.ER_CON_COUNT_ERROR, "08004", "Too many connections"})
 		return
 	}
 	defer s.active.Add(-1)
 
-	_ = raw.SetDeadline(time.Now().Add(s.handshakeTimeout))
-	h := &handshakeHandler{}
-	conn, err := s.gm.Load().NewCustomizedConn(raw, s.provider, h)
+	bc, err := s.connectBackend(s.baseCtx, backendLoginFor(h))
 	if err != nil {
-		log.Info("client handshake failed", "user", userOf(conn), "err", err)
+		le := s.backendRefusal(err)
+		log.Warn("backend login failed", "backend", s.cfg.Backend.Addr, "code", le.code, "err", le.msg)
+		writeLoginError(c, le)
 		return
 	}
-	netConn := conn.Conn.Conn // the TLS connection if the client upgraded
-	_ = netConn.SetDeadline(time.Time{})
-	user := conn.GetUser()
-	log = log.With("user", user)
-	_, isTLS := netConn.(*tls.Conn)
-	sess := newSession(s, id, log, netConn, conn.Capability(), conn.Charset(), user, h.db)
-	if s.cfg.TLS.Required && !isTLS {
-		// go-mysql has already sent the login OK: answer commands instead.
-		log.Info("refused plaintext client: tls.required")
-		sess.refuse(&mysql.MyError{Code: 3159, State: "HY000",
-			Message: "Connections using insecure transport are prohibited while tls.required is set"})
-		return
-	}
+	sess := newSession(s, id, log, c, h, bc)
 	if !s.register(sess) {
+		sess.closeConns()
 		return
 	}
 	defer s.unregister(sess)
+	// The backend's own login OK (status flags, session state) is the
+	// client's: both legs start in the same state.
+	if err := c.writePacket(bc.ok); err != nil || c.flush() != nil {
+		sess.closeConns()
+		return
+	}
+	if h.resp.caps&mysql.CLIENT_COMPRESS != 0 {
+		c.compress()
+	} else {
+		c.grow(clientReadBuf, clientWriteBuf)
+	}
 	sess.serve(s.baseCtx)
 }
 
-func userOf(c *gmserver.Conn) string {
-	if c == nil {
-		return ""
+// oneLine is err's message without stack traces or newlines, for one log line.
+func oneLine(err error) string {
+	m := err.Error()
+	if i := strings.IndexByte(m, '\n'); i >= 0 {
+		m = m[:i]
 	}
-	return c.GetUser()
+	return m
 }
 
 func (s *Server) register(sess *Session) bool {
@@ -424,41 +369,73 @@ func (s *Server) register(sess *Session) bool {
 	if s.draining.Load() {
 		return false
 	}
-	s.sessions[sess] = struct{}{}
+	s.sessions[sess.id] = sess
 	return true
 }
 
 func (s *Server) unregister(sess *Session) {
 	s.mu.Lock()
-	delete(s.sessions, sess)
+	delete(s.sessions, sess.id)
 	s.mu.Unlock()
 }
 
-// writeRaw writes one packet directly (no session yet), best effort.
-func writeRaw(c net.Conn, seq uint8, payload []byte) {
-	_ = c.SetWriteDeadline(time.Now().Add(2 * time.Second))
-	n := len(payload)
-	_, _ = c.Write(append([]byte{byte(n), byte(n >> 8), byte(n >> 16), seq}, payload...))
+// SessionInfo describes one logged-in session (for admin views).
+type SessionInfo struct {
+	ID       uint32 // the id the client was greeted with
+	ThreadID uint32 // the backend connection's thread id
+	User     string
+	Remote   string
+	DB       string
+	Command  string // "Sleep" or "Query"
+	Since    time.Time
 }
 
-// handshakeHandler only remembers the database named in the handshake:
-// go-mysql calls UseDB before the password is checked, so nothing may
-// touch the backend here. The command methods are never called: the
-// session runs its own loop.
-type handshakeHandler struct{ db string }
+// SessionList returns the logged-in sessions.
+func (s *Server) SessionList() []SessionInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]SessionInfo, 0, len(s.sessions))
+	for _, sess := range s.sessions {
+		out = append(out, sess.info())
+	}
+	return out
+}
 
-func (h *handshakeHandler) UseDB(db string) error { h.db = db; return nil }
-func (h *handshakeHandler) HandleQuery(string) (*mysql.Result, error) {
-	return nil, errors.New("unused")
+// pendingHandshakes are connections that have not logged in yet, oldest
+// first. They have their own budget: when it is full the oldest is closed,
+// so a flood of silent connections ages out instead of locking out clients
+// whose handshake takes one round trip.
+type pendingHandshakes struct {
+	conns []net.Conn
 }
-func (h *handshakeHandler) HandleFieldList(string, string) ([]*mysql.Field, error) {
-	return nil, errors.New("unused")
+
+func (p *pendingHandshakes) add(c net.Conn, max int, mu *sync.Mutex) bool {
+	mu.Lock()
+	defer mu.Unlock()
+	if max > 0 && len(p.conns) >= max {
+		old := p.conns[0]
+		p.conns = p.conns[1:]
+		old.Close()
+	}
+	p.conns = append(p.conns, c)
+	return true
 }
-func (h *handshakeHandler) HandleStmtPrepare(string) (int, int, any, error) {
-	return 0, 0, nil, errors.New("unused")
+
+func (p *pendingHandshakes) remove(c net.Conn, mu *sync.Mutex) {
+	mu.Lock()
+	defer mu.Unlock()
+	for i, x := range p.conns {
+		if x == c {
+			p.conns = append(p.conns[:i], p.conns[i+1:]...)
+			return
+		}
+	}
 }
-func (h *handshakeHandler) HandleStmtExecute(any, string, []any) (*mysql.Result, error) {
-	return nil, errors.New("unused")
+
+// closeAll runs with the server's lock held.
+func (p *pendingHandshakes) closeAll() {
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
 }
-func (h *handshakeHandler) HandleStmtClose(any) error             { return nil }
-func (h *handshakeHandler) HandleOtherCommand(byte, []byte) error { return errors.New("unused") }

@@ -3,10 +3,10 @@ package rewriter
 import (
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // value expressions for the parser
@@ -169,7 +169,7 @@ func (b *builder) namesSQLMode(start, end int) bool {
 				return false
 			}
 		case t.kind == tWord || t.kind == tQuoted || t.kind == tVar:
-			if name := unquote(l.text(t), t.kind, l.mode); len(name) >= 8 && eqFold(name[len(name)-8:], "SQL_MODE") {
+			if name := unquote(l.text(t), t.kind, l.mode); len(name) >= 8 && sqltext.EqualFold(name[len(name)-8:], "SQL_MODE") {
 				return true
 			}
 		}
@@ -181,7 +181,7 @@ func (b *builder) namesSQLMode(start, end int) bool {
 func (b *builder) statement(raw, start, end int, first token) error {
 	text := b.sql[start:end]
 	mode := b.env.Mode
-	if eqFold(b.sql[first.start:first.end], "SET") {
+	if sqltext.EqualFold(b.sql[first.start:first.end], "SET") {
 		if inner, innerFirst, setsMode, ok := b.setStatement(start, end); ok {
 			// MariaDB's SET STATEMENT var=value[, ...] FOR <statement>:
 			// plan the statement, in place.
@@ -192,7 +192,7 @@ func (b *builder) statement(raw, start, end int, first token) error {
 			return b.statement(inner, inner, end, innerFirst)
 		}
 	}
-	if eqFold(b.sql[first.start:first.end], "PREPARE") || eqFold(b.sql[first.start:first.end], "EXECUTE") {
+	if sqltext.EqualFold(b.sql[first.start:first.end], "PREPARE") || sqltext.EqualFold(b.sql[first.start:first.end], "EXECUTE") {
 		if err := b.dynamicStatement(start, end); err != nil {
 			return err
 		}
@@ -235,6 +235,9 @@ func (b *builder) statement(raw, start, end int, first token) error {
 		if c.fn == Last {
 			return errorf(CodeNotSupported, "%s is only answered in a SELECT of sequence calls alone, e.g. SELECT LASTVAL('%s')", b.sql[c.start:c.end], c.tag)
 		}
+		if c.fn == Set {
+			return errorf(CodeNotSupported, "%s is only answered in a SELECT of sequence calls alone, e.g. SELECT SETVAL('%s', 1000)", b.sql[c.start:c.end], c.tag)
+		}
 	}
 
 	if hasRule && len(b.calls) == 0 && !b.noFast && b.fastInsert(start, end, rule, db, table) {
@@ -270,7 +273,7 @@ func (b *builder) statement(raw, start, end int, first token) error {
 	cut := len(text)
 	var stmts []ast.StmtNode
 	parsed := false
-	if eqFold(b.sql[first.start:first.end], "INSERT") || eqFold(b.sql[first.start:first.end], "REPLACE") {
+	if sqltext.EqualFold(b.sql[first.start:first.end], "INSERT") || sqltext.EqualFold(b.sql[first.start:first.end], "REPLACE") {
 		if at, inBang := returningAt(text, mode); at >= 0 {
 			parsed = true
 			prefix := src[:at]
@@ -377,116 +380,6 @@ func (b *builder) insertRule(text string, mode Mode, hide bool) (rule Rule, ok b
 	return rule, ok, d, t, nil
 }
 
-// refuse is the error for a statement that needs planning (a rule table's
-// key to fill, or sequence calls) met while scanning.
-func (b *builder) refuse(hasRule bool, name string, rule Rule) error {
-	what := ""
-	if hasRule {
-		what = fmt.Sprintf("an INSERT / REPLACE on %s (key column %s)", name, rule.Column)
-	} else {
-		what = b.sql[b.calls[0].start:b.calls[0].end]
-	}
-	if b.scan == scanModeSet {
-		return errorf(CodeNotSupported, "%s follows a SET of sql_mode in the same text: the proxy plans with the sql_mode from before the text "+
-			"and cannot tell the new one; send the SET as a statement of its own first", what)
-	}
-	return errorf(CodeNotSupported, "%s with %s: the proxy does not see statements prepared from a string in SQL, so it cannot fill keys "+
-		"or sequence values in them; use the binary protocol (server-side prepared statements, which the proxy supports) or send the statement itself", b.dynamic, what)
-}
-
-// dynamicStatement checks PREPARE s FROM src and EXECUTE IMMEDIATE src
-// [USING ...] in sql[start:end): the server runs src, which the proxy
-// never sees. When src is string literals (or an expression with some),
-// their content (unescaped with the session's sql_mode, concatenated) is
-// read as statements: an INSERT / REPLACE on a rule table or a sequence
-// call there is refused; a USE there leaves the database unknown and a
-// SET of sql_mode counts as one. A user variable (PREPARE s FROM @q) is not
-// seen; nor is EXECUTE s.
-func (b *builder) dynamicStatement(start, end int) error {
-	l := lexer{s: b.sql[:end], pos: start, mode: b.env.Mode, inBang: b.inBang}
-	what := "PREPARE ... FROM"
-	if l.is(l.next(), "PREPARE") {
-		if t := l.next(); t.kind != tWord && t.kind != tQuoted || !l.is(l.next(), "FROM") {
-			return nil
-		}
-	} else {
-		if !l.is(l.next(), "IMMEDIATE") {
-			return nil
-		}
-		what = "EXECUTE IMMEDIATE"
-	}
-	// Concatenate the string literals of src; allocates only for this
-	// statement kind.
-	var content []byte
-	depth, n, lone := 0, 0, false
-	for {
-		t := l.next()
-		if t.kind == tEOF || depth == 0 && what == "EXECUTE IMMEDIATE" && l.is(t, "USING") {
-			break
-		}
-		switch {
-		case l.isPunct(t, '('):
-			depth++
-		case l.isPunct(t, ')'):
-			depth--
-		case t.kind == tString:
-			content = append(content, unquote(l.text(t), t.kind, l.mode)...)
-		}
-		n++
-		lone = n == 1 && t.kind == tVar
-	}
-	if lone || len(content) == 0 {
-		return nil
-	}
-	c := builder{sql: string(content), env: b.env, db: b.db, dbUnknown: b.dbUnknown, modeSet: b.modeSet, scan: scanDynamic, dynamic: what}
-	cl := lexer{s: c.sql, mode: b.env.Mode}
-	if err := c.runFrom(&cl, 1); err != nil {
-		return err
-	}
-	if c.db != b.db || c.dbUnknown {
-		b.dbUnknown = true
-	}
-	b.modeSet = b.modeSet || c.modeSet
-	return nil
-}
-
-// setStatement reads sql[start:end) as MariaDB's `SET STATEMENT var=value
-// [, ...] FOR <statement>`; inner is the offset of the statement after
-// FOR and first its first token; setsMode reports a sql_mode among the
-// variables. ok is false for any other SET.
-func (b *builder) setStatement(start, end int) (inner int, first token, setsMode, ok bool) {
-	l := lexer{s: b.sql[:end], pos: start, mode: b.env.Mode}
-	l.next() // SET
-	if !l.is(l.next(), "STATEMENT") {
-		return 0, token{}, false, false
-	}
-	depth := 0
-	prev := token{kind: tEOF}
-	for {
-		t := l.next()
-		switch {
-		case t.kind == tEOF:
-			return 0, token{}, false, false
-		case l.isPunct(t, '('):
-			depth++
-		case l.isPunct(t, ')'):
-			depth--
-		case depth == 0 && l.is(t, "FOR") && !l.is(prev, "VALUE"): // not NEXT VALUE FOR s
-			u := l.next()
-			if u.kind == tEOF {
-				return 0, token{}, false, false
-			}
-			return u.start, u, setsMode, true
-		case t.kind == tWord || t.kind == tQuoted || t.kind == tVar:
-			name := unquote(l.text(t), t.kind, l.mode)
-			if len(name) >= 8 && eqFold(name[len(name)-8:], "SQL_MODE") {
-				setsMode = true
-			}
-		}
-		prev = t
-	}
-}
-
 func qualify(db, table string) string {
 	if db == "" {
 		return table
@@ -500,129 +393,4 @@ func firstLine(err error) string {
 		msg = msg[:i]
 	}
 	return msg
-}
-
-// stmtPlan plans one parsed statement.
-type stmtPlan struct {
-	b     *builder
-	start int    // offset of text in the whole sql
-	text  string // the statement's original text
-	// per call of b.calls: placed where an ID can go; consumed as a key
-	// value; alias text to append (select items without an alias)
-	placed   []bool
-	consumed []bool
-	alias    []string
-	first    int // index into b.edits of this statement's first edit
-}
-
-// callAt returns the index of the call starting at statement offset pos.
-func (s *stmtPlan) callAt(pos int) int {
-	calls := s.b.calls
-	abs := s.start + pos
-	i := sort.Search(len(calls), func(i int) bool { return calls[i].start >= abs })
-	if i < len(calls) && calls[i].start == abs {
-		return i
-	}
-	return -1
-}
-
-// placeCalls marks the calls that sit where one value per occurrence is
-// right: INSERT rows and SET lists, ON DUPLICATE KEY UPDATE of a one-row
-// INSERT, UPDATE ... SET, SET @v = ..., and the select list of a SELECT
-// without FROM. Subqueries are never such a place.
-func (s *stmtPlan) placeCalls(stmt ast.StmtNode) {
-	if len(s.b.calls) == 0 {
-		return
-	}
-	s.consumed = make([]bool, len(s.b.calls))
-	s.alias = make([]string, len(s.b.calls))
-	v := placer{s: s}
-	switch n := stmt.(type) {
-	case *ast.InsertStmt:
-		for _, row := range n.Lists {
-			for _, e := range row {
-				e.Accept(&v)
-			}
-		}
-		if len(n.Lists) == 1 && n.Select == nil {
-			for _, a := range n.OnDuplicate {
-				a.Expr.Accept(&v)
-			}
-		}
-	case *ast.UpdateStmt:
-		for _, a := range n.List {
-			a.Expr.Accept(&v)
-		}
-	case *ast.SetStmt:
-		for _, a := range n.Variables {
-			if a.Value != nil {
-				a.Value.Accept(&v)
-			}
-		}
-	case *ast.SelectStmt:
-		if n.From != nil || n.Where != nil || n.GroupBy != nil || n.Having != nil || n.WindowSpecs != nil || n.Fields == nil {
-			return
-		}
-		for _, f := range n.Fields.Fields {
-			if f.Expr == nil {
-				continue
-			}
-			f.Expr.Accept(&v)
-			// MariaDB names the column after the call's text; keep that
-			// name now that the call becomes a number.
-			if _, bare := f.Expr.(ast.ValueExpr); !bare {
-				continue
-			}
-			if i := s.callAt(f.Expr.OriginTextPosition()); i >= 0 {
-				c := s.b.calls[i]
-				l := lexer{s: s.b.sql, pos: c.end, mode: s.b.env.Mode}
-				if t := l.next(); l.is(t, "AS") || l.isAlias(t) {
-					continue
-				}
-				s.alias[i] = " AS `" + strings.ReplaceAll(s.b.sql[c.start:c.end], "`", "``") + "`"
-			}
-		}
-	}
-}
-
-// placer marks calls found in an expression, not entering subqueries.
-type placer struct{ s *stmtPlan }
-
-func (v *placer) Enter(n ast.Node) (ast.Node, bool) {
-	switch e := n.(type) {
-	case *ast.SubqueryExpr:
-		return n, true
-	case ast.ValueExpr:
-		if i := v.s.callAt(e.OriginTextPosition()); i >= 0 {
-			v.s.placed[i] = true
-		}
-	}
-	return n, false
-}
-
-func (v *placer) Leave(n ast.Node) (ast.Node, bool) { return n, true }
-
-// wrapFirstKey renders this statement's first generated key as
-// LAST_INSERT_ID(id), so the server reports it like an AUTO_INCREMENT value.
-func (s *stmtPlan) wrapFirstKey() {
-	edits := s.b.edits[s.first:]
-	best := -1
-	for i := range edits {
-		if edits[i].key && edits[i].slot >= 0 && (best < 0 || edits[i].start < edits[best].start) {
-			best = i
-		}
-	}
-	if best >= 0 {
-		edits[best].wrap = true
-	}
-}
-
-// addFilled records a table whose key the plan fills, once.
-func (b *builder) addFilled(f Filled) {
-	for _, g := range b.filled {
-		if g == f {
-			return
-		}
-	}
-	b.filled = append(b.filled, f)
 }

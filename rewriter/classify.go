@@ -1,6 +1,10 @@
 package rewriter
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/leafproxy/leafproxy/internal/sqltext"
+)
 
 // mayRewrite is the cheap filter in front of all planning. It answers false
 // only when no statement in sql can need a rewrite: none starts with INSERT,
@@ -34,10 +38,10 @@ func startsAny(sql string) bool {
 }
 
 // hasSeqCall reports whether sql may hold a sequence call. Every call form
-// contains "val" in some case: NEXTVAL( and LASTVAL( have it after "next" /
-// "last", NEXT VALUE FOR and PREVIOUS VALUE FOR have the word VALUE followed
+// contains "val" in some case: NEXTVAL(, LASTVAL( and SETVAL( have it after
+// "next" / "last" / "set", NEXT VALUE FOR and PREVIOUS VALUE FOR have the word VALUE followed
 // (past whitespace, comments and executable-comment markers) by FOR. So a
-// "val" counts only where it ends "nextval" / "lastval" or starts "value"
+// "val" counts only where it ends "nextval" / "lastval" / "setval" or starts "value"
 // followed by FOR; VALUES, VALUE (, "interval", "value" in a string do not.
 // It is quote-blind (a match in a string is a false "maybe") and never
 // answers false for a text with a call. IndexByte is vectorised but costs
@@ -70,11 +74,11 @@ func hasSeqCall(sql string) bool {
 
 // seqCallAt reports whether the "val" at sql[i:] may belong to a call.
 func seqCallAt(sql string, i int) bool {
-	if i >= 4 && (eqFold(sql[i-4:i], "NEXT") || eqFold(sql[i-4:i], "LAST")) {
+	if i >= 4 && (sqltext.EqualFold(sql[i-4:i], "NEXT") || sqltext.EqualFold(sql[i-4:i], "LAST")) || i >= 3 && sqltext.EqualFold(sql[i-3:i], "SET") {
 		return true
 	}
 	j := i + 5
-	if j > len(sql) || sql[i+3]|0x20 != 'u' || sql[i+4]|0x20 != 'e' || j < len(sql) && isIdentByte(sql[j]) {
+	if j > len(sql) || sql[i+3]|0x20 != 'u' || sql[i+4]|0x20 != 'e' || j < len(sql) && sqltext.IsIdentByte(sql[j]) {
 		return false // not the word VALUE (VALUES, VALUED, VAL, ...)
 	}
 	// The lexer that finds calls may be inside /*! ... */ here or not;
@@ -82,7 +86,7 @@ func seqCallAt(sql string, i int) bool {
 	for _, inBang := range [2]bool{false, true} {
 		l := lexer{s: sql, pos: j, inBang: inBang}
 		l.skipSpace()
-		if eqFold(l.word(), "FOR") {
+		if sqltext.EqualFold(l.word(), "FOR") {
 			return true
 		}
 	}
@@ -101,17 +105,17 @@ func startsInsert(sql string, from int) bool {
 		return true
 	}
 	w := l.word()
-	if eqFold(w, "SET") {
+	if sqltext.EqualFold(w, "SET") {
 		l.skipSpace()
-		return l.inBang || eqFold(l.word(), "STATEMENT")
+		return l.inBang || sqltext.EqualFold(l.word(), "STATEMENT")
 	}
-	return eqFold(w, "INSERT") || eqFold(w, "REPLACE") || eqFold(w, "PREPARE") || eqFold(w, "EXECUTE")
+	return sqltext.EqualFold(w, "INSERT") || sqltext.EqualFold(w, "REPLACE") || sqltext.EqualFold(w, "PREPARE") || sqltext.EqualFold(w, "EXECUTE")
 }
 
 // word returns the run of identifier bytes at l.pos and moves past it.
 func (l *lexer) word() string {
 	i := l.pos
-	for l.pos < len(l.s) && isIdentByte(l.s[l.pos]) {
+	for l.pos < len(l.s) && sqltext.IsIdentByte(l.s[l.pos]) {
 		l.pos++
 	}
 	return l.s[i:l.pos]
@@ -135,7 +139,7 @@ func plainInserts(sql string, env *Env) bool {
 		l.skipSpace()
 		if l.pos < len(sql) && sql[l.pos] != ';' {
 			save := l.pos
-			if w := l.word(); !eqFold(w, "INSERT") && !eqFold(w, "REPLACE") {
+			if w := l.word(); !sqltext.EqualFold(w, "INSERT") && !sqltext.EqualFold(w, "REPLACE") {
 				return false
 			}
 			l.pos = save

@@ -24,11 +24,16 @@
 // IDs spliced into statements) for LASTVAL.
 //
 // For COM_STMT_PREPARE call PlanPrepare and prepare p.Render(nil, sql, nil)
-// on the backend instead of sql. Its IDs are session variables
-// @__leaf_0, @__leaf_1, ... (one per slot); before every EXECUTE of a
-// Rewrite plan draw fresh IDs as above and send p.SetVars(buf, ids)
-// (`SET @__leaf_0=...`) pipelined ahead of the EXECUTE. A Sequence plan
-// from PlanPrepare is answered by the proxy at each EXECUTE.
+// on the backend instead of sql. Its IDs are extra ? parameters, one per
+// slot: the backend statement has p.Params parameters, the client's
+// p.ClientParams markers (found with the lexer: quoted and commented ones
+// do not count) and the generated ones merged in text order, and
+// Slots[i].Param is slot i's index among them. Before every EXECUTE of a
+// Rewrite plan draw fresh IDs as above and bind ids[i] as parameter
+// Slots[i].Param (a BIGINT), the client's values at the other indexes in
+// order. A plan whose Params != ClientParams+len(Slots) must not be used.
+// A Sequence plan from PlanPrepare is answered by the proxy at each
+// EXECUTE.
 //
 // The zero Plan is PassThrough, and a Plan is tied to the exact text it
 // was made from. Plans are read-only once returned and safe to share.
@@ -110,9 +115,9 @@
 // the row was not inserted.
 //
 // Prepared statements: a ? in the key column renders as
-// COALESCE(NULLIF(?,0),@__leaf_k) (COALESCE(?,@__leaf_k) under
-// NO_AUTO_VALUE_ON_ZERO), so a value bound at execute time wins and NULL /
-// 0 take the generated one. Caveats: when the first row's key is such a ?,
+// COALESCE(NULLIF(?,0),?) (COALESCE(?,?) under NO_AUTO_VALUE_ON_ZERO; the
+// client's marker first, Slot.Bound set), so a value bound at execute time
+// wins and NULL / 0 take the generated one. Caveats: when the first row's key is such a ?,
 // LAST_INSERT_ID() reports the explicit value if one is bound; a bound
 // value still consumes an ID.
 //

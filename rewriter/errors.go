@@ -19,6 +19,9 @@ const (
 	// a VALUES row into a rule table whose value count is not the column
 	// count, as the planner reads it.
 	CodeWrongValueCount uint16 = 1136
+	// CodeWrongArguments (ER_WRONG_ARGUMENTS, SQLSTATE HY000): SETVAL
+	// with arguments the proxy cannot run.
+	CodeWrongArguments uint16 = 1210
 )
 
 // Error is a planning error the proxy can send to the client as an ERR

@@ -3,6 +3,8 @@ package rewriter
 import (
 	"slices"
 	"strings"
+
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 )
 
 // The fast path plans the common ORM shape of an INSERT / REPLACE on a rule
@@ -279,6 +281,6 @@ func (l *lexer) endsClosed(last token) bool {
 // quoteClosed reports whether the quoted text s (from its opening quote
 // to the end) has its closing quote as its last byte.
 func quoteClosed(s string, escapes bool) bool {
-	end, closed := quotedEnd(s, 0, escapes)
+	end, closed := sqltext.QuotedEnd(s, 0, escapes)
 	return closed && end == len(s)
 }

@@ -246,9 +246,9 @@ func TestFastPathOutput(t *testing.T) {
 		want     string
 	}{
 		{"INSERT INTO `orders` (`name`,`note`) VALUES (?,?),(?,?)", true,
-			"INSERT INTO `orders` (`id`, `name`,`note`) VALUES (LAST_INSERT_ID(@__leaf_0), ?,?),(@__leaf_1, ?,?)"},
+			"INSERT INTO `orders` (`id`, `name`,`note`) VALUES (LAST_INSERT_ID(?), ?,?),(?, ?,?)"},
 		{"INSERT INTO `orders` (`id`,`name`) VALUES (?,?),(NULL,?)", true,
-			"INSERT INTO `orders` (`id`,`name`) VALUES (LAST_INSERT_ID(COALESCE(NULLIF(?,0),@__leaf_0)),?),(@__leaf_1,?)"},
+			"INSERT INTO `orders` (`id`,`name`) VALUES (LAST_INSERT_ID(COALESCE(NULLIF(?,0),?)),?),(?,?)"},
 		{"INSERT INTO orders (name) VALUES ('x')", false,
 			"INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(1001), 'x')"},
 		{"INSERT INTO orders () VALUES (),()", false,
@@ -266,6 +266,9 @@ func TestFastPathOutput(t *testing.T) {
 		}
 		if got := string(p.Render(nil, tt.sql, ids(len(p.Slots)))); got != tt.want {
 			t.Errorf("%q:\n got %q\nwant %q", tt.sql, got, tt.want)
+		}
+		if tt.prepared {
+			checkParams(t, tt.sql, Mode{}, p)
 		}
 	}
 }

@@ -264,7 +264,9 @@ func FuzzInsert(f *testing.F) {
 		if strings.Count(out, cmt+lit) != strings.Count(sql, cmt+lit) {
 			t.Fatalf("%q rendered as %q: values changed", sql, out)
 		}
-		if strings.Count(out, "?") != strings.Count(sql, "?") {
+		if prepared {
+			checkParams(t, sql, mode, p)
+		} else if strings.Count(out, "?") != strings.Count(sql, "?") {
 			t.Fatalf("%q rendered as %q: parameter count changed", sql, out)
 		}
 		if c := strings.Count(out, "LAST_INSERT_ID("); c < 1 || c > 2 {

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 )
 
@@ -65,7 +66,7 @@ func returningAt(text string, mode Mode) (at int, inBang bool) {
 // (quote-blind: a false "maybe" costs a lex, never a false "no").
 func hasReturning(text string) bool {
 	for i := 0; i+9 <= len(text); i++ {
-		if text[i]|0x20 == 'r' && text[i+1]|0x20 == 'e' && eqFold(text[i:i+9], "RETURNING") {
+		if text[i]|0x20 == 'r' && text[i+1]|0x20 == 'e' && sqltext.EqualFold(text[i:i+9], "RETURNING") {
 			return true
 		}
 	}

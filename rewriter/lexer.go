@@ -2,7 +2,11 @@ package rewriter
 
 // A small MySQL lexer: just enough to find statement boundaries, keywords,
 // sequence calls and the byte ranges of values, with the session's quoting
-// rules. It never allocates.
+// rules. It never allocates. What is white space, a comment, an executable
+// comment and quoted text is internal/sqltext's, shared with the proxy and
+// the engine.
+
+import "github.com/leafproxy/leafproxy/internal/sqltext"
 
 type tokKind uint8
 
@@ -30,7 +34,7 @@ type lexer struct {
 	// content the server executes, so it is lexed as code.
 	inBang bool
 	// versioned counts the executable comments passed whose execution
-	// depends on the server (see bangCertain). With hideVersioned they
+	// depends on the server (see sqltext.BangCertain). With hideVersioned they
 	// are skipped as plain comments instead of lexed as code.
 	versioned     int
 	hideVersioned bool
@@ -38,27 +42,19 @@ type lexer struct {
 	bangVersioned bool
 }
 
-func isIdentByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '$' || c >= 0x80
-}
-
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }
-
 // skipSpace skips whitespace, comments and executable-comment markers.
 func (l *lexer) skipSpace() {
 	s := l.s
 	for l.pos < len(s) {
 		c := s[l.pos]
 		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+		case sqltext.IsSpace(c):
 			l.pos++
-		case c == '#':
-			l.skipLine()
-		case c == '-' && l.pos+1 < len(s) && s[l.pos+1] == '-' && (l.pos+2 == len(s) || s[l.pos+2] <= ' '):
-			l.skipLine()
+		case c == '#' || c == '-' && sqltext.LineComment(s, l.pos):
+			l.pos = sqltext.LineEnd(s, l.pos)
 		case c == '/' && l.pos+1 < len(s) && s[l.pos+1] == '*':
-			if n := bangOpener(s[l.pos:]); n > 0 && !l.inBang {
-				certain := bangCertain(s[l.pos : l.pos+n])
+			if n := sqltext.BangOpener(s[l.pos:]); n > 0 && !l.inBang {
+				certain := sqltext.BangCertain(s[l.pos : l.pos+n])
 				if !certain {
 					l.versioned++
 				}
@@ -68,12 +64,7 @@ func (l *lexer) skipSpace() {
 					continue
 				}
 			}
-			end := indexStr(s, "*/", l.pos+2)
-			if end < 0 {
-				l.pos = len(s)
-			} else {
-				l.pos = end + 2
-			}
+			l.pos = sqltext.CommentEnd(s, l.pos)
 		case c == '*' && l.inBang && l.pos+1 < len(s) && s[l.pos+1] == '/':
 			l.inBang = false
 			l.pos += 2
@@ -81,61 +72,6 @@ func (l *lexer) skipSpace() {
 			return
 		}
 	}
-}
-
-// bangOpener returns the length of an executable-comment opener at the
-// start of s ("/*!", "/*!50001", "/*M!", "/*M!100100"), or 0.
-func bangOpener(s string) int {
-	i := 2
-	if i < len(s) && s[i] == 'M' {
-		i++
-	}
-	if i >= len(s) || s[i] != '!' {
-		return 0
-	}
-	i++
-	for i < len(s) && isDigit(s[i]) {
-		i++
-	}
-	return i
-}
-
-// bangCertain reports whether every server runs the content of the
-// executable comment opened by op (a bangOpener match). MySQL and MariaDB
-// both run `/*!` and `/*!NNNNN` with a 5-digit version below 50700.
-// Undecidable without the server's version: 5-digit versions from 50700
-// (MariaDB skips them all, MySQL runs those up to its version), 6-digit
-// versions (/*!MMmmpp, compared with the server's), and every `/*M!`
-// (MySQL never runs it; the TiDB parser reads it as a comment). `/*!` with
-// 1-4 or 7+ digits is also refused: the servers read some of the digits as
-// code, which the planner does not model.
-func bangCertain(op string) bool {
-	if op[2] == 'M' {
-		return false
-	}
-	d := op[3:]
-	switch len(d) {
-	case 0:
-		return true
-	case 5:
-		return d < "50700"
-	}
-	return false
-}
-
-func (l *lexer) skipLine() {
-	for l.pos < len(l.s) && l.s[l.pos] != '\n' {
-		l.pos++
-	}
-}
-
-func indexStr(s, sub string, from int) int {
-	for i := from; i+len(sub) <= len(s); i++ {
-		if s[i] == sub[0] && s[i:i+len(sub)] == sub {
-			return i
-		}
-	}
-	return -1
 }
 
 // next returns the next token; tEOF at the end of the text.
@@ -161,13 +97,13 @@ func (l *lexer) next() token {
 	case c == '`':
 		l.pos = l.skipQuoted(start, '`', false)
 		return token{tQuoted, start, l.pos}
-	case isDigit(c):
+	case sqltext.IsDigit(c):
 		return l.number(start)
-	case c == '.' && start+1 < len(s) && isDigit(s[start+1]) && (start == 0 || !isIdentByte(s[start-1]) && s[start-1] != '`' && s[start-1] != '"'):
+	case c == '.' && start+1 < len(s) && sqltext.IsDigit(s[start+1]) && (start == 0 || !sqltext.IsIdentByte(s[start-1]) && s[start-1] != '`' && s[start-1] != '"'):
 		return l.number(start)
-	case isIdentByte(c):
+	case sqltext.IsIdentByte(c):
 		i := start + 1
-		for i < len(s) && isIdentByte(s[i]) {
+		for i < len(s) && sqltext.IsIdentByte(s[i]) {
 			i++
 		}
 		l.pos = i
@@ -183,7 +119,7 @@ func (l *lexer) next() token {
 		if i < len(s) && (s[i] == '\'' || s[i] == '"' || s[i] == '`') {
 			i = l.skipQuoted(i, s[i], s[i] != '`' && !l.mode.NoBackslashEscapes)
 		} else {
-			for i < len(s) && (isIdentByte(s[i]) || s[i] == '.') {
+			for i < len(s) && (sqltext.IsIdentByte(s[i]) || s[i] == '.') {
 				i++
 			}
 		}
@@ -199,12 +135,12 @@ func (l *lexer) next() token {
 func (l *lexer) number(start int) token {
 	s := l.s
 	i := start
-	for i < len(s) && isDigit(s[i]) {
+	for i < len(s) && sqltext.IsDigit(s[i]) {
 		i++
 	}
 	if i < len(s) && s[i] == '.' {
 		i++
-		for i < len(s) && isDigit(s[i]) {
+		for i < len(s) && sqltext.IsDigit(s[i]) {
 			i++
 		}
 	}
@@ -213,15 +149,15 @@ func (l *lexer) number(start int) token {
 		if j < len(s) && (s[j] == '+' || s[j] == '-') {
 			j++
 		}
-		if j < len(s) && isDigit(s[j]) {
-			for j < len(s) && isDigit(s[j]) {
+		if j < len(s) && sqltext.IsDigit(s[j]) {
+			for j < len(s) && sqltext.IsDigit(s[j]) {
 				j++
 			}
 			i = j
 		}
 	}
 	kind := tNumber
-	for i < len(s) && isIdentByte(s[i]) {
+	for i < len(s) && sqltext.IsIdentByte(s[i]) {
 		i++
 		kind = tWord
 	}
@@ -232,31 +168,8 @@ func (l *lexer) number(start int) token {
 // skipQuoted returns the offset just past the quoted text starting at
 // s[start] == q. Unterminated text runs to the end.
 func (l *lexer) skipQuoted(start int, q byte, escapes bool) int {
-	end, _ := quotedEnd(l.s, start, escapes)
+	end, _ := sqltext.QuotedEnd(l.s, start, escapes)
 	return end
-}
-
-// quotedEnd returns the offset just past the quoted text starting at
-// s[start] (the quote character) and whether it is closed. A doubled quote
-// stands for itself; backslash escapes the next byte when escapes is set.
-// Unterminated text runs to the end.
-func quotedEnd(s string, start int, escapes bool) (end int, closed bool) {
-	q := s[start]
-	for i := start + 1; i < len(s); i++ {
-		switch s[i] {
-		case '\\':
-			if escapes {
-				i++
-			}
-		case q:
-			if i+1 < len(s) && s[i+1] == q {
-				i++
-				continue
-			}
-			return i + 1, true
-		}
-	}
-	return len(s), false
 }
 
 // text returns the token's source text.
@@ -264,29 +177,12 @@ func (l *lexer) text(t token) string { return l.s[t.start:t.end] }
 
 // is reports whether t is the unquoted keyword kw (upper case), in any case.
 func (l *lexer) is(t token, kw string) bool {
-	return t.kind == tWord && eqFold(l.s[t.start:t.end], kw)
+	return t.kind == tWord && sqltext.EqualFold(l.s[t.start:t.end], kw)
 }
 
 // isPunct reports whether t is the single byte c.
 func (l *lexer) isPunct(t token, c byte) bool {
 	return t.kind == tPunct && l.s[t.start] == c
-}
-
-// eqFold compares s with the upper-case ASCII keyword kw, ignoring case.
-func eqFold(s, kw string) bool {
-	if len(s) != len(kw) {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'a' && c <= 'z' {
-			c -= 'a' - 'A'
-		}
-		if c != kw[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // unquote returns the value of a string, quoted identifier or word token.

@@ -3,6 +3,8 @@ package rewriter
 import (
 	"slices"
 	"strconv"
+
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 )
 
 // Kind says what the proxy does with a statement text.
@@ -66,7 +68,15 @@ type Slot struct {
 	// Key is set when the ID fills a rule table's key column (including a
 	// NEXTVAL written in that column), clear for other NEXTVAL calls.
 	Key bool
-	tag int // index into Plan.Tags
+	// Bound (PlanPrepare only) is set when the ID stands in for the
+	// client's ? in a key column (COALESCE(NULLIF(?,0),id)): a value bound
+	// there wins.
+	Bound bool
+	// Param (PlanPrepare only) is the index of this slot's value among the
+	// backend statement's parameters: the client's ? markers and the
+	// generated ones, merged in text order (see Plan.Params).
+	Param int
+	tag   int // index into Plan.Tags
 }
 
 // Plan is what to do with one statement text. The zero Plan is
@@ -85,6 +95,12 @@ type Plan struct {
 	// Filled (Rewrite only): the rule tables whose key column the plan
 	// fills, so the caller can check the column can hold the tag's IDs.
 	Filled []Filled
+	// ClientParams and Params (PlanPrepare Rewrite plans only): the number
+	// of ? markers in the client's text (what the client binds) and in the
+	// rendered backend text (ClientParams + len(Slots): every generated
+	// value is a parameter too; a plan where that does not hold must not
+	// be used).
+	ClientParams, Params int
 
 	edits    []edit
 	prepared bool
@@ -92,7 +108,7 @@ type Plan struct {
 
 // edit is one splice: replace text[start:end) with
 // pre [LAST_INSERT_ID(] [COALESCE(...,] value [)] [)] post,
-// where value is the slot's ID (or @__leaf_<slot> when prepared); without
+// where value is the slot's ID (or ? when prepared); without
 // a slot it is just pre.
 type edit struct {
 	start, end int
@@ -108,7 +124,8 @@ type edit struct {
 // AssignIDs spreads per-tag batches over the slots: batches[i] holds
 // Tags[i].N IDs, ascending as the allocator returns them; slots of one tag
 // take them in text order, so rows get ascending IDs. The result (appended
-// to dst[:0]) is what Render and SetVars take.
+// to dst[:0]) is what Render takes and, for a prepared plan, what the
+// caller binds to Slots[i].Param.
 func (p *Plan) AssignIDs(dst []int64, batches [][]int64) ([]int64, error) {
 	if len(batches) != len(p.Tags) {
 		return dst, errorf(CodeUnknown, "assigning IDs: %d batches for %d tags", len(batches), len(p.Tags))
@@ -135,9 +152,9 @@ func (p *Plan) AssignIDs(dst []int64, batches [][]int64) ([]int64, error) {
 
 // Render appends the rewritten text to dst: sql (the exact text the plan
 // was made from) with ids[i] spliced in for Slots[i]. For a plan from
-// PlanPrepare the IDs are session variables and ids is ignored (send
-// SetVars before each EXECUTE instead). It allocates only to grow dst, and
-// panics if ids is short, which is a caller bug.
+// PlanPrepare every ID is a ? parameter and ids is ignored: the caller
+// binds the IDs at each EXECUTE as parameters Slots[i].Param. It allocates
+// only to grow dst, and panics if ids is short, which is a caller bug.
 func (p *Plan) Render(dst []byte, sql string, ids []int64) []byte {
 	last := 0
 	for i := range p.edits {
@@ -156,8 +173,7 @@ func (p *Plan) Render(dst []byte, sql string, ids []int64) []byte {
 				}
 			}
 			if p.prepared {
-				dst = append(dst, "@__leaf_"...)
-				dst = strconv.AppendInt(dst, int64(e.slot), 10)
+				dst = append(dst, '?')
 			} else {
 				dst = strconv.AppendInt(dst, ids[e.slot], 10)
 			}
@@ -174,35 +190,17 @@ func (p *Plan) Render(dst []byte, sql string, ids []int64) []byte {
 	return append(dst, sql[last:]...)
 }
 
-// SetVars appends `SET @__leaf_0=<ids[0]>,@__leaf_1=<ids[1]>,...`, the
-// statement that gives a prepared plan's session variables their values;
-// the proxy sends it (pipelined) before each EXECUTE. With no slots it
-// appends nothing.
-func (p *Plan) SetVars(dst []byte, ids []int64) []byte {
-	for i := range p.Slots {
-		if i == 0 {
-			dst = append(dst, "SET @__leaf_0="...)
-		} else {
-			dst = append(dst, ",@__leaf_"...)
-			dst = strconv.AppendInt(dst, int64(i), 10)
-			dst = append(dst, '=')
-		}
-		dst = strconv.AppendInt(dst, ids[i], 10)
-	}
-	return dst
-}
-
 // PlanQuery plans one COM_QUERY text, which may hold several statements.
 // Errors are *Error; the text must then not be sent.
 func PlanQuery(sql string, env *Env) (Plan, error) { return plan(sql, env, false) }
 
-// PlanPrepare plans a COM_STMT_PREPARE text. Placeholders stay as they are
-// (the client-visible parameter count does not change); generated values
-// become session variables @__leaf_<slot> (see SetVars). A ? in a rule
-// table's key column becomes COALESCE(NULLIF(?,0),@__leaf_<slot>) (without
-// NULLIF under NO_AUTO_VALUE_ON_ZERO) so a value bound at execute time
-// still wins. `SELECT NEXTVAL('t')` gives a Sequence plan to answer each
-// execute with.
+// PlanPrepare plans a COM_STMT_PREPARE text. The client's placeholders
+// stay as they are and every generated value becomes one more ? parameter
+// (Slots[i].Param is its index among the backend statement's Params; the
+// client binds ClientParams). A ? in a rule table's key column becomes
+// COALESCE(NULLIF(?,0),?) (without NULLIF under NO_AUTO_VALUE_ON_ZERO) so
+// a value bound at execute time still wins. `SELECT NEXTVAL('t')` gives a
+// Sequence plan to answer each execute with.
 func PlanPrepare(sql string, env *Env) (Plan, error) { return plan(sql, env, true) }
 
 func plan(sql string, env *Env, prepared bool) (Plan, error) {
@@ -247,10 +245,10 @@ func (b *builder) plan() Plan {
 		}
 		// A number glued to a word would change how the text lexes:
 		// NEXTVAL('a')WHERE must not become 1001WHERE.
-		if e.end > e.start && e.end < len(b.sql) && isIdentByte(b.sql[e.end]) {
+		if e.end > e.start && e.end < len(b.sql) && sqltext.IsIdentByte(b.sql[e.end]) {
 			e.post += " "
 		}
-		if e.end > e.start && e.start > 0 && isIdentByte(b.sql[e.start-1]) {
+		if e.end > e.start && e.start > 0 && sqltext.IsIdentByte(b.sql[e.start-1]) {
 			e.pre = " " + e.pre
 		}
 		t, ok := tagIndex[e.tag]
@@ -261,7 +259,48 @@ func (b *builder) plan() Plan {
 		}
 		p.Tags[t].N++
 		e.slot = len(p.Slots)
-		p.Slots = append(p.Slots, Slot{Tag: e.tag, Start: e.start, End: e.end, Key: e.key, tag: t})
+		p.Slots = append(p.Slots, Slot{Tag: e.tag, Start: e.start, End: e.end, Key: e.key, Bound: e.param, tag: t})
+	}
+	if b.prepared {
+		p.numberParams(b.sql, b.env.Mode)
 	}
 	return p
+}
+
+// numberParams sets Slots[i].Param, ClientParams and Params: the client's
+// ? markers (found with the lexer, so quoted and commented ones do not
+// count) and the generated ones, merged in the order they appear in the
+// rendered text. A generated value inserted where a marker starts comes
+// before it; in COALESCE(NULLIF(?,0),?) the client's marker comes first.
+func (p *Plan) numberParams(sql string, mode Mode) {
+	l := lexer{s: sql, mode: mode}
+	var markers []int
+	for t := l.next(); t.kind != tEOF; t = l.next() {
+		if t.kind == tParam {
+			markers = append(markers, t.start)
+		}
+	}
+	p.ClientParams = len(markers)
+	idx, m := 0, 0
+	for i := range p.edits {
+		e := &p.edits[i]
+		for m < len(markers) && markers[m] < e.start {
+			idx, m = idx+1, m+1
+		}
+		if e.param && m < len(markers) && markers[m] == e.start {
+			idx, m = idx+1, m+1 // the client's own ?, kept first
+		}
+		for m < len(markers) && markers[m] < e.end {
+			// A marker inside replaced text is gone from the backend
+			// text (cannot happen for the shapes planned: NEXTVAL(?) is
+			// refused); Params != ClientParams+len(Slots) then says so.
+			m++
+		}
+		if e.slot >= 0 {
+			p.Slots[e.slot].Param = idx
+			idx++
+		}
+	}
+	idx += len(markers) - m
+	p.Params = idx
 }

@@ -1,6 +1,8 @@
 package rewriter
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -122,9 +124,7 @@ func TestRewrite(t *testing.T) {
 			if n != len(p.Slots) {
 				t.Errorf("tags count %d IDs, %d slots", n, len(p.Slots))
 			}
-			if out := string(p.Render(nil, tt.sql, ids(len(p.Slots)))); mustParse(t, out, tt.mode) != nil {
-				t.Errorf("output does not parse: %q", out)
-			}
+			mustParse(t, string(p.Render(nil, tt.sql, ids(len(p.Slots)))), tt.mode)
 		})
 	}
 }
@@ -136,12 +136,12 @@ func TestPrepare(t *testing.T) {
 		mode Mode
 		want string
 	}{
-		{"INSERT INTO orders (name) VALUES (?), (?)", Mode{}, "INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(@__leaf_0), ?), (@__leaf_1, ?)"},
-		{"INSERT INTO orders (id, name) VALUES (?, ?), (?, ?)", Mode{}, "INSERT INTO orders (id, name) VALUES (LAST_INSERT_ID(COALESCE(NULLIF(?,0),@__leaf_0)), ?), (COALESCE(NULLIF(?,0),@__leaf_1), ?)"},
-		{"INSERT INTO orders (id, name) VALUES (?, ?)", zero, "INSERT INTO orders (id, name) VALUES (LAST_INSERT_ID(COALESCE(?,@__leaf_0)), ?)"},
-		{"INSERT INTO orders SET id = ?, name = ?", Mode{}, "INSERT INTO orders SET id = LAST_INSERT_ID(COALESCE(NULLIF(?,0),@__leaf_0)), name = ?"},
-		{"INSERT INTO orders (id, name) VALUES (NULL, ?)", Mode{}, "INSERT INTO orders (id, name) VALUES (LAST_INSERT_ID(@__leaf_0), ?)"},
-		{"INSERT INTO t (a, b) VALUES (NEXTVAL('s'), ?)", Mode{}, "INSERT INTO t (a, b) VALUES (@__leaf_0, ?)"},
+		{"INSERT INTO orders (name) VALUES (?), (?)", Mode{}, "INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(?), ?), (?, ?)"},
+		{"INSERT INTO orders (id, name) VALUES (?, ?), (?, ?)", Mode{}, "INSERT INTO orders (id, name) VALUES (LAST_INSERT_ID(COALESCE(NULLIF(?,0),?)), ?), (COALESCE(NULLIF(?,0),?), ?)"},
+		{"INSERT INTO orders (id, name) VALUES (?, ?)", zero, "INSERT INTO orders (id, name) VALUES (LAST_INSERT_ID(COALESCE(?,?)), ?)"},
+		{"INSERT INTO orders SET id = ?, name = ?", Mode{}, "INSERT INTO orders SET id = LAST_INSERT_ID(COALESCE(NULLIF(?,0),?)), name = ?"},
+		{"INSERT INTO orders (id, name) VALUES (NULL, ?)", Mode{}, "INSERT INTO orders (id, name) VALUES (LAST_INSERT_ID(?), ?)"},
+		{"INSERT INTO t (a, b) VALUES (NEXTVAL('s'), ?)", Mode{}, "INSERT INTO t (a, b) VALUES (?, ?)"},
 		{"INSERT INTO orders (id) VALUES (? + 1)", Mode{}, ""},
 		{"SELECT * FROM orders WHERE id = ?", Mode{}, ""},
 	}
@@ -162,12 +162,8 @@ func TestPrepare(t *testing.T) {
 		if p.Kind != Rewrite || got != tt.want {
 			t.Errorf("%q: %v\n got %q\nwant %q", tt.sql, p.Kind, got, tt.want)
 		}
-		if strings.Count(got, "?") != strings.Count(tt.sql, "?") {
-			t.Errorf("%q: parameter count changed: %q", tt.sql, got)
-		}
-		if mustParse(t, got, tt.mode) != nil {
-			t.Errorf("output does not parse: %q", got)
-		}
+		checkParams(t, tt.sql, tt.mode, p)
+		mustParse(t, got, tt.mode)
 	}
 	// The same text through PlanQuery: a ? is not a key to fill.
 	p, err := PlanQuery("INSERT INTO orders (id, name) VALUES (?, ?)", testEnv(t, Mode{}))
@@ -176,7 +172,7 @@ func TestPrepare(t *testing.T) {
 	}
 }
 
-func TestSetVarsAndAssign(t *testing.T) {
+func TestAssignIDs(t *testing.T) {
 	sql := "INSERT INTO orders (name) VALUES (NEXTVAL('x')), (NEXTVAL('x')); INSERT INTO orders (name) VALUES ('c')"
 	p, err := PlanPrepare(sql, testEnv(t, Mode{}))
 	if err != nil {
@@ -200,9 +196,6 @@ func TestSetVarsAndAssign(t *testing.T) {
 			t.Fatalf("AssignIDs = %v, want %v", got, want)
 		}
 	}
-	if s := string(p.SetVars(nil, got)); s != "SET @__leaf_0=10,@__leaf_1=50,@__leaf_2=11,@__leaf_3=51,@__leaf_4=12" {
-		t.Errorf("SetVars = %q", s)
-	}
 	if _, err := p.AssignIDs(nil, [][]int64{{10, 11}, {50, 51}}); err == nil {
 		t.Error("AssignIDs accepted a short batch")
 	}
@@ -210,10 +203,94 @@ func TestSetVarsAndAssign(t *testing.T) {
 		t.Error("AssignIDs accepted a missing batch")
 	}
 	var none Plan
-	if s := none.SetVars(nil, nil); len(s) != 0 {
-		t.Errorf("SetVars of a pass-through plan = %q", s)
-	}
 	if s := string(none.Render(nil, "SELECT 1", nil)); s != "SELECT 1" {
 		t.Errorf("Render of a pass-through plan = %q", s)
+	}
+}
+
+// checkParams checks a prepared plan's parameter numbering: the rendered
+// text has Params markers, ClientParams of them the client's, and putting
+// each slot's ID at marker Slots[i].Param gives what the same plan renders
+// with the IDs spliced as literals.
+func checkParams(t testing.TB, sql string, mode Mode, p Plan) {
+	t.Helper()
+	if !p.prepared || p.Kind != Rewrite {
+		t.Fatalf("%q: not a prepared Rewrite plan", sql)
+	}
+	out := string(p.Render(nil, sql, nil))
+	if want := strings.Count(sql, "?"); p.ClientParams != want || p.Params != want+len(p.Slots) {
+		t.Fatalf("%q: ClientParams %d, Params %d; want %d and %d", sql, p.ClientParams, p.Params, want, want+len(p.Slots))
+	}
+	if n := strings.Count(out, "?"); n != p.Params {
+		t.Fatalf("%q rendered as %q: %d markers, Params %d", sql, out, n, p.Params)
+	}
+	vals := ids(len(p.Slots))
+	byParam := map[int]int64{}
+	for i, sl := range p.Slots {
+		if _, dup := byParam[sl.Param]; dup || sl.Param < 0 || sl.Param >= p.Params {
+			t.Fatalf("%q: slot %d has parameter %d (duplicate or out of range)", sql, i, sl.Param)
+		}
+		byParam[sl.Param] = vals[i]
+	}
+	var sb strings.Builder
+	l := lexer{s: out, mode: mode}
+	last, k := 0, 0
+	for tok := l.next(); tok.kind != tEOF; tok = l.next() {
+		if tok.kind != tParam {
+			continue
+		}
+		sb.WriteString(out[last:tok.start])
+		if v, ok := byParam[k]; ok {
+			sb.WriteString(strconv.FormatInt(v, 10))
+		} else {
+			sb.WriteString("?")
+		}
+		last, k = tok.end, k+1
+	}
+	sb.WriteString(out[last:])
+	lit := p
+	lit.prepared = false
+	if want := string(lit.Render(nil, sql, vals)); sb.String() != want {
+		t.Fatalf("%q: IDs at their parameter indexes give\n %q\nwant %q", sql, sb.String(), want)
+	}
+}
+
+// TestPrepareParams pins the parameter numbering of prepared plans: the
+// client's markers (quoted and commented ones do not count) and the
+// generated ones in text order.
+func TestPrepareParams(t *testing.T) {
+	zero := Mode{NoAutoValueOnZero: true}
+	for _, tt := range []struct {
+		sql    string
+		mode   Mode
+		client int
+		params []int // Slots[i].Param
+	}{
+		{"INSERT INTO orders (name) VALUES (?)", Mode{}, 1, []int{0}},
+		{"INSERT INTO orders (name, note) VALUES (?, ?), (?, ?)", Mode{}, 4, []int{0, 3}},
+		{"INSERT INTO orders (id, name) VALUES (?, ?), (?, ?)", Mode{}, 4, []int{1, 4}},
+		{"INSERT INTO orders (id, name) VALUES (?, ?)", zero, 2, []int{1}},
+		{"INSERT INTO orders (name, id) VALUES (?, NULL), ('a?', 0)", Mode{}, 1, []int{1, 2}},
+		{"INSERT INTO orders (name, id) VALUES (? /* ? */, ?), (`?`, DEFAULT)", Mode{}, 2, []int{2, 3}},
+		{"INSERT INTO orders SET name = ?, id = ?", Mode{}, 2, []int{2}},
+		{"INSERT INTO orders SET name = ?", Mode{}, 1, []int{0}},
+		{"INSERT INTO orders (name) VALUES ('x')", Mode{}, 0, []int{0}},
+		{"INSERT INTO t (a, b) VALUES (?, NEXTVAL('s')), (NEXTVAL(s), ?)", Mode{}, 2, []int{1, 2}},
+		{"INSERT INTO orders (name) VALUES (?) ON DUPLICATE KEY UPDATE name = ?", Mode{}, 2, []int{0}},
+		{"UPDATE t SET a = NEXTVAL(s) WHERE b = ?", Mode{}, 1, []int{0}},
+		{"INSERT INTO orders (name) VALUES (\"?\"), (?)", Mode{ANSIQuotes: true}, 1, []int{0, 1}},
+	} {
+		p, err := PlanPrepare(tt.sql, testEnv(t, tt.mode))
+		if err != nil || p.Kind != Rewrite {
+			t.Errorf("%q: %v %v", tt.sql, p.Kind, err)
+			continue
+		}
+		var got []int
+		for _, sl := range p.Slots {
+			got = append(got, sl.Param)
+		}
+		if p.ClientParams != tt.client || fmt.Sprint(got) != fmt.Sprint(tt.params) || p.Params != tt.client+len(p.Slots) {
+			t.Errorf("%q: client %d, params %v (of %d); want %d, %v\n%s", tt.sql, p.ClientParams, got, p.Params, tt.client, tt.params, p.Render(nil, tt.sql, nil))
+		}
 	}
 }

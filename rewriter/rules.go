@@ -2,6 +2,7 @@ package rewriter
 
 import (
 	"fmt"
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"strings"
 )
 
@@ -30,11 +31,12 @@ func NewRules(rules []Rule) (*Rules, error) {
 			return nil, fmt.Errorf("table rule %+v: table, column and tag are required", rule)
 		}
 		key := strings.ToLower(rule.Table)
+		db, _, ok := sqltext.SplitTable(key)
+		if !ok {
+			return nil, fmt.Errorf("table rule %q: want table or db.table", rule.Table)
+		}
 		m := r.anyDB
-		if db, table, ok := strings.Cut(key, "."); ok {
-			if db == "" || table == "" || strings.Contains(table, ".") {
-				return nil, fmt.Errorf("table rule %q: want table or db.table", rule.Table)
-			}
+		if db != "" {
 			m = r.qualified
 		}
 		if _, dup := m[key]; dup {

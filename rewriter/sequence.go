@@ -1,5 +1,11 @@
 package rewriter
 
+import (
+	"strconv"
+
+	"github.com/leafproxy/leafproxy/internal/sqltext"
+)
+
 // Func is a sequence function.
 type Func uint8
 
@@ -9,6 +15,10 @@ const (
 	// Last is LASTVAL(tag) / PREVIOUS VALUE FOR tag: the last ID this
 	// session got for the tag, NULL before the first.
 	Last
+	// Set is SETVAL(tag, n[, is_used[, round]]): raise the tag so that the
+	// next NEXTVAL is above n (at least n when is_used is 0), as MariaDB's
+	// SETVAL; the call's value is n.
+	Set
 )
 
 func (f Func) String() string {
@@ -17,6 +27,8 @@ func (f Func) String() string {
 		return "NEXTVAL"
 	case Last:
 		return "LASTVAL"
+	case Set:
+		return "SETVAL"
 	}
 	return "?"
 }
@@ -30,6 +42,10 @@ type Call struct {
 	// Name is the result column's name: the alias if there is one,
 	// otherwise the call's text exactly as written (as MariaDB names it).
 	Name string
+	// Value and Used (Set only): SETVAL's second and third arguments;
+	// Used is true unless is_used was given as 0 / FALSE.
+	Value int64
+	Used  bool
 }
 
 // seqCall is a sequence call found in statement text.
@@ -38,6 +54,12 @@ type seqCall struct {
 	tag        string
 	start, end int
 	param      bool // the tag is a ? placeholder
+	// SETVAL's arguments; argErr says why they are not ones the proxy
+	// can run (the call is still recognised, so it is refused rather
+	// than sent to the server, which knows no such sequence).
+	value  int64
+	used   bool
+	argErr string
 }
 
 // call recognises a sequence call starting at word token t (prev is the
@@ -62,6 +84,8 @@ func (l *lexer) callBody(t token) (seqCall, bool) {
 		c.fn, parens = Next, true
 	case l.is(t, "LASTVAL"):
 		c.fn, parens = Last, true
+	case l.is(t, "SETVAL"):
+		c.fn, parens = Set, true
 	case l.is(t, "NEXT"):
 		c.fn = Next
 	case l.is(t, "PREVIOUS"):
@@ -96,6 +120,9 @@ func (l *lexer) callBody(t token) (seqCall, bool) {
 		break
 	}
 	c.tag = unquote(l.text(part), part.kind, l.mode)
+	if c.fn == Set {
+		return l.setvalArgs(c)
+	}
 	if parens {
 		close := l.next()
 		if !l.isPunct(close, ')') {
@@ -104,6 +131,106 @@ func (l *lexer) callBody(t token) (seqCall, bool) {
 		c.end = close.end
 	}
 	return c, true
+}
+
+// setvalArgs reads SETVAL's arguments after the name, up to and including
+// the closing parenthesis: `, n [, is_used [, round]] )` with n a
+// non-negative integer literal, is_used 0 / 1 / TRUE / FALSE and round 0
+// (a segment tag never cycles). Anything else between the parentheses is
+// still consumed and recognised as a SETVAL call, with argErr set.
+func (l *lexer) setvalArgs(c seqCall) (seqCall, bool) {
+	c.used = true
+	t := l.next()
+	args := 0
+	for depth := 0; ; {
+		switch {
+		case t.kind == tEOF:
+			return c, false
+		case l.isPunct(t, '('):
+			depth++
+		case l.isPunct(t, ')'):
+			if depth == 0 {
+				c.end = t.end
+				if args == 0 && c.argErr == "" {
+					c.argErr = "SETVAL takes the sequence name and a value, e.g. SETVAL('tag', 1000)"
+				}
+				return c, true
+			}
+			depth--
+		case l.isPunct(t, ',') && depth == 0:
+			args++
+			if args > 3 && c.argErr == "" {
+				c.argErr = "SETVAL takes at most 4 arguments (name, value, is_used, round)"
+			}
+			// An argument must be one token, then ',' or ')'.
+			v := l.next()
+			save, saveBang := l.pos, l.inBang
+			after := l.next()
+			l.pos, l.inBang = save, saveBang
+			if c.argErr == "" {
+				c.argErr = setvalArg(l, &c, args, v, after)
+			}
+			t = l.next()
+			continue
+		case c.argErr == "":
+			c.argErr = "SETVAL's arguments must be written as literals, e.g. SETVAL('tag', 1000)"
+		}
+		t = l.next()
+	}
+}
+
+// setvalArg checks SETVAL argument number i (1: value, 2: is_used, 3:
+// round) given as token v followed by after; it returns why it cannot be
+// run, or "".
+func setvalArg(l *lexer, c *seqCall, i int, v, after token) string {
+	if !l.isPunct(after, ',') && !l.isPunct(after, ')') {
+		return "SETVAL's arguments must be integer literals, e.g. SETVAL('tag', 1000); write the value without an expression or a sign"
+	}
+	text := l.text(v)
+	if v.kind == tParam {
+		return "SETVAL with a ? parameter is not supported; write the value in the statement"
+	}
+	switch i {
+	case 1:
+		if v.kind != tNumber || !allDigits(text) {
+			return "SETVAL's value must be a non-negative integer literal, e.g. SETVAL('tag', 1000)"
+		}
+		n, err := strconv.ParseInt(text, 10, 64)
+		if err != nil {
+			return "SETVAL's value " + text + " is out of range for BIGINT"
+		}
+		c.value = n
+	case 2:
+		switch {
+		case l.is(v, "TRUE") || v.kind == tNumber && allDigits(text) && text != "0" && trimZeros(text) != "0":
+			c.used = true
+		case l.is(v, "FALSE") || v.kind == tNumber && allDigits(text) && trimZeros(text) == "0":
+			c.used = false
+		default:
+			return "SETVAL's is_used must be 0, 1, TRUE or FALSE"
+		}
+	case 3:
+		if v.kind != tNumber || !allDigits(text) || trimZeros(text) != "0" {
+			return "SETVAL's round must be 0: a proxy sequence never cycles"
+		}
+	}
+	return ""
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !sqltext.IsDigit(s[i]) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func trimZeros(s string) string {
+	for len(s) > 1 && s[0] == '0' {
+		s = s[1:]
+	}
+	return s
 }
 
 // notAlias lists words that end a select item instead of naming it.
@@ -144,7 +271,10 @@ func matchSequenceSelect(sql string, mode Mode) (calls []Call, ok bool, err erro
 		if c.param {
 			return nil, false, errorf(CodeNotSupported, "%s(?) with the sequence name as a parameter is not supported; write the name in the statement", c.fn)
 		}
-		call := Call{Func: c.fn, Tag: c.tag, Name: sql[c.start:c.end]}
+		if c.argErr != "" {
+			return nil, false, errorf(CodeWrongArguments, "Incorrect arguments to SETVAL: %s", c.argErr)
+		}
+		call := Call{Func: c.fn, Tag: c.tag, Name: sql[c.start:c.end], Value: c.value, Used: c.used}
 		t = l.next()
 		if l.is(t, "AS") {
 			t = l.next()

@@ -134,7 +134,7 @@ func TestSetStatement(t *testing.T) {
 		}
 	}
 	p, err := PlanPrepare("SET STATEMENT x=1 FOR INSERT INTO orders (name) VALUES (?)", testEnv(t, Mode{}))
-	if want := "SET STATEMENT x=1 FOR INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(@__leaf_0), ?)"; err != nil || string(p.Render(nil, "SET STATEMENT x=1 FOR INSERT INTO orders (name) VALUES (?)", nil)) != want {
+	if want := "SET STATEMENT x=1 FOR INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(?), ?)"; err != nil || string(p.Render(nil, "SET STATEMENT x=1 FOR INSERT INTO orders (name) VALUES (?)", nil)) != want {
 		t.Errorf("PlanPrepare: %v %v, want %q", p.Kind, err, want)
 	}
 }

@@ -8,9 +8,9 @@ import (
 	"net"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/leafproxy/leafproxy/allocator"
 	"github.com/leafproxy/leafproxy/proxy"
@@ -21,17 +21,22 @@ import (
 type collector struct {
 	seq   *allocator.Sequences
 	proxy *proxy.Server
+	// configured are the tags the configuration names (sequences.tags,
+	// tables[].tag), validated at load: their series show even while
+	// their fetches fail.
+	configured map[string]bool
 
-	remaining, nextReady, step, fetches, fetchErrors, refused *prometheus.Desc
-	worker, fenced, lost                                      *prometheus.Desc
-	sessions, accepted                                        *prometheus.Desc
+	remaining, nextReady, step, fetches, fetchErrors, refused, repairs *prometheus.Desc
+	worker, fenced, lost                                               *prometheus.Desc
+	sessions, accepted                                                 *prometheus.Desc
 }
 
-func newCollector(seq *allocator.Sequences, srv *proxy.Server) *collector {
+func newCollector(seq *allocator.Sequences, srv *proxy.Server, configured map[string]bool) *collector {
 	tag := []string{"tag"}
 	return &collector{
-		seq:   seq,
-		proxy: srv,
+		seq:        seq,
+		proxy:      srv,
+		configured: configured,
 		remaining: prometheus.NewDesc("leafproxy_segment_remaining_ids",
 			"IDs left in the tag's current segment.", tag, nil),
 		nextReady: prometheus.NewDesc("leafproxy_segment_next_ready",
@@ -44,10 +49,12 @@ func newCollector(seq *allocator.Sequences, srv *proxy.Server) *collector {
 			"Failed segment fetches for the tag.", tag, nil),
 		refused: prometheus.NewDesc("leafproxy_segment_refused_total",
 			"Segments refused for the tag because they lay below its high-water mark (a store that moved back).", tag, nil),
+		repairs: prometheus.NewDesc("leafproxy_segment_repairs_total",
+			"Times this proxy found leaf_alloc.max_id moved back below IDs it had issued and pushed it past its high-water mark: investigate (stale replica, restored backup); other proxies may have re-issued IDs before it noticed.", tag, nil),
 		worker: prometheus.NewDesc("leafproxy_snowflake_worker_id",
 			"Snowflake worker id in use.", nil, nil),
 		fenced: prometheus.NewDesc("leafproxy_snowflake_fenced",
-			"1 if the snowflake generator refuses until a lease renewal succeeds, else 0.", nil, nil),
+			"1 if the snowflake generator refuses until a lease renewal succeeds or a first worker id is obtained, else 0.", nil, nil),
 		lost: prometheus.NewDesc("leafproxy_snowflake_lease_lost",
 			"1 if the snowflake worker lease went to another process (no more snowflake IDs until restart), else 0.", nil, nil),
 		sessions: prometheus.NewDesc("leafproxy_client_sessions",
@@ -58,7 +65,7 @@ func newCollector(seq *allocator.Sequences, srv *proxy.Server) *collector {
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.remaining, c.nextReady, c.step, c.fetches, c.fetchErrors, c.refused,
+	for _, d := range []*prometheus.Desc{c.remaining, c.nextReady, c.step, c.fetches, c.fetchErrors, c.refused, c.repairs,
 		c.worker, c.fenced, c.lost, c.sessions, c.accepted} {
 		ch <- d
 	}
@@ -74,9 +81,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	segs := c.seq.Segments()
 	for _, tag := range segs.Tags() {
 		st, ok := segs.Stats(tag)
-		if !ok || st.Fetches == 0 && st.FetchErrors == 0 && st.Refused == 0 {
-			// Never served and never failed: an unknown tag someone asked
-			// for. Left out so made-up names do not become series.
+		if !ok || !utf8.ValidString(tag) {
+			continue
+		}
+		if !c.configured[tag] && st.Fetches == 0 && st.Refused == 0 {
+			// Never created as far as this proxy knows (no segment ever
+			// came back): an unknown or made-up name someone asked for,
+			// perhaps while the store failed. Left out, so that names
+			// clients invent do not become series (nor, were they not
+			// UTF-8, break the whole scrape).
 			continue
 		}
 		gauge(c.remaining, float64(st.Remaining), tag)
@@ -85,12 +98,18 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.fetches, float64(st.Fetches), tag)
 		counter(c.fetchErrors, float64(st.FetchErrors), tag)
 		counter(c.refused, float64(st.Refused), tag)
+		counter(c.repairs, float64(st.Repairs), tag)
 	}
 	if g := c.seq.Snowflake(); g != nil {
 		fenced, lost := g.Health()
 		gauge(c.worker, float64(g.Worker()))
 		gauge(c.fenced, b2f(fenced))
 		gauge(c.lost, b2f(lost))
+	} else if c.seq.UsesSnowflake() {
+		// No worker id yet (store unreachable at start, or the id refused):
+		// fenced, and no worker id to report.
+		gauge(c.fenced, 1)
+		gauge(c.lost, 0)
 	}
 	cur, accepted := c.proxy.Sessions()
 	gauge(c.sessions, float64(cur))
@@ -104,16 +123,18 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// startMetrics binds metrics.listen and serves /metrics from reg in the
-// background. The returned stop shuts the endpoint down.
-func startMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (net.Addr, func(), error) {
+// startMetrics binds metrics.listen and serves h (/metrics, the status
+// page, /status.json, /healthz) in the background. The returned stop shuts
+// the endpoint down.
+func startMetrics(addr string, h http.Handler, log *slog.Logger) (net.Addr, func(), error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("metrics.listen: cannot serve metrics on %s: %w", addr, err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
+		// The server's own messages (a handler's recovered panic with its
+		// stack, TLS noise) are debug detail, not operator logs.
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -121,7 +142,7 @@ func startMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (net.
 			log.Error("metrics endpoint stopped", "addr", l.Addr().String(), "err", err)
 		}
 	}()
-	log.Info("metrics listening", "addr", l.Addr().String(), "path", "/metrics")
+	log.Info("metrics and status page listening", "addr", l.Addr().String(), "paths", "/ /status.json /healthz /metrics")
 	stop := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()

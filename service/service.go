@@ -7,14 +7,18 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/leafproxy/leafproxy/admin"
 	"github.com/leafproxy/leafproxy/allocator"
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/engine"
@@ -26,8 +30,14 @@ import (
 type Option func(*options)
 
 type options struct {
-	proxy []proxy.Option
-	alloc []allocator.Option
+	proxy   []proxy.Option
+	alloc   []allocator.Option
+	version string
+}
+
+// WithVersion sets the version the status page and /status.json show.
+func WithVersion(v string) Option {
+	return func(o *options) { o.version = v }
 }
 
 // WithProxyOptions passes options to proxy.NewServer.
@@ -48,28 +58,65 @@ type Service struct {
 	log       *slog.Logger
 	cfg       *config.Config
 	registry  *prometheus.Registry
+	health    *health
+	version   string
+	started   time.Time
+
+	// live is the configuration in force: cfg as changed by Reload.
+	live *atomic.Pointer[config.Config]
 
 	mu          sync.Mutex
 	metricsAddr net.Addr
 }
 
-// New prepares the allocation store (creating leaf_alloc, leaf_worker and
-// configured tags when missing, as `leafproxy init` does; a failure there is
-// logged, not fatal, since the account may lack CREATE and the tables may
-// exist), starts the generators and builds the proxy server.
+// New prepares the allocation store (creating its database, leaf_alloc,
+// leaf_worker and configured tags when missing, as `leafproxy init` does; a
+// failure there is logged, not fatal, since the account may lack CREATE and
+// the tables may exist), starts the generators and builds the proxy server.
+// A backend that refuses the configured account is logged naming the key to
+// fix; errors returned name it too.
+//
+// A store that is down or stalled does not stop the start: relay needs no
+// store. Each store call at start is bounded by backend.connect_timeout;
+// what could not be done is retried in the background (allocator.Open),
+// and snowflake tags answer a clear error until a worker id is held.
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Option) (*Service, error) {
-	var o options
+	o := options{version: "dev"}
 	for _, f := range opts {
 		f(&o)
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	initCtx, cancel := context.WithTimeout(ctx, cfg.Backend.ConnectTimeout.D()+10*time.Second)
-	err := allocator.InitStore(initCtx, cfg, nil)
-	cancel()
+	started := time.Now()
+	h, err := newHealth(cfg, nil)
 	if err != nil {
-		log.Warn("could not prepare the allocation store; NEXTVAL and key filling fail until it is reachable and initialised (leafproxy init)", "err", err)
+		return nil, err
+	}
+	// Problems found before the generators start are logged once the
+	// proxy is sure to run; when start-up fails, its error says it all
+	// unless a problem had another cause.
+	type warning struct {
+		msg string
+		err error
+	}
+	var warnings []warning
+	probeCtx, cancel := context.WithTimeout(ctx, h.timeout)
+	backendErr := explainBackendError(cfg, "check the backend account at start-up", h.backend.PingContext(probeCtx))
+	cancel()
+	if backendErr != nil {
+		warnings = append(warnings, warning{"backend not usable; sessions fail until it is", backendErr})
+	}
+	// A custom store's database is created here; its tables and tags are
+	// prepared by allocator.Open (WithInitStore), bounded and retried.
+	if cfg.Sequences.Store != "" {
+		dbCtx, cancel := context.WithTimeout(ctx, cfg.Backend.ConnectTimeout.D())
+		err := createStoreDatabase(dbCtx, cfg.Sequences.Store)
+		cancel()
+		if err != nil {
+			warnings = append(warnings, warning{"could not create the allocation store's database; NEXTVAL and key filling fail until it exists (leafproxy init)",
+				explainStoreError(cfg, "create the allocation store's database", err)})
+		}
 	}
 	rules := make([]rewriter.Rule, 0, len(cfg.Tables))
 	for _, t := range cfg.Tables {
@@ -77,28 +124,65 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	}
 	rs, err := rewriter.NewRules(rules)
 	if err != nil {
+		h.close()
 		return nil, fmt.Errorf("tables: %w", err)
 	}
-	seq, err := allocator.Open(ctx, cfg, log, o.alloc...)
+	seq, err := allocator.Open(ctx, cfg, log, append([]allocator.Option{allocator.WithInitStore()}, o.alloc...)...)
 	if err != nil {
+		h.close()
+		err = explainStoreError(cfg, "start the ID generators", err)
+		for _, w := range warnings {
+			if !sameCause(w.err, err) {
+				log.Warn(w.msg, "err", w.err)
+			}
+		}
 		return nil, err
 	}
+	for _, w := range warnings {
+		log.Warn(w.msg, "err", w.err)
+	}
+	h.seq = seq
 	eng := engine.New(seq, rs)
-	srv, err := proxy.NewServer(cfg, append([]proxy.Option{proxy.WithLogger(log), proxy.WithInterceptor(eng), proxy.WithAuthMethod(cfg.AuthMethod)}, o.proxy...)...)
+	live := &atomic.Pointer[config.Config]{}
+	live.Store(cfg)
+	adm := admin.New(eng, seq, func() map[string]string { return configuredTags(live.Load()) })
+	srv, err := proxy.NewServer(ProxyConfig(cfg), append([]proxy.Option{proxy.WithLogger(log), proxy.WithInterceptor(adm), proxy.WithAuthMethod(cfg.AuthMethod)}, o.proxy...)...)
 	if err != nil {
 		seq.Close()
+		h.close()
 		return nil, err
 	}
+	adm.SetSessions(srv.SessionList)
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(newCollector(seq, srv))
-	return &Service{Proxy: srv, Sequences: seq, Engine: eng, log: log, cfg: cfg, registry: reg}, nil
+	configured := map[string]bool{}
+	for name := range configuredTags(cfg) {
+		configured[name] = true
+	}
+	reg.MustRegister(newCollector(seq, srv, configured))
+	return &Service{Proxy: srv, Sequences: seq, Engine: eng, log: log, cfg: cfg, registry: reg,
+		health: h, version: o.version, started: started, live: live}, nil
 }
+
+// sameCause reports whether two errors come from the same MySQL error
+// number (one login failure logged once, not twice).
+func sameCause(a, b error) bool {
+	var ma, mb *mysql.MySQLError
+	if errors.As(a, &ma) && errors.As(b, &mb) {
+		return ma.Number == mb.Number
+	}
+	var ca, cb *ConfigError
+	return errors.As(a, &ca) && errors.As(b, &cb) && ca.Key == cb.Key
+}
+
+// Health probes (or returns the cached result, at most a second old) the
+// backend and the allocation store, as /healthz does.
+func (s *Service) Health(ctx context.Context) Health { return s.health.get(ctx) }
 
 // Registry is the service's own Prometheus registry (served on
 // metrics.listen when that is set).
 func (s *Service) Registry() *prometheus.Registry { return s.registry }
 
-// MetricsAddr is the address /metrics is served on: nil while not serving
+// MetricsAddr is the address /metrics (and the status page) is served on: nil while not serving
 // or when metrics.listen is empty.
 func (s *Service) MetricsAddr() net.Addr {
 	s.mu.Lock()
@@ -112,7 +196,7 @@ func (s *Service) startMetrics() (func(), error) {
 	if s.cfg.Metrics.Listen == "" {
 		return func() {}, nil
 	}
-	addr, stop, err := startMetrics(s.cfg.Metrics.Listen, s.registry, s.log)
+	addr, stop, err := startMetrics(s.cfg.Metrics.Listen, s.handler(), s.log)
 	if err != nil {
 		return nil, err
 	}
@@ -129,9 +213,11 @@ func (s *Service) startMetrics() (func(), error) {
 
 // Serve runs the proxy on l until ctx ends, then shuts down gracefully and
 // releases the generators.
-// With metrics.listen set, /metrics is served alongside and stopped with
-// the proxy; failing to bind it fails start-up.
+// With metrics.listen set, /metrics, the status page (/), /status.json and
+// /healthz are served alongside and stopped with the proxy; failing to bind
+// it fails start-up.
 func (s *Service) Serve(ctx context.Context, l net.Listener) error {
+	defer s.health.close()
 	defer s.Sequences.Close()
 	stop, err := s.startMetrics()
 	if err != nil {
@@ -145,6 +231,7 @@ func (s *Service) Serve(ctx context.Context, l net.Listener) error {
 // ListenAndServe listens on the configured address (and metrics.listen)
 // and serves until ctx ends.
 func (s *Service) ListenAndServe(ctx context.Context) error {
+	defer s.health.close()
 	defer s.Sequences.Close()
 	stop, err := s.startMetrics()
 	if err != nil {
@@ -152,4 +239,20 @@ func (s *Service) ListenAndServe(ctx context.Context) error {
 	}
 	defer stop()
 	return s.Proxy.ListenAndServe(ctx)
+}
+
+// configuredTags maps every tag the configuration names to its generator.
+func configuredTags(cfg *config.Config) map[string]string {
+	out := map[string]string{}
+	for _, t := range cfg.Tables {
+		out[t.Tag] = "segment"
+	}
+	for name, t := range cfg.Sequences.Tags {
+		g := t.Generator
+		if g == "" {
+			g = "segment"
+		}
+		out[name] = g
+	}
+	return out
 }

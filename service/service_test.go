@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,11 +19,7 @@ import (
 	"github.com/leafproxy/leafproxy/service"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testdb.CleanupTemplate()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testdb.Main(m) }
 
 // testConfig is a proxy in front of backend with account app/secret, segment
 // tag t (step 1000) and snowflake tag s on fixed worker 7, metrics on a free
@@ -129,6 +124,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	want(t, m, `leafproxy_segment_fetches_total{tag="t"}`, 1)
 	want(t, m, `leafproxy_segment_fetch_errors_total{tag="t"}`, 0)
 	want(t, m, `leafproxy_segment_refused_total{tag="t"}`, 0)
+	want(t, m, `leafproxy_segment_repairs_total{tag="t"}`, 0)
 	want(t, m, `leafproxy_segment_step{tag="t"}`, 1000)
 	want(t, m, `leafproxy_segment_next_ready{tag="t"}`, 0)
 	st, _ := svc.Sequences.Segments().Stats("t")

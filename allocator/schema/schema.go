@@ -7,10 +7,24 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 )
 
-// LeafAlloc is Leaf's table, unchanged, so an existing Leaf deployment's
-// table works as it is. The segment a fetch receives is [max_id-step, max_id).
+// Charset and Collation of the store tables. Tags are names a person
+// writes in any script ('订单'): a table without a charset gets the
+// server's default (latin1 on many installations), where such a tag can
+// neither be stored nor compared (every fetch fails with "Illegal mix of
+// collations" and is retried until wait_timeout). utf8mb4_bin compares tag
+// names byte for byte, exactly as the proxy tells tags apart.
+const (
+	Charset   = "utf8mb4"
+	Collation = "utf8mb4_bin"
+)
+
+// LeafAlloc is Leaf's table (same columns, so an existing Leaf deployment's
+// table works as it is; Migrate converts its charset). The segment a fetch
+// receives is [max_id-step, max_id).
 const LeafAlloc = "CREATE TABLE IF NOT EXISTS `leaf_alloc` (\n" +
 	"  `biz_tag` varchar(128) NOT NULL DEFAULT '',\n" +
 	"  `max_id` bigint(20) NOT NULL DEFAULT '1',\n" +
@@ -18,7 +32,7 @@ const LeafAlloc = "CREATE TABLE IF NOT EXISTS `leaf_alloc` (\n" +
 	"  `description` varchar(256) DEFAULT NULL,\n" +
 	"  `update_time` timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,\n" +
 	"  PRIMARY KEY (`biz_tag`)\n" +
-	") ENGINE=InnoDB"
+	") ENGINE=InnoDB DEFAULT CHARSET=" + Charset + " COLLATE=" + Collation
 
 // LeafWorker holds snowflake worker-id leases: one row per worker id, owned
 // by one process until its heartbeat is older than the TTL. last_timestamp
@@ -30,13 +44,26 @@ const LeafWorker = "CREATE TABLE IF NOT EXISTS `leaf_worker` (\n" +
 	"  `heartbeat` bigint NOT NULL COMMENT 'unix ms of the last renewal, by the database clock',\n" +
 	"  `last_timestamp` bigint NOT NULL DEFAULT 0 COMMENT 'unix ms of the last issued tick',\n" +
 	"  PRIMARY KEY (`worker_id`)\n" +
-	") ENGINE=InnoDB"
+	") ENGINE=InnoDB DEFAULT CHARSET=" + Charset + " COLLATE=" + Collation
 
 // All is every statement in order.
 var All = []string{LeafAlloc, LeafWorker}
 
-// Ensure creates the tables that are missing.
+// tables are the store's tables, for Migrate.
+var tables = []string{"leaf_alloc", "leaf_worker"}
+
+// Ensure creates the tables that are missing and converts existing ones
+// to utf8mb4 (see Migrate).
 func Ensure(ctx context.Context, db *sql.DB) error {
+	if err := Create(ctx, db); err != nil {
+		return err
+	}
+	_, err := Migrate(ctx, db)
+	return err
+}
+
+// Create creates the tables that are missing.
+func Create(ctx context.Context, db *sql.DB) error {
 	for _, q := range All {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("create allocation schema: %w", err)
@@ -45,15 +72,164 @@ func Ensure(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
+// Migrate converts store tables created without a charset (Leaf's own DDL,
+// or leafproxy before utf8mb4) to utf8mb4_bin, so tags outside latin1 work.
+// Idempotent: a table already in that collation is not touched, so a
+// restart costs one information_schema read. Existing tags keep their
+// rows: every latin1 string has a utf8mb4 form, and a case-insensitive
+// primary key has no two rows that differ in case only. It returns the
+// tables it converted.
+func Migrate(ctx context.Context, db *sql.DB) (converted []string, err error) {
+	for _, tb := range tables {
+		var coll sql.NullString
+		err := db.QueryRowContext(ctx,
+			"SELECT TABLE_COLLATION FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?", tb).Scan(&coll)
+		if err == sql.ErrNoRows {
+			continue
+		}
+		if err != nil {
+			return converted, fmt.Errorf("read the collation of %s: %w", tb, err)
+		}
+		if coll.String == Collation {
+			continue
+		}
+		if _, err := db.ExecContext(ctx, "ALTER TABLE `"+tb+"` CONVERT TO CHARACTER SET "+Charset+" COLLATE "+Collation); err != nil {
+			return converted, fmt.Errorf("convert %s from %s to %s (tags outside latin1 need it): %w", tb, coll.String, Collation, err)
+		}
+		converted = append(converted, tb)
+	}
+	return converted, nil
+}
+
 // EnsureTag inserts tag with the given initial step when it is missing.
 // Existing rows are left alone: their max_id is history that must not move back.
 func EnsureTag(ctx context.Context, db *sql.DB, tag string, step int64, description string) (created bool, err error) {
+	return EnsureTagAt(ctx, db, tag, step, 1, description)
+}
+
+// EnsureTagAt is EnsureTag with the tag's first ID: a new row gets max_id
+// first, so the first segment is [first, first+step). Adopting a table
+// that already holds keys starts its tag above them.
+func EnsureTagAt(ctx context.Context, db *sql.DB, tag string, step, first int64, description string) (created bool, err error) {
+	if err := CheckTag(tag); err != nil {
+		return false, err
+	}
 	res, err := db.ExecContext(ctx,
-		"INSERT IGNORE INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, 1, ?, ?)",
-		tag, step, description)
+		"INSERT IGNORE INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, ?, ?, ?)",
+		tag, max(first, 1), step, description)
 	if err != nil {
 		return false, fmt.Errorf("create tag %q in leaf_alloc: %w", tag, err)
 	}
 	n, _ := res.RowsAffected()
 	return n == 1, nil
+}
+
+// RaiseTag moves tag's max_id up to first when it is lower, in one
+// conditional UPDATE (concurrent fetches by other proxies serialise on the
+// row lock, and max_id never moves back). It returns max_id as it was and
+// as it is now; found is false when the tag has no row.
+func RaiseTag(ctx context.Context, db *sql.DB, tag string, first int64) (before, after int64, found bool, err error) {
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("raise tag %q: begin: %w", tag, err)
+	}
+	defer tx.Rollback()
+	// The row lock taken here makes the value read the one the UPDATE
+	// compares against, so the caller can say exactly what it found.
+	if err := tx.QueryRowContext(ctx, "SELECT max_id FROM leaf_alloc WHERE biz_tag = ? FOR UPDATE", tag).Scan(&before); err != nil {
+		if err == sql.ErrNoRows {
+			return 0, 0, false, nil
+		}
+		return 0, 0, false, fmt.Errorf("raise tag %q: read max_id: %w", tag, err)
+	}
+	after = before
+	if before < first {
+		if _, err := tx.ExecContext(ctx, "UPDATE leaf_alloc SET max_id = ? WHERE biz_tag = ? AND max_id < ?", first, tag, first); err != nil {
+			return 0, 0, true, fmt.Errorf("raise tag %q: set max_id to %d: %w", tag, first, err)
+		}
+		after = first
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, 0, true, fmt.Errorf("raise tag %q: commit: %w", tag, err)
+	}
+	return before, after, true, nil
+}
+
+// MaxTagChars is leaf_alloc.biz_tag's width in characters.
+const MaxTagChars = 128
+
+// Error codes of TagNameError, as MySQL reports the same faults in names.
+const (
+	ErrCodeWrongName   = 1103 // ER_WRONG_TABLE_NAME, 42000
+	ErrCodeTooLongName = 1059 // ER_TOO_LONG_IDENT, 42000
+	ErrCodeInvalidChar = 1300 // ER_INVALID_CHARACTER_STRING, HY000
+)
+
+// TagNameError is a tag name that cannot be stored in leaf_alloc.biz_tag.
+// It is refused before any store query, so a bad name costs nothing and
+// never becomes a metrics label.
+type TagNameError struct {
+	Tag  string
+	code uint16
+}
+
+func (e *TagNameError) Error() string {
+	switch e.code {
+	case ErrCodeWrongName:
+		return "Incorrect sequence name '': a sequence (tag) name must not be empty"
+	case ErrCodeTooLongName:
+		return fmt.Sprintf("Identifier name '%s...' is too long: a sequence (tag) name has at most %d characters (leaf_alloc.biz_tag), this one %d",
+			truncateRunes(e.Tag, 64), MaxTagChars, utf8.RuneCountInString(e.Tag))
+	}
+	return fmt.Sprintf("Invalid utf8mb4 character string: '%s': a sequence (tag) name must be valid UTF-8", escapeInvalid(e.Tag, 64))
+}
+
+func (e *TagNameError) Code() uint16 { return e.code }
+
+func (e *TagNameError) SQLState() string {
+	if e.code == ErrCodeInvalidChar {
+		return "HY000"
+	}
+	return "42000"
+}
+
+// CheckTag says whether tag can be a row of leaf_alloc: non-empty, valid
+// UTF-8, at most MaxTagChars characters. The error is a *TagNameError.
+func CheckTag(tag string) error {
+	switch {
+	case tag == "":
+		return &TagNameError{code: ErrCodeWrongName}
+	case !utf8.ValidString(tag):
+		return &TagNameError{Tag: strings.Clone(tag), code: ErrCodeInvalidChar}
+	case utf8.RuneCountInString(tag) > MaxTagChars:
+		return &TagNameError{Tag: strings.Clone(tag), code: ErrCodeTooLongName}
+	}
+	return nil
+}
+
+func truncateRunes(s string, n int) string {
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
+	}
+	return s
+}
+
+// escapeInvalid shows at most n bytes of s with bytes that are not UTF-8
+// as \xNN, so the message itself is valid UTF-8.
+func escapeInvalid(s string, n int) string {
+	var b strings.Builder
+	for i := 0; i < len(s) && i < n; {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size <= 1 {
+			fmt.Fprintf(&b, "\\x%02X", s[i])
+			i++
+			continue
+		}
+		b.WriteString(s[i : i+size])
+		i += size
+	}
+	return b.String()
 }

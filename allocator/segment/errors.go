@@ -69,3 +69,28 @@ func (e *StaleSegmentError) Error() string {
 	return fmt.Sprintf("refused segment [%d, %d) for %q: it starts below %d, the end of IDs this allocator already reserved (leaf_alloc.max_id moved back: stale replica or restored backup?)",
 		e.Got.Start, e.Got.End, e.Tag, e.HighWater)
 }
+
+// ErrCodeWrongArguments and SQLStateWrongArguments are ER_WRONG_ARGUMENTS
+// ("Incorrect arguments to %s"): MariaDB's own SETVAL silently ignores a
+// value below the sequence's, but here a floor that cannot be honoured
+// must not look like success to an operator adopting a table.
+const (
+	ErrCodeWrongArguments  = 1210
+	SQLStateWrongArguments = "HY000"
+)
+
+// BelowIssuedError refuses to lower a tag: Floor (the first ID the caller
+// wanted next) is below MaxID, leaf_alloc's max_id, so IDs up to MaxID-1
+// may already have been handed out by some proxy.
+type BelowIssuedError struct {
+	Tag   string
+	Floor int64
+	MaxID int64
+}
+
+func (e *BelowIssuedError) Error() string {
+	return fmt.Sprintf("Incorrect arguments to SETVAL: sequence '%s' can only be raised: its current value is %d (IDs up to %d may have been issued; leaf_alloc.max_id %d), asked for next values from %d",
+		e.Tag, e.MaxID-1, e.MaxID-1, e.MaxID, e.Floor)
+}
+func (e *BelowIssuedError) Code() uint16     { return ErrCodeWrongArguments }
+func (e *BelowIssuedError) SQLState() string { return SQLStateWrongArguments }

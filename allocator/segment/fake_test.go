@@ -22,6 +22,8 @@ type memStore struct {
 	inflight    int
 	maxInflight int
 	creates     int
+	raises      []int64 // floor of every Raise
+	peeks       int
 }
 
 type memRow struct{ maxID, step int64 }
@@ -84,6 +86,35 @@ func (s *memStore) Create(ctx context.Context, tag string, step int64) error {
 		s.rows[tag] = &memRow{maxID: 1, step: step}
 	}
 	return nil
+}
+
+func (s *memStore) Repair(ctx context.Context, tag string, floor int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.raises = append(s.raises, floor)
+	if s.fail != nil {
+		return s.fail
+	}
+	if row := s.rows[tag]; row != nil {
+		row.maxID = max(row.maxID, floor)
+	}
+	return nil
+}
+
+func (s *memStore) Peek(ctx context.Context, tags []string) (map[string]int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.peeks++
+	if s.fail != nil {
+		return nil, s.fail
+	}
+	out := map[string]int64{}
+	for _, t := range tags {
+		if row := s.rows[t]; row != nil {
+			out[t] = row.maxID
+		}
+	}
+	return out, nil
 }
 
 func (s *memStore) set(f func(s *memStore)) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -16,12 +15,7 @@ import (
 	"github.com/leafproxy/leafproxy/internal/testdb"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	benchDB.close()
-	testdb.CleanupTemplate()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testdb.Main(m, benchDB.close) }
 
 // openStore creates leaf_alloc in a fresh database on srv with the given
 // tags and returns a handle of its own (separate connection pool).

@@ -13,7 +13,11 @@
 //     briefly) instead of on a 60 s refresh;
 //   - a per-tag high-water mark refuses any fetched segment that starts
 //     below IDs already reserved, so a store that moved back (failover to a
-//     stale replica) cannot make this allocator issue duplicates.
+//     stale replica) cannot make this allocator issue duplicates; and the
+//     allocator that sees it repairs the store (max_id pushed past its mark
+//     plus Options.RepairMargin, in one conditional UPDATE) so that other
+//     allocators stop receiving re-issued ranges too (what it cannot
+//     protect is written down in the README's "Guarantees").
 //
 // IDs from one Allocator for one tag are unique and increasing (for calls
 // that do not overlap in time); across Allocators sharing a table they are
@@ -22,14 +26,13 @@ package segment
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // Options tunes an Allocator. Zero values take the documented defaults.
@@ -56,17 +59,39 @@ type Options struct {
 	// UnknownTTL is how long a tag found missing is answered from memory
 	// before the store is asked again (default 1s).
 	UnknownTTL time.Duration
+	// RepairMargin: when a fetched segment starts below the tag's
+	// high-water mark (the store moved back), the store's max_id is raised
+	// to the mark plus this margin (at least 10 steps) before fetching
+	// again. It must cover the IDs other allocators were given after this
+	// one's last fetch, which this allocator cannot see. Default
+	// 10*MaxStep (10,000,000).
+	RepairMargin int64
+	// WatchEvery is how often the max_id of every tag this allocator has
+	// served is read back (one query for all tags). A value below what was
+	// seen before means the store moved back: it is repaired at once, even
+	// if this allocator is not fetching, which protects the IDs other
+	// allocators were given up to the last read, not only this one's.
+	// Default 1s; negative disables.
+	WatchEvery time.Duration
 }
+
+// Defaults of Options' zero values, also the configuration's defaults
+// (config.Default).
+const (
+	DefaultStep        = 1000
+	DefaultWaitTimeout = 2 * time.Second
+	DefaultMaxLoaders  = 4
+)
 
 func (o Options) withDefaults() Options {
 	if o.WaitTimeout <= 0 {
-		o.WaitTimeout = 2 * time.Second
+		o.WaitTimeout = DefaultWaitTimeout
 	}
 	if o.MaxLoaders <= 0 {
-		o.MaxLoaders = 4
+		o.MaxLoaders = DefaultMaxLoaders
 	}
 	if o.DefaultStep <= 0 {
-		o.DefaultStep = 1000
+		o.DefaultStep = DefaultStep
 	}
 	if o.MaxStep <= 0 {
 		o.MaxStep = 1_000_000
@@ -83,6 +108,12 @@ func (o Options) withDefaults() Options {
 	if o.UnknownTTL <= 0 {
 		o.UnknownTTL = time.Second
 	}
+	if o.RepairMargin <= 0 {
+		o.RepairMargin = 10 * o.MaxStep
+	}
+	if o.WatchEvery == 0 {
+		o.WatchEvery = time.Second
+	}
 	return o
 }
 
@@ -94,8 +125,9 @@ const (
 	retryMax = time.Second
 )
 
-// maxTagLen is leaf_alloc.biz_tag's width: longer names cannot exist, so
-// they are refused without asking the store.
+// maxTagLen is leaf_alloc.biz_tag's width in characters (utf8mb4): longer
+// names, and bytes that are not UTF-8, cannot exist, so they are refused
+// without asking the store.
 const maxTagLen = 128
 
 // segment is one range [start, end) being handed out. next runs past end
@@ -131,6 +163,8 @@ type tagState struct {
 	tableStep int64
 	lastFetch time.Time
 	hwm       int64 // end of the highest segment accepted: nothing below may be served again
+	floor     int64 // raised by Raise (SETVAL): segments ending at or below it are dropped
+	seen      int64 // highest max_id read back by the watch: no later fetch may start below it
 
 	unknownUntil time.Time // misses answered from memory until then
 	unknown      *UnknownTagError
@@ -141,6 +175,7 @@ type tagState struct {
 	fetches     uint64
 	fetchErrors uint64
 	refused     uint64
+	repairs     uint64
 }
 
 func newTagState(name string) *tagState {
@@ -188,6 +223,10 @@ func New(store Store, opts Options) *Allocator {
 	}
 	m := map[string]*tagState{}
 	a.tags.Store(&m)
+	if opts.WatchEvery > 0 {
+		a.wg.Add(1)
+		go a.watch()
+	}
 	return a
 }
 
@@ -269,7 +308,7 @@ func (a *Allocator) state(tag string) (*tagState, error) {
 	if t := (*a.tags.Load())[tag]; t != nil {
 		return t, nil
 	}
-	if tag == "" || len(tag) > maxTagLen {
+	if tag == "" || !utf8.ValidString(tag) || utf8.RuneCountInString(tag) > maxTagLen {
 		return nil, &UnknownTagError{Tag: strings.Clone(tag)}
 	}
 	a.mu.Lock()
@@ -286,9 +325,8 @@ func (a *Allocator) state(tag string) (*tagState, error) {
 		a.prune(m)
 		a.pruneAt = max(64, 2*len(m))
 	}
-	// The caller's string may alias a buffer it reuses (the proxy passes
-	// tags sliced from the packet): the map and the loader keep a copy.
-	tag = strings.Clone(tag)
+	// tag is the caller's to keep: the engine copies tags out of packet
+	// buffers before they reach an ID source (engine: state.own).
 	t := newTagState(tag)
 	m[tag] = t
 	a.tags.Store(&m)
@@ -309,300 +347,4 @@ func (a *Allocator) prune(m map[string]*tagState) {
 			delete(m, k)
 		}
 	}
-}
-
-// prefetch asks for the segment after seg, once per segment.
-func (a *Allocator) prefetch(t *tagState, seg *segment) {
-	if !seg.asked.CompareAndSwap(0, 1) {
-		return
-	}
-	t.mu.Lock()
-	if t.cur.Load() == seg && t.next == nil && !t.loading {
-		a.startLoad(t)
-	}
-	t.mu.Unlock()
-}
-
-// startLoad starts tag's loader. t.mu must be held.
-func (a *Allocator) startLoad(t *tagState) {
-	a.loadMu.Lock()
-	defer a.loadMu.Unlock()
-	if a.stopped {
-		return
-	}
-	t.loading = true
-	a.wg.Add(1)
-	go a.load(t)
-}
-
-// advance returns once tag has a current segment other than the exhausted
-// seg, waiting for the loader if both buffers are empty.
-func (a *Allocator) advance(ctx context.Context, t *tagState, seg *segment) error {
-	var (
-		timer   *time.Timer
-		started time.Time
-	)
-	t.mu.Lock()
-	for {
-		if a.closed.Load() {
-			t.mu.Unlock()
-			return ErrClosed
-		}
-		cur := t.cur.Load()
-		if cur != seg && !cur.exhausted() {
-			t.mu.Unlock()
-			return nil // someone else switched already
-		}
-		seg = cur
-		if t.next != nil {
-			t.cur.Store(t.next)
-			t.next = nil
-			t.mu.Unlock()
-			return nil
-		}
-		if t.unknown != nil && a.opts.Clock().Before(t.unknownUntil) {
-			err := t.unknown
-			t.mu.Unlock()
-			return err
-		}
-		if !t.loading {
-			a.startLoad(t)
-		}
-		if timer == nil {
-			started = time.Now()
-			timer = time.NewTimer(a.opts.WaitTimeout)
-			defer timer.Stop()
-		}
-		ch := t.changed
-		t.waiters++
-		t.mu.Unlock()
-
-		var err error
-		select {
-		case <-ch:
-		case <-timer.C:
-			err = errTimeout
-		case <-ctx.Done():
-			err = fmt.Errorf("wait for a segment of %q: %w", t.name, ctx.Err())
-		case <-a.done:
-			err = ErrClosed
-		}
-		t.mu.Lock()
-		t.waiters--
-		if err == errTimeout {
-			var last error
-			if t.failing > 0 {
-				last = t.lastErr
-			}
-			t.mu.Unlock()
-			return &ExhaustedError{Tag: t.name, Waited: time.Since(started), LastErr: last}
-		}
-		if err != nil {
-			t.mu.Unlock()
-			return err
-		}
-	}
-}
-
-var errTimeout = errors.New("timeout")
-
-// load is tag's loader: it fetches one segment, retrying with backoff while
-// requests wait for it.
-func (a *Allocator) load(t *tagState) {
-	defer a.wg.Done()
-	triedCreate := false
-	for {
-		now := a.opts.Clock()
-		t.mu.Lock()
-		step := int64(0) // the row's own step until we know it
-		if t.step > 0 {
-			step = nextStep(t.step, t.tableStep, a.opts.MaxStep, now.Sub(t.lastFetch))
-		}
-		t.mu.Unlock()
-
-		r, err := a.fetch(t.name, step)
-		var unknown *UnknownTagError
-		if errors.As(err, &unknown) && a.opts.AutoCreate && !triedCreate {
-			triedCreate = true
-			if err = a.create(t.name); err == nil {
-				continue
-			}
-		}
-
-		t.mu.Lock()
-		switch {
-		case err == nil:
-			if err = t.accept(r, a.opts.Clock()); err == nil {
-				t.loading = false
-				t.mu.Unlock()
-				return
-			}
-			t.refused++
-			a.log.Error("segment refused: store moved back", "tag", t.name, "start", r.Start, "end", r.End, "high_water", t.hwm)
-		case errors.As(err, &unknown):
-			t.unknown = &UnknownTagError{Tag: t.name}
-			t.unknownUntil = a.opts.Clock().Add(a.opts.UnknownTTL)
-			t.loading = false
-			t.broadcast()
-			t.mu.Unlock()
-			a.log.Debug("unknown sequence", "tag", t.name)
-			return
-		case errors.Is(err, ErrClosed) || a.ctx.Err() != nil:
-			t.loading = false
-			t.mu.Unlock()
-			return
-		}
-		t.failing++
-		t.fetchErrors++
-		t.lastErr, t.lastErrAt = err, time.Now()
-		wait := min(retryMin<<min(t.failing-1, 10), retryMax)
-		t.mu.Unlock()
-		a.log.Warn("segment fetch failed", "tag", t.name, "err", err, "retry_in", wait)
-
-		select {
-		case <-time.After(wait):
-		case <-a.done:
-			t.mu.Lock()
-			t.loading = false
-			t.mu.Unlock()
-			return
-		}
-		t.mu.Lock()
-		if t.waiters == 0 {
-			// Nobody is blocked: let the next request past the 10% mark (or
-			// the next one to find the buffer empty) ask again, so an idle
-			// tag does not poll a dead store.
-			t.loading = false
-			t.cur.Load().asked.Store(0)
-			t.mu.Unlock()
-			return
-		}
-		t.mu.Unlock()
-	}
-}
-
-// accept validates a fetched range against the high-water mark and buffers
-// it. t.mu must be held.
-func (t *tagState) accept(r Range, now time.Time) error {
-	if r.End <= r.Start {
-		return fmt.Errorf("store returned empty segment [%d, %d) for %q", r.Start, r.End, t.name)
-	}
-	start := max(r.Start, 1) // 0 and negatives are never IDs
-	if start < t.hwm {
-		return &StaleSegmentError{Tag: t.name, Got: r, HighWater: t.hwm}
-	}
-	if start >= r.End {
-		return fmt.Errorf("store returned segment [%d, %d) for %q: no positive IDs", r.Start, r.End, t.name)
-	}
-	t.next = newSegment(start, r.End)
-	t.hwm = r.End
-	t.step = r.End - r.Start
-	t.tableStep = r.TableStep
-	t.lastFetch = now
-	t.fetches++
-	t.failing = 0
-	t.unknown = nil
-	t.broadcast()
-	return nil
-}
-
-// broadcast wakes every waiter. t.mu must be held.
-func (t *tagState) broadcast() {
-	close(t.changed)
-	t.changed = make(chan struct{})
-}
-
-func (a *Allocator) fetch(tag string, step int64) (Range, error) {
-	select {
-	case a.sem <- struct{}{}:
-	case <-a.done:
-		return Range{}, ErrClosed
-	}
-	defer func() { <-a.sem }()
-	ctx, cancel := context.WithTimeout(a.ctx, a.opts.FetchTimeout)
-	defer cancel()
-	r, err := a.store.Fetch(ctx, tag, step)
-	if err != nil {
-		return Range{}, fmt.Errorf("fetch segment for %q: %w", tag, err)
-	}
-	return r, nil
-}
-
-func (a *Allocator) create(tag string) error {
-	ctx, cancel := context.WithTimeout(a.ctx, a.opts.FetchTimeout)
-	defer cancel()
-	if err := a.store.Create(ctx, tag, a.opts.DefaultStep); err != nil {
-		return fmt.Errorf("auto-create sequence %q: %w", tag, err)
-	}
-	a.log.Info("sequence auto-created", "tag", tag, "step", a.opts.DefaultStep)
-	return nil
-}
-
-// TagStats is a snapshot of one tag's buffers.
-type TagStats struct {
-	Tag string
-	// Current is the segment being served; NextID the next ID it would give
-	// (>= Current.End when used up).
-	Current   Range
-	NextID    int64
-	Remaining int64
-	// NextReady says the following segment is buffered (Next holds it).
-	NextReady bool
-	Next      Range
-	Loading   bool
-	// Step is the size of the last fetch, TableStep the row's step.
-	Step      int64
-	TableStep int64
-	// HighWater is the end of the highest segment accepted: the floor for
-	// any future segment.
-	HighWater   int64
-	Fetches     uint64
-	FetchErrors uint64
-	// Refused counts segments rejected by the high-water mark.
-	Refused   uint64
-	LastErr   error
-	LastErrAt time.Time
-}
-
-// Tags lists, sorted, the tags asked for so far (including ones found
-// missing that have not been pruned yet); Stats reports on each.
-func (a *Allocator) Tags() []string {
-	m := *a.tags.Load()
-	tags := make([]string, 0, len(m))
-	for k := range m {
-		tags = append(tags, k)
-	}
-	slices.Sort(tags)
-	return tags
-}
-
-// Stats reports tag's state; false if the tag was never asked for.
-func (a *Allocator) Stats(tag string) (TagStats, bool) {
-	t := (*a.tags.Load())[tag]
-	if t == nil {
-		return TagStats{}, false
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	cur := t.cur.Load()
-	s := TagStats{
-		Tag:         tag,
-		Current:     Range{Start: cur.start, End: cur.end, TableStep: t.tableStep},
-		NextID:      cur.next.Load(),
-		Loading:     t.loading,
-		Step:        t.step,
-		TableStep:   t.tableStep,
-		HighWater:   t.hwm,
-		Fetches:     t.fetches,
-		FetchErrors: t.fetchErrors,
-		Refused:     t.refused,
-		LastErr:     t.lastErr,
-		LastErrAt:   t.lastErrAt,
-	}
-	s.Remaining = max(0, cur.end-s.NextID)
-	if t.next != nil {
-		s.NextReady = true
-		s.Next = Range{Start: t.next.start, End: t.next.end, TableStep: t.tableStep}
-	}
-	return s, true
 }

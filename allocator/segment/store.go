@@ -5,7 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+
+	"github.com/leafproxy/leafproxy/allocator/schema"
 )
 
 // Range is what one store fetch returns: IDs [Start, End) plus the table's
@@ -26,12 +29,36 @@ type Store interface {
 	// Create inserts the tag with the given step if it is missing (INSERT
 	// IGNORE: an existing row's max_id is history and is left alone).
 	Create(ctx context.Context, tag string, step int64) error
+	// Repair moves tag's max_id up to floor if it is below, in one
+	// conditional statement (never down: concurrent repairs by several
+	// processes commute). The allocator calls it when the store moved back
+	// below IDs it already issued. (Raiser.Raise, for SETVAL, differs: it
+	// refuses a floor below max_id instead of ignoring it.)
+	Repair(ctx context.Context, tag string, floor int64) error
+	// Peek reads the current max_id of each tag (missing tags are left
+	// out of the map). The allocator polls it to notice a store that moved
+	// back even when it is not fetching.
+	Peek(ctx context.Context, tags []string) (map[string]int64, error)
+}
+
+// Raiser is a Store that can raise a tag's floor (SETVAL): after Raise
+// returns nil, every segment the store hands out starts at floor or
+// above. It never lowers max_id: a floor below IDs that may already have
+// been handed out is a *BelowIssuedError, an unknown tag an
+// *UnknownTagError.
+type Raiser interface {
+	Raise(ctx context.Context, tag string, floor int64) error
 }
 
 // MySQLStore is the Store over Leaf's leaf_alloc table (DDL in
 // allocator/schema). Safe for concurrent use.
 type MySQLStore struct {
 	db *sql.DB
+
+	// CreateFloor, if set, is asked for the largest ID already in use for
+	// a tag that Create is about to insert (e.g. the largest key of the
+	// tables the tag fills), so the tag starts above it instead of at 1.
+	CreateFloor func(ctx context.Context, tag string) (int64, error)
 
 	// Prepared once per *sql.DB and bound to each transaction's connection,
 	// which saves a prepare and a close round trip per statement per fetch.
@@ -43,7 +70,8 @@ const (
 	qAdvance      = "UPDATE leaf_alloc SET max_id = max_id + ? WHERE biz_tag = ?"
 	qAdvanceTable = "UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = ?"
 	qRead         = "SELECT max_id, step FROM leaf_alloc WHERE biz_tag = ?"
-	qCreate       = "INSERT IGNORE INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, 1, ?, 'created by leafproxy auto_create')"
+	qRepair       = "UPDATE leaf_alloc SET max_id = GREATEST(max_id, ?) WHERE biz_tag = ?"
+	qCreate       = "INSERT IGNORE INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, ?, ?, 'created by leafproxy auto_create')"
 )
 
 // NewMySQLStore returns a Store over leaf_alloc in db's default database.
@@ -138,10 +166,74 @@ func (s *MySQLStore) Fetch(ctx context.Context, tag string, step int64) (r Range
 }
 
 // Create inserts tag with max_id 1 (Leaf's start: the first segment is
-// [1, 1+step)) when it is missing.
+// [1, 1+step)), or just above CreateFloor's answer, when it is missing.
 func (s *MySQLStore) Create(ctx context.Context, tag string, step int64) error {
-	if _, err := s.db.ExecContext(ctx, qCreate, tag, step); err != nil {
+	first := int64(1)
+	if s.CreateFloor != nil {
+		floor, err := s.CreateFloor(ctx, tag)
+		if err != nil {
+			return fmt.Errorf("create tag %q in leaf_alloc: %w", tag, err)
+		}
+		first = max(first, floor+1)
+	}
+	if _, err := s.db.ExecContext(ctx, qCreate, tag, first, step); err != nil {
 		return fmt.Errorf("create tag %q in leaf_alloc: %w", tag, err)
 	}
 	return nil
+}
+
+// Raise moves tag's max_id up to floor (the next segment starts there) in
+// one conditional UPDATE, under the row lock that orders it against every
+// proxy's fetches. A max_id above floor means IDs up to max_id-1 may have
+// been handed out: that is a *BelowIssuedError, and nothing changes.
+func (s *MySQLStore) Raise(ctx context.Context, tag string, floor int64) error {
+	before, _, found, err := schema.RaiseTag(ctx, s.db, tag, floor)
+	switch {
+	case err != nil:
+		return err
+	case !found:
+		return &UnknownTagError{Tag: tag}
+	case before > floor:
+		return &BelowIssuedError{Tag: tag, Floor: floor, MaxID: before}
+	}
+	return nil
+}
+
+// Repair runs UPDATE leaf_alloc SET max_id = GREATEST(max_id, floor): one
+// statement, so it cannot lower a max_id that others moved up meanwhile.
+func (s *MySQLStore) Repair(ctx context.Context, tag string, floor int64) error {
+	if _, err := s.db.ExecContext(ctx, qRepair, floor, tag); err != nil {
+		return fmt.Errorf("raise leaf_alloc.max_id of %q to %d: %w", tag, floor, err)
+	}
+	return nil
+}
+
+// Peek reads max_id of tags in one query.
+func (s *MySQLStore) Peek(ctx context.Context, tags []string) (map[string]int64, error) {
+	if len(tags) == 0 {
+		return map[string]int64{}, nil
+	}
+	q := "SELECT biz_tag, max_id FROM leaf_alloc WHERE biz_tag IN (?" + strings.Repeat(",?", len(tags)-1) + ")"
+	args := make([]any, len(tags))
+	for i, t := range tags {
+		args[i] = t
+	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read leaf_alloc.max_id: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[string]int64, len(tags))
+	for rows.Next() {
+		var tag string
+		var v int64
+		if err := rows.Scan(&tag, &v); err != nil {
+			return nil, fmt.Errorf("read leaf_alloc.max_id: %w", err)
+		}
+		out[tag] = v
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read leaf_alloc.max_id: %w", err)
+	}
+	return out, nil
 }

@@ -28,10 +28,21 @@
 // A clean Close records the exact mark (the end of the last issued tick) so
 // the next holder starts at once.
 //
+// # Fixed worker ids
+//
+// MySQLLeaser.Fixed registers a configured id in leaf_worker under the same
+// rules as a leased one (TTL, heartbeat, fencing, release on close, the
+// previous holder's mark honoured). While another live process holds the
+// id (fixed, or leased by an auto process) Acquire fails with a
+// WorkerHeldError naming its host, pid and lease expiry, so two processes
+// configured with the same id cannot both issue. The auto leaser passes
+// over free ids whose mark lies further ahead of its clock than
+// MaxBackward, so one bad row cannot stop every start.
+//
 // # The state file
 //
-// For a fixed worker id there is no database; the state file is then the
-// only record of issued time. It is written the same way, ahead of use: a
+// For an unregistered FixedWorker there is no database; the state file is
+// then the only record of issued time. It is written the same way, ahead of use: a
 // reservation 3*PersistEvery ahead, pushed forward every PersistEvery, and
 // the generator never issues at or past what the file says. A crash leaves a
 // mark above every issued ID, so a restart with a clock behind it waits (up

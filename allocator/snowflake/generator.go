@@ -12,7 +12,8 @@ import (
 	"time"
 )
 
-// Defaults for Options' zero values.
+// Defaults for Options' zero values, also the configuration's defaults
+// (config.Default).
 const (
 	DefaultRandomStart  = 100
 	DefaultMaxBackward  = 5 * time.Second
@@ -63,6 +64,10 @@ type Options struct {
 	// PersistEvery is how often a fixed worker's reservation in StateFile is
 	// pushed forward. Default 1s.
 	PersistEvery time.Duration
+	// StoreTimeout bounds each call New makes to the worker source
+	// (acquire, first renewal), so that a stalled store cannot hold a
+	// start for longer. 0: only ctx bounds them.
+	StoreTimeout time.Duration
 }
 
 // Generator issues snowflake IDs for one worker id. Safe for concurrent use.
@@ -117,7 +122,7 @@ func New(ctx context.Context, opts Options) (*Generator, error) {
 		l.TimeBits, l.WorkerBits, l.SequenceBits = d.TimeBits, d.WorkerBits, d.SequenceBits
 	}
 	if l.Unit == 0 {
-		l.Unit = time.Millisecond
+		l.Unit = DefaultLayout().Unit
 	}
 	if l.Epoch.IsZero() {
 		l.Epoch = DefaultEpoch
@@ -184,7 +189,13 @@ func New(ctx context.Context, opts Options) (*Generator, error) {
 		g.fileHW = st.HighWaterUnixMs
 	}
 
-	lease, err := g.src.Acquire(ctx, l.MaxWorker())
+	// Ids whose history lies further ahead of this clock than it may wait
+	// are passed over by sources that choose (one such row must not stop
+	// every start).
+	notAfter := g.clock.Now().Add(max(g.maxBackward, 0))
+	actx, cancel := storeCtx(ctx, opts.StoreTimeout)
+	lease, err := g.src.Acquire(actx, l.MaxWorker(), notAfter)
+	cancel()
 	if err != nil {
 		if g.ttl > 0 && haveState {
 			// Reusing the remembered id without the store is not safe: the
@@ -201,7 +212,7 @@ func New(ctx context.Context, opts Options) (*Generator, error) {
 	if haveState && st.Worker == lease.Worker && st.highWater().After(hw) {
 		hw = st.highWater()
 	}
-	if err := g.start(ctx, hw); err != nil {
+	if err := g.start(ctx, hw, opts.StoreTimeout); err != nil {
 		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if !hw.IsZero() {
@@ -221,6 +232,14 @@ func New(ctx context.Context, opts Options) (*Generator, error) {
 	return g, nil
 }
 
+// storeCtx bounds ctx by d when d is positive.
+func storeCtx(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d > 0 {
+		return context.WithTimeout(ctx, d)
+	}
+	return ctx, func() {}
+}
+
 func cmp0(v, def time.Duration) time.Duration {
 	if v > 0 {
 		return v
@@ -230,7 +249,7 @@ func cmp0(v, def time.Duration) time.Duration {
 
 // start positions the generator after hw and makes the first renewal or
 // reservation, before which nothing is issued.
-func (g *Generator) start(ctx context.Context, hw time.Time) error {
+func (g *Generator) start(ctx context.Context, hw time.Time, storeTimeout time.Duration) error {
 	g.lastTick, g.seq = -1, g.maxSeq
 	if !hw.IsZero() {
 		if need := hw.Sub(g.layout.Epoch); need > 0 {
@@ -260,7 +279,9 @@ func (g *Generator) start(ctx context.Context, hw time.Time) error {
 		g.deadline = math.MaxInt64
 		return nil
 	}
-	if err := g.refresh(ctx); err != nil {
+	rctx, cancel := storeCtx(ctx, storeTimeout)
+	defer cancel()
+	if err := g.refresh(rctx); err != nil {
 		return fmt.Errorf("snowflake worker %d: first renewal: %w", g.lease.Worker, err)
 	}
 	return nil
@@ -456,131 +477,4 @@ func ceilMs(t time.Time) int64 {
 		ms++
 	}
 	return ms
-}
-
-// persist writes the state file. Unless exact, the mark never moves back, so
-// concurrent writers cannot shrink a reservation already relied on.
-func (g *Generator) persist(ms int64, exact bool) (int64, error) {
-	g.fileMu.Lock()
-	defer g.fileMu.Unlock()
-	if !exact && ms < g.fileHW {
-		ms = g.fileHW
-	}
-	if err := writeState(g.stateFile, g.lease.Worker, ms); err != nil {
-		return 0, err
-	}
-	g.fileHW = ms
-	return ms, nil
-}
-
-// refresh renews the lease (leased) or pushes the state file's reservation
-// forward (fixed), then moves the deadline. The high-water mark recorded is
-// where the new deadline could at most take the generator, so whoever comes
-// next starts above anything this one may issue.
-func (g *Generator) refresh(ctx context.Context) error {
-	sent := g.since()
-	if g.ttl > 0 {
-		hw := sent + g.ttl
-		if err := g.src.Renew(ctx, g.lease, time.UnixMilli(g.ceilMs(hw))); err != nil {
-			if errors.Is(err, ErrLeaseLost) {
-				g.mu.Lock()
-				if g.lost == nil {
-					g.lost = fmt.Errorf("snowflake worker %d: %w", g.lease.Worker, err)
-				}
-				g.mu.Unlock()
-				g.log.Error("snowflake worker lease lost; no more IDs from this generator", "worker", g.lease.Worker, "err", err)
-				return err
-			}
-			g.log.Warn("snowflake worker lease renewal failed", "worker", g.lease.Worker, "err", err)
-			return fmt.Errorf("renew lease of worker %d: %w", g.lease.Worker, err)
-		}
-		if g.stateFile != "" {
-			if _, err := g.persist(g.ceilMs(hw), false); err != nil {
-				g.log.Warn("snowflake state file not updated", "err", err)
-			}
-		}
-		g.mu.Lock()
-		if d := sent + g.ttl - g.margin; d > g.deadline {
-			g.deadline, g.renewedAt = d, sent
-		}
-		g.mu.Unlock()
-		return nil
-	}
-	written, err := g.persist(g.ceilMs(sent+3*g.persistEvery), false)
-	if err != nil {
-		g.log.Warn("snowflake state file not updated", "err", err)
-		return err
-	}
-	g.mu.Lock()
-	g.deadline = max(g.deadline, time.UnixMilli(written).Sub(g.layout.Epoch))
-	g.mu.Unlock()
-	return nil
-}
-
-func (g *Generator) loop() {
-	defer close(g.done)
-	every := g.persistEvery
-	if g.ttl > 0 {
-		every = g.renewEvery
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-g.stop:
-			return
-		case <-t.C:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), every)
-		err := g.refresh(ctx)
-		cancel()
-		if errors.Is(err, ErrLeaseLost) {
-			return
-		}
-	}
-}
-
-// Close stops issuing, releases the worker id and records the exact
-// high-water mark (in the store and the state file), so the next holder
-// need not wait out a reservation.
-func (g *Generator) Close() error {
-	g.mu.Lock()
-	if g.closed {
-		g.mu.Unlock()
-		return nil
-	}
-	g.closed = true
-	hw := time.Duration((g.lastTick + 1) * g.unit)
-	lost := g.lost
-	g.mu.Unlock()
-	close(g.stop)
-	<-g.done
-
-	var errs []error
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if lost == nil {
-		if err := g.src.Release(ctx, g.lease, time.UnixMilli(g.ceilMs(hw))); err != nil {
-			errs = append(errs, fmt.Errorf("release snowflake worker %d: %w", g.lease.Worker, err))
-		}
-	}
-	if g.stateFile != "" && (lost == nil || g.ttl == 0) {
-		if _, err := g.persist(g.ceilMs(hw), true); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// abandon stops the generator the way a crash would: no release, no final
-// state file. For tests of restarts after a crash.
-func (g *Generator) abandon() {
-	g.mu.Lock()
-	already := g.closed
-	g.closed = true
-	g.mu.Unlock()
-	if !already {
-		close(g.stop)
-		<-g.done
-	}
 }

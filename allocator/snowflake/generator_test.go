@@ -342,7 +342,7 @@ type stubLease struct {
 	hw      time.Time
 }
 
-func (s *stubLease) Acquire(context.Context, int64) (Lease, error) {
+func (s *stubLease) Acquire(context.Context, int64, time.Time) (Lease, error) {
 	return Lease{Worker: 2, Token: "t"}, nil
 }
 func (s *stubLease) Renew(_ context.Context, _ Lease, hw time.Time) error {

@@ -8,18 +8,20 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 )
 
+// DefaultLeaseTTL matches the config's default lease_ttl.
+const DefaultLeaseTTL = 30 * time.Second
+
 // dbNowMs is the database's clock in unix milliseconds. Lease expiry is
 // judged by this one clock so that hosts whose clocks disagree still agree
 // on who holds what. UTC_TIMESTAMP keeps it independent of the session's
 // time zone (UNIX_TIMESTAMP(NOW()) is ambiguous in a DST fold).
-// DefaultLeaseTTL matches the config's default lease_ttl.
-const DefaultLeaseTTL = 30 * time.Second
-
 const dbNowMs = "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)"
 
 // MySQLLeaser leases worker ids from the leaf_worker table
@@ -54,16 +56,30 @@ func (m *MySQLLeaser) TTL() time.Duration { return m.ttl }
 
 // Acquire takes the lowest worker id in [0, maxWorker] that is free,
 // released or expired, in one transaction that locks the rows it reads
-// (SELECT ... FOR UPDATE), so two processes never win the same id.
-// Deadlocks and duplicate keys between racing acquirers are retried.
-func (m *MySQLLeaser) Acquire(ctx context.Context, maxWorker int64) (Lease, error) {
+// (SELECT ... FOR UPDATE), so two processes never win the same id. A free
+// id whose last_timestamp lies after notAfter (non-zero) is passed over:
+// a process whose clock is that far behind the id's history would refuse
+// it, so one bad row must not stop every start. Deadlocks and duplicate
+// keys between racing acquirers are retried.
+func (m *MySQLLeaser) Acquire(ctx context.Context, maxWorker int64, notAfter time.Time) (Lease, error) {
+	return m.acquire(ctx, func(ctx context.Context, token string) (Lease, error) {
+		return m.tryAcquire(ctx, maxWorker, notAfter, token)
+	})
+}
+
+// acquire runs one acquisition attempt function with a fresh token,
+// retrying the collisions of racing acquirers.
+func (m *MySQLLeaser) acquire(ctx context.Context, try func(context.Context, string) (Lease, error)) (Lease, error) {
 	var b [8]byte
 	rand.Read(b[:])
 	token := m.owner + "#" + hex.EncodeToString(b[:])
 	for attempt := 1; ; attempt++ {
-		l, err := m.tryAcquire(ctx, maxWorker, token)
+		l, err := try(ctx, token)
 		if err == nil || !retryable(err) || attempt == 20 {
 			if err != nil {
+				if !errors.Is(err, ErrNoFreeWorker) && !errors.Is(err, ErrWorkerHeld) && !refused(err) {
+					err = fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+				}
 				return Lease{}, fmt.Errorf("lease a worker id from leaf_worker: %w", err)
 			}
 			return l, nil
@@ -72,9 +88,24 @@ func (m *MySQLLeaser) Acquire(ctx context.Context, maxWorker int64) (Lease, erro
 		select {
 		case <-time.After(time.Duration(mrand.Int64N(int64(5*time.Millisecond) * int64(attempt)))):
 		case <-ctx.Done():
-			return Lease{}, fmt.Errorf("lease a worker id from leaf_worker: %w (after %v)", ctx.Err(), err)
+			return Lease{}, fmt.Errorf("lease a worker id from leaf_worker: %w: %w (after %v)", ErrStoreUnavailable, ctx.Err(), err)
 		}
 	}
+}
+
+// refused says the store answered that this account may not do the job
+// (wrong password, no privilege, no such database): waiting will not help,
+// so the proxy refuses to start and names the key to fix rather than
+// fencing its snowflake tags for ever.
+func refused(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case 1044, 1045, 1049, 1142, 1143, 1227, 1698: // access denied, unknown database, command/column denied
+			return true
+		}
+	}
+	return false
 }
 
 func retryable(err error) bool {
@@ -88,7 +119,7 @@ func retryable(err error) bool {
 	return false
 }
 
-func (m *MySQLLeaser) tryAcquire(ctx context.Context, maxWorker int64, token string) (Lease, error) {
+func (m *MySQLLeaser) tryAcquire(ctx context.Context, maxWorker int64, notAfter time.Time, token string) (Lease, error) {
 	tx, err := m.db.BeginTx(ctx, nil)
 	if err != nil {
 		return Lease{}, err
@@ -105,6 +136,7 @@ func (m *MySQLLeaser) tryAcquire(ctx context.Context, maxWorker int64, token str
 	pick, found, existing := int64(-1), false, false
 	var lastTS int64
 	held := 0
+	var ahead []string // free ids passed over: their marks are after notAfter
 	for rows.Next() {
 		var id, hb, ts, now int64
 		var owner string
@@ -121,6 +153,12 @@ func (m *MySQLLeaser) tryAcquire(ctx context.Context, maxWorker int64, token str
 		}
 		next = id + 1
 		if owner == "" || now-hb > ttlMs {
+			if !notAfter.IsZero() && ts > notAfter.UnixMilli() {
+				if len(ahead) < 8 {
+					ahead = append(ahead, fmt.Sprintf("%d (%s)", id, time.UnixMilli(ts).UTC().Format(time.RFC3339Nano)))
+				}
+				continue
+			}
 			pick, found, existing, lastTS = id, true, true, ts
 			continue
 		}
@@ -136,6 +174,10 @@ func (m *MySQLLeaser) tryAcquire(ctx context.Context, maxWorker int64, token str
 		pick, found = next, true
 	}
 	if !found {
+		if len(ahead) > 0 {
+			return Lease{}, fmt.Errorf("%d worker ids in [0, %d] are held by live processes and the free ones have high-water marks after %s, further ahead of this clock than it may wait (e.g. worker %s): %w",
+				held, maxWorker, notAfter.UTC().Format(time.RFC3339Nano), ahead[0], ErrNoFreeWorker)
+		}
 		return Lease{}, fmt.Errorf("all %d worker ids in [0, %d] are held by live processes: %w", held, maxWorker, ErrNoFreeWorker)
 	}
 	if existing {
@@ -156,6 +198,80 @@ func (m *MySQLLeaser) tryAcquire(ctx context.Context, maxWorker int64, token str
 	return l, nil
 }
 
+// Fixed is a WorkerSource for one configured worker id, registered in
+// leaf_worker under the same rules as leased ids: the id is taken only when
+// its row is missing, released or expired (an id an auto leaser holds is
+// refused too), renewed every TTL/3, fenced when renewals fail and
+// released on close. Acquire fails with a *WorkerHeldError (errors.Is
+// ErrWorkerHeld) naming the holder when another live process has it.
+func (m *MySQLLeaser) Fixed(id int64) WorkerSource { return &fixedLease{MySQLLeaser: m, id: id} }
+
+type fixedLease struct {
+	*MySQLLeaser
+	id int64
+}
+
+// Acquire registers the fixed id. The high-water mark of earlier holders is
+// honoured as for a leased id; notAfter does not apply (there is no other
+// id to try).
+func (f *fixedLease) Acquire(ctx context.Context, maxWorker int64, _ time.Time) (Lease, error) {
+	if f.id < 0 || f.id > maxWorker {
+		return Lease{}, fmt.Errorf("fixed worker id %d outside [0, %d]", f.id, maxWorker)
+	}
+	return f.acquire(ctx, func(ctx context.Context, token string) (Lease, error) {
+		return f.tryAcquireFixed(ctx, token)
+	})
+}
+
+func (f *fixedLease) tryAcquireFixed(ctx context.Context, token string) (Lease, error) {
+	tx, err := f.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Lease{}, err
+	}
+	defer tx.Rollback()
+	var owner string
+	var hb, ts, now int64
+	err = tx.QueryRowContext(ctx, "SELECT owner, heartbeat, last_timestamp, "+dbNowMs+
+		" FROM leaf_worker WHERE worker_id = ? FOR UPDATE", f.id).Scan(&owner, &hb, &ts, &now)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		ts = 0
+		_, err = tx.ExecContext(ctx, "INSERT INTO leaf_worker (worker_id, owner, heartbeat, last_timestamp) VALUES (?, ?, "+dbNowMs+", 0)", f.id, token)
+	case err != nil:
+		return Lease{}, err
+	case owner != "" && now-hb <= f.ttl.Milliseconds():
+		return Lease{}, heldError(f.id, owner, hb+f.ttl.Milliseconds(), now)
+	default:
+		_, err = tx.ExecContext(ctx, "UPDATE leaf_worker SET owner = ?, heartbeat = "+dbNowMs+" WHERE worker_id = ?", token, f.id)
+	}
+	if err != nil {
+		return Lease{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return Lease{}, err
+	}
+	l := Lease{Worker: f.id, Token: token}
+	if ts > 0 {
+		l.HighWater = time.UnixMilli(ts)
+	}
+	return l, nil
+}
+
+// heldError describes the live holder of a row: owner is its token
+// (host:pid:listen#random), expiresMs and nowMs the store's clock.
+func heldError(id int64, owner string, expiresMs, nowMs int64) *WorkerHeldError {
+	if i := strings.LastIndexByte(owner, '#'); i >= 0 {
+		owner = owner[:i]
+	}
+	e := &WorkerHeldError{Worker: id, Owner: owner, Expires: time.UnixMilli(expiresMs), In: time.Duration(expiresMs-nowMs) * time.Millisecond}
+	if parts := strings.SplitN(owner, ":", 3); len(parts) >= 2 {
+		if _, err := strconv.Atoi(parts[1]); err == nil {
+			e.Host, e.PID = parts[0], parts[1]
+		}
+	}
+	return e
+}
+
 // Renew refreshes the heartbeat and raises last_timestamp to highWater,
 // only while the row still names this holding.
 func (m *MySQLLeaser) Renew(ctx context.Context, l Lease, highWater time.Time) error {
@@ -163,7 +279,7 @@ func (m *MySQLLeaser) Renew(ctx context.Context, l Lease, highWater time.Time) e
 		"UPDATE leaf_worker SET heartbeat = "+dbNowMs+", last_timestamp = GREATEST(last_timestamp, ?) WHERE worker_id = ? AND owner = ?",
 		ceilMs(highWater), l.Worker, l.Token)
 	if err != nil {
-		return fmt.Errorf("renew lease of worker %d in leaf_worker: %w", l.Worker, err)
+		return fmt.Errorf("renew lease of worker %d in leaf_worker: %w: %w", l.Worker, ErrStoreUnavailable, err)
 	}
 	if n, err := res.RowsAffected(); err == nil && n == 1 {
 		return nil
@@ -176,7 +292,7 @@ func (m *MySQLLeaser) Renew(ctx context.Context, l Lease, highWater time.Time) e
 	case errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("worker %d: row deleted from leaf_worker: %w", l.Worker, ErrLeaseLost)
 	case err != nil:
-		return fmt.Errorf("check lease of worker %d in leaf_worker: %w", l.Worker, err)
+		return fmt.Errorf("check lease of worker %d in leaf_worker: %w: %w", l.Worker, ErrStoreUnavailable, err)
 	case owner != l.Token:
 		return fmt.Errorf("worker %d is now held by %q: %w", l.Worker, owner, ErrLeaseLost)
 	}

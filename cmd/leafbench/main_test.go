@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 
@@ -12,11 +11,7 @@ import (
 	"github.com/leafproxy/leafproxy/loadgen"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testdb.CleanupTemplate()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testdb.Main(m) }
 
 // TestSmoke drives a real MariaDB briefly in each mode the later
 // benchmarks use: text and prepared point selects, exec-mode INSERTs into

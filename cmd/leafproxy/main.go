@@ -1,5 +1,5 @@
 // Command leafproxy is the MySQL-protocol proxy that fills primary keys with
-// globally unique IDs. Subcommands: serve, init, version.
+// globally unique IDs. Subcommands: serve, init, demo, version.
 package main
 
 import (
@@ -22,14 +22,98 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func usage(w io.Writer) {
-	fmt.Fprint(w, `leafproxy: a MySQL-protocol proxy that gives tables globally unique primary keys
+// command is one subcommand: its flags and what it says about itself.
+type command struct {
+	name    string
+	summary string // one line for the overview
+	about   string // paragraph for its own --help
+	flags   []string
+	// flagText replaces flagHelp's wording of a flag for this command.
+	flagText map[string][2]string
+}
 
-usage:
-  leafproxy serve   --config FILE [--listen ADDR] [--backend ADDR]   run the proxy
-  leafproxy init    --config FILE [--backend ADDR]                   create leaf_alloc, leaf_worker and configured tags
-  leafproxy version                                                  print the version
-`)
+// flagHelp documents every flag once; each command lists the ones it takes.
+var flagHelp = map[string][2]string{
+	"config":       {"FILE", "YAML configuration file (every key: leafproxy.example.yaml); without it, built-in defaults"},
+	"listen":       {"ADDR", "host:port clients connect to; overrides listen in the file"},
+	"backend":      {"ADDR", "host:port of the MySQL/MariaDB backend; overrides backend.addr in the file"},
+	"backend-port": {"PORT", "port of the embedded backend on 127.0.0.1; default a free one"},
+}
+
+// help is the placeholder and wording of flag f for command c.
+func (c *command) help(f string) [2]string {
+	if h, ok := c.flagText[f]; ok {
+		return h
+	}
+	return flagHelp[f]
+}
+
+var commands = []command{
+	{name: "serve", flags: []string{"config", "listen", "backend"},
+		summary: "run the proxy",
+		about: `Runs the proxy until SIGTERM or SIGINT, then stops accepting clients and gives
+statements in flight shutdown.grace to finish. At start it creates the allocation
+store's database, leaf_alloc, leaf_worker and configured tags when missing (as init
+does). With metrics.listen set it also serves /metrics, a status page (/),
+/status.json and /healthz. SIGHUP re-reads the config file and applies its users,
+tables and tags without dropping sessions (other changes need a restart; an invalid
+file is refused and the running configuration kept). Logs go to stderr.`},
+	{name: "init", flags: []string{"config", "backend"},
+		summary: "create the allocation store: database, leaf_alloc, leaf_worker, configured tags",
+		about: `Creates the allocation store's database (leafproxy on the backend, or the one
+sequences.store names), the leaf_alloc and leaf_worker tables and every configured
+segment tag that is missing, then exits. Idempotent: existing rows keep their max_id.`},
+	{name: "demo", flags: []string{"listen", "backend-port"},
+		flagText: map[string][2]string{
+			"listen": {"ADDR", "loopback host:port (or a port) clients connect to; default 127.0.0.1 on a free port"},
+		},
+		summary: "try the proxy with no MySQL installed: an embedded in-memory backend, example tables and tags",
+		about: `Starts an embedded, in-memory MySQL-compatible server (go-mysql-server) on
+127.0.0.1 with the database shop (tables orders and customers, whose ids the proxy
+fills) and the allocation store leafproxy.leaf_alloc, puts the proxy in front of
+it, and prints a mariadb command line and statements to try (account demo,
+password demo, an admin). Nothing is written to disk; SIGINT (Ctrl-C) or SIGTERM
+stops it. What works on the embedded backend and what does not: README, Demo.`},
+	{name: "version", summary: "print the version",
+		about: "Prints the version and exits."},
+}
+
+func findCommand(name string) *command {
+	for i := range commands {
+		if commands[i].name == name {
+			return &commands[i]
+		}
+	}
+	return nil
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, "leafproxy: a MySQL-protocol proxy that gives tables globally unique primary keys\n\nusage:\n")
+	for _, c := range commands {
+		line := "  leafproxy " + c.name
+		for _, f := range c.flags {
+			line += fmt.Sprintf(" [--%s %s]", f, c.help(f)[0])
+		}
+		fmt.Fprintf(w, "%s\n      %s\n", line, c.summary)
+	}
+	fmt.Fprint(w, "\n'leafproxy COMMAND --help' describes a command and its flags.\n")
+}
+
+func commandUsage(w io.Writer, c *command) {
+	fmt.Fprintf(w, "usage: leafproxy %s", c.name)
+	for _, f := range c.flags {
+		fmt.Fprintf(w, " [--%s %s]", f, c.help(f)[0])
+	}
+	fmt.Fprintf(w, "\n\n%s\n", c.about)
+	if len(c.flags) == 0 {
+		fmt.Fprint(w, "\nIt takes no flags.\n")
+		return
+	}
+	fmt.Fprint(w, "\nflags:\n")
+	for _, f := range c.flags {
+		h := c.help(f)
+		fmt.Fprintf(w, "  --%-18s %s\n", f+" "+h[0], h[1])
+	}
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -38,44 +122,156 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch args[0] {
-	case "version", "--version", "-v":
-		fmt.Fprintf(stdout, "leafproxy %s\n", version)
-		return 0
+	case "--version", "-v":
+		args[0] = "version"
 	case "help", "-h", "--help":
+		if len(args) > 1 {
+			if c := findCommand(args[1]); c != nil {
+				commandUsage(stdout, c)
+				return 0
+			}
+			fmt.Fprintf(stderr, "leafproxy: unknown command %q\n\n", args[1])
+			usage(stderr)
+			return 2
+		}
 		usage(stdout)
 		return 0
-	case "serve", "init":
-	default:
+	}
+	cmd := findCommand(args[0])
+	if cmd == nil {
 		fmt.Fprintf(stderr, "leafproxy: unknown command %q\n\n", args[0])
 		usage(stderr)
 		return 2
 	}
-	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	path := fs.String("config", "", "YAML configuration file")
-	listen := fs.String("listen", "", "override listen (host:port)")
-	backend := fs.String("backend", "", "override backend.addr (host:port)")
+	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors and help are printed below
+	vals := map[string]*string{}
+	for _, f := range cmd.flags {
+		vals[f] = fs.String(f, "", cmd.help(f)[1])
+	}
 	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			commandUsage(stdout, cmd)
+			return 0
+		}
+		fmt.Fprintf(stderr, "leafproxy %s: %v\n\n", cmd.name, err)
+		commandUsage(stderr, cmd)
 		return 2
 	}
-	cfg, err := loadConfig(*path, *listen, *backend)
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "leafproxy %s: unexpected argument %q\n\n", cmd.name, fs.Arg(0))
+		commandUsage(stderr, cmd)
+		return 2
+	}
+	if cmd.name == "version" {
+		fmt.Fprintf(stdout, "leafproxy %s\n", version)
+		return 0
+	}
+	get := func(name string) string {
+		if v := vals[name]; v != nil {
+			return *v
+		}
+		return ""
+	}
+	if cmd.name == "demo" {
+		return runDemo(get("listen"), get("backend-port"), stdout, stderr)
+	}
+	cfg, err := loadConfig(get("config"), get("listen"), get("backend"))
 	if err != nil {
-		fmt.Fprintf(stderr, "leafproxy: %v\n", err)
+		printConfigError(stderr, get("config"), err)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	switch args[0] {
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	switch cmd.name {
 	case "serve":
-		err = serve(ctx, cfg, stderr)
+		log := newLogger(cfg, stderr)
+		stop := onSignals(cancel, func(sig os.Signal, n int) {
+			if n == 1 {
+				log.Info("received "+signalName(sig)+", shutting down", "signal", signalName(sig),
+					"grace", cfg.Shutdown.Grace.D().String())
+				return
+			}
+			log.Warn("received "+signalName(sig)+" again, exiting without waiting for statements in flight",
+				"signal", signalName(sig))
+			exit(1)
+		})
+		defer stop()
+		err = serve(ctx, cfg, log, func() (*config.Config, error) {
+			return loadConfig(get("config"), get("listen"), get("backend"))
+		})
 	case "init":
+		stop := onSignals(cancel, func(sig os.Signal, n int) {
+			fmt.Fprintf(stderr, "leafproxy init: received %s, stopping\n", signalName(sig))
+		})
+		defer stop()
 		err = initStore(ctx, cfg, stdout)
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
-		fmt.Fprintf(stderr, "leafproxy %s: %v\n", args[0], err)
+		fmt.Fprintf(stderr, "leafproxy %s: %v\n", cmd.name, err)
 		return 1
 	}
 	return 0
+}
+
+// exit ends the process on a second signal (a variable for tests).
+var exit = os.Exit
+
+// onSignals calls cancel on the first SIGINT or SIGTERM and tell on each,
+// with a count. The returned stop ends the watching.
+func onSignals(cancel func(), tell func(sig os.Signal, n int)) (stop func()) {
+	sigc := make(chan os.Signal, 2)
+	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		for n := 1; ; n++ {
+			select {
+			case sig := <-sigc:
+				tell(sig, n)
+				if n == 1 {
+					cancel()
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(sigc)
+		close(done)
+	}
+}
+
+func signalName(sig os.Signal) string {
+	switch sig {
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGINT:
+		return "SIGINT"
+	}
+	return sig.String()
+}
+
+// printConfigError prints a configuration's problems one per line.
+func printConfigError(w io.Writer, path string, err error) {
+	var ce *config.Error
+	if !errors.As(err, &ce) {
+		fmt.Fprintf(w, "leafproxy: %v\n", err)
+		return
+	}
+	where := "the configuration"
+	if path != "" {
+		where = path
+	}
+	if len(ce.Problems) == 1 {
+		fmt.Fprintf(w, "leafproxy: %s: %s\n", where, ce.Problems[0])
+		return
+	}
+	fmt.Fprintf(w, "leafproxy: %s has %d problems:\n", where, len(ce.Problems))
+	for _, p := range ce.Problems {
+		fmt.Fprintf(w, "  %s\n", p)
+	}
 }
 
 func loadConfig(path, listen, backend string) (*config.Config, error) {
@@ -94,5 +290,19 @@ func loadConfig(path, listen, backend string) (*config.Config, error) {
 	if backend != "" {
 		cfg.Backend.Addr = backend
 	}
-	return cfg, cfg.Validate()
+	if err := cfg.Validate(); err != nil {
+		var ce *config.Error
+		if errors.As(err, &ce) {
+			for i, p := range ce.Problems {
+				switch {
+				case p.Key == "listen" && listen != "":
+					ce.Problems[i].Key = "--listen"
+				case p.Key == "backend.addr" && backend != "":
+					ce.Problems[i].Key = "--backend"
+				}
+			}
+		}
+		return nil, err
+	}
+	return cfg, nil
 }

@@ -15,11 +15,7 @@ import (
 	"github.com/leafproxy/leafproxy/internal/testdb"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testdb.CleanupTemplate()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testdb.Main(m) }
 
 func writeConfig(t *testing.T, backend *testdb.Server, listen string) string {
 	t.Helper()
@@ -31,7 +27,7 @@ sequences:
   tags: {order: {generator: segment, step: 50}, msg: {generator: snowflake}}
 tables: [{table: orders, column: id, tag: order}, {table: events, column: id, tag: audit}]
 snowflake: {worker_id: "5"}
-log: {level: warn}
+log: {level: info}
 `, listen, backend.Addr)
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -124,6 +120,15 @@ func TestServeCommand(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("serve exited %d: %s", code, errOut.String())
 		}
+		// The signal is logged when it arrives, before the shutdown.
+		logs := errOut.String()
+		i, j := strings.Index(logs, "received SIGTERM, shutting down"), strings.Index(logs, "leafproxy stopped")
+		if i < 0 || j < i || !strings.Contains(logs[i:], "grace=10s") {
+			t.Fatalf("SIGTERM not logged before the shutdown:\n%s", logs)
+		}
+		if strings.Contains(logs, "goroutine ") {
+			t.Fatalf("a Go stack trace in the log:\n%s", logs)
+		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not stop on SIGTERM")
 	}
@@ -140,5 +145,33 @@ func TestVersionAndUsage(t *testing.T) {
 	errOut.Reset()
 	if code := run([]string{"serve", "--config", "/nonexistent.yaml"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "nonexistent") {
 		t.Fatalf("missing config: %d %q", code, errOut.String())
+	}
+}
+
+// TestInitAdoptsExistingRows: `leafproxy init` over a rule table that
+// already holds keys creates its tag above them, and a later init raises
+// the tag above keys written around the proxy since (never lowers it).
+func TestInitAdoptsExistingRows(t *testing.T) {
+	backend := testdb.Start(t)
+	backend.Exec(t, "CREATE DATABASE app", "CREATE TABLE app.orders (id BIGINT AUTO_INCREMENT PRIMARY KEY, v INT)",
+		"INSERT INTO app.orders (id, v) SELECT seq, 0 FROM app.seq_1_to_3000")
+	path := writeConfig(t, backend, "127.0.0.1:0")
+	initOut := func() string {
+		var out, errOut bytes.Buffer
+		if code := run([]string{"init", "--config", path}, &out, &errOut); code != 0 {
+			t.Fatalf("init: exit %d: %s", code, errOut.String())
+		}
+		return out.String()
+	}
+	if out := initOut(); !strings.Contains(out, `created tag "order" (step 50), first ID 3001: above the largest key 3000 (app.orders.id on `) {
+		t.Fatalf("init output %q, want the tag created above key 3000", out)
+	}
+	backend.Exec(t, "INSERT INTO app.orders (id, v) VALUES (9000, 1)")
+	if out := initOut(); !strings.Contains(out, `raised tag "order": max_id 3001 -> 9001`) {
+		t.Fatalf("second init output %q, want the tag raised to 9001", out)
+	}
+	backend.Exec(t, "DELETE FROM app.orders WHERE id = 9000")
+	if out := initOut(); !strings.Contains(out, `tag "order" exists (max_id 9001`) {
+		t.Fatalf("third init output %q, want the tag left at 9001", out)
 	}
 }

@@ -2,23 +2,33 @@ package main
 
 import (
 	"context"
-	"io"
+	"fmt"
 	"log/slog"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/service"
 )
 
 // serve runs the proxy until ctx ends (SIGINT/SIGTERM), then shuts down
-// gracefully within shutdown.grace.
-func serve(ctx context.Context, cfg *config.Config, w io.Writer) error {
-	log := newLogger(cfg, w)
-	srv, err := service.New(ctx, cfg, log)
+// gracefully within shutdown.grace. SIGHUP re-reads the configuration with
+// reload and applies its users, tables and tags (service.Reload).
+func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, reload func() (*config.Config, error)) error {
+	// go-sql-driver reports dropped connections through its own logger
+	// (stderr, with file:line): route it into the structured log.
+	_ = mysql.SetLogger(driverLogger{log.With("component", "mysql-driver")})
+	srv, err := service.New(ctx, cfg, log, service.WithVersion(version))
 	if err != nil {
 		return err
 	}
 	log.Info("leafproxy starting", "version", version, "listen", cfg.Listen, "backend", cfg.Backend.Addr)
+	stopHUP := onReload(ctx, srv, log, reload)
+	defer stopHUP()
 	if err := srv.ListenAndServe(ctx); err != nil {
 		return err
 	}
@@ -26,14 +36,46 @@ func serve(ctx context.Context, cfg *config.Config, w io.Writer) error {
 	return nil
 }
 
-func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(cfg.Log.Level)); err != nil {
-		level = slog.LevelInfo
+type driverLogger struct{ log *slog.Logger }
+
+func (d driverLogger) Print(v ...any) { d.log.Warn(fmt.Sprint(v...)) }
+
+// onReload applies the configuration again on every SIGHUP; an invalid one
+// is refused and the running one kept. Sessions are not touched.
+func onReload(ctx context.Context, srv *service.Service, log *slog.Logger, reload func() (*config.Config, error)) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-hup:
+				log.Info("received SIGHUP, reloading the configuration")
+				next, err := reload()
+				if err == nil {
+					var changes []string
+					if changes, err = srv.Reload(ctx, next); err == nil {
+						if len(changes) == 0 {
+							log.Info("configuration reloaded: nothing changed")
+						}
+						for _, c := range changes {
+							log.Info("configuration reloaded: " + c)
+						}
+						continue
+					}
+				}
+				log.Error("configuration reload refused, the running configuration stays", "err", oneLineErr(err))
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(hup)
+		close(done)
 	}
-	opts := &slog.HandlerOptions{Level: level}
-	if strings.EqualFold(cfg.Log.Format, "json") {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func oneLineErr(err error) string {
+	return strings.ReplaceAll(err.Error(), "\n", "; ")
 }

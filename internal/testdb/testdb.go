@@ -43,9 +43,10 @@ type Server struct {
 	// Dir holds the data directory, socket, pid file and error log.
 	Dir string
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
+	mu    sync.Mutex
+	cmd   *exec.Cmd
+	done  chan struct{}
+	extra []string // server options beyond serverFlags (TLS, Galera nodes); guarded by mu
 }
 
 var (
@@ -140,6 +141,21 @@ func CleanupTemplate() {
 	}
 }
 
+// Main is the TestMain of a package whose tests start servers: it runs the
+// tests, then each of after (in order, e.g. stopping a server shared by the
+// package's tests), removes the template data directory and exits with the
+// tests' code.
+//
+//	func TestMain(m *testing.M) { testdb.Main(m) }
+func Main(m *testing.M, after ...func()) {
+	code := m.Run()
+	for _, f := range after {
+		f()
+	}
+	CleanupTemplate()
+	os.Exit(code)
+}
+
 // Start launches a new server and registers its shutdown with tb.Cleanup.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
@@ -151,9 +167,20 @@ func Start(tb testing.TB) *Server {
 	return s
 }
 
-// New launches a server without a testing.TB (benchmark tools, TestMain).
-// The caller must Close it.
-func New() (*Server, error) {
+// StartWith is Start with extra mariadbd options (e.g. --ssl-cert=...).
+func StartWith(tb testing.TB, extra ...string) *Server {
+	tb.Helper()
+	s, err := New(extra...)
+	if err != nil {
+		tb.Fatalf("start MariaDB: %v", err)
+	}
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// New launches a server without a testing.TB (benchmark tools, TestMain),
+// with extra mariadbd options if given. The caller must Close it.
+func New(extra ...string) (*Server, error) {
 	tmpl, err := prepareTemplate()
 	if err != nil {
 		return nil, err
@@ -170,7 +197,7 @@ func New() (*Server, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	s := &Server{Dir: dir}
+	s := &Server{Dir: dir, extra: extra}
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
 		port, err := freePort()
@@ -208,6 +235,9 @@ func (s *Server) start() error {
 		"--pid-file="+filepath.Join(s.Dir, "mysqld.pid"),
 		"--log-error="+filepath.Join(s.Dir, "error.log"),
 	)
+	s.mu.Lock()
+	args = append(args, s.extra...)
+	s.mu.Unlock()
 	if os.Geteuid() == 0 {
 		args = append(args, "--user=root")
 	}

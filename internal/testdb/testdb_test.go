@@ -1,15 +1,10 @@
 package testdb
 
 import (
-	"os"
 	"testing"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	CleanupTemplate()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { Main(m) }
 
 // TestStopRestartKeepsData checks what outage tests rely on: a stopped
 // server refuses connections, and comes back on the same port with its data.

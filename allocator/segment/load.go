@@ -1,0 +1,273 @@
+package segment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// prefetch asks for the segment after seg, once per segment.
+func (a *Allocator) prefetch(t *tagState, seg *segment) {
+	if !seg.asked.CompareAndSwap(0, 1) {
+		return
+	}
+	t.mu.Lock()
+	if t.cur.Load() == seg && t.next == nil && !t.loading {
+		a.startLoad(t)
+	}
+	t.mu.Unlock()
+}
+
+// startLoad starts tag's loader. t.mu must be held.
+func (a *Allocator) startLoad(t *tagState) {
+	a.loadMu.Lock()
+	defer a.loadMu.Unlock()
+	if a.stopped {
+		return
+	}
+	t.loading = true
+	a.wg.Add(1)
+	go a.load(t)
+}
+
+// advance returns once tag has a current segment other than the exhausted
+// seg, waiting for the loader if both buffers are empty.
+func (a *Allocator) advance(ctx context.Context, t *tagState, seg *segment) error {
+	var (
+		timer   *time.Timer
+		started time.Time
+	)
+	t.mu.Lock()
+	for {
+		if a.closed.Load() {
+			t.mu.Unlock()
+			return ErrClosed
+		}
+		cur := t.cur.Load()
+		if cur != seg && !cur.exhausted() {
+			t.mu.Unlock()
+			return nil // someone else switched already
+		}
+		seg = cur
+		if t.next != nil {
+			t.cur.Store(t.next)
+			t.next = nil
+			t.mu.Unlock()
+			return nil
+		}
+		if t.unknown != nil && a.opts.Clock().Before(t.unknownUntil) {
+			err := t.unknown
+			t.mu.Unlock()
+			return err
+		}
+		if !t.loading {
+			a.startLoad(t)
+		}
+		if timer == nil {
+			started = time.Now()
+			timer = time.NewTimer(a.opts.WaitTimeout)
+			defer timer.Stop()
+		}
+		ch := t.changed
+		t.waiters++
+		t.mu.Unlock()
+
+		var err error
+		select {
+		case <-ch:
+		case <-timer.C:
+			err = errTimeout
+		case <-ctx.Done():
+			err = fmt.Errorf("wait for a segment of %q: %w", t.name, ctx.Err())
+		case <-a.done:
+			err = ErrClosed
+		}
+		t.mu.Lock()
+		t.waiters--
+		if err == errTimeout {
+			var last error
+			if t.failing > 0 {
+				last = t.lastErr
+			}
+			t.mu.Unlock()
+			return &ExhaustedError{Tag: t.name, Waited: time.Since(started), LastErr: last}
+		}
+		if err != nil {
+			t.mu.Unlock()
+			return err
+		}
+	}
+}
+
+var errTimeout = errors.New("timeout")
+
+// load is tag's loader: it fetches one segment, retrying with backoff while
+// requests wait for it.
+func (a *Allocator) load(t *tagState) {
+	defer a.wg.Done()
+	triedCreate := false
+	repaired := 0 // repairs in this run without an accepted segment
+	for {
+		now := a.opts.Clock()
+		t.mu.Lock()
+		step := int64(0) // the row's own step until we know it
+		if t.step > 0 {
+			step = nextStep(t.step, t.tableStep, a.opts.MaxStep, now.Sub(t.lastFetch))
+		}
+		// A fetch that starts now, in a store that never moves back,
+		// returns a segment at or above everything reserved or read back
+		// so far.
+		floor := max(t.hwm, t.seen)
+		t.mu.Unlock()
+
+		r, err := a.fetch(t.name, step)
+		var unknown *UnknownTagError
+		if errors.As(err, &unknown) && a.opts.AutoCreate && !triedCreate {
+			triedCreate = true
+			if err = a.create(t.name); err == nil {
+				continue
+			}
+		}
+
+		t.mu.Lock()
+		if err == nil && r.End <= t.floor {
+			// Fetched before a Raise moved the store past it: every ID in
+			// it lies below the floor an operator just set. Fetch again.
+			t.mu.Unlock()
+			continue
+		}
+		if err == nil && r.Start < t.floor {
+			r.Start = t.floor
+		}
+		switch {
+		case err == nil:
+			if err = t.accept(r, a.opts.Clock(), floor); err == nil {
+				t.loading = false
+				t.mu.Unlock()
+				return
+			}
+			t.refused++
+			var stale *StaleSegmentError
+			if errors.As(err, &stale) {
+				to := max(t.hwm, t.seen) + max(a.opts.RepairMargin, 10*t.step)
+				t.mu.Unlock()
+				a.log.Error("leaf_alloc.max_id moved back below IDs already issued (failover to a stale replica? restored backup? manual edit?); "+
+					"segment refused, pushing max_id past the high-water mark",
+					"tag", t.name, "got_start", r.Start, "got_end", r.End, "high_water", stale.HighWater, "new_max_id_floor", to)
+				rerr := a.repair(t.name, to)
+				t.mu.Lock()
+				if rerr == nil {
+					t.repairs++
+					if repaired++; repaired <= 3 {
+						t.mu.Unlock()
+						continue // fetch again at once, above the floor
+					}
+					// Still stale after repairs: another writer keeps
+					// moving it back, or the store ignores the UPDATE.
+					// Back off like any failing fetch.
+				} else {
+					err = fmt.Errorf("%w; repairing it failed: %w", err, rerr)
+				}
+			} else {
+				a.log.Error("segment refused", "tag", t.name, "start", r.Start, "end", r.End, "err", err)
+			}
+		case errors.As(err, &unknown):
+			t.unknown = &UnknownTagError{Tag: t.name}
+			t.unknownUntil = a.opts.Clock().Add(a.opts.UnknownTTL)
+			t.loading = false
+			t.broadcast()
+			t.mu.Unlock()
+			a.log.Debug("unknown sequence", "tag", t.name)
+			return
+		case errors.Is(err, ErrClosed) || a.ctx.Err() != nil:
+			t.loading = false
+			t.mu.Unlock()
+			return
+		}
+		t.failing++
+		t.fetchErrors++
+		t.lastErr, t.lastErrAt = err, time.Now()
+		wait := min(retryMin<<min(t.failing-1, 10), retryMax)
+		t.mu.Unlock()
+		a.log.Warn("segment fetch failed", "tag", t.name, "err", err, "retry_in", wait)
+
+		select {
+		case <-time.After(wait):
+		case <-a.done:
+			t.mu.Lock()
+			t.loading = false
+			t.mu.Unlock()
+			return
+		}
+		t.mu.Lock()
+		if t.waiters == 0 {
+			// Nobody is blocked: let the next request past the 10% mark (or
+			// the next one to find the buffer empty) ask again, so an idle
+			// tag does not poll a dead store.
+			t.loading = false
+			t.cur.Load().asked.Store(0)
+			t.mu.Unlock()
+			return
+		}
+		t.mu.Unlock()
+	}
+}
+
+// accept validates a fetched range against floor (the high-water mark and
+// the max_id read back before the fetch started) and buffers it. t.mu must
+// be held.
+func (t *tagState) accept(r Range, now time.Time, floor int64) error {
+	if r.End <= r.Start {
+		return fmt.Errorf("store returned empty segment [%d, %d) for %q", r.Start, r.End, t.name)
+	}
+	start := max(r.Start, 1) // 0 and negatives are never IDs
+	if floor = max(floor, t.hwm); start < floor {
+		return &StaleSegmentError{Tag: t.name, Got: r, HighWater: floor}
+	}
+	if start >= r.End {
+		return fmt.Errorf("store returned segment [%d, %d) for %q: no positive IDs", r.Start, r.End, t.name)
+	}
+	t.next = newSegment(start, r.End)
+	t.hwm = r.End
+	t.step = r.End - r.Start
+	t.tableStep = r.TableStep
+	t.lastFetch = now
+	t.fetches++
+	t.failing = 0
+	t.unknown = nil
+	t.broadcast()
+	return nil
+}
+
+// broadcast wakes every waiter. t.mu must be held.
+func (t *tagState) broadcast() {
+	close(t.changed)
+	t.changed = make(chan struct{})
+}
+
+func (a *Allocator) fetch(tag string, step int64) (Range, error) {
+	select {
+	case a.sem <- struct{}{}:
+	case <-a.done:
+		return Range{}, ErrClosed
+	}
+	defer func() { <-a.sem }()
+	ctx, cancel := context.WithTimeout(a.ctx, a.opts.FetchTimeout)
+	defer cancel()
+	r, err := a.store.Fetch(ctx, tag, step)
+	if err != nil {
+		return Range{}, fmt.Errorf("fetch segment for %q: %w", tag, err)
+	}
+	return r, nil
+}
+
+func (a *Allocator) create(tag string) error {
+	ctx, cancel := context.WithTimeout(a.ctx, a.opts.FetchTimeout)
+	defer cancel()
+	if err := a.store.Create(ctx, tag, a.opts.DefaultStep); err != nil {
+		return fmt.Errorf("auto-create sequence %q: %w", tag, err)
+	}
+	a.log.Info("sequence auto-created", "tag", tag, "step", a.opts.DefaultStep)
+	return nil
+}

@@ -1,0 +1,79 @@
+package segment
+
+import (
+	"slices"
+	"time"
+)
+
+// TagStats is a snapshot of one tag's buffers.
+type TagStats struct {
+	Tag string
+	// Current is the segment being served; NextID the next ID it would give
+	// (>= Current.End when used up).
+	Current   Range
+	NextID    int64
+	Remaining int64
+	// NextReady says the following segment is buffered (Next holds it).
+	NextReady bool
+	Next      Range
+	Loading   bool
+	// Step is the size of the last fetch, TableStep the row's step.
+	Step      int64
+	TableStep int64
+	// HighWater is the end of the highest segment accepted: the floor for
+	// any future segment.
+	HighWater   int64
+	Fetches     uint64
+	FetchErrors uint64
+	// Refused counts segments rejected by the high-water mark.
+	Refused uint64
+	// Repairs counts the times this allocator raised the store's max_id
+	// past its high-water mark after the store moved back.
+	Repairs   uint64
+	LastErr   error
+	LastErrAt time.Time
+}
+
+// Tags lists, sorted, the tags asked for so far (including ones found
+// missing that have not been pruned yet); Stats reports on each.
+func (a *Allocator) Tags() []string {
+	m := *a.tags.Load()
+	tags := make([]string, 0, len(m))
+	for k := range m {
+		tags = append(tags, k)
+	}
+	slices.Sort(tags)
+	return tags
+}
+
+// Stats reports tag's state; false if the tag was never asked for.
+func (a *Allocator) Stats(tag string) (TagStats, bool) {
+	t := (*a.tags.Load())[tag]
+	if t == nil {
+		return TagStats{}, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cur := t.cur.Load()
+	s := TagStats{
+		Tag:         tag,
+		Current:     Range{Start: cur.start, End: cur.end, TableStep: t.tableStep},
+		NextID:      cur.next.Load(),
+		Loading:     t.loading,
+		Step:        t.step,
+		TableStep:   t.tableStep,
+		HighWater:   t.hwm,
+		Fetches:     t.fetches,
+		FetchErrors: t.fetchErrors,
+		Refused:     t.refused,
+		Repairs:     t.repairs,
+		LastErr:     t.lastErr,
+		LastErrAt:   t.lastErrAt,
+	}
+	s.Remaining = max(0, cur.end-s.NextID)
+	if t.next != nil {
+		s.NextReady = true
+		s.Next = Range{Start: t.next.start, End: t.next.end, TableStep: t.tableStep}
+	}
+	return s, true
+}

@@ -1,0 +1,40 @@
+package allocator
+
+import (
+	"context"
+	"fmt"
+)
+
+// StoreRow is one leaf_alloc row as the store holds it now.
+type StoreRow struct {
+	MaxID, Step int64
+}
+
+// StoreRows reads every tag's row from leaf_alloc (admin views: max_id is
+// the end of the last segment handed to any proxy, not the last ID issued).
+func (s *Sequences) StoreRows(ctx context.Context) (map[string]StoreRow, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT biz_tag, max_id, step FROM leaf_alloc")
+	if err != nil {
+		return nil, fmt.Errorf("read leaf_alloc: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]StoreRow{}
+	for rows.Next() {
+		var tag string
+		var r StoreRow
+		if err := rows.Scan(&tag, &r.MaxID, &r.Step); err != nil {
+			return nil, fmt.Errorf("read leaf_alloc: %w", err)
+		}
+		out[tag] = r
+	}
+	return out, rows.Err()
+}
+
+// SnowflakeTags lists the tags configured for the snowflake generator.
+func (s *Sequences) SnowflakeTags() []string {
+	out := make([]string, 0, len(s.snowTags))
+	for t := range s.snowTags {
+		out = append(out, t)
+	}
+	return out
+}

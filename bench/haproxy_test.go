@@ -1,0 +1,640 @@
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/loadgen"
+)
+
+// TestVsHaproxy (issue 11) measures leafproxy beside haproxy in TCP mode,
+// the best plain relay, in one run on one MariaDB: both relays run as
+// processes of their own (leafproxy built from cmd/leafproxy), so the CPU
+// each spends per request is its process's utime+stime over the measured
+// window (from /proc/<pid>/stat) divided by the requests; the client
+// (loadgen, in this process) is the same for every target. Workloads at
+// 32 connections: pass-through SELECT 1; a single-row INSERT, filled by
+// leafproxy vs AUTO_INCREMENT through haproxy (text and prepared);
+// SELECT NEXTVAL('t') vs MariaDB's native SEQUENCE CACHE 1000 and direct
+// SELECT 1; and SELECT 1 / INSERT with both legs on Unix sockets. Cases
+// of a group run back to back in an order that alternates every round; the
+// ratios are printed per round and as medians.
+//
+// haproxy is Debian's package: installed with apt-get when missing and
+// running as root, else the test skips.
+func TestVsHaproxy(t *testing.T) {
+	benchEnabled(t)
+	dur := envDuration(t, "LEAFPROXY_BENCH_DURATION", 4*time.Second)
+	warm := envDuration(t, "LEAFPROXY_BENCH_WARMUP", time.Second)
+	rounds := envInt(t, "LEAFPROXY_BENCH_ROUNDS", 3)
+	conns := envInt(t, "LEAFPROXY_BENCH_CONNS", 32)
+	hapBin := haproxyBinary(t)
+
+	srv := testdb.Start(t)
+	srv.Exec(t,
+		"CREATE DATABASE bench",
+		"CREATE SEQUENCE bench.s CACHE 1000",
+		"CREATE TABLE bench.orders (id BIGINT PRIMARY KEY, v VARCHAR(32))",
+		"CREATE TABLE bench.orders_ai (id BIGINT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(32))",
+	)
+	dbSock := filepath.Join(srv.Dir, "mysqld.sock")
+	dir := t.TempDir()
+	hapPort, hapSock := freeAddr(t), filepath.Join(dir, "hap.sock")
+	hap := startHaproxy(t, hapBin, dir, hapPort, srv.Addr, hapSock, dbSock)
+	leafBin := buildLeafproxy(t, dir)
+	leafPort, leafSock := freeAddr(t), filepath.Join(dir, "leaf.sock")
+	leafTCP := startLeafProcess(t, leafBin, dir, "tcp", leafPort, srv.Addr)
+	leafUnix := startLeafProcess(t, leafBin, dir, "unix", leafSock, dbSock)
+	variants := leafVariants(t, leafBin, dir, srv.Addr)
+
+	direct := srv.DSN("bench")
+	at := func(netw, addr, user, pass string) string {
+		c, err := mysql.ParseDSN(direct)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Net, c.Addr = netw, addr
+		if user != "" {
+			c.User, c.Passwd = user, pass
+		}
+		return c.FormatDSN()
+	}
+	directUnix := at("unix", dbSock, "", "")
+	hapTCP, hapUnix := at("tcp", hapPort, "", ""), at("unix", hapSock, "", "")
+	lpTCP, lpUnix := at("tcp", leafPort, "app", "secret"), at("unix", leafSock, "app", "secret")
+
+	db := srv.Open(t, "bench")
+	// Every target answers before anything is measured (loadgen does not
+	// count warm-up errors).
+	for dsn, probe := range map[string]string{lpTCP: "INSERT INTO orders (v) VALUES ('probe')", lpUnix: "INSERT INTO orders (v) VALUES ('probe')",
+		hapTCP: "SELECT 1", hapUnix: "SELECT 1", directUnix: "SELECT 1"} {
+		h, err := sql.Open("mysql", dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = h.Exec(probe)
+		h.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", dsn, err)
+		}
+	}
+	truncate := func(table string) func() {
+		return func() {
+			if _, err := db.Exec("TRUNCATE TABLE " + table); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	q, x := loadgen.ModeQuery, loadgen.ModeExec
+	seq := []loadgen.ArgSpec{{Kind: "seq", Lo: 1}}
+	ins := func(table string) string { return "INSERT INTO " + table + " (v) VALUES (?)" }
+	type vcase struct {
+		name   string
+		cfg    loadgen.Config
+		relay  int // pid of the relay process, 0 for direct
+		before func()
+	}
+	type vgroup struct {
+		name  string
+		cases []vcase
+	}
+	// LEAFPROXY_BENCH_VARIANTS: more leafproxy processes (another build,
+	// another environment) measured beside the default one in the TCP
+	// SELECT 1 and text INSERT groups, for before/after in one run.
+	var selVariants, insVariants []vcase
+	for _, v := range variants {
+		dsn := at("tcp", v.addr, "app", "secret")
+		selVariants = append(selVariants, vcase{name: "leafproxy " + v.name, cfg: loadgen.Config{DSN: dsn, Query: "SELECT 1", Mode: q}, relay: v.pid})
+		insVariants = append(insVariants, vcase{name: "leafproxy filled " + v.name, cfg: loadgen.Config{DSN: dsn, Query: ins("orders"), Args: seq, Mode: x}, relay: v.pid, before: truncate("orders")})
+	}
+	groups := []vgroup{
+		{"SELECT 1", []vcase{
+			{name: "direct", cfg: loadgen.Config{DSN: direct, Query: "SELECT 1", Mode: q}},
+			{name: "haproxy", cfg: loadgen.Config{DSN: hapTCP, Query: "SELECT 1", Mode: q}, relay: hap},
+			{name: "leafproxy", cfg: loadgen.Config{DSN: lpTCP, Query: "SELECT 1", Mode: q}, relay: leafTCP},
+		}},
+		{"1-row INSERT", []vcase{
+			{name: "direct AUTO_INCREMENT", cfg: loadgen.Config{DSN: direct, Query: ins("orders_ai"), Args: seq, Mode: x}, before: truncate("orders_ai")},
+			{name: "haproxy AUTO_INCREMENT", cfg: loadgen.Config{DSN: hapTCP, Query: ins("orders_ai"), Args: seq, Mode: x}, relay: hap, before: truncate("orders_ai")},
+			{name: "leafproxy filled", cfg: loadgen.Config{DSN: lpTCP, Query: ins("orders"), Args: seq, Mode: x}, relay: leafTCP, before: truncate("orders")},
+			{name: "leafproxy filled (prepared)", cfg: loadgen.Config{DSN: lpTCP, Query: ins("orders"), Args: seq, Mode: x, Prepare: true}, relay: leafTCP, before: truncate("orders")},
+			{name: "haproxy AUTO_INCREMENT (prepared)", cfg: loadgen.Config{DSN: hapTCP, Query: ins("orders_ai"), Args: seq, Mode: x, Prepare: true}, relay: hap, before: truncate("orders_ai")},
+		}},
+		{"NEXTVAL", []vcase{
+			{name: "leafproxy NEXTVAL('t')", cfg: loadgen.Config{DSN: lpTCP, Query: "SELECT NEXTVAL('t')", Mode: q}, relay: leafTCP},
+			{name: "direct native NEXTVAL(s) CACHE 1000", cfg: loadgen.Config{DSN: direct, Query: "SELECT NEXTVAL(s)", Mode: q}},
+			{name: "direct SELECT 1", cfg: loadgen.Config{DSN: direct, Query: "SELECT 1", Mode: q}},
+		}},
+		{"Unix sockets", []vcase{
+			{name: "direct SELECT 1", cfg: loadgen.Config{DSN: directUnix, Query: "SELECT 1", Mode: q}},
+			{name: "haproxy SELECT 1", cfg: loadgen.Config{DSN: hapUnix, Query: "SELECT 1", Mode: q}, relay: hap},
+			{name: "leafproxy SELECT 1", cfg: loadgen.Config{DSN: lpUnix, Query: "SELECT 1", Mode: q}, relay: leafUnix},
+			{name: "haproxy AUTO_INCREMENT", cfg: loadgen.Config{DSN: hapUnix, Query: ins("orders_ai"), Args: seq, Mode: x}, relay: hap, before: truncate("orders_ai")},
+			{name: "leafproxy filled", cfg: loadgen.Config{DSN: lpUnix, Query: ins("orders"), Args: seq, Mode: x}, relay: leafUnix, before: truncate("orders")},
+		}},
+	}
+	groups[0].cases = append(groups[0].cases, selVariants...)
+	groups[1].cases = append(groups[1].cases, insVariants...)
+	// A measurement of one case in one round.
+	type meas struct {
+		qps, p999, relayCPU, clientCPU float64            // CPU in microseconds per request
+		perf                           map[string]float64 // LEAFPROXY_BENCH_PERF: per request
+	}
+	perfOn := os.Getenv("LEAFPROXY_BENCH_PERF") == "1"
+	res := map[string][]meas{}
+	key := func(g, c string) string { return g + "/" + c }
+	ratios := []struct {
+		label, a, b string
+		m           func(meas) float64
+		goal        string
+	}{
+		{"SELECT 1: leafproxy / haproxy QPS", "SELECT 1/leafproxy", "SELECT 1/haproxy", func(m meas) float64 { return m.qps }, ">= 0.95"},
+		{"SELECT 1: leafproxy / haproxy relay CPU per request", "SELECT 1/leafproxy", "SELECT 1/haproxy", func(m meas) float64 { return m.relayCPU }, "<= 1.1"},
+		{"SELECT 1: haproxy / direct QPS", "SELECT 1/haproxy", "SELECT 1/direct", func(m meas) float64 { return m.qps }, ""},
+		{"INSERT: leafproxy filled / haproxy AUTO_INCREMENT QPS", "1-row INSERT/leafproxy filled", "1-row INSERT/haproxy AUTO_INCREMENT", func(m meas) float64 { return m.qps }, ">= 0.95"},
+		{"INSERT: leafproxy / haproxy relay CPU per request", "1-row INSERT/leafproxy filled", "1-row INSERT/haproxy AUTO_INCREMENT", func(m meas) float64 { return m.relayCPU }, ""},
+		{"INSERT: leafproxy prepared / text QPS", "1-row INSERT/leafproxy filled (prepared)", "1-row INSERT/leafproxy filled", func(m meas) float64 { return m.qps }, ">= 0.9"},
+		{"INSERT prepared: leafproxy filled / haproxy AUTO_INCREMENT QPS", "1-row INSERT/leafproxy filled (prepared)", "1-row INSERT/haproxy AUTO_INCREMENT (prepared)", func(m meas) float64 { return m.qps }, ""},
+		{"INSERT: leafproxy filled / direct AUTO_INCREMENT QPS", "1-row INSERT/leafproxy filled", "1-row INSERT/direct AUTO_INCREMENT", func(m meas) float64 { return m.qps }, ""},
+		{"NEXTVAL: leafproxy / native sequence QPS", "NEXTVAL/leafproxy NEXTVAL('t')", "NEXTVAL/direct native NEXTVAL(s) CACHE 1000", func(m meas) float64 { return m.qps }, ">= 1.5"},
+		{"NEXTVAL: leafproxy / direct SELECT 1 QPS", "NEXTVAL/leafproxy NEXTVAL('t')", "NEXTVAL/direct SELECT 1", func(m meas) float64 { return m.qps }, ">= 1.2"},
+		{"NEXTVAL: leafproxy / direct SELECT 1 p999", "NEXTVAL/leafproxy NEXTVAL('t')", "NEXTVAL/direct SELECT 1", func(m meas) float64 { return m.p999 }, "<= 1.0"},
+		{"Unix: leafproxy / haproxy SELECT 1 QPS", "Unix sockets/leafproxy SELECT 1", "Unix sockets/haproxy SELECT 1", func(m meas) float64 { return m.qps }, ""},
+		{"Unix: leafproxy / haproxy SELECT 1 relay CPU per request", "Unix sockets/leafproxy SELECT 1", "Unix sockets/haproxy SELECT 1", func(m meas) float64 { return m.relayCPU }, ""},
+		{"Unix: leafproxy filled / haproxy AUTO_INCREMENT INSERT QPS", "Unix sockets/leafproxy filled", "Unix sockets/haproxy AUTO_INCREMENT", func(m meas) float64 { return m.qps }, ""},
+		{"Unix / TCP leafproxy SELECT 1 QPS", "Unix sockets/leafproxy SELECT 1", "SELECT 1/leafproxy", func(m meas) float64 { return m.qps }, ""},
+	}
+	roundRatio := func(r int, a, b string, m func(meas) float64) float64 {
+		x, y := res[a], res[b]
+		if r >= len(x) || r >= len(y) || m(y[r]) == 0 {
+			return 0
+		}
+		return m(x[r]) / m(y[r])
+	}
+
+	// LEAFPROXY_BENCH_TARGETS: comma-separated substrings of "group/case"
+	// narrow the run (e.g. for profiling one case).
+	keep := func(name string) bool {
+		v := os.Getenv("LEAFPROXY_BENCH_TARGETS")
+		return v == "" || slices.ContainsFunc(strings.Split(v, ","), func(s string) bool { return strings.Contains(name, s) })
+	}
+	out := new(strings.Builder)
+	fmt.Fprintf(out, "\nleafproxy vs haproxy %s (TCP mode), %d connections, %s per cell (+%s warm-up), %d round(s), %d CPUs; relays in their own processes\n\n",
+		haproxyVersion(hapBin), conns, dur, warm, rounds, runtime.NumCPU())
+	ctx := context.Background()
+	for round := 0; round < rounds; round++ {
+		fmt.Fprintf(out, "round %d: load average %s\n", round+1, loadAvg())
+		for _, g := range groups {
+			for i := range g.cases {
+				c := g.cases[i]
+				if round%2 == 1 {
+					c = g.cases[len(g.cases)-1-i]
+				}
+				if !keep(g.name + "/" + c.name) {
+					continue
+				}
+				if c.before != nil {
+					c.before()
+				}
+				cfg := c.cfg
+				cfg.Conns, cfg.Duration, cfg.Warmup = conns, dur, warm
+				// The relay's CPU over the measured window: sampled when
+				// the warm-up ends and when the run returns.
+				type sample struct {
+					cpu time.Duration
+					at  time.Time
+				}
+				first := make(chan sample, 1)
+				perfc := make(chan *perfStat, 1)
+				go func() {
+					time.Sleep(warm)
+					first <- sample{procCPU(c.relay), time.Now()}
+					if perfOn && c.relay != 0 {
+						perfc <- startPerf(t, c.relay, dir)
+					} else {
+						perfc <- nil
+					}
+				}()
+				r, err := loadgen.Run(ctx, cfg)
+				end := sample{procCPU(c.relay), time.Now()}
+				ps := <-perfc
+				if err != nil {
+					t.Fatalf("%s, %s: %v", g.name, c.name, err)
+				}
+				if r.Errors > 0 {
+					t.Errorf("%s, %s: %d errors, first: %s", g.name, c.name, r.Errors, r.FirstError)
+				}
+				s0 := <-first
+				m := meas{qps: r.QPS, p999: float64(r.Hist.Percentile(99.9))}
+				if r.Requests > 0 {
+					m.clientCPU = float64(r.ProcessCPU) / 1e3 / float64(r.Requests)
+					if c.relay != 0 && r.QPS > 0 {
+						rate := float64(end.cpu-s0.cpu) / float64(end.at.Sub(s0.at)) // CPU seconds per second
+						m.relayCPU = rate / r.QPS * 1e6
+					}
+				}
+				if ps != nil {
+					m.perf = ps.stop(t, r.QPS)
+				}
+				k := key(g.name, c.name)
+				res[k] = append(res[k], m)
+				t.Logf("round %d, %s, %s: %.0f QPS, p999 %.0fus, relay CPU %.1fus/req, client CPU %.1fus/req%s", round+1, g.name, c.name, m.qps, m.p999/1e3, m.relayCPU, m.clientCPU, perfLine(m.perf))
+			}
+		}
+		for _, rt := range ratios {
+			fmt.Fprintf(out, "  %s: %.2fx\n", rt.label, roundRatio(round, rt.a, rt.b, rt.m))
+		}
+	}
+	fmt.Fprintf(out, "\n| workload | target | QPS (median) | p999 (median) | relay CPU/req (median) | client CPU/req (median) |\n|---|---|---:|---:|---:|---:|\n")
+	med := func(v []float64) float64 {
+		v = slices.Clone(v)
+		slices.Sort(v)
+		if len(v) == 0 {
+			return 0
+		}
+		if len(v)%2 == 0 {
+			return (v[len(v)/2-1] + v[len(v)/2]) / 2
+		}
+		return v[len(v)/2]
+	}
+	for _, g := range groups {
+		for _, c := range g.cases {
+			var qs, ps, rc, cc []float64
+			for _, m := range res[key(g.name, c.name)] {
+				qs, ps, rc, cc = append(qs, m.qps), append(ps, m.p999), append(rc, m.relayCPU), append(cc, m.clientCPU)
+			}
+			relay := "-"
+			if c.relay != 0 {
+				relay = fmt.Sprintf("%.1fus", med(rc))
+			}
+			fmt.Fprintf(out, "| %s | %s | %.0f | %.0fus | %s | %.1fus |\n", g.name, c.name, med(qs), med(ps)/1e3, relay, med(cc))
+		}
+	}
+	if perfOn {
+		fmt.Fprintf(out, "\nperf stat of the relay process over the measured window, per request (median of rounds):\n\n| workload | target |")
+		for _, e := range perfCols {
+			fmt.Fprintf(out, " %s |", e)
+		}
+		fmt.Fprintf(out, "\n|---|---|%s\n", strings.Repeat("---:|", len(perfCols)))
+		for _, g := range groups {
+			for _, c := range g.cases {
+				if c.relay == 0 || len(res[key(g.name, c.name)]) == 0 {
+					continue
+				}
+				fmt.Fprintf(out, "| %s | %s |", g.name, c.name)
+				for _, e := range perfCols {
+					var v []float64
+					for _, m := range res[key(g.name, c.name)] {
+						v = append(v, m.perf[e])
+					}
+					fmt.Fprintf(out, " %.2f |", med(v))
+				}
+				fmt.Fprintln(out)
+			}
+		}
+	}
+	fmt.Fprintf(out, "\n| ratio (same round) | median | per round | goal |\n|---|---:|---|---|\n")
+	for _, rt := range ratios {
+		var per []float64
+		var txt []string
+		for r := 0; r < rounds; r++ {
+			v := roundRatio(r, rt.a, rt.b, rt.m)
+			per = append(per, v)
+			txt = append(txt, fmt.Sprintf("%.2f", v))
+		}
+		fmt.Fprintf(out, "| %s | **%.2fx** | %s | %s |\n", rt.label, med(per), strings.Join(txt, ", "), rt.goal)
+	}
+	report(t, out.String())
+}
+
+// haproxyBinary finds haproxy, installing Debian's package when running as
+// root, or skips the test.
+func haproxyBinary(t *testing.T) string {
+	t.Helper()
+	if p, err := exec.LookPath("haproxy"); err == nil {
+		return p
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("haproxy not installed and not root: apt-get install haproxy to compare with it")
+	}
+	cmd := exec.Command("apt-get", "install", "-y", "--no-install-recommends", "haproxy")
+	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Skipf("haproxy not installed, apt-get install haproxy failed: %v\n%s", err, out)
+	}
+	p, err := exec.LookPath("haproxy")
+	if err != nil {
+		t.Skip("haproxy not found after apt-get install")
+	}
+	return p
+}
+
+func haproxyVersion(bin string) string {
+	out, _ := exec.Command(bin, "-v").Output()
+	f := strings.Fields(string(out))
+	if len(f) >= 3 {
+		return f[2]
+	}
+	return "?"
+}
+
+// freeAddr returns a loopback host:port that was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startHaproxy runs haproxy in the foreground in TCP mode: addr -> backend
+// and sock (a Unix socket) -> backendSock. It returns the process id.
+func startHaproxy(t *testing.T, bin, dir, addr, backend, sock, backendSock string) int {
+	t.Helper()
+	cfg := fmt.Sprintf(`global
+    maxconn 4096
+defaults
+    mode tcp
+    timeout connect 5s
+    timeout client 1h
+    timeout server 1h
+listen mysql_tcp
+    bind %s
+    server db %s
+listen mysql_unix
+    bind %s mode 666
+    server db %s
+`, addr, backend, sock, backendSock)
+	path := filepath.Join(dir, "haproxy.cfg")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return startProc(t, "haproxy", nil, []string{"tcp", addr, "unix", sock}, bin, "-db", "-f", path)
+}
+
+// buildLeafproxy builds cmd/leafproxy into dir.
+func buildLeafproxy(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "leafproxy")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/leafproxy/leafproxy/cmd/leafproxy").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build leafproxy: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startLeafProcess runs `leafproxy serve` listening on listen (network
+// netw) in front of backend, with tag t for NEXTVAL and bench.orders
+// filled from tag order; it returns the process id.
+func startLeafProcess(t *testing.T, bin, dir, netw, listen, backend string) int {
+	t.Helper()
+	// LEAFPROXY_BENCH_PROXY_ENV="GOGC=200 GOMAXPROCS=1": extra environment
+	// for the proxy processes (runtime levers).
+	return startLeafProcessEnv(t, bin, dir, netw, netw, listen, backend, strings.Fields(os.Getenv("LEAFPROXY_BENCH_PROXY_ENV")))
+}
+
+// startLeafProcessEnv is startLeafProcess with a name for its files and
+// its own extra environment.
+func startLeafProcessEnv(t *testing.T, bin, dir, name, netw, listen, backend string, env []string) int {
+	t.Helper()
+	cfg := fmt.Sprintf(`listen: %q
+backend:
+  addr: %q
+  user: root
+  password: ""
+users:
+  - name: app
+    password: secret
+sequences:
+  wait_timeout: 5s
+  tags:
+    t: {generator: segment}
+    order: {generator: segment}
+tables:
+  - table: bench.orders
+    column: id
+    tag: order
+snowflake:
+  worker_id: 1
+shutdown:
+  grace: 1s
+log:
+  level: warn
+`, listen, backend)
+	path := filepath.Join(dir, "leafproxy-"+name+".yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return startProc(t, "leafproxy-"+name, env, []string{netw, listen}, bin, "serve", "--config", path)
+}
+
+// leafVariant is one more leafproxy process on TCP (LEAFPROXY_BENCH_VARIANTS).
+type leafVariant struct {
+	name, addr string
+	pid        int
+}
+
+// leafVariants starts the processes LEAFPROXY_BENCH_VARIANTS asks for:
+// space-separated entries name=binary[,ENV=value...]; an empty binary is
+// the build under test. E.g. "base=/tmp/leafproxy-main gogc400=,GOGC=400".
+func leafVariants(t *testing.T, built, dir, backend string) []leafVariant {
+	t.Helper()
+	var vs []leafVariant
+	for _, e := range strings.Fields(os.Getenv("LEAFPROXY_BENCH_VARIANTS")) {
+		name, rest, ok := strings.Cut(e, "=")
+		if !ok || name == "" {
+			t.Fatalf("LEAFPROXY_BENCH_VARIANTS: %q is not name=binary[,ENV=value...]", e)
+		}
+		parts := strings.Split(rest, ",")
+		bin := parts[0]
+		if bin == "" {
+			bin = built
+		}
+		addr := freeAddr(t)
+		pid := startLeafProcessEnv(t, bin, dir, "v-"+name, "tcp", addr, backend, parts[1:])
+		vs = append(vs, leafVariant{name: name, addr: addr, pid: pid})
+	}
+	return vs
+}
+
+// perfCols are the per-request columns LEAFPROXY_BENCH_PERF=1 prints: CPU
+// (task-clock, us), context switches, and syscalls (all, then by name;
+// tracepoints counted in the kernel, so the process is not slowed down as
+// under strace).
+var perfCols = []string{"task-clock", "context-switches", "syscalls", "read", "write", "recvfrom", "sendto",
+	"epoll_pwait", "epoll_wait", "epoll_ctl", "futex", "nanosleep", "splice", "getpid", "tgkill", "sched_yield",
+	"read EAGAIN", "recvfrom EAGAIN"}
+
+type perfStat struct {
+	cmd   *exec.Cmd
+	out   string
+	start time.Time
+}
+
+// startPerf runs `perf stat` on process pid until stop; nil (with a log
+// line) when perf is missing or fails.
+func startPerf(t *testing.T, pid int, dir string) *perfStat {
+	ev := []string{"task-clock", "context-switches", "raw_syscalls:sys_enter"}
+	for _, c := range perfCols[3 : len(perfCols)-2] {
+		ev = append(ev, "syscalls:sys_enter_"+c)
+	}
+	out := filepath.Join(dir, fmt.Sprintf("perf-%d-%d.csv", pid, time.Now().UnixNano()))
+	args := []string{"stat", "-x", ",", "-o", out, "-e", strings.Join(ev, ",")}
+	// Reads that found nothing to read (EAGAIN) before the goroutine parks.
+	for _, c := range []string{"read", "recvfrom"} {
+		args = append(args, "-e", "syscalls:sys_exit_"+c, "--filter", "ret == -11")
+	}
+	cmd := exec.Command("perf", append(args, "-p", strconv.Itoa(pid))...)
+	if err := cmd.Start(); err != nil {
+		t.Logf("perf stat: %v", err)
+		return nil
+	}
+	return &perfStat{cmd: cmd, out: out, start: time.Now()}
+}
+
+// stop ends perf stat and returns its counts per request at qps.
+func (p *perfStat) stop(t *testing.T, qps float64) map[string]float64 {
+	el := time.Since(p.start).Seconds()
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	_ = p.cmd.Wait()
+	b, err := os.ReadFile(p.out)
+	if err != nil || qps == 0 {
+		t.Logf("perf stat: %v", err)
+		return nil
+	}
+	reqs := qps * el
+	m := map[string]float64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Split(line, ",")
+		if len(f) < 3 || strings.HasPrefix(line, "#") {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			continue
+		}
+		name := f[2]
+		switch {
+		case name == "task-clock": // msec
+			m[name] = v * 1e3 / reqs
+		case name == "raw_syscalls:sys_enter":
+			m["syscalls"] = v / reqs
+		case strings.HasPrefix(name, "syscalls:sys_exit_"):
+			m[strings.TrimPrefix(name, "syscalls:sys_exit_")+" EAGAIN"] = v / reqs
+		default:
+			m[strings.TrimPrefix(name, "syscalls:sys_enter_")] = v / reqs
+		}
+	}
+	return m
+}
+
+func perfLine(m map[string]float64) string {
+	if m == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, c := range perfCols {
+		if v := m[c]; v != 0 {
+			fmt.Fprintf(&b, " %s=%.2f", c, v)
+		}
+	}
+	return ";" + b.String()
+}
+
+// startProc starts bin with args (and extraEnv added to the environment), waits until every (network, address)
+// pair in listens accepts connections, and stops it when the test ends.
+func startProc(t *testing.T, name string, extraEnv, listens []string, bin string, args ...string) int {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), extraEnv...)
+	logf, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		logf.Close()
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; i+1 < len(listens); i += 2 {
+		for {
+			c, err := net.DialTimeout(listens[i], listens[i+1], time.Second)
+			if err == nil {
+				c.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				b, _ := os.ReadFile(logf.Name())
+				t.Fatalf("%s does not accept on %s %s: %v\n%s", name, listens[i], listens[i+1], err, b)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return cmd.Process.Pid
+}
+
+// procCPU is a process's utime+stime (all threads) from /proc/<pid>/stat;
+// 0 for pid 0.
+func procCPU(pid int) time.Duration {
+	if pid == 0 {
+		return 0
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')') // the command name may hold spaces
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	// After the name: state(3) ... utime is field 14, stime 15 (1-based).
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	const clkTck = 100 // USER_HZ on Linux
+	return time.Duration(ut+st) * time.Second / clkTck
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}

@@ -1,0 +1,84 @@
+//go:build !nodemo
+
+package main
+
+import (
+	"bytes"
+	"database/sql"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer written by run's goroutine and read by the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestDemoCommand runs `leafproxy demo` as the README does (no MySQL or
+// MariaDB involved): it prints a command line whose port reaches the
+// proxy, a filled INSERT reports its key, and SIGTERM ends it with exit 0.
+func TestDemoCommand(t *testing.T) {
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run([]string{"demo"}, &out, &errOut) }()
+	line := regexp.MustCompile(`mariadb -h127\.0\.0\.1 -P(\d+) -udemo -pdemo shop`)
+	var port string
+	for deadline := time.Now().Add(30 * time.Second); port == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := line.FindStringSubmatch(out.String()); m != nil {
+			port = m[1]
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("demo exited %d: %s%s", code, out.String(), errOut.String())
+		default:
+		}
+	}
+	if port == "" {
+		t.Fatalf("no command line printed: %s%s", out.String(), errOut.String())
+	}
+	db, err := sql.Open("mysql", "demo:demo@tcp(127.0.0.1:"+port+")/shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nv int64
+	if err := db.QueryRow("SELECT NEXTVAL('order')").Scan(&nv); err != nil {
+		t.Fatal(err)
+	}
+	res, err := db.Exec("INSERT INTO orders (item) VALUES ('book')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored int64
+	db.QueryRow("SELECT id FROM orders WHERE item = 'book'").Scan(&stored)
+	if id, _ := res.LastInsertId(); id != stored || id <= nv {
+		t.Fatalf("LastInsertId %d, stored %d, NEXTVAL before %d", id, stored, nv)
+	}
+	db.Close()
+	syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	select {
+	case code := <-done:
+		if code != 0 || !strings.Contains(errOut.String(), "received SIGTERM, stopping the demo") {
+			t.Fatalf("demo exited %d:\n%s", code, errOut.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("demo did not stop on SIGTERM")
+	}
+}

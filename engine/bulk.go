@@ -1,0 +1,236 @@
+package engine
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/rewriter"
+)
+
+// MariaDB's COM_STMT_BULK_EXECUTE (Connector/J's default batches):
+//
+//	0xFA, stmt id (4), flags (2), [types: 2 bytes per parameter when
+//	flags&bulkSendTypes], then per row, per parameter: an indicator byte
+//	(0 value follows, 1 NULL, 2 DEFAULT, 3 IGNORE) and the binary value.
+//
+// A statement with generated keys is prepared with one extra parameter
+// per generated value (params.go). Its bulk execute stays one bulk execute:
+// every row gets its own IDs as those parameters (indicator 0 and an 8-byte
+// BIGINT at the parameter's place), the types always sent. IDs for the
+// whole batch are drawn at once, so they ascend row by row and are
+// consecutive within a segment. The backend's OK goes to the client with
+// the first row's key as insert id (Connector/J computes the batch's keys
+// as first + i).
+const (
+	bulkSendUnitResults = 64
+	bulkSendTypes       = 128
+)
+
+func (e *Engine) bulkRewrite(ctx context.Context, s Session, st *state, p *prepared, pkt []byte) (bool, error) {
+	if len(pkt) < 7 {
+		return false, &notSupportedError{msg: "leafproxy: malformed COM_STMT_BULK_EXECUTE"}
+	}
+	flags := binary.LittleEndian.Uint16(pkt[5:7])
+	if flags&bulkSendUnitResults != 0 {
+		return false, &notSupportedError{msg: "leafproxy: COM_STMT_BULK_EXECUTE with unit results is not supported on a statement with generated keys"}
+	}
+	pm := p.params
+	n := pm.n
+	body := pkt[7:]
+	if flags&bulkSendTypes != 0 {
+		if len(body) < 2*n {
+			return false, &notSupportedError{msg: "leafproxy: malformed COM_STMT_BULK_EXECUTE (parameter types)"}
+		}
+		pm.types = append(pm.types[:0], body[:2*n]...)
+		body = body[2*n:]
+	}
+	if len(pm.types) != 2*n {
+		return false, &notSupportedError{msg: "leafproxy: COM_STMT_BULK_EXECUTE without parameter types"}
+	}
+	rows, err := splitBulkRows(body, pm.types, n)
+	if err != nil {
+		return false, err
+	}
+	if len(rows) == 0 {
+		return true, s.WriteOK(0, 0, 0)
+	}
+	// Draw every row's IDs at once: one allocator call per tag.
+	plan := &p.plan
+	perRow := make([]int, len(plan.Tags))
+	whole := make([]rewriter.TagCount, len(plan.Tags))
+	for i, tc := range plan.Tags {
+		perRow[i] = tc.N
+		whole[i] = rewriter.TagCount{Tag: tc.Tag, N: tc.N * len(rows)}
+	}
+	if err := st.draw(ctx, e, &rewriter.Plan{Kind: rewriter.Rewrite, Tags: whole}); err != nil {
+		return false, err
+	}
+	all := append([][]int64(nil), st.batches...)
+	sub := make([][]int64, len(all))
+	var ids []int64
+	out := make([]byte, 0, len(pkt)+2*len(pm.hidden)+len(rows)*9*len(pm.hidden))
+	out = append(out, pkt[:5]...)
+	out = binary.LittleEndian.AppendUint16(out, flags|bulkSendTypes)
+	out = pm.appendTypes(out)
+	var firstKey int64
+	for r, row := range rows {
+		for t := range all {
+			sub[t] = all[t][r*perRow[t] : (r+1)*perRow[t]]
+		}
+		if ids, err = plan.AssignIDs(ids[:0], sub); err != nil {
+			return false, err
+		}
+		if r == 0 {
+			firstKey = firstRowKey(plan, pm, ids, row)
+		}
+		for _, src := range pm.src {
+			if src < 0 {
+				out = append(out, 0)
+				out = binary.LittleEndian.AppendUint64(out, uint64(ids[-src-1]))
+				continue
+			}
+			out = append(out, row.raw[row.offs[2*src]:row.offs[2*src+1]]...)
+		}
+	}
+	res, err := s.ExecuteResult(out)
+	if err != nil {
+		return true, err
+	}
+	if res.Err != nil {
+		return true, s.WriteError(res.Err.Code, res.Err.State, res.Err.Message)
+	}
+	insertID := res.InsertID
+	if firstKey != 0 {
+		insertID = uint64(firstKey)
+	}
+	st.trim()
+	return true, s.WriteOK(res.Affected, insertID, res.Warnings)
+}
+
+// firstRowKey is the key LAST_INSERT_ID(...) reports for the first row:
+// its first key slot's generated ID, or 0 (the backend's insert id is
+// passed on then) when that slot stands for the client's ? and the row
+// binds a value there, which may win.
+func firstRowKey(plan *rewriter.Plan, pm *paramMap, ids []int64, row bulkRow) int64 {
+	for k, sl := range plan.Slots {
+		if !sl.Key {
+			continue
+		}
+		if sl.Bound && sl.Param > 0 {
+			c := pm.src[sl.Param-1] // the client's ?, just before the generated one
+			if c >= 0 && row.raw[row.offs[2*c]] == 0 {
+				return 0
+			}
+		}
+		return ids[k]
+	}
+	return 0
+}
+
+// bulkRow is one row of a bulk execute: raw holds the row's bytes
+// (indicator and value per parameter), offs the range of each parameter's
+// indicator+value in raw.
+type bulkRow struct {
+	raw  []byte
+	offs []int
+}
+
+// splitBulkRows cuts the rows of a bulk execute body, checking every length.
+func splitBulkRows(body, types []byte, n int) ([]bulkRow, error) {
+	var rows []bulkRow
+	for len(body) > 0 {
+		row := bulkRow{offs: make([]int, 0, 2*n)}
+		pos := 0
+		for i := 0; i < n; i++ {
+			if pos >= len(body) {
+				return nil, &notSupportedError{msg: "leafproxy: malformed COM_STMT_BULK_EXECUTE (truncated row)"}
+			}
+			start := pos
+			ind := body[pos]
+			pos++
+			switch ind {
+			case 0:
+				l, err := binaryValueLen(body[pos:], types[2*i])
+				if err != nil {
+					return nil, err
+				}
+				pos += l
+			case 1, 2, 3: // NULL, DEFAULT, IGNORE: no value
+			default:
+				return nil, &notSupportedError{msg: fmt.Sprintf("leafproxy: malformed COM_STMT_BULK_EXECUTE (indicator %d)", ind)}
+			}
+			row.offs = append(row.offs, start, pos)
+		}
+		row.raw = body[:pos]
+		body = body[pos:]
+		rows = append(rows, row)
+		if n == 0 {
+			break // a row without parameters has no bytes
+		}
+	}
+	return rows, nil
+}
+
+// binaryValueLen is the length of one binary-protocol value of type typ at
+// the start of b.
+func binaryValueLen(b []byte, typ byte) (int, error) {
+	bad := func() error {
+		return &notSupportedError{msg: fmt.Sprintf("leafproxy: malformed statement parameters (value of type %d)", typ)}
+	}
+	fixed := 0
+	switch typ {
+	case mysql.MYSQL_TYPE_NULL:
+		return 0, nil
+	case mysql.MYSQL_TYPE_TINY:
+		fixed = 1
+	case mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_YEAR:
+		fixed = 2
+	case mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_FLOAT:
+		fixed = 4
+	case mysql.MYSQL_TYPE_LONGLONG, mysql.MYSQL_TYPE_DOUBLE:
+		fixed = 8
+	case mysql.MYSQL_TYPE_DATE, mysql.MYSQL_TYPE_DATETIME, mysql.MYSQL_TYPE_TIMESTAMP, mysql.MYSQL_TYPE_TIME:
+		if len(b) < 1 || len(b) < 1+int(b[0]) {
+			return 0, bad()
+		}
+		return 1 + int(b[0]), nil
+	default:
+		v, isNull, k := safeLenenc(b)
+		if k == 0 || isNull || uint64(len(b)-k) < v {
+			return 0, bad()
+		}
+		return k + int(v), nil
+	}
+	if len(b) < fixed {
+		return 0, bad()
+	}
+	return fixed, nil
+}
+
+func safeLenenc(b []byte) (v uint64, isNull bool, n int) {
+	if len(b) == 0 {
+		return 0, false, 0
+	}
+	switch b[0] {
+	case 0xFB:
+		return 0, true, 1
+	case 0xFC:
+		n = 3
+	case 0xFD:
+		n = 4
+	case 0xFE:
+		n = 9
+	default:
+		return uint64(b[0]), false, 1
+	}
+	if len(b) < n {
+		return 0, false, 0
+	}
+	for i := n - 1; i >= 1; i-- {
+		v = v<<8 | uint64(b[i])
+	}
+	return v, false, n
+}

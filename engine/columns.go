@@ -1,0 +1,165 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/leafproxy/leafproxy/rewriter"
+)
+
+// colKey is a cached table: database and table name as the statement named them.
+type colKey struct{ db, table string }
+
+// columnCache remembers tables' column order for INSERT without a column
+// list. Entries expire (DDL through another proxy is not seen) and are
+// dropped on DDL seen here.
+type columnCache struct {
+	ttl time.Duration
+	mu  sync.Mutex
+	m   map[colKey]colEntry
+}
+
+type colEntry struct {
+	cols  []string
+	types []colType // parallel to cols
+	at    time.Time
+}
+
+// colType is what information_schema says of a column's type.
+type colType struct {
+	dataType   string // e.g. bigint, varchar
+	columnType string // e.g. bigint(20) unsigned
+	precision  int64  // NUMERIC_PRECISION (decimal)
+	scale      int64  // NUMERIC_SCALE (decimal)
+}
+
+func newColumnCache(ttl time.Duration) *columnCache {
+	return &columnCache{ttl: ttl, m: map[colKey]colEntry{}}
+}
+
+func (c *columnCache) invalidate() {
+	c.mu.Lock()
+	clear(c.m)
+	c.mu.Unlock()
+}
+
+func (c *columnCache) get(ctx context.Context, s Session, db, table string) ([]string, error) {
+	e, err := c.entry(ctx, s, db, table)
+	if err != nil {
+		return nil, err
+	}
+	if len(e.cols) == 0 {
+		return nil, fmt.Errorf("table %s.%s not found", db, table)
+	}
+	return e.cols, nil
+}
+
+// entry returns the table's columns and types, from the cache or from
+// information_schema. A table that is not there (or not visible to the
+// backend account) gives an entry with no columns.
+func (c *columnCache) entry(ctx context.Context, s Session, db, table string) (colEntry, error) {
+	// A struct key is looked up without building a string per statement;
+	// db and table may borrow the packet buffer, so a stored key is cloned.
+	key := colKey{db, table}
+	c.mu.Lock()
+	e, ok := c.m[key]
+	c.mu.Unlock()
+	if ok && time.Since(e.at) < c.ttl {
+		return e, nil
+	}
+	if db == "" {
+		return colEntry{}, errors.New("no database selected")
+	}
+	rows, err := s.BackendQuery(ctx, "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, NUMERIC_PRECISION, NUMERIC_SCALE"+
+		" FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "+quote(db)+" AND TABLE_NAME = "+quote(table)+
+		" ORDER BY ORDINAL_POSITION")
+	if err != nil {
+		return colEntry{}, fmt.Errorf("read columns of %s.%s: %w", db, table, err)
+	}
+	e = colEntry{cols: make([]string, 0, len(rows)), types: make([]colType, 0, len(rows)), at: time.Now()}
+	str := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	for _, r := range rows {
+		if len(r) < 5 || r[0] == nil {
+			continue
+		}
+		t := colType{dataType: strings.ToLower(str(r[1])), columnType: strings.ToLower(str(r[2]))}
+		t.precision, _ = strconv.ParseInt(str(r[3]), 10, 64)
+		t.scale, _ = strconv.ParseInt(str(r[4]), 10, 64)
+		e.cols = append(e.cols, *r[0])
+		e.types = append(e.types, t)
+	}
+	c.mu.Lock()
+	if len(c.m) > 10000 {
+		clear(c.m)
+	}
+	c.m[colKey{strings.Clone(db), strings.Clone(table)}] = e
+	c.mu.Unlock()
+	return e, nil
+}
+
+// quote makes a string literal that is safe whatever the sql_mode: no
+// backslash is needed when quotes are doubled, and backslashes are avoided
+// by hex-encoding any string that holds one.
+func quote(s string) string {
+	if strings.ContainsAny(s, "\\\x00") {
+		return fmt.Sprintf("X'%x'", s)
+	}
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+// checkKeys refuses a statement whose generated keys would go into a
+// column that cannot hold them: a VARCHAR key would silently get a number,
+// an INT key a snowflake ID that the server truncates or rejects. Tables
+// information_schema does not show (temporary tables, no privilege) are
+// left to the server.
+func (e *Engine) checkKeys(ctx context.Context, s Session, filled []rewriter.Filled) error {
+	for _, f := range filled {
+		ent, err := e.cols.entry(ctx, s, f.DB, f.Table)
+		if err != nil {
+			return err
+		}
+		for i, c := range ent.cols {
+			if !strings.EqualFold(c, f.Column) {
+				continue
+			}
+			gen := e.ids.Generator(f.Tag)
+			if why := keyTypeProblem(ent.types[i], gen); why != "" {
+				return &notSupportedError{msg: fmt.Sprintf("leafproxy: cannot fill %s.%s.%s with IDs from tag %q (%s): column type %s %s",
+					f.DB, f.Table, f.Column, f.Tag, gen, ent.types[i].columnType, why)}
+			}
+		}
+	}
+	return nil
+}
+
+// keyTypeProblem says why a column of type t cannot hold IDs from gen, or "".
+func keyTypeProblem(t colType, gen string) string {
+	switch t.dataType {
+	case "bigint":
+		return ""
+	case "tinyint", "smallint", "mediumint", "int", "integer":
+		if gen == "snowflake" {
+			return "is too narrow for 64-bit snowflake IDs; use BIGINT"
+		}
+		return "" // segment IDs fit until the column's maximum, where the server reports an error
+	case "decimal", "numeric":
+		if t.scale != 0 {
+			return "has a fractional part; use BIGINT"
+		}
+		if gen == "snowflake" && t.precision < 19 {
+			return "is too narrow for 64-bit snowflake IDs; use BIGINT"
+		}
+		return ""
+	}
+	return "is not an integer type; the generator produces BIGINT IDs"
+}

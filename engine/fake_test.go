@@ -1,0 +1,178 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/leafproxy/leafproxy/proxy"
+	"github.com/leafproxy/leafproxy/rewriter"
+)
+
+// fakeSession is a Session without a proxy or a backend: it records what
+// the engine relays and answers, and serves information_schema lookups
+// from columns (table -> column name -> DATA_TYPE).
+type fakeSession struct {
+	value   any
+	db      string
+	columns map[string][][2]string
+	relayed []string
+	wrote   [][][]*int64
+	backend []string
+}
+
+var _ Session = (*fakeSession)(nil)
+
+func (f *fakeSession) Value() any                                { return f.value }
+func (f *fakeSession) SetValue(v any)                            { f.value = v }
+func (f *fakeSession) Admin() bool                               { return false }
+func (f *fakeSession) CurrentDB(context.Context) (string, error) { return f.db, nil }
+func (f *fakeSession) SQLMode(context.Context) (string, error)   { return "STRICT_TRANS_TABLES", nil }
+func (f *fakeSession) RelayQuery(sql []byte) error {
+	f.relayed = append(f.relayed, string(sql))
+	return nil
+}
+func (f *fakeSession) RelayExecute([]byte) error                      { return nil }
+func (f *fakeSession) WriteOK(uint64, uint64, uint16) error           { return nil }
+func (f *fakeSession) WriteError(uint16, string, string) error        { return nil }
+func (f *fakeSession) ExecuteResult([]byte) (proxy.ExecResult, error) { return proxy.ExecResult{}, nil }
+func (f *fakeSession) RelayPrepare([]byte) (proxy.PrepareResult, error) {
+	return proxy.PrepareResult{}, nil
+}
+func (f *fakeSession) RelayPrepareHidden([]byte, []int, int) (proxy.PrepareResult, error) {
+	return proxy.PrepareResult{}, nil
+}
+func (f *fakeSession) WriteResultSet(_ []string, rows [][]*int64) error {
+	f.wrote = append(f.wrote, rows)
+	return nil
+}
+func (f *fakeSession) WriteBinaryResultSet(cols []string, rows [][]*int64) error {
+	return f.WriteResultSet(cols, rows)
+}
+func (f *fakeSession) BackendQuery(_ context.Context, sql string) ([][]*string, error) {
+	f.backend = append(f.backend, sql)
+	var rows [][]*string
+	for table, cols := range f.columns {
+		if !strings.Contains(sql, "TABLE_NAME = '"+table+"'") {
+			continue
+		}
+		for _, c := range cols {
+			name, typ, empty := c[0], c[1], ""
+			rows = append(rows, []*string{&name, &typ, &typ, &empty, &empty})
+		}
+	}
+	return rows, nil
+}
+
+// counter is an IDSource handing out 1001, 1002, ... from segment tags.
+type counter struct{ next int64 }
+
+func (c *counter) NextN(_ context.Context, _ string, n int, dst []int64) ([]int64, error) {
+	for range n {
+		c.next++
+		dst = append(dst, c.next)
+	}
+	return dst, nil
+}
+func (c *counter) Generator(string) string { return "segment" }
+
+func fakeEngine(t *testing.T) *Engine {
+	t.Helper()
+	rules, err := rewriter.NewRules([]rewriter.Rule{{Table: "orders", Column: "id", Tag: "order"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(&counter{next: 1000}, rules)
+}
+
+// TestQueryThroughFakeSession drives the engine's COM_QUERY path with no
+// proxy: a filled INSERT is relayed with the ID spliced in, NEXTVAL is
+// answered from the ID source, other text is left to the proxy, and the
+// key column's type is checked once per table.
+func TestQueryThroughFakeSession(t *testing.T) {
+	e := fakeEngine(t)
+	s := &fakeSession{db: "shop", columns: map[string][][2]string{"orders": {{"id", "bigint"}, {"item", "varchar"}}}}
+	ctx := context.Background()
+
+	handled, err := e.query(ctx, s, []byte("INSERT INTO orders (item) VALUES ('book')"))
+	if err != nil || !handled {
+		t.Fatalf("INSERT: handled=%v err=%v", handled, err)
+	}
+	if want := "INSERT INTO orders (`id`, item) VALUES (LAST_INSERT_ID(1001), 'book')"; len(s.relayed) != 1 || s.relayed[0] != want {
+		t.Fatalf("relayed %q, want %q", s.relayed, want)
+	}
+	if len(s.backend) != 1 {
+		t.Errorf("backend queries %q: want one column lookup", s.backend)
+	}
+
+	if handled, err = e.query(ctx, s, []byte("SELECT NEXTVAL('order')")); err != nil || !handled {
+		t.Fatalf("NEXTVAL: handled=%v err=%v", handled, err)
+	}
+	if len(s.wrote) != 1 || len(s.wrote[0]) != 1 || *s.wrote[0][0][0] != 1002 {
+		t.Fatalf("NEXTVAL answered %v", s.wrote)
+	}
+
+	if handled, err = e.query(ctx, s, []byte("SELECT 1")); err != nil || handled {
+		t.Fatalf("SELECT 1: handled=%v err=%v, want it left to the proxy", handled, err)
+	}
+
+	// DDL after a comment drops the column cache (issue 12).
+	if handled, err = e.query(ctx, s, []byte("-- c\nALTER TABLE orders ADD note TEXT")); err != nil || !handled {
+		t.Fatalf("ALTER: handled=%v err=%v", handled, err)
+	}
+	if _, err = e.query(ctx, s, []byte("INSERT INTO orders (item) VALUES ('pen')")); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.backend) != 2 {
+		t.Errorf("backend queries %q: want the columns read again after the ALTER", s.backend)
+	}
+
+	s.columns["orders"][0][1] = "varchar"
+	e.cols.invalidate()
+	if _, err = e.query(ctx, s, []byte("INSERT INTO orders (item) VALUES ('cup')")); err == nil || !strings.Contains(err.Error(), "cannot fill shop.orders.id") {
+		t.Errorf("INSERT into a VARCHAR key: %v", err)
+	}
+}
+
+// keeper is an IDSource that keeps every tag it is given, as an allocator
+// that remembers tags would.
+type keeper struct {
+	counter
+	tags []string
+}
+
+func (k *keeper) NextN(ctx context.Context, tag string, n int, dst []int64) ([]int64, error) {
+	k.tags = append(k.tags, tag)
+	return k.counter.NextN(ctx, tag, n, dst)
+}
+
+// TestTagsCrossTheBoundaryOwned: the engine reads the client's packet
+// through an unsafe.String and the proxy reuses that buffer for the next
+// command; a tag handed to the ID source (or kept for LASTVAL) must not
+// change when the buffer does.
+func TestTagsCrossTheBoundaryOwned(t *testing.T) {
+	ids := &keeper{counter: counter{next: 1000}}
+	e := New(ids, nil)
+	s := &fakeSession{db: "shop"}
+	ctx := context.Background()
+	buf := []byte("SELECT NEXTVAL('order')")
+	if _, err := e.query(ctx, s, buf); err != nil {
+		t.Fatal(err)
+	}
+	copy(buf, "SELECT NEXTVAL('xxxxx')") // the next command overwrites the buffer
+	if len(ids.tags) != 1 || ids.tags[0] != "order" {
+		t.Fatalf("the ID source was given %q, which changed with the packet buffer", ids.tags)
+	}
+	for k := range s.Value().(*state).last {
+		if k != "order" {
+			t.Fatalf("LASTVAL key %q changed with the packet buffer", k)
+		}
+	}
+	// A name the session used before is not copied again.
+	st := s.Value().(*state)
+	first := st.own("order")
+	if again := st.own(string([]byte("order"))); unsafe.StringData(again) != unsafe.StringData(first) {
+		t.Error("own copied a tag name the session already owns")
+	}
+}

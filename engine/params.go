@@ -1,0 +1,179 @@
+package engine
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/rewriter"
+)
+
+// Prepared statements with generated keys are prepared on the backend with
+// one extra ? per generated value (rewriter.PlanPrepare), merged in text
+// order with the client's own markers. The client sees only its own
+// parameters (proxy.Session.RelayPrepareHidden); the engine rewrites every
+// COM_STMT_EXECUTE to carry the generated values as extra BIGINT parameters
+// (count, NULL bitmap, types, values), every COM_STMT_SEND_LONG_DATA to the
+// backend's parameter index, and a COM_STMT_BULK_EXECUTE to carry them in
+// every row. One command per EXECUTE, as for a statement without
+// generated keys.
+
+// execHeader is COM_STMT_EXECUTE's fixed part: command, statement id (4),
+// flags (1), iteration count (4).
+const execHeader = 10
+
+// paramMap is how a statement's backend parameters relate to the client's.
+type paramMap struct {
+	n, m     int     // client parameters, backend parameters
+	src      []int32 // per backend parameter: client index (>= 0) or -(slot+1)
+	toServer []uint16
+	hidden   []int // backend indexes of generated values, ascending
+	// types: the client parameter types (2 bytes each) last sent, for an
+	// execute that does not resend them (new-params-bound flag 0).
+	types []byte
+	// long: client parameters that got COM_STMT_SEND_LONG_DATA since the
+	// last execute (or reset); their values are not in the execute packet.
+	long    []bool
+	anyLong bool
+}
+
+// newParamMap derives the mapping from a prepared Rewrite plan, or fails
+// when the plan's numbering does not add up.
+func newParamMap(plan *rewriter.Plan) (*paramMap, error) {
+	n, m := plan.ClientParams, plan.Params
+	if m != n+len(plan.Slots) || m > 65535 {
+		return nil, &notSupportedError{msg: fmt.Sprintf("leafproxy: cannot number the parameters of this statement (%d client markers, %d generated values, %d in the rewritten text)", n, len(plan.Slots), m)}
+	}
+	pm := &paramMap{n: n, m: m, src: make([]int32, m), toServer: make([]uint16, n), long: make([]bool, n)}
+	for j := range pm.src {
+		pm.src[j] = 1 << 30 // unset
+	}
+	for i, sl := range plan.Slots {
+		if sl.Param < 0 || sl.Param >= m || pm.src[sl.Param] != 1<<30 {
+			return nil, &notSupportedError{msg: "leafproxy: cannot number the parameters of this statement (slot indexes)"}
+		}
+		pm.src[sl.Param] = -int32(i + 1)
+	}
+	c := 0
+	for j := range pm.src {
+		if pm.src[j] == 1<<30 {
+			pm.src[j] = int32(c)
+			pm.toServer[c] = uint16(j)
+			c++
+		} else {
+			pm.hidden = append(pm.hidden, j)
+		}
+	}
+	return pm, nil
+}
+
+// longData records a COM_STMT_SEND_LONG_DATA for client parameter i and
+// returns the backend's index for it (beyond the backend's count for an
+// index the client does not have, so the server reports it as it would).
+func (pm *paramMap) longData(i int) int {
+	if i >= pm.n {
+		return i - pm.n + pm.m
+	}
+	pm.long[i], pm.anyLong = true, true
+	return int(pm.toServer[i])
+}
+
+// resetLong forgets the long data (after an execute, COM_STMT_RESET).
+func (pm *paramMap) resetLong() {
+	if pm.anyLong {
+		clear(pm.long)
+		pm.anyLong = false
+	}
+}
+
+func malformedExecute(what string) error {
+	return &notSupportedError{msg: "leafproxy: malformed COM_STMT_EXECUTE (" + what + ")"}
+}
+
+// appendExecute appends to dst the backend's COM_STMT_EXECUTE for the
+// client's pkt, with ids[k] bound as the BIGINT parameter of slot k. The
+// types are always sent (the client sends them only when they change).
+// offs is scratch (2 ints per client parameter), returned for reuse.
+func (pm *paramMap) appendExecute(dst, pkt []byte, ids []int64, offs []int) ([]byte, []int, error) {
+	if len(pkt) < execHeader {
+		return dst, offs, malformedExecute("short header")
+	}
+	n, m := pm.n, pm.m
+	rest := pkt[execHeader:]
+	var bitmap []byte
+	if n > 0 {
+		bl := (n + 7) / 8
+		if len(rest) < bl+1 {
+			return dst, offs, malformedExecute("NULL bitmap")
+		}
+		bitmap, rest = rest[:bl], rest[bl:]
+		bound := rest[0]
+		rest = rest[1:]
+		if bound == 1 {
+			if len(rest) < 2*n {
+				return dst, offs, malformedExecute("parameter types")
+			}
+			pm.types = append(pm.types[:0], rest[:2*n]...)
+			rest = rest[2*n:]
+		} else if len(pm.types) != 2*n {
+			return dst, offs, malformedExecute("no parameter types were ever sent for this statement")
+		}
+	}
+	// The client's values, in order: NULLs and long data have none.
+	offs = offs[:0]
+	if cap(offs) < 2*n {
+		offs = make([]int, 0, 2*n)
+	}
+	pos := 0
+	for i := 0; i < n; i++ {
+		if bitmap[i/8]&(1<<(i%8)) != 0 || pm.long[i] {
+			offs = append(offs, pos, pos)
+			continue
+		}
+		l, err := binaryValueLen(rest[pos:], pm.types[2*i])
+		if err != nil {
+			return dst, offs, err
+		}
+		offs = append(offs, pos, pos+l)
+		pos += l
+	}
+	if pos != len(rest) {
+		return dst, offs, malformedExecute(fmt.Sprintf("%d bytes after the parameter values", len(rest)-pos))
+	}
+	dst = append(dst, pkt[:execHeader]...)
+	if m == 0 {
+		return dst, offs, nil
+	}
+	bm := len(dst)
+	for range (m + 7) / 8 {
+		dst = append(dst, 0)
+	}
+	dst = append(dst, 1)
+	dst = pm.appendTypes(dst)
+	for j, src := range pm.src {
+		if src < 0 {
+			dst = binary.LittleEndian.AppendUint64(dst, uint64(ids[-src-1]))
+			continue
+		}
+		if bitmap[src/8]&(1<<(src%8)) != 0 {
+			dst[bm+j/8] |= 1 << (j % 8)
+			continue
+		}
+		dst = append(dst, rest[offs[2*src]:offs[2*src+1]]...)
+	}
+	return dst, offs, nil
+}
+
+// appendTypes appends the backend statement's parameter types: the
+// client's last ones, BIGINT for generated values.
+func (pm *paramMap) appendTypes(dst []byte) []byte {
+	for _, src := range pm.src {
+		if src < 0 {
+			dst = append(dst, mysql.MYSQL_TYPE_LONGLONG, 0)
+			continue
+		}
+		dst = append(dst, pm.types[2*src], pm.types[2*src+1])
+	}
+	return dst
+}

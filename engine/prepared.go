@@ -1,0 +1,166 @@
+package engine
+
+import (
+	"context"
+	"encoding/binary"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"github.com/leafproxy/leafproxy/rewriter"
+)
+
+type prepared struct {
+	sql    string
+	plan   rewriter.Plan
+	cols   []string  // Sequence plans: column names
+	params *paramMap // Rewrite plans: the backend's parameters vs the client's
+}
+
+// prepare plans a COM_STMT_PREPARE. Rewrite plans are prepared with their
+// session-variable text; Sequence plans with a same-shaped constant SELECT.
+func (e *Engine) prepare(ctx context.Context, s Session, sql []byte) (bool, error) {
+	if len(sql) == 0 || !rewriter.MayRewrite(unsafe.String(&sql[0], len(sql))) {
+		return false, nil
+	}
+	text := string(sql) // kept with the statement
+	st := e.state(s)
+	if err := st.refreshEnv(ctx, s); err != nil {
+		return false, err
+	}
+	plan, err := rewriter.PlanPrepare(text, &st.env)
+	if err != nil {
+		return false, err
+	}
+	p := &prepared{sql: text, plan: plan}
+	var backendText []byte
+	switch plan.Kind {
+	case rewriter.PassThrough:
+		return false, nil
+	case rewriter.Sequence:
+		backendText = append(backendText, "SELECT "...)
+		for i, c := range plan.Calls {
+			p.cols = append(p.cols, c.Name)
+			if i > 0 {
+				backendText = append(backendText, ", "...)
+			}
+			backendText = append(backendText, "CAST(0 AS SIGNED) AS `"...)
+			backendText = append(backendText, strings.ReplaceAll(c.Name, "`", "``")...)
+			backendText = append(backendText, '`')
+		}
+	case rewriter.Rewrite:
+		if err := e.checkKeys(ctx, s, plan.Filled); err != nil {
+			return false, err
+		}
+		pm, err := newParamMap(&p.plan)
+		if err != nil {
+			return false, err
+		}
+		p.params = pm
+		res, err := s.RelayPrepareHidden(plan.Render(nil, text, nil), pm.hidden, pm.m)
+		if err != nil {
+			return true, err
+		}
+		if res.OK {
+			st.stmts[res.StmtID] = p
+		}
+		return true, nil
+	}
+	res, err := s.RelayPrepare(backendText)
+	if err != nil {
+		return true, err
+	}
+	if res.OK {
+		st.stmts[res.StmtID] = p
+	}
+	return true, nil
+}
+
+// execute gives a planned prepared statement its IDs (or its answer).
+func (e *Engine) execute(ctx context.Context, s Session, stmtID uint32, pkt []byte) (bool, error) {
+	st, p := planned(s, stmtID)
+	if p == nil {
+		return false, nil
+	}
+	switch p.plan.Kind {
+	case rewriter.Sequence:
+		// pkt: command, stmt id (4), flags: a cursor would make the client
+		// fetch from the backend, which has no such result.
+		if len(pkt) > 5 && pkt[5] != 0 {
+			return false, &notSupportedError{msg: "leafproxy: a cursor (COM_STMT_EXECUTE flags " + strconv.Itoa(int(pkt[5])) +
+				") on a NEXTVAL/LASTVAL statement is not supported; execute it without a cursor (e.g. JDBC useCursorFetch=false)"}
+		}
+		if err := st.evalCalls(ctx, e, p.plan.Calls); err != nil {
+			return false, err
+		}
+		st.rows[0] = st.row
+		return true, s.WriteBinaryResultSet(p.cols, st.rows[:])
+	case rewriter.Rewrite:
+		if err := st.draw(ctx, e, &p.plan); err != nil {
+			return false, err
+		}
+		var err error
+		st.buf, st.offs, err = p.params.appendExecute(st.buf[:0], pkt, st.ids, st.offs)
+		if err != nil {
+			return false, err
+		}
+		p.params.resetLong() // the server drops long data after an execute
+		err = s.RelayExecute(st.buf)
+		st.trim()
+		return true, err
+	}
+	return false, nil
+}
+
+// bulkExecute lets MariaDB's COM_STMT_BULK_EXECUTE through on statements
+// the engine did not rewrite; on a statement with generated keys every row
+// gets its own IDs (bulk.go).
+func (e *Engine) bulkExecute(ctx context.Context, s Session, stmtID uint32, pkt []byte) (bool, error) {
+	st, p := planned(s, stmtID)
+	if p == nil {
+		return false, nil
+	}
+	switch p.plan.Kind {
+	case rewriter.Rewrite:
+		return e.bulkRewrite(ctx, s, st, p, pkt)
+	case rewriter.Sequence:
+		return false, &notSupportedError{msg: "leafproxy: COM_STMT_BULK_EXECUTE of a NEXTVAL/LASTVAL select is not supported; execute it once per row"}
+	}
+	return false, nil
+}
+
+// sendLongData moves a COM_STMT_SEND_LONG_DATA of a statement with
+// generated values to the backend's parameter index and remembers that the
+// parameter's value will not be in the next execute packet.
+func (e *Engine) sendLongData(s Session, stmtID uint32, pkt []byte) {
+	_, p := planned(s, stmtID)
+	if p == nil || p.params == nil || len(pkt) < 7 {
+		return
+	}
+	j := p.params.longData(int(binary.LittleEndian.Uint16(pkt[5:7])))
+	binary.LittleEndian.PutUint16(pkt[5:7], uint16(min(j, 65535)))
+}
+
+// stmtReset forgets the statement's long data, as the server does.
+func (e *Engine) stmtReset(s Session, stmtID uint32) {
+	if _, p := planned(s, stmtID); p != nil && p.params != nil {
+		p.params.resetLong()
+	}
+}
+
+// stmtClosed drops the statement's plan.
+func (e *Engine) stmtClosed(s Session, stmtID uint32) {
+	if st, ok := s.Value().(*state); ok {
+		delete(st.stmts, stmtID)
+	}
+}
+
+// planned is the session's state and the engine's plan for stmtID (nil
+// when the engine did not plan that statement: the proxy relays it).
+func planned(s Session, stmtID uint32) (*state, *prepared) {
+	st, ok := s.Value().(*state)
+	if !ok {
+		return nil, nil
+	}
+	return st, st.stmts[stmtID]
+}

@@ -1,0 +1,257 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// backendLogin is what a session asks of its backend connection: whose
+// credentials, which database, and the client's choices to mirror.
+type backendLogin struct {
+	user, password string
+	db             string
+	charset        uint8
+	clientCaps     uint32 // the client's negotiated flags; mirroredCaps are copied
+	clientExt      uint32
+	maxPacket      uint32
+	attrs          []byte // the client's raw connection attributes
+}
+
+// backendConn is a logged-in backend connection.
+type backendConn struct {
+	conn     net.Conn // the TLS connection when backend.tls is on
+	r        *bufio.Reader
+	hello    *greeting // the backend's own greeting (thread id, capabilities)
+	caps     uint32    // what the backend leg negotiated
+	extCaps  uint32
+	ok       []byte // the backend's final OK packet after authentication
+	threadID uint32
+}
+
+// dialBackend connects to backend.addr: a path (containing '/') is a Unix
+// socket, anything else host:port over TCP.
+func dialBackend(ctx context.Context, addr string, timeout time.Duration) (net.Conn, error) {
+	network := "tcp"
+	if strings.Contains(addr, "/") {
+		network = "unix"
+	}
+	d := net.Dialer{Timeout: timeout}
+	return d.DialContext(ctx, network, addr)
+}
+
+// connectBackend dials the backend and logs in with l. The returned error is
+// the backend's own *mysql.MyError (1045, 1049, ...) when it refused, or an
+// I/O error.
+func (s *Server) connectBackend(ctx context.Context, l backendLogin) (*backendConn, error) {
+	timeout := s.cfg.Backend.ConnectTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	nc, err := dialBackend(ctx, s.cfg.Backend.Addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	dl, _ := ctx.Deadline()
+	_ = nc.SetDeadline(dl) // bounds the whole backend handshake
+	bc, err := s.loginBackend(nc, l)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	_ = bc.conn.SetDeadline(time.Time{})
+	s.noteGreeting(bc.hello)
+	return bc, nil
+}
+
+func (s *Server) loginBackend(nc net.Conn, l backendLogin) (*backendConn, error) {
+	lg := newLeg("backend", nc, 4<<10, 4<<10)
+	p, err := lg.readPacket(nil, 64<<10)
+	if err != nil {
+		return nil, err
+	}
+	g, err := parseGreeting(p)
+	if err != nil {
+		return nil, err
+	}
+	if g.caps&mysql.CLIENT_PROTOCOL_41 == 0 {
+		return nil, errors.New("backend does not speak protocol 4.1")
+	}
+	resp := &handshakeResponse{
+		caps:      (backendBaseCaps | l.clientCaps&mirroredCaps) & (g.caps | mysql.CLIENT_LONG_PASSWORD),
+		maxPacket: l.maxPacket,
+		charset:   l.charset,
+		user:      l.user,
+		db:        l.db,
+		plugin:    g.plugin,
+	}
+	if resp.maxPacket == 0 {
+		resp.maxPacket = 1 << 30
+	}
+	if g.mariadb() {
+		// Clearing bit 0 tells MariaDB the extended capabilities follow.
+		resp.caps &^= mysql.CLIENT_LONG_PASSWORD
+		resp.extCaps = l.clientExt & proxyExtCaps & g.extCaps
+	}
+	if l.db != "" {
+		resp.caps |= mysql.CLIENT_CONNECT_WITH_DB
+	}
+	resp.attrs = attrsWith(l.attrs, "_proxy", "leafproxy")
+	bc := &backendConn{conn: nc, hello: g, threadID: g.threadID}
+	if s.backendTLS != nil {
+		if g.caps&mysql.CLIENT_SSL == 0 {
+			return nil, errors.New("backend.tls is enabled but the backend does not offer TLS")
+		}
+		resp.caps |= mysql.CLIENT_SSL
+		if err := lg.writePacket(appendHandshakeResponse(nil, resp, true)); err != nil {
+			return nil, err
+		}
+		if err := lg.flush(); err != nil {
+			return nil, err
+		}
+		tc := tls.Client(&bufferedConn{Conn: nc, r: lg.r}, s.backendTLS.Clone())
+		if err := tc.Handshake(); err != nil {
+			return nil, &backendTLSError{err}
+		}
+		bc.conn = tc
+		seq := lg.seq
+		lg = newLeg("backend", tc, 4<<10, 4<<10)
+		lg.seq = seq
+	}
+	plugin, scramble := g.plugin, g.scramble
+	if resp.auth, err = backendAuthData(plugin, scramble, l.password); err != nil {
+		// Unknown default plugin: offer native and let the server switch us.
+		plugin, resp.plugin = mysql.AUTH_NATIVE_PASSWORD, mysql.AUTH_NATIVE_PASSWORD
+		resp.auth = mysql.CalcPassword(scramble, []byte(l.password))
+	}
+	if err := lg.writePacket(appendHandshakeResponse(nil, resp, false)); err != nil {
+		return nil, err
+	}
+	if err := lg.flush(); err != nil {
+		return nil, err
+	}
+	_, isTLS := bc.conn.(*tls.Conn)
+	for range 8 { // bounded: a server that keeps switching is broken
+		p, err := lg.readPacket(nil, 64<<10)
+		if err != nil {
+			return nil, err
+		}
+		if len(p) == 0 {
+			return nil, errors.New("empty packet during backend authentication")
+		}
+		var reply []byte
+		switch p[0] {
+		case 0x00:
+			bc.ok, bc.caps, bc.extCaps = p, resp.caps, resp.extCaps
+			bc.r = lg.r
+			return bc, nil
+		case 0xFF:
+			return nil, parseErr(p)
+		case 0xFE: // auth switch: plugin name, then the new scramble
+			rest := p[1:]
+			i := indexNul(rest)
+			plugin = string(rest[:i])
+			scramble = trimNul(rest[min(i+1, len(rest)):])
+			if reply, err = backendAuthData(plugin, scramble, l.password); err != nil {
+				return nil, err
+			}
+		case 0x01: // more data: caching_sha2 / sha256 exchanges
+			if len(p) >= 2 && p[1] == 3 { // fast auth succeeded, OK follows
+				continue
+			}
+			if len(p) >= 2 && p[1] == 4 { // full authentication
+				if isTLS {
+					reply = append([]byte(l.password), 0)
+					break
+				}
+				reply = []byte{2} // ask for the server's public key
+				break
+			}
+			// The public key we asked for.
+			pub, perr := parsePublicKey(p[1:])
+			if perr != nil {
+				return nil, fmt.Errorf("backend public key: %w", perr)
+			}
+			if reply, err = mysql.EncryptPassword(l.password, scramble, pub); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, fmt.Errorf("unexpected packet 0x%02x during backend authentication", p[0])
+		}
+		if err := lg.writePacket(reply); err != nil {
+			return nil, err
+		}
+		if err := lg.flush(); err != nil {
+			return nil, err
+		}
+	}
+	return nil, errors.New("backend authentication did not finish")
+}
+
+// backendTLSError is a failed TLS handshake with the backend (unknown CA,
+// wrong server name, no common cipher). It does not unwrap: what clients
+// and logs are told (rootCause) keeps saying it was the TLS handshake, not
+// just "x509: certificate signed by unknown authority".
+type backendTLSError struct{ err error }
+
+func (e *backendTLSError) Error() string {
+	return "backend TLS handshake failed (backend.tls): " + rootCause(e.err).Error()
+}
+
+func backendAuthData(plugin string, scramble []byte, password string) ([]byte, error) {
+	switch plugin {
+	case mysql.AUTH_NATIVE_PASSWORD, "":
+		return mysql.CalcPassword(scramble, []byte(password)), nil
+	case mysql.AUTH_CACHING_SHA2_PASSWORD:
+		return mysql.CalcCachingSha2Password(scramble, password), nil
+	case mysql.AUTH_MARIADB_ED25519:
+		return mysql.CalcEd25519Password(scramble, password)
+	case mysql.AUTH_CLEAR_PASSWORD:
+		return append([]byte(password), 0), nil
+	}
+	return nil, fmt.Errorf("backend asks for auth plugin %q, which leafproxy does not implement (use mysql_native_password, caching_sha2_password or client_ed25519 for the backend account)", plugin)
+}
+
+func parsePublicKey(p []byte) (*rsa.PublicKey, error) {
+	block, _ := pem.Decode(p)
+	if block == nil {
+		return nil, errors.New("no PEM block")
+	}
+	k, err := x509.ParsePKIXPublicKey(block.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	rk, ok := k.(*rsa.PublicKey)
+	if !ok {
+		return nil, errors.New("not an RSA key")
+	}
+	return rk, nil
+}
+
+func indexNul(b []byte) int {
+	for i, c := range b {
+		if c == 0 {
+			return i
+		}
+	}
+	return len(b)
+}
+
+func trimNul(b []byte) []byte {
+	if n := len(b); n > 0 && b[n-1] == 0 {
+		return b[:n-1]
+	}
+	return b
+}

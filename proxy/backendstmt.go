@@ -1,0 +1,171 @@
+package proxy
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// RelayQuery sends sql as a COM_QUERY to the backend and streams the
+// response to the client. USE/SET tracking applies to sql.
+func (s *Session) RelayQuery(sql []byte) error {
+	s.out = append(append(s.out[:0], mysql.COM_QUERY), sql...)
+	err := s.relayQuery(s.out)
+	s.trimOut()
+	return err
+}
+
+// RelayPrepare sends sql as a COM_STMT_PREPARE and streams the prepare
+// response to the client; the result says which statement id and how many
+// parameters the backend gave it.
+func (s *Session) RelayPrepare(sql []byte) (PrepareResult, error) {
+	s.out = append(append(s.out[:0], mysql.COM_STMT_PREPARE), sql...)
+	pr, err := s.relayPrepare(s.out)
+	s.trimOut()
+	return pr, err
+}
+
+// RelayExecute sends pkt (a COM_STMT_EXECUTE payload, command byte first,
+// possibly rewritten) and streams the response to the client.
+func (s *Session) RelayExecute(pkt []byte) error {
+	_, err := s.relay(pkt, respExecute)
+	return err
+}
+
+// RelayExecuteAfter pipelines the text statement pre (e.g. SET @x=1) and
+// the execute packet pkt in one write: pre's response is consumed silently
+// and pkt's streamed to the client, so pre costs no extra round trip. If pre
+// fails, the backend has still run the execute, with stale values: the
+// client gets an ERR saying so and the session ends (the returned error is
+// fatal).
+func (s *Session) RelayExecuteAfter(pre, pkt []byte) error {
+	if s.fatal != nil {
+		return s.fatal
+	}
+	s.out = append(append(s.out[:0], mysql.COM_QUERY), pre...)
+	if err := s.b.writeCommand(s.out); err != nil {
+		return s.setFatal(err)
+	}
+	preSeq := s.b.seq
+	if err := s.b.writeCommand(pkt); err != nil {
+		return s.setFatal(err)
+	}
+	execSeq := s.b.seq
+	s.trimOut()
+	if err := s.b.flush(); err != nil {
+		return s.setFatal(err)
+	}
+	s.b.seq = preSeq
+	perr := s.readBackendResult(walkDiscard).err
+	if s.fatal != nil {
+		return s.fatal
+	}
+	s.b.seq = execSeq
+	if perr != nil {
+		// The execute has run with whatever the variables held before, so
+		// its outcome is unknown to us and must not look like a clean
+		// failure: the client gets an ERR naming the problem and the
+		// connection closes, as when a connection drops mid-statement.
+		if s.readBackendResult(walkDiscard); s.fatal != nil {
+			return s.fatal
+		}
+		s.log.Error("statement prepared by the proxy ran without its generated values; closing the session", "err", perr)
+		_ = s.c.writePacket(errPacket(mysql.ER_UNKNOWN_ERROR, "HY000",
+			"leafproxy: could not set the generated IDs before EXECUTE ("+perr.Error()+"); the statement may have run with stale values; closing the connection"))
+		_ = s.c.flush()
+		return s.setFatal(errQuit)
+	}
+	if _, err := s.walk(walkRelay, true); err != nil {
+		return s.setFatal(err)
+	}
+	return s.setFatal(s.c.flush())
+}
+
+// ExecResult is what the backend answered to an execute the proxy ran on
+// the client's behalf without relaying it (OK fields, or the backend's ERR).
+type ExecResult struct {
+	Affected, InsertID uint64
+	Warnings           uint16
+	Err                *mysql.MyError
+}
+
+// BackendExec runs a proxy-originated statement on the session's backend
+// connection; nothing reaches the client. A backend ERR comes back as a
+// *mysql.MyError and leaves the session usable. ctx's deadline bounds it.
+func (s *Session) BackendExec(ctx context.Context, sql string) (affected, insertID uint64, err error) {
+	if err := s.sendBackend(ctx, sql); err != nil {
+		return 0, 0, err
+	}
+	defer s.clearDeadline(ctx)
+	r := s.readBackendResult(walkDiscard)
+	if s.fatal != nil {
+		return 0, 0, s.fatal
+	}
+	if r.err != nil {
+		return 0, 0, r.err
+	}
+	return r.affected, r.insertID, nil
+}
+
+// BackendQuery runs a proxy-originated query and returns the first result
+// set's rows as text (nil = SQL NULL). Meant for small results.
+func (s *Session) BackendQuery(ctx context.Context, sql string) ([][]*string, error) {
+	if err := s.sendBackend(ctx, sql); err != nil {
+		return nil, err
+	}
+	defer s.clearDeadline(ctx)
+	r := s.readBackendResult(walkCollect)
+	if s.fatal != nil {
+		return nil, s.fatal
+	}
+	if r.err != nil {
+		return r.rows, r.err
+	}
+	return r.rows, nil
+}
+
+func (s *Session) sendBackend(ctx context.Context, sql string) error {
+	if s.fatal != nil {
+		return s.fatal
+	}
+	if s.b == nil {
+		return errorf("no backend connection")
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = s.b.conn.SetDeadline(dl)
+	}
+	s.out = append(append(s.out[:0], mysql.COM_QUERY), sql...)
+	err := s.b.writeCommand(s.out)
+	s.trimOut()
+	if err == nil {
+		err = s.b.flush()
+	}
+	return s.setFatal(err)
+}
+
+func (s *Session) clearDeadline(ctx context.Context) {
+	if _, ok := ctx.Deadline(); ok && s.fatal == nil {
+		_ = s.b.conn.SetDeadline(time.Time{})
+	}
+}
+
+func (s *Session) trimOut() {
+	if cap(s.out) > keepBuf {
+		s.out = nil
+	}
+}
+
+// readBackendResult consumes a whole response from the backend without
+// relaying it. I/O and protocol failures are fatal (s.fatal set); a backend
+// ERR is in the result's err.
+func (s *Session) readBackendResult(mode int) walkResult {
+	r, err := s.walk(mode, false)
+	if err != nil {
+		s.setFatal(err)
+	}
+	return r
+}

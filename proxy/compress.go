@@ -1,0 +1,141 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"compress/zlib"
+	"fmt"
+	"io"
+	"net"
+)
+
+// The compressed protocol (CLIENT_COMPRESS) wraps the ordinary packet stream
+// in frames: 3 bytes compressed length, 1 byte frame sequence id, 3 bytes
+// uncompressed length (0: stored as is), then the (zlib) payload holding any
+// number of ordinary packets or parts of them. The proxy speaks it on the
+// client leg only when the client asked for it; the backend leg stays plain,
+// so the relay underneath is unchanged.
+
+// minCompress: shorter frames are sent stored, as servers do.
+const minCompress = 50
+
+type compConn struct {
+	raw *bufio.Reader
+	dst net.Conn
+	seq uint8 // next frame sequence id to write; follows the last one read
+
+	// read state survives a read deadline in the middle of a frame
+	hdrOK   bool
+	clen    int
+	ulen    int
+	payload []byte
+	filled  int
+	plain   []byte // decompressed bytes not yet returned
+	zr      io.ReadCloser
+	zw      *zlib.Writer
+	zbuf    bytes.Buffer
+}
+
+// compress switches the leg to the compressed protocol; called right after
+// the login OK, which itself goes out uncompressed.
+func (l *leg) compress() {
+	cc := &compConn{raw: bufio.NewReaderSize(l.conn, clientReadBuf), dst: l.conn}
+	l.comp = cc
+	l.r = bufio.NewReaderSize(cc, clientReadBuf)
+	l.w = bufio.NewWriterSize(cc, clientWriteBuf)
+}
+
+// Read returns decompressed bytes, reading the next frame when needed.
+func (c *compConn) Read(p []byte) (int, error) {
+	for len(c.plain) == 0 {
+		if err := c.readFrame(); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, c.plain)
+	c.plain = c.plain[n:]
+	return n, nil
+}
+
+func (c *compConn) readFrame() error {
+	if !c.hdrOK {
+		h, err := c.raw.Peek(7)
+		if err != nil {
+			return err
+		}
+		c.clen = int(h[0]) | int(h[1])<<8 | int(h[2])<<16
+		c.seq = h[3] + 1
+		c.ulen = int(h[4]) | int(h[5])<<8 | int(h[6])<<16
+		_, _ = c.raw.Discard(7)
+		c.hdrOK = true
+		if cap(c.payload) < c.clen {
+			c.payload = make([]byte, c.clen)
+		}
+		c.payload = c.payload[:c.clen]
+		c.filled = 0
+	}
+	for c.filled < c.clen {
+		n, err := c.raw.Read(c.payload[c.filled:])
+		c.filled += n
+		if err != nil {
+			return err
+		}
+	}
+	c.hdrOK = false
+	if c.ulen == 0 {
+		c.plain = c.payload
+		return nil
+	}
+	if c.zr == nil {
+		zr, err := zlib.NewReader(bytes.NewReader(c.payload))
+		if err != nil {
+			return fmt.Errorf("compressed frame: %w", err)
+		}
+		c.zr = zr
+	} else if err := c.zr.(zlib.Resetter).Reset(bytes.NewReader(c.payload), nil); err != nil {
+		return fmt.Errorf("compressed frame: %w", err)
+	}
+	out := make([]byte, c.ulen)
+	if _, err := io.ReadFull(c.zr, out); err != nil {
+		return fmt.Errorf("compressed frame: %w", err)
+	}
+	c.plain = out
+	return nil
+}
+
+// Write sends p as one or more frames (the leg's bufio.Writer calls it once
+// per flush or full buffer).
+func (c *compConn) Write(p []byte) (int, error) {
+	total := len(p)
+	for len(p) > 0 {
+		chunk := p[:min(len(p), 1<<20)]
+		p = p[len(chunk):]
+		var frame []byte
+		if len(chunk) < minCompress {
+			frame = appendFrameHeader(make([]byte, 0, 7+len(chunk)), len(chunk), c.seq, 0)
+			frame = append(frame, chunk...)
+		} else {
+			c.zbuf.Reset()
+			if c.zw == nil {
+				c.zw = zlib.NewWriter(&c.zbuf)
+			} else {
+				c.zw.Reset(&c.zbuf)
+			}
+			_, _ = c.zw.Write(chunk)
+			if err := c.zw.Close(); err != nil {
+				return 0, err
+			}
+			frame = appendFrameHeader(make([]byte, 0, 7+c.zbuf.Len()), c.zbuf.Len(), c.seq, len(chunk))
+			frame = append(frame, c.zbuf.Bytes()...)
+		}
+		c.seq++
+		if _, err := c.dst.Write(frame); err != nil {
+			return 0, err
+		}
+	}
+	return total, nil
+}
+
+func appendFrameHeader(b []byte, clen int, seq uint8, ulen int) []byte {
+	return append(b, byte(clen), byte(clen>>8), byte(clen>>16), seq, byte(ulen), byte(ulen>>8), byte(ulen>>16))
+}

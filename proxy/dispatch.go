@@ -1,0 +1,466 @@
+package proxy
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// COM_STMT_BULK_EXECUTE is MariaDB's array-binding execute (Connector/J's
+// batches); only sent by clients that negotiated MARIADB_CLIENT_STMT_BULK_OPERATIONS.
+const comStmtBulkExecute = 0xFA
+
+// lastPreparedStmt is the statement id MariaDB reads as "the statement this
+// connection prepared last" (mariadb_stmt_execute_direct, pipelined
+// prepare+execute).
+const lastPreparedStmt = 0xFFFFFFFF
+
+// stmtID reads a statement command's id, resolving MariaDB's "last
+// prepared" alias, so interceptors key their state on real ids.
+func (s *Session) stmtID(pkt []byte) uint32 {
+	if len(pkt) < 5 {
+		return 0
+	}
+	id := binary.LittleEndian.Uint32(pkt[1:5])
+	if id == lastPreparedStmt && s.lastPrepOK {
+		return s.lastPrep
+	}
+	return id
+}
+
+// dispatch handles one client command. A non-nil error ends the session.
+func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
+	ic := s.srv.ic
+	switch pkt[0] {
+	case mysql.COM_QUIT:
+		return errQuit
+	case mysql.COM_QUERY:
+		if k, ok := parseKill(pkt[1:]); ok {
+			return s.kill(k)
+		} else if k.refuse != "" {
+			return s.writeErrFlush(mysql.ER_NOT_SUPPORTED_YET, "42000", k.refuse)
+		}
+		if ic != nil {
+			if done, err := s.intercepted(ic.Query(ctx, s, pkt[1:])); done {
+				return err
+			}
+		}
+		return s.relayQuery(pkt)
+	case mysql.COM_STMT_PREPARE:
+		if ic != nil {
+			if done, err := s.intercepted(ic.Prepare(ctx, s, pkt[1:])); done {
+				return err
+			}
+		}
+		_, err := s.relayPrepare(pkt)
+		return err
+	case mysql.COM_STMT_EXECUTE:
+		if ic != nil {
+			if done, err := s.intercepted(ic.Execute(ctx, s, s.stmtID(pkt), pkt)); done {
+				return err
+			}
+		}
+		_, err := s.relay(pkt, respExecute)
+		return err
+	case comStmtBulkExecute:
+		if s.extCaps&mariadbStmtBulk == 0 {
+			return s.writeErrFlush(mysql.ER_UNKNOWN_COM_ERROR, "08S01", "Unknown command")
+		}
+		if ic != nil {
+			if done, err := s.intercepted(ic.BulkExecute(ctx, s, s.stmtID(pkt), pkt)); done {
+				return err
+			}
+		}
+		_, err := s.relay(pkt, respResult)
+		return err
+	case mysql.COM_STMT_CLOSE:
+		if ic != nil && len(pkt) >= 5 {
+			ic.StmtClosed(s, s.stmtID(pkt))
+		}
+		_, err := s.relay(pkt, respNone)
+		return err
+	case mysql.COM_STMT_SEND_LONG_DATA:
+		if ic != nil && len(pkt) >= 7 {
+			if sd, ok := ic.(StmtDataInterceptor); ok {
+				sd.SendLongData(s, s.stmtID(pkt), pkt)
+			}
+		}
+		_, err := s.relay(pkt, respNone)
+		return err
+	case mysql.COM_STMT_RESET:
+		if ic != nil && len(pkt) >= 5 {
+			if sd, ok := ic.(StmtDataInterceptor); ok {
+				sd.StmtReset(s, s.stmtID(pkt))
+			}
+		}
+		_, err := s.relay(pkt, respSimple)
+		return err
+	case mysql.COM_INIT_DB:
+		ok, err := s.relay(pkt, respSimple)
+		if ok {
+			s.setDB(string(pkt[1:]))
+		}
+		return err
+	case mysql.COM_RESET_CONNECTION:
+		ok, err := s.relay(pkt, respSimple)
+		if ok {
+			s.modeOK = false
+			s.lastPrepOK = false
+			if ic != nil {
+				ic.SessionReset(s)
+			}
+		}
+		return err
+	case mysql.COM_PROCESS_KILL:
+		if len(pkt) < 5 {
+			return s.writeErrFlush(mysql.ER_MALFORMED_PACKET, "HY000", "Malformed communication packet")
+		}
+		return s.kill(killReq{id: binary.LittleEndian.Uint32(pkt[1:5]), connection: true})
+	case mysql.COM_PING, mysql.COM_SET_OPTION, mysql.COM_REFRESH, mysql.COM_DEBUG:
+		_, err := s.relay(pkt, respSimple)
+		return err
+	case mysql.COM_STATISTICS:
+		_, err := s.relay(pkt, respRaw)
+		return err
+	case mysql.COM_PROCESS_INFO:
+		_, err := s.relay(pkt, respResult)
+		return err
+	case mysql.COM_FIELD_LIST:
+		_, err := s.relay(pkt, respFieldList)
+		return err
+	case mysql.COM_STMT_FETCH:
+		_, err := s.relay(pkt, respFetch)
+		return err
+	case mysql.COM_CHANGE_USER:
+		return s.changeUser(ctx, pkt[1:])
+	default:
+		return s.writeErrFlush(mysql.ER_UNKNOWN_COM_ERROR, "08S01", "Unknown command")
+	}
+}
+
+// intercepted turns an interceptor's answer into the loop's: done means the
+// command has been answered (or the session must end, err != nil).
+func (s *Session) intercepted(handled bool, err error) (bool, error) {
+	if s.fatal != nil {
+		return true, s.fatal
+	}
+	if err != nil {
+		code, state, msg := errorFields(err)
+		return true, s.writeErrFlush(code, state, msg)
+	}
+	return handled, nil
+}
+
+// errorFields extracts MySQL's (code, SQLSTATE, message) from err.
+func errorFields(err error) (uint16, string, string) {
+	var me *mysql.MyError
+	if errors.As(err, &me) {
+		return me.Code, me.State, me.Message
+	}
+	var se SQLError
+	if errors.As(err, &se) {
+		return se.Code(), se.SQLState(), se.Error()
+	}
+	return mysql.ER_UNKNOWN_ERROR, "HY000", err.Error()
+}
+
+func (s *Session) writeErrFlush(code uint16, state, msg string) error {
+	if err := s.c.writePacket(errPacket(code, state, msg)); err != nil {
+		return s.setFatal(err)
+	}
+	return s.setFatal(s.c.flush())
+}
+
+func (s *Session) setFatal(err error) error {
+	if err != nil && s.fatal == nil {
+		s.fatal = err
+	}
+	return err
+}
+
+// kill carries out KILL [CONNECTION|QUERY] n or COM_PROCESS_KILL through the
+// proxy. n is the id a client was greeted with (what the mariadb CLI's
+// Ctrl-C, Connector/J's cancel and mysql2 send) or a backend thread id one
+// of this proxy's sessions runs on (what CONNECTION_ID() returned). Either
+// way the KILL goes to that session's backend thread, and only when it
+// belongs to the same proxy user (or the caller is an admin). Any other id
+// is "Unknown thread id", as the server says for threads one may not see:
+// it never reaches a thread the proxy did not open.
+func (s *Session) kill(k killReq) error {
+	target := s.srv.lookupSession(k.id)
+	if target == nil || (target.userName() != s.user && !s.account.Admin) {
+		return s.writeErrFlush(mysql.ER_NO_SUCH_THREAD, "HY000", fmt.Sprintf("Unknown thread id: %d", k.id))
+	}
+	tid := target.threadID.Load()
+	what := "QUERY"
+	if k.connection {
+		what = "CONNECTION"
+	}
+	s.log.Info("kill", "target_session", target.id, "backend_thread", tid, "what", what)
+	stmt := "KILL " + k.mode + what + " " + strconv.FormatUint(uint64(tid), 10)
+	s.out = append(append(s.out[:0], mysql.COM_QUERY), stmt...)
+	ok, err := s.relayHeld(s.out, respResult)
+	s.trimOut()
+	if err != nil {
+		return err
+	}
+	if ok && k.connection && target != s {
+		// The backend has been told to end the target's thread; it does so
+		// on its own time and says nothing to an idle connection. Close an
+		// idle target's client now, before the killer hears OK, so its
+		// next command meets a closed connection (2013, which clients and
+		// pools treat as lost) as it would directly, not ERR 1158 from a
+		// proxy that has not yet noticed.
+		target.closeIfIdle()
+	}
+	return s.setFatal(s.c.flush())
+}
+
+// lookupSession finds a session by proxy id, or else by backend thread id.
+func (srv *Server) lookupSession(id uint32) *Session {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if id >= sessionIDBase {
+		return srv.sessions[id]
+	}
+	for _, sess := range srv.sessions {
+		if sess.threadID.Load() == id {
+			return sess
+		}
+	}
+	return nil
+}
+
+// changeUser carries out COM_CHANGE_USER: the new account is checked
+// against the proxy's users with the greeting's scramble (switching plugin
+// if needed), then the backend session is replaced by a fresh login as the
+// account's backend user, which resets session state exactly as the server
+// would (variables, temporary tables, prepared statements). A failed change
+// closes the connection, as MySQL does.
+func (s *Session) changeUser(ctx context.Context, p []byte) error {
+	cu, err := parseChangeUser(p, s.caps)
+	if err != nil {
+		_ = s.writeErrFlush(mysql.ER_MALFORMED_PACKET, "HY000", "Malformed communication packet")
+		return errQuit
+	}
+	plugin := cu.plugin
+	if s.caps&mysql.CLIENT_PLUGIN_AUTH == 0 {
+		plugin = mysql.AUTH_NATIVE_PASSWORD
+	}
+	acct, err := s.srv.authenticate(s.c, cu.user, plugin, cu.auth, s.scramble, s.c.conn.RemoteAddr())
+	if err != nil {
+		var le *loginError
+		if errors.As(err, &le) {
+			s.log.Info("change user refused", "to", cu.user, "code", le.code)
+			_ = s.writeErrFlush(le.code, le.state, le.msg)
+			return errQuit
+		}
+		return s.c.fail(err)
+	}
+	charset := s.collation
+	if cu.charset != 0 {
+		charset = uint8(cu.charset)
+	}
+	attrs := s.attrs
+	if cu.attrs != nil {
+		attrs = cu.attrs
+	}
+	bc, err := s.srv.connectBackend(ctx, backendLogin{
+		user: acct.BackendUser, password: acct.BackendPassword, db: cu.db,
+		charset: backendCharset(charset), clientCaps: s.caps, clientExt: s.extCaps,
+		maxPacket: 1 << 30, attrs: attrs,
+	})
+	if err != nil {
+		le := s.srv.backendRefusal(err)
+		s.log.Warn("change user: backend login failed", "to", cu.user, "code", le.code, "err", le.msg)
+		_ = s.writeErrFlush(le.code, le.state, le.msg)
+		return errQuit
+	}
+	s.mu.Lock()
+	old := s.bconn
+	s.mu.Unlock()
+	_ = old.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = old.Write([]byte{1, 0, 0, 0, mysql.COM_QUIT})
+	old.Close()
+	s.log.Info("changed user", "from", s.user, "to", cu.user)
+	s.mu.Lock() // other sessions read user (KILL, admin views)
+	s.user = cu.user
+	s.mu.Unlock()
+	s.account, s.collation, s.attrs = acct, charset, attrs
+	s.setDB(cu.db)
+	s.setBackend(bc)
+	s.modeOK, s.lastPrepOK = false, false
+	if ic := s.srv.ic; ic != nil {
+		ic.SessionReset(s)
+	}
+	if err := s.c.writePacket(bc.ok); err != nil {
+		return s.setFatal(err)
+	}
+	return s.setFatal(s.c.flush())
+}
+
+type changeUserReq struct {
+	user    string
+	auth    []byte
+	db      string
+	charset uint16
+	plugin  string
+	attrs   []byte
+}
+
+func parseChangeUser(p []byte, caps uint32) (*changeUserReq, error) {
+	r := &changeUserReq{}
+	cstr := func() (string, error) {
+		i := indexNul(p)
+		if i == len(p) {
+			return "", errShortHandshake
+		}
+		v := string(p[:i])
+		p = p[i+1:]
+		return v, nil
+	}
+	var err error
+	if r.user, err = cstr(); err != nil {
+		return nil, err
+	}
+	if caps&mysql.CLIENT_SECURE_CONNECTION != 0 {
+		if len(p) < 1 || int(p[0]) > len(p)-1 {
+			return nil, errShortHandshake
+		}
+		r.auth = append([]byte(nil), p[1:1+int(p[0])]...)
+		p = p[1+int(p[0]):]
+	} else {
+		v, err := cstr()
+		if err != nil {
+			return nil, err
+		}
+		r.auth = []byte(v)
+	}
+	if r.db, err = cstr(); err != nil {
+		return nil, err
+	}
+	if len(p) >= 2 {
+		r.charset = binary.LittleEndian.Uint16(p)
+		p = p[2:]
+	}
+	if caps&mysql.CLIENT_PLUGIN_AUTH != 0 && len(p) > 0 {
+		if r.plugin, err = cstr(); err != nil {
+			r.plugin, p = string(p), nil
+		}
+	}
+	if caps&mysql.CLIENT_CONNECT_ATTRS != 0 && len(p) > 0 {
+		n, k := lenenc(p)
+		if k == 0 || n > uint64(len(p)-k) {
+			return nil, errShortHandshake
+		}
+		r.attrs = append([]byte(nil), p[k:k+int(n)]...)
+	}
+	return r, nil
+}
+
+// readCommand reads the client's next command. Commands up to 1 MiB use the
+// session's own buffer; larger ones (up to the backend's max_allowed_packet)
+// take their size from the server-wide command memory budget first, so many
+// clients sending huge statements at once cannot exhaust the proxy's memory.
+func (s *Session) readCommand() ([]byte, error) {
+	n, err := s.c.peekPacketLen()
+	if err != nil {
+		return nil, err
+	}
+	if n < keepBuf {
+		return s.c.readPacket(s.cmd, s.srv.maxPacket)
+	}
+	// Larger than one physical packet: the total is only known as it
+	// arrives, so the budget is reserved piece by piece. Commands of 16 MiB
+	// and more are read one at a time across the server: several of them
+	// holding part of the budget while each waits for more would starve
+	// one another (hold and wait) although each fits alone.
+	multi := n == maxPayload
+	if multi {
+		ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+		err := s.srv.mem.acquireLarge(ctx)
+		cancel()
+		if err != nil {
+			s.log.Warn("command refused: another command of 16 MiB or more is being read", "limit", s.srv.mem.limit)
+			_ = s.writeErrFlush(mysql.ER_OUT_OF_RESOURCES, "HY000",
+				"Out of memory: leafproxy reads one statement of 16 MiB or more at a time and another is arriving; try again")
+			return nil, io.EOF
+		}
+		s.largeHeld = true
+	}
+	var held int64
+	buf := []byte(nil)
+	for {
+		n, err := s.c.peekPacketLen()
+		if err != nil {
+			s.srv.mem.release(held)
+			s.releaseLarge()
+			return nil, err
+		}
+		if len(buf)+n > s.srv.maxPacket {
+			s.srv.mem.release(held)
+			s.releaseLarge()
+			s.log.Info("command larger than max_allowed_packet", "bytes", len(buf)+n, "max", s.srv.maxPacket)
+			_ = s.writeErrFlush(mysql.ER_NET_PACKET_TOO_LARGE, "08S01", "Got a packet bigger than 'max_allowed_packet' bytes")
+			return nil, io.EOF
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+		err = s.srv.mem.acquire(ctx, int64(n))
+		cancel()
+		if err != nil {
+			s.srv.mem.release(held)
+			s.releaseLarge()
+			s.log.Warn("command refused: proxy command memory exhausted", "bytes", n, "limit", s.srv.mem.limit)
+			_ = s.writeErrFlush(mysql.ER_OUT_OF_RESOURCES, "HY000",
+				"Out of memory: leafproxy's limits.command_memory is in use by other large statements; try again")
+			return nil, io.EOF
+		}
+		held += int64(n)
+		// A sender that stalls mid-command must not hold the large-command
+		// slot (or its memory) for ever.
+		_ = s.c.conn.SetReadDeadline(time.Now().Add(time.Minute))
+		piece, err := s.c.readPacketPiece(buf)
+		_ = s.c.conn.SetReadDeadline(time.Time{})
+		if err != nil {
+			s.srv.mem.release(held)
+			s.releaseLarge()
+			return nil, err
+		}
+		buf = piece
+		if n < maxPayload {
+			s.heldMem = held
+			s.releaseLarge()
+			return buf, nil
+		}
+	}
+}
+
+// releaseLarge frees the server's one slot for reading a multi-piece
+// command, once the whole command has arrived (or failed to).
+func (s *Session) releaseLarge() {
+	if s.largeHeld {
+		s.largeHeld = false
+		s.srv.mem.releaseLarge()
+	}
+}
+
+// releaseCommand returns a command's buffer: small ones are kept for reuse,
+// large ones give their memory back to the budget.
+func (s *Session) releaseCommand(pkt []byte) {
+	if s.heldMem > 0 {
+		s.srv.mem.release(s.heldMem)
+		s.heldMem = 0
+		return
+	}
+	if cap(pkt) <= keepBuf {
+		s.cmd = pkt[:0]
+	} else {
+		s.cmd = nil
+	}
+}

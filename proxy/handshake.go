@@ -1,0 +1,298 @@
+package proxy
+
+import (
+	"context"
+	"crypto/subtle"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/pingcap/tidb/pkg/parser/charset"
+)
+
+// preAuthMaxPacket bounds every packet read before a client has
+// authenticated: a handshake response with connection attributes is a few
+// hundred bytes, MySQL caps attributes at 64 KB. Nothing larger is buffered
+// for a stranger.
+const preAuthMaxPacket = 64 << 10
+
+// loginError is a handshake failure the client is told about (as an ERR
+// packet) before the connection closes.
+type loginError struct {
+	code  uint16
+	state string
+	msg   string
+}
+
+func (e *loginError) Error() string { return fmt.Sprintf("%d (%s): %s", e.code, e.state, e.msg) }
+
+// clientHello is what the handshake learned about the client.
+type clientHello struct {
+	resp     *handshakeResponse
+	account  Account
+	scramble []byte
+	tls      bool
+}
+
+// accessDenied is MariaDB's 1045 wording, with the client's address as the host.
+func accessDenied(user string, remote net.Addr, withPassword bool) *loginError {
+	host := "localhost"
+	if ta, ok := remote.(*net.TCPAddr); ok {
+		host = ta.IP.String()
+	}
+	using := "NO"
+	if withPassword {
+		using = "YES"
+	}
+	return &loginError{mysql.ER_ACCESS_DENIED_ERROR, "28000",
+		fmt.Sprintf("Access denied for user '%s'@'%s' (using password: %s)", user, host, using)}
+}
+
+// greetingFor builds the greeting a new client gets: the backend's own
+// version, capabilities (less what the proxy cannot relay), status flags and
+// charset, with the proxy's session id and a fresh scramble.
+func (s *Server) greetingFor(id uint32, hello *greeting) *greeting {
+	g := &greeting{
+		version:  hello.version,
+		threadID: id,
+		scramble: randomScramble(),
+		caps:     hello.caps&proxyCaps | mysql.CLIENT_SSL,
+		charset:  hello.charset,
+		status:   hello.status,
+		plugin:   s.authMethod,
+	}
+	if v := s.versionOverride; v != "" {
+		g.version = v
+	}
+	if hello.mariadb() {
+		g.caps &^= mysql.CLIENT_LONG_PASSWORD
+		g.extCaps = hello.extCaps & proxyExtCaps
+	}
+	return g
+}
+
+// randomScramble returns 20 bytes in 1..127 without NUL, as servers send.
+func randomScramble() []byte {
+	b := mysql.RandomBuf(20)
+	for i := range b {
+		b[i] = b[i]&0x7f | 1
+	}
+	return b
+}
+
+// clientHandshake greets the client, reads its response (upgrading to TLS
+// when asked), authenticates it against the proxy's accounts and returns
+// the client leg (its sequence id after the last packet read).
+func (s *Server) clientHandshake(c *leg, g *greeting) (*clientHello, error) {
+	if err := c.writePacket(appendGreeting(nil, g)); err != nil {
+		return nil, err
+	}
+	if err := c.flush(); err != nil {
+		return nil, err
+	}
+	p, err := c.readPacket(nil, preAuthMaxPacket)
+	if err != nil {
+		return nil, err
+	}
+	mariadb := g.mariadb()
+	resp, err := parseHandshakeResponse(p, mariadb)
+	if err != nil {
+		return nil, &loginError{mysql.ER_HANDSHAKE_ERROR, "08S01", "Bad handshake"}
+	}
+	h := &clientHello{scramble: g.scramble}
+	if len(p) == 32 && resp.caps&mysql.CLIENT_SSL != 0 {
+		// The client may have sent its TLS hello right behind the SSL
+		// request: read through the bytes already buffered.
+		tc := tls.Server(&bufferedConn{Conn: c.conn, r: c.r}, s.clientTLS)
+		if err := tc.Handshake(); err != nil {
+			return nil, fmt.Errorf("client TLS handshake: %w", err)
+		}
+		seq := c.seq
+		*c = *newLeg("client", tc, 1<<10, 1<<10)
+		c.seq = seq
+		h.tls = true
+		if p, err = c.readPacket(nil, preAuthMaxPacket); err != nil {
+			return nil, err
+		}
+		if resp, err = parseHandshakeResponse(p, mariadb); err != nil || len(p) == 32 {
+			return nil, &loginError{mysql.ER_HANDSHAKE_ERROR, "08S01", "Bad handshake"}
+		}
+	}
+	// Only what both sides offered counts.
+	resp.caps &= g.caps
+	resp.extCaps &= g.extCaps
+	h.resp = resp
+	if s.cfg.TLS.Required && !h.tls {
+		return nil, &loginError{3159, "HY000", "Connections using insecure transport are prohibited while tls.required is set"}
+	}
+	plugin := resp.plugin
+	if resp.caps&mysql.CLIENT_PLUGIN_AUTH == 0 {
+		plugin = mysql.AUTH_NATIVE_PASSWORD // cannot be switched; 4.1 scramble
+	}
+	acct, err := s.authenticate(c, resp.user, plugin, resp.auth, g.scramble, c.conn.RemoteAddr())
+	if err != nil {
+		return nil, err
+	}
+	h.account = acct
+	return h, nil
+}
+
+// authenticate checks user's auth data against the proxy's account,
+// switching the client to the proxy's plugin when it used another. Unknown
+// users go through the same exchange and get the same 1045.
+func (s *Server) authenticate(c *leg, user, plugin string, auth, scramble []byte, remote net.Addr) (Account, error) {
+	// The proxy knows every password in clear, so it can check either
+	// plugin's scramble without a switch; any other plugin is switched to
+	// the configured one.
+	if plugin != mysql.AUTH_NATIVE_PASSWORD && plugin != mysql.AUTH_CACHING_SHA2_PASSWORD {
+		plugin = s.authMethod
+		sw := append([]byte{0xFE}, plugin...)
+		sw = append(sw, 0)
+		sw = append(append(sw, scramble...), 0)
+		if err := c.writePacket(sw); err != nil {
+			return Account{}, err
+		}
+		if err := c.flush(); err != nil {
+			return Account{}, err
+		}
+		p, err := c.readPacket(nil, preAuthMaxPacket)
+		if err != nil {
+			return Account{}, err
+		}
+		auth = p
+	}
+	acct, known := s.users.Load().byName[user]
+	var want []byte
+	pw := acct.Password
+	if !known {
+		pw = s.decoy
+	}
+	if pw != "" {
+		if plugin == mysql.AUTH_CACHING_SHA2_PASSWORD {
+			want = mysql.CalcCachingSha2Password(scramble, pw)
+		} else {
+			want = mysql.CalcPassword(scramble, []byte(pw))
+		}
+	}
+	if !known || len(want) != len(auth) || subtle.ConstantTimeCompare(want, auth) != 1 {
+		return Account{}, accessDenied(user, remote, len(auth) > 0)
+	}
+	if plugin == mysql.AUTH_CACHING_SHA2_PASSWORD && pw != "" {
+		// The proxy knows every password, so its "cache" always hits.
+		if err := c.writePacket([]byte{0x01, 0x03}); err != nil {
+			return Account{}, err
+		}
+	}
+	return acct, nil
+}
+
+// backendLoginFor is the backend login for an authenticated client.
+func backendLoginFor(h *clientHello) backendLogin {
+	return backendLogin{
+		user:       h.account.BackendUser,
+		password:   h.account.BackendPassword,
+		db:         h.resp.db,
+		charset:    backendCharset(h.resp.charset),
+		clientCaps: h.resp.caps,
+		clientExt:  h.resp.extCaps,
+		maxPacket:  h.resp.maxPacket,
+		attrs:      h.resp.attrs,
+	}
+}
+
+// backendCharset keeps the client's collation when the parser knows it, and
+// falls back to utf8mb4_general_ci, which MySQL and MariaDB both have.
+func backendCharset(id uint8) uint8 {
+	if c, err := charset.GetCollationByID(int(id)); err == nil && c.Name != "" {
+		return id
+	}
+	return 45
+}
+
+// writeLoginError sends e as the answer to the handshake, best effort.
+func writeLoginError(c *leg, e *loginError) {
+	_ = c.conn.SetWriteDeadline(time.Now().Add(2 * time.Second))
+	if c.writePacket(errPacket(e.code, e.state, e.msg)) == nil {
+		_ = c.flush()
+	}
+}
+
+// backendRefusal turns a failed backend login into what the client is told:
+// the backend's own ERR (1045, 1049, ...) or 1429 naming the address.
+func (s *Server) backendRefusal(err error) *loginError {
+	var me *mysql.MyError
+	if errors.As(err, &me) {
+		return &loginError{me.Code, me.State, me.Message}
+	}
+	return &loginError{errBackendUnreachable, "HY000",
+		fmt.Sprintf("leafproxy: can't connect to backend MySQL server on '%s': %v", s.cfg.Backend.Addr, rootCause(err))}
+}
+
+// hello returns the backend greeting new clients are shown, learning it
+// first when the proxy has not yet seen one (start-up, or every earlier
+// attempt failed). Clients arriving while a probe is under way share its
+// answer instead of each waiting out another connect timeout.
+func (s *Server) hello(ctx context.Context) (*greeting, error) {
+	if g := s.backendHello.Load(); g != nil {
+		return g, nil
+	}
+	s.probeMu.Lock()
+	if g := s.backendHello.Load(); g != nil {
+		s.probeMu.Unlock()
+		return g, nil
+	}
+	p := s.probe
+	if p == nil {
+		p = &probeCall{done: make(chan struct{})}
+		s.probe = p
+		go s.runProbe(p)
+	}
+	s.probeMu.Unlock()
+	select {
+	case <-p.done:
+		return p.g, p.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// probeCall is one probe login, shared by the clients waiting for it.
+type probeCall struct {
+	done chan struct{}
+	g    *greeting
+	err  error
+}
+
+func (s *Server) runProbe(p *probeCall) {
+	bc, err := s.connectBackend(s.baseCtx, backendLogin{
+		user: s.cfg.Backend.User, password: s.cfg.Backend.Password, charset: 45,
+	})
+	if err == nil {
+		// Log out cleanly: an aborted connection counts against the
+		// proxy's host in the backend's max_connect_errors.
+		_ = bc.conn.SetDeadline(time.Now().Add(time.Second))
+		_, _ = bc.conn.Write([]byte{1, 0, 0, 0, mysql.COM_QUIT})
+		bc.conn.Close()
+		p.g = bc.hello
+	}
+	p.err = err
+	s.probeMu.Lock()
+	s.probe = nil
+	s.probeMu.Unlock()
+	close(p.done)
+}
+
+// noteGreeting remembers the backend's latest greeting, so clients see an
+// upgraded or restarted backend as it is now.
+func (s *Server) noteGreeting(g *greeting) {
+	cp := *g
+	cp.scramble = nil
+	cp.threadID = 0
+	if old := s.backendHello.Load(); old == nil || old.version != cp.version || old.caps != cp.caps ||
+		old.extCaps != cp.extCaps || old.charset != cp.charset || old.status != cp.status {
+		s.backendHello.Store(&cp)
+	}
+}

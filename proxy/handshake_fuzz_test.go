@@ -1,0 +1,222 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+
+	gomysql "github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// Fuzz targets for everything the proxy parses from a client before or
+// right after authentication, and for the backend greeting. Their seeds
+// run in the normal suite (go test); explore with e.g.
+//
+//	go test -run '^$' -fuzz FuzzHandshakeResponse -fuzztime 60s ./proxy/
+//
+// Each target asserts no panic and that whatever is parsed is bounded by
+// the input (no field longer than the packet, nothing allocated for a
+// claimed length the packet does not hold).
+
+// seedResponse is a well-formed HandshakeResponse41 as a real client sends it.
+func seedResponse(caps uint32, user, db, plugin string, auth, attrs []byte) []byte {
+	r := &handshakeResponse{caps: caps, maxPacket: 1 << 24, charset: 45, user: user, db: db,
+		plugin: plugin, auth: auth, attrs: attrs}
+	return appendHandshakeResponse(nil, r, false)
+}
+
+const fuzzCaps = rawBaseCaps | gomysql.CLIENT_CONNECT_WITH_DB | gomysql.CLIENT_MULTI_STATEMENTS
+
+// handshakeSeeds are valid responses and the malformed shapes that once
+// crashed go-mysql's parser: user, db or plugin without their NUL, auth
+// lengths beyond the packet, truncated attributes.
+func handshakeSeeds() [][]byte {
+	auth := bytes.Repeat([]byte{0x5a}, 20)
+	attrs := attrsWith(nil, "_client_name", "go-sql-driver", "_pid", "42")
+	valid := seedResponse(fuzzCaps, "app", "test", gomysql.AUTH_NATIVE_PASSWORD, auth, attrs)
+	seeds := [][]byte{
+		valid,
+		valid[:32], // SSL request
+		seedResponse(fuzzCaps&^gomysql.CLIENT_CONNECT_WITH_DB, "app", "", gomysql.AUTH_CACHING_SHA2_PASSWORD, auth, nil),
+		seedResponse(fuzzCaps&^gomysql.CLIENT_LONG_PASSWORD, "root", "", "", nil, nil),
+	}
+	// Every truncation of a valid response: user, auth, db, plugin and
+	// attributes each lose their terminator or their tail somewhere.
+	for i := 0; i < len(valid); i++ {
+		seeds = append(seeds, valid[:i])
+	}
+	hdr := valid[:32]
+	for _, tail := range [][]byte{
+		[]byte("app"),              // user without NUL
+		[]byte("app\x00\x14short"), // auth length 20, 5 bytes there
+		[]byte("app\x00\xfe\xff\xff\xff\xff\xff\xff\xff\xff"), // 8-byte lenenc auth length
+		[]byte("app\x00\x00test"),                             // db without NUL
+		[]byte("app\x00\x00test\x00mysql_native_password"),    // plugin without NUL
+		[]byte("app\x00\x00test\x00p\x00\xfc\xff\xff"),        // attrs claim 64 KB
+		[]byte("app\x00\x00test\x00p\x00\xfd\xff\xff\xff"),    // attrs claim 16 MB
+	} {
+		seeds = append(seeds, append(append([]byte(nil), hdr...), tail...))
+	}
+	return seeds
+}
+
+func FuzzHandshakeResponse(f *testing.F) {
+	for _, s := range handshakeSeeds() {
+		f.Add(s, true)
+		f.Add(s, false)
+	}
+	f.Fuzz(func(t *testing.T, p []byte, mariadb bool) {
+		r, err := parseHandshakeResponse(p, mariadb)
+		if err != nil {
+			if r != nil {
+				t.Fatal("error with a result")
+			}
+			return
+		}
+		if len(p) < 32 {
+			t.Fatalf("accepted a %d-byte response", len(p))
+		}
+		if n := len(r.user) + len(r.auth) + len(r.db) + len(r.plugin) + len(r.attrs); n > len(p) {
+			t.Fatalf("parsed %d bytes of fields out of a %d-byte packet", n, len(p))
+		}
+		if slack := len(p)*9/8 + 32; cap(r.auth) > slack || cap(r.attrs) > slack { // allocator size classes round up
+			t.Fatalf("buffers beyond the packet: auth cap %d, attrs cap %d, packet %d", cap(r.auth), cap(r.attrs), len(p))
+		}
+		if len(p) == 32 {
+			return // SSL request: nothing more to compare
+		}
+		// What the proxy would forward must read back the same.
+		again := *r
+		again.caps |= gomysql.CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA | gomysql.CLIENT_PLUGIN_AUTH
+		q := appendHandshakeResponse(nil, &again, false)
+		r2, err := parseHandshakeResponse(q, mariadb)
+		if err != nil {
+			t.Fatalf("re-encoded response does not parse: %v", err)
+		}
+		if r2.user != r.user || !bytes.Equal(r2.auth, r.auth) || r2.db != r.db || r2.plugin != r.plugin || !bytes.Equal(r2.attrs, r.attrs) {
+			t.Fatalf("round trip changed the response:\n%+v\n%+v", r, r2)
+		}
+	})
+}
+
+func FuzzChangeUser(f *testing.F) {
+	caps := uint32(fuzzCaps)
+	body := []byte("bob\x00\x14")
+	body = append(body, bytes.Repeat([]byte{7}, 20)...)
+	body = append(body, "test\x00"...)
+	body = binary.LittleEndian.AppendUint16(body, 45)
+	body = append(body, "mysql_native_password\x00"...)
+	body = append(body, mysqlLenenc(attrsWith(nil, "_client_name", "mysql2"))...)
+	f.Add(body, caps)
+	f.Add(body, caps&^gomysql.CLIENT_SECURE_CONNECTION)
+	for i := range body {
+		f.Add(body[:i], caps)
+	}
+	f.Add([]byte("bob"), caps)
+	f.Add([]byte("bob\x00\xff"), caps)
+	f.Add([]byte("bob\x00\x00db"), caps)
+	f.Add([]byte("bob\x00\x00db\x00\x2d\x00\xfd\xff\xff\xff"), caps)
+	f.Fuzz(func(t *testing.T, p []byte, caps uint32) {
+		r, err := parseChangeUser(p, caps)
+		if err != nil {
+			return
+		}
+		if n := len(r.user) + len(r.auth) + len(r.db) + len(r.plugin) + len(r.attrs); n > len(p) {
+			t.Fatalf("parsed %d bytes of fields out of a %d-byte packet", n, len(p))
+		}
+		if slack := len(p)*9/8 + 32; cap(r.auth) > slack || cap(r.attrs) > slack { // allocator size classes round up
+			t.Fatalf("buffers beyond the packet: auth cap %d, attrs cap %d, packet %d", cap(r.auth), cap(r.attrs), len(p))
+		}
+	})
+}
+
+func mysqlLenenc(b []byte) []byte {
+	return append(gomysql.AppendLengthEncodedInteger(nil, uint64(len(b))), b...)
+}
+
+// FuzzParseKill covers the KILL recogniser and the statement splitter it
+// runs on every COM_QUERY that mentions "kill".
+func FuzzParseKill(f *testing.F) {
+	for _, s := range []string{
+		"KILL 5", "kill query 1073741825", "KILL HARD CONNECTION 7;", "KILL SOFT QUERY 9 ; ",
+		"KILL USER app", "KILL QUERY ID 3", "KILL 1+1", "SELECT 1; KILL 5", "/*!KILL*/ 5",
+		"/*M!100000 KILL */ 5", "-- x\nKILL 5", "# c\nKILL 99999999999", "KILL 4294967296",
+		"SELECT 'kill;'; SELECT `a;b`", "SELECT \"a\\\";\" ; kill", "/* unterminated kill", "KILL",
+		"'", "`", "/*", "/*M", "/*!", "-- ", ";;;", "",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, q []byte) {
+		k, ok := parseKill(q)
+		if ok && k.refuse != "" {
+			t.Fatalf("accepted and refused at once: %+v", k)
+		}
+		if ok && !containsFold(q, "kill") {
+			t.Fatalf("KILL recognised in %q", q)
+		}
+		stmts := splitStatements(q)
+		if len(stmts) == 0 || len(stmts) > bytes.Count(q, []byte(";"))+1 {
+			t.Fatalf("%d statements from %d semicolons", len(stmts), bytes.Count(q, []byte(";")))
+		}
+		// The statements are q cut at semicolons: joined back they are q,
+		// less at most a trailing ";" plus white space.
+		joined := bytes.Join(stmts, []byte(";"))
+		if !bytes.HasPrefix(q, joined) {
+			t.Fatalf("statements %q are not a prefix of %q", stmts, q)
+		}
+		if rest := q[len(joined):]; len(rest) > 0 && (rest[0] != ';' || len(bytes.TrimSpace(rest[1:])) > 0) {
+			t.Fatalf("splitStatements dropped %q", rest)
+		}
+	})
+}
+
+func seedGreeting(mariadb bool) []byte {
+	g := &greeting{version: "10.11.19-MariaDB-0+deb12u1", threadID: 42, scramble: randomScramble(),
+		caps: 0x81fffffe, charset: 45, status: gomysql.SERVER_STATUS_AUTOCOMMIT, plugin: gomysql.AUTH_NATIVE_PASSWORD,
+		extCaps: mariadbStmtBulk | mariadbExtTypeInfo}
+	if !mariadb {
+		g.caps |= gomysql.CLIENT_LONG_PASSWORD
+		g.extCaps = 0
+		g.version = "8.0.36"
+	}
+	return appendGreeting(nil, g)
+}
+
+func FuzzParseGreeting(f *testing.F) {
+	for _, m := range []bool{true, false} {
+		g := seedGreeting(m)
+		for i := 0; i <= len(g); i++ {
+			f.Add(g[:i])
+		}
+	}
+	f.Add(errPacket(1040, "08004", "Too many connections"))
+	f.Add([]byte{0xFF})
+	f.Add([]byte{10, 'x'})
+	f.Fuzz(func(t *testing.T, p []byte) {
+		g, err := parseGreeting(p)
+		if err != nil {
+			return
+		}
+		if n := len(g.version) + len(g.scramble) + len(g.plugin); n > len(p) {
+			t.Fatalf("parsed %d bytes of fields out of a %d-byte greeting", n, len(p))
+		}
+	})
+}
+
+// The greeting the proxy writes reads back as written.
+func TestGreetingRoundTrip(t *testing.T) {
+	for _, m := range []bool{true, false} {
+		p := seedGreeting(m)
+		g, err := parseGreeting(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.mariadb() != m || g.threadID != 42 || len(g.scramble) != 20 || g.plugin != gomysql.AUTH_NATIVE_PASSWORD ||
+			g.status != gomysql.SERVER_STATUS_AUTOCOMMIT || g.charset != 45 {
+			t.Fatalf("round trip: %+v", g)
+		}
+		if m && g.extCaps != mariadbStmtBulk|mariadbExtTypeInfo {
+			t.Fatalf("extended caps lost: 0x%x", g.extCaps)
+		}
+	}
+}

@@ -1,0 +1,182 @@
+package proxy
+
+import (
+	"bytes"
+
+	"github.com/leafproxy/leafproxy/internal/sqltext"
+)
+
+// Keyword helpers: cheap prefix checks, no parsing. What is a comment, a
+// quoted text or an executable comment is internal/sqltext's, shared with
+// the engine and the rewriter.
+
+// skipSpace skips whitespace and comments (not /*! */ which MySQL
+// executes).
+func skipSpace(q []byte) []byte { return q[sqltext.SkipSpace(q, 0):] }
+
+// startsSet reports whether the statement's first word is SET, past
+// whitespace, comments and executable-comment openers (/*!, /*!NNNNN,
+// /*M!NNNNNN: their content is code the server may run, as mysqldump's
+// /*!40101 SET SQL_MODE=... */). It does not ask whether the server runs
+// a versioned comment: a false "yes" only costs a sql_mode re-read.
+func startsSet(q []byte) bool { return hasKeyword(firstWord(q), "SET") }
+
+// hasKeyword reports whether q starts with kw (upper case) as a whole word.
+func hasKeyword(q []byte, kw string) bool { return sqltext.HasKeyword(q, kw) }
+
+// parseUse reads the database name of `USE name` (rest after USE); ok is
+// false when the statement has any other shape.
+func parseUse(rest []byte) (string, bool) {
+	rest = skipSpace(rest)
+	var name []byte
+	if len(rest) > 0 && rest[0] == '`' {
+		i := 1
+		for {
+			j := bytes.IndexByte(rest[i:], '`')
+			if j < 0 {
+				return "", false
+			}
+			name = append(name, rest[i:i+j]...)
+			i += j + 1
+			if i < len(rest) && rest[i] == '`' { // `` is a literal backtick
+				name = append(name, '`')
+				i++
+				continue
+			}
+			break
+		}
+		rest = rest[i:]
+	} else {
+		i := 0
+		for i < len(rest) && rest[i] != ';' && rest[i] != ' ' && rest[i] != '\t' && rest[i] != '\n' && rest[i] != '\r' {
+			i++
+		}
+		name, rest = rest[:i], rest[i:]
+	}
+	for _, c := range rest {
+		if c != ';' && c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return "", false
+		}
+	}
+	return string(name), len(name) > 0
+}
+
+// containsFold reports whether b contains the lower-case ASCII word w in
+// any case, without allocating.
+func containsFold(b []byte, w string) bool { return sqltext.ContainsFold(b, w) }
+
+// killReq is a KILL statement the proxy carries out itself.
+type killReq struct {
+	id         uint32
+	connection bool   // KILL [CONNECTION] n; false: KILL QUERY n
+	mode       string // "HARD ", "SOFT " or ""
+	refuse     string // non-empty: a KILL form the proxy will not relay
+}
+
+// parseKill recognises KILL statements in a COM_QUERY text. ok means q is a
+// single KILL [HARD|SOFT] [CONNECTION|QUERY] <number>. A KILL the proxy
+// cannot map to one of its own sessions (KILL USER, KILL QUERY ID, an
+// expression, a KILL among several statements) comes back with refuse set:
+// relayed as written it could reach a thread of a client that never went
+// through this proxy.
+func parseKill(q []byte) (k killReq, ok bool) {
+	// The hot path: one look at the first word, and, only for a text with
+	// a ';' (a multi-statement text), a look at each statement's first
+	// word. The rest of a statement is never scanned.
+	if w := firstWord(q); hasKeyword(w, "KILL") {
+		if bytes.IndexByte(q, ';') < 0 {
+			return parseKillArgs(skipSpace(w[4:]))
+		}
+	} else if bytes.IndexByte(q, ';') < 0 {
+		return k, false
+	}
+	stmts := splitStatements(q)
+	for _, st := range stmts {
+		w := firstWord(st)
+		if !hasKeyword(w, "KILL") {
+			continue
+		}
+		if len(stmts) > 1 {
+			return killReq{refuse: "leafproxy: send KILL as a statement of its own, not in a multi-statement text"}, false
+		}
+		return parseKillArgs(skipSpace(w[4:]))
+	}
+	return k, false
+}
+
+func parseKillArgs(q []byte) (killReq, bool) {
+	k := killReq{connection: true}
+	word := func(kw string) bool {
+		if hasKeyword(q, kw) {
+			q = skipSpace(q[len(kw):])
+			return true
+		}
+		return false
+	}
+	switch {
+	case word("HARD"):
+		k.mode = "HARD "
+	case word("SOFT"):
+		k.mode = "SOFT "
+	}
+	switch {
+	case word("USER"):
+		return killReq{refuse: "leafproxy: KILL USER is not supported through the proxy; KILL each connection id"}, false
+	case word("CONNECTION"):
+	case word("QUERY"):
+		k.connection = false
+		if word("ID") {
+			return killReq{refuse: "leafproxy: KILL QUERY ID is not supported through the proxy; use KILL QUERY <connection id>"}, false
+		}
+	}
+	i := 0
+	for i < len(q) && q[i] >= '0' && q[i] <= '9' {
+		i++
+	}
+	rest := skipSpace(q[i:])
+	for len(rest) > 0 && rest[0] == ';' {
+		rest = skipSpace(rest[1:])
+	}
+	if i == 0 || i > 10 || len(rest) > 0 {
+		return killReq{refuse: "leafproxy: KILL through the proxy takes a connection id number"}, false
+	}
+	v, _ := strconvAtoi(q[:i])
+	if v > 1<<32-1 {
+		return killReq{refuse: "leafproxy: KILL through the proxy takes a connection id number"}, false
+	}
+	k.id = uint32(v)
+	return k, true
+}
+
+func strconvAtoi(b []byte) (uint64, bool) {
+	var v uint64
+	for _, c := range b {
+		v = v*10 + uint64(c-'0')
+	}
+	return v, true
+}
+
+// firstWord skips whitespace, comments and executable-comment openers
+// (/*!, /*!NNNNN, /*M!NNNNNN), whose content the server runs.
+func firstWord(q []byte) []byte { return q[sqltext.SkipToCode(q, 0):] }
+
+// splitStatements splits a text at the semicolons that end statements,
+// skipping quoted strings, quoted names and comments (an executable
+// comment's content counts as code). Backslash escapes are assumed (a
+// false split only makes a KILL among statements refused).
+func splitStatements(q []byte) [][]byte {
+	var out [][]byte
+	start := 0
+	for {
+		end := sqltext.StatementEnd(q, start, true)
+		if end == len(q) {
+			break
+		}
+		out = append(out, q[start:end])
+		start = end + 1
+	}
+	if len(bytes.TrimSpace(q[start:])) > 0 || len(out) == 0 {
+		out = append(out, q[start:])
+	}
+	return out
+}

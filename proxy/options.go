@@ -1,0 +1,88 @@
+package proxy
+
+import "time"
+
+// Config is what the proxy needs to run, in its own terms: the listener,
+// the backend, the accounts clients log in with, TLS towards clients,
+// limits and shutdown. The service builds it from the YAML configuration
+// (service.ProxyConfig); the proxy knows nothing of the file. Zero limits
+// take the defaults below.
+type Config struct {
+	// Listen is host:port, or a Unix socket path (containing '/').
+	Listen   string
+	Backend  Backend
+	Users    []Account // none: clients log in with the backend's own account, as admin
+	TLS      ServerTLS
+	Limits   Limits
+	Shutdown Shutdown
+}
+
+// Backend is the MySQL/MariaDB server sessions are relayed to.
+type Backend struct {
+	Addr           string // host:port, or a Unix socket path
+	User, Password string
+	ConnectTimeout time.Duration // 0: DefaultConnectTimeout
+	TLS            BackendTLS
+}
+
+// BackendTLS is TLS on the backend leg.
+type BackendTLS struct {
+	Enabled            bool
+	CA                 string // PEM file; empty: the system's roots
+	ServerName         string // empty: the host of Backend.Addr
+	InsecureSkipVerify bool
+}
+
+// Account is a proxy user. The backend session logs in as BackendUser
+// (default: Backend.User, with Backend.Password).
+type Account struct {
+	Name, Password               string
+	BackendUser, BackendPassword string
+	Admin                        bool // may KILL others' sessions and run the admin SQL
+}
+
+// ServerTLS is TLS towards clients; without Cert and Key the proxy makes a
+// self-signed certificate at start.
+type ServerTLS struct {
+	Cert, Key string
+	Required  bool
+}
+
+// Limits protect the proxy; zero takes the default.
+type Limits struct {
+	MaxConnections   int           // logged-in sessions; 0: no limit
+	IdleTimeout      time.Duration // 0: never
+	MaxHandshakes    int           // 0: DefaultMaxHandshakes
+	HandshakeTimeout time.Duration // 0: DefaultHandshakeTimeout
+	CommandMemory    int64         // 0: DefaultCommandMemory
+}
+
+// Shutdown bounds a graceful stop.
+type Shutdown struct {
+	Grace time.Duration // statements in flight get this long
+}
+
+// Defaults for zero Config fields (config.ApplyDefaults reads them from here).
+const (
+	DefaultConnectTimeout   = 5 * time.Second
+	DefaultMaxHandshakes    = 1024
+	DefaultHandshakeTimeout = 5 * time.Second
+	DefaultCommandMemory    = 512 << 20
+)
+
+// withDefaults fills zero limits.
+func (c Config) withDefaults() Config {
+	if c.Backend.ConnectTimeout <= 0 {
+		c.Backend.ConnectTimeout = DefaultConnectTimeout
+	}
+	if c.Limits.MaxHandshakes <= 0 {
+		c.Limits.MaxHandshakes = DefaultMaxHandshakes
+	}
+	if c.Limits.HandshakeTimeout <= 0 {
+		c.Limits.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if c.Limits.CommandMemory <= 0 {
+		c.Limits.CommandMemory = DefaultCommandMemory
+	}
+	return c
+}

@@ -1,0 +1,36 @@
+package proxy
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A session idle for longer than backendWatch gives its buffers back
+// (park) and takes them again at the next command: plain, compressed, with
+// a large statement before the pause and a large result after it.
+func TestParkedSessionsWork(t *testing.T) {
+	ensureDB(t, shared, "parkdb")
+	shared.Exec(t, "DROP TABLE IF EXISTS parkdb.t", "CREATE TABLE parkdb.t (id INT PRIMARY KEY, s LONGTEXT)")
+	e := startProxy(t, shared.Addr, nil)
+	big := strings.Repeat("0123456789", 100_000)
+	for i, params := range []string{"", "compress=true"} {
+		db := e.open(t, "parkdb", params)
+		conn, err := db.Conn(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.ExecContext(context.Background(), "INSERT INTO t VALUES (?, '"+big+"')", i); err != nil {
+			t.Fatal(err)
+		}
+		for round := range 2 {
+			time.Sleep(backendWatch + 300*time.Millisecond)
+			var s string
+			if err := conn.QueryRowContext(context.Background(), "SELECT s FROM t WHERE id = ?", i).Scan(&s); err != nil || s != big {
+				t.Fatalf("%q, after idle %d: %v (len %d)", params, round, err, len(s))
+			}
+		}
+		conn.Close()
+	}
+}

@@ -1,0 +1,178 @@
+package proxy
+
+import (
+	"strconv"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// WriteOK answers the client's command with an OK packet carrying the
+// backend's last status flags.
+func (s *Session) WriteOK(affected, insertID uint64, warnings uint16) error {
+	p := okPacket(affected, insertID, s.status, warnings)
+	if s.caps&mysql.CLIENT_SESSION_TRACK != 0 {
+		p = append(p, 0) // empty info string, length-encoded as session tracking wants
+	}
+	if err := s.c.writePacket(p); err != nil {
+		return s.setFatal(err)
+	}
+	return s.setFatal(s.c.flush())
+}
+
+// WriteError answers the client's command with an ERR packet; the session
+// stays usable.
+func (s *Session) WriteError(code uint16, sqlState, msg string) error {
+	return s.writeErrFlush(code, sqlState, msg)
+}
+
+// WriteResultSet answers with a text-protocol result of BIGINT columns
+// (nil = NULL), for a COM_QUERY the proxy answers itself.
+func (s *Session) WriteResultSet(cols []string, rows [][]*int64) error {
+	return s.writeInt64Result(cols, rows, false)
+}
+
+// WriteBinaryResultSet is WriteResultSet in the binary protocol, for a
+// COM_STMT_EXECUTE the proxy answers itself (the statement must have been
+// prepared on the backend with the same number of columns, so the client's
+// statement metadata matches).
+func (s *Session) WriteBinaryResultSet(cols []string, rows [][]*int64) error {
+	return s.writeInt64Result(cols, rows, true)
+}
+
+func (s *Session) writeInt64Result(cols []string, rows [][]*int64, binaryRows bool) error {
+	// Every packet is built in the session's reusable buffer: a NEXTVAL
+	// answer costs no allocation.
+	w := func(p []byte) error {
+		s.out = p[:0]
+		if err := s.c.writePacket(p); err != nil {
+			return s.setFatal(err)
+		}
+		return nil
+	}
+	if err := w(mysql.AppendLengthEncodedInteger(s.out[:0], uint64(len(cols)))); err != nil {
+		return err
+	}
+	for _, c := range cols {
+		if err := w(appendBigintColumnDef(s.out[:0], c, s.extCaps&mariadbExtTypeInfo != 0)); err != nil {
+			return err
+		}
+	}
+	if err := w(appendEOF(s.out[:0], s.status)); err != nil {
+		return err
+	}
+	for _, row := range rows {
+		p := s.out[:0]
+		if binaryRows {
+			bitmap := (len(cols) + 7 + 2) / 8
+			p = append(p, 0x00)
+			start := len(p)
+			for range bitmap {
+				p = append(p, 0)
+			}
+			for i, v := range row {
+				if v == nil {
+					bit := i + 2
+					p[start+bit/8] |= 1 << (bit % 8)
+					continue
+				}
+				u := uint64(*v)
+				p = append(p, byte(u), byte(u>>8), byte(u>>16), byte(u>>24), byte(u>>32), byte(u>>40), byte(u>>48), byte(u>>56))
+			}
+		} else {
+			for _, v := range row {
+				if v == nil {
+					p = append(p, 0xFB)
+					continue
+				}
+				var num [20]byte
+				txt := strconv.AppendInt(num[:0], *v, 10)
+				p = append(p, byte(len(txt)))
+				p = append(p, txt...)
+			}
+		}
+		if err := w(p); err != nil {
+			return err
+		}
+	}
+	if err := w(appendEOF(s.out[:0], s.status)); err != nil {
+		return err
+	}
+	s.trimOut()
+	return s.setFatal(s.c.flush())
+}
+
+// WriteTextResultSet answers with a text-protocol result of VARCHAR
+// (utf8mb4) columns, nil = NULL: for the proxy's own SHOW statements.
+func (s *Session) WriteTextResultSet(cols []string, rows [][]*string) error {
+	w := func(p []byte) error {
+		if err := s.c.writePacket(p); err != nil {
+			return s.setFatal(err)
+		}
+		return nil
+	}
+	var p []byte
+	if err := w(mysql.AppendLengthEncodedInteger(p, uint64(len(cols)))); err != nil {
+		return err
+	}
+	for _, c := range cols {
+		if err := w(appendColumnDef(nil, c, s.extCaps&mariadbExtTypeInfo != 0,
+			45, 1024, mysql.MYSQL_TYPE_VAR_STRING, 0)); err != nil {
+			return err
+		}
+	}
+	if err := w(appendEOF(nil, s.status)); err != nil {
+		return err
+	}
+	for _, row := range rows {
+		p = p[:0]
+		for _, v := range row {
+			if v == nil {
+				p = append(p, 0xFB)
+				continue
+			}
+			p = mysql.AppendLengthEncodedInteger(p, uint64(len(*v)))
+			p = append(p, *v...)
+		}
+		if err := w(p); err != nil {
+			return err
+		}
+	}
+	if err := w(appendEOF(nil, s.status)); err != nil {
+		return err
+	}
+	return s.setFatal(s.c.flush())
+}
+
+// appendColumnDef appends a Protocol::ColumnDefinition41 (with MariaDB's
+// extended metadata field, empty, when negotiated).
+func appendColumnDef(p []byte, name string, extTypeInfo bool, charset uint16, length uint32, typ byte, flags uint16) []byte {
+	lstr := func(v string) {
+		p = mysql.AppendLengthEncodedInteger(p, uint64(len(v)))
+		p = append(p, v...)
+	}
+	lstr("def")
+	lstr("")
+	lstr("")
+	lstr("")
+	lstr(name)
+	lstr("")
+	if extTypeInfo {
+		lstr("")
+	}
+	return append(p, 0x0c, byte(charset), byte(charset>>8),
+		byte(length), byte(length>>8), byte(length>>16), byte(length>>24),
+		typ, byte(flags), byte(flags>>8), 0, 0, 0)
+}
+
+func appendEOF(p []byte, status uint16) []byte {
+	return append(p, 0xFE, 0, 0, byte(status), byte(status>>8))
+}
+
+// appendBigintColumnDef appends a Protocol::ColumnDefinition41 for a
+// signed BIGINT. extTypeInfo: the client negotiated MariaDB's extended
+// type metadata, which adds a (here empty) metadata string before the
+// fixed fields.
+func appendBigintColumnDef(p []byte, name string, extTypeInfo bool) []byte {
+	// charset 63 (binary), display length 20, BINARY_FLAG, no decimals.
+	return appendColumnDef(p, name, extTypeInfo, 63, 20, mysql.MYSQL_TYPE_LONGLONG, mysql.BINARY_FLAG)
+}

@@ -1,0 +1,255 @@
+package service
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/leafproxy/leafproxy/allocator"
+	"github.com/leafproxy/leafproxy/config"
+)
+
+// Check is the outcome of one dependency's probe.
+type Check struct {
+	OK        bool    `json:"ok"`
+	Addr      string  `json:"addr,omitempty"`
+	Error     string  `json:"error,omitempty"`
+	LatencyMS float64 `json:"latency_ms"`
+}
+
+// Health is what /healthz answers: OK when the backend and the allocation
+// store accept a login (and, when a tag uses snowflake, the worker lease is
+// held), else the first reason it is not.
+type Health struct {
+	OK        bool      `json:"ok"`
+	Status    string    `json:"status"` // ok or unavailable
+	Reason    string    `json:"reason,omitempty"`
+	CheckedAt time.Time `json:"checked_at"`
+	Backend   Check     `json:"backend"`
+	Store     Check     `json:"store"`
+	Snowflake *Check    `json:"snowflake,omitempty"`
+}
+
+// Probe bounds and caching: one probe per healthTTL however often /healthz
+// and the status page ask, each dependency given at most probeTimeout.
+const (
+	healthTTL    = time.Second
+	probeTimeout = 2 * time.Second
+)
+
+// health probes the backend and the store with fresh logins (no pooled
+// connection hides a changed password or a restarted server), caches the
+// result for healthTTL and lets concurrent callers share one probe.
+type health struct {
+	cfg     *config.Config
+	seq     *allocator.Sequences
+	backend *sql.DB
+	store   *sql.DB
+	timeout time.Duration
+	ttl     time.Duration
+	probes  atomic.Int64 // probes run, for tests
+
+	mu       sync.Mutex
+	last     Health
+	lastAt   time.Time     // when last's probe ended: the cache runs from here
+	inflight chan struct{} // closed when the running probe ends
+}
+
+var tlsRegister sync.Mutex
+var tlsNames atomic.Int64
+
+func newHealth(cfg *config.Config, seq *allocator.Sequences) (*health, error) {
+	h := &health{cfg: cfg, seq: seq, timeout: probeTimeout, ttl: healthTTL}
+	if t := cfg.Backend.ConnectTimeout.D(); t > 0 && t < h.timeout {
+		h.timeout = t
+	}
+	mc := mysql.NewConfig()
+	mc.Net, mc.Addr, mc.User, mc.Passwd = "tcp", cfg.Backend.Addr, cfg.Backend.User, cfg.Backend.Password
+	mc.Timeout, mc.ReadTimeout, mc.WriteTimeout = h.timeout, h.timeout, h.timeout
+	if cfg.Backend.TLS.Enabled {
+		tc, err := backendTLS(cfg)
+		if err != nil {
+			return nil, err
+		}
+		// The driver looks TLS configs up by name.
+		name := fmt.Sprintf("leafproxy-health-%d", tlsNames.Add(1))
+		tlsRegister.Lock()
+		err = mysql.RegisterTLSConfig(name, tc)
+		tlsRegister.Unlock()
+		if err != nil {
+			return nil, fmt.Errorf("backend.tls: %w", err)
+		}
+		mc.TLSConfig = name
+	}
+	var err error
+	if h.backend, err = openProbeDB(mc.FormatDSN()); err != nil {
+		return nil, fmt.Errorf("backend probe: %w", err)
+	}
+	smc, err := mysql.ParseDSN(cfg.StoreDSN())
+	if err != nil {
+		h.backend.Close()
+		return nil, fmt.Errorf("sequences.store: %w", err)
+	}
+	smc.Timeout, smc.ReadTimeout, smc.WriteTimeout = h.timeout, h.timeout, h.timeout
+	if h.store, err = openProbeDB(smc.FormatDSN()); err != nil {
+		h.backend.Close()
+		return nil, fmt.Errorf("store probe: %w", err)
+	}
+	return h, nil
+}
+
+func openProbeDB(dsn string) (*sql.DB, error) {
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxIdleConns(0) // every probe logs in afresh
+	db.SetMaxOpenConns(2)
+	return db, nil
+}
+
+// backendTLS mirrors the proxy's TLS settings towards the backend.
+func backendTLS(cfg *config.Config) (*tls.Config, error) {
+	bt := cfg.Backend.TLS
+	tc := &tls.Config{ServerName: bt.ServerName, InsecureSkipVerify: bt.InsecureSkipVerify, MinVersion: tls.VersionTLS12}
+	if tc.ServerName == "" {
+		if host, _, err := net.SplitHostPort(cfg.Backend.Addr); err == nil {
+			tc.ServerName = host
+		}
+	}
+	if bt.CA != "" {
+		pem, err := os.ReadFile(bt.CA)
+		if err != nil {
+			return nil, fmt.Errorf("backend.tls.ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("backend.tls.ca: no certificate in %s", bt.CA)
+		}
+		tc.RootCAs = pool
+	}
+	return tc, nil
+}
+
+func (h *health) close() {
+	h.backend.Close()
+	h.store.Close()
+}
+
+// get returns a result at most ttl old, probing when it is older; callers
+// arriving during a probe wait for it instead of starting their own.
+func (h *health) get(ctx context.Context) Health {
+	for {
+		h.mu.Lock()
+		if !h.lastAt.IsZero() && time.Since(h.lastAt) < h.ttl {
+			r := h.last
+			h.mu.Unlock()
+			return r
+		}
+		if wait := h.inflight; wait != nil {
+			h.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return h.cached(ctx.Err())
+			}
+		}
+		done := make(chan struct{})
+		h.inflight = done
+		h.mu.Unlock()
+
+		r := h.probe()
+		h.mu.Lock()
+		h.last, h.lastAt = r, time.Now()
+		h.inflight = nil
+		h.mu.Unlock()
+		close(done)
+		return r
+	}
+}
+
+// cached is the last result, or a failure when there is none yet.
+func (h *health) cached(err error) Health {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.lastAt.IsZero() {
+		return h.last
+	}
+	return Health{Status: "unavailable", Reason: "health probe did not finish: " + err.Error(), CheckedAt: time.Now()}
+}
+
+func (h *health) probe() Health {
+	h.probes.Add(1)
+	r := Health{CheckedAt: time.Now()}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		r.Backend = h.check(h.cfg.Backend.Addr, func(ctx context.Context) error {
+			return explainBackendError(h.cfg, "log in", h.backend.PingContext(ctx))
+		})
+	})
+	wg.Go(func() {
+		addr, _, db := storeIdentity(h.cfg)
+		r.Store = h.check(addr+"/"+db, func(ctx context.Context) error {
+			var one int
+			err := h.store.QueryRowContext(ctx, "SELECT 1 FROM leaf_alloc LIMIT 1").Scan(&one)
+			if errors.Is(err, sql.ErrNoRows) {
+				err = nil // no tags yet: reachable all the same
+			}
+			return explainStoreError(h.cfg, "read leaf_alloc", err)
+		})
+	})
+	wg.Wait()
+	if h.seq == nil {
+		// still starting
+	} else if g := h.seq.Snowflake(); g != nil {
+		c := Check{OK: true}
+		switch fenced, lost := g.Health(); {
+		case lost:
+			c = Check{Error: "the snowflake worker lease went to another process: no snowflake IDs until leafproxy restarts"}
+		case fenced:
+			c = Check{Error: "the snowflake worker lease was not renewed in time (is the store reachable?): snowflake IDs wait until it is"}
+		}
+		r.Snowflake = &c
+	}
+	switch {
+	case !r.Backend.OK:
+		r.Reason = "backend: " + r.Backend.Error
+	case !r.Store.OK:
+		r.Reason = "store: " + r.Store.Error
+	case r.Snowflake != nil && !r.Snowflake.OK:
+		r.Reason = "snowflake: " + r.Snowflake.Error
+	default:
+		r.OK = true
+	}
+	r.Status = "unavailable"
+	if r.OK {
+		r.Status = "ok"
+	}
+	return r
+}
+
+func (h *health) check(addr string, f func(context.Context) error) Check {
+	ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
+	defer cancel()
+	start := time.Now()
+	err := f(ctx)
+	c := Check{OK: err == nil, Addr: addr, LatencyMS: float64(time.Since(start).Microseconds()) / 1000}
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("no answer within %v: %w", h.timeout, err)
+		}
+		c.Error = err.Error()
+	}
+	return c
+}

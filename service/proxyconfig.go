@@ -1,0 +1,34 @@
+package service
+
+import (
+	"github.com/leafproxy/leafproxy/config"
+	"github.com/leafproxy/leafproxy/proxy"
+)
+
+// ProxyConfig is the proxy's part of the configuration, in the proxy's own
+// terms.
+func ProxyConfig(c *config.Config) proxy.Config {
+	b := c.Backend
+	pc := proxy.Config{
+		Listen: c.Listen,
+		Backend: proxy.Backend{Addr: b.Addr, User: b.User, Password: b.Password, ConnectTimeout: b.ConnectTimeout.D(),
+			TLS: proxy.BackendTLS{Enabled: b.TLS.Enabled, CA: b.TLS.CA, ServerName: b.TLS.ServerName, InsecureSkipVerify: b.TLS.InsecureSkipVerify}},
+		Users: Accounts(c.Users),
+		TLS:   proxy.ServerTLS{Cert: c.TLS.Cert, Key: c.TLS.Key, Required: c.TLS.Required},
+		Limits: proxy.Limits{MaxConnections: c.Limits.MaxConnections, IdleTimeout: c.Limits.IdleTimeout.D(),
+			MaxHandshakes: c.Limits.MaxHandshakes, HandshakeTimeout: c.Limits.HandshakeTimeout.D(),
+			CommandMemory: int64(c.Limits.CommandMemory)},
+		Shutdown: proxy.Shutdown{Grace: c.Shutdown.Grace.D()},
+	}
+	return pc
+}
+
+// Accounts are the configuration's users as the proxy's accounts.
+func Accounts(us []config.User) []proxy.Account {
+	out := make([]proxy.Account, 0, len(us))
+	for _, u := range us {
+		out = append(out, proxy.Account{Name: u.Name, Password: u.Password, BackendUser: u.BackendUser,
+			BackendPassword: u.BackendPassword, Admin: u.Admin})
+	}
+	return out
+}

@@ -1,0 +1,149 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/leafproxy/leafproxy/allocator"
+	"github.com/leafproxy/leafproxy/config"
+	"github.com/leafproxy/leafproxy/rewriter"
+)
+
+// Reload applies a new configuration's users, tables and sequence tags to
+// the running proxy without dropping sessions (SIGHUP). New logins use the
+// new users at once; statements planned from now on use the new table rules;
+// new segment tags are created in the store (above the keys of their rule
+// tables). Anything else that changed (listen, backend, limits, snowflake
+// settings, ...) needs a restart and is reported in the result, not applied.
+// A configuration that would change what a running tag generates (its
+// generator, or a new snowflake tag) is
+// refused as a whole, as is one that fails validation: the old one stays.
+func (s *Service) Reload(ctx context.Context, next *config.Config) (changes []string, err error) {
+	if err := next.Validate(); err != nil {
+		return nil, err
+	}
+	cur := s.current()
+	for name, t := range next.Sequences.Tags {
+		old, ok := cur.Sequences.Tags[name]
+		switch {
+		case ok && old.Generator != t.Generator:
+			return nil, fmt.Errorf("sequences.tags.%s.generator: changing %s to %s needs a restart (IDs already issued must not be repeated)", name, old.Generator, t.Generator)
+		case !ok && t.Generator == "snowflake":
+			return nil, fmt.Errorf("sequences.tags.%s: a new snowflake tag needs a restart (tags are routed to their generator at start)", name)
+		}
+	}
+	rules := make([]rewriter.Rule, 0, len(next.Tables))
+	for _, t := range next.Tables {
+		rules = append(rules, rewriter.Rule{Table: t.Table, Column: t.Column, Tag: t.Tag})
+	}
+	rs, err := rewriter.NewRules(rules)
+	if err != nil {
+		return nil, fmt.Errorf("tables: %w", err)
+	}
+	var added []string
+	for name, t := range next.Sequences.Tags {
+		if _, ok := cur.Sequences.Tags[name]; !ok && t.Generator != "snowflake" {
+			added = append(added, name)
+		}
+	}
+	if len(added) > 0 || !reflect.DeepEqual(cur.Tables, next.Tables) {
+		// New tags (and tags of new rules) are created as init would.
+		ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := allocator.InitStore(ictx, next, nil)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("create the new tags in the store: %w", err)
+		}
+	}
+
+	changes = append(changes, diffNames("user", names(cur.Users), names(next.Users))...)
+	for _, u := range next.Users {
+		for _, o := range cur.Users {
+			if o.Name == u.Name && o != u {
+				changes = append(changes, fmt.Sprintf("user %q changed", u.Name))
+			}
+		}
+	}
+	changes = append(changes, diffNames("table rule", ruleNames(cur.Tables), ruleNames(next.Tables))...)
+	changes = append(changes, diffNames("tag", slices.Collect(maps.Keys(cur.Sequences.Tags)), slices.Collect(maps.Keys(next.Sequences.Tags)))...)
+
+	// Apply: accounts, rules, the configured-tags view.
+	s.Proxy.SetUsers(Accounts(next.Users))
+	s.Engine.SetRules(rs)
+	applied := *cur
+	applied.Users, applied.Tables, applied.Sequences.Tags = next.Users, next.Tables, next.Sequences.Tags
+	s.live.Store(&applied)
+
+	// What a restart would pick up.
+	restart := *next
+	restart.Users, restart.Tables, restart.Sequences.Tags, restart.Path = cur.Users, cur.Tables, cur.Sequences.Tags, cur.Path
+	for _, f := range changedFields(*cur, restart) {
+		changes = append(changes, f+" changed: needs a restart, not applied")
+	}
+	return changes, nil
+}
+
+// current is the configuration in force (as reloaded).
+func (s *Service) current() *config.Config {
+	if s.live != nil {
+		if c := s.live.Load(); c != nil {
+			return c
+		}
+	}
+	return s.cfg
+}
+
+func names(us []config.User) []string {
+	out := make([]string, 0, len(us))
+	for _, u := range us {
+		out = append(out, u.Name)
+	}
+	return out
+}
+
+func ruleNames(ts []config.Table) []string {
+	out := make([]string, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, fmt.Sprintf("%s.%s <- %s", t.Table, t.Column, t.Tag))
+	}
+	return out
+}
+
+// diffNames lists what was added and removed between two name lists.
+func diffNames(what string, before, after []string) []string {
+	var out []string
+	for _, n := range after {
+		if !slices.Contains(before, n) {
+			out = append(out, fmt.Sprintf("%s %q added", what, n))
+		}
+	}
+	for _, n := range before {
+		if !slices.Contains(after, n) {
+			out = append(out, fmt.Sprintf("%s %q removed", what, n))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// changedFields names the top-level sections (by YAML key) that differ.
+func changedFields(a, b config.Config) []string {
+	var out []string
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	t := va.Type()
+	for i := range t.NumField() {
+		key := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]
+		if key == "" || key == "-" {
+			continue
+		}
+		if !reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {
+			out = append(out, key)
+		}
+	}
+	return out
+}

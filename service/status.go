@@ -1,0 +1,221 @@
+package service
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Status is what /status.json answers and the status page shows.
+type Status struct {
+	Version       string     `json:"version"`
+	StartedAt     time.Time  `json:"started_at"`
+	UptimeSeconds float64    `json:"uptime_seconds"`
+	Listen        string     `json:"listen"`
+	Backend       string     `json:"backend"`
+	Store         string     `json:"store"` // host:port/database, no credentials
+	Sessions      Sessions   `json:"sessions"`
+	Health        Health     `json:"health"`
+	Tags          []TagState `json:"tags"`
+	Snowflake     *Snowflake `json:"snowflake,omitempty"`
+}
+
+// Sessions counts client connections.
+type Sessions struct {
+	Current  int64  `json:"current"`
+	Accepted uint64 `json:"accepted"`
+}
+
+// TagState is one tag: configured ones (also those named only by table
+// rules) and any segment tag that has served or failed.
+type TagState struct {
+	Tag       string   `json:"tag"`
+	Generator string   `json:"generator"`
+	Tables    []string `json:"tables,omitempty"` // rules filling keys from this tag
+	// State: serving, not used yet, error (segment tags) or snowflake.
+	State   string        `json:"state"`
+	Segment *SegmentState `json:"segment,omitempty"`
+}
+
+// SegmentState is a segment tag's double buffer.
+type SegmentState struct {
+	Start       int64     `json:"start"` // current segment [start, end)
+	End         int64     `json:"end"`
+	NextID      int64     `json:"next_id"`
+	LastIssued  int64     `json:"last_issued,omitempty"` // 0 when none from this segment
+	Remaining   int64     `json:"remaining"`
+	FillPercent float64   `json:"fill_percent"` // remaining / segment size
+	NextReady   bool      `json:"next_ready"`
+	NextStart   int64     `json:"next_start,omitempty"`
+	NextEnd     int64     `json:"next_end,omitempty"`
+	Loading     bool      `json:"loading"`
+	Step        int64     `json:"step"`
+	TableStep   int64     `json:"table_step"`
+	HighWater   int64     `json:"high_water"`
+	Fetches     uint64    `json:"fetches"`
+	FetchErrors uint64    `json:"fetch_errors"`
+	Refused     uint64    `json:"refused"`
+	LastError   string    `json:"last_error,omitempty"`
+	LastErrorAt time.Time `json:"last_error_at,omitzero"`
+}
+
+// Snowflake is the snowflake generator's worker and lease.
+type Snowflake struct {
+	WorkerID        int64   `json:"worker_id"`
+	Leased          bool    `json:"leased"` // from leaf_worker (worker_id: auto), else fixed
+	LeaseTTLSeconds float64 `json:"lease_ttl_seconds,omitempty"`
+	// LeaseExpires is when the worker lease runs out unless renewed
+	// (RFC 3339, this process's count); empty for an unregistered id.
+	LeaseExpires string `json:"lease_expires,omitempty"`
+	Fenced       bool   `json:"fenced"`
+	Lost         bool   `json:"lost"`
+	Layout       string `json:"layout"`
+	Epoch        string `json:"epoch"`
+}
+
+// Status gathers the proxy's state now; health comes from the cached probe
+// (at most a second old).
+func (s *Service) Status(ctx context.Context) Status {
+	addr, _, db := storeIdentity(s.cfg)
+	st := Status{
+		Version:       s.version,
+		StartedAt:     s.started,
+		UptimeSeconds: time.Since(s.started).Seconds(),
+		Listen:        s.cfg.Listen,
+		Backend:       s.cfg.Backend.Addr,
+		Store:         addr + "/" + db,
+		Health:        s.health.get(ctx),
+		Tags:          []TagState{},
+	}
+	if a := s.Proxy.Addr(); a != nil {
+		st.Listen = a.String()
+	}
+	st.Sessions.Current, st.Sessions.Accepted = s.Proxy.Sessions()
+
+	tables := map[string][]string{}
+	names := map[string]bool{}
+	for name := range s.cfg.Sequences.Tags {
+		names[name] = true
+	}
+	for _, r := range s.cfg.Tables {
+		tables[r.Tag] = append(tables[r.Tag], r.Table)
+		names[r.Tag] = true
+	}
+	segs := s.Sequences.Segments()
+	for _, tag := range segs.Tags() {
+		if names[tag] || s.Sequences.Generator(tag) != "segment" {
+			continue
+		}
+		if t, ok := segs.Stats(tag); ok && (t.Fetches > 0 || t.FetchErrors > 0 || t.Refused > 0) {
+			names[tag] = true // used through NEXTVAL without configuration
+		}
+	}
+	for _, tag := range slices.Sorted(mapKeysOf(names)) {
+		ts := TagState{Tag: tag, Generator: s.Sequences.Generator(tag), Tables: tables[tag]}
+		if ts.Generator == "snowflake" {
+			ts.State = "snowflake"
+			st.Tags = append(st.Tags, ts)
+			continue
+		}
+		t, ok := segs.Stats(tag)
+		if !ok || t.Fetches == 0 && t.FetchErrors == 0 && t.Refused == 0 {
+			ts.State = "not used yet"
+			st.Tags = append(st.Tags, ts)
+			continue
+		}
+		size := t.Current.End - t.Current.Start
+		seg := &SegmentState{
+			Start: t.Current.Start, End: t.Current.End, NextID: t.NextID, Remaining: t.Remaining,
+			NextReady: t.NextReady, Loading: t.Loading, Step: t.Step, TableStep: t.TableStep,
+			HighWater: t.HighWater, Fetches: t.Fetches, FetchErrors: t.FetchErrors, Refused: t.Refused,
+		}
+		if size > 0 {
+			seg.FillPercent = float64(t.Remaining) * 100 / float64(size)
+		}
+		if t.NextID > t.Current.Start {
+			seg.LastIssued = min(t.NextID, t.Current.End) - 1
+		}
+		if t.NextReady {
+			seg.NextStart, seg.NextEnd = t.Next.Start, t.Next.End
+		}
+		if t.LastErr != nil {
+			seg.LastError, seg.LastErrorAt = t.LastErr.Error(), t.LastErrAt
+		}
+		ts.State = "serving"
+		if t.Fetches == 0 || t.Remaining == 0 && !t.NextReady && t.LastErr != nil {
+			ts.State = "error"
+		}
+		ts.Segment = seg
+		st.Tags = append(st.Tags, ts)
+	}
+	if g := s.Sequences.Snowflake(); g != nil {
+		fenced, lost := g.Health()
+		l := g.Layout()
+		sf := &Snowflake{
+			WorkerID: g.Worker(), Fenced: fenced, Lost: lost,
+			Leased: s.cfg.Snowflake.WorkerID == "auto",
+			Layout: fmt.Sprintf("1 sign + %d time + %d worker + %d sequence bits, tick %v", l.TimeBits, l.WorkerBits, l.SequenceBits, l.Unit),
+			Epoch:  l.Epoch.UTC().Format(time.RFC3339),
+		}
+		if sf.Leased {
+			sf.LeaseTTLSeconds = s.cfg.Snowflake.LeaseTTL.D().Seconds()
+		}
+		if exp := g.LeaseExpiry(); !exp.IsZero() {
+			sf.LeaseExpires = exp.UTC().Format(time.RFC3339)
+		}
+		st.Snowflake = sf
+	}
+	return st
+}
+
+func mapKeysOf[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+//go:embed status.html
+var statusPage []byte
+
+// handler serves /metrics, the status page, /status.json and /healthz.
+func (s *Service) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'")
+		w.Write(statusPage)
+	})
+	mux.HandleFunc("GET /status.json", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, s.Status(r.Context()))
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		h := s.health.get(r.Context())
+		code := http.StatusOK
+		if !h.OK {
+			code = http.StatusServiceUnavailable
+		}
+		writeJSON(w, code, h)
+	})
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
