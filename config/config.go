@@ -19,8 +19,8 @@ import (
 	"github.com/leafproxy/leafproxy/allocator/schema"
 	"github.com/leafproxy/leafproxy/allocator/segment"
 	"github.com/leafproxy/leafproxy/allocator/snowflake"
-	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"github.com/leafproxy/leafproxy/proxy"
+	"github.com/leafproxy/leafproxy/rewriter"
 )
 
 // Config is the whole file. Its YAML keys are the user-facing contract:
@@ -386,24 +386,16 @@ func (c *Config) Validate() error {
 			add("sequences.tags."+name+".step", "%d is outside 1..1000000", t.Step)
 		}
 	}
-	rules := map[string]bool{}
+	for _, p := range rewriter.CheckRules(c.Rules()) {
+		add(fmt.Sprintf("tables[%d].%s", p.Index, p.Field), "%s", p.Msg)
+	}
 	for i, t := range c.Tables {
-		if _, _, ok := sqltext.SplitTable(t.Table); !ok {
-			add(fmt.Sprintf("tables[%d].table", i), "%q must be table or db.table", t.Table)
-		}
-		if t.Column == "" {
-			add(fmt.Sprintf("tables[%d].column", i), "empty (the key column to fill)")
-		}
 		if t.Tag == "" {
-			add(fmt.Sprintf("tables[%d].tag", i), "empty (the sequence tag that generates %s)", t.Table)
-		} else if err := schema.CheckTag(t.Tag); err != nil {
+			continue
+		}
+		if err := schema.CheckTag(t.Tag); err != nil {
 			add(fmt.Sprintf("tables[%d].tag", i), "%q: %v", t.Tag, err)
 		}
-		key := strings.ToLower(t.Table)
-		if rules[key] {
-			add(fmt.Sprintf("tables[%d].table", i), "%q has two rules", t.Table)
-		}
-		rules[key] = true
 	}
 	if _, err := c.Snowflake.EpochTime(); err != nil {
 		add("snowflake.epoch", "%v", err)
@@ -437,6 +429,15 @@ func (c *Config) Validate() error {
 		return &Error{Problems: probs}
 	}
 	return nil
+}
+
+// Rules is the tables section as the rewriter's rules.
+func (c *Config) Rules() []rewriter.Rule {
+	rules := make([]rewriter.Rule, 0, len(c.Tables))
+	for _, t := range c.Tables {
+		rules = append(rules, rewriter.Rule{Table: t.Table, Column: t.Column, Tag: t.Tag})
+	}
+	return rules
 }
 
 // TagSettings returns the settings for tag, with defaults for tags the file

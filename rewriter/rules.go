@@ -22,25 +22,55 @@ type Rules struct {
 	tables    map[string]bool // the table part of every rule, lower case
 }
 
-// NewRules checks and indexes rules. It refuses empty names, names with more
-// than one dot, and two rules for the same table.
-func NewRules(rules []Rule) (*Rules, error) {
-	r := &Rules{qualified: map[string]Rule{}, anyDB: map[string]Rule{}, tables: map[string]bool{}}
-	for _, rule := range rules {
-		if rule.Table == "" || rule.Column == "" || rule.Tag == "" {
-			return nil, fmt.Errorf("table rule %+v: table, column and tag are required", rule)
+// RuleProblem is one thing wrong with the Index-th rule of a list: Field
+// is "table", "column" or "tag", Msg says what and how to fix it.
+type RuleProblem struct {
+	Index int
+	Field string
+	Msg   string
+}
+
+func (p RuleProblem) Error() string {
+	return fmt.Sprintf("table rule %d, %s: %s", p.Index, p.Field, p.Msg)
+}
+
+// CheckRules is the one check of a rule list, used by NewRules and by the
+// configuration's validation (which adds the tag name's own rules): every
+// field present, the table as "table" or "db.table", no table twice
+// (names compare case-insensitively).
+func CheckRules(rules []Rule) []RuleProblem {
+	var out []RuleProblem
+	seen := map[string]bool{}
+	for i, rule := range rules {
+		if _, _, ok := sqltext.SplitTable(rule.Table); !ok {
+			out = append(out, RuleProblem{i, "table", fmt.Sprintf("%q must be table or db.table", rule.Table)})
+		}
+		if rule.Column == "" {
+			out = append(out, RuleProblem{i, "column", "empty (the key column to fill)"})
+		}
+		if rule.Tag == "" {
+			out = append(out, RuleProblem{i, "tag", fmt.Sprintf("empty (the sequence tag that generates %s)", rule.Table)})
 		}
 		key := strings.ToLower(rule.Table)
-		db, _, ok := sqltext.SplitTable(key)
-		if !ok {
-			return nil, fmt.Errorf("table rule %q: want table or db.table", rule.Table)
+		if seen[key] {
+			out = append(out, RuleProblem{i, "table", fmt.Sprintf("%q has two rules", rule.Table)})
 		}
+		seen[key] = true
+	}
+	return out
+}
+
+// NewRules checks (CheckRules) and indexes rules.
+func NewRules(rules []Rule) (*Rules, error) {
+	if problems := CheckRules(rules); len(problems) > 0 {
+		return nil, problems[0]
+	}
+	r := &Rules{qualified: map[string]Rule{}, anyDB: map[string]Rule{}, tables: map[string]bool{}}
+	for _, rule := range rules {
+		key := strings.ToLower(rule.Table)
 		m := r.anyDB
-		if db != "" {
+		if db, _, _ := sqltext.SplitTable(key); db != "" {
 			m = r.qualified
-		}
-		if _, dup := m[key]; dup {
-			return nil, fmt.Errorf("table rule %q: table listed twice", rule.Table)
 		}
 		m[key] = rule
 		r.tables[key[strings.IndexByte(key, '.')+1:]] = true

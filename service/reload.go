@@ -37,11 +37,7 @@ func (s *Service) Reload(ctx context.Context, next *config.Config) (changes []st
 			return nil, fmt.Errorf("sequences.tags.%s: a new snowflake tag needs a restart (tags are routed to their generator at start)", name)
 		}
 	}
-	rules := make([]rewriter.Rule, 0, len(next.Tables))
-	for _, t := range next.Tables {
-		rules = append(rules, rewriter.Rule{Table: t.Table, Column: t.Column, Tag: t.Tag})
-	}
-	rs, err := rewriter.NewRules(rules)
+	rs, err := rewriter.NewRules(next.Rules())
 	if err != nil {
 		return nil, fmt.Errorf("tables: %w", err)
 	}

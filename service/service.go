@@ -118,11 +118,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 				explainStoreError(cfg, "create the allocation store's database", err)})
 		}
 	}
-	rules := make([]rewriter.Rule, 0, len(cfg.Tables))
-	for _, t := range cfg.Tables {
-		rules = append(rules, rewriter.Rule{Table: t.Table, Column: t.Column, Tag: t.Tag})
-	}
-	rs, err := rewriter.NewRules(rules)
+	rs, err := rewriter.NewRules(cfg.Rules())
 	if err != nil {
 		h.close()
 		return nil, fmt.Errorf("tables: %w", err)
