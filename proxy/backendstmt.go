@@ -53,7 +53,7 @@ func (s *Session) RelayExecuteAfter(pre, pkt []byte) error {
 	}
 	execSeq := s.b.seq
 	s.trimOut()
-	if err := s.b.flush(); err != nil {
+	if err := s.b.flushForResponse(); err != nil {
 		return s.setFatal(err)
 	}
 	s.b.seq = preSeq

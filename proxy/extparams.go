@@ -56,7 +56,7 @@ func (s *Session) RelayPrepareHidden(sql []byte, hidden []int, want int) (Prepar
 	err := s.b.writeCommand(s.out)
 	s.trimOut()
 	if err == nil {
-		err = s.b.flush()
+		err = s.b.flushForResponse()
 	}
 	if err != nil {
 		return PrepareResult{}, s.setFatal(err)
@@ -152,7 +152,7 @@ func (s *Session) ExecuteResult(pkt []byte) (ExecResult, error) {
 	if err := s.b.writeCommand(pkt); err != nil {
 		return ExecResult{}, s.setFatal(err)
 	}
-	if err := s.b.flush(); err != nil {
+	if err := s.b.flushForResponse(); err != nil {
 		return ExecResult{}, s.setFatal(err)
 	}
 	r := s.readBackendResult(walkDiscard)

@@ -213,6 +213,22 @@ func (l *leg) writeCommand(p []byte) error {
 	return l.writePacket(p)
 }
 
+// flushForResponse flushes a command whose response the caller reads next.
+// On a raw socket the command is written by that read (see rawIO): one
+// read that finds the socket empty fewer per command. Only when nothing is
+// buffered to read, or the read would be served without touching the
+// socket and the command would never leave.
+func (l *leg) flushForResponse() error {
+	ri, ok := l.rw.(*rawIO)
+	if !ok || !holdOn || l.comp != nil || l.r == nil || l.r.Buffered() > 0 {
+		return l.flush()
+	}
+	ri.holdNext = true
+	err := l.flush()
+	ri.holdNext = false // the writer may have had nothing left to write
+	return err
+}
+
 func (l *leg) flush() error {
 	if err := l.w.Flush(); err != nil {
 		return l.fail(err)

@@ -21,11 +21,33 @@ import (
 // by about a sixth. TLS and compressed legs keep their own Read/Write.
 type rawIO struct {
 	rc syscall.RawConn
+
+	// A command whose response is read next is not written by Write but
+	// kept (holdNext, held) and written by the next Read inside its
+	// RawConn callback, which then waits for the socket to become
+	// readable without reading it first. Go's netpoller forgets readiness
+	// when a read begins (pollDesc.prepareRead), so a read cannot in
+	// general wait without first finding the socket empty: 1.6 of 3.6
+	// reads per relayed request returned EAGAIN (BENCHMARKS.md, issue 11).
+	// Here the response can only arrive after the command, which is
+	// written after that reset, so its arrival is an edge the netpoller
+	// reports. Only backend legs hold (leg.flushForResponse): a client
+	// may pipeline, and its next command may already be in the socket.
+	holdNext bool
+	held     []byte
+	heldOff  int
 }
+
+// maxHeld bounds the command a rawIO holds back; larger ones are written at
+// once (their write cost dwarfs the saved read).
+const maxHeld = 4096
 
 // rawIOOn: LEAFPROXY_RAWIO=0 goes back to net.Conn's Read and Write (for
 // comparing; bench/haproxy_test.go's LEAFPROXY_BENCH_VARIANTS).
 var rawIOOn = os.Getenv("LEAFPROXY_RAWIO") != "0"
+
+// holdOn: LEAFPROXY_RAWIO_HOLD=0 writes commands at once (for comparing).
+var holdOn = os.Getenv("LEAFPROXY_RAWIO_HOLD") != "0"
 
 // legIO is what a leg's buffers read from and write to: the connection, or
 // a rawIO over it when it is a plain socket.
@@ -52,6 +74,12 @@ func (r *rawIO) Read(p []byte) (int, error) {
 	var n int
 	var serr error
 	err := r.rc.Read(func(fd uintptr) bool {
+		if r.heldOff < len(r.held) {
+			if !r.writeHeld(fd, &serr) || serr != nil {
+				return true // the socket's buffer is full, or failed: below
+			}
+			return false // wait for the response without an empty read
+		}
 		for {
 			m, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptrOf(p), uintptr(len(p)))
 			switch e {
@@ -72,7 +100,16 @@ func (r *rawIO) Read(p []byte) (int, error) {
 		err = serr
 	}
 	if err != nil {
+		r.dropHeld()
 		return 0, err
+	}
+	if r.heldOff < len(r.held) {
+		// The send buffer was full: write the rest waiting for room, then
+		// read the ordinary way.
+		if _, err := r.Write(nil); err != nil {
+			return 0, err
+		}
+		return r.Read(p)
 	}
 	if n == 0 {
 		return 0, io.EOF
@@ -80,10 +117,57 @@ func (r *rawIO) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// writeHeld writes what is left of the held command; false means the
+// socket took only part of it (EAGAIN).
+func (r *rawIO) writeHeld(fd uintptr, serr *error) bool {
+	for r.heldOff < len(r.held) {
+		rest := r.held[r.heldOff:]
+		m, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptrOf(rest), uintptr(len(rest)))
+		switch e {
+		case 0:
+			r.heldOff += int(m)
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return false
+		default:
+			*serr = os.NewSyscallError("write", e)
+			r.dropHeld()
+			return true
+		}
+	}
+	r.dropHeld()
+	return true
+}
+
+func (r *rawIO) dropHeld() {
+	r.held, r.heldOff = r.held[:0], 0
+}
+
+// release gives up the held command's storage (the leg is idle).
+func (r *rawIO) release() {
+	if r.heldOff >= len(r.held) {
+		r.held, r.heldOff = nil, 0
+	}
+}
+
 func (r *rawIO) Write(p []byte) (int, error) {
+	if r.holdNext {
+		r.holdNext = false
+		if r.heldOff >= len(r.held) && len(p) > 0 && len(p) <= maxHeld {
+			r.held, r.heldOff = append(r.held[:0], p...), 0
+			return len(p), nil
+		}
+	}
 	var nn int
 	var serr error
 	err := r.rc.Write(func(fd uintptr) bool {
+		// Anything held goes first: bytes leave in the order written.
+		if r.heldOff < len(r.held) && !r.writeHeld(fd, &serr) {
+			return false
+		}
+		if serr != nil {
+			return true
+		}
 		for nn < len(p) {
 			m, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptrOf(p[nn:]), uintptr(len(p)-nn))
 			switch e {
@@ -101,6 +185,9 @@ func (r *rawIO) Write(p []byte) (int, error) {
 	})
 	if err == nil {
 		err = serr
+	}
+	if err != nil {
+		r.dropHeld()
 	}
 	if err == nil && nn < len(p) {
 		err = io.ErrShortWrite

@@ -76,7 +76,11 @@ func (s *Session) relayHeld(pkt []byte, kind int) (ok bool, err error) {
 	if err := s.b.writeCommand(pkt); err != nil {
 		return false, s.setFatal(err)
 	}
-	if err := s.b.flush(); err != nil {
+	flush := s.b.flushForResponse
+	if kind == respNone {
+		flush = s.b.flush
+	}
+	if err := flush(); err != nil {
 		return false, s.setFatal(err)
 	}
 	switch kind {
@@ -339,7 +343,7 @@ func (s *Session) relayPrepare(pkt []byte) (PrepareResult, error) {
 	if err := s.b.writeCommand(pkt); err != nil {
 		return PrepareResult{}, s.setFatal(err)
 	}
-	if err := s.b.flush(); err != nil {
+	if err := s.b.flushForResponse(); err != nil {
 		return PrepareResult{}, s.setFatal(err)
 	}
 	pr, err := s.relayPrepareResponse()

@@ -231,6 +231,9 @@ func (s *Session) park() {
 	s.c.parkWriter(&clientWriters, clientWriteBuf)
 	s.b.parkWriter(&backWriters, backWriteBuf)
 	s.b.parkReader(&backReaders, backReadBuf)
+	if ri, ok := s.b.rw.(*rawIO); ok {
+		ri.release()
+	}
 	if cap(s.cmd) > idleBuf {
 		s.cmd = nil
 	}
