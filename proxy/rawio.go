@@ -201,3 +201,50 @@ func uintptrOf(p []byte) uintptr {
 	}
 	return uintptr(unsafe.Pointer(&p[0]))
 }
+
+// socketState is what peekSocket saw.
+type socketState int
+
+const (
+	socketUnknown socketState = iota // not a plain socket, or data waiting: look with the buffers
+	socketQuiet                      // open, nothing to read
+	socketClosed                     // the peer closed it (or it failed)
+)
+
+// peekSocket looks at a plain TCP or Unix socket without reading from it,
+// blocking, or touching buffers or deadlines: one recv(MSG_PEEK|
+// MSG_DONTWAIT) of one byte. The idle watch (Session.backendGone) asks
+// every 500 ms of every idle session; before, each ask took a 32 KB reader
+// and a 32 KB writer from their pools and set two deadlines, which kept
+// parked buffers alive and cost four timer updates per idle session and
+// tick.
+func peekSocket(c net.Conn) socketState {
+	switch c.(type) {
+	case *net.TCPConn, *net.UnixConn:
+	default:
+		return socketUnknown
+	}
+	rc, err := c.(syscall.Conn).SyscallConn()
+	if err != nil {
+		return socketUnknown
+	}
+	state := socketUnknown
+	var b [1]byte
+	err = rc.Control(func(fd uintptr) {
+		n, _, e := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		switch {
+		case e == syscall.EAGAIN:
+			state = socketQuiet
+		case e != nil:
+			if e != syscall.EINTR {
+				state = socketClosed
+			}
+		case n == 0:
+			state = socketClosed
+		}
+	})
+	if err != nil {
+		return socketClosed
+	}
+	return state
+}

@@ -38,7 +38,8 @@ type Server struct {
 	probeMu      sync.Mutex
 	probe        *probeCall // the probe login under way, if any (probeMu)
 
-	mem *memBudget
+	mem     *memBudget
+	idleMem idleMemory
 
 	nextID   atomic.Uint32 // proxy session ids handed out in greetings
 	accepted atomic.Uint64
@@ -114,6 +115,7 @@ func NewServer(cfg Config, opts ...Option) (*Server, error) {
 	}
 	s.SetUsers(cfg.Users)
 	s.mem = newMemBudget(cfg.Limits.CommandMemory)
+	s.idleMem.done = s.done
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	return s, nil
 }

@@ -228,6 +228,7 @@ func (s *Session) awaitCommand() error {
 // statement are dropped. An idle logged-in session then holds a few KB
 // besides its goroutine. unpark takes buffers again when a command comes.
 func (s *Session) park() {
+	had := s.bufferBytes()
 	s.c.parkWriter(&clientWriters, clientWriteBuf)
 	s.b.parkWriter(&backWriters, backWriteBuf)
 	s.b.parkReader(&backReaders, backReadBuf)
@@ -244,6 +245,22 @@ func (s *Session) park() {
 		s.scratch = nil
 	}
 	s.parked = true
+	s.srv.idleMem.gaveBack(had - s.bufferBytes())
+}
+
+// bufferBytes is the size of the buffers park may give back.
+func (s *Session) bufferBytes() int {
+	n := cap(s.cmd) + cap(s.out) + cap(s.scratch)
+	if s.c.w != nil {
+		n += s.c.w.Size()
+	}
+	if s.b.w != nil {
+		n += s.b.w.Size()
+	}
+	if s.b.r != nil {
+		n += s.b.r.Size()
+	}
+	return n
 }
 
 func (s *Session) unpark() {
@@ -266,6 +283,14 @@ func (e *errBackendClosedIdle) Error() string {
 // 4031 before closing an idle connection). Such a packet is passed on to
 // the client, which then sees the connection close as it would directly.
 func (s *Session) backendGone() error {
+	if s.b.r == nil || s.b.buffered() == 0 { // parked: no reader, nothing buffered
+		switch peekSocket(s.b.conn) {
+		case socketQuiet:
+			return nil
+		case socketClosed:
+			return &errBackendClosedIdle{reason: "connection closed"}
+		}
+	}
 	if s.parked {
 		s.b.unparkReader(&backReaders)
 		defer s.b.parkReader(&backReaders, backReadBuf)

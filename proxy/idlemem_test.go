@@ -1,0 +1,81 @@
+package proxy
+
+import (
+	"context"
+	"database/sql"
+	"net"
+	"testing"
+	"time"
+)
+
+// Sessions that go idle park their buffers; once a burst of parking has
+// given back enough, the proxy returns the memory to the OS (two
+// collections and debug.FreeOSMemory), and the sessions carry on as
+// before. bench/TestIdleMemory measures the RSS.
+func TestIdleMemoryReturned(t *testing.T) {
+	e := startProxy(t, shared.Addr, nil)
+	e.srv.idleMem.min = 1 << 20 // ~20 sessions' buffers instead of 16 MB
+	db := e.open(t, "", "")
+	const n = 24
+	db.SetMaxIdleConns(n)
+	ctx := context.Background()
+	conns := make([]*sql.Conn, n)
+	for i := range conns {
+		c, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns[i] = c
+		var s string
+		if err := c.QueryRowContext(ctx, "SELECT REPEAT('x', 65536)").Scan(&s); err != nil || len(s) != 65536 {
+			t.Fatalf("connection %d: %d bytes, %v", i, len(s), err)
+		}
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for e.srv.idleMem.returns.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no memory return after %d sessions parked (%d bytes counted)", n, e.srv.idleMem.parked.Load())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for i, c := range conns {
+		var s string
+		if err := c.QueryRowContext(ctx, "SELECT REPEAT('y', 100000)").Scan(&s); err != nil || len(s) != 100000 {
+			t.Fatalf("connection %d after the return: %d bytes, %v", i, len(s), err)
+		}
+	}
+}
+
+// peekSocket tells an open quiet socket, one with data waiting and one the
+// peer closed apart, without consuming anything.
+func TestPeekSocket(t *testing.T) {
+	c, peer := tcpPair(t)
+	if got := peekSocket(c); got != socketQuiet {
+		t.Fatalf("quiet socket: %v", got)
+	}
+	if _, err := peer.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for peekSocket(c) == socketQuiet && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if got := peekSocket(c); got != socketUnknown {
+		t.Fatalf("socket with data: %v, want socketUnknown (look with the buffers)", got)
+	}
+	b := make([]byte, 1)
+	if _, err := c.Read(b); err != nil || b[0] != 'x' {
+		t.Fatalf("the peeked byte was consumed: %q %v", b, err)
+	}
+	peer.Close()
+	for peekSocket(c) == socketQuiet && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if got := peekSocket(c); got != socketClosed {
+		t.Fatalf("closed socket: %v", got)
+	}
+	if got := peekSocket(&net.IPConn{}); got != socketUnknown {
+		t.Fatalf("not a TCP or Unix socket: %v", got)
+	}
+}
