@@ -213,7 +213,9 @@ func (st *state) setLast(tag string, v int64) {
 		*p = v
 		return
 	}
-	st.last[tag] = &v
+	p := new(int64) // not &v: that would move v to the heap on every call
+	*p = v
+	st.last[tag] = p
 }
 
 // maxOwnedTags bounds a session's table of owned tag names (clients may

@@ -101,9 +101,8 @@ func (b *builder) fastInsert(start, end int, rule Rule, db, table string) (ok bo
 	post := ""
 	if k < 0 {
 		// The key column is absent: first in the list and in each row.
-		pre := "`" + strings.ReplaceAll(rule.Column, "`", "``") + "`"
+		pre := b.env.Rules.quotedColumn(rule.Column, width > 0)
 		if width > 0 {
-			pre = "`" + strings.ReplaceAll(rule.Column, "`", "``") + "`, "
 			post = ", "
 		}
 		b.edits = append(b.edits, edit{start: colOpen + 1, end: colOpen + 1, slot: -1, pre: pre})

@@ -20,6 +20,10 @@ type Rules struct {
 	qualified map[string]Rule // "db.table", lower case
 	anyDB     map[string]Rule // "table", lower case
 	tables    map[string]bool // the table part of every rule, lower case
+	// quoted: every rule's column as the fast path splices it into a
+	// column list, alone ([0]) or before others ([1]), built once here
+	// instead of per statement.
+	quoted map[string][2]string
 }
 
 // RuleProblem is one thing wrong with the Index-th rule of a list: Field
@@ -65,7 +69,7 @@ func NewRules(rules []Rule) (*Rules, error) {
 	if problems := CheckRules(rules); len(problems) > 0 {
 		return nil, problems[0]
 	}
-	r := &Rules{qualified: map[string]Rule{}, anyDB: map[string]Rule{}, tables: map[string]bool{}}
+	r := &Rules{qualified: map[string]Rule{}, anyDB: map[string]Rule{}, tables: map[string]bool{}, quoted: map[string][2]string{}}
 	for _, rule := range rules {
 		key := strings.ToLower(rule.Table)
 		m := r.anyDB
@@ -74,8 +78,28 @@ func NewRules(rules []Rule) (*Rules, error) {
 		}
 		m[key] = rule
 		r.tables[key[strings.IndexByte(key, '.')+1:]] = true
+		q := quoteIdent(rule.Column)
+		r.quoted[rule.Column] = [2]string{q, q + ", "}
 	}
 	return r, nil
+}
+
+// quotedColumn is column quoted for a column list, followed by ", " when
+// more columns follow.
+func (r *Rules) quotedColumn(column string, more bool) string {
+	var q [2]string
+	ok := false
+	if r != nil {
+		q, ok = r.quoted[column]
+	}
+	if !ok {
+		q[0] = quoteIdent(column)
+		q[1] = q[0] + ", "
+	}
+	if more {
+		return q[1]
+	}
+	return q[0]
 }
 
 // anyDBHas reports whether some rule, in any database, is for a table

@@ -1,0 +1,37 @@
+package engine
+
+import (
+	"context"
+	"testing"
+
+	"github.com/leafproxy/leafproxy/rewriter"
+)
+
+// discardSession is a fakeSession that keeps nothing it relays, so a
+// benchmark measures the engine, not the recording.
+type discardSession struct{ fakeSession }
+
+func (d *discardSession) RelayQuery([]byte) error { return nil }
+
+// BenchmarkQueryFilledInsert is the engine's whole share of one filled
+// single-row INSERT as go-sql-driver sends it (bench/haproxy_test.go's
+// "1-row INSERT"): plan, key check, draw, render. The relay is not in it.
+func BenchmarkQueryFilledInsert(b *testing.B) {
+	rules, err := rewriter.NewRules([]rewriter.Rule{{Table: "orders", Column: "id", Tag: "order"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := New(&counter{next: 1000}, rules)
+	s := &discardSession{fakeSession{db: "bench", columns: map[string][][2]string{"orders": {{"id", "bigint"}, {"v", "varchar"}}}}}
+	ctx := context.Background()
+	sql := []byte("INSERT INTO orders (v) VALUES ('x')")
+	if handled, err := e.query(ctx, s, sql); !handled || err != nil {
+		b.Fatalf("handled=%v err=%v", handled, err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.query(ctx, s, sql); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
