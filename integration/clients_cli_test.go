@@ -39,6 +39,7 @@ func (l *lockedBuffer) String() string {
 // gets a real ^C typed into it, so the terminal's line discipline sends
 // the SIGINT, as when a user presses Ctrl-C.
 func TestCLICtrlC(t *testing.T) {
+	t.Parallel() // waits more than it works; own servers or own tables
 	cli, err := exec.LookPath("mariadb")
 	if err != nil {
 		t.Skipf("mariadb client not installed: apt-get install mariadb-client (scripts/test.sh does): %v", err)

@@ -22,6 +22,7 @@ import (
 //
 // Skipped (with the reason) when Debian's galera-4 is not installed.
 func TestGaleraStoreFailover(t *testing.T) {
+	t.Parallel() // waits more than it works; own servers or own tables
 	if testing.Short() {
 		t.Skip("Galera failover test takes ~30 s")
 	}

@@ -191,6 +191,7 @@ func snowConfig(t *testing.T, backend, store *testdb.Server, worker string) *con
 // so does a proxy whose fixed id an auto proxy leased. The proxies that do
 // run issue no duplicate.
 func TestSnowflakeFixedWorkerIDsCoordinated(t *testing.T) {
+	t.Parallel() // waits more than it works; own servers or own tables
 	backend := testdb.Start(t)
 	store := testdb.Start(t)
 	idTable(t, backend)
@@ -241,6 +242,7 @@ func TestSnowflakeFixedWorkerIDsCoordinated(t *testing.T) {
 // proxy take it, refuse ("clock ... behind") and exit. They now pass it
 // over and take the next free ids.
 func TestSnowflakeBadWorkerRowSkipped(t *testing.T) {
+	t.Parallel() // waits more than it works; own servers or own tables
 	backend := testdb.Start(t)
 	store := testdb.Start(t)
 	idTable(t, backend)
@@ -286,6 +288,7 @@ func TestSnowflakeBadWorkerRowSkipped(t *testing.T) {
 // tags with a clear error naming the tag until a worker id is leased in
 // the background, and serves every tag once the store is back.
 func TestStartWithStoreDown(t *testing.T) {
+	t.Parallel() // waits more than it works; own servers or own tables
 	backend := testdb.Start(t)
 	store := testdb.Start(t)
 	idTable(t, backend)
@@ -362,6 +365,7 @@ func TestStartWithStoreDown(t *testing.T) {
 // works, snowflake tags are fenced, and once the store answers again the
 // proxy leases a worker id by itself.
 func TestStartWithStoreStalled(t *testing.T) {
+	t.Parallel() // waits more than it works; own servers or own tables
 	backend := testdb.Start(t)
 	store := testdb.Start(t)
 	idTable(t, backend)
@@ -411,6 +415,7 @@ func TestStartWithStoreStalled(t *testing.T) {
 // a margin in one conditional UPDATE, alert (error log, metric
 // leafproxy_segment_repairs_total) and go on: no value is stored twice.
 func TestNextvalStoreMovedBack(t *testing.T) {
+	t.Parallel() // waits more than it works; own servers or own tables
 	backend := testdb.Start(t)
 	store := testdb.Start(t)
 	idTable(t, backend)

@@ -100,6 +100,7 @@ func TestClientFlagsReachBackend(t *testing.T) {
 // backend thread; an id of a connection that did not come through the
 // proxy, or of another proxy user's session, is "Unknown thread id".
 func TestKillMapsGreetingIDs(t *testing.T) {
+	t.Parallel() // waits more than it works; own servers or own tables
 	e := startProxy(t, shared.Addr, func(c *testConfig) {
 		c.Users = []Account{{Name: "app", Password: "secret"}, {Name: "other", Password: "pw2"}}
 	})
@@ -302,6 +303,7 @@ func (answer42) Query(_ context.Context, s *Session, sql []byte) (bool, error) {
 // A backend that closes an idle session (wait_timeout) closes the client's
 // connection too, so the pool opens a new one instead of failing.
 func TestBackendClosesIdleSession(t *testing.T) {
+	t.Parallel() // waits more than it works; own servers or own tables
 	e := startProxy(t, shared.Addr, nil)
 	db := e.open(t, "", "wait_timeout=1")
 	db.SetMaxIdleConns(1)

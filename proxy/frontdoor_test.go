@@ -153,6 +153,7 @@ func validResponse(g *greeting) []byte {
 // answered (ERR 1043 "Bad handshake" or 1045) or closed promptly, no panic
 // is recovered, and a logged-in client keeps working throughout.
 func TestHandshakeFaults(t *testing.T) {
+	t.Parallel() // waits more than it works; own servers or own tables
 	e, log := startLoggedProxy(t, func(c *testConfig) { c.Limits.HandshakeTimeout = testDuration(3 * time.Second) })
 	w := newWitness(t, e)
 	hdr := func(g *greeting) []byte { return validResponse(g)[:32] }
@@ -612,6 +613,7 @@ func raiseNoFile(t testing.TB) uint64 {
 // max_connections, so nobody gets 1040; silent connections are cut at
 // handshake_timeout.
 func TestSlowLoris(t *testing.T) {
+	t.Parallel() // waits more than it works; own servers or own tables
 	silent := 4096
 	if lim := raiseNoFile(t); uint64(2*silent+500) > lim {
 		silent = int(lim-500) / 2

@@ -11,6 +11,7 @@ import (
 // (park) and takes them again at the next command: plain, compressed, with
 // a large statement before the pause and a large result after it.
 func TestParkedSessionsWork(t *testing.T) {
+	t.Parallel() // waits more than it works; own servers or own tables
 	ensureDB(t, shared, "parkdb")
 	shared.Exec(t, "DROP TABLE IF EXISTS parkdb.t", "CREATE TABLE parkdb.t (id INT PRIMARY KEY, s LONGTEXT)")
 	e := startProxy(t, shared.Addr, nil)

@@ -55,16 +55,23 @@ func legIO(c net.Conn) io.ReadWriter {
 	if !rawIOOn || raceBuild {
 		return c
 	}
-	switch c.(type) {
-	case *net.TCPConn, *net.UnixConn:
-	default:
-		return c
-	}
-	rc, err := c.(syscall.Conn).SyscallConn()
-	if err != nil {
+	rc, ok := plainSocket(c)
+	if !ok {
 		return c
 	}
 	return &rawIO{rc: rc}
+}
+
+// plainSocket is c's raw connection when c is a plain TCP or Unix socket
+// (not TLS, not a test's pipe).
+func plainSocket(c net.Conn) (syscall.RawConn, bool) {
+	switch c.(type) {
+	case *net.TCPConn, *net.UnixConn:
+	default:
+		return nil, false
+	}
+	rc, err := c.(syscall.Conn).SyscallConn()
+	return rc, err == nil
 }
 
 func (r *rawIO) Read(p []byte) (int, error) {
@@ -219,18 +226,13 @@ const (
 // parked buffers alive and cost four timer updates per idle session and
 // tick.
 func peekSocket(c net.Conn) socketState {
-	switch c.(type) {
-	case *net.TCPConn, *net.UnixConn:
-	default:
-		return socketUnknown
-	}
-	rc, err := c.(syscall.Conn).SyscallConn()
-	if err != nil {
+	rc, ok := plainSocket(c)
+	if !ok {
 		return socketUnknown
 	}
 	state := socketUnknown
 	var b [1]byte
-	err = rc.Control(func(fd uintptr) {
+	err := rc.Control(func(fd uintptr) {
 		n, _, e := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 		switch {
 		case e == syscall.EAGAIN:

@@ -19,21 +19,7 @@ func TestRawIO(t *testing.T) {
 	if raceBuild || !rawIOOn {
 		t.Skip("raw socket I/O is off (race build or LEAFPROXY_RAWIO=0)")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	acc := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		acc <- c
-	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer := <-acc
+	c, peer := tcpPair(t)
 	rw, ok := legIO(c).(*rawIO)
 	if !ok {
 		t.Fatalf("legIO of a TCP conn is %T", legIO(c))
