@@ -53,7 +53,7 @@ func (a *Interceptor) Query(ctx context.Context, s *proxy.Session, sql []byte) (
 		return a.Interceptor.Query(ctx, s, sql)
 	}
 	if st.err != "" {
-		return false, &sqlError{mysql.ER_PARSE_ERROR, "42000", st.err}
+		return false, &mysql.MyError{Code: mysql.ER_PARSE_ERROR, State: "42000", Message: st.err}
 	}
 	if !s.Admin() {
 		return false, proxy.ErrNeedAdmin(st.what())
@@ -75,22 +75,12 @@ func (a *Interceptor) Query(ctx context.Context, s *proxy.Session, sql []byte) (
 	return false, nil
 }
 
-type sqlError struct {
-	code  uint16
-	state string
-	msg   string
-}
-
-func (e *sqlError) Error() string    { return e.msg }
-func (e *sqlError) Code() uint16     { return e.code }
-func (e *sqlError) SQLState() string { return e.state }
-
 func (a *Interceptor) create(ctx context.Context, s *proxy.Session, st stmt) error {
 	if err := schema.CheckTag(st.tag); err != nil {
 		return err
 	}
 	if gen, ok := a.configured()[st.tag]; ok && gen == "snowflake" {
-		return &sqlError{mysql.ER_NOT_SUPPORTED_YET, "42000", fmt.Sprintf("leafproxy: tag %q uses the snowflake generator, which has no leaf_alloc row", st.tag)}
+		return &mysql.MyError{Code: mysql.ER_NOT_SUPPORTED_YET, State: "42000", Message: fmt.Sprintf("leafproxy: tag %q uses the snowflake generator, which has no leaf_alloc row", st.tag)}
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -102,7 +92,7 @@ func (a *Interceptor) create(ctx context.Context, s *proxy.Session, st stmt) err
 		if st.ifNotExists {
 			return s.WriteOK(0, 0, 1)
 		}
-		return &sqlError{mysql.ER_TABLE_EXISTS_ERROR, "42S01", fmt.Sprintf("Sequence '%s' already exists", st.tag)}
+		return &mysql.MyError{Code: mysql.ER_TABLE_EXISTS_ERROR, State: "42S01", Message: fmt.Sprintf("Sequence '%s' already exists", st.tag)}
 	}
 	if err := a.seq.Segments().Create(ctx, st.tag, st.step); err != nil {
 		return fmt.Errorf("create sequence %q: %w", st.tag, err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/leafproxy/leafproxy/proxy"
 	"github.com/leafproxy/leafproxy/rewriter"
 )
 
@@ -198,7 +199,7 @@ func binaryValueLen(b []byte, typ byte) (int, error) {
 		}
 		return 1 + int(b[0]), nil
 	default:
-		v, isNull, k := safeLenenc(b)
+		v, isNull, k := proxy.Lenenc(b)
 		if k == 0 || isNull || uint64(len(b)-k) < v {
 			return 0, bad()
 		}
@@ -208,29 +209,4 @@ func binaryValueLen(b []byte, typ byte) (int, error) {
 		return 0, bad()
 	}
 	return fixed, nil
-}
-
-func safeLenenc(b []byte) (v uint64, isNull bool, n int) {
-	if len(b) == 0 {
-		return 0, false, 0
-	}
-	switch b[0] {
-	case 0xFB:
-		return 0, true, 1
-	case 0xFC:
-		n = 3
-	case 0xFD:
-		n = 4
-	case 0xFE:
-		n = 9
-	default:
-		return uint64(b[0]), false, 1
-	}
-	if len(b) < n {
-		return 0, false, 0
-	}
-	for i := n - 1; i >= 1; i-- {
-		v = v<<8 | uint64(b[i])
-	}
-	return v, false, n
 }

@@ -329,14 +329,20 @@ func okPacket(affected, insertID uint64, status, warnings uint16) []byte {
 }
 
 // lenenc decodes a length-encoded integer; n == 0 means b is too short.
-// (go-mysql's LengthEncodedInt panics on short input.)
 func lenenc(b []byte) (v uint64, n int) {
+	v, _, n = Lenenc(b)
+	return v, n
+}
+
+// Lenenc decodes a length-encoded integer or NULL (0xFB); n == 0 means b
+// is too short. (go-mysql's LengthEncodedInt panics on short input.)
+func Lenenc(b []byte) (v uint64, isNull bool, n int) {
 	if len(b) == 0 {
-		return 0, 0
+		return 0, false, 0
 	}
 	switch b[0] {
 	case 0xFB:
-		return 0, 1
+		return 0, true, 1
 	case 0xFC:
 		n = 3
 	case 0xFD:
@@ -344,15 +350,15 @@ func lenenc(b []byte) (v uint64, n int) {
 	case 0xFE:
 		n = 9
 	default:
-		return uint64(b[0]), 1
+		return uint64(b[0]), false, 1
 	}
 	if len(b) < n {
-		return 0, 0
+		return 0, false, 0
 	}
 	for i := n - 1; i >= 1; i-- {
 		v = v<<8 | uint64(b[i])
 	}
-	return v, n
+	return v, false, n
 }
 
 // peekPacketLen returns the length of the next physical packet without
