@@ -17,8 +17,10 @@ import (
 // of parking has given back idleReturnMin bytes, once parking has been
 // quiet for idleReturnQuiet (the burst is over), the proxy runs two
 // collections and returns the free pages (debug.FreeOSMemory), at most
-// once per idleReturnEvery. Busy sessions never park, so a busy proxy
-// never gets here more than that.
+// once per idleReturnEvery. What unparking sessions take back is
+// subtracted, and parking that does not quiet down within idleReturnWait
+// is left alone: sessions that alternate between busy and idle keep their
+// buffers in use, and returning those pages would only fault them in again.
 const (
 	idleReturnMin   = 16 << 20
 	idleReturnQuiet = 250 * time.Millisecond
@@ -32,14 +34,27 @@ type idleMemory struct {
 	last    atomic.Int64 // unix nanoseconds of the last return
 	done    chan struct{}
 	returns atomic.Int64 // how many returns ran (tests)
-	min     int64        // idleReturnMin; tests lower it
+	min     atomic.Int64 // idleReturnMin when 0; tests lower it
 }
 
 func (m *idleMemory) threshold() int64 {
-	if m.min > 0 {
-		return m.min
+	if v := m.min.Load(); v > 0 {
+		return v
 	}
 	return idleReturnMin
+}
+
+// tookBack records n bytes of buffers an idle session took back from the
+// pools: busy sessions that park and unpark in turn give nothing back.
+// The count stops at zero: after a return, sessions that were parked then
+// unpark and park again owe nothing.
+func (m *idleMemory) tookBack(n int) {
+	for n > 0 {
+		v := m.parked.Load()
+		if m.parked.CompareAndSwap(v, max(v-int64(n), 0)) {
+			return
+		}
+	}
 }
 
 // gaveBack records n bytes of buffers parked by a session.
@@ -67,14 +82,20 @@ func (m *idleMemory) returnWhenQuiet() {
 			return
 		}
 	}
-	for waited := time.Duration(0); waited < idleReturnWait; waited += idleReturnQuiet {
+	quiet := false
+	for waited := time.Duration(0); waited < idleReturnWait && !quiet; waited += idleReturnQuiet {
 		before := m.parked.Load()
 		if !sleep(idleReturnQuiet) {
 			return
 		}
-		if m.parked.Load()-before < m.threshold()/16 {
-			break
-		}
+		quiet = m.parked.Load()-before < m.threshold()/16
+	}
+	if !quiet || m.parked.Load() < m.threshold() {
+		// Sessions keep parking and unparking (a busy proxy with pooled
+		// clients), or took the buffers back: the pools are in use, and
+		// returning their pages would only fault them in again.
+		m.parked.Store(0)
+		return
 	}
 	m.parked.Store(0)
 	runtime.GC()         // pooled buffers move to the pools' victim caches

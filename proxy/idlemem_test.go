@@ -14,7 +14,7 @@ import (
 // before. bench/TestIdleMemory measures the RSS.
 func TestIdleMemoryReturned(t *testing.T) {
 	e := startProxy(t, shared.Addr, nil)
-	e.srv.idleMem.min = 1 << 20 // ~20 sessions' buffers instead of 16 MB
+	e.srv.idleMem.min.Store(1 << 20) // ~20 sessions' buffers instead of 16 MB
 	db := e.open(t, "", "")
 	const n = 24
 	db.SetMaxIdleConns(n)
@@ -47,21 +47,21 @@ func TestIdleMemoryReturned(t *testing.T) {
 	}
 }
 
-// peekSocket tells an open quiet socket, one with data waiting and one the
+// socketPeeker tells an open quiet socket, one with data waiting and one the
 // peer closed apart, without consuming anything.
 func TestPeekSocket(t *testing.T) {
 	c, peer := tcpPair(t)
-	if got := peekSocket(c); got != socketQuiet {
+	if got := newSocketPeeker(c).peek(); got != socketQuiet {
 		t.Fatalf("quiet socket: %v", got)
 	}
 	if _, err := peer.Write([]byte("x")); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for peekSocket(c) == socketQuiet && time.Now().Before(deadline) {
+	for newSocketPeeker(c).peek() == socketQuiet && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if got := peekSocket(c); got != socketUnknown {
+	if got := newSocketPeeker(c).peek(); got != socketUnknown {
 		t.Fatalf("socket with data: %v, want socketUnknown (look with the buffers)", got)
 	}
 	b := make([]byte, 1)
@@ -69,13 +69,38 @@ func TestPeekSocket(t *testing.T) {
 		t.Fatalf("the peeked byte was consumed: %q %v", b, err)
 	}
 	peer.Close()
-	for peekSocket(c) == socketQuiet && time.Now().Before(deadline) {
+	for newSocketPeeker(c).peek() == socketQuiet && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if got := peekSocket(c); got != socketClosed {
+	if got := newSocketPeeker(c).peek(); got != socketClosed {
 		t.Fatalf("closed socket: %v", got)
 	}
-	if got := peekSocket(&net.IPConn{}); got != socketUnknown {
+	if got := newSocketPeeker(&net.IPConn{}).peek(); got != socketUnknown {
 		t.Fatalf("not a TCP or Unix socket: %v", got)
+	}
+}
+
+// The count of parked bytes is net of what unparking sessions took back,
+// and stops at zero: sessions that alternate between busy and idle do not
+// add up to a return, and sessions parked before a return that unpark and
+// park again count anew.
+func TestIdleMemoryCountsNet(t *testing.T) {
+	var m idleMemory
+	m.min.Store(1 << 40) // never start a return here
+	m.gaveBack(100)
+	m.tookBack(60)
+	if got := m.parked.Load(); got != 40 {
+		t.Fatalf("after +100 -60: %d", got)
+	}
+	m.tookBack(1000)
+	if got := m.parked.Load(); got != 0 {
+		t.Fatalf("below zero: %d", got)
+	}
+	for range 1000 { // busy/idle churn
+		m.gaveBack(68 << 10)
+		m.tookBack(68 << 10)
+	}
+	if got := m.parked.Load(); got != 0 {
+		t.Fatalf("after churn: %d", got)
 	}
 }

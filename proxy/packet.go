@@ -38,6 +38,8 @@ type leg struct {
 	seq  uint8
 	name string    // "client" or "backend", for errors
 	comp *compConn // non-nil once the leg speaks the compressed protocol
+	// noHold: the next flushForResponse writes at once (Session.unpark).
+	noHold bool
 }
 
 // grow gives a logged-in leg its full-size buffers (the handshake used
@@ -216,11 +218,15 @@ func (l *leg) writeCommand(p []byte) error {
 // flushForResponse flushes a command whose response the caller reads next.
 // On a raw socket the command is written by that read (see rawIO): one
 // read that finds the socket empty fewer per command. Only when nothing is
-// buffered to read, or the read would be served without touching the
-// socket and the command would never leave.
+// buffered to read (else the read would be served without touching the
+// socket and the command would never leave), and not right after the
+// session was idle: the wait sees only bytes that arrive after the
+// command, so something the backend sent unasked before it would go
+// unread until the response (or the connection's end) came.
 func (l *leg) flushForResponse() error {
 	ri, ok := l.rw.(*rawIO)
-	if !ok || !holdOn || l.comp != nil || l.r == nil || l.r.Buffered() > 0 {
+	if !ok || !holdOn || l.noHold || l.comp != nil || l.r == nil || l.r.Buffered() > 0 {
+		l.noHold = false
 		return l.flush()
 	}
 	ri.holdNext = true

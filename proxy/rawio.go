@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"crypto/tls"
 	"io"
 	"net"
 	"os"
@@ -209,7 +210,7 @@ func uintptrOf(p []byte) uintptr {
 	return uintptr(unsafe.Pointer(&p[0]))
 }
 
-// socketState is what peekSocket saw.
+// socketState is what a socketPeeker saw.
 type socketState int
 
 const (
@@ -218,35 +219,57 @@ const (
 	socketClosed                     // the peer closed it (or it failed)
 )
 
-// peekSocket looks at a plain TCP or Unix socket without reading from it,
-// blocking, or touching buffers or deadlines: one recv(MSG_PEEK|
-// MSG_DONTWAIT) of one byte. The idle watch (Session.backendGone) asks
-// every 500 ms of every idle session; before, each ask took a 32 KB reader
-// and a 32 KB writer from their pools and set two deadlines, which kept
-// parked buffers alive and cost four timer updates per idle session and
-// tick.
-func peekSocket(c net.Conn) socketState {
+// socketPeeker looks at a TCP or Unix socket (a TLS connection's too)
+// without reading from it, blocking, or touching buffers or deadlines: one
+// recv(MSG_PEEK|MSG_DONTWAIT) of one byte, with nothing allocated per
+// look. The idle watch (Session.backendGone) asks every 500 ms of every
+// idle session; before, each ask took a 32 KB reader and a 32 KB writer
+// from their pools and set two deadlines, which kept parked buffers alive
+// and cost four timer updates per idle session and tick.
+type socketPeeker struct {
+	rc    syscall.RawConn
+	fn    func(uintptr) // p.look, bound once
+	state socketState
+	b     [1]byte
+}
+
+// newSocketPeeker returns nil when c is not a socket it can look at; a nil
+// peeker answers socketUnknown.
+func newSocketPeeker(c net.Conn) *socketPeeker {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn() // any record waiting is "data": the caller looks closer
+	}
 	rc, ok := plainSocket(c)
 	if !ok {
+		return nil
+	}
+	p := &socketPeeker{rc: rc}
+	p.fn = p.look
+	return p
+}
+
+func (p *socketPeeker) peek() socketState {
+	if p == nil {
 		return socketUnknown
 	}
-	state := socketUnknown
-	var b [1]byte
-	err := rc.Control(func(fd uintptr) {
-		n, _, e := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		switch {
-		case e == syscall.EAGAIN:
-			state = socketQuiet
-		case e != nil:
-			if e != syscall.EINTR {
-				state = socketClosed
-			}
-		case n == 0:
-			state = socketClosed
-		}
-	})
-	if err != nil {
-		return socketClosed
+	p.state = socketUnknown
+	if err := p.rc.Control(p.fn); err != nil {
+		return socketClosed // closed by this process
 	}
-	return state
+	return p.state
+}
+
+func (p *socketPeeker) look(fd uintptr) {
+	n, _, e := syscall.Recvfrom(int(fd), p.b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	switch {
+	case e == syscall.EAGAIN:
+		p.state = socketQuiet
+	case e == syscall.ECONNRESET || e == syscall.ETIMEDOUT || e == syscall.EPIPE || e == syscall.ENOTCONN ||
+		e == syscall.EHOSTUNREACH || e == syscall.ECONNABORTED:
+		p.state = socketClosed
+	case e != nil:
+		// EINTR, ENOMEM, ...: not an answer; the buffered look decides.
+	case n == 0:
+		p.state = socketClosed
+	}
 }

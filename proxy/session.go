@@ -53,10 +53,12 @@ type Session struct {
 	fatal      error
 	lastPrep   uint32 // the statement id the backend gave the last prepare
 	lastPrepOK bool
-	heldMem    int64 // bytes of the command memory budget the current command holds
-	cmdSeq     uint8 // the client leg's sequence id once the command was read
-	largeHeld  bool  // this session holds the server's slot for reading a 16 MiB+ command
-	parked     bool  // idle: buffers given back (park)
+	heldMem    int64         // bytes of the command memory budget the current command holds
+	cmdSeq     uint8         // the client leg's sequence id once the command was read
+	largeHeld  bool          // this session holds the server's slot for reading a 16 MiB+ command
+	parked     bool          // idle: buffers given back (park)
+	bpeek      *socketPeeker // the idle watch's look at bconn (nil: not a socket)
+	bpeekConn  net.Conn      // the connection bpeek was made for
 
 	cmd     []byte // reused command buffer
 	out     []byte // reused outgoing command buffer
@@ -264,10 +266,16 @@ func (s *Session) bufferBytes() int {
 }
 
 func (s *Session) unpark() {
+	had := s.bufferBytes()
 	s.c.unparkWriter(&clientWriters)
 	s.b.unparkWriter(&backWriters)
 	s.b.unparkReader(&backReaders)
 	s.parked = false
+	s.srv.idleMem.tookBack(s.bufferBytes() - had)
+	// The backend may have written something unasked while the session
+	// was idle (MariaDB's ERR before it closes an idle connection): the
+	// first command reads the socket before waiting (see rawIO).
+	s.b.noHold = true
 }
 
 // errBackendClosedIdle ends a session whose backend went away between
@@ -284,7 +292,10 @@ func (e *errBackendClosedIdle) Error() string {
 // the client, which then sees the connection close as it would directly.
 func (s *Session) backendGone() error {
 	if s.b.r == nil || s.b.buffered() == 0 { // parked: no reader, nothing buffered
-		switch peekSocket(s.b.conn) {
+		if s.bpeekConn != s.b.conn { // the first look, or a new backend connection (change user)
+			s.bpeek, s.bpeekConn = newSocketPeeker(s.b.conn), s.b.conn
+		}
+		switch s.bpeek.peek() {
 		case socketQuiet:
 			return nil
 		case socketClosed:
