@@ -86,8 +86,10 @@ func TestIdleMemory(t *testing.T) {
 	// The proxy returns parked buffers to the OS at most every 10 s
 	// (proxy/idlemem.go); the login burst above may have used that turn.
 	later := envDuration(t, "LEAFPROXY_BENCH_IDLE_LATER", 10*time.Second)
+	cpu0 := procCPU(pid)
 	time.Sleep(later)
 	rss3 := procRSS(t, pid)
+	idleCPU := procCPU(pid) - cpu0 // the idle watch of n sessions, the memory return
 	for _, cn := range conns {
 		cn.Close()
 	}
@@ -100,6 +102,8 @@ func TestIdleMemory(t *testing.T) {
 	fmt.Fprintf(out, "| +%d logged in, idle | %s MB | %s |\n", n, mb(rss1), per(rss0, rss1))
 	fmt.Fprintf(out, "| each ran an error and a 64 KB result, idle again | %s MB | %s |\n", mb(rss2), per(rss0, rss2))
 	fmt.Fprintf(out, "| the same, %s later | %s MB | %s |\n", later, mb(rss3), per(rss0, rss3))
+	fmt.Fprintf(out, "\nCPU of the proxy over those %s with %d idle sessions: %v (%.2f%% of one core)\n",
+		later, n, idleCPU.Round(time.Millisecond), 100*idleCPU.Seconds()/later.Seconds())
 	report(t, out.String())
 }
 

@@ -104,3 +104,20 @@ func TestIdleMemoryCountsNet(t *testing.T) {
 		t.Fatalf("after churn: %d", got)
 	}
 }
+
+// The idle watch's deadlines fall on a 100 ms grid, 400-500 ms ahead: idle
+// sessions' timers fire together, and a closed backend is still noticed
+// within half a second.
+func TestWatchDeadlineOnGrid(t *testing.T) {
+	base := time.Date(2026, 11, 23, 14, 0, 0, 0, time.UTC)
+	for _, off := range []time.Duration{0, time.Nanosecond, 37 * time.Millisecond, 99*time.Millisecond + 999*time.Microsecond, 100 * time.Millisecond, 733 * time.Millisecond} {
+		now := base.Add(off)
+		dl := watchDeadline(now)
+		if d := dl.Sub(now); d <= backendWatch-watchGrid || d > backendWatch {
+			t.Errorf("now+%v: deadline %v ahead, want in (%v, %v]", off, d, backendWatch-watchGrid, backendWatch)
+		}
+		if dl.UnixNano()%int64(watchGrid) != 0 {
+			t.Errorf("now+%v: deadline %v is not on the %v grid", off, dl, watchGrid)
+		}
+	}
+}

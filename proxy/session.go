@@ -128,6 +128,18 @@ const (
 // pools see a dead connection instead of a live one that answers 1158.
 const backendWatch = 500 * time.Millisecond
 
+// watchGrid aligns the idle watch's deadlines: a deadline falls on a
+// multiple of watchGrid between backendWatch-watchGrid and backendWatch
+// from now, so the timers of many idle sessions fire together and one
+// thread wake-up serves them all. Spread evenly, 1,000 idle sessions
+// cost 2,000 separate wake-ups a second, 6% of a core (bench
+// TestIdleMemory).
+const watchGrid = 100 * time.Millisecond
+
+func watchDeadline(now time.Time) time.Time {
+	return now.Add(backendWatch - watchGrid).Truncate(watchGrid).Add(watchGrid)
+}
+
 // serve runs the command loop until the client quits, a leg fails or the
 // server shuts the session down.
 func (s *Session) serve(base context.Context) {
@@ -199,7 +211,7 @@ func (s *Session) awaitCommand() error {
 		idleEnd = time.Now().Add(idleTimeout)
 	}
 	for {
-		dl := time.Now().Add(backendWatch)
+		dl := watchDeadline(time.Now())
 		if !idleEnd.IsZero() && idleEnd.Before(dl) {
 			dl = idleEnd
 		}
