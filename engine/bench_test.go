@@ -35,3 +35,22 @@ func BenchmarkQueryFilledInsert(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkQueryNextval is the engine's share of one SELECT NEXTVAL('t'):
+// plan, draw, build the one-row answer (the proxy writes it).
+func BenchmarkQueryNextval(b *testing.B) {
+	e := New(&counter{next: 1000}, nil)
+	s := &discardSession{fakeSession{db: "bench"}}
+	ctx := context.Background()
+	sql := []byte("SELECT NEXTVAL('t')")
+	if handled, err := e.query(ctx, s, sql); !handled || err != nil {
+		b.Fatalf("handled=%v err=%v", handled, err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		s.wrote = s.wrote[:0]
+		if _, err := e.query(ctx, s, sql); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
