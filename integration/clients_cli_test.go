@@ -1,35 +1,17 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"io"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/leafproxy/leafproxy/internal/testdb"
 )
-
-// lockedBuffer collects a subprocess's output while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // Ctrl-C in the interactive mariadb CLI while SELECT SLEEP(30) runs
 // through the proxy: the CLI opens a second connection and sends
@@ -87,7 +69,7 @@ func TestCLICtrlC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out lockedBuffer
+	var out testdb.LockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

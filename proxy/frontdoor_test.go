@@ -21,6 +21,8 @@ import (
 	"time"
 
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/internal/testdb"
 )
 
 // Fault tests for the front door: hostile or broken input before and right
@@ -28,28 +30,10 @@ import (
 // claimed by strangers and by huge commands. Bounds asserted here are the
 // ones stated in doc.go ("Limits on hostile input").
 
-// syncBuffer collects log output from many goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startLoggedProxy is startProxy with the proxy's log captured.
-func startLoggedProxy(t testing.TB, mutate func(*testConfig)) (*env, *syncBuffer) {
+func startLoggedProxy(t testing.TB, mutate func(*testConfig)) (*env, *testdb.LockedBuffer) {
 	t.Helper()
-	buf := &syncBuffer{}
+	buf := &testdb.LockedBuffer{}
 	log := slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	return startProxy(t, shared.Addr, mutate, WithLogger(log)), buf
 }
@@ -86,7 +70,7 @@ func (w *witness) check() {
 
 // noPanics fails when the proxy recovered a panic in a handshake: the
 // recover keeps the process alive, but a panic is still a parser bug.
-func noPanics(t testing.TB, log *syncBuffer) {
+func noPanics(t testing.TB, log *testdb.LockedBuffer) {
 	t.Helper()
 	if s := log.String(); strings.Contains(s, "internal error") || strings.Contains(s, "panic") {
 		i := strings.Index(s, "panic")
@@ -474,16 +458,7 @@ func TestHugeCommandsBoundedByCommandMemory(t *testing.T) {
 	w := newWitness(t, e)
 	chunk := bytes.Repeat([]byte{'x'}, maxPayload) // shared: the clients hold nothing per query
 	h := startHeapSampler()
-	var wg sync.WaitGroup
-	results := make([]string, 4)
-	for i := range results {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i] = sendHuge(t, e.addr, 256*mib, chunk)
-		}()
-	}
-	wg.Wait()
+	results := sendHugeConcurrently(t, e.addr, 4, 256*mib, chunk)
 	grew := h.growth()
 	t.Logf("4 x 256 MiB commands: %v; peak heap+stack growth %.1f MiB (budget %d MiB)", results, float64(grew)/mib, budget/mib)
 	for i, r := range results {
@@ -507,6 +482,22 @@ func TestHugeCommandsBoundedByCommandMemory(t *testing.T) {
 	if r := sendHuge(t, e.addr, 20*mib, chunk); r != "ok" {
 		t.Fatalf("20 MiB statement after the flood: %s", r)
 	}
+}
+
+// sendHugeConcurrently runs n clients, each sending one size-byte command
+// (sendHuge), and returns what each got.
+func sendHugeConcurrently(t *testing.T, addr string, n, size int, chunk []byte) []string {
+	var wg sync.WaitGroup
+	results := make([]string, n)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = sendHuge(t, addr, size, chunk)
+		}()
+	}
+	wg.Wait()
+	return results
 }
 
 // sendHuge logs in and sends SELECT LENGTH('xxx...') of about size bytes,
@@ -793,16 +784,7 @@ func TestLargeCommandsTakeTurns(t *testing.T) {
 	}
 	e := startProxy(t, shared.Addr, func(c *testConfig) { c.Limits.CommandMemory = 64 * mib })
 	chunk := bytes.Repeat([]byte{'x'}, maxPayload)
-	var wg sync.WaitGroup
-	results := make([]string, 4)
-	for i := range results {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i] = sendHuge(t, e.addr, 40*mib, chunk)
-		}()
-	}
-	wg.Wait()
+	results := sendHugeConcurrently(t, e.addr, 4, 40*mib, chunk)
 	for i, r := range results {
 		if r != "ok" {
 			t.Errorf("client %d: %s, want ok (4 x 40 MiB with a 64 MiB budget)", i, r)

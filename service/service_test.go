@@ -3,7 +3,6 @@ package service_test
 import (
 	"bufio"
 	"context"
-	"database/sql"
 	"io"
 	"net"
 	"net/http"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/testdb"
@@ -42,50 +40,8 @@ func testConfig(backend *testdb.Server) *config.Config {
 func TestMetricsEndpoint(t *testing.T) {
 	backend := testdb.Start(t)
 	cfg := testConfig(backend)
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	svc, err := service.New(ctx, cfg, nil)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- svc.Serve(ctx, l) }()
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Serve: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("service did not stop")
-		}
-	}
-	t.Cleanup(stop)
-
-	var url string
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if a := svc.MetricsAddr(); a != nil {
-			url = "http://" + a.String() + "/metrics"
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("metrics endpoint not up")
-		}
-	}
+	r := startService(t, cfg)
+	svc, url := r.Svc, r.Base+"/metrics"
 
 	// Before any client: no tag series yet, no sessions.
 	m := scrape(t, url)
@@ -98,14 +54,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	want(t, m, "leafproxy_snowflake_fenced", 0)
 	want(t, m, "leafproxy_snowflake_lease_lost", 0)
 
-	mc := mysql.NewConfig()
-	mc.User, mc.Passwd, mc.Net, mc.Addr = "app", "secret", "tcp", l.Addr().String()
-	mc.Timeout = 5 * time.Second
-	db, err := sql.Open("mysql", mc.FormatDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := r.client(t)
 	db.SetMaxOpenConns(1)
 	var last int64
 	for i := range 5 {
@@ -144,7 +93,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	want(t, m, "leafproxy_client_sessions_accepted_total", 1)
 
 	// Stopping the service stops the endpoint.
-	stop()
+	r.Stop()
 	if resp, err := http.Get(url); err == nil {
 		resp.Body.Close()
 		t.Errorf("metrics still served after shutdown")

@@ -25,6 +25,7 @@ type running struct {
 	Svc  *service.Service
 	Addr string
 	Base string
+	Stop func() // stops the service (also at the test's end); idempotent
 }
 
 func startService(t *testing.T, cfg *config.Config) *running {
@@ -45,20 +46,24 @@ func startService(t *testing.T, cfg *config.Config) *running {
 	}
 	done := make(chan error, 1)
 	go func() { done <- svc.Serve(ctx, l) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Serve: %v", err)
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Serve: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Error("service did not stop")
 			}
-		case <-time.After(30 * time.Second):
-			t.Error("service did not stop")
-		}
-	})
+		})
+	}
+	t.Cleanup(stop)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if a := svc.MetricsAddr(); a != nil {
-			return &running{Svc: svc, Addr: l.Addr().String(), Base: "http://" + a.String()}
+			return &running{Svc: svc, Addr: l.Addr().String(), Base: "http://" + a.String(), Stop: stop}
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("status endpoint not up")

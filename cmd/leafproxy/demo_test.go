@@ -3,40 +3,22 @@
 package main
 
 import (
-	"bytes"
 	"database/sql"
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/leafproxy/leafproxy/internal/testdb"
 )
-
-// syncBuffer is a bytes.Buffer written by run's goroutine and read by the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestDemoCommand runs `leafproxy demo` as the README does (no MySQL or
 // MariaDB involved): it prints a command line whose port reaches the
 // proxy, a filled INSERT reports its key, and SIGTERM ends it with exit 0.
 func TestDemoCommand(t *testing.T) {
-	var out, errOut syncBuffer
+	var out, errOut testdb.LockedBuffer
 	done := make(chan int, 1)
 	go func() { done <- run([]string{"demo"}, &out, &errOut) }()
 	line := regexp.MustCompile(`mariadb -h127\.0\.0\.1 -P(\d+) -udemo -pdemo shop`)

@@ -7,31 +7,12 @@ import (
 	"net"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/leafproxy/leafproxy/internal/testdb"
 )
-
-// lockedBuffer is a bytes.Buffer the logger may write while the test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // SIGHUP re-reads the configuration: a new user can log in, a new table
 // rule fills keys, sessions already open keep working, an invalid file is
@@ -48,7 +29,7 @@ func TestServeReloadOnSIGHUP(t *testing.T) {
 	l.Close()
 	path := writeConfig(t, backend, addr)
 	done := make(chan int, 1)
-	var logs lockedBuffer
+	var logs testdb.LockedBuffer
 	go func() { done <- run([]string{"serve", "--config", path}, &bytes.Buffer{}, &logs) }()
 	defer func() {
 		syscall.Kill(os.Getpid(), syscall.SIGTERM)
