@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/testdb"
 	"github.com/leafproxy/leafproxy/service"
