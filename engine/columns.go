@@ -20,7 +20,7 @@ type colKey struct{ db, table string }
 // dropped on DDL seen here.
 type columnCache struct {
 	ttl time.Duration
-	mu  sync.Mutex
+	mu  sync.RWMutex
 	m   map[colKey]colEntry
 }
 
@@ -28,6 +28,9 @@ type colEntry struct {
 	cols  []string
 	types []colType // parallel to cols
 	at    time.Time
+	// refreshing: a session is re-reading this expired entry; the others
+	// keep using it meanwhile instead of all asking information_schema.
+	refreshing bool
 }
 
 // colType is what information_schema says of a column's type.
@@ -66,19 +69,38 @@ func (c *columnCache) entry(ctx context.Context, s Session, db, table string) (c
 	// A struct key is looked up without building a string per statement;
 	// db and table may borrow the packet buffer, so a stored key is cloned.
 	key := colKey{db, table}
-	c.mu.Lock()
+	c.mu.RLock()
 	e, ok := c.m[key]
-	c.mu.Unlock()
+	c.mu.RUnlock()
 	if ok && time.Since(e.at) < c.ttl {
 		return e, nil
 	}
 	if db == "" {
 		return colEntry{}, errors.New("no database selected")
 	}
+	if ok && len(e.cols) > 0 {
+		c.mu.Lock()
+		cur, still := c.m[key]
+		if still && cur.refreshing {
+			c.mu.Unlock()
+			return cur, nil
+		}
+		if still {
+			cur.refreshing = true
+			c.m[owned(key)] = cur // not key: assigning would store its borrowed strings
+		}
+		c.mu.Unlock()
+	}
 	rows, err := s.BackendQuery(ctx, "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, NUMERIC_PRECISION, NUMERIC_SCALE"+
 		" FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "+quote(db)+" AND TABLE_NAME = "+quote(table)+
 		" ORDER BY ORDINAL_POSITION")
 	if err != nil {
+		c.mu.Lock()
+		if cur, still := c.m[key]; still && cur.refreshing {
+			cur.refreshing = false // the next statement tries again
+			c.m[owned(key)] = cur
+		}
+		c.mu.Unlock()
 		return colEntry{}, fmt.Errorf("read columns of %s.%s: %w", db, table, err)
 	}
 	e = colEntry{cols: make([]string, 0, len(rows)), types: make([]colType, 0, len(rows)), at: time.Now()}
@@ -102,9 +124,15 @@ func (c *columnCache) entry(ctx context.Context, s Session, db, table string) (c
 	if len(c.m) > 10000 {
 		clear(c.m)
 	}
-	c.m[colKey{strings.Clone(db), strings.Clone(table)}] = e
+	c.m[owned(key)] = e
 	c.mu.Unlock()
 	return e, nil
+}
+
+// owned is key with its strings copied: the statement's may borrow the
+// client's packet buffer.
+func owned(key colKey) colKey {
+	return colKey{strings.Clone(key.db), strings.Clone(key.table)}
 }
 
 // quote makes a string literal that is safe whatever the sql_mode: no

@@ -1,6 +1,10 @@
 package engine
 
-import "testing"
+import (
+	"context"
+	"testing"
+	"time"
+)
 
 func TestKeyTypeProblem(t *testing.T) {
 	for _, tc := range []struct {
@@ -76,5 +80,33 @@ func TestHasDDLLooksAtEveryStatement(t *testing.T) {
 		if got := hasDDL(q); got != want {
 			t.Errorf("hasDDL(%q) = %v, want %v", q, got, want)
 		}
+	}
+}
+
+// An expired column-cache entry is re-read by one session; the others
+// keep using the old entry meanwhile instead of all querying
+// information_schema at once. A failed re-read lets the next one try.
+func TestColumnCacheOneRefreshAtATime(t *testing.T) {
+	c := newColumnCache(time.Hour)
+	s := &fakeSession{columns: map[string][][2]string{"orders": {{"id", "bigint"}}}}
+	ctx := context.Background()
+	if _, err := c.entry(ctx, s, "shop", "orders"); err != nil || len(s.backend) != 1 {
+		t.Fatalf("first read: %v, %d queries", err, len(s.backend))
+	}
+	key := colKey{"shop", "orders"}
+	e := c.m[key]
+	e.at = time.Now().Add(-2 * time.Hour) // expired
+	e.refreshing = true                   // another session is re-reading it
+	c.m[key] = e
+	if got, err := c.entry(ctx, s, "shop", "orders"); err != nil || len(got.cols) != 1 || len(s.backend) != 1 {
+		t.Fatalf("expired entry being refreshed elsewhere: %v, %d cols, %d queries (want the old entry, no query)", err, len(got.cols), len(s.backend))
+	}
+	e.refreshing = false
+	c.m[key] = e
+	if _, err := c.entry(ctx, s, "shop", "orders"); err != nil || len(s.backend) != 2 {
+		t.Fatalf("expired entry: %v, %d queries, want a re-read", err, len(s.backend))
+	}
+	if c.m[key].refreshing || time.Since(c.m[key].at) > time.Minute {
+		t.Fatalf("after the re-read: %+v", c.m[key])
 	}
 }

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bufio"
 	"context"
 	"crypto/rsa"
 	"crypto/tls"
@@ -30,12 +29,9 @@ type backendLogin struct {
 
 // backendConn is a logged-in backend connection.
 type backendConn struct {
-	conn     net.Conn // the TLS connection when backend.tls is on
-	r        *bufio.Reader
+	conn     net.Conn  // the TLS connection when backend.tls is on
 	hello    *greeting // the backend's own greeting (thread id, capabilities)
-	caps     uint32    // what the backend leg negotiated
-	extCaps  uint32
-	ok       []byte // the backend's final OK packet after authentication
+	ok       []byte    // the backend's final OK packet after authentication
 	threadID uint32
 }
 
@@ -154,8 +150,7 @@ func (s *Server) loginBackend(nc net.Conn, l backendLogin) (*backendConn, error)
 		var reply []byte
 		switch p[0] {
 		case 0x00:
-			bc.ok, bc.caps, bc.extCaps = p, resp.caps, resp.extCaps
-			bc.r = lg.r
+			bc.ok = p
 			return bc, nil
 		case 0xFF:
 			return nil, parseErr(p)

@@ -41,7 +41,7 @@ func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 	case mysql.COM_QUIT:
 		return errQuit
 	case mysql.COM_QUERY:
-		if k, ok := parseKill(pkt[1:]); ok {
+		if k, ok := parseKill(pkt[1:], s.caps&mysql.CLIENT_MULTI_STATEMENTS != 0); ok {
 			return s.kill(k)
 		} else if k.refuse != "" {
 			return s.writeErrFlush(mysql.ER_NOT_SUPPORTED_YET, "42000", k.refuse)

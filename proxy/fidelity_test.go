@@ -145,10 +145,20 @@ func TestKillMapsGreetingIDs(t *testing.T) {
 		t.Fatalf("KILL by another proxy user: %v, want 1094", err)
 	}
 	// Forms the proxy cannot map are refused, not relayed.
-	for _, q := range []string{"KILL USER root", "KILL QUERY ID 5", "SELECT 1; KILL 5", "KILL CONNECTION_ID()"} {
-		if _, err := killer.Exec(q); !errors.As(err, &me) || me.Number != gomysql.ER_NOT_SUPPORTED_YET {
-			t.Errorf("%s: %v, want 1235", q, err)
+	multi := e.open(t, "", "multiStatements=true")
+	for _, c := range []struct {
+		db *sql.DB
+		q  string
+	}{{killer, "KILL USER root"}, {killer, "KILL QUERY ID 5"}, {killer, "KILL CONNECTION_ID()"},
+		{multi, "SELECT 1; KILL 5"}, {multi, "SELECT ';'; /* ; */ kill 5"}} {
+		if _, err := c.db.Exec(c.q); !errors.As(err, &me) || me.Number != gomysql.ER_NOT_SUPPORTED_YET {
+			t.Errorf("%s: %v, want 1235", c.q, err)
 		}
+	}
+	// Without multi-statements the server reads one statement and
+	// rejects the rest: no KILL runs, and the proxy need not look further.
+	if _, err := killer.Exec("SELECT 1; KILL 5"); !errors.As(err, &me) || me.Number != gomysql.ER_PARSE_ERROR {
+		t.Errorf("SELECT 1; KILL 5 without multi-statements: %v, want 1064 from the server", err)
 	}
 
 	if _, err := killer.Exec(fmt.Sprintf("KILL QUERY %d", victim.hello.threadID)); err != nil {

@@ -147,7 +147,7 @@ func FuzzParseKill(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, q []byte) {
-		k, ok := parseKill(q)
+		k, ok := parseKill(q, true)
 		if ok && k.refuse != "" {
 			t.Fatalf("accepted and refused at once: %+v", k)
 		}
@@ -217,6 +217,28 @@ func TestGreetingRoundTrip(t *testing.T) {
 		}
 		if m && g.extCaps != mariadbStmtBulk|mariadbExtTypeInfo {
 			t.Fatalf("extended caps lost: 0x%x", g.extCaps)
+		}
+	}
+}
+
+// moreStatements tells a text with a second statement from one whose ';'
+// is in data, in a comment or at the end: only the first makes the proxy
+// re-read the session's database and sql_mode before the next rewrite.
+func TestMoreStatements(t *testing.T) {
+	for q, want := range map[string]bool{
+		"INSERT INTO t VALUES ('a;b')":     false,
+		"INSERT INTO t VALUES (1);":        false,
+		"USE shop ; -- done":               false,
+		"SELECT 1 /* ; */":                 false,
+		"SELECT `a;b` FROM t ;  \n":        false,
+		"SELECT 1; SELECT 2":               true,
+		"USE a; INSERT INTO t VALUES (1)":  true,
+		"SELECT 1;;":                       true, // an empty statement: a false yes is only a re-read
+		"SELECT 1; /*!40101 USE other */":  true,
+		`SELECT 'a\'; USE other; SELECT 1`: true, // under NO_BACKSLASH_ESCAPES the string ends at \'
+	} {
+		if got := moreStatements([]byte(q)); got != want {
+			t.Errorf("moreStatements(%q) = %v, want %v", q, got, want)
 		}
 	}
 }

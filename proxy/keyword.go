@@ -79,29 +79,53 @@ type killReq struct {
 // expression, a KILL among several statements) comes back with refuse set:
 // relayed as written it could reach a thread of a client that never went
 // through this proxy.
-func parseKill(q []byte) (k killReq, ok bool) {
-	// The hot path: one look at the first word, and, only for a text with
-	// a ';' (a multi-statement text), a look at each statement's first
-	// word. The rest of a statement is never scanned.
-	if w := firstWord(q); hasKeyword(w, "KILL") {
-		if bytes.IndexByte(q, ';') < 0 {
-			return parseKillArgs(skipSpace(w[4:]))
+func parseKill(q []byte, multi bool) (k killReq, ok bool) {
+	// The hot path: one look at the first word. Only a text with a ';'
+	// from a client that negotiated multi-statements can hold a KILL
+	// further on (otherwise the server reads one statement and rejects
+	// the rest); such a text is walked statement by statement, looking at
+	// each one's first word, without collecting them.
+	w := firstWord(q)
+	semi := bytes.IndexByte(q, ';') >= 0
+	switch {
+	case hasKeyword(w, "KILL") && !semi:
+		return parseKillArgs(skipSpace(w[4:]))
+	case hasKeyword(w, "KILL"):
+		stmts := splitStatements(q) // "KILL 5;" or KILL first among several: rare
+		if len(stmts) > 1 {
+			return killReq{refuse: killAmongStatements}, false
 		}
-	} else if bytes.IndexByte(q, ';') < 0 {
+		return parseKillArgs(skipSpace(firstWord(stmts[0])[4:]))
+	case !semi || !multi:
 		return k, false
 	}
-	stmts := splitStatements(q)
-	for _, st := range stmts {
-		w := firstWord(st)
-		if !hasKeyword(w, "KILL") {
-			continue
+	for start := 0; start < len(q); {
+		end := sqltext.StatementEnd(q, start, true)
+		if hasKeyword(firstWord(q[start:end]), "KILL") {
+			return killReq{refuse: killAmongStatements}, false
 		}
-		if len(stmts) > 1 {
-			return killReq{refuse: "leafproxy: send KILL as a statement of its own, not in a multi-statement text"}, false
-		}
-		return parseKillArgs(skipSpace(w[4:]))
+		start = end + 1
 	}
 	return k, false
+}
+
+const killAmongStatements = "leafproxy: send KILL as a statement of its own, not in a multi-statement text"
+
+// moreStatements reports whether q holds anything the server may run after
+// its first statement. Both backslash rules are tried (the session's
+// NO_BACKSLASH_ESCAPES is not known here): a false "yes" only costs a
+// re-read of the session's database and sql_mode; a false "no" could miss
+// a later USE.
+func moreStatements(q []byte) bool {
+	if bytes.IndexByte(q, ';') < 0 {
+		return false
+	}
+	for _, escapes := range [2]bool{true, false} {
+		if end := sqltext.StatementEnd(q, 0, escapes); end < len(q) && sqltext.SkipSpace(q, end+1) < len(q) {
+			return true
+		}
+	}
+	return false
 }
 
 func parseKillArgs(q []byte) (killReq, bool) {

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -35,7 +34,7 @@ func (s *Session) relayQuery(pkt []byte) error {
 		// needless re-read, cheap.
 		s.modeOK = false
 	}
-	multi := s.caps&mysql.CLIENT_MULTI_STATEMENTS != 0 && bytes.IndexByte(q, ';') >= 0
+	multi := s.caps&mysql.CLIENT_MULTI_STATEMENTS != 0 && moreStatements(q)
 	ok, err := s.relay(pkt, respResult)
 	if multi {
 		// Cheap and conservative: a later statement may have changed either.

@@ -291,9 +291,7 @@ func (s *Server) handle(raw net.Conn) {
 		}
 	}()
 
-	if !s.pending.add(raw, s.cfg.Limits.MaxHandshakes, &s.mu) {
-		return
-	}
+	s.pending.add(raw, s.cfg.Limits.MaxHandshakes, &s.mu)
 	// Small buffers until the client has logged in: a flood of strangers
 	// costs little memory each.
 	c := newLeg("client", raw, 1<<10, 1<<10)
@@ -411,7 +409,7 @@ type pendingHandshakes struct {
 	conns []net.Conn
 }
 
-func (p *pendingHandshakes) add(c net.Conn, max int, mu *sync.Mutex) bool {
+func (p *pendingHandshakes) add(c net.Conn, max int, mu *sync.Mutex) {
 	mu.Lock()
 	defer mu.Unlock()
 	if max > 0 && len(p.conns) >= max {
@@ -420,7 +418,6 @@ func (p *pendingHandshakes) add(c net.Conn, max int, mu *sync.Mutex) bool {
 		old.Close()
 	}
 	p.conns = append(p.conns, c)
-	return true
 }
 
 func (p *pendingHandshakes) remove(c net.Conn, mu *sync.Mutex) {

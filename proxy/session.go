@@ -154,6 +154,12 @@ func (s *Session) serve(base context.Context) {
 			s.log.Error("session closed: internal error", "panic", fmt.Sprint(r))
 			s.log.Debug("panic stack", "stack", string(debug.Stack()))
 		}
+		// A command that ended in a panic still gives back the command
+		// memory it held (limits.command_memory).
+		if s.heldMem > 0 {
+			s.srv.mem.release(s.heldMem)
+			s.heldMem = 0
+		}
 	}()
 	s.log.Debug("session started", "db", s.db, "backend_thread", s.threadID.Load())
 	if ic := s.srv.ic; ic != nil {
