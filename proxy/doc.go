@@ -55,7 +55,8 @@
 // account is admin. Any other id gets 1094 Unknown thread id: a KILL
 // through the proxy never reaches a thread the proxy did not open. KILL
 // USER, KILL QUERY ID, a KILL with an expression and a KILL inside a
-// multi-statement text get 1235. (KILL from stored routines or SQL PREPARE
+// multi-statement text get 1235 (from a client without multi-statements
+// the server itself rejects what follows a ';'). (KILL from stored routines or SQL PREPARE
 // is not seen by the proxy: give proxy users that must not kill each other
 // different backend accounts.)
 //
