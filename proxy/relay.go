@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -82,52 +81,12 @@ func (s *Session) relayHeld(pkt []byte, kind int) (ok bool, err error) {
 	if err := flush(); err != nil {
 		return false, s.setFatal(err)
 	}
-	switch kind {
-	case respNone:
-		return true, nil
-	case respResult, respExecute:
-		var r walkResult
-		r, err = s.walk(walkRelay, kind == respExecute)
-		ok = r.ok
-	case respPrepare:
-		var pr PrepareResult
-		pr, err = s.relayPrepareResponse()
-		ok = pr.OK
-	case respSimple, respRaw:
-		var head []byte
-		var n int
-		head, n, err = s.relayPacket()
-		if err == nil && kind == respSimple {
-			if isOK(head, n) {
-				_, _, st, _ := okInfo(head)
-				s.setStatus(st)
-				ok = true
-			} else if isEOF(head, n) {
-				s.setStatus(eofStatus(head))
-				ok = true
-			}
-		}
-	case respFieldList, respFetch:
-		for err == nil {
-			var head []byte
-			var n int
-			head, n, err = s.relayPacket()
-			if err != nil || isErr(head) {
-				break
-			}
-			if isEOF(head, n) {
-				if kind == respFetch {
-					s.setStatus(eofStatus(head))
-				}
-				ok = true
-				break
-			}
-		}
-	}
-	if err != nil {
+	var t respTracker
+	t.start(kind, kind == respExecute)
+	if _, err := s.walkFrom(&t, walkRelay); err != nil {
 		return false, s.setFatal(err)
 	}
-	return ok, nil
+	return t.ok, nil
 }
 
 func (s *Session) setStatus(st uint16) {
@@ -184,107 +143,70 @@ type walkResult struct {
 	err                *mysql.MyError // the backend answered ERR
 }
 
-// walk follows one response to a query or execute: OK | ERR | LOCAL INFILE
-// request | column count -> definitions -> EOF -> rows -> EOF/ERR, repeated
-// while the backend says more results exist. It is the only place that
-// knows this state machine; relaying streams packets without holding them,
-// the other modes read them whole (proxy-originated statements, small).
-// cursor: an execute that opened a cursor ends after the definitions.
+// walk follows one response to a query or execute (see respTracker);
+// relaying streams packets without holding them, the other modes read them
+// whole (proxy-originated statements, small). cursor: an execute that
+// opened a cursor ends after the definitions.
 func (s *Session) walk(mode int, cursor bool) (walkResult, error) {
-	var r walkResult
-	next := func() ([]byte, int, error) {
-		if mode == walkRelay {
-			return s.relayPacket()
-		}
-		p, err := s.b.readPacket(s.scratch, 1<<30)
-		s.scratch = p
-		return p, len(p), err
+	var t respTracker
+	kind := respResult
+	if cursor {
+		kind = respExecute
 	}
+	t.start(kind, cursor)
+	return s.walkFrom(&t, mode)
+}
+
+// walkFrom reads the rest of the response t is tracking: all of it, or
+// what an event loop left when it handed the session back mid-response.
+func (s *Session) walkFrom(t *respTracker, mode int) (walkResult, error) {
+	var r walkResult
 	defer func() {
 		if cap(s.scratch) > keepBuf {
 			s.scratch = nil
 		}
 	}()
-	first := true // the next packet starts the statement's first result
-	for {
-		head, n, err := next()
+	for !t.done() {
+		var head []byte
+		var n int
+		var err error
+		if mode == walkRelay {
+			head, n, err = s.relayPacket()
+		} else {
+			head, err = s.b.readPacket(s.scratch, 1<<30)
+			s.scratch, n = head, len(head)
+		}
 		if err != nil {
 			return r, err
 		}
-		switch {
-		case isErr(head):
+		ev, err := t.step(s, head, n)
+		if err != nil {
+			return r, err
+		}
+		switch ev {
+		case evErr:
 			if mode != walkRelay {
 				r.err = parseErr(head)
 			}
-			return r, nil
-		case isOK(head, n):
-			a, id, st, w := okInfo(head)
-			if first {
-				r.ok, r.affected, r.insertID, r.warnings = true, a, id, w
+		case evRow:
+			if mode == walkCollect {
+				row, err := textRow(head, t.cols)
+				if err != nil {
+					return r, err
+				}
+				r.rows = append(r.rows, row)
 			}
-			s.setStatus(st)
-			if st&mysql.SERVER_MORE_RESULTS_EXISTS == 0 {
-				return r, nil
-			}
-			first = false
-			continue
-		case len(head) > 0 && head[0] == 0xFB:
-			if mode != walkRelay || s.caps&mysql.CLIENT_LOCAL_FILES == 0 {
+		case evInfile:
+			if mode != walkRelay {
 				return r, protocolError("LOCAL INFILE request although CLIENT_LOCAL_FILES is off")
 			}
 			if err := s.relayLocalFile(); err != nil {
 				return r, err
 			}
-			continue // the OK/ERR that follows answers the statement
-		}
-		cols, k := lenenc(head)
-		if k == 0 || cols == 0 {
-			return r, protocolError("bad column count packet")
-		}
-		for i := uint64(0); i < cols; i++ {
-			if _, _, err := next(); err != nil {
-				return r, err
-			}
-		}
-		head, n, err = next()
-		if err != nil {
-			return r, err
-		}
-		if !isEOF(head, n) {
-			return r, protocolError("no EOF after column definitions")
-		}
-		st := eofStatus(head)
-		if !(cursor && st&mysql.SERVER_STATUS_CURSOR_EXISTS != 0) {
-			for {
-				head, n, err = next()
-				if err != nil {
-					return r, err
-				}
-				if isEOF(head, n) {
-					st = eofStatus(head)
-					break
-				}
-				if isErr(head) {
-					if mode != walkRelay {
-						r.err = parseErr(head)
-					}
-					return r, nil
-				}
-				if mode == walkCollect && first {
-					row, err := textRow(head, cols)
-					if err != nil {
-						return r, err
-					}
-					r.rows = append(r.rows, row)
-				}
-			}
-		}
-		first = false
-		s.setStatus(st)
-		if st&mysql.SERVER_MORE_RESULTS_EXISTS == 0 {
-			return r, nil
 		}
 	}
+	r.ok, r.affected, r.insertID, r.warnings = t.ok, t.affected, t.insertID, t.warnings
+	return r, nil
 }
 
 // textRow decodes a text-protocol row (nil = SQL NULL).
@@ -352,40 +274,12 @@ func (s *Session) relayPrepare(pkt []byte) (PrepareResult, error) {
 	return pr, s.setFatal(s.c.flush())
 }
 
-// relayPrepareResponse: OK(stmt id, columns, params) -> params+EOF ->
-// columns+EOF, or ERR.
+// relayPrepareResponse relays a prepare's response (see respTracker).
 func (s *Session) relayPrepareResponse() (PrepareResult, error) {
-	head, n, err := s.relayPacket()
-	if err != nil {
+	var t respTracker
+	t.start(respPrepare, false)
+	if _, err := s.walkFrom(&t, walkRelay); err != nil {
 		return PrepareResult{}, err
 	}
-	if isErr(head) {
-		// A later execute of "the last prepared statement" now fails on
-		// the backend too; it must not resolve to an older statement.
-		s.lastPrepOK = false
-		return PrepareResult{}, nil
-	}
-	if !isOK(head, n) || len(head) < 9 {
-		return PrepareResult{}, protocolError("bad prepare response")
-	}
-	pr := PrepareResult{
-		OK:      true,
-		StmtID:  binary.LittleEndian.Uint32(head[1:5]),
-		Columns: binary.LittleEndian.Uint16(head[5:7]),
-		Params:  binary.LittleEndian.Uint16(head[7:9]),
-	}
-	s.lastPrep, s.lastPrepOK = pr.StmtID, true
-	for _, cnt := range []int{int(pr.Params), int(pr.Columns)} {
-		if cnt == 0 {
-			continue
-		}
-		// int, not uint16: with 65,535 definitions a uint16 counter never
-		// passes the count and the loop waits forever.
-		for i := 0; i <= cnt; i++ { // definitions, then EOF
-			if _, _, err := s.relayPacket(); err != nil {
-				return PrepareResult{}, err
-			}
-		}
-	}
-	return pr, nil
+	return t.prep, nil
 }
