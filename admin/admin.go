@@ -52,6 +52,11 @@ func (a *Interceptor) Query(ctx context.Context, s *proxy.Session, sql []byte) (
 	if !ok {
 		return a.Interceptor.Query(ctx, s, sql)
 	}
+	if proxy.MustNotBlock(ctx) {
+		// Admin statements read the store and the allocator's state: on
+		// the session's own goroutine, not an event loop's.
+		return false, proxy.ErrWouldBlock
+	}
 	if st.err != "" {
 		return false, &mysql.MyError{Code: mysql.ER_PARSE_ERROR, State: "42000", Message: st.err}
 	}

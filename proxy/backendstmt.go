@@ -20,6 +20,9 @@ func (s *Session) RelayQuery(sql []byte) error {
 // response to the client; the result says which statement id and how many
 // parameters the backend gave it.
 func (s *Session) RelayPrepare(sql []byte) (PrepareResult, error) {
+	if s.ln != nil {
+		return PrepareResult{}, ErrWouldBlock // the caller needs the answer now
+	}
 	s.out = append(append(s.out[:0], mysql.COM_STMT_PREPARE), sql...)
 	pr, err := s.relayPrepare(s.out)
 	s.trimOut()
@@ -40,6 +43,9 @@ func (s *Session) RelayExecute(pkt []byte) error {
 // client gets an ERR saying so and the session ends (the returned error is
 // fatal).
 func (s *Session) RelayExecuteAfter(pre, pkt []byte) error {
+	if s.ln != nil {
+		return ErrWouldBlock
+	}
 	if s.fatal != nil {
 		return s.fatal
 	}
@@ -126,6 +132,9 @@ func (s *Session) BackendQuery(ctx context.Context, sql string) ([][]*string, er
 }
 
 func (s *Session) sendBackend(ctx context.Context, sql string) error {
+	if s.ln != nil {
+		return ErrWouldBlock
+	}
 	if s.fatal != nil {
 		return s.fatal
 	}

@@ -37,11 +37,17 @@ func (s *Session) stmtID(pkt []byte) uint32 {
 // dispatch handles one client command. A non-nil error ends the session.
 func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 	ic := s.srv.ic
+	if s.ln != nil && !loopCommand(pkt[0]) {
+		return ErrWouldBlock // for the session's goroutine (see lane)
+	}
 	switch pkt[0] {
 	case mysql.COM_QUIT:
 		return errQuit
 	case mysql.COM_QUERY:
 		if k, ok := parseKill(pkt[1:], s.caps&mysql.CLIENT_MULTI_STATEMENTS != 0); ok {
+			if s.ln != nil {
+				return ErrWouldBlock
+			}
 			return s.kill(k)
 		} else if k.refuse != "" {
 			return s.writeErrFlush(mysql.ER_NOT_SUPPORTED_YET, "42000", k.refuse)
@@ -102,21 +108,9 @@ func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 		_, err := s.relay(pkt, respSimple)
 		return err
 	case mysql.COM_INIT_DB:
-		ok, err := s.relay(pkt, respSimple)
-		if ok {
-			s.setDB(string(pkt[1:]))
-		}
-		return err
+		return s.relayAfter(pkt, respSimple, afterAction{kind: afterInitDB, db: string(pkt[1:])})
 	case mysql.COM_RESET_CONNECTION:
-		ok, err := s.relay(pkt, respSimple)
-		if ok {
-			s.modeOK = false
-			s.lastPrepOK = false
-			if ic != nil {
-				ic.SessionReset(s)
-			}
-		}
-		return err
+		return s.relayAfter(pkt, respSimple, afterAction{kind: afterReset})
 	case mysql.COM_PROCESS_KILL:
 		if len(pkt) < 5 {
 			return s.writeErrFlush(mysql.ER_MALFORMED_PACKET, "HY000", "Malformed communication packet")
@@ -144,11 +138,28 @@ func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 	}
 }
 
+// loopCommand reports whether an event loop runs a command itself: those
+// an interceptor sees or that carry one command and its response. The rest
+// (KILL, change user, field lists, cursors' fetches, bulk executes,
+// statistics, ...) go to the session's goroutine.
+func loopCommand(c byte) bool {
+	switch c {
+	case mysql.COM_QUERY, mysql.COM_STMT_PREPARE, mysql.COM_STMT_EXECUTE, mysql.COM_STMT_CLOSE,
+		mysql.COM_STMT_RESET, mysql.COM_STMT_SEND_LONG_DATA, mysql.COM_PING, mysql.COM_INIT_DB,
+		mysql.COM_RESET_CONNECTION, mysql.COM_SET_OPTION, mysql.COM_QUIT:
+		return true
+	}
+	return false
+}
+
 // intercepted turns an interceptor's answer into the loop's: done means the
 // command has been answered (or the session must end, err != nil).
 func (s *Session) intercepted(handled bool, err error) (bool, error) {
 	if s.fatal != nil {
 		return true, s.fatal
+	}
+	if err != nil && s.ln != nil && errors.Is(err, ErrWouldBlock) {
+		return true, ErrWouldBlock // nothing was written: the goroutine runs it again
 	}
 	if err != nil {
 		code, state, msg := errorFields(err)

@@ -21,11 +21,11 @@ const (
 // relayQuery relays a COM_QUERY packet, tracking USE and SET statements.
 func (s *Session) relayQuery(pkt []byte) error {
 	q := skipSpace(pkt[1:])
-	useDB, isUse := "", false
+	a := afterAction{kind: afterQuery}
 	switch {
 	case hasKeyword(q, "USE"):
-		isUse = true
-		useDB, _ = parseUse(q[3:])
+		a.isUse = true
+		a.db, _ = parseUse(q[3:])
 	case startsSet(pkt[1:]) && containsFold(q, "sql_mode"):
 		// Only a SET naming sql_mode changes it (SET autocommit, SET NAMES
 		// per transaction must not cost a re-read). Also SET STATEMENT
@@ -33,19 +33,65 @@ func (s *Session) relayQuery(pkt []byte) error {
 		// needless re-read, cheap.
 		s.modeOK = false
 	}
-	multi := s.caps&mysql.CLIENT_MULTI_STATEMENTS != 0 && moreStatements(q)
-	ok, err := s.relay(pkt, respResult)
-	if multi {
-		// Cheap and conservative: a later statement may have changed either.
-		s.dbOK, s.modeOK = false, false
-	}
-	if ok && isUse {
-		if useDB != "" && !multi {
-			s.setDB(useDB)
-		} else {
-			s.dbOK = false
+	a.multi = s.caps&mysql.CLIENT_MULTI_STATEMENTS != 0 && moreStatements(q)
+	return s.relayAfter(pkt, respResult, a)
+}
+
+// afterAction is what a relayed command changes in the session's view of
+// the backend once its response is known. It is data, not a closure: on an
+// event loop the response arrives after the command's code has returned
+// (lane.finish applies it), on the session's goroutine right away.
+type afterAction struct {
+	kind  uint8
+	isUse bool   // afterQuery: the statement was USE
+	multi bool   // afterQuery: the text held more than one statement
+	db    string // afterQuery: USE's database; afterInitDB: the new database
+}
+
+const (
+	afterNone   = iota
+	afterQuery  // track USE and multi-statement texts
+	afterInitDB // COM_INIT_DB: the database on OK
+	afterReset  // COM_RESET_CONNECTION: forget session state on OK
+)
+
+// applyAfter records a's effect; ok says the response began with OK.
+func (s *Session) applyAfter(a afterAction, ok bool) {
+	switch a.kind {
+	case afterQuery:
+		if a.multi {
+			// Cheap and conservative: a later statement may have changed either.
+			s.dbOK, s.modeOK = false, false
+		}
+		if ok && a.isUse {
+			if a.db != "" && !a.multi {
+				s.setDB(a.db)
+			} else {
+				s.dbOK = false
+			}
+		}
+	case afterInitDB:
+		if ok {
+			s.setDB(a.db)
+		}
+	case afterReset:
+		if ok {
+			s.modeOK = false
+			s.lastPrepOK = false
+			if ic := s.srv.ic; ic != nil {
+				ic.SessionReset(s)
+			}
 		}
 	}
+}
+
+// relayAfter relays pkt, then applies a (see afterAction).
+func (s *Session) relayAfter(pkt []byte, kind int, a afterAction) error {
+	if s.ln != nil {
+		return s.ln.send(pkt, kind, a)
+	}
+	ok, err := s.relay(pkt, kind)
+	s.applyAfter(a, ok)
 	return err
 }
 
@@ -68,6 +114,11 @@ func (s *Session) relay(pkt []byte, kind int) (bool, error) {
 // relayHeld is relay without the final flush: a small response stays in
 // the client leg's buffer until the caller flushes.
 func (s *Session) relayHeld(pkt []byte, kind int) (ok bool, err error) {
+	if s.ln != nil {
+		// On an event loop: the command leaves now, its response is relayed
+		// as it arrives (lane.relayBackend).
+		return false, s.ln.send(pkt, kind, afterAction{})
+	}
 	if s.fatal != nil {
 		return false, s.fatal
 	}
@@ -258,6 +309,9 @@ func (s *Session) relayLocalFile() error {
 
 // relayPrepare relays a COM_STMT_PREPARE packet.
 func (s *Session) relayPrepare(pkt []byte) (PrepareResult, error) {
+	if s.ln != nil {
+		return PrepareResult{}, s.ln.send(pkt, respPrepare, afterAction{})
+	}
 	if s.fatal != nil {
 		return PrepareResult{}, s.fatal
 	}

@@ -6,7 +6,23 @@ import (
 	"log/slog"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/internal/nonblock"
 )
+
+// ErrWouldBlock is what an Interceptor returns (possibly wrapped) when it
+// is called on an event loop (MustNotBlock) and would have to wait: for an
+// ID source, a store, or the backend's answer to a statement of its own
+// (BackendQuery, RelayPrepare, ExecuteResult and CurrentDB/SQLMode when
+// they must re-read return it themselves). It must not have written
+// anything to the client or the backend yet. The command is then run again
+// from the start on the session's own goroutine, where waiting is fine.
+var ErrWouldBlock = nonblock.ErrWouldBlock
+
+// MustNotBlock reports whether an Interceptor call runs on an event loop,
+// which serves many sessions at once: anything that may wait must return
+// ErrWouldBlock instead (see ErrWouldBlock).
+func MustNotBlock(ctx context.Context) bool { return nonblock.Requested(ctx) }
 
 // Interceptor is consulted before the core relays a COM_QUERY,
 // COM_STMT_PREPARE or COM_STMT_EXECUTE. See the package documentation for
@@ -115,6 +131,9 @@ func (s *Session) DB() string {
 // CurrentDB is DB with the error of the re-read: a caller that resolves
 // table names must not plan against a database it could not confirm.
 func (s *Session) CurrentDB(ctx context.Context) (string, error) {
+	if !s.dbOK && s.ln != nil {
+		return s.db, ErrWouldBlock
+	}
 	if !s.dbOK && s.b != nil && s.fatal == nil {
 		rows, err := s.BackendQuery(ctx, "SELECT DATABASE()")
 		if err != nil {
@@ -139,6 +158,9 @@ func (s *Session) CurrentDB(ctx context.Context) (string, error) {
 func (s *Session) SQLMode(ctx context.Context) (string, error) {
 	if s.modeOK {
 		return s.mode, nil
+	}
+	if s.ln != nil {
+		return "", ErrWouldBlock
 	}
 	rows, err := s.BackendQuery(ctx, "SELECT @@SESSION.sql_mode")
 	if err != nil {

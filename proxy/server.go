@@ -41,6 +41,13 @@ type Server struct {
 	mem     *memBudget
 	idleMem idleMemory
 
+	loopsOnce    sync.Once
+	loops        []*loop // event loops, started with the first session that can use one
+	loopCount    atomic.Int32 // len(loops), for other goroutines
+	loopSessions atomic.Int64
+	loopMoves    atomic.Uint64
+	loopHandoffs atomic.Uint64
+
 	nextID   atomic.Uint32 // proxy session ids handed out in greetings
 	accepted atomic.Uint64
 	active   atomic.Int64 // logged-in sessions
@@ -247,6 +254,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.pending.closeAll()
 	s.mu.Unlock()
+	s.loopsOnce.Do(func() {}) // no loops start from here on
+	s.drainLoops()
 
 	finished := make(chan struct{})
 	go func() { s.wg.Wait(); close(finished) }()
@@ -263,6 +272,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.cancelBase()
 		<-finished
 	}
+	s.stopLoops()
 	s.cancelBase()
 	s.doneOnce.Do(func() { close(s.done) })
 	return err
@@ -377,6 +387,20 @@ func (s *Server) unregister(sess *Session) {
 	s.mu.Lock()
 	delete(s.sessions, sess.id)
 	s.mu.Unlock()
+}
+
+// LoopStats says how the event loops are used.
+type LoopStats struct {
+	Loops    int    // event loops running
+	Sessions int64  // sessions a loop serves now
+	Moves    uint64 // times a session moved onto a loop (after login, and after its goroutine served a command)
+	Handoffs uint64 // commands a loop handed to the session's goroutine (it would have had to wait)
+}
+
+// LoopStats reports the event loops' use; cheap enough for every scrape.
+func (s *Server) LoopStats() LoopStats {
+	return LoopStats{Loops: int(s.loopCount.Load()), Sessions: s.loopSessions.Load(),
+		Moves: s.loopMoves.Load(), Handoffs: s.loopHandoffs.Load()}
 }
 
 // SessionInfo describes one logged-in session (for admin views).

@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -35,8 +36,14 @@ type Session struct {
 	c *leg // client
 	b *leg // backend
 
-	mu       sync.Mutex // guards bconn (against forceClose) and user (read by other sessions)
+	// mu guards what other goroutines close (forceClose, KILL, Shutdown):
+	// the connections while the session's goroutine serves it, the loop's
+	// descriptors while a loop does (and until the goroutine has taken
+	// them back); and user (read by other sessions).
+	mu       sync.Mutex
+	cconn    net.Conn
 	bconn    net.Conn
+	loopFDs  *lane
 	threadID atomic.Uint32 // the backend connection's thread id
 	closing  atomic.Bool
 	idle     atomic.Bool
@@ -60,6 +67,14 @@ type Session struct {
 	bpeek      *socketPeeker // the idle watch's look at bconn (nil: not a socket)
 	bpeekConn  net.Conn      // the connection bpeek was made for
 
+	// Event loops (loop_linux.go). ln is set while a loop serves the
+	// session: then the loop owns everything here, and session methods
+	// that would wait return ErrWouldBlock.
+	ln       *lane
+	loopc    chan loopMsg // the loop hands the session back here
+	loopDebt int          // commands to serve here before trying the loop again
+	noLoop   bool         // never: a leg is TLS, compressed or not a socket
+
 	cmd     []byte // reused command buffer
 	out     []byte // reused outgoing command buffer
 	scratch []byte // reused buffer for proxy-originated responses
@@ -80,8 +95,9 @@ func newSession(srv *Server, id uint32, log *slog.Logger, c *leg, h *clientHello
 		srv: srv, id: id, log: log, user: h.resp.user, account: h.account,
 		caps: h.resp.caps, extCaps: h.resp.extCaps, collation: h.resp.charset,
 		scramble: h.scramble, attrs: h.resp.attrs,
-		c:    c,
-		db:   h.resp.db,
+		c:     c,
+		cconn: c.conn,
+		db:    h.resp.db,
 		dbOK: true,
 	}
 	s.remote = "unix"
@@ -173,6 +189,16 @@ func (s *Session) serve(base context.Context) {
 		if s.srv.draining.Load() {
 			s.log.Debug("session closed: proxy shutting down")
 			return
+		}
+		if s.loopDebt > 0 {
+			s.loopDebt--
+		} else if l := s.loopFor(); l != nil {
+			if m, moved := s.runOnLoop(l); moved {
+				if s.fromLoop(ctx, &m) {
+					return
+				}
+				continue
+			}
 		}
 		if err := s.awaitCommand(); err != nil {
 			s.endOnClientError(err)
@@ -386,7 +412,9 @@ func (s *Session) endOnError(err error) {
 	}
 	if errors.As(err, &ie) && ie.leg == "backend" && !s.closing.Load() {
 		s.log.Warn("backend connection lost", "backend", s.srv.cfg.Backend.Addr, "err", oneLine(err))
-		_ = s.c.conn.SetWriteDeadline(time.Now().Add(2 * time.Second))
+		if s.c.conn != nil { // on a loop the write does not block
+			_ = s.c.conn.SetWriteDeadline(time.Now().Add(2 * time.Second))
+		}
 		_ = s.c.writePacket(errPacket(errBackendLost, "08S01", fmt.Sprintf("leafproxy: lost connection to backend MySQL server at '%s' during query", s.srv.cfg.Backend.Addr)))
 		_ = s.c.flush()
 		return
@@ -408,32 +436,53 @@ func rootCause(err error) error {
 	}
 }
 
+// pokeIfIdle ends the wait for the next command of an idle session on its
+// own goroutine (Shutdown; loops are asked to drain theirs).
 func (s *Session) pokeIfIdle() {
 	if s.idle.Load() {
-		_ = s.c.conn.SetReadDeadline(time.Unix(1, 0))
+		s.mu.Lock()
+		if s.cconn != nil {
+			_ = s.cconn.SetReadDeadline(time.Unix(1, 0))
+		}
+		s.mu.Unlock()
 	}
 }
 
 // closeIfIdle closes the client connection of a session waiting for its
-// next command; the session goroutine then ends. A busy session is left to
-// relay what its backend answers.
+// next command; the session then ends. A busy session is left to relay
+// what its backend answers.
 func (s *Session) closeIfIdle() {
 	if s.idle.Load() {
-		s.c.conn.Close()
+		s.mu.Lock()
+		if s.cconn != nil {
+			s.cconn.Close()
+		}
+		if ln := s.loopFDs; ln != nil {
+			// The loop's descriptors are the loop's to close; shutting the
+			// socket down is safe from here and ends it as well.
+			_ = syscall.Shutdown(ln.cfd, syscall.SHUT_RDWR)
+		}
+		s.mu.Unlock()
 	}
 }
 
-// forceClose cuts both connections; the session goroutine then ends.
+// forceClose cuts both connections; the session then ends.
 func (s *Session) forceClose() {
 	s.closing.Store(true)
 	s.closeConns()
 }
 
 func (s *Session) closeConns() {
-	s.c.conn.Close()
 	s.mu.Lock()
+	if s.cconn != nil {
+		s.cconn.Close()
+	}
 	if s.bconn != nil {
 		s.bconn.Close()
+	}
+	if ln := s.loopFDs; ln != nil {
+		_ = syscall.Shutdown(ln.cfd, syscall.SHUT_RDWR)
+		_ = syscall.Shutdown(ln.bfd, syscall.SHUT_RDWR)
 	}
 	s.mu.Unlock()
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/leafproxy/leafproxy/internal/nonblock"
 )
 
 // prefetch asks for the segment after seg, once per segment.
@@ -63,6 +65,12 @@ func (a *Allocator) advance(ctx context.Context, t *tagState, seg *segment) erro
 		}
 		if !t.loading {
 			a.startLoad(t)
+		}
+		if nonblock.Requested(ctx) {
+			// An event loop's caller: the fetch is under way; the request
+			// is retried where it may wait for it.
+			t.mu.Unlock()
+			return nonblock.ErrWouldBlock
 		}
 		if timer == nil {
 			started = time.Now()

@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/leafproxy/leafproxy/internal/nonblock"
 )
 
 // Defaults for Options' zero values, also the configuration's defaults
@@ -351,6 +353,9 @@ func (g *Generator) nextLocked(ctx context.Context) (int64, error) {
 			return 0, fmt.Errorf("snowflake: clock %s is before the epoch: %w", g.timeAt(now), ErrClockBackward)
 		}
 		if now >= g.deadline {
+			if g.ttl == 0 && nonblock.Requested(ctx) {
+				return 0, nonblock.ErrWouldBlock // extending the reservation writes the state file
+			}
 			if err := g.fenceLocked(ctx, now); err != nil {
 				return 0, err
 			}
@@ -377,6 +382,9 @@ func (g *Generator) nextLocked(ctx context.Context) (int64, error) {
 				return 0, g.overflow(tick + 1)
 			}
 			// Sequence used up: wait for the next tick (less than one).
+			if nonblock.Requested(ctx) {
+				return 0, nonblock.ErrWouldBlock
+			}
 			if err := g.waitLocked(ctx, time.Duration((tick+1)*g.unit)); err != nil {
 				return 0, fmt.Errorf("snowflake: wait for the next tick after the sequence ran out: %w", err)
 			}
@@ -386,6 +394,9 @@ func (g *Generator) nextLocked(ctx context.Context) (int64, error) {
 			if g.maxBackward < 0 || behind > g.maxBackward {
 				return 0, fmt.Errorf("snowflake worker %d: clock %s moved back %v behind the last issued tick %s (max_backward %v): %w",
 					g.lease.Worker, g.timeAt(now), behind, g.timeAt(last), max(g.maxBackward, 0), ErrClockBackward)
+			}
+			if nonblock.Requested(ctx) {
+				return 0, nonblock.ErrWouldBlock
 			}
 			if err := g.waitLocked(ctx, last); err != nil {
 				return 0, fmt.Errorf("snowflake: wait %v for a clock that moved back: %w", behind, err)

@@ -1,0 +1,314 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"syscall"
+)
+
+// What a loop hands back to a session's goroutine (loopMsg.kind).
+const (
+	hoClosed  = iota // the loop closed the session: the goroutine ends it
+	hoCommand        // run pkt: the loop could not (it would have waited)
+	hoResume         // finish the response under way (tr): LOCAL INFILE
+	hoIdle           // no command under way: a large one arriving, or the backend spoke unasked
+)
+
+// loopBackoff is how many commands a session's goroutine serves after
+// taking one over from a loop before it tries the loop again: a client
+// whose commands keep needing the goroutine (a prepare per statement on a
+// rule table, say) then pays for the move once per loopBackoff commands.
+const loopBackoff = 16
+
+type loopMsg struct {
+	kind         int
+	cfd, bfd     int
+	pkt          []byte      // hoCommand
+	cin          []byte      // client bytes to read first
+	bprefix      []byte      // backend bytes to read first
+	cpend, bpend []byte      // bytes to write first
+	cseq, bseq   uint8       // the legs' sequence ids
+	tr           respTracker // hoResume
+	after        afterAction // hoResume
+	infile       bool        // hoResume: the client's LOCAL INFILE data comes first
+	backendEvent bool        // hoIdle: look at what the backend sent
+	debt         int         // commands the goroutine serves before trying the loop again
+}
+
+// loopsOn: LEAFPROXY_LOOP=0 keeps every session on its own goroutine (for
+// comparing; bench/haproxy_test.go's LEAFPROXY_BENCH_VARIANTS).
+var loopsOn = os.Getenv("LEAFPROXY_LOOP") != "0"
+
+// startLoops creates the server's event loops (Config.EventLoops).
+func (srv *Server) startLoops() {
+	n := srv.cfg.EventLoops
+	if n == 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	if n < 0 || !loopsOn {
+		return
+	}
+	for range n {
+		l, err := newLoop(srv)
+		if err != nil {
+			srv.log.Warn("event loops unavailable; sessions run on their own goroutines", "err", err)
+			srv.stopLoops()
+			return
+		}
+		srv.loops = append(srv.loops, l)
+	}
+	srv.loopCount.Store(int32(len(srv.loops)))
+}
+
+func (srv *Server) stopLoops() {
+	for _, l := range srv.loops {
+		l.close()
+	}
+	srv.loops = nil
+	srv.loopCount.Store(0)
+}
+
+func (srv *Server) drainLoops() {
+	for _, l := range srv.loops {
+		l.requestDrain()
+	}
+}
+
+// loopFor is the loop that may take the session now, or nil: none
+// configured, a leg that is not a plain socket (TLS, compression, a test's
+// pipe), or something already read from the backend that the goroutine
+// must look at.
+func (s *Session) loopFor() *loop {
+	if s.noLoop {
+		return nil
+	}
+	s.srv.loopsOnce.Do(s.srv.startLoops)
+	if len(s.srv.loops) == 0 || s.c.comp != nil || !plainConn(s.c.conn) || !plainConn(s.b.conn) {
+		s.noLoop = true
+		return nil
+	}
+	if s.b.r != nil && s.b.buffered() > 0 {
+		return nil
+	}
+	return s.srv.loops[int(s.id)%len(s.srv.loops)]
+}
+
+func plainConn(c net.Conn) bool {
+	switch c.(type) {
+	case *net.TCPConn, *net.UnixConn:
+		return true
+	}
+	return false
+}
+
+// runOnLoop moves the session onto l and waits until l hands it back or
+// ends it. false: the move did not happen (nothing changed).
+func (s *Session) runOnLoop(l *loop) (loopMsg, bool) {
+	cfd, err := dupSocket(s.c.conn)
+	if err != nil {
+		s.noLoop = true
+		s.log.Warn("session stays off the event loop", "err", err)
+		return loopMsg{}, false
+	}
+	bfd, err := dupSocket(s.b.conn)
+	if err != nil {
+		syscall.Close(cfd)
+		s.noLoop = true
+		s.log.Warn("session stays off the event loop", "err", err)
+		return loopMsg{}, false
+	}
+	ln := newLane(l, s, cfd, bfd)
+	if n := s.c.buffered(); n > 0 {
+		b, _ := s.c.r.Peek(n) // a command the client sent already
+		ln.cin = append([]byte(nil), b...)
+	}
+	s.mu.Lock()
+	if s.closing.Load() {
+		s.mu.Unlock()
+		syscall.Close(cfd)
+		syscall.Close(bfd)
+		return loopMsg{}, false
+	}
+	oldC, oldB := s.cconn, s.bconn
+	s.cconn, s.bconn, s.loopFDs = nil, nil, ln
+	s.mu.Unlock()
+	// Closing the originals takes them out of the runtime's netpoller; the
+	// dups stay open, watched by the loop alone.
+	oldC.Close()
+	oldB.Close()
+	if !s.parked {
+		s.park()
+	}
+	s.c, s.b = &ln.cl, &ln.bl
+	s.parked = false
+	s.ln = ln
+	if s.loopc == nil {
+		s.loopc = make(chan loopMsg, 1)
+	}
+	s.srv.loopMoves.Add(1)
+	s.srv.loopSessions.Add(1)
+	l.post(ln)
+	return <-s.loopc, true
+}
+
+// dupSocket duplicates c's descriptor (close-on-exec, non-blocking like
+// the original).
+func dupSocket(c net.Conn) (int, error) {
+	rc, err := c.(syscall.Conn).SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	nfd, derr := -1, error(nil)
+	err = rc.Control(func(fd uintptr) {
+		r, _, e := syscall.Syscall(syscall.SYS_FCNTL, fd, syscall.F_DUPFD_CLOEXEC, 0)
+		if e != 0 {
+			derr = os.NewSyscallError("fcntl F_DUPFD_CLOEXEC", e)
+			return
+		}
+		nfd = int(r)
+	})
+	if err == nil {
+		err = derr
+	}
+	return nfd, err
+}
+
+// fromLoop takes the session back from its loop and carries on where the
+// loop stopped. true: the session is over.
+func (s *Session) fromLoop(ctx context.Context, m *loopMsg) bool {
+	if m.kind == hoClosed {
+		return true
+	}
+	s.loopDebt = m.debt
+	if err := s.leaveLoop(m); err != nil {
+		s.log.Warn("session closed: could not take it back from the event loop", "err", err)
+		return true
+	}
+	switch m.kind {
+	case hoCommand:
+		if err := s.dispatch(ctx, m.pkt); err != nil {
+			s.endOnError(err)
+			return true
+		}
+	case hoResume:
+		if err := s.resume(m); err != nil {
+			s.endOnError(err)
+			return true
+		}
+	case hoIdle:
+		if m.backendEvent {
+			if err := s.backendGone(); err != nil {
+				s.endOnClientError(err)
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// resume finishes a response the loop began (hoResume).
+func (s *Session) resume(m *loopMsg) error {
+	if m.infile {
+		if err := s.relayLocalFile(); err != nil {
+			return s.setFatal(err)
+		}
+	}
+	if _, err := s.walkFrom(&m.tr, walkRelay); err != nil {
+		return s.setFatal(err)
+	}
+	s.applyAfter(m.after, m.tr.ok)
+	return s.setFatal(s.c.flush())
+}
+
+// leaveLoop gives the session net.Conns over the sockets the loop used
+// (the runtime's netpoller watches them again) and writes what the loop
+// could not yet.
+func (s *Session) leaveLoop(m *loopMsg) error {
+	s.mu.Lock()
+	cc, cerr := fdConn(m.cfd)
+	bc, berr := fdConn(m.bfd)
+	s.loopFDs = nil
+	if cerr == nil && berr == nil {
+		s.cconn, s.bconn = cc, bc
+	}
+	closing := s.closing.Load()
+	s.mu.Unlock()
+	if cerr != nil || berr != nil {
+		if cc != nil {
+			cc.Close()
+		}
+		if bc != nil {
+			bc.Close()
+		}
+		return fmt.Errorf("reopen the session's sockets: %v, %v", cerr, berr)
+	}
+	if closing { // a forced close raced the move: the next I/O fails and ends the session
+		cc.Close()
+		bc.Close()
+	}
+	s.c = legOver("client", cc, m.cin, clientReadBuf, &clientWriters)
+	s.c.seq = m.cseq
+	s.b = legOver("backend", bc, m.bprefix, backReadBuf, &backWriters)
+	s.b.seq = m.bseq
+	for _, p := range []struct {
+		l    *leg
+		pend []byte
+	}{{s.c, m.cpend}, {s.b, m.bpend}} {
+		if len(p.pend) == 0 {
+			continue
+		}
+		if _, err := p.l.w.Write(p.pend); err != nil {
+			return s.setFatal(p.l.fail(err))
+		}
+		if err := p.l.flush(); err != nil {
+			return s.setFatal(err)
+		}
+	}
+	s.srv.idleMem.tookBack(s.bufferBytes())
+	return nil
+}
+
+// fdConn makes a net.Conn of a socket descriptor, which it closes (the
+// conn holds a dup).
+func fdConn(fd int) (net.Conn, error) {
+	f := os.NewFile(uintptr(fd), "")
+	c, err := net.FileConn(f)
+	f.Close()
+	return c, err
+}
+
+// legOver is a leg on c whose reads return prefix first, with buffers from
+// the pools the idle sessions give theirs back to.
+func legOver(name string, c net.Conn, prefix []byte, rsize int, writers interface{ Get() any }) *leg {
+	l := &leg{conn: c, rw: legIO(c), name: name}
+	if len(prefix) > 0 {
+		l.rw = &prefixRW{prefix: prefix, ReadWriter: l.rw}
+	}
+	l.r = bufio.NewReaderSize(l.rw, rsize)
+	l.w = writers.Get().(*bufio.Writer)
+	l.w.Reset(l.rw)
+	if len(prefix) > 0 {
+		_, _ = l.r.Peek(1) // buffered() now says something is there
+	}
+	return l
+}
+
+// prefixRW reads prefix before the connection (bytes a loop read ahead).
+type prefixRW struct {
+	prefix []byte
+	io.ReadWriter
+}
+
+func (p *prefixRW) Read(b []byte) (int, error) {
+	if len(p.prefix) > 0 {
+		n := copy(b, p.prefix)
+		p.prefix = p.prefix[n:]
+		return n, nil
+	}
+	return p.ReadWriter.Read(b)
+}

@@ -1,0 +1,494 @@
+package proxy
+
+import (
+	"errors"
+	"io"
+	"os"
+	"syscall"
+)
+
+// lane is a session while an event loop serves it: its two sockets (dups
+// made by the session's goroutine, which closed its own net.Conns so that
+// the runtime's netpoller no longer watches them) and what the loop keeps
+// between events. Only the loop touches it; ownership moves with
+// loop.post and the session's loopc channel.
+type lane struct {
+	l        *loop
+	s        *Session
+	idx, gen int32
+	cfd, bfd int
+
+	// The session's legs while the loop serves it: no buffers of their own;
+	// they write through the loop's writers into the sinks (bind).
+	cl, bl       leg
+	csink, bsink sink
+
+	cin    []byte // client bytes read but not run yet: a partial or pipelined command
+	bcarry []byte // backend bytes: the start of a packet not yet classifiable
+	cpend  []byte // bytes for the client its socket did not take yet
+	bpend  []byte // bytes for the backend its socket did not take yet
+
+	busy  bool        // a command's response is under way
+	tr    respTracker // that response
+	after afterAction // applied when it is complete
+	open  bool        // inside a physical packet of the response
+	body  int         // its payload bytes still to pass on
+	cont  bool        // the logical packet goes on in the next physical packet
+	ev    int         // what the logical packet was (respTracker), acted on at its end
+
+	clientEOF bool // the client closed its side; pipelined commands still run
+	cwatch    bool // the client socket is still registered (false after its hang-up)
+	gone      bool // handed back or closed: the loop is done with it
+	cev, bev  uint32
+}
+
+// sink writes to a lane's socket without blocking: what the socket does not
+// take waits in the lane (cpend, bpend) until it is writable, and while
+// the client's waits the backend is not read (back pressure).
+type sink struct {
+	ln     *lane
+	fd     int
+	client bool
+}
+
+func (k *sink) Write(p []byte) (int, error) {
+	pend := &k.ln.bpend
+	if k.client {
+		pend = &k.ln.cpend
+	}
+	if len(*pend) > 0 {
+		*pend = append(*pend, p...)
+		return len(p), nil
+	}
+	n, errno := writeFD(k.fd, p)
+	if errno != 0 && errno != syscall.EAGAIN {
+		return n, os.NewSyscallError("write", errno)
+	}
+	if n < len(p) {
+		*pend = append(*pend, p[n:]...)
+	}
+	return len(p), nil
+}
+
+func newLane(l *loop, s *Session, cfd, bfd int) *lane {
+	ln := &lane{l: l, s: s, cfd: cfd, bfd: bfd, cwatch: true}
+	ln.csink = sink{ln: ln, fd: cfd, client: true}
+	ln.bsink = sink{ln: ln, fd: bfd}
+	ln.cl = leg{name: "client", seq: s.c.seq}
+	ln.bl = leg{name: "backend", seq: s.b.seq}
+	return ln
+}
+
+// bind points the lane's legs at the loop's writers for this event.
+func (ln *lane) bind() {
+	ln.l.cw.Reset(&ln.csink)
+	ln.cl.w = ln.l.cw
+	ln.l.bw.Reset(&ln.bsink)
+	ln.bl.w = ln.l.bw
+}
+
+// onClient handles an event on the client socket.
+func (ln *lane) onClient(events uint32) {
+	if events&syscall.EPOLLOUT != 0 && len(ln.cpend) > 0 {
+		ln.drainPend(true)
+	}
+	if !ln.gone && events&(syscall.EPOLLIN|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 {
+		ln.readClient(events)
+	}
+	if !ln.gone {
+		ln.interest()
+	}
+}
+
+// onBackend handles an event on the backend socket.
+func (ln *lane) onBackend(events uint32) {
+	if events&syscall.EPOLLOUT != 0 && len(ln.bpend) > 0 {
+		ln.drainPend(false)
+	}
+	if !ln.gone && events&(syscall.EPOLLIN|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 {
+		ln.readBackend()
+	}
+	if !ln.gone {
+		ln.interest()
+	}
+}
+
+// interest keeps the epoll registration in step with the lane: the client
+// is read unless it closed or a full buffer of its commands waits; the
+// backend is read unless the client has not taken the last bytes; either
+// is watched for room while bytes wait for it.
+func (ln *lane) interest() {
+	var c, b uint32
+	if !ln.clientEOF && len(ln.cin) < loopBuf {
+		c |= syscall.EPOLLIN
+	}
+	if len(ln.cpend) > 0 {
+		c |= syscall.EPOLLOUT
+	} else {
+		b |= syscall.EPOLLIN
+	}
+	if len(ln.bpend) > 0 {
+		b |= syscall.EPOLLOUT
+	}
+	if c != ln.cev && ln.cwatch {
+		ln.cev = c
+		ev := syscall.EpollEvent{Events: c, Fd: ln.idx, Pad: ln.gen << 1}
+		_ = syscall.EpollCtl(ln.l.epfd, syscall.EPOLL_CTL_MOD, ln.cfd, &ev)
+	}
+	if b != ln.bev {
+		ln.bev = b
+		ev := syscall.EpollEvent{Events: b, Fd: ln.idx, Pad: ln.gen<<1 | 1}
+		_ = syscall.EpollCtl(ln.l.epfd, syscall.EPOLL_CTL_MOD, ln.bfd, &ev)
+	}
+}
+
+// drainPend writes what waits for a socket that has room again.
+func (ln *lane) drainPend(client bool) {
+	pend, fd := &ln.bpend, ln.bfd
+	if client {
+		pend, fd = &ln.cpend, ln.cfd
+	}
+	n, errno := writeFD(fd, *pend)
+	if errno != 0 && errno != syscall.EAGAIN {
+		err := &ioError{leg: "backend", err: os.NewSyscallError("write", errno)}
+		if client {
+			err.leg = "client"
+		}
+		ln.fail(err)
+		return
+	}
+	rest := copy(*pend, (*pend)[n:])
+	*pend = (*pend)[:rest]
+	if rest > 0 {
+		return
+	}
+	if cap(*pend) > loopBuf {
+		*pend = nil
+	}
+	if client && !ln.busy {
+		ln.idleAgain()
+	}
+}
+
+// readClient reads what the client sent and runs the commands it completes.
+func (ln *lane) readClient(events uint32) {
+	if ln.clientEOF {
+		if events&(syscall.EPOLLHUP|syscall.EPOLLERR) != 0 && ln.cwatch {
+			// Hung up for good: nothing more will come, and the event
+			// would repeat until the response in flight is through.
+			_ = syscall.EpollCtl(ln.l.epfd, syscall.EPOLL_CTL_DEL, ln.cfd, nil)
+			ln.cwatch = false
+		}
+		return
+	}
+	n, errno := readFD(ln.cfd, ln.l.cbuf)
+	switch {
+	case errno == syscall.EAGAIN:
+		return
+	case errno != 0:
+		ln.s.endOnClientError(&ioError{leg: "client", err: os.NewSyscallError("read", errno)})
+		ln.teardown()
+		return
+	case n == 0:
+		ln.clientEOF = true
+		if !ln.busy && len(ln.cpend) == 0 {
+			ln.clientGone()
+		}
+		return
+	}
+	data := ln.l.cbuf[:n]
+	if len(ln.cin) > 0 || ln.busy || len(ln.cpend) > 0 {
+		ln.cin = append(ln.cin, data...)
+		ln.commands(ln.cin)
+		return
+	}
+	ln.commands(data)
+}
+
+// clientGone ends a lane whose client closed and has nothing left to run.
+func (ln *lane) clientGone() {
+	if len(ln.cin) > 0 {
+		ln.s.endOnClientError(&ioError{leg: "client", err: io.ErrUnexpectedEOF})
+	} else {
+		ln.s.endOnClientError(io.EOF)
+	}
+	ln.teardown()
+}
+
+// commands runs the complete commands at the front of buf (the loop's read
+// buffer or ln.cin) while nothing else is under way, and keeps the rest.
+func (ln *lane) commands(buf []byte) {
+	for !ln.gone && !ln.busy && len(ln.cpend) == 0 && len(buf) >= 4 {
+		n := int(buf[0]) | int(buf[1])<<8 | int(buf[2])<<16
+		if buf[3] != 0 {
+			ln.s.endOnClientError(&ioError{leg: "client", err: errSequence{got: buf[3], want: 0}})
+			ln.teardown()
+			return
+		}
+		if 4+n > loopBuf {
+			// Larger than the loop reads: the session's goroutine reads it,
+			// with limits.command_memory (Session.readCommand).
+			ln.handOff(loopMsg{kind: hoIdle, debt: 1}, buf)
+			return
+		}
+		if len(buf) < 4+n {
+			break
+		}
+		ln.command(buf[4:4+n], buf[4+n:])
+		buf = buf[4+n:]
+	}
+	if ln.gone {
+		return
+	}
+	// Keep the rest; buf may be a suffix of ln.cin (append copies forwards).
+	ln.cin = append(ln.cin[:0], buf...)
+	if len(ln.cin) == 0 && cap(ln.cin) > loopBuf {
+		ln.cin = nil
+	}
+	if ln.clientEOF && !ln.busy && len(ln.cpend) == 0 {
+		ln.clientGone()
+	}
+}
+
+// command runs one client command as Session.serve would; rest is what the
+// client sent after it.
+func (ln *lane) command(pkt, rest []byte) {
+	s := ln.s
+	if len(pkt) == 0 {
+		s.log.Info("session closed: empty command packet")
+		ln.teardown()
+		return
+	}
+	s.c.seq = 1 // the command's own packet was sequence 0
+	s.cmdSeq = 1
+	s.idle.Store(false)
+	s.since.Store(ln.l.now)
+	err := s.dispatch(ln.l.ctx, pkt)
+	if err != nil && errors.Is(err, ErrWouldBlock) && s.fatal == nil {
+		ln.handOff(loopMsg{kind: hoCommand, pkt: pkt, debt: loopBackoff}, rest)
+		return
+	}
+	if err != nil {
+		ln.fail(err)
+		return
+	}
+	if !ln.busy {
+		ln.settle() // commands goes on with what the client sent next
+	}
+}
+
+// send writes a command whose response the loop relays as it arrives
+// (Session.relayHeld and relayAfter on a lane).
+func (ln *lane) send(pkt []byte, kind int, a afterAction) error {
+	s := ln.s
+	if s.fatal != nil {
+		return s.fatal
+	}
+	if err := s.b.writeCommand(pkt); err != nil {
+		return s.setFatal(err)
+	}
+	if err := s.b.flush(); err != nil {
+		return s.setFatal(err)
+	}
+	if kind == respNone {
+		s.applyAfter(a, true)
+		return nil
+	}
+	ln.tr.start(kind, kind == respExecute)
+	ln.after = a
+	ln.busy = true
+	return nil
+}
+
+// settle marks the session idle after a command (and closes it if the
+// proxy is shutting down and the client has all its answers).
+func (ln *lane) settle() {
+	s := ln.s
+	s.idle.Store(true)
+	s.since.Store(ln.l.now)
+	if s.srv.draining.Load() && len(ln.cpend) == 0 {
+		s.log.Debug("session closed: proxy shutting down")
+		ln.teardown()
+	}
+}
+
+// idleAgain ends a response or a wait for the client to take one: the
+// session runs what the client sent meanwhile, or waits for it.
+func (ln *lane) idleAgain() {
+	ln.settle()
+	if ln.gone || len(ln.cpend) > 0 {
+		return
+	}
+	if len(ln.cin) > 0 {
+		ln.commands(ln.cin)
+	} else if ln.clientEOF {
+		ln.clientGone()
+	}
+}
+
+// readBackend reads the backend's bytes and relays them.
+func (ln *lane) readBackend() {
+	if !ln.busy {
+		// Unasked: MariaDB's ERR before it closes an idle connection, or
+		// the close itself. The goroutine's idle watch knows what to do.
+		ln.handOff(loopMsg{kind: hoIdle, backendEvent: true}, ln.cin)
+		return
+	}
+	buf := ln.l.bbuf
+	k := copy(buf, ln.bcarry)
+	n, errno := readFD(ln.bfd, buf[k:])
+	switch {
+	case errno == syscall.EAGAIN:
+		return
+	case errno != 0:
+		ln.fail(&ioError{leg: "backend", err: os.NewSyscallError("read", errno)})
+		return
+	case n == 0:
+		ln.fail(&ioError{leg: "backend", err: io.EOF})
+		return
+	}
+	ln.bcarry = ln.bcarry[:0]
+	ln.relayBackend(buf[:k+n])
+}
+
+// relayBackend passes the response's bytes in buf on to the client,
+// renumbering each packet for the client leg (in place) and following the
+// response with the tracker; bytes of a packet that cannot be classified
+// yet wait for the next read.
+func (ln *lane) relayBackend(buf []byte) {
+	s := ln.s
+	pos, stop := 0, false
+	for !stop {
+		if ln.open {
+			k := min(ln.body, len(buf)-pos)
+			pos += k
+			ln.body -= k
+			if ln.body > 0 {
+				break
+			}
+			ln.open = false
+			if !ln.cont {
+				stop = ln.ev == evDone || ln.ev == evErr || ln.ev == evInfile
+			}
+			continue
+		}
+		if len(buf)-pos < 4 {
+			break
+		}
+		n := int(buf[pos]) | int(buf[pos+1])<<8 | int(buf[pos+2])<<16
+		if seq := buf[pos+3]; seq != s.b.seq {
+			ln.fail(&ioError{leg: "backend", err: errSequence{got: seq, want: s.b.seq}})
+			return
+		}
+		h := min(n, headLen)
+		if !ln.cont && len(buf)-pos-4 < h {
+			break
+		}
+		s.b.seq++
+		buf[pos+3] = s.c.seq
+		s.c.seq++
+		if !ln.cont {
+			ev, err := ln.tr.step(s, buf[pos+4:pos+4+h], n)
+			if err != nil {
+				ln.fail(err)
+				return
+			}
+			ln.ev = ev
+		}
+		ln.cont = n == maxPayload
+		ln.open, ln.body = true, n
+		pos += 4
+	}
+	if pos > 0 {
+		if err := ln.toClient(buf[:pos]); err != nil {
+			ln.fail(err)
+			return
+		}
+	}
+	ln.bcarry = append(ln.bcarry[:0], buf[pos:]...)
+	switch {
+	case !stop:
+	case ln.ev == evInfile:
+		// The client now sends its file: the goroutine streams it to the
+		// backend and finishes the response (walkFrom).
+		ln.handOff(loopMsg{kind: hoResume, infile: true, debt: loopBackoff}, ln.cin)
+	default:
+		ln.finish()
+	}
+}
+
+// toClient writes response bytes after anything the session wrote itself.
+func (ln *lane) toClient(p []byte) error {
+	if err := ln.s.c.flush(); err != nil {
+		return err
+	}
+	if _, err := ln.csink.Write(p); err != nil {
+		return &ioError{leg: "client", err: err}
+	}
+	return nil
+}
+
+// finish ends the response under way.
+func (ln *lane) finish() {
+	s := ln.s
+	ln.busy = false
+	s.applyAfter(ln.after, ln.tr.ok)
+	ln.after = afterAction{}
+	if len(ln.bcarry) > 0 {
+		// More than the response: the backend said something unasked.
+		ln.handOff(loopMsg{kind: hoIdle, backendEvent: true}, ln.cin)
+		return
+	}
+	ln.idleAgain()
+}
+
+// fail ends the session on an error a command met (Session.endOnError
+// says what the client is told, if anything).
+func (ln *lane) fail(err error) {
+	ln.s.setFatal(err)
+	ln.s.endOnError(err)
+	ln.teardown()
+}
+
+// handOff gives the session back to its goroutine with m saying where it
+// stands; cin is what the client sent that the goroutine must read first.
+func (ln *lane) handOff(m loopMsg, cin []byte) {
+	s := ln.s
+	ln.l.detach(ln)
+	m.cfd, m.bfd = ln.cfd, ln.bfd
+	m.pkt = clone(m.pkt)
+	m.cin = clone(cin)
+	m.bprefix = clone(ln.bcarry)
+	m.cpend, m.bpend = ln.cpend, ln.bpend
+	m.cseq, m.bseq = ln.cl.seq, ln.bl.seq
+	if m.kind == hoResume {
+		m.tr, m.after = ln.tr, ln.after
+	}
+	ln.gone = true
+	s.ln = nil
+	s.srv.loopSessions.Add(-1)
+	s.srv.loopHandoffs.Add(1)
+	s.loopc <- m
+}
+
+// teardown closes the session's sockets; its goroutine then ends.
+func (ln *lane) teardown() {
+	s := ln.s
+	ln.l.detach(ln)
+	s.mu.Lock()
+	_ = syscall.Close(ln.cfd)
+	_ = syscall.Close(ln.bfd)
+	s.loopFDs = nil
+	s.mu.Unlock()
+	ln.gone = true
+	s.ln = nil
+	s.srv.loopSessions.Add(-1)
+	s.loopc <- loopMsg{kind: hoClosed}
+}
+
+func clone(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return append([]byte(nil), b...)
+}
