@@ -98,7 +98,7 @@ func newSession(srv *Server, id uint32, log *slog.Logger, c *leg, h *clientHello
 		c:     c,
 		cconn: c.conn,
 		db:    h.resp.db,
-		dbOK: true,
+		dbOK:  true,
 	}
 	s.remote = "unix"
 	if a := c.conn.RemoteAddr(); a != nil && a.String() != "" && a.String() != "@" {
