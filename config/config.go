@@ -26,9 +26,13 @@ import (
 // Config is the whole file. Its YAML keys are the user-facing contract:
 // leafproxy.example.yaml shows every one (a test keeps it so).
 type Config struct {
-	Listen  string  `yaml:"listen"`
-	Backend Backend `yaml:"backend"`
-	Users   []User  `yaml:"users"`
+	Listen string `yaml:"listen"`
+	// EventLoops is how many event loops serve logged-in sessions on
+	// plain (not TLS, not compressed) sockets: 0 one per CPU the process
+	// uses (GOMAXPROCS), -1 none: every session on a goroutine of its own.
+	EventLoops int     `yaml:"event_loops"`
+	Backend    Backend `yaml:"backend"`
+	Users      []User  `yaml:"users"`
 	// AuthMethod is the plugin the proxy offers clients first:
 	// mysql_native_password (default) or caching_sha2_password. Clients
 	// that ask for the other are switched, so both work either way.
@@ -341,6 +345,9 @@ func (c *Config) Validate() error {
 	}
 	if _, _, err := net.SplitHostPort(c.Backend.Addr); err != nil && !strings.Contains(c.Backend.Addr, "/") {
 		add("backend.addr", "%q is neither host:port nor a Unix socket path", c.Backend.Addr)
+	}
+	if c.EventLoops < -1 || c.EventLoops > 1024 {
+		add("event_loops", "%d is outside -1..1024 (0: one per CPU, -1: none)", c.EventLoops)
 	}
 	if c.AuthMethod != "mysql_native_password" && c.AuthMethod != "caching_sha2_password" {
 		add("auth_method", "%q is not mysql_native_password or caching_sha2_password", c.AuthMethod)

@@ -65,6 +65,7 @@ type state struct {
 	env     rewriter.Env
 	ctx     context.Context // valid during one call, for Env.Columns
 	sess    Session
+	planner rewriter.Planner // text statements' plans: valid during one call
 	modeStr string
 	last    map[string]*int64 // LASTVAL per tag (keys owned: see own)
 	owned   map[string]string // tag names copied out of packet buffers (own)
@@ -144,7 +145,7 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 	if err := st.refreshEnv(ctx, s); err != nil {
 		return false, err
 	}
-	plan, err := rewriter.PlanQuery(text, &st.env)
+	plan, err := st.planner.PlanQuery(text, &st.env)
 	if err != nil {
 		return false, err
 	}

@@ -100,9 +100,19 @@
 //
 // # Seams for statement rewriting (Interceptor)
 //
-// WithInterceptor installs an Interceptor, consulted on the session's
-// goroutine before each COM_QUERY, COM_STMT_PREPARE, COM_STMT_EXECUTE and
-// COM_STMT_BULK_EXECUTE is relayed. With none installed the relay does no
+// WithInterceptor installs an Interceptor, consulted before each
+// COM_QUERY, COM_STMT_PREPARE, COM_STMT_EXECUTE and COM_STMT_BULK_EXECUTE
+// is relayed, on whichever goroutine serves the session: an event loop's
+// (docs/ARCHITECTURE.md, "Who runs a session") or the session's own. On an
+// event loop the context is marked (MustNotBlock): a method that would
+// wait (for an ID source, a store, the backend's answer to a statement of
+// its own) must return ErrWouldBlock, possibly wrapped, before writing
+// anything; the command is then run again from the start on the session's
+// goroutine, where the same call may wait. Session methods that need an
+// answer now (BackendQuery, BackendExec, RelayPrepare, RelayPrepareHidden,
+// ExecuteResult, and CurrentDB/SQLMode when they must re-read) return
+// ErrWouldBlock themselves on a loop; RelayQuery and RelayExecute return
+// at once there and the response is relayed as it arrives. With none installed the relay does no
 // parsing and no allocation per command. An interceptor method either
 //
 //   - returns handled=false, nil: the core relays the original command;

@@ -208,35 +208,92 @@ func plan(sql string, env *Env, prepared bool) (Plan, error) {
 	return p, err
 }
 
+// Planner is PlanQuery reusing its memory from one call to the next (the
+// builder and the plan's slices), so that planning a filled INSERT
+// allocates nothing. One per session: not for concurrent use, and a plan
+// it returns is valid until its next call (the engine renders it at once;
+// PlanPrepare's plans, kept with their statements, own their memory).
+type Planner struct {
+	b     builder
+	slots []Slot
+	tags  []TagCount
+	calls []Call
+}
+
+// PlanQuery is PlanQuery (the package function) with pl's memory.
+func (pl *Planner) PlanQuery(sql string, env *Env) (Plan, error) {
+	p, _, err := pl.planWith(sql, env, false, true)
+	return p, err
+}
+
 // planWith plans with or without the fast path (fast.go); fastHits is the
 // number of statements the fast path planned.
 func planWith(sql string, env *Env, prepared, fast bool) (p Plan, fastHits int, err error) {
+	if p, done, err := quickPlan(sql, env, nil); done {
+		return p, 0, err
+	}
+	var pl Planner
+	return pl.build(sql, env, prepared, fast)
+}
+
+func (pl *Planner) planWith(sql string, env *Env, prepared, fast bool) (p Plan, fastHits int, err error) {
+	clear(pl.calls) // they hold strings of the last text
+	p, done, err := quickPlan(sql, env, pl.calls[:0])
+	if done {
+		if cap(p.Calls) <= 64 {
+			pl.calls = p.Calls
+		}
+		return p, 0, err
+	}
+	return pl.build(sql, env, prepared, fast)
+}
+
+// quickPlan answers without the builder when it can: text with nothing to
+// plan, or the hot NEXTVAL select.
+func quickPlan(sql string, env *Env, calls []Call) (p Plan, done bool, err error) {
 	if !hasSeqCall(sql) && (!startsAny(sql) || plainInserts(sql, env)) {
 		// Nothing to plan; an INSERT into a table without a rule is only
 		// read up to its table name.
-		return Plan{}, 0, nil
+		return Plan{}, true, nil
 	}
-	calls, ok, err := matchSequenceSelect(sql, env.Mode)
+	calls, ok, err := matchSequenceSelect(sql, env.Mode, calls)
 	if err != nil {
-		return Plan{}, 0, err
+		return Plan{}, true, err
 	}
 	if ok {
-		return Plan{Kind: Sequence, Calls: calls}, 0, nil
+		return Plan{Kind: Sequence, Calls: calls}, true, nil
 	}
-	b := builder{sql: sql, env: env, prepared: prepared, fast: fast}
+	return Plan{}, false, nil
+}
+
+// build runs the builder over sql.
+func (pl *Planner) build(sql string, env *Env, prepared, fast bool) (p Plan, fastHits int, err error) {
+	clear(pl.b.edits) // they hold strings of the last text
+	clear(pl.b.filled)
+	clear(pl.b.calls)
+	pl.b = builder{sql: sql, env: env, prepared: prepared, fast: fast,
+		edits: pl.b.edits[:0], filled: pl.b.filled[:0], calls: pl.b.calls[:0]}
+	b := &pl.b
 	if err := b.run(); err != nil {
 		return Plan{}, b.fastHits, err
 	}
-	return b.plan(), b.fastHits, nil
+	p = b.plan(pl.slots[:0], pl.tags[:0])
+	if cap(p.Slots) <= 1024 { // a 100,000-row INSERT's are not kept
+		pl.slots, pl.tags = p.Slots, p.Tags
+	}
+	if cap(b.edits) > 1024 {
+		b.edits, b.filled = nil, nil
+	}
+	return p, b.fastHits, nil
 }
 
 // plan numbers the slots in text order and counts IDs per tag.
-func (b *builder) plan() Plan {
+func (b *builder) plan(slots []Slot, tags []TagCount) Plan {
 	if len(b.edits) == 0 {
 		return Plan{}
 	}
 	slices.SortStableFunc(b.edits, func(x, y edit) int { return x.start - y.start })
-	p := Plan{Kind: Rewrite, edits: b.edits, prepared: b.prepared, Slots: make([]Slot, 0, len(b.edits)), Filled: b.filled}
+	p := Plan{Kind: Rewrite, edits: b.edits, prepared: b.prepared, Slots: slices.Grow(slots, len(b.edits)), Tags: tags, Filled: b.filled}
 	tagIndex := map[string]int{}
 	for i := range p.edits {
 		e := &p.edits[i]

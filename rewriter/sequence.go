@@ -255,8 +255,9 @@ func (l *lexer) isAlias(t token) bool {
 //
 //	SELECT call [[AS] alias] {, call [[AS] alias]} [FROM DUAL] [;]
 //
-// without the parser. ok is false when the text has any other shape.
-func matchSequenceSelect(sql string, mode Mode) (calls []Call, ok bool, err error) {
+// without the parser. ok is false when the text has any other shape. The
+// calls are appended to calls (a Planner's, reused).
+func matchSequenceSelect(sql string, mode Mode, calls []Call) (_ []Call, ok bool, err error) {
 	l := lexer{s: sql, mode: mode}
 	prev := l.next()
 	if !l.is(prev, "SELECT") {

@@ -103,11 +103,16 @@ echo "== go test -race ${race_pkgs}"
 go test -race -count=1 -timeout 30m "$@" $race_pkgs
 
 # Under -race the proxy's sockets use net.Conn's own I/O (the detector needs
-# its annotations), so the raw-syscall legs the release build uses, and the
-# backend command held for its response, are tested by a second run of
-# proxy's tests without -race (about 40 s).
-echo "== go test ./proxy (raw socket I/O; off under -race)"
+# its annotations), and the event loops package syscall's annotated Read and
+# Write. The release build's raw system calls are tested by two more runs of
+# proxy's tests without -race (about 40 s each): with the event loops (as
+# deployed), and with every session on its own goroutine (LEAFPROXY_LOOP=0;
+# TLS and compressed sessions, and commands a loop hands back, take that
+# path, so it is tested whole too).
+echo "== go test ./proxy (raw socket I/O, event loops)"
 go test -count=1 -timeout 30m "$@" ./proxy
+echo "== LEAFPROXY_LOOP=0 go test ./proxy (raw socket I/O, a goroutine per session)"
+LEAFPROXY_LOOP=0 go test -count=1 -timeout 30m "$@" ./proxy
 
 other_pkgs=$(go list ./... | grep -v -x -F -f <(printf '%s\n' $race_pkgs) | tr '\n' ' ')
 echo "== go test ${other_pkgs}"

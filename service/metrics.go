@@ -29,6 +29,7 @@ type collector struct {
 	remaining, nextReady, step, fetches, fetchErrors, refused, repairs *prometheus.Desc
 	worker, fenced, lost                                               *prometheus.Desc
 	sessions, accepted                                                 *prometheus.Desc
+	loops, loopSessions, loopMoves, loopHandoffs                       *prometheus.Desc
 }
 
 func newCollector(seq *allocator.Sequences, srv *proxy.Server, configured map[string]bool) *collector {
@@ -61,12 +62,20 @@ func newCollector(seq *allocator.Sequences, srv *proxy.Server, configured map[st
 			"Client connections open now, including ones in the handshake.", nil, nil),
 		accepted: prometheus.NewDesc("leafproxy_client_sessions_accepted_total",
 			"Client connections accepted since start.", nil, nil),
+		loops: prometheus.NewDesc("leafproxy_event_loops",
+			"Event loops running (event_loops; they start with the first session that can use one).", nil, nil),
+		loopSessions: prometheus.NewDesc("leafproxy_event_loop_sessions",
+			"Sessions an event loop serves now (the rest run on goroutines of their own: TLS, compression, or for a while after a handoff).", nil, nil),
+		loopMoves: prometheus.NewDesc("leafproxy_event_loop_moves_total",
+			"Times a session moved onto an event loop: after login, and after its goroutine served commands handed to it.", nil, nil),
+		loopHandoffs: prometheus.NewDesc("leafproxy_event_loop_handoffs_total",
+			"Commands an event loop handed to the session's goroutine because they may wait (a segment fetch, KILL, admin SQL, a large command); a rate close to the command rate means the loops are bypassed.", nil, nil),
 	}
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.remaining, c.nextReady, c.step, c.fetches, c.fetchErrors, c.refused, c.repairs,
-		c.worker, c.fenced, c.lost, c.sessions, c.accepted} {
+		c.worker, c.fenced, c.lost, c.sessions, c.accepted, c.loops, c.loopSessions, c.loopMoves, c.loopHandoffs} {
 		ch <- d
 	}
 }
@@ -114,6 +123,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	cur, accepted := c.proxy.Sessions()
 	gauge(c.sessions, float64(cur))
 	counter(c.accepted, float64(accepted))
+	ls := c.proxy.LoopStats()
+	gauge(c.loops, float64(ls.Loops))
+	gauge(c.loopSessions, float64(ls.Sessions))
+	counter(c.loopMoves, float64(ls.Moves))
+	counter(c.loopHandoffs, float64(ls.Handoffs))
 }
 
 func b2f(b bool) float64 {

@@ -18,7 +18,8 @@ func ProxyConfig(c *config.Config) proxy.Config {
 		Limits: proxy.Limits{MaxConnections: c.Limits.MaxConnections, IdleTimeout: c.Limits.IdleTimeout.D(),
 			MaxHandshakes: c.Limits.MaxHandshakes, HandshakeTimeout: c.Limits.HandshakeTimeout.D(),
 			CommandMemory: int64(c.Limits.CommandMemory)},
-		Shutdown: proxy.Shutdown{Grace: c.Shutdown.Grace.D()},
+		Shutdown:   proxy.Shutdown{Grace: c.Shutdown.Grace.D()},
+		EventLoops: c.EventLoops,
 	}
 	return pc
 }

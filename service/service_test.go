@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -79,6 +80,13 @@ func TestMetricsEndpoint(t *testing.T) {
 	want(t, m, `leafproxy_segment_remaining_ids{tag="t"}`, float64(st.Current.End-last-1))
 	want(t, m, "leafproxy_client_sessions", 1)
 	want(t, m, "leafproxy_client_sessions_accepted_total", 1)
+	// The session moved onto an event loop after login; its first NEXTVAL
+	// had to wait for the tag's first segment, so the loop handed it to the
+	// session's goroutine (which keeps it for a few commands); the others
+	// did not wait.
+	want(t, m, "leafproxy_event_loops", float64(runtime.GOMAXPROCS(0)))
+	want(t, m, "leafproxy_event_loop_moves_total", 1)
+	want(t, m, "leafproxy_event_loop_handoffs_total", 1)
 
 	// The client leaves: the session gauge drops, the total stays.
 	db.Close()
