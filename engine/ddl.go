@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/leafproxy/leafproxy/internal/sqltext"
+	"github.com/leafproxy/leafproxy/proxy"
 )
 
 // ddl handles text that holds a statement that may change a table's
@@ -14,6 +15,12 @@ import (
 // dropped after the server has run it, so no session re-caches the old
 // layout while a long ALTER runs.
 func (e *Engine) ddl(ctx context.Context, s Session, sql []byte, text string) (bool, error) {
+	if proxy.MustNotBlock(ctx) {
+		// On an event loop the relay returns before the server has run the
+		// statement, so the cache would be dropped too early. DDL is rare:
+		// it runs on the session's goroutine.
+		return false, proxy.ErrWouldBlock
+	}
 	defer e.cols.invalidate()
 	if body := strings.TrimRight(text, " \t\r\n;"); !strings.Contains(body, ";") {
 		return true, s.RelayQuery(sql)

@@ -254,6 +254,15 @@ func (st *state) trim() {
 
 // evalCalls computes a Sequence plan's row left to right into st.row.
 func (st *state) evalCalls(ctx context.Context, e *Engine, calls []rewriter.Call) error {
+	if proxy.MustNotBlock(ctx) {
+		for _, c := range calls {
+			if c.Func == rewriter.Set {
+				// SETVAL writes to the store: on the session's goroutine,
+				// and before any other call of the row has drawn an ID.
+				return proxy.ErrWouldBlock
+			}
+		}
+	}
 	st.row = st.row[:0]
 	st.vals = st.vals[:0]
 	if cap(st.vals) < len(calls) {

@@ -2,8 +2,12 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/leafproxy/leafproxy/internal/nonblock"
+	"github.com/leafproxy/leafproxy/proxy"
 )
 
 func TestKeyTypeProblem(t *testing.T) {
@@ -108,5 +112,30 @@ func TestColumnCacheOneRefreshAtATime(t *testing.T) {
 	}
 	if c.m[key].refreshing || time.Since(c.m[key].at) > time.Minute {
 		t.Fatalf("after the re-read: %+v", c.m[key])
+	}
+}
+
+// On an event loop (a context marked nonblock) the engine hands back, before
+// doing anything, what must run where it may wait: SETVAL (a store write)
+// and DDL (the column cache is dropped after the server ran it).
+func TestEngineHandsBackWhatWaits(t *testing.T) {
+	e := fakeEngine(t)
+	s := &fakeSession{db: "shop", columns: map[string][][2]string{"orders": {{"id", "bigint"}}}}
+	nb := nonblock.Context(context.Background())
+	for _, q := range []string{"SELECT NEXTVAL('order'), SETVAL('order', 5000)", "ALTER TABLE orders ADD note TEXT"} {
+		handled, err := e.query(nb, s, []byte(q))
+		if !errors.Is(err, proxy.ErrWouldBlock) || handled {
+			t.Fatalf("%s on a loop: handled=%v err=%v, want ErrWouldBlock", q, handled, err)
+		}
+	}
+	if len(s.relayed) != 0 || len(s.wrote) != 0 {
+		t.Fatalf("wrote %v, relayed %q before handing back", s.wrote, s.relayed)
+	}
+	if st, ok := s.Value().(*state); ok && len(st.last) != 0 {
+		t.Fatalf("an ID was drawn before handing back: LASTVAL %v", st.last)
+	}
+	// Everything else runs on the loop.
+	if handled, err := e.query(nb, s, []byte("SELECT NEXTVAL('order')")); err != nil || !handled {
+		t.Fatalf("NEXTVAL on a loop: handled=%v err=%v", handled, err)
 	}
 }

@@ -57,7 +57,10 @@ func (srv *Server) startLoops() {
 		l, err := newLoop(srv)
 		if err != nil {
 			srv.log.Warn("event loops unavailable; sessions run on their own goroutines", "err", err)
-			srv.stopLoops()
+			for _, l := range srv.loops {
+				l.close()
+			}
+			srv.loops = nil
 			return
 		}
 		srv.loops = append(srv.loops, l)
@@ -65,12 +68,15 @@ func (srv *Server) startLoops() {
 	srv.loopCount.Store(int32(len(srv.loops)))
 }
 
+// stopLoops stops the loops once every session has ended (Shutdown);
+// calling it again does nothing.
 func (srv *Server) stopLoops() {
-	for _, l := range srv.loops {
-		l.close()
-	}
-	srv.loops = nil
-	srv.loopCount.Store(0)
+	srv.loopsStop.Do(func() {
+		for _, l := range srv.loops {
+			l.close()
+		}
+		srv.loopCount.Store(0)
+	})
 }
 
 func (srv *Server) drainLoops() {
@@ -95,7 +101,14 @@ func (s *Session) loopFor() *loop {
 	if s.b.r != nil && s.b.buffered() > 0 {
 		return nil
 	}
-	return s.srv.loops[int(s.id)%len(s.srv.loops)]
+	if pr, ok := s.b.rw.(*prefixRW); ok && len(pr.prefix) > 0 {
+		return nil // the backend said something the goroutine has not read
+	}
+	l := s.srv.loops[int(s.id)%len(s.srv.loops)]
+	if l.dead.Load() {
+		return nil
+	}
+	return l
 }
 
 func plainConn(c net.Conn) bool {
@@ -123,9 +136,15 @@ func (s *Session) runOnLoop(l *loop) (loopMsg, bool) {
 		return loopMsg{}, false
 	}
 	ln := newLane(l, s, cfd, bfd)
+	// What the client sent already: buffered by the leg's reader, and what
+	// a loop handed back and the reader has not reached yet.
 	if n := s.c.buffered(); n > 0 {
-		b, _ := s.c.r.Peek(n) // a command the client sent already
+		b, _ := s.c.r.Peek(n)
 		ln.cin = append([]byte(nil), b...)
+	}
+	if pr, ok := s.c.rw.(*prefixRW); ok && len(pr.prefix) > 0 {
+		ln.cin = append(ln.cin, pr.prefix...)
+		pr.prefix = nil
 	}
 	s.mu.Lock()
 	if s.closing.Load() {
@@ -152,7 +171,12 @@ func (s *Session) runOnLoop(l *loop) (loopMsg, bool) {
 	}
 	s.srv.loopMoves.Add(1)
 	s.srv.loopSessions.Add(1)
-	l.post(ln)
+	if !l.post(ln) {
+		// The loop stopped meanwhile (it failed): carry on here.
+		s.srv.loopSessions.Add(-1)
+		s.ln = nil
+		return loopMsg{kind: hoIdle, cfd: cfd, bfd: bfd, cin: ln.cin, cseq: ln.cl.seq, bseq: ln.bl.seq, debt: loopBackoff}, true
+	}
 	return <-s.loopc, true
 }
 

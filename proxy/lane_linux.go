@@ -38,7 +38,9 @@ type lane struct {
 
 	clientEOF bool // the client closed its side; pipelined commands still run
 	cwatch    bool // the client socket is still registered (false after its hang-up)
+	attached  bool // registered with the loop (not just in its inbox)
 	gone      bool // handed back or closed: the loop is done with it
+	wrote     bool // the current command has written to a socket (sink.Write)
 	cev, bev  uint32
 }
 
@@ -52,6 +54,7 @@ type sink struct {
 }
 
 func (k *sink) Write(p []byte) (int, error) {
+	k.ln.wrote = true
 	pend := &k.ln.bpend
 	if k.client {
 		pend = &k.ln.cpend
@@ -263,8 +266,17 @@ func (ln *lane) command(pkt, rest []byte) {
 	s.cmdSeq = 1
 	s.idle.Store(false)
 	s.since.Store(ln.l.now)
+	ln.wrote = false
 	err := s.dispatch(ln.l.ctx, pkt)
 	if err != nil && errors.Is(err, ErrWouldBlock) && s.fatal == nil {
+		if ln.wrote || ln.busy {
+			// Run again on the goroutine, the command would be sent or
+			// answered twice: an interceptor that waits after writing is
+			// a bug, and the session cannot go on.
+			s.log.Error("session closed: an interceptor returned ErrWouldBlock after writing to the client or the backend")
+			ln.teardown()
+			return
+		}
 		ln.handOff(loopMsg{kind: hoCommand, pkt: pkt, debt: loopBackoff}, rest)
 		return
 	}
@@ -284,6 +296,11 @@ func (ln *lane) send(pkt []byte, kind int, a afterAction) error {
 	if s.fatal != nil {
 		return s.fatal
 	}
+	if ln.busy {
+		// A second relay within one command (an interceptor calling
+		// RelayQuery twice): the loop follows one response at a time.
+		return s.setFatal(errorf("a command relayed more than one statement on an event loop"))
+	}
 	if err := s.b.writeCommand(pkt); err != nil {
 		return s.setFatal(err)
 	}
@@ -300,13 +317,17 @@ func (ln *lane) send(pkt []byte, kind int, a afterAction) error {
 	return nil
 }
 
-// settle marks the session idle after a command (and closes it if the
-// proxy is shutting down and the client has all its answers).
+// settle marks the session idle after a command once the client has taken
+// the whole answer (KILL closes only idle sessions, Shutdown closes them
+// at once), and closes it if the proxy is shutting down.
 func (ln *lane) settle() {
+	if len(ln.cpend) > 0 {
+		return // drainPend settles it
+	}
 	s := ln.s
 	s.idle.Store(true)
 	s.since.Store(ln.l.now)
-	if s.srv.draining.Load() && len(ln.cpend) == 0 {
+	if s.srv.draining.Load() {
 		s.log.Debug("session closed: proxy shutting down")
 		ln.teardown()
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -60,6 +61,7 @@ type loop struct {
 	drain   bool // Server.Shutdown: close idle lanes, busy ones when done
 	stop    bool
 	stopped chan struct{}
+	dead    atomic.Bool // the loop's goroutine has ended: take nothing more
 
 	lanes  []*lane // by index (epoll events carry index and generation)
 	free   []int32
@@ -70,6 +72,7 @@ type loop struct {
 	cw, bw *bufio.Writer // a lane's legs write through these while the loop serves it
 	now    int64         // unix nanos of the current batch of events
 	sweep  time.Duration // idle-timeout sweep period; 0: none
+	swept  int64         // unix nanos of the last sweep
 }
 
 // Events carry the lane's index in Fd and its generation and leg in Pad.
@@ -122,11 +125,23 @@ func newLoop(srv *Server) (*loop, error) {
 	return l, nil
 }
 
-// run is the loop's goroutine.
+// run is the loop's goroutine. However it ends, the lanes it still has
+// are closed (their goroutines end their sessions) and it takes no more.
 func (l *loop) run() {
 	defer close(l.stopped)
 	defer l.file.Close()
-	defer syscall.Close(l.evfd)
+	defer func() {
+		l.mu.Lock()
+		l.dead.Store(true)
+		in := l.inbox
+		l.inbox = nil
+		l.mu.Unlock()
+		for _, ln := range append(in, l.lanes...) {
+			if ln != nil && !ln.gone {
+				l.rescue(ln, func() { ln.bind(); ln.teardown() })
+			}
+		}
+	}()
 	for {
 		if l.sweep > 0 {
 			_ = l.file.SetReadDeadline(time.Now().Add(l.sweep))
@@ -165,6 +180,9 @@ func (l *loop) wait(uintptr) bool {
 			return false
 		}
 		l.now = time.Now().UnixNano()
+		if l.sweep > 0 && l.now-l.swept >= int64(l.sweep) {
+			l.idleSweep() // a loop that is never idle still enforces idle_timeout
+		}
 		for i := range int(n) {
 			ev := l.events[i]
 			if ev.Fd == inboxIndex {
@@ -185,9 +203,21 @@ func (l *loop) wait(uintptr) bool {
 	}
 }
 
-// serve handles one event of one lane. A panic costs that session, not
-// the loop.
+// serve handles one event of one lane.
 func (l *loop) serve(ln *lane, client bool, events uint32) {
+	l.rescue(ln, func() {
+		ln.bind()
+		if client {
+			ln.onClient(events)
+		} else {
+			ln.onBackend(events)
+		}
+	})
+}
+
+// rescue runs f for ln: a panic (an interceptor's bug, say) costs that
+// session, not the loop and its other sessions.
+func (l *loop) rescue(ln *lane, f func()) {
 	defer func() {
 		if r := recover(); r != nil {
 			ln.s.log.Error("session closed: internal error", "panic", fmt.Sprint(r))
@@ -197,22 +227,24 @@ func (l *loop) serve(ln *lane, client bool, events uint32) {
 			}
 		}
 	}()
-	ln.bind()
-	if client {
-		ln.onClient(events)
-	} else {
-		ln.onBackend(events)
-	}
+	f()
 }
 
-// post hands a lane to the loop (from the session's goroutine).
-func (l *loop) post(ln *lane) {
+// post hands a lane to the loop (from the session's goroutine); false:
+// the loop has stopped.
+func (l *loop) post(ln *lane) bool {
 	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.dead.Load() || l.stop {
+		return false
+	}
 	l.inbox = append(l.inbox, ln)
-	l.mu.Unlock()
 	l.wake()
+	return true
 }
 
+// wake pokes the loop's eventfd; callers hold l.mu and have checked that
+// the loop has not stopped (the eventfd is closed only after that).
 func (l *loop) wake() {
 	one := [8]byte{1}
 	for {
@@ -238,9 +270,11 @@ func (l *loop) takeInbox() bool {
 	if drain {
 		for _, ln := range l.lanes {
 			if ln != nil && !ln.busy && len(ln.cpend) == 0 {
-				ln.bind()
-				ln.s.log.Debug("session closed: proxy shutting down")
-				ln.teardown()
+				l.rescue(ln, func() {
+					ln.bind()
+					ln.s.log.Debug("session closed: proxy shutting down")
+					ln.teardown()
+				})
 			}
 		}
 	}
@@ -261,6 +295,7 @@ func (l *loop) attach(ln *lane) {
 	l.gen++
 	ln.idx, ln.gen = idx, l.gen&(1<<30-1)
 	l.lanes[idx] = ln
+	ln.attached = true
 	ln.cev, ln.bev = syscall.EPOLLIN, syscall.EPOLLIN
 	cev := syscall.EpollEvent{Events: ln.cev, Fd: idx, Pad: ln.gen << 1}
 	bev := syscall.EpollEvent{Events: ln.bev, Fd: idx, Pad: ln.gen<<1 | 1}
@@ -281,15 +316,25 @@ func (l *loop) attach(ln *lane) {
 		return
 	}
 	if len(ln.cin) > 0 {
-		ln.commands(ln.cin)
+		// Commands the goroutine had read ahead run now, guarded as those
+		// of any event are.
+		l.rescue(ln, func() {
+			ln.commands(ln.cin)
+			if !ln.gone {
+				ln.interest()
+			}
+		})
+		return
 	}
-	if !ln.gone {
-		ln.interest()
-	}
+	ln.interest()
 }
 
 // detach forgets a lane (its goroutine takes it back, or it is closed).
 func (l *loop) detach(ln *lane) {
+	if !ln.attached {
+		return // still in the inbox
+	}
+	ln.attached = false
 	_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, ln.cfd, nil)
 	_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, ln.bfd, nil)
 	l.lanes[ln.idx] = nil
@@ -300,15 +345,17 @@ func (l *loop) detach(ln *lane) {
 func (l *loop) idleSweep() {
 	limit := l.srv.cfg.Limits.IdleTimeout
 	now := time.Now()
-	l.now = now.UnixNano()
+	l.now, l.swept = now.UnixNano(), now.UnixNano()
 	for _, ln := range l.lanes {
 		if ln == nil || ln.busy || len(ln.cpend) > 0 {
 			continue
 		}
 		if now.Sub(time.Unix(0, ln.s.since.Load())) >= limit {
-			ln.bind()
-			ln.s.endOnClientError(os.ErrDeadlineExceeded)
-			ln.teardown()
+			l.rescue(ln, func() {
+				ln.bind()
+				ln.s.endOnClientError(os.ErrDeadlineExceeded)
+				ln.teardown()
+			})
 		}
 	}
 }
@@ -317,16 +364,27 @@ func (l *loop) idleSweep() {
 // when their responses are through (Server.Shutdown).
 func (l *loop) requestDrain() {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.drain = true
-	l.mu.Unlock()
-	l.wake()
+	if !l.dead.Load() && !l.stop {
+		l.wake()
+	}
 }
 
 // close stops the loop and waits for it (after Shutdown: no lanes left).
 func (l *loop) close() {
 	l.mu.Lock()
+	if !l.dead.Load() && !l.stop {
+		l.stop = true
+		l.wake()
+	}
 	l.stop = true
 	l.mu.Unlock()
-	l.wake()
 	<-l.stopped
+	l.mu.Lock()
+	if l.evfd >= 0 {
+		syscall.Close(l.evfd)
+		l.evfd = -1
+	}
+	l.mu.Unlock()
 }

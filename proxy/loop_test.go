@@ -12,6 +12,7 @@ import (
 	"io"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -372,4 +373,161 @@ func TestIdleTimeout(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A pipelined burst larger than the goroutine's read buffer, whose first
+// command goes to the goroutine: what the loop had read ahead reaches the
+// goroutine first, and when the session moves back, what the goroutine had
+// not read yet goes back with it (it was dropped once: review of issue 11).
+func TestLoopReadAheadSurvivesMoves(t *testing.T) {
+	e := startProxy(t, shared.Addr, nil)
+	c := dialRaw(t, e.addr)
+	if p := c.login("app", "secret", "", 0, 0); p[0] != 0 {
+		t.Fatalf("login: %q", p)
+	}
+	pad := strings.Repeat("x", 200)
+	cmds := [][]byte{{gomysql.COM_STATISTICS}}
+	const n = 3 * loopBackoff
+	for i := range n {
+		cmds = append(cmds, queryPkt(fmt.Sprintf("SELECT %d /* %s */", i, pad)))
+	}
+	sendCommands(t, c, cmds...)
+	if p := readAnswer(c); !bytes.HasPrefix(p, []byte("Uptime")) {
+		t.Fatalf("statistics: %q", p)
+	}
+	for i := range n {
+		if rows := readResult(t, c); len(rows) != 1 || textValue(rows[0]) != strconv.Itoa(i) {
+			t.Fatalf("answer %d: %q", i, rows)
+		}
+	}
+}
+
+type panicky struct{ BaseInterceptor }
+
+func (panicky) Query(ctx context.Context, s *Session, sql []byte) (bool, error) {
+	if string(sql) == "SELECT 'panic'" {
+		panic("interceptor bug")
+	}
+	return false, nil
+}
+
+// An interceptor's panic costs its session only, also when the command was
+// read ahead by the goroutine and runs as the session moves onto its loop.
+func TestLoopPanicCostsOneSession(t *testing.T) {
+	e := startProxy(t, shared.Addr, nil, WithInterceptor(panicky{}))
+	other := e.open(t, "", "")
+	if err := other.Ping(); err != nil {
+		t.Fatal(err)
+	}
+	for _, lead := range []int{0, loopBackoff} { // on the loop; right at the move back
+		c := dialRaw(t, e.addr)
+		if p := c.login("app", "secret", "", 0, 0); p[0] != 0 {
+			t.Fatalf("login: %q", p)
+		}
+		cmds := [][]byte{{gomysql.COM_STATISTICS}}
+		for range lead {
+			cmds = append(cmds, queryPkt("SELECT 1"))
+		}
+		sendCommands(t, c, append(cmds, queryPkt("SELECT 'panic'"))...)
+		readAnswer(c)
+		for range lead {
+			readResult(t, c)
+		}
+		c.l.seq = 1
+		if _, err := c.l.readPacket(nil, 1<<20); err == nil {
+			t.Fatal("the session that panicked answered")
+		}
+	}
+	var v int
+	if err := other.QueryRow("SELECT 7").Scan(&v); err != nil || v != 7 {
+		t.Fatalf("another session after the panics: %d, %v", v, err)
+	}
+}
+
+// waitsAfterWriting is a buggy interceptor: it answers, then says it would
+// block. Running the command again would answer twice: the session ends.
+type waitsAfterWriting struct{ BaseInterceptor }
+
+func (waitsAfterWriting) Query(ctx context.Context, s *Session, sql []byte) (bool, error) {
+	if string(sql) != "SELECT 'twice'" {
+		return false, nil
+	}
+	if err := s.WriteOK(0, 1, 0); err != nil {
+		return true, err
+	}
+	if MustNotBlock(ctx) {
+		return false, ErrWouldBlock
+	}
+	return true, nil
+}
+
+func TestLoopWouldBlockAfterWriting(t *testing.T) {
+	needLoops(t)
+	e := startProxy(t, shared.Addr, nil, WithInterceptor(waitsAfterWriting{}))
+	c := dialRaw(t, e.addr)
+	if p := c.login("app", "secret", "", 0, 0); p[0] != 0 {
+		t.Fatalf("login: %q", p)
+	}
+	sendCommands(t, c, queryPkt("SELECT 'twice'"))
+	if p := readAnswer(c); p[0] != 0x00 {
+		t.Fatalf("first answer: %q", p)
+	}
+	if _, err := c.l.readPacket(nil, 1<<20); err == nil {
+		t.Fatal("a second answer came: the command ran twice")
+	}
+}
+
+// limits.idle_timeout holds on a loop that is never idle: a session that
+// stays silent while another keeps the same loop busy is still closed.
+func TestIdleTimeoutOnBusyLoop(t *testing.T) {
+	needLoops(t)
+	e := startProxy(t, shared.Addr, func(c *Config) {
+		c.Limits.IdleTimeout = 300 * time.Millisecond
+		c.EventLoops = 1
+	})
+	db := e.open(t, "", "")
+	db.SetMaxOpenConns(2)
+	idle, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	if err := idle.PingContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	busy, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if err := busy.PingContext(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if cur, _ := e.srv.Sessions(); cur == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the silent session was not closed while the loop stayed busy")
+		}
+	}
+}
+
+// Shutdown twice (an explicit call and the context's) is harmless.
+func TestShutdownTwice(t *testing.T) {
+	e := startProxy(t, shared.Addr, nil)
+	db := e.open(t, "", "")
+	if err := db.Ping(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := e.srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_ = e.stop()
 }

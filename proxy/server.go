@@ -42,6 +42,7 @@ type Server struct {
 	idleMem idleMemory
 
 	loopsOnce    sync.Once
+	loopsStop    sync.Once
 	loops        []*loop      // event loops, started with the first session that can use one
 	loopCount    atomic.Int32 // len(loops), for other goroutines
 	loopSessions atomic.Int64

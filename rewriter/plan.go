@@ -237,10 +237,10 @@ func planWith(sql string, env *Env, prepared, fast bool) (p Plan, fastHits int, 
 }
 
 func (pl *Planner) planWith(sql string, env *Env, prepared, fast bool) (p Plan, fastHits int, err error) {
-	clear(pl.calls) // they hold strings of the last text
+	clear(pl.calls[:cap(pl.calls)]) // they hold strings of the last text
 	p, done, err := quickPlan(sql, env, pl.calls[:0])
 	if done {
-		if cap(p.Calls) <= 64 {
+		if p.Calls != nil && cap(p.Calls) <= 64 {
 			pl.calls = p.Calls
 		}
 		return p, 0, err
@@ -268,9 +268,11 @@ func quickPlan(sql string, env *Env, calls []Call) (p Plan, done bool, err error
 
 // build runs the builder over sql.
 func (pl *Planner) build(sql string, env *Env, prepared, fast bool) (p Plan, fastHits int, err error) {
-	clear(pl.b.edits) // they hold strings of the last text
-	clear(pl.b.filled)
-	clear(pl.b.calls)
+	clear(pl.b.edits[:cap(pl.b.edits)]) // they hold strings of the last text
+	clear(pl.b.filled[:cap(pl.b.filled)])
+	clear(pl.b.calls[:cap(pl.b.calls)])
+	clear(pl.slots[:cap(pl.slots)])
+	clear(pl.tags[:cap(pl.tags)])
 	pl.b = builder{sql: sql, env: env, prepared: prepared, fast: fast,
 		edits: pl.b.edits[:0], filled: pl.b.filled[:0], calls: pl.b.calls[:0]}
 	b := &pl.b
@@ -278,7 +280,7 @@ func (pl *Planner) build(sql string, env *Env, prepared, fast bool) (p Plan, fas
 		return Plan{}, b.fastHits, err
 	}
 	p = b.plan(pl.slots[:0], pl.tags[:0])
-	if cap(p.Slots) <= 1024 { // a 100,000-row INSERT's are not kept
+	if p.Slots != nil && cap(p.Slots) <= 1024 { // a 100,000-row INSERT's are not kept
 		pl.slots, pl.tags = p.Slots, p.Tags
 	}
 	if cap(b.edits) > 1024 {

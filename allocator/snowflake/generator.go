@@ -306,17 +306,38 @@ func (g *Generator) Layout() Layout { return g.layout }
 
 // Next returns a new ID.
 func (g *Generator) Next(ctx context.Context) (int64, error) {
-	g.mu.Lock()
+	if !g.lock(ctx) {
+		return 0, nonblock.ErrWouldBlock
+	}
 	id, err := g.nextLocked(ctx)
 	g.mu.Unlock()
 	return id, err
+}
+
+// lock takes g.mu. A caller that must not wait (an event loop's) spins
+// briefly instead: the lock is held for tens of nanoseconds per ID, but
+// also across a wait for the next tick (up to holdLimit) and a state-file
+// write, which such a caller must not sit out. false: not taken.
+func (g *Generator) lock(ctx context.Context) bool {
+	if !nonblock.Requested(ctx) {
+		g.mu.Lock()
+		return true
+	}
+	for range 200 {
+		if g.mu.TryLock() {
+			return true
+		}
+	}
+	return false
 }
 
 // NextN appends n new IDs to dst. On error it returns dst as it was given
 // (the IDs drawn so far are skipped, never reissued).
 func (g *Generator) NextN(ctx context.Context, n int, dst []int64) ([]int64, error) {
 	orig := len(dst)
-	g.mu.Lock()
+	if !g.lock(ctx) {
+		return dst, nonblock.ErrWouldBlock
+	}
 	defer g.mu.Unlock()
 	for range n {
 		id, err := g.nextLocked(ctx)
