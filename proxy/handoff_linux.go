@@ -44,7 +44,8 @@ type loopMsg struct {
 // comparing; bench/haproxy_test.go's LEAFPROXY_BENCH_VARIANTS).
 var loopsOn = os.Getenv("LEAFPROXY_LOOP") != "0"
 
-// startLoops creates the server's event loops (Config.EventLoops).
+// startLoops creates the server's event loop with Config.EventLoops
+// runners.
 func (srv *Server) startLoops() {
 	n := srv.cfg.EventLoops
 	if n == 0 {
@@ -53,35 +54,29 @@ func (srv *Server) startLoops() {
 	if n < 0 || !loopsOn {
 		return
 	}
-	for range n {
-		l, err := newLoop(srv)
-		if err != nil {
-			srv.log.Warn("event loops unavailable; sessions run on their own goroutines", "err", err)
-			for _, l := range srv.loops {
-				l.close()
-			}
-			srv.loops = nil
-			return
-		}
-		srv.loops = append(srv.loops, l)
+	l, err := newLoop(srv, n)
+	if err != nil {
+		srv.log.Warn("event loops unavailable; sessions run on their own goroutines", "err", err)
+		return
 	}
-	srv.loopCount.Store(int32(len(srv.loops)))
+	srv.loop = l
+	srv.loopCount.Store(int32(n))
 }
 
-// stopLoops stops the loops once every session has ended (Shutdown);
+// stopLoops stops the loop once every session has ended (Shutdown);
 // calling it again does nothing.
 func (srv *Server) stopLoops() {
 	srv.loopsStop.Do(func() {
-		for _, l := range srv.loops {
-			l.close()
+		if srv.loop != nil {
+			srv.loop.close()
 		}
 		srv.loopCount.Store(0)
 	})
 }
 
 func (srv *Server) drainLoops() {
-	for _, l := range srv.loops {
-		l.requestDrain()
+	if srv.loop != nil {
+		srv.loop.requestDrain()
 	}
 }
 
@@ -94,7 +89,8 @@ func (s *Session) loopFor() *loop {
 		return nil
 	}
 	s.srv.loopsOnce.Do(s.srv.startLoops)
-	if len(s.srv.loops) == 0 || s.c.comp != nil || !plainConn(s.c.conn) || !plainConn(s.b.conn) {
+	l := s.srv.loop
+	if l == nil || s.c.comp != nil || !plainConn(s.c.conn) || !plainConn(s.b.conn) {
 		s.noLoop = true
 		return nil
 	}
@@ -104,7 +100,6 @@ func (s *Session) loopFor() *loop {
 	if pr, ok := s.b.rw.(*prefixRW); ok && len(pr.prefix) > 0 {
 		return nil // the backend said something the goroutine has not read
 	}
-	l := s.srv.loops[int(s.id)%len(s.srv.loops)]
 	if l.dead.Load() {
 		return nil
 	}

@@ -4,22 +4,30 @@ import (
 	"errors"
 	"io"
 	"os"
+	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 )
 
-// lane is a session while an event loop serves it: its two sockets (dups
+// lane is a session while the event loop serves it: its two sockets (dups
 // made by the session's goroutine, which closed its own net.Conns so that
 // the runtime's netpoller no longer watches them) and what the loop keeps
-// between events. Only the loop touches it; ownership moves with
-// loop.post and the session's loopc channel.
+// between events. One runner at a time handles it (mu); ownership moves
+// between the loop and the session's goroutine with loop.post and the
+// session's loopc channel.
 type lane struct {
 	l        *loop
+	r        *runner // the runner handling it now (bind)
 	s        *Session
 	idx, gen int32
 	cfd, bfd int
 
+	mu   sync.Mutex    // held by the runner handling the lane
+	pend atomic.Uint32 // events for it not handled yet (pendClientIn, ...)
+
 	// The session's legs while the loop serves it: no buffers of their own;
-	// they write through the loop's writers into the sinks (bind).
+	// they write through the runner's writers into the sinks (bind).
 	cl, bl       leg
 	csink, bsink sink
 
@@ -36,12 +44,51 @@ type lane struct {
 	cont  bool        // the logical packet goes on in the next physical packet
 	ev    int         // what the logical packet was (respTracker), acted on at its end
 
+	// Events are edge-triggered: once told a socket is readable, the lane
+	// reads until it is empty, or notes that it stopped before (cReady,
+	// bReady: a full buffer of pipelined commands, a client that has not
+	// taken the last answer) and reads again when it can.
+	cReady, bReady bool
+	// The peer closed its side (EPOLLRDHUP, HUP, ERR: told once). The end
+	// may sit behind bytes a read returned, so a short read no longer
+	// means empty: the lane reads on until it meets the end.
+	cHup, bHup bool
+
 	clientEOF bool // the client closed its side; pipelined commands still run
-	cwatch    bool // the client socket is still registered (false after its hang-up)
 	attached  bool // registered with the loop (not just in its inbox)
 	gone      bool // handed back or closed: the loop is done with it
 	wrote     bool // the current command has written to a socket (sink.Write)
-	cev, bev  uint32
+}
+
+// What happened on a lane's sockets (lane.pend), besides pendAttach and
+// pendCheck (loop_linux.go).
+const (
+	pendClientIn   = pendCheck << (iota + 1) // readable (data, end, error)
+	pendClientOut                            // writable again
+	pendClientHup                            // the peer closed its side, or the socket failed
+	pendBackendIn                            //
+	pendBackendOut                           //
+	pendBackendHup                           //
+)
+
+// pendBits turns an epoll event on the client (or backend) socket into
+// lane.pend bits.
+func pendBits(events uint32, client bool) uint32 {
+	var in, out, hup uint32 = pendBackendIn, pendBackendOut, pendBackendHup
+	if client {
+		in, out, hup = pendClientIn, pendClientOut, pendClientHup
+	}
+	var b uint32
+	if events&(syscall.EPOLLIN|syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 {
+		b |= in
+	}
+	if events&(syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 {
+		b |= hup
+	}
+	if events&syscall.EPOLLOUT != 0 {
+		b |= out
+	}
+	return b
 }
 
 // sink writes to a lane's socket without blocking: what the socket does not
@@ -74,7 +121,7 @@ func (k *sink) Write(p []byte) (int, error) {
 }
 
 func newLane(l *loop, s *Session, cfd, bfd int) *lane {
-	ln := &lane{l: l, s: s, cfd: cfd, bfd: bfd, cwatch: true}
+	ln := &lane{l: l, s: s, cfd: cfd, bfd: bfd}
 	ln.csink = sink{ln: ln, fd: cfd, client: true}
 	ln.bsink = sink{ln: ln, fd: bfd}
 	ln.cl = leg{name: "client", seq: s.c.seq}
@@ -82,66 +129,82 @@ func newLane(l *loop, s *Session, cfd, bfd int) *lane {
 	return ln
 }
 
-// bind points the lane's legs at the loop's writers for this event.
-func (ln *lane) bind() {
-	ln.l.cw.Reset(&ln.csink)
-	ln.cl.w = ln.l.cw
-	ln.l.bw.Reset(&ln.bsink)
-	ln.bl.w = ln.l.bw
+// bind lends the lane runner r's writers for this handling.
+func (ln *lane) bind(r *runner) {
+	ln.r = r
+	r.cw.Reset(&ln.csink)
+	ln.cl.w = r.cw
+	r.bw.Reset(&ln.bsink)
+	ln.bl.w = r.bw
 }
 
-// onClient handles an event on the client socket.
-func (ln *lane) onClient(events uint32) {
-	if events&syscall.EPOLLOUT != 0 && len(ln.cpend) > 0 {
+// handle acts on what happened (lane.pend bits); the caller holds ln.mu.
+func (ln *lane) handle(bits uint32) {
+	if bits&pendAttach != 0 {
+		if ln.l.draining.Load() || ln.s.srv.draining.Load() {
+			ln.s.log.Debug("session closed: proxy shutting down")
+			ln.teardown()
+			return
+		}
+		// The goroutine may have read commands ahead; and the sockets may
+		// have been readable before they were registered.
+		ln.cReady, ln.bReady = true, true
+		if len(ln.cin) > 0 {
+			ln.commands(ln.cin)
+		}
+	}
+	if !ln.gone && bits&pendClientOut != 0 && len(ln.cpend) > 0 {
 		ln.drainPend(true)
 	}
-	if !ln.gone && events&(syscall.EPOLLIN|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 {
-		ln.readClient(events)
-	}
-	if !ln.gone {
-		ln.interest()
-	}
-}
-
-// onBackend handles an event on the backend socket.
-func (ln *lane) onBackend(events uint32) {
-	if events&syscall.EPOLLOUT != 0 && len(ln.bpend) > 0 {
+	if !ln.gone && bits&pendBackendOut != 0 && len(ln.bpend) > 0 {
 		ln.drainPend(false)
 	}
-	if !ln.gone && events&(syscall.EPOLLIN|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 {
-		ln.readBackend()
+	if bits&pendClientIn != 0 {
+		ln.cReady = true
 	}
-	if !ln.gone {
-		ln.interest()
+	if bits&pendBackendIn != 0 {
+		ln.bReady = true
+	}
+	if bits&pendClientHup != 0 {
+		ln.cHup = true
+	}
+	if bits&pendBackendHup != 0 {
+		ln.bHup = true
+	}
+	// Read what there is while the lane can take it; reading may end a
+	// response or run commands, after which it can take more.
+	for i := 0; !ln.gone && i < 64; i++ {
+		switch {
+		case ln.bReady && ln.busy && len(ln.cpend) == 0:
+			ln.readBackend()
+		case ln.bReady && !ln.busy:
+			ln.backendUnasked()
+		case ln.cReady && !ln.clientEOF && len(ln.cin) < loopBuf:
+			ln.readClient()
+		default:
+			i = 64
+		}
+	}
+	if !ln.gone && bits&pendCheck != 0 {
+		ln.check()
 	}
 }
 
-// interest keeps the epoll registration in step with the lane: the client
-// is read unless it closed or a full buffer of its commands waits; the
-// backend is read unless the client has not taken the last bytes; either
-// is watched for room while bytes wait for it.
-func (ln *lane) interest() {
-	var c, b uint32
-	if !ln.clientEOF && len(ln.cin) < loopBuf {
-		c |= syscall.EPOLLIN
+// check closes the lane if the proxy is shutting down or it has been idle
+// longer than limits.idle_timeout (drain, idle sweep).
+func (ln *lane) check() {
+	if ln.busy || len(ln.cpend) > 0 {
+		return
 	}
-	if len(ln.cpend) > 0 {
-		c |= syscall.EPOLLOUT
-	} else {
-		b |= syscall.EPOLLIN
+	s := ln.s
+	if ln.l.draining.Load() {
+		s.log.Debug("session closed: proxy shutting down")
+		ln.teardown()
+		return
 	}
-	if len(ln.bpend) > 0 {
-		b |= syscall.EPOLLOUT
-	}
-	if c != ln.cev && ln.cwatch {
-		ln.cev = c
-		ev := syscall.EpollEvent{Events: c, Fd: ln.idx, Pad: ln.gen << 1}
-		_ = syscall.EpollCtl(ln.l.epfd, syscall.EPOLL_CTL_MOD, ln.cfd, &ev)
-	}
-	if b != ln.bev {
-		ln.bev = b
-		ev := syscall.EpollEvent{Events: b, Fd: ln.idx, Pad: ln.gen<<1 | 1}
-		_ = syscall.EpollCtl(ln.l.epfd, syscall.EPOLL_CTL_MOD, ln.bfd, &ev)
+	if limit := s.srv.cfg.Limits.IdleTimeout; limit > 0 && time.Now().Sub(time.Unix(0, s.since.Load())) >= limit {
+		s.endOnClientError(os.ErrDeadlineExceeded)
+		ln.teardown()
 	}
 }
 
@@ -173,39 +236,42 @@ func (ln *lane) drainPend(client bool) {
 	}
 }
 
-// readClient reads what the client sent and runs the commands it completes.
-func (ln *lane) readClient(events uint32) {
-	if ln.clientEOF {
-		if events&(syscall.EPOLLHUP|syscall.EPOLLERR) != 0 && ln.cwatch {
-			// Hung up for good: nothing more will come, and the event
-			// would repeat until the response in flight is through.
-			_ = syscall.EpollCtl(ln.l.epfd, syscall.EPOLL_CTL_DEL, ln.cfd, nil)
-			ln.cwatch = false
+// readClient reads what the client sent and runs the commands it completes,
+// until the socket is empty or the lane cannot take more.
+func (ln *lane) readClient() {
+	for !ln.gone && !ln.clientEOF && len(ln.cin) < loopBuf {
+		buf := ln.r.cbuf
+		n, errno := readFD(ln.cfd, buf)
+		switch {
+		case errno == syscall.EAGAIN:
+			ln.cReady = false
+			return
+		case errno != 0:
+			ln.s.endOnClientError(&ioError{leg: "client", err: os.NewSyscallError("read", errno)})
+			ln.teardown()
+			return
+		case n == 0:
+			ln.cReady = false
+			ln.clientEOF = true
+			if !ln.busy && len(ln.cpend) == 0 {
+				ln.clientGone()
+			}
+			return
 		}
-		return
-	}
-	n, errno := readFD(ln.cfd, ln.l.cbuf)
-	switch {
-	case errno == syscall.EAGAIN:
-		return
-	case errno != 0:
-		ln.s.endOnClientError(&ioError{leg: "client", err: os.NewSyscallError("read", errno)})
-		ln.teardown()
-		return
-	case n == 0:
-		ln.clientEOF = true
-		if !ln.busy && len(ln.cpend) == 0 {
-			ln.clientGone()
+		if n < len(buf) && !ln.cHup {
+			ln.cReady = false // emptied: the next bytes come with an event
 		}
-		return
+		data := buf[:n]
+		if len(ln.cin) > 0 || ln.busy || len(ln.cpend) > 0 {
+			ln.cin = append(ln.cin, data...)
+			ln.commands(ln.cin)
+		} else {
+			ln.commands(data)
+		}
+		if !ln.cReady {
+			return
+		}
 	}
-	data := ln.l.cbuf[:n]
-	if len(ln.cin) > 0 || ln.busy || len(ln.cpend) > 0 {
-		ln.cin = append(ln.cin, data...)
-		ln.commands(ln.cin)
-		return
-	}
-	ln.commands(data)
 }
 
 // clientGone ends a lane whose client closed and has nothing left to run.
@@ -265,7 +331,7 @@ func (ln *lane) command(pkt, rest []byte) {
 	s.c.seq = 1 // the command's own packet was sequence 0
 	s.cmdSeq = 1
 	s.idle.Store(false)
-	s.since.Store(ln.l.now)
+	s.since.Store(ln.r.now)
 	ln.wrote = false
 	err := s.dispatch(ln.l.ctx, pkt)
 	if err != nil && errors.Is(err, ErrWouldBlock) && s.fatal == nil {
@@ -326,7 +392,7 @@ func (ln *lane) settle() {
 	}
 	s := ln.s
 	s.idle.Store(true)
-	s.since.Store(ln.l.now)
+	s.since.Store(ln.r.now)
 	if s.srv.draining.Load() {
 		s.log.Debug("session closed: proxy shutting down")
 		ln.teardown()
@@ -347,29 +413,49 @@ func (ln *lane) idleAgain() {
 	}
 }
 
-// readBackend reads the backend's bytes and relays them.
+// backendUnasked handles an event on the backend socket of an idle lane.
+// Events are edge-triggered and may announce bytes already read with the
+// response, so a look without reading comes first; what is really there
+// (MariaDB's ERR before it closes an idle connection, or the close itself)
+// is for the goroutine's idle watch.
+func (ln *lane) backendUnasked() {
+	var b [1]byte
+	_, _, errno := syscall.Recvfrom(ln.bfd, b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	if errno == syscall.EAGAIN {
+		ln.bReady = false
+		return
+	}
+	ln.handOff(loopMsg{kind: hoIdle, backendEvent: true}, ln.cin)
+}
+
+// readBackend reads the response's bytes and relays them, until the socket
+// is empty, the response is complete or the client has not taken the last
+// bytes (back pressure: bReady says to come back).
 func (ln *lane) readBackend() {
-	if !ln.busy {
-		// Unasked: MariaDB's ERR before it closes an idle connection, or
-		// the close itself. The goroutine's idle watch knows what to do.
-		ln.handOff(loopMsg{kind: hoIdle, backendEvent: true}, ln.cin)
-		return
+	for !ln.gone && ln.busy && len(ln.cpend) == 0 {
+		buf := ln.r.bbuf
+		k := copy(buf, ln.bcarry)
+		n, errno := readFD(ln.bfd, buf[k:])
+		switch {
+		case errno == syscall.EAGAIN:
+			ln.bReady = false
+			return
+		case errno != 0:
+			ln.fail(&ioError{leg: "backend", err: os.NewSyscallError("read", errno)})
+			return
+		case n == 0:
+			ln.fail(&ioError{leg: "backend", err: io.EOF})
+			return
+		}
+		if k+n < len(buf) && !ln.bHup {
+			ln.bReady = false // emptied: the next bytes come with an event
+		}
+		ln.bcarry = ln.bcarry[:0]
+		ln.relayBackend(buf[:k+n])
+		if !ln.bReady {
+			return
+		}
 	}
-	buf := ln.l.bbuf
-	k := copy(buf, ln.bcarry)
-	n, errno := readFD(ln.bfd, buf[k:])
-	switch {
-	case errno == syscall.EAGAIN:
-		return
-	case errno != 0:
-		ln.fail(&ioError{leg: "backend", err: os.NewSyscallError("read", errno)})
-		return
-	case n == 0:
-		ln.fail(&ioError{leg: "backend", err: io.EOF})
-		return
-	}
-	ln.bcarry = ln.bcarry[:0]
-	ln.relayBackend(buf[:k+n])
 }
 
 // relayBackend passes the response's bytes in buf on to the client,

@@ -17,68 +17,127 @@ import (
 )
 
 // Event loops (issue 11). A logged-in session on plain sockets is served by
-// one of the server's loops instead of by its own goroutine: the loop owns
-// both of the session's sockets in an epoll instance of its own and runs
-// each command to the point where its response is on its way, then serves
-// other sessions until the response arrives and relays it. Nothing parks or
+// the server's event loop instead of by its own goroutine: the loop watches
+// both of the session's sockets in one epoll instance and runs each
+// command to the point where its response is on its way, then serves other
+// sessions until the response arrives and relays it. Nothing parks or
 // wakes per command and no read finds a socket empty, which is where a
 // goroutine per session spent its time: on the 2-core machine of
-// BENCHMARKS.md the goroutine relay ran at 0.82x haproxy's SELECT 1 rate,
-// a prototype of this loop at 0.96-0.99x with less CPU than haproxy.
+// BENCHMARKS.md a goroutine per session ran pass-through SELECT 1 at 0.82x
+// haproxy's rate and 1.19x its CPU; the loop at haproxy's CPU.
 //
-// The loop's goroutine parks in Go's netpoller on the epoll descriptor
-// itself (registered as a pollable file), so it is an ordinary goroutine:
-// an idle loop costs nothing, goroutines it readies run as usual, and the
-// runtime keeps its own scheduling. It does not block anywhere else.
+// The loop is one epoll instance served by several runners (event_loops,
+// one per CPU by default). Each runner is an ordinary goroutine that parks
+// in Go's netpoller on its own dup of the epoll descriptor (a pollable
+// file), takes a few ready events at a time and handles them. Sessions
+// are not tied to a runner: when the kernel keeps one runner's thread off
+// the CPU for a few milliseconds, the others serve every other session.
+// With an epoll instance per runner, all of a stalled runner's sessions
+// waited with it: NEXTVAL's p999 went from 0.9x to 1.1-1.3x a direct
+// SELECT 1's, and bursts of exactly one runner's share of the sessions
+// made the slow requests (BENCHMARKS.md, issue 11, fourth pass).
+//
+// Registrations are edge-triggered and made once: an event says "something
+// happened on this socket" and the lane reads until the socket is empty
+// (or notes that it stopped early, see lane.cReady). A lane is handled by
+// one runner at a time (lane.mu); an event for a lane another runner holds
+// is left in lane.pend, which the holder takes before it lets go.
 //
 // Everything that could wait leaves the loop: a command the loop does not
 // run (loopCommand), an interceptor or session method that would wait
-// (ErrWouldBlock), a command too large for the loop's buffer, LOCAL INFILE,
-// and anything the backend sends unasked go back to the session's own
-// goroutine (lane.handOff), which runs it with the ordinary blocking code
-// and returns to the loop later (Session.serve). The two paths share the
-// command code (dispatch) and the response state machine (respTracker).
+// (ErrWouldBlock: the segment and snowflake allocators and admin honour
+// the loop's nonblock context), a command too large for the loop's
+// buffer, LOCAL INFILE, and anything the backend sends unasked go back to
+// the session's own goroutine (lane.handOff), which runs it with the
+// ordinary blocking code and returns to the loop later (Session.serve).
+// The two paths share the command code (dispatch) and the response state
+// machine (respTracker).
 
-// loopBuf is the size of a loop's read buffers; commands up to this size
+// loopBuf is the size of a runner's read buffers; commands up to this size
 // are read by the loop, larger ones by the session's goroutine (which
 // applies limits.command_memory).
 const loopBuf = 64 << 10
 
-// epollBatch is how many events one epoll_wait returns at most.
-const epollBatch = 128
+// epollBatch is how many events a runner takes at once: few, so that a
+// runner the kernel stops holds few sessions (the rest stay ready for the
+// others); many ready events are still taken in one call each.
+const epollBatch = 16
+
+// Events carry the lane's table index in Fd and its generation and leg in
+// Pad; the inbox's eventfd has index inboxIndex.
+const inboxIndex = -1
+
+// edge-triggered interest in everything, registered once per socket.
+const laneEvents = syscall.EPOLLIN | syscall.EPOLLOUT | syscall.EPOLLRDHUP | -syscall.EPOLLET
 
 type loop struct {
 	srv  *Server
 	epfd int
-	evfd int // eventfd: wakes the loop for its inbox
-	file *os.File
-	rc   syscall.RawConn
-	poll func(uintptr) bool // l.wait, bound once
-	ctx  context.Context    // marked: interceptors must not block
+	evfd int             // eventfd: wakes a runner for the inbox
+	ctx  context.Context // marked: interceptors must not block
 
-	mu      sync.Mutex
+	mu      sync.Mutex // guards the inbox, the flags, and the table's free list
 	inbox   []*lane
 	drain   bool // Server.Shutdown: close idle lanes, busy ones when done
 	stop    bool
+	dead    atomic.Bool // no runner is left: take nothing more
+	free    []int32
+	top     int32 // table indexes in use are below top
+	gen     int32
+	runners []*runner
+	alive   int // runners still running (mu)
 	stopped chan struct{}
-	dead    atomic.Bool // the loop's goroutine has ended: take nothing more
 
-	lanes  []*lane // by index (epoll events carry index and generation)
-	free   []int32
-	gen    int32
+	draining atomic.Bool
+	lanes    laneTable
+	sweep    time.Duration // idle-timeout sweep period; 0: none
+	swept    atomic.Int64  // unix nanos of the last sweep
+}
+
+// runner is one goroutine serving the loop's epoll instance, with its own
+// buffers: a lane a runner handles borrows them (lane.bind).
+type runner struct {
+	l      *loop
+	file   *os.File // a dup of the epoll descriptor, parked on in the netpoller
+	rc     syscall.RawConn
+	poll   func(uintptr) bool // r.wait, bound once
 	events []syscall.EpollEvent
 	cbuf   []byte        // client reads
 	bbuf   []byte        // backend reads
-	cw, bw *bufio.Writer // a lane's legs write through these while the loop serves it
+	cw, bw *bufio.Writer // a lane's legs write through these while the runner holds it
 	now    int64         // unix nanos of the current batch of events
-	sweep  time.Duration // idle-timeout sweep period; 0: none
-	swept  int64         // unix nanos of the last sweep
 }
 
-// Events carry the lane's index in Fd and its generation and leg in Pad.
-const inboxIndex = -1
+// laneTable finds a lane by its index without a lock: runners look up
+// every event; lanes come and go under loop.mu.
+type laneTable struct {
+	chunks [1 << 12]atomic.Pointer[[1 << 10]atomic.Pointer[lane]]
+}
 
-func newLoop(srv *Server) (*loop, error) {
+func (t *laneTable) get(idx int32) *lane {
+	if idx < 0 || int(idx>>10) >= len(t.chunks) {
+		return nil
+	}
+	c := t.chunks[idx>>10].Load()
+	if c == nil {
+		return nil
+	}
+	return c[idx&(1<<10-1)].Load()
+}
+
+// set runs with loop.mu held.
+func (t *laneTable) set(idx int32, ln *lane) {
+	c := t.chunks[idx>>10].Load()
+	if c == nil {
+		c = new([1 << 10]atomic.Pointer[lane])
+		t.chunks[idx>>10].Store(c)
+	}
+	c[idx&(1<<10-1)].Store(ln)
+}
+
+const maxLanes = 1 << 22
+
+func newLoop(srv *Server, runners int) (*loop, error) {
 	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("event loop: epoll_create1: %w", err)
@@ -88,77 +147,109 @@ func newLoop(srv *Server) (*loop, error) {
 		syscall.Close(epfd)
 		return nil, fmt.Errorf("event loop: eventfd: %w", e)
 	}
-	l := &loop{
-		srv: srv, epfd: epfd, evfd: int(efd),
-		ctx:     nonblock.Context(srv.baseCtx),
-		stopped: make(chan struct{}),
-		events:  make([]syscall.EpollEvent, epollBatch),
-		cbuf:    make([]byte, loopBuf),
-		bbuf:    make([]byte, loopBuf),
-		cw:      bufio.NewWriterSize(nil, 16<<10),
-		bw:      bufio.NewWriterSize(nil, 16<<10),
+	l := &loop{srv: srv, epfd: epfd, evfd: int(efd), ctx: nonblock.Context(srv.baseCtx), stopped: make(chan struct{})}
+	fail := func(err error) (*loop, error) {
+		for _, r := range l.runners {
+			r.file.Close()
+		}
+		syscall.Close(l.evfd)
+		syscall.Close(l.epfd)
+		return nil, err
 	}
-	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: inboxIndex}
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | -syscall.EPOLLET, Fd: inboxIndex}
 	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, l.evfd, &ev); err != nil {
-		syscall.Close(epfd)
-		syscall.Close(l.evfd)
-		return nil, fmt.Errorf("event loop: register eventfd: %w", err)
+		return fail(fmt.Errorf("event loop: register eventfd: %w", err))
 	}
-	// Non-blocking, so that os.NewFile makes it a pollable file: the loop
-	// parks in the netpoller until the epoll instance has events.
-	if err := syscall.SetNonblock(epfd, true); err != nil {
-		syscall.Close(epfd)
-		syscall.Close(l.evfd)
-		return nil, fmt.Errorf("event loop: %w", err)
-	}
-	l.file = os.NewFile(uintptr(epfd), "leafproxy-event-loop")
-	if l.rc, err = l.file.SyscallConn(); err != nil {
-		l.file.Close()
-		syscall.Close(l.evfd)
-		return nil, fmt.Errorf("event loop: %w", err)
-	}
-	l.poll = l.wait
 	if t := srv.cfg.Limits.IdleTimeout; t > 0 {
 		l.sweep = min(max(t/10, 10*time.Millisecond), time.Second)
 	}
-	go l.run()
+	for range runners {
+		// Each runner parks on a dup of the descriptor of its own: a file
+		// is read by one goroutine at a time. The dup is non-blocking, so
+		// that os.NewFile makes it pollable.
+		dfd, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(epfd), syscall.F_DUPFD_CLOEXEC, 0)
+		if e != 0 {
+			return fail(fmt.Errorf("event loop: dup: %w", e))
+		}
+		if err := syscall.SetNonblock(int(dfd), true); err != nil {
+			syscall.Close(int(dfd))
+			return fail(fmt.Errorf("event loop: %w", err))
+		}
+		r := &runner{l: l, file: os.NewFile(dfd, "leafproxy-event-loop"),
+			events: make([]syscall.EpollEvent, epollBatch),
+			cbuf:   make([]byte, loopBuf), bbuf: make([]byte, loopBuf),
+			cw: bufio.NewWriterSize(nil, 16<<10), bw: bufio.NewWriterSize(nil, 16<<10)}
+		if r.rc, err = r.file.SyscallConn(); err != nil {
+			r.file.Close()
+			return fail(fmt.Errorf("event loop: %w", err))
+		}
+		r.poll = r.wait
+		l.runners = append(l.runners, r)
+	}
+	l.alive = len(l.runners)
+	for i, r := range l.runners {
+		go r.run(i == 0)
+	}
 	return l, nil
 }
 
-// run is the loop's goroutine. However it ends, the lanes it still has
-// are closed (their goroutines end their sessions) and it takes no more.
-func (l *loop) run() {
-	defer close(l.stopped)
-	defer l.file.Close()
-	defer func() {
-		l.mu.Lock()
-		l.dead.Store(true)
-		in := l.inbox
-		l.inbox = nil
-		l.mu.Unlock()
-		for _, ln := range append(in, l.lanes...) {
-			if ln != nil && !ln.gone {
-				l.rescue(ln, func() { ln.bind(); ln.teardown() })
-			}
-		}
-	}()
+// run is a runner's goroutine. The first one also sweeps idle sessions.
+func (r *runner) run(sweeper bool) {
+	l := r.l
+	defer r.exit()
 	for {
-		if l.sweep > 0 {
-			_ = l.file.SetReadDeadline(time.Now().Add(l.sweep))
+		if sweeper && l.sweep > 0 {
+			_ = r.file.SetReadDeadline(time.Now().Add(l.sweep))
 		}
-		err := l.rc.Read(l.poll)
+		err := r.rc.Read(r.poll)
 		if l.stopping() {
 			return
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			l.idleSweep()
+			l.idleSweep(r)
 			continue
 		}
 		if err != nil {
-			l.srv.log.Error("event loop stopped", "err", err)
+			l.srv.log.Error("event loop runner stopped", "err", err)
 			return
 		}
 	}
+}
+
+// exit ends a runner; the last one closes what the loop still has (its
+// sessions' goroutines then end them) and the loop takes no more.
+func (r *runner) exit() {
+	l := r.l
+	r.file.Close()
+	l.mu.Lock()
+	l.alive--
+	last := l.alive == 0
+	if last {
+		l.dead.Store(true)
+	}
+	in := l.inbox
+	if last {
+		l.inbox = nil
+	}
+	top := l.top
+	l.mu.Unlock()
+	if !last {
+		return
+	}
+	for _, ln := range in {
+		r.rescue(ln, func() { ln.teardown() })
+	}
+	for i := range top {
+		if ln := l.lanes.get(i); ln != nil {
+			ln.mu.Lock()
+			if !ln.gone {
+				r.rescue(ln, func() { ln.bind(r); ln.teardown() })
+			}
+			ln.mu.Unlock()
+		}
+	}
+	syscall.Close(l.epfd)
+	close(l.stopped)
 }
 
 func (l *loop) stopping() bool {
@@ -168,59 +259,71 @@ func (l *loop) stopping() bool {
 }
 
 // wait handles every event there is; false asks the netpoller to park the
-// loop until the epoll instance has more.
-func (l *loop) wait(uintptr) bool {
+// runner until the epoll instance has more.
+func (r *runner) wait(uintptr) bool {
+	l := r.l
 	for {
 		n, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(l.epfd),
-			uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), 0, 0, 0)
+			uintptr(unsafe.Pointer(&r.events[0])), uintptr(len(r.events)), 0, 0, 0)
 		if e == syscall.EINTR {
 			continue
 		}
 		if e != 0 || n == 0 {
 			return false
 		}
-		l.now = time.Now().UnixNano()
-		if l.sweep > 0 && l.now-l.swept >= int64(l.sweep) {
-			l.idleSweep() // a loop that is never idle still enforces idle_timeout
+		r.now = time.Now().UnixNano()
+		if l.sweep > 0 && r.now-l.swept.Load() >= int64(l.sweep) {
+			l.idleSweep(r) // a loop that is never idle still enforces idle_timeout
 		}
 		for i := range int(n) {
-			ev := l.events[i]
+			ev := r.events[i]
 			if ev.Fd == inboxIndex {
-				if l.takeInbox() {
+				if l.takeInbox(r) {
 					return true
 				}
 				continue
 			}
-			if int(ev.Fd) >= len(l.lanes) {
-				continue
-			}
-			ln := l.lanes[ev.Fd]
+			ln := l.lanes.get(ev.Fd)
 			if ln == nil || ln.gen != ev.Pad>>1 {
-				continue // the lane left earlier in this batch
+				continue // the lane left meanwhile
 			}
-			l.serve(ln, ev.Pad&1 == 0, ev.Events)
+			ln.pend.Or(pendBits(ev.Events, ev.Pad&1 == 0))
+			r.serve(ln)
 		}
 	}
 }
 
-// serve handles one event of one lane.
-func (l *loop) serve(ln *lane, client bool, events uint32) {
-	l.rescue(ln, func() {
-		ln.bind()
-		if client {
-			ln.onClient(events)
-		} else {
-			ln.onBackend(events)
+// What a runner is to do with a lane besides its sockets' events
+// (lane.pend; pendClientIn and the others in lane_linux.go).
+const (
+	pendAttach uint32 = 1 << iota // the lane is new: run what its goroutine had read ahead
+	pendCheck                     // look at the lane (drain, idle sweep)
+)
+
+// serve handles what is pending on ln unless another runner is handling
+// it, in which case that runner will (it looks at pend before letting go).
+func (r *runner) serve(ln *lane) {
+	for ln.mu.TryLock() {
+		bits := ln.pend.Swap(0)
+		if !ln.gone && bits != 0 {
+			r.rescue(ln, func() {
+				ln.bind(r)
+				ln.handle(bits)
+			})
 		}
-	})
+		ln.mu.Unlock()
+		if ln.pend.Load() == 0 {
+			return
+		}
+	}
 }
 
 // rescue runs f for ln: a panic (an interceptor's bug, say) costs that
 // session, not the loop and its other sessions.
-func (l *loop) rescue(ln *lane, f func()) {
+func (r *runner) rescue(ln *lane, f func()) {
 	defer func() {
-		if r := recover(); r != nil {
-			ln.s.log.Error("session closed: internal error", "panic", fmt.Sprint(r))
+		if p := recover(); p != nil {
+			ln.s.log.Error("session closed: internal error", "panic", fmt.Sprint(p))
 			ln.s.log.Debug("panic stack", "stack", string(debug.Stack()))
 			if !ln.gone {
 				ln.teardown()
@@ -257,79 +360,74 @@ func (l *loop) wake() {
 
 // takeInbox registers lanes handed to the loop and carries out drain and
 // stop requests; true means stop.
-func (l *loop) takeInbox() bool {
+func (l *loop) takeInbox(r *runner) bool {
 	var b [8]byte
 	_, _ = syscall.Read(l.evfd, b[:])
 	l.mu.Lock()
-	in, drain, stop := l.inbox, l.drain, l.stop
+	in, drain, stop, top := l.inbox, l.drain, l.stop, l.top
 	l.inbox = nil
 	l.mu.Unlock()
 	for _, ln := range in {
-		l.attach(ln)
+		l.attach(r, ln)
 	}
 	if drain {
-		for _, ln := range l.lanes {
-			if ln != nil && !ln.busy && len(ln.cpend) == 0 {
-				l.rescue(ln, func() {
-					ln.bind()
-					ln.s.log.Debug("session closed: proxy shutting down")
-					ln.teardown()
-				})
+		l.draining.Store(true)
+		for i := range top {
+			if ln := l.lanes.get(i); ln != nil {
+				ln.pend.Or(pendCheck)
+				r.serve(ln)
 			}
 		}
 	}
 	return stop
 }
 
-// attach registers a lane's sockets and serves what its goroutine had read
-// ahead.
-func (l *loop) attach(ln *lane) {
-	idx := int32(len(l.lanes))
+// attach registers a lane's sockets; what its goroutine had read ahead
+// runs at once.
+func (l *loop) attach(r *runner, ln *lane) {
+	l.mu.Lock()
+	var idx int32
 	if n := len(l.free); n > 0 {
 		idx, l.free = l.free[n-1], l.free[:n-1]
+	} else if l.top < maxLanes {
+		idx = l.top
+		l.top++
 	} else {
-		l.lanes = append(l.lanes, nil)
+		l.mu.Unlock()
+		ln.s.log.Error("session closed: the event loop is full", "lanes", maxLanes)
+		ln.teardown()
+		return
 	}
-	// A loop-wide generation: an event queued for a lane that left earlier
-	// in the same batch must not reach the lane now in its slot.
+	// A loop-wide generation: an event queued for a lane that left must
+	// not reach the lane now in its slot.
 	l.gen++
 	ln.idx, ln.gen = idx, l.gen&(1<<30-1)
-	l.lanes[idx] = ln
 	ln.attached = true
-	ln.cev, ln.bev = syscall.EPOLLIN, syscall.EPOLLIN
-	cev := syscall.EpollEvent{Events: ln.cev, Fd: idx, Pad: ln.gen << 1}
-	bev := syscall.EpollEvent{Events: ln.bev, Fd: idx, Pad: ln.gen<<1 | 1}
-	ln.bind()
-	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, ln.cfd, &cev); err != nil {
-		ln.s.log.Error("session closed: event loop could not watch the client socket", "err", err)
-		ln.teardown()
-		return
-	}
-	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, ln.bfd, &bev); err != nil {
-		ln.s.log.Error("session closed: event loop could not watch the backend socket", "err", err)
-		ln.teardown()
-		return
-	}
-	if l.srv.draining.Load() {
-		ln.s.log.Debug("session closed: proxy shutting down")
-		ln.teardown()
-		return
-	}
-	if len(ln.cin) > 0 {
-		// Commands the goroutine had read ahead run now, guarded as those
-		// of any event are.
-		l.rescue(ln, func() {
-			ln.commands(ln.cin)
-			if !ln.gone {
-				ln.interest()
-			}
-		})
-		return
-	}
-	ln.interest()
+	l.lanes.set(idx, ln)
+	l.mu.Unlock()
+	cev := syscall.EpollEvent{Events: laneEvents, Fd: idx, Pad: ln.gen << 1}
+	bev := syscall.EpollEvent{Events: laneEvents, Fd: idx, Pad: ln.gen<<1 | 1}
+	ln.mu.Lock()
+	r.rescue(ln, func() {
+		ln.bind(r)
+		if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, ln.cfd, &cev); err != nil {
+			ln.s.log.Error("session closed: event loop could not watch the client socket", "err", err)
+			ln.teardown()
+			return
+		}
+		if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, ln.bfd, &bev); err != nil {
+			ln.s.log.Error("session closed: event loop could not watch the backend socket", "err", err)
+			ln.teardown()
+		}
+	})
+	// Registered: events may already be pending for it, from any runner.
+	ln.pend.Or(pendAttach)
+	ln.mu.Unlock()
+	r.serve(ln)
 }
 
-// detach forgets a lane (its goroutine takes it back, or it is closed).
+// detach forgets a lane (its goroutine takes it back, or it is closed);
+// the caller holds ln.mu.
 func (l *loop) detach(ln *lane) {
 	if !ln.attached {
 		return // still in the inbox
@@ -337,25 +435,27 @@ func (l *loop) detach(ln *lane) {
 	ln.attached = false
 	_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, ln.cfd, nil)
 	_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, ln.bfd, nil)
-	l.lanes[ln.idx] = nil
+	l.mu.Lock()
+	l.lanes.set(ln.idx, nil)
 	l.free = append(l.free, ln.idx)
+	l.mu.Unlock()
 }
 
 // idleSweep closes lanes idle longer than limits.idle_timeout.
-func (l *loop) idleSweep() {
-	limit := l.srv.cfg.Limits.IdleTimeout
-	now := time.Now()
-	l.now, l.swept = now.UnixNano(), now.UnixNano()
-	for _, ln := range l.lanes {
-		if ln == nil || ln.busy || len(ln.cpend) > 0 {
-			continue
-		}
-		if now.Sub(time.Unix(0, ln.s.since.Load())) >= limit {
-			l.rescue(ln, func() {
-				ln.bind()
-				ln.s.endOnClientError(os.ErrDeadlineExceeded)
-				ln.teardown()
-			})
+func (l *loop) idleSweep(r *runner) {
+	now := time.Now().UnixNano()
+	last := l.swept.Load()
+	if now-last < int64(l.sweep)/2 || !l.swept.CompareAndSwap(last, now) {
+		return // another runner is at it, or just was
+	}
+	r.now = now
+	l.mu.Lock()
+	top := l.top
+	l.mu.Unlock()
+	for i := range top {
+		if ln := l.lanes.get(i); ln != nil {
+			ln.pend.Or(pendCheck)
+			r.serve(ln)
 		}
 	}
 }
@@ -374,12 +474,14 @@ func (l *loop) requestDrain() {
 // close stops the loop and waits for it (after Shutdown: no lanes left).
 func (l *loop) close() {
 	l.mu.Lock()
-	if !l.dead.Load() && !l.stop {
-		l.stop = true
-		l.wake()
-	}
 	l.stop = true
+	runners := l.runners
 	l.mu.Unlock()
+	// Closing a runner's file wakes it out of the netpoller with an error;
+	// it sees stop and ends.
+	for _, r := range runners {
+		r.file.Close()
+	}
 	<-l.stopped
 	l.mu.Lock()
 	if l.evfd >= 0 {

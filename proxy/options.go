@@ -15,9 +15,10 @@ type Config struct {
 	TLS      ServerTLS
 	Limits   Limits
 	Shutdown Shutdown
-	// EventLoops is how many event loops serve logged-in sessions on plain
-	// sockets (loop_linux.go): 0 one per CPU the runtime uses (GOMAXPROCS),
-	// a negative number none (every session on its own goroutine).
+	// EventLoops is how many runners serve the event loop that logged-in
+	// sessions on plain sockets move onto (loop_linux.go): 0 one per CPU
+	// the runtime uses (GOMAXPROCS), a negative number none (every session
+	// on its own goroutine).
 	EventLoops int
 }
 

@@ -43,7 +43,7 @@ type Server struct {
 
 	loopsOnce    sync.Once
 	loopsStop    sync.Once
-	loops        []*loop      // event loops, started with the first session that can use one
+	loop         *loop        // the event loop (its runners: event_loops), started with the first session that can use one
 	loopCount    atomic.Int32 // len(loops), for other goroutines
 	loopSessions atomic.Int64
 	loopMoves    atomic.Uint64
