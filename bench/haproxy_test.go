@@ -133,6 +133,11 @@ func TestVsHaproxy(t *testing.T) {
 			{name: "leafproxy filled", cfg: loadgen.Config{DSN: lpTCP, Query: ins("orders"), Args: seq, Mode: x}, relay: leafTCP, before: truncate("orders")},
 			{name: "leafproxy filled (prepared)", cfg: loadgen.Config{DSN: lpTCP, Query: ins("orders"), Args: seq, Mode: x, Prepare: true}, relay: leafTCP, before: truncate("orders")},
 			{name: "haproxy AUTO_INCREMENT (prepared)", cfg: loadgen.Config{DSN: hapTCP, Query: ins("orders_ai"), Args: seq, Mode: x, Prepare: true}, relay: hap, before: truncate("orders_ai")},
+			// The statement leafproxy sends, through haproxy: what MariaDB
+			// makes of an explicit key in LAST_INSERT_ID(...) apart from
+			// what the proxy costs (keys interleaved by connection, about
+			// as ordered as a shared segment's).
+			{name: "haproxy explicit key as leafproxy writes it", cfg: loadgen.Config{DSN: hapTCP, Query: "INSERT INTO orders (`id`, v) VALUES (LAST_INSERT_ID(?), ?)", Args: []loadgen.ArgSpec{{Kind: "seq", Lo: 1}, {Kind: "seq", Lo: 1}}, Mode: x}, relay: hap, before: truncate("orders")},
 		}},
 		{"NEXTVAL", []vcase{
 			{name: "leafproxy NEXTVAL('t')", cfg: loadgen.Config{DSN: lpTCP, Query: "SELECT NEXTVAL('t')", Mode: q}, relay: leafTCP},
@@ -152,6 +157,7 @@ func TestVsHaproxy(t *testing.T) {
 	// A measurement of one case in one round.
 	type meas struct {
 		qps, p999, relayCPU, clientCPU float64            // CPU in microseconds per request
+		dbCPU                          float64            // MariaDB's, per request
 		perf                           map[string]float64 // LEAFPROXY_BENCH_PERF: per request
 	}
 	perfOn := os.Getenv("LEAFPROXY_BENCH_PERF") == "1"
@@ -167,6 +173,9 @@ func TestVsHaproxy(t *testing.T) {
 		{"SELECT 1: haproxy / direct QPS", "SELECT 1/haproxy", "SELECT 1/direct", func(m meas) float64 { return m.qps }, ""},
 		{"INSERT: leafproxy filled / haproxy AUTO_INCREMENT QPS", "1-row INSERT/leafproxy filled", "1-row INSERT/haproxy AUTO_INCREMENT", func(m meas) float64 { return m.qps }, ">= 0.95"},
 		{"INSERT: leafproxy / haproxy relay CPU per request", "1-row INSERT/leafproxy filled", "1-row INSERT/haproxy AUTO_INCREMENT", func(m meas) float64 { return m.relayCPU }, ""},
+		{"INSERT: MariaDB CPU per request, leafproxy filled / haproxy AUTO_INCREMENT", "1-row INSERT/leafproxy filled", "1-row INSERT/haproxy AUTO_INCREMENT", func(m meas) float64 { return m.dbCPU }, ""},
+		{"INSERT: MariaDB CPU per request, leafproxy's statement through haproxy / AUTO_INCREMENT", "1-row INSERT/haproxy explicit key as leafproxy writes it", "1-row INSERT/haproxy AUTO_INCREMENT", func(m meas) float64 { return m.dbCPU }, ""},
+		{"INSERT: leafproxy filled / its statement through haproxy QPS", "1-row INSERT/leafproxy filled", "1-row INSERT/haproxy explicit key as leafproxy writes it", func(m meas) float64 { return m.qps }, ""},
 		{"INSERT: leafproxy prepared / text QPS", "1-row INSERT/leafproxy filled (prepared)", "1-row INSERT/leafproxy filled", func(m meas) float64 { return m.qps }, ">= 0.9"},
 		{"INSERT prepared: leafproxy filled / haproxy AUTO_INCREMENT QPS", "1-row INSERT/leafproxy filled (prepared)", "1-row INSERT/haproxy AUTO_INCREMENT (prepared)", func(m meas) float64 { return m.qps }, ""},
 		{"INSERT: leafproxy filled / direct AUTO_INCREMENT QPS", "1-row INSERT/leafproxy filled", "1-row INSERT/direct AUTO_INCREMENT", func(m meas) float64 { return m.qps }, ""},
@@ -215,14 +224,14 @@ func TestVsHaproxy(t *testing.T) {
 				// The relay's CPU over the measured window: sampled when
 				// the warm-up ends and when the run returns.
 				type sample struct {
-					cpu time.Duration
-					at  time.Time
+					cpu, db time.Duration
+					at      time.Time
 				}
 				first := make(chan sample, 1)
 				perfc := make(chan *perfStat, 1)
 				go func() {
 					time.Sleep(warm)
-					first <- sample{procCPU(c.relay), time.Now()}
+					first <- sample{procCPU(c.relay), procCPU(srv.PID()), time.Now()}
 					if perfOn && c.relay != 0 {
 						perfc <- startPerf(t, c.relay, dir)
 					} else {
@@ -230,7 +239,7 @@ func TestVsHaproxy(t *testing.T) {
 					}
 				}()
 				r, err := loadgen.Run(ctx, cfg)
-				end := sample{procCPU(c.relay), time.Now()}
+				end := sample{procCPU(c.relay), procCPU(srv.PID()), time.Now()}
 				ps := <-perfc
 				if err != nil {
 					t.Fatalf("%s, %s: %v", g.name, c.name, err)
@@ -246,20 +255,23 @@ func TestVsHaproxy(t *testing.T) {
 						rate := float64(end.cpu-s0.cpu) / float64(end.at.Sub(s0.at)) // CPU seconds per second
 						m.relayCPU = rate / r.QPS * 1e6
 					}
+					if r.QPS > 0 {
+						m.dbCPU = float64(end.db-s0.db) / float64(end.at.Sub(s0.at)) / r.QPS * 1e6
+					}
 				}
 				if ps != nil {
 					m.perf = ps.stop(t, r.QPS)
 				}
 				k := key(g.name, c.name)
 				res[k] = append(res[k], m)
-				t.Logf("round %d, %s, %s: %.0f QPS, p999 %.0fus, relay CPU %.1fus/req, client CPU %.1fus/req%s", round+1, g.name, c.name, m.qps, m.p999/1e3, m.relayCPU, m.clientCPU, perfLine(m.perf))
+				t.Logf("round %d, %s, %s: %.0f QPS, p999 %.0fus, relay CPU %.1fus/req, client CPU %.1fus/req, MariaDB CPU %.1fus/req%s", round+1, g.name, c.name, m.qps, m.p999/1e3, m.relayCPU, m.clientCPU, m.dbCPU, perfLine(m.perf))
 			}
 		}
 		for _, rt := range ratios {
 			fmt.Fprintf(out, "  %s: %.2fx\n", rt.label, roundRatio(round, rt.a, rt.b, rt.m))
 		}
 	}
-	fmt.Fprintf(out, "\n| workload | target | QPS (median) | p999 (median) | relay CPU/req (median) | client CPU/req (median) |\n|---|---|---:|---:|---:|---:|\n")
+	fmt.Fprintf(out, "\n| workload | target | QPS (median) | p999 (median) | relay CPU/req (median) | client CPU/req (median) | MariaDB CPU/req (median) |\n|---|---|---:|---:|---:|---:|---:|\n")
 	med := func(v []float64) float64 {
 		v = slices.Clone(v)
 		slices.Sort(v)
@@ -273,15 +285,15 @@ func TestVsHaproxy(t *testing.T) {
 	}
 	for _, g := range groups {
 		for _, c := range g.cases {
-			var qs, ps, rc, cc []float64
+			var qs, ps, rc, cc, dc []float64
 			for _, m := range res[key(g.name, c.name)] {
-				qs, ps, rc, cc = append(qs, m.qps), append(ps, m.p999), append(rc, m.relayCPU), append(cc, m.clientCPU)
+				qs, ps, rc, cc, dc = append(qs, m.qps), append(ps, m.p999), append(rc, m.relayCPU), append(cc, m.clientCPU), append(dc, m.dbCPU)
 			}
 			relay := "-"
 			if c.relay != 0 {
 				relay = fmt.Sprintf("%.1fus", med(rc))
 			}
-			fmt.Fprintf(out, "| %s | %s | %.0f | %.0fus | %s | %.1fus |\n", g.name, c.name, med(qs), med(ps)/1e3, relay, med(cc))
+			fmt.Fprintf(out, "| %s | %s | %.0f | %.0fus | %s | %.1fus | %.1fus |\n", g.name, c.name, med(qs), med(ps)/1e3, relay, med(cc), med(dc))
 		}
 	}
 	if perfOn {

@@ -387,6 +387,17 @@ func (s *Server) Running() bool {
 	return s.cmd != nil
 }
 
+// PID is the server process's id (0 when it is not running): benchmarks
+// read its CPU time from /proc.
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
 // Close kills the server and removes its directory. Safe to call twice.
 func (s *Server) Close() {
 	s.kill()
