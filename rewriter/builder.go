@@ -31,7 +31,8 @@ type builder struct {
 	modeForced bool
 	// fast enables the fast path (fast.go); noFast is set when the text
 	// has an executable comment. fastHits counts the statements it planned.
-	fast, noFast bool
+	// noSeq: the text holds no sequence call (hasSeqCall said so).
+	fast, noFast, noSeq bool
 	fastHits     int
 	// db is the current database for the statement being planned: Env.DB,
 	// then the database of the last USE before it; dbUnknown after a USE
@@ -60,6 +61,17 @@ func (b *builder) run() error {
 	b.db = b.env.DB
 	l := lexer{s: b.sql, mode: b.env.Mode}
 	b.noFast = !b.fast || strings.Contains(b.sql, "/*!") || strings.Contains(b.sql, "/*M!")
+	if !b.noFast && b.noSeq && strings.IndexByte(b.sql, ';') < 0 {
+		// One statement, no sequence call, no executable comment: if it
+		// is an INSERT or REPLACE, runFrom would find exactly it and hand
+		// it to statement; spare the pass over every token it makes first.
+		first := l.next()
+		if l.is(first, "INSERT") || l.is(first, "REPLACE") {
+			b.inBang = l.inBang
+			return b.statement(0, first.start, len(b.sql), first)
+		}
+		l = lexer{s: b.sql, mode: b.env.Mode}
+	}
 	return b.runFrom(&l, 0)
 }
 

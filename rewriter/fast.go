@@ -3,6 +3,7 @@ package rewriter
 import (
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/leafproxy/leafproxy/internal/sqltext"
 )
@@ -223,7 +224,10 @@ func (b *builder) fastInsert(start, end int, rule Rule, db, table string) (ok bo
 // fastName reports whether t is a name the fast path reads: a word or a
 // non-empty quoted name.
 func (b *builder) fastName(l *lexer, t token) bool {
-	return t.kind == tWord && !b.fastStop(l, t) || t.kind == tQuoted && t.end-t.start > 2
+	// A name that is not valid UTF-8 is the parser's: it may read such
+	// bytes otherwise (FuzzFastPath found `orders(\x85)`, one column to the
+	// lexer and none to the parser).
+	return (t.kind == tWord && !b.fastStop(l, t) || t.kind == tQuoted && t.end-t.start > 2) && utf8.ValidString(l.text(t))
 }
 
 // fastStop reports a token the fast path never plans around: a ? outside

@@ -229,51 +229,54 @@ func (pl *Planner) PlanQuery(sql string, env *Env) (Plan, error) {
 // planWith plans with or without the fast path (fast.go); fastHits is the
 // number of statements the fast path planned.
 func planWith(sql string, env *Env, prepared, fast bool) (p Plan, fastHits int, err error) {
-	if p, done, err := quickPlan(sql, env, nil); done {
+	p, done, seq, err := quickPlan(sql, env, nil)
+	if done {
 		return p, 0, err
 	}
 	var pl Planner
-	return pl.build(sql, env, prepared, fast)
+	return pl.build(sql, env, prepared, fast, seq)
 }
 
 func (pl *Planner) planWith(sql string, env *Env, prepared, fast bool) (p Plan, fastHits int, err error) {
 	clear(pl.calls[:cap(pl.calls)]) // they hold strings of the last text
-	p, done, err := quickPlan(sql, env, pl.calls[:0])
+	p, done, seq, err := quickPlan(sql, env, pl.calls[:0])
 	if done {
 		if p.Calls != nil && cap(p.Calls) <= 64 {
 			pl.calls = p.Calls
 		}
 		return p, 0, err
 	}
-	return pl.build(sql, env, prepared, fast)
+	return pl.build(sql, env, prepared, fast, seq)
 }
 
 // quickPlan answers without the builder when it can: text with nothing to
-// plan, or the hot NEXTVAL select.
-func quickPlan(sql string, env *Env, calls []Call) (p Plan, done bool, err error) {
-	if !hasSeqCall(sql) && (!startsAny(sql) || plainInserts(sql, env)) {
+// plan, or the hot NEXTVAL select. seq says the text may hold a sequence
+// call (false: it holds none).
+func quickPlan(sql string, env *Env, calls []Call) (p Plan, done, seq bool, err error) {
+	seq = hasSeqCall(sql)
+	if !seq && (!startsAny(sql) || plainInserts(sql, env)) {
 		// Nothing to plan; an INSERT into a table without a rule is only
 		// read up to its table name.
-		return Plan{}, true, nil
+		return Plan{}, true, seq, nil
 	}
 	calls, ok, err := matchSequenceSelect(sql, env.Mode, calls)
 	if err != nil {
-		return Plan{}, true, err
+		return Plan{}, true, seq, err
 	}
 	if ok {
-		return Plan{Kind: Sequence, Calls: calls}, true, nil
+		return Plan{Kind: Sequence, Calls: calls}, true, seq, nil
 	}
-	return Plan{}, false, nil
+	return Plan{}, false, seq, nil
 }
 
 // build runs the builder over sql.
-func (pl *Planner) build(sql string, env *Env, prepared, fast bool) (p Plan, fastHits int, err error) {
+func (pl *Planner) build(sql string, env *Env, prepared, fast, seq bool) (p Plan, fastHits int, err error) {
 	clear(pl.b.edits[:cap(pl.b.edits)]) // they hold strings of the last text
 	clear(pl.b.filled[:cap(pl.b.filled)])
 	clear(pl.b.calls[:cap(pl.b.calls)])
 	clear(pl.slots[:cap(pl.slots)])
 	clear(pl.tags[:cap(pl.tags)])
-	pl.b = builder{sql: sql, env: env, prepared: prepared, fast: fast,
+	pl.b = builder{sql: sql, env: env, prepared: prepared, fast: fast, noSeq: !seq,
 		edits: pl.b.edits[:0], filled: pl.b.filled[:0], calls: pl.b.calls[:0]}
 	b := &pl.b
 	if err := b.run(); err != nil {
