@@ -33,7 +33,7 @@ type builder struct {
 	// has an executable comment. fastHits counts the statements it planned.
 	// noSeq: the text holds no sequence call (hasSeqCall said so).
 	fast, noFast, noSeq bool
-	fastHits     int
+	fastHits            int
 	// db is the current database for the statement being planned: Env.DB,
 	// then the database of the last USE before it; dbUnknown after a USE
 	// that could not be followed. modeSet: a statement before this one may
