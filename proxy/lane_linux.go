@@ -63,7 +63,8 @@ type lane struct {
 // What happened on a lane's sockets (lane.pend), besides pendAttach and
 // pendCheck (loop_linux.go).
 const (
-	pendClientIn   = pendCheck << (iota + 1) // readable (data, end, error)
+	pendMore       = pendCheck << (iota + 1) // handle stopped with reading left to do
+	pendClientIn                             // readable (data, end, error)
 	pendClientOut                            // writable again
 	pendClientHup                            // the peer closed its side, or the socket failed
 	pendBackendIn                            //
@@ -172,21 +173,46 @@ func (ln *lane) handle(bits uint32) {
 		ln.bHup = true
 	}
 	// Read what there is while the lane can take it; reading may end a
-	// response or run commands, after which it can take more.
-	for i := 0; !ln.gone && i < 64; i++ {
-		switch {
-		case ln.bReady && ln.busy && len(ln.cpend) == 0:
+	// response or run commands, after which it can take more. A lane with
+	// that much to do gives the runner back after a while and comes again
+	// (pendMore): no further event would bring it back.
+	for i := 0; !ln.gone; i++ {
+		if i == 64 {
+			ln.pend.Or(pendMore)
+			break
+		}
+		if ln.bReady && ln.busy && len(ln.cpend) == 0 {
 			ln.readBackend()
-		case ln.bReady && !ln.busy:
+		} else if ln.bReady && !ln.busy {
 			ln.backendUnasked()
-		case ln.cReady && !ln.clientEOF && len(ln.cin) < loopBuf:
+		} else if ln.cReady && !ln.clientEOF && len(ln.cin) < loopBuf {
 			ln.readClient()
-		default:
-			i = 64
+		} else {
+			break
 		}
 	}
 	if !ln.gone && bits&pendCheck != 0 {
 		ln.check()
+	}
+}
+
+// flushWriters writes what a handling left in the runner's writers (every
+// path flushes its own; this keeps an interceptor that forgot from losing
+// its bytes to the next lane's bind).
+func (ln *lane) flushWriters() {
+	if ln.gone {
+		return
+	}
+	if ln.r.cw.Buffered() > 0 {
+		if err := ln.cl.flush(); err != nil {
+			ln.fail(err)
+			return
+		}
+	}
+	if ln.r.bw.Buffered() > 0 {
+		if err := ln.bl.flush(); err != nil {
+			ln.fail(err)
+		}
 	}
 }
 
@@ -335,7 +361,7 @@ func (ln *lane) command(pkt, rest []byte) {
 	ln.wrote = false
 	err := s.dispatch(ln.l.ctx, pkt)
 	if err != nil && errors.Is(err, ErrWouldBlock) && s.fatal == nil {
-		if ln.wrote || ln.busy {
+		if ln.wrote || ln.busy || ln.r.cw.Buffered() > 0 || ln.r.bw.Buffered() > 0 {
 			// Run again on the goroutine, the command would be sent or
 			// answered twice: an interceptor that waits after writing is
 			// a bug, and the session cannot go on.

@@ -97,15 +97,17 @@ type loop struct {
 // runner is one goroutine serving the loop's epoll instance, with its own
 // buffers: a lane a runner handles borrows them (lane.bind).
 type runner struct {
-	l      *loop
-	file   *os.File // a dup of the epoll descriptor, parked on in the netpoller
-	rc     syscall.RawConn
-	poll   func(uintptr) bool // r.wait, bound once
-	events []syscall.EpollEvent
-	cbuf   []byte        // client reads
-	bbuf   []byte        // backend reads
-	cw, bw *bufio.Writer // a lane's legs write through these while the runner holds it
-	now    int64         // unix nanos of the current batch of events
+	l       *loop
+	sweeper atomic.Bool // this runner wakes up every loop.sweep to sweep idle lanes
+	exited  atomic.Bool
+	file    *os.File // a dup of the epoll descriptor, parked on in the netpoller
+	rc      syscall.RawConn
+	poll    func(uintptr) bool // r.wait, bound once
+	events  []syscall.EpollEvent
+	cbuf    []byte        // client reads
+	bbuf    []byte        // backend reads
+	cw, bw  *bufio.Writer // a lane's legs write through these while the runner holds it
+	now     int64         // unix nanos of the current batch of events
 }
 
 // laneTable finds a lane by its index without a lock: runners look up
@@ -187,18 +189,20 @@ func newLoop(srv *Server, runners int) (*loop, error) {
 		l.runners = append(l.runners, r)
 	}
 	l.alive = len(l.runners)
-	for i, r := range l.runners {
-		go r.run(i == 0)
+	l.runners[0].sweeper.Store(true)
+	for _, r := range l.runners {
+		go r.run()
 	}
 	return l, nil
 }
 
-// run is a runner's goroutine. The first one also sweeps idle sessions.
-func (r *runner) run(sweeper bool) {
+// run is a runner's goroutine. One of them also sweeps idle sessions on a
+// timer (a busy loop sweeps from wait as well).
+func (r *runner) run() {
 	l := r.l
 	defer r.exit()
 	for {
-		if sweeper && l.sweep > 0 {
+		if r.sweeper.Load() && l.sweep > 0 {
 			_ = r.file.SetReadDeadline(time.Now().Add(l.sweep))
 		}
 		err := r.rc.Read(r.poll)
@@ -220,10 +224,21 @@ func (r *runner) run(sweeper bool) {
 // sessions' goroutines then end them) and the loop takes no more.
 func (r *runner) exit() {
 	l := r.l
+	r.exited.Store(true)
 	r.file.Close()
 	l.mu.Lock()
 	l.alive--
 	last := l.alive == 0
+	if r.sweeper.Load() && !last && !l.stop && l.sweep > 0 {
+		// Someone else keeps the idle timeout on a quiet loop.
+		for _, o := range l.runners {
+			if !o.exited.Load() {
+				o.sweeper.Store(true)
+				_ = o.file.SetReadDeadline(time.Now()) // wake it to set its timer
+				break
+			}
+		}
+	}
 	if last {
 		l.dead.Store(true)
 	}
@@ -309,6 +324,7 @@ func (r *runner) serve(ln *lane) {
 			r.rescue(ln, func() {
 				ln.bind(r)
 				ln.handle(bits)
+				ln.flushWriters()
 			})
 		}
 		ln.mu.Unlock()
@@ -365,7 +381,7 @@ func (l *loop) takeInbox(r *runner) bool {
 	_, _ = syscall.Read(l.evfd, b[:])
 	l.mu.Lock()
 	in, drain, stop, top := l.inbox, l.drain, l.stop, l.top
-	l.inbox = nil
+	l.inbox, l.drain = nil, false // lanes attached or busy after this pass see srv.draining themselves
 	l.mu.Unlock()
 	for _, ln := range in {
 		l.attach(r, ln)
@@ -385,6 +401,9 @@ func (l *loop) takeInbox(r *runner) bool {
 // attach registers a lane's sockets; what its goroutine had read ahead
 // runs at once.
 func (l *loop) attach(r *runner, ln *lane) {
+	// The lane is locked before it is in the table: a drain or sweep pass
+	// that finds it there must not close it before it is registered.
+	ln.mu.Lock()
 	l.mu.Lock()
 	var idx int32
 	if n := len(l.free); n > 0 {
@@ -396,6 +415,7 @@ func (l *loop) attach(r *runner, ln *lane) {
 		l.mu.Unlock()
 		ln.s.log.Error("session closed: the event loop is full", "lanes", maxLanes)
 		ln.teardown()
+		ln.mu.Unlock()
 		return
 	}
 	// A loop-wide generation: an event queued for a lane that left must
@@ -407,7 +427,6 @@ func (l *loop) attach(r *runner, ln *lane) {
 	l.mu.Unlock()
 	cev := syscall.EpollEvent{Events: laneEvents, Fd: idx, Pad: ln.gen << 1}
 	bev := syscall.EpollEvent{Events: laneEvents, Fd: idx, Pad: ln.gen<<1 | 1}
-	ln.mu.Lock()
 	r.rescue(ln, func() {
 		ln.bind(r)
 		if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, ln.cfd, &cev); err != nil {

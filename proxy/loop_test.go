@@ -531,3 +531,53 @@ func TestShutdownTwice(t *testing.T) {
 	}
 	_ = e.stop()
 }
+
+// Sessions logging in and moving onto the loop while Shutdown drains it:
+// every session ends, Shutdown returns, nothing is closed twice (a drain
+// pass once found a lane listed but not yet registered: review of the
+// shared loop).
+func TestLoopShutdownWhileSessionsArrive(t *testing.T) {
+	e := startProxy(t, shared.Addr, nil)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				db, err := sql.Open("mysql", e.dsn("app", "secret", "", "timeout=2s"))
+				if err != nil {
+					return
+				}
+				_ = db.Ping()
+				db.Close()
+			}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- e.srv.Shutdown(ctx) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Shutdown: %v (sessions were cut off after the grace period)", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("Shutdown did not return")
+	}
+	close(stop)
+	wg.Wait()
+	if cur, _ := e.srv.Sessions(); cur != 0 {
+		t.Fatalf("%d sessions left after Shutdown", cur)
+	}
+	if st := e.srv.LoopStats(); st.Sessions != 0 {
+		t.Fatalf("loop stats after Shutdown: %+v", st)
+	}
+}
