@@ -79,6 +79,16 @@ func sendCommands(t testing.TB, c *rawClient, cmds ...[]byte) {
 
 func queryPkt(q string) []byte { return append([]byte{gomysql.COM_QUERY}, q...) }
 
+// loggedIn is a raw client logged in as app into db ("" none).
+func loggedIn(t testing.TB, addr, db string) *rawClient {
+	t.Helper()
+	c := dialRaw(t, addr)
+	if p := c.login("app", "secret", db, 0, 0); p[0] != 0 {
+		t.Fatalf("login: %q", p)
+	}
+	return c
+}
+
 // needLoops skips tests that count what the loops did when they are off
 // (scripts/test.sh runs the package once with LEAFPROXY_LOOP=0).
 func needLoops(t *testing.T) {
@@ -116,10 +126,7 @@ func TestLoopServesSessions(t *testing.T) {
 
 func TestLoopPipelining(t *testing.T) {
 	e := startProxy(t, shared.Addr, nil)
-	c := dialRaw(t, e.addr)
-	if p := c.login("app", "secret", "", 0, 0); p[0] != 0 {
-		t.Fatalf("login: %q", p)
-	}
+	c := loggedIn(t, e.addr, "")
 	// Five commands in one write; COM_STATISTICS and the KILL go to the
 	// session's goroutine, the others run on the loop. Answers in order.
 	sendCommands(t, c, queryPkt("SELECT 1"), []byte{gomysql.COM_STATISTICS}, queryPkt("SELECT 3"),
@@ -150,10 +157,7 @@ func TestLoopPipelining(t *testing.T) {
 func TestLoopHandoffRoundTrips(t *testing.T) {
 	needLoops(t)
 	e := startProxy(t, shared.Addr, nil)
-	c := dialRaw(t, e.addr)
-	if p := c.login("app", "secret", "", 0, 0); p[0] != 0 {
-		t.Fatalf("login: %q", p)
-	}
+	c := loggedIn(t, e.addr, "")
 	before := e.srv.LoopStats()
 	const rounds = 30
 	for i := range rounds {
@@ -181,10 +185,7 @@ func TestLoopHandoffRoundTrips(t *testing.T) {
 func TestLoopSlowClient(t *testing.T) {
 	ensureDB(t, shared, "loopt")
 	e := startProxy(t, shared.Addr, nil)
-	c := dialRaw(t, e.addr)
-	if p := c.login("app", "secret", "loopt", 0, 0); p[0] != 0 {
-		t.Fatalf("login: %q", p)
-	}
+	c := loggedIn(t, e.addr, "loopt")
 	const rows, width = 48, 1 << 20
 	var before runtime.MemStats
 	runtime.GC()
@@ -220,10 +221,7 @@ func TestLoopClientLeavesAfterPipelinedInsert(t *testing.T) {
 	shared.Exec(t, "CREATE TABLE IF NOT EXISTS loopt.quit (id INT PRIMARY KEY)", "DELETE FROM loopt.quit")
 	e := startProxy(t, shared.Addr, nil)
 	for i := range 20 {
-		c := dialRaw(t, e.addr)
-		if p := c.login("app", "secret", "", 0, 0); p[0] != 0 {
-			t.Fatalf("login: %q", p)
-		}
+		c := loggedIn(t, e.addr, "")
 		sendCommands(t, c, queryPkt(fmt.Sprintf("INSERT INTO loopt.quit VALUES (%d)", i)), []byte{gomysql.COM_QUIT})
 		c.l.conn.Close()
 	}
@@ -381,10 +379,7 @@ func TestIdleTimeout(t *testing.T) {
 // not read yet goes back with it (it was dropped once: review of issue 11).
 func TestLoopReadAheadSurvivesMoves(t *testing.T) {
 	e := startProxy(t, shared.Addr, nil)
-	c := dialRaw(t, e.addr)
-	if p := c.login("app", "secret", "", 0, 0); p[0] != 0 {
-		t.Fatalf("login: %q", p)
-	}
+	c := loggedIn(t, e.addr, "")
 	pad := strings.Repeat("x", 200)
 	cmds := [][]byte{{gomysql.COM_STATISTICS}}
 	const n = 3 * loopBackoff
@@ -420,10 +415,7 @@ func TestLoopPanicCostsOneSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, lead := range []int{0, loopBackoff} { // on the loop; right at the move back
-		c := dialRaw(t, e.addr)
-		if p := c.login("app", "secret", "", 0, 0); p[0] != 0 {
-			t.Fatalf("login: %q", p)
-		}
+		c := loggedIn(t, e.addr, "")
 		cmds := [][]byte{{gomysql.COM_STATISTICS}}
 		for range lead {
 			cmds = append(cmds, queryPkt("SELECT 1"))
@@ -464,10 +456,7 @@ func (waitsAfterWriting) Query(ctx context.Context, s *Session, sql []byte) (boo
 func TestLoopWouldBlockAfterWriting(t *testing.T) {
 	needLoops(t)
 	e := startProxy(t, shared.Addr, nil, WithInterceptor(waitsAfterWriting{}))
-	c := dialRaw(t, e.addr)
-	if p := c.login("app", "secret", "", 0, 0); p[0] != 0 {
-		t.Fatalf("login: %q", p)
-	}
+	c := loggedIn(t, e.addr, "")
 	sendCommands(t, c, queryPkt("SELECT 'twice'"))
 	if p := readAnswer(c); p[0] != 0x00 {
 		t.Fatalf("first answer: %q", p)
