@@ -110,35 +110,6 @@ type runner struct {
 	now     int64         // unix nanos of the current batch of events
 }
 
-// laneTable finds a lane by its index without a lock: runners look up
-// every event; lanes come and go under loop.mu.
-type laneTable struct {
-	chunks [1 << 12]atomic.Pointer[[1 << 10]atomic.Pointer[lane]]
-}
-
-func (t *laneTable) get(idx int32) *lane {
-	if idx < 0 || int(idx>>10) >= len(t.chunks) {
-		return nil
-	}
-	c := t.chunks[idx>>10].Load()
-	if c == nil {
-		return nil
-	}
-	return c[idx&(1<<10-1)].Load()
-}
-
-// set runs with loop.mu held.
-func (t *laneTable) set(idx int32, ln *lane) {
-	c := t.chunks[idx>>10].Load()
-	if c == nil {
-		c = new([1 << 10]atomic.Pointer[lane])
-		t.chunks[idx>>10].Store(c)
-	}
-	c[idx&(1<<10-1)].Store(ln)
-}
-
-const maxLanes = 1 << 22
-
 func newLoop(srv *Server, runners int) (*loop, error) {
 	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 	if err != nil {

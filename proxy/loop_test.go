@@ -226,20 +226,13 @@ func TestLoopClientLeavesAfterPipelinedInsert(t *testing.T) {
 		c.l.conn.Close()
 	}
 	db := shared.Open(t, "loopt")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var n int
+	var n int
+	waitFor(t, func() bool {
 		if err := db.QueryRow("SELECT COUNT(*) FROM quit").Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		if n == 20 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of 20 INSERTs sent before the client left reached the backend", n)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return n == 20
+	}, "the 20 INSERTs sent before each client left reach the backend")
 }
 
 // Connections opened and closed by many goroutines at once: descriptors are
@@ -466,8 +459,10 @@ func TestLoopWouldBlockAfterWriting(t *testing.T) {
 	}
 }
 
-// limits.idle_timeout holds on a loop that is never idle: a session that
-// stays silent while another keeps the same loop busy is still closed.
+// limits.idle_timeout holds while another session keeps the loop's one
+// runner busy: the silent session is closed. (The runner may still park
+// between pings and sweep on its timer; what this asserts is the outcome,
+// not which of the two sweeps did it.)
 func TestIdleTimeoutOnBusyLoop(t *testing.T) {
 	needLoops(t)
 	e := startProxy(t, shared.Addr, func(c *Config) {
@@ -522,9 +517,9 @@ func TestShutdownTwice(t *testing.T) {
 }
 
 // Sessions logging in and moving onto the loop while Shutdown drains it:
-// every session ends, Shutdown returns, nothing is closed twice (a drain
-// pass once found a lane listed but not yet registered: review of the
-// shared loop).
+// every session ends and Shutdown returns in time. A stress test around a
+// window a review found (a drain pass meeting a lane listed but not yet
+// registered); the window is narrow, so this does not prove its fix.
 func TestLoopShutdownWhileSessionsArrive(t *testing.T) {
 	e := startProxy(t, shared.Addr, nil)
 	stop := make(chan struct{})

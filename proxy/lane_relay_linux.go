@@ -1,0 +1,147 @@
+package proxy
+
+import (
+	"io"
+	"os"
+	"syscall"
+)
+
+// The backend side of a lane: reading the response and relaying it to the
+// client as it arrives, following it with the response's state machine
+// (respTracker), and ending it.
+
+// backendUnasked handles an event on the backend socket of an idle lane.
+// Events are edge-triggered and may announce bytes already read with the
+// response, so a look without reading comes first; what is really there
+// (MariaDB's ERR before it closes an idle connection, or the close itself)
+// is for the goroutine's idle watch.
+func (ln *lane) backendUnasked() {
+	var b [1]byte
+	_, _, errno := syscall.Recvfrom(ln.bfd, b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	if errno == syscall.EAGAIN {
+		ln.bReady = false
+		return
+	}
+	ln.handOff(loopMsg{kind: hoIdle, backendEvent: true}, ln.cin)
+}
+
+// readBackend reads the response's bytes and relays them, until the socket
+// is empty, the response is complete or the client has not taken the last
+// bytes (back pressure: bReady says to come back).
+func (ln *lane) readBackend() {
+	for !ln.gone && ln.busy && len(ln.cpend) == 0 {
+		buf := ln.r.bbuf
+		k := copy(buf, ln.bcarry)
+		n, errno := readFD(ln.bfd, buf[k:])
+		switch {
+		case errno == syscall.EAGAIN:
+			ln.bReady = false
+			return
+		case errno != 0:
+			ln.fail(&ioError{leg: "backend", err: os.NewSyscallError("read", errno)})
+			return
+		case n == 0:
+			ln.fail(&ioError{leg: "backend", err: io.EOF})
+			return
+		}
+		if k+n < len(buf) && !ln.bHup {
+			ln.bReady = false // emptied: the next bytes come with an event
+		}
+		ln.bcarry = ln.bcarry[:0]
+		ln.relayBackend(buf[:k+n])
+		if !ln.bReady {
+			return
+		}
+	}
+}
+
+// relayBackend passes the response's bytes in buf on to the client,
+// renumbering each packet for the client leg (in place) and following the
+// response with the tracker; bytes of a packet that cannot be classified
+// yet wait for the next read.
+func (ln *lane) relayBackend(buf []byte) {
+	s := ln.s
+	pos, stop := 0, false
+	for !stop {
+		if ln.open {
+			k := min(ln.body, len(buf)-pos)
+			pos += k
+			ln.body -= k
+			if ln.body > 0 {
+				break
+			}
+			ln.open = false
+			if !ln.cont {
+				stop = ln.ev == evDone || ln.ev == evErr || ln.ev == evInfile
+			}
+			continue
+		}
+		if len(buf)-pos < 4 {
+			break
+		}
+		n := int(buf[pos]) | int(buf[pos+1])<<8 | int(buf[pos+2])<<16
+		if seq := buf[pos+3]; seq != s.b.seq {
+			ln.fail(&ioError{leg: "backend", err: errSequence{got: seq, want: s.b.seq}})
+			return
+		}
+		h := min(n, headLen)
+		if !ln.cont && len(buf)-pos-4 < h {
+			break
+		}
+		s.b.seq++
+		buf[pos+3] = s.c.seq
+		s.c.seq++
+		if !ln.cont {
+			ev, err := ln.tr.step(s, buf[pos+4:pos+4+h], n)
+			if err != nil {
+				ln.fail(err)
+				return
+			}
+			ln.ev = ev
+		}
+		ln.cont = n == maxPayload
+		ln.open, ln.body = true, n
+		pos += 4
+	}
+	if pos > 0 {
+		if err := ln.toClient(buf[:pos]); err != nil {
+			ln.fail(err)
+			return
+		}
+	}
+	ln.bcarry = append(ln.bcarry[:0], buf[pos:]...)
+	switch {
+	case !stop:
+	case ln.ev == evInfile:
+		// The client now sends its file: the goroutine streams it to the
+		// backend and finishes the response (walkFrom).
+		ln.handOff(loopMsg{kind: hoResume, infile: true, debt: loopBackoff}, ln.cin)
+	default:
+		ln.finish()
+	}
+}
+
+// toClient writes response bytes after anything the session wrote itself.
+func (ln *lane) toClient(p []byte) error {
+	if err := ln.s.c.flush(); err != nil {
+		return err
+	}
+	if _, err := ln.csink.Write(p); err != nil {
+		return &ioError{leg: "client", err: err}
+	}
+	return nil
+}
+
+// finish ends the response under way.
+func (ln *lane) finish() {
+	s := ln.s
+	ln.busy = false
+	s.applyAfter(ln.after, ln.tr.ok)
+	ln.after = afterAction{}
+	if len(ln.bcarry) > 0 {
+		// More than the response: the backend said something unasked.
+		ln.handOff(loopMsg{kind: hoIdle, backendEvent: true}, ln.cin)
+		return
+	}
+	ln.idleAgain()
+}
