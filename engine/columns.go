@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/leafproxy/leafproxy/rewriter"
@@ -22,6 +23,18 @@ type columnCache struct {
 	ttl time.Duration
 	mu  sync.RWMutex
 	m   map[colKey]colEntry
+	gen atomic.Uint64 // bumped under mu by every change to m: see colMemo
+}
+
+// colMemo is one session's last fresh hit in the cache. A session inserts
+// into the same table statement after statement; found here, the entry
+// costs no shared lock (whose reader count would move between the cores
+// on every INSERT) and no hash. It is used while the cache has not changed
+// since (gen) and the entry has not expired.
+type colMemo struct {
+	db, table string // owned copies
+	ent       colEntry
+	gen       uint64
 }
 
 type colEntry struct {
@@ -48,11 +61,12 @@ func newColumnCache(ttl time.Duration) *columnCache {
 func (c *columnCache) invalidate() {
 	c.mu.Lock()
 	clear(c.m)
+	c.gen.Add(1)
 	c.mu.Unlock()
 }
 
 func (c *columnCache) get(ctx context.Context, s Session, db, table string) ([]string, error) {
-	e, err := c.entry(ctx, s, db, table)
+	e, err := c.entry(ctx, s, nil, db, table)
 	if err != nil {
 		return nil, err
 	}
@@ -64,8 +78,13 @@ func (c *columnCache) get(ctx context.Context, s Session, db, table string) ([]s
 
 // entry returns the table's columns and types, from the cache or from
 // information_schema. A table that is not there (or not visible to the
-// backend account) gives an entry with no columns.
-func (c *columnCache) entry(ctx context.Context, s Session, db, table string) (colEntry, error) {
+// backend account) gives an entry with no columns. memo, if not nil, is
+// the session's colMemo: read first, updated on a fresh hit.
+func (c *columnCache) entry(ctx context.Context, s Session, memo *colMemo, db, table string) (colEntry, error) {
+	gen := c.gen.Load() // before the map is read: a change after it makes the memo stale, never wrong
+	if memo != nil && memo.gen == gen && memo.db == db && memo.table == table && time.Since(memo.ent.at) < c.ttl {
+		return memo.ent, nil
+	}
 	// A struct key is looked up without building a string per statement;
 	// db and table may borrow the packet buffer, so a stored key is cloned.
 	key := colKey{db, table}
@@ -73,6 +92,9 @@ func (c *columnCache) entry(ctx context.Context, s Session, db, table string) (c
 	e, ok := c.m[key]
 	c.mu.RUnlock()
 	if ok && time.Since(e.at) < c.ttl {
+		if memo != nil {
+			*memo = colMemo{db: strings.Clone(db), table: strings.Clone(table), ent: e, gen: gen}
+		}
 		return e, nil
 	}
 	if db == "" {
@@ -88,6 +110,7 @@ func (c *columnCache) entry(ctx context.Context, s Session, db, table string) (c
 		if still {
 			cur.refreshing = true
 			c.m[owned(key)] = cur // not key: assigning would store its borrowed strings
+			c.gen.Add(1)
 		}
 		c.mu.Unlock()
 	}
@@ -99,6 +122,7 @@ func (c *columnCache) entry(ctx context.Context, s Session, db, table string) (c
 		if cur, still := c.m[key]; still && cur.refreshing {
 			cur.refreshing = false // the next statement tries again
 			c.m[owned(key)] = cur
+			c.gen.Add(1)
 		}
 		c.mu.Unlock()
 		return colEntry{}, fmt.Errorf("read columns of %s.%s: %w", db, table, err)
@@ -125,6 +149,7 @@ func (c *columnCache) entry(ctx context.Context, s Session, db, table string) (c
 		clear(c.m)
 	}
 	c.m[owned(key)] = e
+	c.gen.Add(1)
 	c.mu.Unlock()
 	return e, nil
 }
@@ -150,9 +175,9 @@ func quote(s string) string {
 // an INT key a snowflake ID that the server truncates or rejects. Tables
 // information_schema does not show (temporary tables, no privilege) are
 // left to the server.
-func (e *Engine) checkKeys(ctx context.Context, s Session, filled []rewriter.Filled) error {
+func (e *Engine) checkKeys(ctx context.Context, s Session, memo *colMemo, filled []rewriter.Filled) error {
 	for _, f := range filled {
-		ent, err := e.cols.entry(ctx, s, f.DB, f.Table)
+		ent, err := e.cols.entry(ctx, s, memo, f.DB, f.Table)
 		if err != nil {
 			return err
 		}

@@ -79,7 +79,8 @@ type state struct {
 	names   []string
 	one     []int64 // scratch for single draws
 	vals    []int64
-	offs    []int // scratch for execute rewriting
+	offs    []int   // scratch for execute rewriting
+	cols    colMemo // the last table checkKeys found in the column cache
 }
 
 func (e *Engine) state(s Session) *state {
@@ -163,7 +164,7 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 		clear(st.names)
 		return true, err
 	case rewriter.Rewrite:
-		if err := e.checkKeys(ctx, s, plan.Filled); err != nil {
+		if err := e.checkKeys(ctx, s, &st.cols, plan.Filled); err != nil {
 			return false, err
 		}
 		if err := st.draw(ctx, e, &plan); err != nil {

@@ -94,7 +94,7 @@ func TestColumnCacheOneRefreshAtATime(t *testing.T) {
 	c := newColumnCache(time.Hour)
 	s := &fakeSession{columns: map[string][][2]string{"orders": {{"id", "bigint"}}}}
 	ctx := context.Background()
-	if _, err := c.entry(ctx, s, "shop", "orders"); err != nil || len(s.backend) != 1 {
+	if _, err := c.entry(ctx, s, nil, "shop", "orders"); err != nil || len(s.backend) != 1 {
 		t.Fatalf("first read: %v, %d queries", err, len(s.backend))
 	}
 	key := colKey{"shop", "orders"}
@@ -102,16 +102,59 @@ func TestColumnCacheOneRefreshAtATime(t *testing.T) {
 	e.at = time.Now().Add(-2 * time.Hour) // expired
 	e.refreshing = true                   // another session is re-reading it
 	c.m[key] = e
-	if got, err := c.entry(ctx, s, "shop", "orders"); err != nil || len(got.cols) != 1 || len(s.backend) != 1 {
+	if got, err := c.entry(ctx, s, nil, "shop", "orders"); err != nil || len(got.cols) != 1 || len(s.backend) != 1 {
 		t.Fatalf("expired entry being refreshed elsewhere: %v, %d cols, %d queries (want the old entry, no query)", err, len(got.cols), len(s.backend))
 	}
 	e.refreshing = false
 	c.m[key] = e
-	if _, err := c.entry(ctx, s, "shop", "orders"); err != nil || len(s.backend) != 2 {
+	if _, err := c.entry(ctx, s, nil, "shop", "orders"); err != nil || len(s.backend) != 2 {
 		t.Fatalf("expired entry: %v, %d queries, want a re-read", err, len(s.backend))
 	}
 	if c.m[key].refreshing || time.Since(c.m[key].at) > time.Minute {
 		t.Fatalf("after the re-read: %+v", c.m[key])
+	}
+}
+
+// A session's memo of its last table answers while the cache is
+// unchanged and the entry fresh; a change to the cache (DDL seen here drops
+// it) or expiry sends the session back to the cache, which re-reads.
+func TestColumnMemo(t *testing.T) {
+	c := newColumnCache(time.Hour)
+	s := &fakeSession{columns: map[string][][2]string{"orders": {{"id", "bigint"}}}}
+	ctx := context.Background()
+	var memo colMemo
+	read := func(want int) colEntry {
+		t.Helper()
+		e, err := c.entry(ctx, s, &memo, "shop", "orders")
+		if err != nil || len(s.backend) != want {
+			t.Fatalf("entry: %v, %d queries, want %d", err, len(s.backend), want)
+		}
+		return e
+	}
+	read(1) // a miss: information_schema, no memo yet
+	read(1) // a cache hit: fills the memo
+	if memo.table != "orders" || memo.gen != c.gen.Load() {
+		t.Fatalf("memo after a hit: %+v", memo)
+	}
+	c.mu.Lock()
+	delete(c.m, colKey{"shop", "orders"}) // the map emptied without gen: only the memo still knows the table
+	c.mu.Unlock()
+	read(1) // from the memo: no query although the map has no entry
+	s.columns["orders"] = [][2]string{{"id", "bigint"}, {"note", "text"}}
+	c.invalidate() // DDL seen here
+	if got := read(2); len(got.cols) != 2 {
+		t.Fatalf("after invalidate: %v, want the new columns", got.cols)
+	}
+	read(2) // hit again, memo refilled
+	memo.ent.at = time.Now().Add(-2 * time.Hour)
+	c.mu.Lock()
+	e := c.m[colKey{"shop", "orders"}]
+	e.at = memo.ent.at
+	c.m[colKey{"shop", "orders"}] = e
+	c.mu.Unlock()
+	read(3) // both expired: re-read
+	if _, err := c.entry(ctx, s, &memo, "shop", "customers"); err != nil || len(s.backend) != 4 {
+		t.Fatalf("another table: %v, %d queries (the memo is for orders only)", err, len(s.backend))
 	}
 }
 

@@ -49,7 +49,7 @@ func (e *Engine) prepare(ctx context.Context, s Session, sql []byte) (bool, erro
 			backendText = append(backendText, '`')
 		}
 	case rewriter.Rewrite:
-		if err := e.checkKeys(ctx, s, plan.Filled); err != nil {
+		if err := e.checkKeys(ctx, s, nil, plan.Filled); err != nil {
 			return false, err
 		}
 		pm, err := newParamMap(&p.plan)

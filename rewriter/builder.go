@@ -46,6 +46,9 @@ type builder struct {
 	// planning, and refuses those that do (see refuse).
 	scan    scanKind
 	dynamic string // scanDynamic: "PREPARE ... FROM" or "EXECUTE IMMEDIATE"
+	// first: quickPlan already read the text's lone INSERT up to its
+	// table and found its rule (firstInsert).
+	first firstInsert
 }
 
 type scanKind uint8
@@ -209,9 +212,18 @@ func (b *builder) statement(raw, start, end int, first token) error {
 			return err
 		}
 	}
-	rule, hasRule, db, table, err := b.insertRule(text, mode, false)
-	if err != nil {
-		return err
+	var rule Rule
+	var hasRule bool
+	var db, table string
+	var err error
+	if f := b.first; f.ok && start == f.start && raw == 0 && b.scan == scanNone && b.db == b.env.DB && !b.dbUnknown {
+		// What insertRule would find again: the same words, read in the
+		// same mode from the same byte, looked up in the same rules.
+		rule, hasRule, db, table = f.rule, true, f.db, f.table
+	} else {
+		if rule, hasRule, db, table, err = b.insertRule(text, mode, false); err != nil {
+			return err
+		}
 	}
 	if b.versioned {
 		// The server may or may not run a versioned comment: the statement

@@ -131,8 +131,27 @@ func (l *lexer) word() string {
 // a table with a rule, any executable comment in the text (the lexer's
 // state at a ';' could then differ from a fresh one).
 func plainInserts(sql string, env *Env) bool {
+	plain, _ := plainInsertsFirst(sql, env)
+	return plain
+}
+
+// firstInsert is what plainInsertsFirst learnt of a one-statement text (no
+// ';' anywhere) whose INSERT / REPLACE names a rule table: the builder's
+// one-statement shortcut (builder.run) plans that statement next and would
+// read the same words and look the same rule up again (builder.statement
+// takes it from here when the statement starts at start).
+type firstInsert struct {
+	ok        bool
+	start     int // the INSERT / REPLACE word's first byte
+	db, table string
+	rule      Rule
+}
+
+// plainInsertsFirst is plainInserts, also returning what it read of the
+// INSERT when it declined because of its rule (first.ok).
+func plainInsertsFirst(sql string, env *Env) (plain bool, first firstInsert) {
 	if strings.Contains(sql, "/*!") || strings.Contains(sql, "/*M!") {
-		return false
+		return false, first
 	}
 	for from := 0; ; {
 		l := lexer{s: sql, pos: from, mode: env.Mode}
@@ -140,23 +159,26 @@ func plainInserts(sql string, env *Env) bool {
 		if l.pos < len(sql) && sql[l.pos] != ';' {
 			save := l.pos
 			if w := l.word(); !sqltext.EqualFold(w, "INSERT") && !sqltext.EqualFold(w, "REPLACE") {
-				return false
+				return false, first
 			}
 			l.pos = save
 			db, table, ok := l.insertTable()
 			if !ok || l.inBang || l.versioned > 0 {
-				return false
+				return false, first
 			}
 			if db == "" {
 				db = env.DB
 			}
-			if _, rule := env.Rules.Lookup(db, table); rule {
-				return false
+			if r, rule := env.Rules.Lookup(db, table); rule {
+				if from == 0 && strings.IndexByte(sql, ';') < 0 {
+					first = firstInsert{ok: true, start: save, db: db, table: table, rule: r}
+				}
+				return false, first
 			}
 		}
 		j := strings.IndexByte(sql[from:], ';')
 		if j < 0 {
-			return true
+			return true, first
 		}
 		from += j + 1
 	}

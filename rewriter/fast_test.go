@@ -17,6 +17,9 @@ import (
 // ID exactly once.
 func compareFast(sql string, env *Env, prepared, tolerate bool) (hits int, problem string) {
 	pf, hits, errF := planWith(sql, env, prepared, true)
+	if pn, errN := planNoFirst(sql, env, prepared); errString(errN) != errString(errF) || errN == nil && !reflect.DeepEqual(pn, pf) {
+		return hits, "quickPlan's firstInsert changed the plan:\nwith    " + planString(pf) + " " + errString(errF) + "\nwithout " + planString(pn) + " " + errString(errN)
+	}
 	pp, _, errP := planWith(sql, env, prepared, false)
 	switch {
 	case errF != nil || errP != nil:
@@ -317,4 +320,17 @@ func TestParserPanic(t *testing.T) {
 	if _, err := PlanQuery("INSERT INTO orders (name) VALUES ("+big+")", testEnv(t, Mode{})); err != nil {
 		t.Error(err)
 	}
+}
+
+// planNoFirst is planWith (fast path on) without what quickPlan read of a
+// lone INSERT (firstInsert): the builder reads the table and looks its
+// rule up itself, as before that shortcut.
+func planNoFirst(sql string, env *Env, prepared bool) (Plan, error) {
+	p, done, seq, _, err := quickPlan(sql, env, nil)
+	if done {
+		return p, err
+	}
+	var pl Planner
+	p, _, err = pl.build(sql, env, prepared, true, seq, firstInsert{})
+	return p, err
 }

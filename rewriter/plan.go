@@ -229,54 +229,64 @@ func (pl *Planner) PlanQuery(sql string, env *Env) (Plan, error) {
 // planWith plans with or without the fast path (fast.go); fastHits is the
 // number of statements the fast path planned.
 func planWith(sql string, env *Env, prepared, fast bool) (p Plan, fastHits int, err error) {
-	p, done, seq, err := quickPlan(sql, env, nil)
+	p, done, seq, first, err := quickPlan(sql, env, nil)
 	if done {
 		return p, 0, err
 	}
 	var pl Planner
-	return pl.build(sql, env, prepared, fast, seq)
+	return pl.build(sql, env, prepared, fast, seq, first)
 }
 
 func (pl *Planner) planWith(sql string, env *Env, prepared, fast bool) (p Plan, fastHits int, err error) {
 	clear(pl.calls[:cap(pl.calls)]) // they hold strings of the last text
-	p, done, seq, err := quickPlan(sql, env, pl.calls[:0])
+	p, done, seq, first, err := quickPlan(sql, env, pl.calls[:0])
 	if done {
 		if p.Calls != nil && cap(p.Calls) <= 64 {
 			pl.calls = p.Calls
 		}
 		return p, 0, err
 	}
-	return pl.build(sql, env, prepared, fast, seq)
+	return pl.build(sql, env, prepared, fast, seq, first)
 }
 
 // quickPlan answers without the builder when it can: text with nothing to
 // plan, or the hot NEXTVAL select. seq says the text may hold a sequence
-// call (false: it holds none).
-func quickPlan(sql string, env *Env, calls []Call) (p Plan, done, seq bool, err error) {
+// call (false: it holds none); first is what was read of a lone INSERT on
+// a rule table (see firstInsert).
+func quickPlan(sql string, env *Env, calls []Call) (p Plan, done, seq bool, first firstInsert, err error) {
 	seq = hasSeqCall(sql)
-	if !seq && (!startsAny(sql) || plainInserts(sql, env)) {
-		// Nothing to plan; an INSERT into a table without a rule is only
-		// read up to its table name.
-		return Plan{}, true, seq, nil
+	if !seq && !startsAny(sql) {
+		return Plan{}, true, seq, first, nil // nothing to plan
+	}
+	if !seq {
+		// An INSERT into a table without a rule is only read up to its
+		// table name.
+		var plain bool
+		if plain, first = plainInsertsFirst(sql, env); plain {
+			return Plan{}, true, seq, first, nil
+		}
+		if first.ok {
+			return Plan{}, false, seq, first, nil // an INSERT, not a SELECT
+		}
 	}
 	calls, ok, err := matchSequenceSelect(sql, env.Mode, calls)
 	if err != nil {
-		return Plan{}, true, seq, err
+		return Plan{}, true, seq, first, err
 	}
 	if ok {
-		return Plan{Kind: Sequence, Calls: calls}, true, seq, nil
+		return Plan{Kind: Sequence, Calls: calls}, true, seq, first, nil
 	}
-	return Plan{}, false, seq, nil
+	return Plan{}, false, seq, first, nil
 }
 
 // build runs the builder over sql.
-func (pl *Planner) build(sql string, env *Env, prepared, fast, seq bool) (p Plan, fastHits int, err error) {
+func (pl *Planner) build(sql string, env *Env, prepared, fast, seq bool, first firstInsert) (p Plan, fastHits int, err error) {
 	clear(pl.b.edits[:cap(pl.b.edits)]) // they hold strings of the last text
 	clear(pl.b.filled[:cap(pl.b.filled)])
 	clear(pl.b.calls[:cap(pl.b.calls)])
 	clear(pl.slots[:cap(pl.slots)])
 	clear(pl.tags[:cap(pl.tags)])
-	pl.b = builder{sql: sql, env: env, prepared: prepared, fast: fast, noSeq: !seq,
+	pl.b = builder{sql: sql, env: env, prepared: prepared, fast: fast, noSeq: !seq, first: first,
 		edits: pl.b.edits[:0], filled: pl.b.filled[:0], calls: pl.b.calls[:0]}
 	b := &pl.b
 	if err := b.run(); err != nil {
@@ -299,7 +309,7 @@ func (b *builder) plan(slots []Slot, tags []TagCount) Plan {
 	}
 	slices.SortStableFunc(b.edits, func(x, y edit) int { return x.start - y.start })
 	p := Plan{Kind: Rewrite, edits: b.edits, prepared: b.prepared, Slots: slices.Grow(slots, len(b.edits)), Tags: tags, Filled: b.filled}
-	tagIndex := map[string]int{}
+	var tagIndex map[string]int // past a few tags; fewer are found by a scan
 	for i := range p.edits {
 		e := &p.edits[i]
 		if e.slot < 0 {
@@ -313,11 +323,24 @@ func (b *builder) plan(slots []Slot, tags []TagCount) Plan {
 		if e.end > e.start && e.start > 0 && sqltext.IsIdentByte(b.sql[e.start-1]) {
 			e.pre = " " + e.pre
 		}
-		t, ok := tagIndex[e.tag]
+		t, ok := -1, false
+		if tagIndex != nil {
+			t, ok = tagIndex[e.tag]
+		} else if t = slices.IndexFunc(p.Tags, func(c TagCount) bool { return c.Tag == e.tag }); t >= 0 {
+			ok = true
+		}
 		if !ok {
 			t = len(p.Tags)
-			tagIndex[e.tag] = t
 			p.Tags = append(p.Tags, TagCount{Tag: e.tag})
+			switch {
+			case tagIndex != nil:
+				tagIndex[e.tag] = t
+			case len(p.Tags) > 8:
+				tagIndex = make(map[string]int, len(p.Tags))
+				for j, c := range p.Tags {
+					tagIndex[c.Tag] = j
+				}
+			}
 		}
 		p.Tags[t].N++
 		e.slot = len(p.Slots)
