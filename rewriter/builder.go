@@ -49,6 +49,11 @@ type builder struct {
 	// first: quickPlan already read the text's lone INSERT up to its
 	// table and found its rule (firstInsert).
 	first firstInsert
+	// head: what the fast path read of the last INSERT it planned before
+	// its rows; lone: that INSERT was the text's one statement, planned
+	// with first (the Planner's memo keeps such heads, memo.go).
+	head insertHead
+	lone bool
 }
 
 type scanKind uint8
@@ -71,7 +76,11 @@ func (b *builder) run() error {
 		first := l.next()
 		if l.is(first, "INSERT") || l.is(first, "REPLACE") {
 			b.inBang = l.inBang
-			return b.statement(0, first.start, len(b.sql), first)
+			err := b.statement(0, first.start, len(b.sql), first)
+			// The fast path planned it from what quickPlan read (see the
+			// firstInsert case of statement): the Planner may memoize it.
+			b.lone = err == nil && b.fastHits == 1 && b.first.ok && b.first.start == first.start
+			return err
 		}
 		l = lexer{s: b.sql, mode: b.env.Mode}
 	}

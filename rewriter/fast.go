@@ -43,56 +43,85 @@ import (
 // added nothing, parse the statement.
 func (b *builder) fastInsert(start, end int, rule Rule, db, table string) (ok bool) {
 	l := lexer{s: b.sql[:end], pos: start, mode: b.env.Mode}
-	t := l.next()
-	replace := l.is(t, "REPLACE")
-	if !replace && !l.is(t, "INSERT") {
+	h, ok := b.fastHead(&l, rule)
+	if !ok || !b.fastRows(&l, h, rule, db, table) {
 		return false
 	}
+	b.head = h
+	return true
+}
+
+// insertHead is what the fast path reads of an INSERT before its rows, up
+// to VALUES: the same for every text that starts with the same bytes, read
+// in the same mode, when the byte after VALUES cannot continue the word
+// (the Planner's memo, memo.go, relies on it).
+type insertHead struct {
+	replace  bool
+	colOpen  int // the column list's '('
+	width, k int // the number of columns listed; the key column's index, -1: absent
+	end      int // just past VALUES / VALUE
+}
+
+// fastHead reads an INSERT / REPLACE up to VALUES with l.
+func (b *builder) fastHead(l *lexer, rule Rule) (h insertHead, ok bool) {
+	t := l.next()
+	h.replace = l.is(t, "REPLACE")
+	if !h.replace && !l.is(t, "INSERT") {
+		return h, false
+	}
 	t = l.next()
-	if !replace && l.is(t, "IGNORE") {
+	if !h.replace && l.is(t, "IGNORE") {
 		t = l.next()
 	}
 	if l.is(t, "INTO") {
 		t = l.next()
 	}
-	if !b.fastName(&l, t) {
-		return false
+	if !b.fastName(l, t) {
+		return h, false
 	}
 	t = l.next()
 	if l.isPunct(t, '.') {
-		if t = l.next(); !b.fastName(&l, t) {
-			return false
+		if t = l.next(); !b.fastName(l, t) {
+			return h, false
 		}
 		t = l.next()
 	}
 
 	// (col, ...): plain names only.
 	if !l.isPunct(t, '(') {
-		return false
+		return h, false
 	}
-	colOpen := t.start
-	width, k := 0, -1
+	h.colOpen = t.start
+	h.k = -1
 	t = l.next()
-	for !l.isPunct(t, ')') || width > 0 {
-		if !b.fastName(&l, t) || l.is(t, "VALUES") {
-			return false
+	for !l.isPunct(t, ')') || h.width > 0 {
+		if !b.fastName(l, t) || l.is(t, "VALUES") {
+			return h, false
 		}
-		if k < 0 && strings.EqualFold(unquote(l.text(t), t.kind, l.mode), rule.Column) {
-			k = width
+		if h.k < 0 && strings.EqualFold(unquote(l.text(t), t.kind, l.mode), rule.Column) {
+			h.k = h.width
 		}
-		width++
+		h.width++
 		if t = l.next(); l.isPunct(t, ')') {
 			break
 		}
 		if !l.isPunct(t, ',') {
-			return false
+			return h, false
 		}
 		t = l.next()
 	}
 	if t = l.next(); !l.is(t, "VALUES") && !l.is(t, "VALUE") {
-		return false
+		return h, false
 	}
+	h.end = t.end
+	return h, true
+}
 
+// fastRows plans the rows and what follows them, from l (just past
+// VALUES), for the head h; on false it added nothing.
+func (b *builder) fastRows(l *lexer, h insertHead, rule Rule, db, table string) bool {
+	width, k, replace := h.width, h.k, h.replace
+	var t token
 	first := len(b.edits)
 	b.edits = slices.Grow(b.edits, 2) // one row's edits, without growing
 	fail := func() bool {
@@ -106,7 +135,7 @@ func (b *builder) fastInsert(start, end int, rule Rule, db, table string) (ok bo
 		if width > 0 {
 			post = ", "
 		}
-		b.edits = append(b.edits, edit{start: colOpen + 1, end: colOpen + 1, slot: -1, pre: pre})
+		b.edits = append(b.edits, edit{start: h.colOpen + 1, end: h.colOpen + 1, slot: -1, pre: pre})
 	}
 	mode := b.env.Mode
 	var last token // the statement's last token
@@ -123,7 +152,7 @@ func (b *builder) fastInsert(start, end int, rule Rule, db, table string) (ok bo
 				v, tokens, depth := t, 0, 0
 				for depth > 0 || !l.isPunct(t, ',') && !l.isPunct(t, ')') {
 					switch {
-					case t.kind == tEOF || b.fastStop(&l, t) || l.is(t, "VALUES") || l.is(t, "ROW"):
+					case t.kind == tEOF || b.fastStop(l, t) || l.is(t, "VALUES") || l.is(t, "ROW"):
 						return fail()
 					case l.isPunct(t, '('):
 						depth++
@@ -151,7 +180,7 @@ func (b *builder) fastInsert(start, end int, rule Rule, db, table string) (ok bo
 					default:
 						return fail() // a name, a keyword: the parser decides
 					}
-					if fill, param := keyFills(&l, v, form, mode, b.prepared); fill {
+					if fill, param := keyFills(l, v, form, mode, b.prepared); fill {
 						b.edits = append(b.edits, edit{start: v.start, end: v.end, tag: rule.Tag, key: true,
 							param: param, zeroIsNull: param && !mode.NoAutoValueOnZero})
 					}
@@ -197,7 +226,7 @@ func (b *builder) fastInsert(start, end int, rule Rule, db, table string) (ok bo
 	depth := 0
 	for ; t.kind != tEOF; t = l.next() {
 		switch {
-		case b.fastStop(&l, t):
+		case b.fastStop(l, t):
 			return fail()
 		case l.isPunct(t, '('):
 			depth++

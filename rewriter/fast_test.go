@@ -20,6 +20,9 @@ func compareFast(sql string, env *Env, prepared, tolerate bool) (hits int, probl
 	if pn, errN := planNoFirst(sql, env, prepared); errString(errN) != errString(errF) || errN == nil && !reflect.DeepEqual(pn, pf) {
 		return hits, "quickPlan's firstInsert changed the plan:\nwith    " + planString(pf) + " " + errString(errF) + "\nwithout " + planString(pn) + " " + errString(errN)
 	}
+	if problem := compareMemo(sql, env, prepared); problem != "" {
+		return hits, problem
+	}
 	pp, _, errP := planWith(sql, env, prepared, false)
 	switch {
 	case errF != nil || errP != nil:

@@ -218,6 +218,7 @@ type Planner struct {
 	slots []Slot
 	tags  []TagCount
 	calls []Call
+	memo  []insertMemo // heads of recent lone INSERTs (memo.go)
 }
 
 // PlanQuery is PlanQuery (the package function) with pl's memory.
@@ -238,6 +239,11 @@ func planWith(sql string, env *Env, prepared, fast bool) (p Plan, fastHits int, 
 }
 
 func (pl *Planner) planWith(sql string, env *Env, prepared, fast bool) (p Plan, fastHits int, err error) {
+	if fast && !prepared && len(pl.memo) > 0 {
+		if p, ok := pl.memoPlan(sql, env); ok {
+			return p, 1, nil
+		}
+	}
 	clear(pl.calls[:cap(pl.calls)]) // they hold strings of the last text
 	p, done, seq, first, err := quickPlan(sql, env, pl.calls[:0])
 	if done {
@@ -246,7 +252,11 @@ func (pl *Planner) planWith(sql string, env *Env, prepared, fast bool) (p Plan, 
 		}
 		return p, 0, err
 	}
-	return pl.build(sql, env, prepared, fast, seq, first)
+	p, fastHits, err = pl.build(sql, env, prepared, fast, seq, first)
+	if err == nil && fast && !prepared {
+		pl.memoize(env)
+	}
+	return p, fastHits, err
 }
 
 // quickPlan answers without the builder when it can: text with nothing to
@@ -281,6 +291,15 @@ func quickPlan(sql string, env *Env, calls []Call) (p Plan, done, seq bool, firs
 
 // build runs the builder over sql.
 func (pl *Planner) build(sql string, env *Env, prepared, fast, seq bool, first firstInsert) (p Plan, fastHits int, err error) {
+	b := pl.reset(sql, env, prepared, fast, seq, first)
+	if err := b.run(); err != nil {
+		return Plan{}, b.fastHits, err
+	}
+	return pl.finish(), b.fastHits, nil
+}
+
+// reset readies pl's builder for sql, reusing its memory.
+func (pl *Planner) reset(sql string, env *Env, prepared, fast, seq bool, first firstInsert) *builder {
 	clear(pl.b.edits[:cap(pl.b.edits)]) // they hold strings of the last text
 	clear(pl.b.filled[:cap(pl.b.filled)])
 	clear(pl.b.calls[:cap(pl.b.calls)])
@@ -288,18 +307,21 @@ func (pl *Planner) build(sql string, env *Env, prepared, fast, seq bool, first f
 	clear(pl.tags[:cap(pl.tags)])
 	pl.b = builder{sql: sql, env: env, prepared: prepared, fast: fast, noSeq: !seq, first: first,
 		edits: pl.b.edits[:0], filled: pl.b.filled[:0], calls: pl.b.calls[:0]}
+	return &pl.b
+}
+
+// finish makes the plan of what the builder collected, keeping its
+// slices for the next call unless they grew huge.
+func (pl *Planner) finish() Plan {
 	b := &pl.b
-	if err := b.run(); err != nil {
-		return Plan{}, b.fastHits, err
-	}
-	p = b.plan(pl.slots[:0], pl.tags[:0])
+	p := b.plan(pl.slots[:0], pl.tags[:0])
 	if p.Slots != nil && cap(p.Slots) <= 1024 { // a 100,000-row INSERT's are not kept
 		pl.slots, pl.tags = p.Slots, p.Tags
 	}
 	if cap(b.edits) > 1024 {
 		b.edits, b.filled = nil, nil
 	}
-	return p, b.fastHits, nil
+	return p
 }
 
 // plan numbers the slots in text order and counts IDs per tag.

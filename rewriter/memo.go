@@ -1,0 +1,91 @@
+package rewriter
+
+import (
+	"strings"
+
+	"github.com/leafproxy/leafproxy/internal/sqltext"
+)
+
+// The Planner's memo of INSERT heads. A session of an ORM or a driver that
+// interpolates parameters sends the same INSERT again and again with other
+// values: `INSERT INTO orders (v) VALUES ('1')`, then ('2'), ... Up to
+// VALUES the text is the same, and so is everything the fast path reads
+// there: the first word, the table and its rule, the column list and the
+// key column's place in it (insertHead). The memo keeps the last few such
+// heads, so that the next text with the same head is planned by reading
+// only its rows, the part that differs; each text is still checked in
+// full for what sends it elsewhere (a sequence call, ';', an executable
+// comment), as quickPlan and builder.run check it.
+//
+// A head is reused only for a text that starts with exactly its bytes,
+// planned in the same sql_mode, current database and rules, and whose byte
+// after VALUES cannot continue that word: then every token up to VALUES,
+// and so every decision made there, is the same (the lexer reads left to
+// right and no token before VALUES reaches past it). compareMemo in
+// fast_test.go (run by FuzzFastPath) checks the memo's plans against
+// fresh ones.
+
+// memoHeads is how many heads a Planner keeps (a session that inserts into
+// a few tables in turn); memoMaxHead bounds each (bytes).
+const (
+	memoHeads   = 4
+	memoMaxHead = 512
+)
+
+type insertMemo struct {
+	head      string // the text up to VALUES (owned: not the packet's)
+	envDB     string // Env.DB, Mode and Rules it was planned with
+	mode      Mode
+	rules     *Rules
+	h         insertHead
+	rule      Rule
+	db, table string // the table the rule is for (owned)
+}
+
+// memoPlan plans sql from a memoized head; ok false: no head applies, or
+// the rows are not the fast path's (plan it the ordinary way).
+func (pl *Planner) memoPlan(sql string, env *Env) (p Plan, ok bool) {
+	m := pl.memoFind(sql, env)
+	if m == nil || hasSeqCall(sql) || strings.IndexByte(sql, ';') >= 0 ||
+		strings.Contains(sql, "/*!") || strings.Contains(sql, "/*M!") {
+		return Plan{}, false
+	}
+	b := pl.reset(sql, env, false, true, false, firstInsert{})
+	b.db = env.DB
+	l := lexer{s: sql, pos: len(m.head), mode: env.Mode}
+	if !b.fastRows(&l, m.h, m.rule, m.db, m.table) {
+		return Plan{}, false
+	}
+	b.fastHits++
+	return pl.finish(), true
+}
+
+// memoFind returns the memo entry whose head sql starts with, if any.
+func (pl *Planner) memoFind(sql string, env *Env) *insertMemo {
+	for i := range pl.memo {
+		m := &pl.memo[i]
+		if n := len(m.head); n < len(sql) && sql[:n] == m.head && !identByteAt(sql, n) &&
+			m.mode == env.Mode && m.rules == env.Rules && m.envDB == env.DB {
+			return m
+		}
+	}
+	return nil
+}
+
+// memoize keeps the head of the lone INSERT the builder just planned.
+func (pl *Planner) memoize(env *Env) {
+	b := &pl.b
+	if !b.lone || b.head.end > memoMaxHead || pl.memoFind(b.sql, env) != nil {
+		return
+	}
+	m := insertMemo{head: strings.Clone(b.sql[:b.head.end]), envDB: env.DB, mode: env.Mode, rules: env.Rules,
+		h: b.head, rule: b.first.rule, db: strings.Clone(b.first.db), table: strings.Clone(b.first.table)}
+	if len(pl.memo) < memoHeads {
+		pl.memo = append(pl.memo, m)
+		return
+	}
+	copy(pl.memo, pl.memo[1:]) // the oldest goes
+	pl.memo[len(pl.memo)-1] = m
+}
+
+func identByteAt(s string, i int) bool { return i < len(s) && sqltext.IsIdentByte(s[i]) }
