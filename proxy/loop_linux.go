@@ -27,23 +27,15 @@ import (
 // haproxy's rate and 1.19x its CPU; the loop at haproxy's CPU.
 //
 // The loop is one epoll instance served by several runners (event_loops,
-// one per CPU by default). Each runner is an ordinary goroutine that takes
-// a few ready events at a time and handles them. Sessions are not tied to
-// a runner: any runner serves any session. (With an epoll instance per
-// runner, all of a stalled runner's sessions waited with it: NEXTVAL's
-// p999 went from 0.9x to 1.1-1.3x a direct SELECT 1's; BENCHMARKS.md,
-// issue 11, fourth pass.)
-//
-// One runner, the poller, parks in Go's netpoller on a dup of the epoll
-// descriptor (a pollable file); the others wait on loop.help and are
-// called only when a runner takes a full batch of events, i.e. when the
-// load is more than one runner keeps up with; they drain the epoll
-// instance with it and go back to waiting. When every runner parked in
-// the netpoller, each burst of events woke all of them (each on its own
-// dup) and all but one found nothing: a thread wake-up, a futex pair and
-// two context switches per burst, ~7 us of the relay's CPU per INSERT
-// when MariaDB's ~100 us per statement leaves the loop idle between
-// bursts (BENCHMARKS.md, issue 11, sixth pass).
+// one per CPU by default). Each runner is an ordinary goroutine that parks
+// in Go's netpoller on its own dup of the epoll descriptor (a pollable
+// file), takes a few ready events at a time and handles them. Sessions
+// are not tied to a runner: when the kernel keeps one runner's thread off
+// the CPU for a few milliseconds, the others serve every other session.
+// With an epoll instance per runner, all of a stalled runner's sessions
+// waited with it: NEXTVAL's p999 went from 0.9x to 1.1-1.3x a direct
+// SELECT 1's, and bursts of exactly one runner's share of the sessions
+// made the slow requests (BENCHMARKS.md, issue 11, fourth pass).
 //
 // Registrations are edge-triggered and made once: an event says "something
 // happened on this socket" and the lane reads until the socket is empty
@@ -95,9 +87,6 @@ type loop struct {
 	runners []*runner
 	alive   int // runners still running (mu)
 	stopped chan struct{}
-	help    chan struct{} // a waiting runner takes one and drains the epoll instance
-	promote chan struct{} // a waiting runner takes it and becomes the poller
-	quit    chan struct{} // closed by close: waiting runners end
 
 	draining atomic.Bool
 	lanes    laneTable
@@ -109,9 +98,9 @@ type loop struct {
 // buffers: a lane a runner handles borrows them (lane.bind).
 type runner struct {
 	l       *loop
-	poller  bool        // parks in the netpoller (else waits on help); its own goroutine's
 	sweeper atomic.Bool // this runner wakes up every loop.sweep to sweep idle lanes
-	file    *os.File    // a dup of the epoll descriptor, parked on in the netpoller
+	exited  atomic.Bool
+	file    *os.File // a dup of the epoll descriptor, parked on in the netpoller
 	rc      syscall.RawConn
 	poll    func(uintptr) bool // r.wait, bound once
 	events  []syscall.EpollEvent
@@ -131,8 +120,7 @@ func newLoop(srv *Server, runners int) (*loop, error) {
 		syscall.Close(epfd)
 		return nil, fmt.Errorf("event loop: eventfd: %w", e)
 	}
-	l := &loop{srv: srv, epfd: epfd, evfd: int(efd), ctx: nonblock.Context(srv.baseCtx), stopped: make(chan struct{}),
-		help: make(chan struct{}), promote: make(chan struct{}, 1), quit: make(chan struct{})}
+	l := &loop{srv: srv, epfd: epfd, evfd: int(efd), ctx: nonblock.Context(srv.baseCtx), stopped: make(chan struct{})}
 	fail := func(err error) (*loop, error) {
 		for _, r := range l.runners {
 			r.file.Close()
@@ -172,7 +160,6 @@ func newLoop(srv *Server, runners int) (*loop, error) {
 		l.runners = append(l.runners, r)
 	}
 	l.alive = len(l.runners)
-	l.runners[0].poller = true
 	l.runners[0].sweeper.Store(true)
 	for _, r := range l.runners {
 		go r.run()
@@ -180,26 +167,12 @@ func newLoop(srv *Server, runners int) (*loop, error) {
 	return l, nil
 }
 
-// run is a runner's goroutine. The poller also sweeps idle sessions on a
+// run is a runner's goroutine. One of them also sweeps idle sessions on a
 // timer (a busy loop sweeps from wait as well).
 func (r *runner) run() {
 	l := r.l
 	defer r.exit()
 	for {
-		if !r.poller {
-			select {
-			case <-l.help:
-				if l.stopping() || r.wait(0) {
-					return
-				}
-				continue
-			case <-l.promote:
-				r.poller = true
-				r.sweeper.Store(true)
-			case <-l.quit:
-				return
-			}
-		}
 		if r.sweeper.Load() && l.sweep > 0 {
 			_ = r.file.SetReadDeadline(time.Now().Add(l.sweep))
 		}
@@ -222,15 +195,19 @@ func (r *runner) run() {
 // sessions' goroutines then end them) and the loop takes no more.
 func (r *runner) exit() {
 	l := r.l
+	r.exited.Store(true)
 	r.file.Close()
 	l.mu.Lock()
 	l.alive--
 	last := l.alive == 0
-	if r.poller && !last && !l.stop {
-		// Another runner waits for events (and sweeps) in its place.
-		select {
-		case l.promote <- struct{}{}:
-		default:
+	if r.sweeper.Load() && !last && !l.stop && l.sweep > 0 {
+		// Someone else keeps the idle timeout on a quiet loop.
+		for _, o := range l.runners {
+			if !o.exited.Load() {
+				o.sweeper.Store(true)
+				_ = o.file.SetReadDeadline(time.Now()) // wake it to set its timer
+				break
+			}
 		}
 	}
 	if last {
@@ -261,6 +238,12 @@ func (r *runner) exit() {
 	close(l.stopped)
 }
 
+func (l *loop) stopping() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stop
+}
+
 // wait handles every event there is; false asks the netpoller to park the
 // runner until the epoll instance has more.
 func (r *runner) wait(uintptr) bool {
@@ -273,15 +256,6 @@ func (r *runner) wait(uintptr) bool {
 		}
 		if e != 0 || n == 0 {
 			return false
-		}
-		if int(n) == len(r.events) {
-			// There may be more than one runner keeps up with: call a
-			// waiting one, if any, to drain the rest beside this one.
-			select {
-			case l.help <- struct{}{}:
-				l.srv.loopHelps.Add(1)
-			default:
-			}
 		}
 		r.now = time.Now().UnixNano()
 		if l.sweep > 0 && r.now-l.swept.Load() >= int64(l.sweep) {
@@ -454,5 +428,55 @@ func (l *loop) detach(ln *lane) {
 	l.mu.Lock()
 	l.lanes.set(ln.idx, nil)
 	l.free = append(l.free, ln.idx)
+	l.mu.Unlock()
+}
+
+// idleSweep closes lanes idle longer than limits.idle_timeout.
+func (l *loop) idleSweep(r *runner) {
+	now := time.Now().UnixNano()
+	last := l.swept.Load()
+	if now-last < int64(l.sweep)/2 || !l.swept.CompareAndSwap(last, now) {
+		return // another runner is at it, or just was
+	}
+	r.now = now
+	l.mu.Lock()
+	top := l.top
+	l.mu.Unlock()
+	for i := range top {
+		if ln := l.lanes.get(i); ln != nil {
+			ln.pend.Or(pendCheck)
+			r.serve(ln)
+		}
+	}
+}
+
+// requestDrain asks the loop to close its idle lanes now and the others
+// when their responses are through (Server.Shutdown).
+func (l *loop) requestDrain() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.drain = true
+	if !l.dead.Load() && !l.stop {
+		l.wake()
+	}
+}
+
+// close stops the loop and waits for it (after Shutdown: no lanes left).
+func (l *loop) close() {
+	l.mu.Lock()
+	l.stop = true
+	runners := l.runners
+	l.mu.Unlock()
+	// Closing a runner's file wakes it out of the netpoller with an error;
+	// it sees stop and ends.
+	for _, r := range runners {
+		r.file.Close()
+	}
+	<-l.stopped
+	l.mu.Lock()
+	if l.evfd >= 0 {
+		syscall.Close(l.evfd)
+		l.evfd = -1
+	}
 	l.mu.Unlock()
 }

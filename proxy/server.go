@@ -48,7 +48,6 @@ type Server struct {
 	loopSessions atomic.Int64
 	loopMoves    atomic.Uint64
 	loopHandoffs atomic.Uint64
-	loopHelps    atomic.Uint64
 
 	nextID   atomic.Uint32 // proxy session ids handed out in greetings
 	accepted atomic.Uint64
@@ -397,13 +396,12 @@ type LoopStats struct {
 	Sessions int64  // sessions a loop serves now
 	Moves    uint64 // times a session moved onto a loop (after login, and after its goroutine served a command)
 	Handoffs uint64 // commands a loop handed to the session's goroutine (it would have had to wait)
-	Helps    uint64 // times a runner took a full batch of events and called a waiting one to drain beside it
 }
 
 // LoopStats reports the event loops' use; cheap enough for every scrape.
 func (s *Server) LoopStats() LoopStats {
 	return LoopStats{Loops: int(s.loopCount.Load()), Sessions: s.loopSessions.Load(),
-		Moves: s.loopMoves.Load(), Handoffs: s.loopHandoffs.Load(), Helps: s.loopHelps.Load()}
+		Moves: s.loopMoves.Load(), Handoffs: s.loopHandoffs.Load()}
 }
 
 // SessionInfo describes one logged-in session (for admin views).

@@ -29,7 +29,7 @@ type collector struct {
 	remaining, nextReady, step, fetches, fetchErrors, refused, repairs *prometheus.Desc
 	worker, fenced, lost                                               *prometheus.Desc
 	sessions, accepted                                                 *prometheus.Desc
-	loops, loopSessions, loopMoves, loopHandoffs, loopHelps            *prometheus.Desc
+	loops, loopSessions, loopMoves, loopHandoffs                       *prometheus.Desc
 }
 
 func newCollector(seq *allocator.Sequences, srv *proxy.Server, configured map[string]bool) *collector {
@@ -70,14 +70,12 @@ func newCollector(seq *allocator.Sequences, srv *proxy.Server, configured map[st
 			"Times a session moved onto an event loop: after login, and after its goroutine served commands handed to it.", nil, nil),
 		loopHandoffs: prometheus.NewDesc("leafproxy_event_loop_handoffs_total",
 			"Commands an event loop handed to the session's goroutine because they may wait (a segment fetch, KILL, admin SQL, a large command); a rate close to the command rate means the loops are bypassed.", nil, nil),
-		loopHelps: prometheus.NewDesc("leafproxy_event_loop_helps_total",
-			"Times a runner of an event loop took a full batch of ready events and called a waiting runner to drain the rest beside it (one runner waits for events while the load allows; a rate near the command rate means the load needs several).", nil, nil),
 	}
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.remaining, c.nextReady, c.step, c.fetches, c.fetchErrors, c.refused, c.repairs,
-		c.worker, c.fenced, c.lost, c.sessions, c.accepted, c.loops, c.loopSessions, c.loopMoves, c.loopHandoffs, c.loopHelps} {
+		c.worker, c.fenced, c.lost, c.sessions, c.accepted, c.loops, c.loopSessions, c.loopMoves, c.loopHandoffs} {
 		ch <- d
 	}
 }
@@ -130,7 +128,6 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.loopSessions, float64(ls.Sessions))
 	counter(c.loopMoves, float64(ls.Moves))
 	counter(c.loopHandoffs, float64(ls.Handoffs))
-	counter(c.loopHelps, float64(ls.Helps))
 }
 
 func b2f(b bool) float64 {
