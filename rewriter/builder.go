@@ -68,7 +68,7 @@ const (
 func (b *builder) run() error {
 	b.db = b.env.DB
 	l := lexer{s: b.sql, mode: b.env.Mode}
-	b.noFast = !b.fast || strings.Contains(b.sql, "/*!") || strings.Contains(b.sql, "/*M!")
+	b.noFast = !b.fast || hasBang(b.sql)
 	if !b.noFast && b.noSeq && strings.IndexByte(b.sql, ';') < 0 {
 		// One statement, no sequence call, no executable comment: if it
 		// is an INSERT or REPLACE, runFrom would find exactly it and hand

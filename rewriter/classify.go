@@ -147,10 +147,17 @@ type firstInsert struct {
 	rule      Rule
 }
 
+// hasBang reports an executable comment (/*! or MariaDB's /*M!) anywhere
+// in sql: the fast path and quickPlan's shortcuts leave such text to the
+// builder's full pass.
+func hasBang(sql string) bool {
+	return strings.Contains(sql, "/*!") || strings.Contains(sql, "/*M!")
+}
+
 // plainInsertsFirst is plainInserts, also returning what it read of the
 // INSERT when it declined because of its rule (first.ok).
 func plainInsertsFirst(sql string, env *Env) (plain bool, first firstInsert) {
-	if strings.Contains(sql, "/*!") || strings.Contains(sql, "/*M!") {
+	if hasBang(sql) {
 		return false, first
 	}
 	for from := 0; ; {

@@ -46,12 +46,10 @@ type insertMemo struct {
 // the rows are not the fast path's (plan it the ordinary way).
 func (pl *Planner) memoPlan(sql string, env *Env) (p Plan, ok bool) {
 	m := pl.memoFind(sql, env)
-	if m == nil || hasSeqCall(sql) || strings.IndexByte(sql, ';') >= 0 ||
-		strings.Contains(sql, "/*!") || strings.Contains(sql, "/*M!") {
+	if m == nil || hasSeqCall(sql) || strings.IndexByte(sql, ';') >= 0 || hasBang(sql) {
 		return Plan{}, false
 	}
 	b := pl.reset(sql, env, false, true, false, firstInsert{})
-	b.db = env.DB
 	l := lexer{s: sql, pos: len(m.head), mode: env.Mode}
 	if !b.fastRows(&l, m.h, m.rule, m.db, m.table) {
 		return Plan{}, false
