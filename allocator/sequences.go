@@ -357,6 +357,39 @@ func (s *Sequences) NextN(ctx context.Context, tag string, n int, dst []int64) (
 	return out, nil
 }
 
+// Block reserves n IDs of tag for a caller that numbers rows itself: the
+// k-th (from 0) is first+k when run is 0 (a segment tag: consecutive IDs),
+// else first + (k/run)*stride + k%run (a snowflake tag: whole ticks of
+// this worker, see snowflake.Block).
+func (s *Sequences) Block(ctx context.Context, tag string, n int64) (first, run, stride int64, err error) {
+	if s.snowTags[tag] {
+		g := s.snow.Load()
+		if g == nil {
+			return 0, 0, 0, s.unavailable(tag)
+		}
+		b, err := g.Block(ctx, n)
+		if err != nil {
+			return 0, 0, 0, &UnavailableError{Tag: tag, Err: err}
+		}
+		return b.First, b.Run, b.Stride, nil
+	}
+	first, err = s.segments.Block(ctx, tag, n)
+	if err != nil {
+		return 0, 0, 0, nameError(tag, err)
+	}
+	return first, 0, 0, nil
+}
+
+// Advance moves a segment tag past v, a key written explicitly through
+// the proxy (see segment.Allocator.Advance); snowflake tags, whose IDs
+// come from the clock, are left alone.
+func (s *Sequences) Advance(ctx context.Context, tag string, v int64) error {
+	if s.snowTags[tag] {
+		return nil
+	}
+	return s.segments.Advance(ctx, tag, v)
+}
+
 // nameError turns the segment allocator's "unknown" for a name that
 // cannot be a tag at all (empty, not UTF-8, too long: refused before any
 // store query) into the error saying what is wrong with it. Checked only

@@ -41,6 +41,7 @@ type IDSource interface {
 // Engine is the proxy.Interceptor. One per server; per-session state lives
 // in the session's value slot.
 type Engine struct {
+	engineCounters
 	ids   IDSource
 	rules atomic.Pointer[rewriter.Rules] // swapped whole on a configuration reload
 	cols  *columnCache
@@ -81,6 +82,12 @@ type state struct {
 	vals    []int64
 	offs    []int   // scratch for execute rewriting
 	cols    colMemo // the last table checkKeys found in the column cache
+	// pending: LASTVALs a numbered statement left in its counters
+	// (numbered.go), read when asked for.
+	pending map[string]pendingLast
+	dup     dupRetry // a filled INSERT's recovery from 1062 (dupretry.go)
+	// orphans: count statements to close (numbered_prepared.go)
+	orphans []uint32
 }
 
 func (e *Engine) state(s Session) *state {
@@ -150,7 +157,17 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 	if err != nil {
 		return false, err
 	}
+	for _, x := range plan.Explicit {
+		// An explicit key moves its tag past it, as AUTO_INCREMENT's
+		// counter; before anything is sent, so that an ErrWouldBlock
+		// (the store must be raised) leaves nothing half done.
+		if err := e.advance(ctx, st.own(x.Tag), x.Max); err != nil {
+			return false, err
+		}
+	}
 	switch plan.Kind {
+	case rewriter.Numbered:
+		return e.runNumbered(ctx, s, st, &plan, text)
 	case rewriter.Sequence:
 		if err := st.evalCalls(ctx, e, plan.Calls); err != nil {
 			return false, err
@@ -171,7 +188,16 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 			return false, err
 		}
 		st.buf = plan.Render(st.buf[:0], text, st.ids)
-		err := s.RelayQuery(st.buf)
+		var err error
+		if len(plan.Filled) > 0 && plan.Statements == 1 {
+			if _, ok := e.ids.(advancer); ok {
+				st.dup.arm(e, st, text, &plan, st.ids)
+				err = s.RelayQueryOr(st.buf, &st.dup)
+				st.trim()
+				return true, err
+			}
+		}
+		err = s.RelayQuery(st.buf)
 		st.trim()
 		return true, err
 	}
@@ -211,6 +237,9 @@ func (st *state) draw(ctx context.Context, e *Engine, plan *rewriter.Plan) error
 // setLast records v as tag's LASTVAL (tag is owned: see own). An existing
 // entry is updated through its pointer, so the hot path does not allocate.
 func (st *state) setLast(tag string, v int64) {
+	if len(st.pending) > 0 {
+		delete(st.pending, tag)
+	}
 	if p, ok := st.last[tag]; ok {
 		*p = v
 		return
@@ -261,6 +290,16 @@ func (st *state) evalCalls(ctx context.Context, e *Engine, calls []rewriter.Call
 				// SETVAL writes to the store: on the session's goroutine,
 				// and before any other call of the row has drawn an ID.
 				return proxy.ErrWouldBlock
+			}
+		}
+	}
+	if len(st.pending) > 0 {
+		for _, c := range calls {
+			if _, ok := st.pending[c.Tag]; ok && c.Func == rewriter.Last {
+				if err := st.resolveLast(ctx); err != nil {
+					return err
+				}
+				break
 			}
 		}
 	}
@@ -328,6 +367,8 @@ func (e *Engine) sessionReset(s Session) {
 	if st, ok := s.Value().(*state); ok {
 		clear(st.stmts)
 		clear(st.last)
+		clear(st.pending)
+		st.orphans = nil // the backend dropped every statement
 	}
 }
 

@@ -33,7 +33,22 @@ func (f *fakeSession) RelayQuery(sql []byte) error {
 	f.relayed = append(f.relayed, string(sql))
 	return nil
 }
-func (f *fakeSession) RelayExecute([]byte) error                      { return nil }
+func (f *fakeSession) RelayQueryRetry(sql []byte, _ func(uint16, string) bool) (bool, error) {
+	return false, f.RelayQuery(sql)
+}
+func (f *fakeSession) RelayQueryOr(sql []byte, _ proxy.Retrier) error { return f.RelayQuery(sql) }
+func (f *fakeSession) BackendExec(_ context.Context, sql string) (uint64, uint64, error) {
+	f.backend = append(f.backend, sql)
+	return 0, 0, nil
+}
+func (f *fakeSession) RelayExecute([]byte) error { return nil }
+func (f *fakeSession) BackendPrepare(context.Context, string) (proxy.PrepareResult, error) {
+	return proxy.PrepareResult{}, nil
+}
+func (f *fakeSession) BackendCloseStmt(uint32) error { return nil }
+func (f *fakeSession) RelayExecuteRetry([]byte, func(uint16, string) bool) (bool, error) {
+	return false, nil
+}
 func (f *fakeSession) WriteOK(uint64, uint64, uint16) error           { return nil }
 func (f *fakeSession) WriteError(uint16, string, string) error        { return nil }
 func (f *fakeSession) ExecuteResult([]byte) (proxy.ExecResult, error) { return proxy.ExecResult{}, nil }

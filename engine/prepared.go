@@ -15,6 +15,12 @@ type prepared struct {
 	plan   rewriter.Plan
 	cols   []string  // Sequence plans: column names
 	params *paramMap // Rewrite plans: the backend's parameters vs the client's
+	// Numbered plans (numbered_prepared.go): the count statement's backend
+	// id, the client's parameter types last bound, and whether long data
+	// was sent (not supported).
+	count uint32
+	types []byte
+	long  bool
 }
 
 // prepare plans a COM_STMT_PREPARE. Rewrite plans are prepared with their
@@ -48,6 +54,8 @@ func (e *Engine) prepare(ctx context.Context, s Session, sql []byte) (bool, erro
 			backendText = append(backendText, strings.ReplaceAll(c.Name, "`", "``")...)
 			backendText = append(backendText, '`')
 		}
+	case rewriter.Numbered:
+		return e.prepareNumbered(ctx, s, st, p)
 	case rewriter.Rewrite:
 		if err := e.checkKeys(ctx, s, nil, plan.Filled); err != nil {
 			return false, err
@@ -108,6 +116,11 @@ func (e *Engine) execute(ctx context.Context, s Session, stmtID uint32, pkt []by
 		err = s.RelayExecute(st.buf)
 		st.trim()
 		return true, err
+	case rewriter.Numbered:
+		handled, err := e.executeNumbered(ctx, s, st, p, pkt)
+		p.long = false
+		st.trim()
+		return handled, err
 	}
 	return false, nil
 }
@@ -125,6 +138,8 @@ func (e *Engine) bulkExecute(ctx context.Context, s Session, stmtID uint32, pkt 
 		return e.bulkRewrite(ctx, s, st, p, pkt)
 	case rewriter.Sequence:
 		return false, &notSupportedError{msg: "leafproxy: COM_STMT_BULK_EXECUTE of a NEXTVAL/LASTVAL select is not supported; execute it once per row"}
+	case rewriter.Numbered:
+		return false, &notSupportedError{msg: "leafproxy: COM_STMT_BULK_EXECUTE of a statement whose rows the proxy numbers (INSERT ... SELECT, NEXTVAL in UPDATE) is not supported; execute it once per row"}
 	}
 	return false, nil
 }
@@ -134,6 +149,10 @@ func (e *Engine) bulkExecute(ctx context.Context, s Session, stmtID uint32, pkt 
 // parameter's value will not be in the next execute packet.
 func (e *Engine) sendLongData(s Session, stmtID uint32, pkt []byte) {
 	_, p := planned(s, stmtID)
+	if p != nil && p.plan.Kind == rewriter.Numbered {
+		p.long = true
+		return
+	}
 	if p == nil || p.params == nil || len(pkt) < 7 {
 		return
 	}
@@ -145,12 +164,18 @@ func (e *Engine) sendLongData(s Session, stmtID uint32, pkt []byte) {
 func (e *Engine) stmtReset(s Session, stmtID uint32) {
 	if _, p := planned(s, stmtID); p != nil && p.params != nil {
 		p.params.resetLong()
+	} else if p != nil {
+		p.long = false
 	}
 }
 
 // stmtClosed drops the statement's plan.
 func (e *Engine) stmtClosed(s Session, stmtID uint32) {
 	if st, ok := s.Value().(*state); ok {
+		if p := st.stmts[stmtID]; p != nil && p.count != 0 {
+			st.orphans = append(st.orphans, p.count)
+			st.closeOrphans()
+		}
 		delete(st.stmts, stmtID)
 	}
 }

@@ -25,15 +25,31 @@ type Session interface {
 	// BackendQuery runs a statement of the engine's own (information_schema
 	// lookups) on the session's backend connection.
 	BackendQuery(ctx context.Context, sql string) ([][]*string, error)
+	// BackendExec runs a statement of the engine's own that returns no
+	// rows (setting the row counters of a numbered statement).
+	BackendExec(ctx context.Context, sql string) (affected, insertID uint64, err error)
 
 	// Relaying a (rewritten) statement; the backend's answer goes to the
 	// client.
 	RelayQuery(sql []byte) error
+	// RelayQueryRetry relays sql unless the backend's answer is an ERR
+	// that retry accepts, which is dropped instead (retried: the caller
+	// may send the statement again).
+	RelayQueryRetry(sql []byte, retry func(code uint16, msg string) bool) (retried bool, err error)
+	// RelayQueryOr relays sql, or, when the answer is an ERR that
+	// r.Retry accepts, runs r.Redo instead (see proxy.Retrier).
+	RelayQueryOr(sql []byte, r proxy.Retrier) error
 	RelayPrepare(sql []byte) (proxy.PrepareResult, error)
 	RelayPrepareHidden(sql []byte, hidden []int, want int) (proxy.PrepareResult, error)
 	RelayExecute(pkt []byte) error
 	// ExecuteResult runs an execute without relaying its answer.
 	ExecuteResult(pkt []byte) (proxy.ExecResult, error)
+	// BackendPrepare and BackendCloseStmt prepare and close statements of
+	// the engine's own (the count of a prepared numbered statement).
+	BackendPrepare(ctx context.Context, sql string) (proxy.PrepareResult, error)
+	BackendCloseStmt(id uint32) error
+	// RelayExecuteRetry is RelayQueryRetry for an execute packet.
+	RelayExecuteRetry(pkt []byte, retry func(code uint16, msg string) bool) (retried bool, err error)
 
 	// Answers the engine makes itself.
 	WriteOK(affected, insertID uint64, warnings uint16) error

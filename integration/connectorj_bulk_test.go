@@ -168,7 +168,10 @@ func TestConnectorJBulkBoundKeys(t *testing.T) {
 		switch {
 		case i%3 == 0 && id != 1_000_000+int64(i):
 			t.Errorf("row %d: bound key stored as %d", i, id)
-		case i%3 != 0 && (id <= 0 || id >= 1_000_000):
+		case i%3 != 0 && id <= 0:
+			// Generated: below the bound keys, or (once the proxy saw a
+			// bound key, which moves the tag as AUTO_INCREMENT's counter)
+			// between them; the primary key holds them apart.
 			t.Errorf("row %d: NULL key stored as %d, want a generated key", i, id)
 		case (i%2 == 1) != (nn == nil), nn != nil && *nn != int64(i):
 			t.Errorf("row %d: n stored as %v", i, nn)

@@ -355,7 +355,7 @@ func TestKeyfillRefusals(t *testing.T) {
 	defer conn.Close()
 	ctx := context.Background()
 	for _, tc := range []struct{ q, want string }{
-		{"INSERT INTO orders (v) SELECT v FROM plain", "orders"},
+		{"INSERT INTO orders (v) SELECT v FROM plain WHERE v = NEXTVAL(order)", "NEXTVAL(order)"},
 		{"INSERT INTO orders (v) VALUES ('ret') RETURNING id, NEXTVAL(order)", "RETURNING"},
 		{"INSERT INTO orders (v) VALUES ('ret') AS new ON DUPLICATE KEY UPDATE n = new.n", "orders"},
 	} {

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"encoding/binary"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -177,4 +178,86 @@ func (s *Session) readBackendResult(mode int) walkResult {
 		s.setFatal(err)
 	}
 	return r
+}
+
+// BackendPrepare prepares sql on the session's backend connection for the
+// interceptor's own use (a statement the client never sees); nothing
+// reaches the client. A backend ERR comes back as a *mysql.MyError. Close
+// it with BackendCloseStmt.
+func (s *Session) BackendPrepare(ctx context.Context, sql string) (PrepareResult, error) {
+	if s.ln != nil {
+		return PrepareResult{}, ErrWouldBlock
+	}
+	if s.fatal != nil {
+		return PrepareResult{}, s.fatal
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = s.b.conn.SetDeadline(dl)
+	}
+	defer s.clearDeadline(ctx)
+	s.out = append(append(s.out[:0], mysql.COM_STMT_PREPARE), sql...)
+	err := s.b.writeCommand(s.out)
+	s.trimOut()
+	if err == nil {
+		err = s.b.flushForResponse()
+	}
+	if err != nil {
+		return PrepareResult{}, s.setFatal(err)
+	}
+	var t respTracker
+	t.start(respPrepare, false)
+	r, err := s.walkFrom(&t, walkDiscard)
+	if err != nil {
+		return PrepareResult{}, s.setFatal(err)
+	}
+	if r.err != nil {
+		return PrepareResult{}, r.err
+	}
+	return t.prep, nil
+}
+
+// BackendCloseStmt closes a statement of the interceptor's own on the
+// backend (COM_STMT_CLOSE has no response).
+func (s *Session) BackendCloseStmt(id uint32) error {
+	if s.ln != nil {
+		return ErrWouldBlock
+	}
+	if s.fatal != nil {
+		return s.fatal
+	}
+	var cl [5]byte
+	cl[0] = mysql.COM_STMT_CLOSE
+	binary.LittleEndian.PutUint32(cl[1:], id)
+	if err := s.b.writeCommand(cl[:]); err != nil {
+		return s.setFatal(err)
+	}
+	return s.setFatal(s.b.flush())
+}
+
+// RelayExecuteRetry sends the execute payload pkt as RelayExecute does,
+// unless the backend's answer is an ERR that retry accepts, which is
+// dropped (retried: the caller may execute again; the server rolled the
+// statement back). Only on the session's own goroutine.
+func (s *Session) RelayExecuteRetry(pkt []byte, retry func(code uint16, msg string) bool) (retried bool, err error) {
+	if s.ln != nil {
+		return false, ErrWouldBlock
+	}
+	if s.fatal != nil {
+		return false, s.fatal
+	}
+	if err := s.b.writeCommand(pkt); err != nil {
+		return false, s.setFatal(err)
+	}
+	if err := s.b.flushForResponse(); err != nil {
+		return false, s.setFatal(err)
+	}
+	if retried, err := s.dropRetryable(retry); err != nil || retried {
+		return retried, err
+	}
+	var t respTracker
+	t.start(respExecute, true)
+	if _, err := s.walkFrom(&t, walkRelay); err != nil {
+		return false, s.setFatal(err)
+	}
+	return false, s.setFatal(s.c.flush())
 }

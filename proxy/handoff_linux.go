@@ -36,6 +36,7 @@ type loopMsg struct {
 	tr           respTracker // hoResume
 	after        afterAction // hoResume
 	infile       bool        // hoResume: the client's LOCAL INFILE data comes first
+	redo         Retrier     // hoResume: the response is RelayQueryOr's, its first packet an ERR
 	backendEvent bool        // hoIdle: look at what the backend sent
 	debt         int         // commands the goroutine serves before trying the loop again
 }
@@ -215,7 +216,7 @@ func (s *Session) fromLoop(ctx context.Context, m *loopMsg) bool {
 			return true
 		}
 	case hoResume:
-		if err := s.resume(m); err != nil {
+		if err := s.resume(ctx, m); err != nil {
 			s.endOnError(err)
 			return true
 		}
@@ -231,7 +232,16 @@ func (s *Session) fromLoop(ctx context.Context, m *loopMsg) bool {
 }
 
 // resume finishes a response the loop began (hoResume).
-func (s *Session) resume(m *loopMsg) error {
+func (s *Session) resume(ctx context.Context, m *loopMsg) error {
+	if m.redo != nil {
+		retried, err := s.dropRetryable(m.redo.Retry)
+		if err != nil {
+			return err
+		}
+		if retried {
+			return m.redo.Redo(ctx)
+		}
+	}
 	if m.infile {
 		if err := s.relayLocalFile(); err != nil {
 			return s.setFatal(err)

@@ -58,6 +58,9 @@ type lane struct {
 	attached  bool // registered with the loop (not just in its inbox)
 	gone      bool // handed back or closed: the loop is done with it
 	wrote     bool // the current command has written to a socket (sink.Write)
+	// retrier: the response under way belongs to RelayQueryOr, whose
+	// first packet, if an ERR, goes to the goroutine unrelayed.
+	retrier Retrier
 }
 
 // What happened on a lane's sockets (lane.pend), besides pendAttach and

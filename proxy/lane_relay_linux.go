@@ -88,6 +88,17 @@ func (ln *lane) relayBackend(buf []byte) {
 		if !ln.cont && len(buf)-pos-4 < h {
 			break
 		}
+		if ln.retrier != nil && !ln.cont {
+			if n > 0 && buf[pos+4] == 0xFF {
+				// RelayQueryOr's answer is an ERR: the goroutine decides
+				// whether to relay it or redo the statement (it may wait).
+				ln.bcarry = append(ln.bcarry[:0], buf[pos:]...)
+				ln.handOff(loopMsg{kind: hoResume, redo: ln.retrier, debt: loopBackoff}, ln.cin)
+				ln.retrier = nil
+				return
+			}
+			ln.retrier = nil
+		}
 		s.b.seq++
 		buf[pos+3] = s.c.seq
 		s.c.seq++
@@ -136,6 +147,7 @@ func (ln *lane) toClient(p []byte) error {
 func (ln *lane) finish() {
 	s := ln.s
 	ln.busy = false
+	ln.retrier = nil
 	s.applyAfter(ln.after, ln.tr.ok)
 	ln.after = afterAction{}
 	if len(ln.bcarry) > 0 {

@@ -20,6 +20,13 @@ const (
 
 // relayQuery relays a COM_QUERY packet, tracking USE and SET statements.
 func (s *Session) relayQuery(pkt []byte) error {
+	return s.relayAfter(pkt, respResult, s.queryAfter(pkt))
+}
+
+// queryAfter is what the COM_QUERY pkt changes in the session's view of
+// the backend once it succeeds (USE, a multi-statement text); a SET of
+// sql_mode makes the mode be read again.
+func (s *Session) queryAfter(pkt []byte) afterAction {
 	q := skipSpace(pkt[1:])
 	a := afterAction{kind: afterQuery}
 	switch {
@@ -34,7 +41,7 @@ func (s *Session) relayQuery(pkt []byte) error {
 		s.modeOK = false
 	}
 	a.multi = s.caps&mysql.CLIENT_MULTI_STATEMENTS != 0 && moreStatements(q)
-	return s.relayAfter(pkt, respResult, a)
+	return a
 }
 
 // afterAction is what a relayed command changes in the session's view of

@@ -54,6 +54,16 @@ type builder struct {
 	// with first (the Planner's memo keeps such heads, memo.go).
 	head insertHead
 	lone bool
+	// num: the text's statement is Numbered (numbered.go), with these
+	// counters; nstmts counts the statements planned.
+	num            *numbering
+	counters       []Counter
+	countsExplicit bool
+	nstmts         int
+	// explicit: the largest explicit key per tag (noteExplicit).
+	explicit []ExplicitKey
+	// clientParams: a prepared Numbered plan's ? markers.
+	clientParams int
 }
 
 type scanKind uint8
@@ -76,6 +86,7 @@ func (b *builder) run() error {
 		first := l.next()
 		if l.is(first, "INSERT") || l.is(first, "REPLACE") {
 			b.inBang = l.inBang
+			b.nstmts = 1
 			err := b.statement(0, first.start, len(b.sql), first)
 			// The fast path planned it from what quickPlan read (see the
 			// firstInsert case of statement): the Planner may memoize it.
@@ -84,7 +95,13 @@ func (b *builder) run() error {
 		}
 		l = lexer{s: b.sql, mode: b.env.Mode}
 	}
-	return b.runFrom(&l, 0)
+	if err := b.runFrom(&l, 0); err != nil {
+		return err
+	}
+	if b.num != nil && b.nstmts > 1 {
+		return errMultiNumbered
+	}
+	return nil
 }
 
 // runFrom plans the statements from l.pos on; stmt is the index of the
@@ -128,6 +145,7 @@ func (b *builder) runFrom(l *lexer, stmt int) error {
 		}
 		b.versioned, b.modeForced = l.versioned > versioned || inVersioned, false
 		if first.kind != tEOF {
+			b.nstmts++
 			if err := b.statement(raw, start, t.start, first); err != nil {
 				return err
 			}
@@ -339,6 +357,15 @@ func (b *builder) statement(raw, start, end int, first token) error {
 			return errorf(CodeNotSupported, "%s in a RETURNING list is not supported: it would be evaluated per row, and the proxy can only splice values; "+
 				"return the key column instead, or use %s in VALUES / SET", b.sql[c.start:c.end], b.sql[c.start:c.end])
 		}
+	}
+	if ins, ok := stmts[0].(*ast.InsertStmt); ok && ins.Select != nil && (hasRule || len(b.calls) > 0) {
+		if b.scan != scanNone {
+			return b.refuse(hasRule, qualify(db, table), rule)
+		}
+		return b.numberInsertSelect(start, text[:cut], ins, rule, hasRule, db, table)
+	}
+	if up, ok := stmts[0].(*ast.UpdateStmt); ok && len(b.calls) > 0 {
+		return b.numberUpdate(start, text[:cut], up)
 	}
 	s := stmtPlan{b: b, start: start, text: text[:cut], placed: make([]bool, len(b.calls)), first: len(b.edits)}
 	s.placeCalls(stmts[0])

@@ -183,6 +183,8 @@ func (b *builder) fastRows(l *lexer, h insertHead, rule Rule, db, table string) 
 					if fill, param := keyFills(l, v, form, mode, b.prepared); fill {
 						b.edits = append(b.edits, edit{start: v.start, end: v.end, tag: rule.Tag, key: true,
 							param: param, zeroIsNull: param && !mode.NoAutoValueOnZero})
+					} else if form == keyLiteral {
+						b.noteExplicit(l, v, rule.Tag)
 					}
 				}
 				n++

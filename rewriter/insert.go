@@ -2,6 +2,7 @@ package rewriter
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/leafproxy/leafproxy/internal/sqltext"
@@ -303,6 +304,9 @@ func (s *stmtPlan) keyValue(e ast.ExprNode, rule Rule) {
 	}
 	fill, param := keyFills(&l, t, form, mode, s.b.prepared)
 	if !fill {
+		if form == keyLiteral {
+			s.b.noteExplicit(&l, t, rule.Tag)
+		}
 		return
 	}
 	s.b.edits = append(s.b.edits, edit{start: s.start + t.start, end: s.start + t.end, tag: rule.Tag, key: true,
@@ -358,4 +362,36 @@ func isZeroNumber(text string) bool {
 		}
 	}
 	return true
+}
+
+// ExplicitKey is the largest explicit integer key a plan's statement
+// writes into rule tables filled from Tag: the tag must move past it, as
+// AUTO_INCREMENT does.
+type ExplicitKey struct {
+	Tag string
+	Max int64
+}
+
+// noteExplicit records the key value t (a literal the planner keeps) when
+// it is a positive integer, written as a number or a string.
+func (b *builder) noteExplicit(l *lexer, t token, tag string) {
+	text := l.text(t)
+	switch t.kind {
+	case tString:
+		text = unquote(text, t.kind, l.mode)
+	case tNumber:
+	default:
+		return
+	}
+	v, err := strconv.ParseInt(text, 10, 64)
+	if err != nil || v <= 0 {
+		return
+	}
+	for i := range b.explicit {
+		if b.explicit[i].Tag == tag {
+			b.explicit[i].Max = max(b.explicit[i].Max, v)
+			return
+		}
+	}
+	b.explicit = append(b.explicit, ExplicitKey{Tag: tag, Max: v})
 }

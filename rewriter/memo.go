@@ -50,6 +50,7 @@ func (pl *Planner) memoPlan(sql string, env *Env) (p Plan, ok bool) {
 		return Plan{}, false
 	}
 	b := pl.reset(sql, env, false, true, false, firstInsert{})
+	b.nstmts = 1
 	l := lexer{s: sql, pos: len(m.head), mode: env.Mode}
 	if !b.fastRows(&l, m.h, m.rule, m.db, m.table) {
 		return Plan{}, false

@@ -28,6 +28,8 @@ func (k Kind) String() string {
 		return "Sequence"
 	case Rewrite:
 		return "Rewrite"
+	case Numbered:
+		return "Numbered"
 	}
 	return "Kind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -101,9 +103,23 @@ type Plan struct {
 	// value is a parameter too; a plan where that does not hold must not
 	// be used).
 	ClientParams, Params int
+	// Counters (Numbered only): one per place where the server numbers
+	// rows; CountQuery's row has one count per counter and, when
+	// CountsExplicit, then the largest explicit key of the rule table
+	// (NULL when there is none), which the key's tag must move past.
+	Counters       []Counter
+	CountsExplicit bool
+	// Explicit (any Kind): per tag, the largest explicit integer key the
+	// statements write into rule tables, which the tag must move past as
+	// AUTO_INCREMENT would (a PassThrough plan may carry it too).
+	Explicit []ExplicitKey
+	// Statements is how many statements the text holds (0 when it was
+	// not read that far: a text with nothing to plan).
+	Statements int
 
 	edits    []edit
 	prepared bool
+	num      *numbering
 }
 
 // edit is one splice: replace text[start:end) with
@@ -303,10 +319,11 @@ func (pl *Planner) reset(sql string, env *Env, prepared, fast, seq bool, first f
 	clear(pl.b.edits[:cap(pl.b.edits)]) // they hold strings of the last text
 	clear(pl.b.filled[:cap(pl.b.filled)])
 	clear(pl.b.calls[:cap(pl.b.calls)])
+	clear(pl.b.explicit[:cap(pl.b.explicit)])
 	clear(pl.slots[:cap(pl.slots)])
 	clear(pl.tags[:cap(pl.tags)])
 	pl.b = builder{sql: sql, env: env, prepared: prepared, fast: fast, noSeq: !seq, first: first,
-		edits: pl.b.edits[:0], filled: pl.b.filled[:0], calls: pl.b.calls[:0]}
+		edits: pl.b.edits[:0], filled: pl.b.filled[:0], calls: pl.b.calls[:0], explicit: pl.b.explicit[:0]}
 	return &pl.b
 }
 
@@ -326,11 +343,15 @@ func (pl *Planner) finish() Plan {
 
 // plan numbers the slots in text order and counts IDs per tag.
 func (b *builder) plan(slots []Slot, tags []TagCount) Plan {
+	if b.num != nil {
+		return Plan{Kind: Numbered, Counters: b.counters, CountsExplicit: b.countsExplicit, num: b.num, Filled: b.filled, Explicit: b.explicit,
+			Statements: b.nstmts, ClientParams: b.clientParams, Params: b.clientParams, prepared: b.prepared}
+	}
 	if len(b.edits) == 0 {
-		return Plan{}
+		return Plan{Explicit: b.explicit}
 	}
 	slices.SortStableFunc(b.edits, func(x, y edit) int { return x.start - y.start })
-	p := Plan{Kind: Rewrite, edits: b.edits, prepared: b.prepared, Slots: slices.Grow(slots, len(b.edits)), Tags: tags, Filled: b.filled}
+	p := Plan{Kind: Rewrite, edits: b.edits, prepared: b.prepared, Slots: slices.Grow(slots, len(b.edits)), Tags: tags, Filled: b.filled, Explicit: b.explicit, Statements: b.nstmts}
 	var tagIndex map[string]int // past a few tags; fewer are found by a scan
 	for i := range p.edits {
 		e := &p.edits[i]

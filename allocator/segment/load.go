@@ -126,7 +126,7 @@ func (a *Allocator) load(t *tagState) {
 		// A fetch that starts now, in a store that never moves back,
 		// returns a segment at or above everything reserved or read back
 		// so far.
-		floor := max(t.hwm, t.seen)
+		floor := max(t.hwm, t.seen, t.blockEnd)
 		t.mu.Unlock()
 
 		r, err := a.fetch(t.name, step)
@@ -158,7 +158,7 @@ func (a *Allocator) load(t *tagState) {
 			t.refused++
 			var stale *StaleSegmentError
 			if errors.As(err, &stale) {
-				to := max(t.hwm, t.seen) + max(a.opts.RepairMargin, 10*t.step)
+				to := max(t.hwm, t.seen, t.blockEnd) + max(a.opts.RepairMargin, 10*t.step)
 				t.mu.Unlock()
 				a.log.Error("leaf_alloc.max_id moved back below IDs already issued (failover to a stale replica? restored backup? manual edit?); "+
 					"segment refused, pushing max_id past the high-water mark",

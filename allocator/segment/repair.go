@@ -40,7 +40,7 @@ func (a *Allocator) watch() {
 		m := *a.tags.Load()
 		for name, t := range m {
 			t.mu.Lock()
-			if f := max(t.hwm, t.seen); f > 0 {
+			if f := max(t.hwm, t.seen, t.blockEnd); f > 0 {
 				tags, floors = append(tags, name), append(floors, f)
 			}
 			t.mu.Unlock()
@@ -68,7 +68,7 @@ func (a *Allocator) watch() {
 				continue
 			}
 			t.mu.Lock()
-			to := max(t.hwm, t.seen) + max(a.opts.RepairMargin, 10*t.step)
+			to := max(t.hwm, t.seen, t.blockEnd) + max(a.opts.RepairMargin, 10*t.step)
 			t.mu.Unlock()
 			a.log.Error("leaf_alloc.max_id moved back below IDs already issued (failover to a stale replica? restored backup? manual edit?); "+
 				"pushing it past the high-water mark",

@@ -165,6 +165,8 @@ type tagState struct {
 	hwm       int64 // end of the highest segment accepted: nothing below may be served again
 	floor     int64 // raised by Raise (SETVAL): segments ending at or below it are dropped
 	seen      int64 // highest max_id read back by the watch: no later fetch may start below it
+	blockEnd  int64 // end of the highest range fetched for a Block (not a segment: hwm stays the segments')
+	blocks    uint64
 
 	unknownUntil time.Time // misses answered from memory until then
 	unknown      *UnknownTagError
@@ -341,7 +343,7 @@ func (a *Allocator) prune(m map[string]*tagState) {
 	now := a.opts.Clock()
 	for k, t := range m {
 		t.mu.Lock()
-		drop := t.hwm == 0 && !t.loading && t.waiters == 0 && t.unknown != nil && !now.Before(t.unknownUntil)
+		drop := t.hwm == 0 && t.blockEnd == 0 && !t.loading && t.waiters == 0 && t.unknown != nil && !now.Before(t.unknownUntil)
 		t.mu.Unlock()
 		if drop {
 			delete(m, k)

@@ -22,7 +22,11 @@ type TagStats struct {
 	TableStep int64
 	// HighWater is the end of the highest segment accepted: the floor for
 	// any future segment.
-	HighWater   int64
+	HighWater int64
+	// Blocks counts ranges fetched for Block alone; BlockEnd is the end of
+	// the highest.
+	Blocks      uint64
+	BlockEnd    int64
 	Fetches     uint64
 	FetchErrors uint64
 	// Refused counts segments rejected by the high-water mark.
@@ -63,6 +67,8 @@ func (a *Allocator) Stats(tag string) (TagStats, bool) {
 		Step:        t.step,
 		TableStep:   t.tableStep,
 		HighWater:   t.hwm,
+		Blocks:      t.blocks,
+		BlockEnd:    t.blockEnd,
 		Fetches:     t.fetches,
 		FetchErrors: t.fetchErrors,
 		Refused:     t.refused,

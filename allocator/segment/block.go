@@ -1,0 +1,204 @@
+package segment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/leafproxy/leafproxy/internal/nonblock"
+)
+
+// MaxBlock is the largest block Block reserves at once.
+const MaxBlock = 1 << 40
+
+// Block reserves n consecutive IDs of tag, [first, first+n), for one
+// caller that numbers rows it cannot see one by one (INSERT ... SELECT,
+// an UPDATE giving every row a NEXTVAL): the server computes first+k for
+// its k-th row.
+//
+// The block comes from the current segment when that has n IDs left (one
+// compare-and-swap, no store); otherwise the store hands out a range of
+// exactly n for this block alone (one fetch, as a segment fetch but with
+// its own size), and the double buffer stays as it was. Either way the
+// IDs are this caller's alone and never handed out again. A dedicated
+// range is checked against the tag's high-water mark like a segment (a
+// store that moved back is refused, not served) and raises the marks the
+// store watch compares with.
+func (a *Allocator) Block(ctx context.Context, tag string, n int64) (int64, error) {
+	if n <= 0 || n > MaxBlock {
+		return 0, fmt.Errorf("reserve a block of %d IDs for %q: the size must be 1 to %d", n, tag, int64(MaxBlock))
+	}
+	if a.closed.Load() {
+		return 0, ErrClosed
+	}
+	t, err := a.state(tag)
+	if err != nil {
+		return 0, err
+	}
+	for {
+		seg := t.cur.Load()
+		v := seg.next.Load()
+		if v >= seg.end || seg.end-v < n {
+			break
+		}
+		if seg.next.CompareAndSwap(v, v+n) {
+			if v+n > seg.trigger && seg.asked.Load() == 0 {
+				a.prefetch(t, seg)
+			}
+			return v, nil
+		}
+	}
+	if nonblock.Requested(ctx) {
+		return 0, nonblock.ErrWouldBlock
+	}
+	return a.dedicated(ctx, t, n)
+}
+
+// dedicated fetches a range of exactly n for t.
+func (a *Allocator) dedicated(ctx context.Context, t *tagState, n int64) (int64, error) {
+	triedCreate := false
+	for attempt := 0; ; attempt++ {
+		t.mu.Lock()
+		if t.unknown != nil && a.opts.Clock().Before(t.unknownUntil) {
+			err := t.unknown
+			t.mu.Unlock()
+			return 0, err
+		}
+		// Everything below this was reserved or read back before the
+		// fetch starts: a store that never moves back answers above it.
+		floor := max(t.hwm, t.seen, t.blockEnd, t.floor)
+		t.mu.Unlock()
+
+		r, err := a.fetch(t.name, n)
+		var unknown *UnknownTagError
+		if errors.As(err, &unknown) {
+			if a.opts.AutoCreate && !triedCreate {
+				triedCreate = true
+				if err = a.create(t.name); err == nil {
+					continue
+				}
+			} else {
+				t.mu.Lock()
+				t.unknown = &UnknownTagError{Tag: t.name}
+				t.unknownUntil = a.opts.Clock().Add(a.opts.UnknownTTL)
+				t.mu.Unlock()
+				return 0, t.unknown
+			}
+		}
+		if err != nil {
+			return 0, err
+		}
+		t.mu.Lock()
+		if r.Start < t.floor && attempt < 3 {
+			// Fetched before a SETVAL moved the store past it.
+			t.mu.Unlock()
+			continue
+		}
+		if r.Start < floor || r.Start < 1 || r.End-r.Start != n {
+			t.refused++
+			t.mu.Unlock()
+			return 0, fmt.Errorf("reserve a block of %d IDs for %q: %w", n, t.name,
+				&StaleSegmentError{Tag: t.name, Got: r, HighWater: floor})
+		}
+		t.blockEnd = max(t.blockEnd, r.End)
+		t.blocks++
+		t.mu.Unlock()
+		return r.Start, nil
+	}
+}
+
+// Advance makes every ID this allocator hands out for tag from now on
+// greater than v, as AUTO_INCREMENT's counter moves past an explicit key:
+// v is a key written through the proxy, or one a generated key collided
+// with. Inside the buffered segments only the cursor moves (no store
+// call), so explicit and generated keys interleave exactly as with
+// AUTO_INCREMENT; buffered IDs below v are dropped. When v may lie at or
+// above the store's max_id (it is not below the highest max_id this
+// allocator reserved or read back), the store's max_id is raised to v+1
+// in one conditional UPDATE (never lowered), so the next segment starts
+// right above v and later explicit keys near v fall inside it (no store
+// call); a segment fetched meanwhile is trimmed above v. Other proxies'
+// buffered segments are not touched: a key of theirs that collides is
+// retried by their engine (1062 on a generated key). An unknown tag is
+// left alone.
+func (a *Allocator) Advance(ctx context.Context, tag string, v int64) error {
+	if v <= 0 || v >= math.MaxInt64-1 || a.closed.Load() {
+		return nil
+	}
+	t := (*a.tags.Load())[tag]
+	if t == nil {
+		var err error
+		if t, err = a.state(tag); err != nil {
+			return nil
+		}
+	}
+	for {
+		seg := t.cur.Load()
+		n := seg.next.Load()
+		if v < n {
+			return nil // everything still to come is above v
+		}
+		if v >= seg.end {
+			break
+		}
+		if seg.next.CompareAndSwap(n, v+1) {
+			return nil
+		}
+	}
+	t.mu.Lock()
+	cur := t.cur.Load()
+	if cur.next.Load() > v {
+		t.mu.Unlock()
+		return nil // moved on meanwhile
+	}
+	if nx := t.next; nx != nil && v < nx.end {
+		// The following segment holds v: it is served from above v, and
+		// what is left of the current one (below v) is used up.
+		if nx.next.Load() <= v {
+			nx.next.Store(v + 1) // not served yet: it is swapped in under t.mu
+		}
+		cur.next.Store(cur.end)
+		t.mu.Unlock()
+		return nil
+	}
+	known := max(t.hwm, t.seen, t.blockEnd, t.floor)
+	if v < known {
+		// Every buffered ID is below v and the store's max_id is at or
+		// above known: drop the buffers, the next fetch is above v.
+		t.dropBelow(v + 1)
+		t.mu.Unlock()
+		return nil
+	}
+	t.mu.Unlock()
+	if nonblock.Requested(ctx) {
+		return nonblock.ErrWouldBlock
+	}
+	to := v + 1
+	if err := a.repairCtx(ctx, t.name, to); err != nil {
+		return fmt.Errorf("move sequence %q past the key %d: %w", t.name, v, err)
+	}
+	t.mu.Lock()
+	t.seen = max(t.seen, to)
+	t.dropBelow(v + 1)
+	t.mu.Unlock()
+	return nil
+}
+
+// dropBelow makes floor the lowest ID handed out from now on, dropping the
+// buffered segments (all below it). t.mu must be held.
+func (t *tagState) dropBelow(floor int64) {
+	t.floor = max(t.floor, floor)
+	old := t.cur.Load()
+	old.next.Store(old.end)
+	t.cur.Store(newSegment(0, 0))
+	t.next = nil
+}
+
+// repairCtx raises tag's max_id to floor (never lowers it), bounded by ctx
+// and FetchTimeout.
+func (a *Allocator) repairCtx(ctx context.Context, tag string, floor int64) error {
+	ctx, cancel := context.WithTimeout(ctx, a.opts.FetchTimeout)
+	defer cancel()
+	return a.store.Repair(ctx, tag, floor)
+}

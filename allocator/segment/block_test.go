@@ -1,0 +1,142 @@
+package segment
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"testing"
+
+	"github.com/leafproxy/leafproxy/internal/testdb"
+)
+
+// TestBlockFromSegmentAndStore: a block that fits in the current segment
+// comes from it (no fetch, the segment's next IDs follow it); a larger one
+// is a range of its own from the store, and the double buffer goes on
+// where it was.
+func TestBlockFromSegmentAndStore(t *testing.T) {
+	ctx := context.Background()
+	st := newMemStore(map[string]int64{"t": 100})
+	a := New(st, Options{WatchEvery: -1})
+	defer a.Close()
+	if id, err := a.Next(ctx, "t"); err != nil || id != 1 {
+		t.Fatalf("first ID %d, %v", id, err)
+	}
+	first, err := a.Block(ctx, "t", 10)
+	if err != nil || first != 2 {
+		t.Fatalf("small block at %d, %v; want 2 (from the segment)", first, err)
+	}
+	if id, _ := a.Next(ctx, "t"); id != 12 {
+		t.Fatalf("ID after the block %d, want 12", id)
+	}
+	fetches := st.fetches
+	first, err = a.Block(ctx, "t", 5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.fetches != fetches+1 || st.steps[len(st.steps)-1] != 5000 {
+		t.Fatalf("large block: %d fetches (steps %v), want one of 5000", st.fetches-fetches, st.steps)
+	}
+	if first < 101 {
+		t.Fatalf("large block at %d overlaps the segment [1, 101)", first)
+	}
+	if id, _ := a.Next(ctx, "t"); id != 13 {
+		t.Fatalf("the segment went on at %d, want 13", id)
+	}
+	if _, err := a.Block(ctx, "nope", 3); err == nil {
+		t.Fatal("block of an unknown tag: no error")
+	}
+	if _, err := a.Block(ctx, "t", 0); err == nil {
+		t.Fatal("block of 0: no error")
+	}
+}
+
+// TestBlocksDisjointOnMariaDB: blocks of every size and single IDs taken
+// at once by two allocators on one leaf_alloc never overlap.
+func TestBlocksDisjointOnMariaDB(t *testing.T) {
+	ctx := context.Background()
+	srv := testdb.Start(t)
+	db := openStore(t, srv, "leaf", map[string]int64{"t": 50})
+	allocs := []*Allocator{New(NewMySQLStore(db), Options{}), New(NewMySQLStore(srv.Open(t, "leaf")), Options{})}
+	for _, a := range allocs {
+		defer a.Close()
+	}
+	type span struct{ lo, hi int64 }
+	var (
+		mu    sync.Mutex
+		spans []span
+		wg    sync.WaitGroup
+	)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a := allocs[g%2]
+			for i := range 40 {
+				n := int64([]int{1, 7, 30, 200}[(g+i)%4])
+				var lo int64
+				var err error
+				if n == 1 {
+					lo, err = a.Next(ctx, "t")
+				} else {
+					lo, err = a.Block(ctx, "t", n)
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				spans = append(spans, span{lo, lo + n})
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	sort.Slice(spans, func(i, j int) bool { return spans[i].lo < spans[j].lo })
+	for i := 1; i < len(spans); i++ {
+		if spans[i].lo < spans[i-1].hi {
+			t.Fatalf("[%d, %d) overlaps [%d, %d)", spans[i].lo, spans[i].hi, spans[i-1].lo, spans[i-1].hi)
+		}
+	}
+}
+
+// TestAdvance: after Advance(v) every ID handed out is above v: inside the
+// current segment (cursor moved, no store call), in the buffered next
+// one, and beyond everything the allocator knows (the store is raised).
+func TestAdvance(t *testing.T) {
+	ctx := context.Background()
+	st := newMemStore(map[string]int64{"t": 100})
+	a := New(st, Options{WatchEvery: -1})
+	defer a.Close()
+	if id, _ := a.Next(ctx, "t"); id != 1 {
+		t.Fatalf("first ID %d", id)
+	}
+	fetches := st.fetches
+	if err := a.Advance(ctx, "t", 50); err != nil {
+		t.Fatal(err)
+	}
+	if id, _ := a.Next(ctx, "t"); id != 51 || st.fetches != fetches {
+		t.Fatalf("after Advance(50): %d with %d fetches; want 51, none", id, st.fetches-fetches)
+	}
+	if err := a.Advance(ctx, "t", 10); err != nil { // below: nothing moves
+		t.Fatal(err)
+	}
+	if id, _ := a.Next(ctx, "t"); id != 52 {
+		t.Fatalf("after Advance(10): %d, want 52", id)
+	}
+	if err := a.Advance(ctx, "t", 1_000_000); err != nil {
+		t.Fatal(err)
+	}
+	id, err := a.Next(ctx, "t")
+	if err != nil || id <= 1_000_000 {
+		t.Fatalf("after Advance(1000000): %d, %v", id, err)
+	}
+	// A second allocator on the same store fetches above it too.
+	b := New(st, Options{WatchEvery: -1})
+	defer b.Close()
+	if id, _ := b.Next(ctx, "t"); id <= 1_000_000 {
+		t.Fatalf("another allocator: %d, below the advanced key", id)
+	}
+	if err := a.Advance(ctx, "nope", 5); err != nil {
+		t.Fatalf("unknown tag: %v", err)
+	}
+}

@@ -1,0 +1,161 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/leafproxy/leafproxy/proxy"
+	"github.com/leafproxy/leafproxy/rewriter"
+)
+
+// A generated key that collides with a key written around the proxy (a
+// bulk import straight to the database, a writer that bypasses it) fails
+// the INSERT with 1062 on that key. AUTO_INCREMENT would never collide
+// with an existing row, so the engine recovers as its counter would have
+// been placed: it moves the tag past the largest key of the tables it
+// filled (and past the conflicting one), and sends the statement once more
+// with fresh keys. The server rolled the failed statement back (InnoDB:
+// the statement, not the transaction), so nothing is written twice. Only a
+// text holding the one statement is retried, and only once.
+
+// dupRetry is a session's proxy.Retrier for its filled INSERTs; it lives in
+// the session's state, so arming it allocates nothing once its buffers
+// have grown.
+type dupRetry struct {
+	e      *Engine
+	st     *state
+	text   []byte  // the statement as the client sent it
+	keys   []int64 // the generated keys of the attempt
+	tags   []string
+	filled []rewriter.Filled
+	dup    int64 // the colliding key (Retry)
+	dupTag string
+}
+
+var _ proxy.Retrier = (*dupRetry)(nil)
+
+// arm remembers the attempt: text, the plan's generated keys (ids[i] for
+// plan.Slots[i]) and its filled tables.
+func (d *dupRetry) arm(e *Engine, st *state, text string, plan *rewriter.Plan, ids []int64) {
+	d.e, d.st = e, st
+	d.text = append(d.text[:0], text...)
+	d.keys, d.tags = d.keys[:0], d.tags[:0]
+	for i, sl := range plan.Slots {
+		if sl.Key {
+			d.keys = append(d.keys, ids[i])
+			d.tags = append(d.tags, sl.Tag) // a rule's tag: owned by the rules
+		}
+	}
+	d.filled = append(d.filled[:0], plan.Filled...)
+	if cap(d.text) > 1<<20 {
+		defer func() { d.text = nil }()
+	}
+}
+
+// Retry accepts 1062 on one of the attempt's generated keys.
+func (d *dupRetry) Retry(code uint16, msg string) bool {
+	if code != 1062 {
+		return false
+	}
+	// MariaDB and MySQL: Duplicate entry '<value>' for key '<index>'.
+	const prefix = "Duplicate entry '"
+	if !strings.HasPrefix(msg, prefix) {
+		return false
+	}
+	rest := msg[len(prefix):]
+	end := strings.Index(rest, "' for key")
+	if end < 0 {
+		return false
+	}
+	v, err := strconv.ParseInt(rest[:end], 10, 64)
+	if err != nil {
+		return false
+	}
+	for i, k := range d.keys {
+		if k == v {
+			d.dup, d.dupTag = v, d.tags[i]
+			return true
+		}
+	}
+	return false
+}
+
+// Redo moves the tag past the collision and sends the statement again.
+func (d *dupRetry) Redo(ctx context.Context) error {
+	e, st, s := d.e, d.st, d.st.sess
+	floor := d.dup
+	for _, f := range d.filled {
+		if f.Tag != d.dupTag {
+			continue
+		}
+		rows, err := s.BackendQuery(ctx, "SELECT MAX("+quoteIdent(f.Column)+") FROM "+quoteIdent(f.DB)+"."+quoteIdent(f.Table))
+		if err != nil {
+			return fmt.Errorf("leafproxy: the generated key %d of sequence %q collided with an existing row; reading the largest key of %s.%s: %w",
+				d.dup, d.dupTag, f.DB, f.Table, err)
+		}
+		if len(rows) == 1 && len(rows[0]) == 1 && rows[0][0] != nil {
+			if m, err := strconv.ParseInt(*rows[0][0], 10, 64); err == nil {
+				floor = max(floor, m)
+			}
+		}
+	}
+	if err := e.advance(ctx, d.dupTag, floor); err != nil {
+		return err
+	}
+	e.dupRetries.Add(1)
+	if l := st.logger(); l != nil {
+		l.Warn("a generated key collided with a key written around the proxy; the sequence was moved past the table's largest key and the statement sent again",
+			"tag", d.dupTag, "key", d.dup, "moved_past", floor)
+	}
+	text := unsafe.String(&d.text[0], len(d.text))
+	plan, err := st.planner.PlanQuery(text, &st.env)
+	if err != nil {
+		return err
+	}
+	if plan.Kind != rewriter.Rewrite {
+		return s.RelayQuery(d.text)
+	}
+	if err := st.draw(ctx, e, &plan); err != nil {
+		return err
+	}
+	st.buf = plan.Render(st.buf[:0], text, st.ids)
+	err = s.RelayQuery(st.buf)
+	st.trim()
+	return err
+}
+
+// quoteIdent quotes a name for a statement of the engine's own.
+func quoteIdent(name string) string { return "`" + strings.ReplaceAll(name, "`", "``") + "`" }
+
+// EngineStats counts what the engine recovered from.
+type EngineStats struct {
+	// NumberedRetries: numbered statements counted and sent again because
+	// their rows outgrew the count.
+	NumberedRetries uint64
+	// DuplicateKeyRetries: statements sent again after a generated key
+	// collided with a key written around the proxy.
+	DuplicateKeyRetries uint64
+}
+
+// Stats reports the engine's counters.
+func (e *Engine) Stats() EngineStats {
+	return EngineStats{NumberedRetries: e.numberedRetries.Load(), DuplicateKeyRetries: e.dupRetries.Load()}
+}
+
+type engineCounters struct {
+	numberedRetries, dupRetries atomic.Uint64
+}
+
+// logger is the session's logger, when it has one (the proxy's sessions
+// do; the unit tests' fakes not).
+func (st *state) logger() *slog.Logger {
+	if l, ok := st.sess.(interface{ Logger() *slog.Logger }); ok {
+		return l.Logger()
+	}
+	return nil
+}

@@ -1,0 +1,178 @@
+package engine
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/proxy"
+	"github.com/leafproxy/leafproxy/rewriter"
+)
+
+// Prepared numbered statements (rewriter.PlanPrepare's Numbered plans).
+// The statement is prepared with the client's own parameters and reads its
+// blocks from session variables, so the client's EXECUTE packets go to the
+// backend unchanged. Beside it the engine prepares the count (with the
+// same parameters in the same order: the count query takes each marker
+// where the statement has it), which stores its row in variables. Each
+// EXECUTE then runs: the count (the client's packet, re-addressed), a read
+// of its variables, the reservations, one SET of the block variables, and
+// the client's execute, again with more room if the rows outgrew the
+// count.
+
+// prepareNumbered prepares a Numbered plan's count and statement.
+func (e *Engine) prepareNumbered(ctx context.Context, s Session, st *state, p *prepared) (bool, error) {
+	if err := e.checkKeys(ctx, s, nil, p.plan.Filled); err != nil {
+		return false, err
+	}
+	st.closeOrphans()
+	// The count first: the client's statement must be the backend's last
+	// prepared (MariaDB's statement id -1 means it).
+	cnt, err := s.BackendPrepare(ctx, p.plan.CountQuery())
+	if err != nil {
+		return false, countError(err)
+	}
+	res, err := s.RelayPrepare(p.plan.RenderNumbered(nil, p.sql, nil))
+	if err != nil || !res.OK {
+		if cerr := s.BackendCloseStmt(cnt.StmtID); err == nil {
+			err = cerr
+		}
+		return true, err
+	}
+	p.count = cnt.StmtID
+	st.stmts[res.StmtID] = p
+	return true, nil
+}
+
+// executeNumbered runs one EXECUTE of a prepared Numbered plan.
+func (e *Engine) executeNumbered(ctx context.Context, s Session, st *state, p *prepared, pkt []byte) (bool, error) {
+	if proxy.MustNotBlock(ctx) {
+		return false, proxy.ErrWouldBlock
+	}
+	bl, ok := e.ids.(blocker)
+	if !ok {
+		return false, &notSupportedError{msg: "leafproxy: this ID source cannot reserve blocks of IDs for statements that number many rows"}
+	}
+	if p.long {
+		return false, &notSupportedError{msg: "leafproxy: COM_STMT_SEND_LONG_DATA on a statement whose rows the proxy numbers is not supported; bind the value in the execute"}
+	}
+	if err := st.resolveLast(ctx); err != nil {
+		return false, err
+	}
+	countPkt, err := p.countExecute(st.buf[:0], pkt)
+	if err != nil {
+		return false, err
+	}
+	plan := &p.plan
+	blocks := make([]rewriter.Block, len(plan.Counters))
+	room := make([]int64, len(plan.Counters))
+	for attempt := 1; ; attempt++ {
+		r, err := s.ExecuteResult(countPkt)
+		if err != nil {
+			return false, err
+		}
+		if r.Err != nil {
+			return false, countError(r.Err)
+		}
+		rows, err := s.BackendQuery(ctx, plan.CountsQuery())
+		if err != nil {
+			return false, fmt.Errorf("leafproxy: read the row count: %w", err)
+		}
+		counts, explicit, err := parseCounts(rows, len(plan.Counters), plan.CountsExplicit)
+		if err != nil {
+			return false, err
+		}
+		if explicit > 0 {
+			for _, c := range plan.Counters {
+				if c.Key {
+					if err := e.advance(ctx, st.own(c.Tag), explicit); err != nil {
+						return false, err
+					}
+				}
+			}
+		}
+		for i, c := range plan.Counters {
+			n := max(counts[i], room[i])
+			blocks[i] = rewriter.Block{N: n, First: 1}
+			if n == 0 {
+				continue
+			}
+			tag := st.own(c.Tag)
+			first, run, stride, err := bl.Block(ctx, tag, n)
+			if err != nil {
+				return false, fmt.Errorf("reserve %d ID(s) of %q: %w", n, tag, err)
+			}
+			blocks[i] = rewriter.Block{First: first, N: n, Run: run, Stride: stride}
+		}
+		if _, _, err := s.BackendExec(ctx, string(plan.BlockVars(nil, blocks))); err != nil {
+			return false, fmt.Errorf("leafproxy: set the blocks of generated IDs: %w", err)
+		}
+		retried, err := s.RelayExecuteRetry(pkt, func(code uint16, msg string) bool { return rewriter.OverflowError(code, msg) })
+		if err != nil {
+			return true, err
+		}
+		if !retried {
+			st.noteNumbered(plan, blocks)
+			return true, nil
+		}
+		if attempt == numberedAttempts {
+			return true, s.WriteError(mysql.ER_UNKNOWN_ERROR, "HY000", fmt.Sprintf(
+				"leafproxy: the rows of this statement kept outnumbering the IDs reserved for them (%d attempts); nothing was written, try again", attempt))
+		}
+		e.numberedRetries.Add(1)
+		for i := range room {
+			room[i] = max(2*blocks[i].N, 16)
+		}
+	}
+}
+
+// countExecute is the client's execute packet re-addressed to the count
+// statement: no cursor, and the parameter types the client bound on an
+// earlier execute when it did not send them again (the count statement
+// has seen only the ones this function sent).
+func (p *prepared) countExecute(dst, pkt []byte) ([]byte, error) {
+	if len(pkt) < execHeader {
+		return dst, malformedExecute("short header")
+	}
+	dst = append(dst, pkt[:execHeader]...)
+	binary.LittleEndian.PutUint32(dst[1:5], p.count)
+	dst[5] = 0 // no cursor
+	n := p.plan.ClientParams
+	if n == 0 {
+		return dst, nil
+	}
+	rest := pkt[execHeader:]
+	bl := (n + 7) / 8
+	if len(rest) < bl+1 {
+		return dst, malformedExecute("NULL bitmap")
+	}
+	dst = append(dst, rest[:bl]...)
+	bound := rest[bl]
+	rest = rest[bl+1:]
+	if bound == 1 {
+		if len(rest) < 2*n {
+			return dst, malformedExecute("parameter types")
+		}
+		p.types = append(p.types[:0], rest[:2*n]...)
+		rest = rest[2*n:]
+	} else if len(p.types) != 2*n {
+		return dst, malformedExecute("no parameter types were ever sent for this statement")
+	}
+	dst = append(dst, 1)
+	dst = append(dst, p.types...)
+	return append(dst, rest...), nil
+}
+
+// closeOrphans closes count statements whose client statement was closed
+// while the session was on an event loop (where the engine cannot write
+// to the backend).
+func (st *state) closeOrphans() {
+	for len(st.orphans) > 0 {
+		if err := st.sess.BackendCloseStmt(st.orphans[0]); err != nil {
+			return
+		}
+		st.orphans = st.orphans[1:]
+	}
+}

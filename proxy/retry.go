@@ -1,0 +1,106 @@
+package proxy
+
+import (
+	"context"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// Retrier is what an interceptor hands RelayQueryOr: a statement whose
+// answer may be an ERR to recover from rather than relay (a generated key
+// that collided with one written around the proxy, say).
+type Retrier interface {
+	// Retry says whether the backend's ERR (code, message) is one to drop
+	// and recover from. It must not block (an event loop may call it).
+	Retry(code uint16, msg string) bool
+	// Redo runs, on the session's own goroutine (it may wait), instead of
+	// relaying a dropped ERR; it answers the client itself (typically by
+	// relaying the statement again). The server rolled the failed
+	// statement back.
+	Redo(ctx context.Context) error
+}
+
+// RelayQueryOr relays sql as RelayQuery does, except that when the
+// backend answers with an ERR that r.Retry accepts, the ERR is dropped and
+// r.Redo answers instead. On an event loop the command is sent at once and
+// the answer relayed as it comes; only an ERR as its first packet hands the
+// session to its goroutine, where the decision and Redo are made.
+func (s *Session) RelayQueryOr(sql []byte, r Retrier) error {
+	if s.ln != nil {
+		s.ln.retrier = r
+		err := s.RelayQuery(sql)
+		if !s.ln.busy {
+			s.ln.retrier = nil
+		}
+		return err
+	}
+	retried, err := s.RelayQueryRetry(sql, r.Retry)
+	if err != nil || !retried {
+		return err
+	}
+	return r.Redo(s.ctx)
+}
+
+// RelayQueryRetry sends sql as RelayQuery does, but looks at the first
+// packet of the backend's answer before relaying anything: when it is an
+// ERR and retry(code, message) says so, the ERR is read and dropped
+// (retried is true) and nothing reaches the client, so the caller can send
+// the statement again (the server rolled the failed statement back);
+// otherwise the answer is relayed as RelayQuery would. It runs only on the
+// session's own goroutine (on an event loop it returns ErrWouldBlock
+// before sending anything).
+func (s *Session) RelayQueryRetry(sql []byte, retry func(code uint16, msg string) bool) (retried bool, err error) {
+	if s.ln != nil {
+		return false, ErrWouldBlock
+	}
+	if s.fatal != nil {
+		return false, s.fatal
+	}
+	s.out = append(append(s.out[:0], mysql.COM_QUERY), sql...)
+	defer s.trimOut()
+	a := s.queryAfter(s.out)
+	if err := s.b.writeCommand(s.out); err != nil {
+		return false, s.setFatal(err)
+	}
+	if err := s.b.flushForResponse(); err != nil {
+		return false, s.setFatal(err)
+	}
+	if retried, err := s.dropRetryable(retry); err != nil || retried {
+		return retried, err
+	}
+	var t respTracker
+	t.start(respResult, false)
+	if _, err := s.walkFrom(&t, walkRelay); err != nil {
+		return false, s.setFatal(err)
+	}
+	s.applyAfter(a, t.ok)
+	return false, s.setFatal(s.c.flush())
+}
+
+// maxRetryErr bounds the ERR packet dropRetryable looks at (MariaDB's are
+// at most a few hundred bytes).
+const maxRetryErr = 2048
+
+// dropRetryable reads the backend's next packet if it is an ERR that
+// retry accepts; anything else stays unread.
+func (s *Session) dropRetryable(retry func(code uint16, msg string) bool) (bool, error) {
+	h, err := s.b.r.Peek(5)
+	if err != nil {
+		return false, s.setFatal(s.b.fail(err))
+	}
+	n := int(h[0]) | int(h[1])<<8 | int(h[2])<<16
+	if h[4] != 0xFF || h[3] != s.b.seq || n > maxRetryErr {
+		return false, nil
+	}
+	p, err := s.b.r.Peek(4 + n)
+	if err != nil {
+		return false, s.setFatal(s.b.fail(err))
+	}
+	e := parseErr(p[4:])
+	if !retry(e.Code, e.Message) {
+		return false, nil
+	}
+	_, _ = s.b.r.Discard(4 + n)
+	s.b.seq++
+	return true, nil
+}
