@@ -380,6 +380,19 @@ func (s *Sequences) Block(ctx context.Context, tag string, n int64) (first, run,
 	return first, 0, 0, nil
 }
 
+// Known reports whether tag is a sequence of this proxy: configured
+// (sequences.tags, either generator) or in leaf_alloc (see
+// segment.Allocator.Known).
+func (s *Sequences) Known(ctx context.Context, tag string) (bool, error) {
+	if s.snowTags[tag] {
+		return true, nil
+	}
+	if _, ok := s.cfg.Sequences.Tags[tag]; ok {
+		return true, nil
+	}
+	return s.segments.Known(ctx, tag)
+}
+
 // Advance moves a segment tag past v, a key written explicitly through
 // the proxy (see segment.Allocator.Advance); snowflake tags, whose IDs
 // come from the clock, are left alone.

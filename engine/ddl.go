@@ -22,6 +22,7 @@ func (e *Engine) ddl(ctx context.Context, s Session, sql []byte, text string) (b
 		return false, proxy.ErrWouldBlock
 	}
 	defer e.cols.invalidate()
+	defer e.natives.invalidate() // CREATE / DROP SEQUENCE
 	if body := strings.TrimRight(text, " \t\r\n;"); !strings.Contains(body, ";") {
 		return true, s.RelayQuery(sql)
 	}

@@ -42,7 +42,8 @@ type IDSource interface {
 // in the session's value slot.
 type Engine struct {
 	engineCounters
-	ids   IDSource
+	natives nativeCache
+	ids     IDSource
 	rules atomic.Pointer[rewriter.Rules] // swapped whole on a configuration reload
 	cols  *columnCache
 }
@@ -81,6 +82,7 @@ type state struct {
 	one     []int64 // scratch for single draws
 	vals    []int64
 	offs    []int   // scratch for execute rewriting
+	idents  []rewriter.SeqName
 	cols    colMemo // the last table checkKeys found in the column cache
 	// pending: LASTVALs a numbered statement left in its counters
 	// (numbered.go), read when asked for.
@@ -155,6 +157,15 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 	}
 	plan, err := st.planner.PlanQuery(text, &st.env)
 	if err != nil {
+		// A call the proxy refuses may be MariaDB's own native sequence.
+		if idents, strCalls := rewriter.SequenceNames(text, st.env.Mode); len(idents) > 0 {
+			if relay, nerr := e.nativeOnly(ctx, st, idents, strCalls); nerr != nil || relay {
+				return false, nerr
+			}
+		}
+		return false, err
+	}
+	if relay, err := e.nativeRelay(ctx, st, &plan); err != nil || relay {
 		return false, err
 	}
 	for _, x := range plan.Explicit {

@@ -36,6 +36,14 @@ func (e *Engine) prepare(ctx context.Context, s Session, sql []byte) (bool, erro
 	}
 	plan, err := rewriter.PlanPrepare(text, &st.env)
 	if err != nil {
+		if idents, strCalls := rewriter.SequenceNames(text, st.env.Mode); len(idents) > 0 {
+			if relay, nerr := e.nativeOnly(ctx, st, idents, strCalls); nerr != nil || relay {
+				return false, nerr
+			}
+		}
+		return false, err
+	}
+	if relay, err := e.nativeRelay(ctx, st, &plan); err != nil || relay {
 		return false, err
 	}
 	p := &prepared{sql: text, plan: plan}

@@ -64,6 +64,10 @@ type builder struct {
 	explicit []ExplicitKey
 	// clientParams: a prepared Numbered plan's ? markers.
 	clientParams int
+	// idents: the sequence names written as identifiers (noteCall);
+	// strCalls: some call names its sequence with a string.
+	idents   []SeqName
+	strCalls bool
 }
 
 type scanKind uint8
@@ -223,6 +227,16 @@ func (b *builder) namesSQLMode(start, end int) bool {
 func (b *builder) statement(raw, start, end int, first token) error {
 	text := b.sql[start:end]
 	mode := b.env.Mode
+	if len(b.calls) > 0 {
+		if w := b.sql[first.start:first.end]; sqltext.EqualFold(w, "CREATE") || sqltext.EqualFold(w, "ALTER") {
+			// DDL: a DEFAULT NEXTVAL(s) names a MariaDB native sequence,
+			// which the server evaluates per row; a proxy tag cannot be.
+			return nil
+		}
+		for _, c := range b.calls {
+			b.noteCall(c)
+		}
+	}
 	if sqltext.EqualFold(b.sql[first.start:first.end], "SET") {
 		if inner, innerFirst, setsMode, ok := b.setStatement(start, end); ok {
 			// MariaDB's SET STATEMENT var=value[, ...] FOR <statement>:
@@ -393,6 +407,21 @@ func (b *builder) statement(raw, start, end int, first token) error {
 	}
 	s.wrapFirstKey()
 	return nil
+}
+
+// noteCall records how c names its sequence (Plan.Idents, StringCalls).
+func (b *builder) noteCall(c seqCall) {
+	if !c.ident {
+		b.strCalls = true
+		return
+	}
+	n := SeqName{DB: c.qual, Name: c.tag}
+	for _, m := range b.idents {
+		if m == n {
+			return
+		}
+	}
+	b.idents = append(b.idents, n)
 }
 
 // parse runs the parser, turning a panic into an error: the parser's

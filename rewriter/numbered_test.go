@@ -278,3 +278,48 @@ func TestExplicitKeys(t *testing.T) {
 		}
 	}
 }
+
+// namesOff is calls without how their names were written (Ident, DB),
+// which TestNativeNames checks.
+func namesOff(calls []Call) []Call {
+	out := make([]Call, len(calls))
+	for i, c := range calls {
+		c.Ident, c.DB = false, ""
+		out[i] = c
+	}
+	return out
+}
+
+// TestNativeNames: how calls name their sequence (a string is a proxy
+// tag; an identifier, qualified or not, may be a MariaDB native SEQUENCE),
+// for Sequence plans per call and for other plans per text; DDL's
+// DEFAULT NEXTVAL(s) is the server's.
+func TestNativeNames(t *testing.T) {
+	env := testEnv(t, Mode{})
+	p, err := PlanQuery("SELECT NEXTVAL('a'), NEXTVAL(b), NEXT VALUE FOR db1.c, LASTVAL(`x`.`d`)", env)
+	if err != nil || p.Kind != Sequence {
+		t.Fatal(p.Kind, err)
+	}
+	want := []Call{{Tag: "a"}, {Tag: "b", Ident: true}, {Tag: "c", Ident: true, DB: "db1"}, {Tag: "d", Ident: true, DB: "x"}}
+	for i, c := range p.Calls {
+		if c.Tag != want[i].Tag || c.Ident != want[i].Ident || c.DB != want[i].DB {
+			t.Errorf("call %d: %+v, want %+v", i, c, want[i])
+		}
+	}
+	p, err = PlanQuery("INSERT INTO t (a, b) VALUES (NEXTVAL(s1), NEXTVAL('s2')), (NEXT VALUE FOR d.s1, NEXTVAL(s1))", env)
+	if err != nil || p.Kind != Rewrite {
+		t.Fatal(p.Kind, err)
+	}
+	if len(p.Idents) != 2 || p.Idents[0] != (SeqName{Name: "s1"}) || p.Idents[1] != (SeqName{DB: "d", Name: "s1"}) || !p.StringCalls {
+		t.Errorf("idents %+v, string calls %v", p.Idents, p.StringCalls)
+	}
+	for _, ddl := range []string{
+		"CREATE TABLE t1 (i VARCHAR(10) DEFAULT NEXTVAL(s), j INT)",
+		"ALTER TABLE t1 MODIFY i BIGINT DEFAULT (NEXT VALUE FOR s)",
+	} {
+		p, err := PlanPrepare(ddl, env)
+		if err != nil || p.Kind != PassThrough {
+			t.Errorf("%q: %v %v, want it passed through", ddl, p.Kind, err)
+		}
+	}
+}

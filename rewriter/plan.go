@@ -116,6 +116,12 @@ type Plan struct {
 	// Statements is how many statements the text holds (0 when it was
 	// not read that far: a text with nothing to plan).
 	Statements int
+	// Idents (Rewrite and Numbered plans): the sequences the text's calls
+	// name with identifiers, which may be MariaDB native SEQUENCEs rather
+	// than proxy tags; StringCalls: some call names its tag with a string
+	// (a proxy tag for certain). Sequence plans say it per Call.
+	Idents      []SeqName
+	StringCalls bool
 
 	edits    []edit
 	prepared bool
@@ -320,10 +326,11 @@ func (pl *Planner) reset(sql string, env *Env, prepared, fast, seq bool, first f
 	clear(pl.b.filled[:cap(pl.b.filled)])
 	clear(pl.b.calls[:cap(pl.b.calls)])
 	clear(pl.b.explicit[:cap(pl.b.explicit)])
+	clear(pl.b.idents[:cap(pl.b.idents)])
 	clear(pl.slots[:cap(pl.slots)])
 	clear(pl.tags[:cap(pl.tags)])
 	pl.b = builder{sql: sql, env: env, prepared: prepared, fast: fast, noSeq: !seq, first: first,
-		edits: pl.b.edits[:0], filled: pl.b.filled[:0], calls: pl.b.calls[:0], explicit: pl.b.explicit[:0]}
+		edits: pl.b.edits[:0], filled: pl.b.filled[:0], calls: pl.b.calls[:0], explicit: pl.b.explicit[:0], idents: pl.b.idents[:0]}
 	return &pl.b
 }
 
@@ -345,13 +352,14 @@ func (pl *Planner) finish() Plan {
 func (b *builder) plan(slots []Slot, tags []TagCount) Plan {
 	if b.num != nil {
 		return Plan{Kind: Numbered, Counters: b.counters, CountsExplicit: b.countsExplicit, num: b.num, Filled: b.filled, Explicit: b.explicit,
-			Statements: b.nstmts, ClientParams: b.clientParams, Params: b.clientParams, prepared: b.prepared}
+			Statements: b.nstmts, ClientParams: b.clientParams, Params: b.clientParams, prepared: b.prepared, Idents: b.idents, StringCalls: b.strCalls}
 	}
 	if len(b.edits) == 0 {
 		return Plan{Explicit: b.explicit}
 	}
 	slices.SortStableFunc(b.edits, func(x, y edit) int { return x.start - y.start })
-	p := Plan{Kind: Rewrite, edits: b.edits, prepared: b.prepared, Slots: slices.Grow(slots, len(b.edits)), Tags: tags, Filled: b.filled, Explicit: b.explicit, Statements: b.nstmts}
+	p := Plan{Kind: Rewrite, edits: b.edits, prepared: b.prepared, Slots: slices.Grow(slots, len(b.edits)), Tags: tags, Filled: b.filled, Explicit: b.explicit, Statements: b.nstmts,
+		Idents: b.idents, StringCalls: b.strCalls}
 	var tagIndex map[string]int // past a few tags; fewer are found by a scan
 	for i := range p.edits {
 		e := &p.edits[i]

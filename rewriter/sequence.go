@@ -46,6 +46,17 @@ type Call struct {
 	// Used is true unless is_used was given as 0 / FALSE.
 	Value int64
 	Used  bool
+	// Ident: the name was written as an identifier (NEXTVAL(s), NEXT
+	// VALUE FOR db.s), not a string, so it may name a MariaDB native
+	// SEQUENCE; DB is its qualifier ("" when unqualified).
+	Ident bool
+	DB    string
+}
+
+// SeqName is a sequence named by an identifier in a statement: a proxy tag
+// or a MariaDB native SEQUENCE (DB "" is the session's database).
+type SeqName struct {
+	DB, Name string
 }
 
 // seqCall is a sequence call found in statement text.
@@ -60,6 +71,9 @@ type seqCall struct {
 	value  int64
 	used   bool
 	argErr string
+	// ident, qual: see Call.Ident and Call.DB.
+	ident bool
+	qual  string
 }
 
 // call recognises a sequence call starting at word token t (prev is the
@@ -101,8 +115,9 @@ func (l *lexer) callBody(t token) (seqCall, bool) {
 		return c, false
 	}
 	// name [. name [. name]]: the last part is the tag.
-	var part token
+	var part, prevPart token
 	for i := 0; ; i++ {
+		prevPart = part
 		part = l.next()
 		switch part.kind {
 		case tWord, tQuoted, tString:
@@ -120,6 +135,10 @@ func (l *lexer) callBody(t token) (seqCall, bool) {
 		break
 	}
 	c.tag = unquote(l.text(part), part.kind, l.mode)
+	c.ident = part.kind != tString
+	if c.ident && prevPart.end > prevPart.start && prevPart.kind != tString {
+		c.qual = unquote(l.text(prevPart), prevPart.kind, l.mode)
+	}
 	if c.fn == Set {
 		return l.setvalArgs(c)
 	}
@@ -275,7 +294,7 @@ func matchSequenceSelect(sql string, mode Mode, calls []Call) (_ []Call, ok bool
 		if c.argErr != "" {
 			return nil, false, errorf(CodeWrongArguments, "Incorrect arguments to SETVAL: %s", c.argErr)
 		}
-		call := Call{Func: c.fn, Tag: c.tag, Name: sql[c.start:c.end], Value: c.value, Used: c.used}
+		call := Call{Func: c.fn, Tag: c.tag, Name: sql[c.start:c.end], Value: c.value, Used: c.used, Ident: c.ident, DB: c.qual}
 		t = l.next()
 		if l.is(t, "AS") {
 			t = l.next()
@@ -308,4 +327,37 @@ func matchSequenceSelect(sql string, mode Mode, calls []Call) (_ []Call, ok bool
 		return nil, false, nil
 	}
 	return calls, true, nil
+}
+
+// SequenceNames reads the sequence calls of sql (as the planner finds
+// them, with the session's quoting rules) and reports how they name their
+// sequences: the names written as identifiers, and whether some call uses
+// a string. For a caller that must tell the proxy's tags from MariaDB's
+// native sequences when the planner refused the text.
+func SequenceNames(sql string, mode Mode) (idents []SeqName, strCalls bool) {
+	if !hasSeqCall(sql) {
+		return nil, false
+	}
+	l := lexer{s: sql, mode: mode}
+	prev := token{kind: tEOF}
+	for t := l.next(); t.kind != tEOF; t = l.next() {
+		if c, ok := l.call(t, prev); ok {
+			if !c.ident {
+				strCalls = true
+			} else {
+				n := SeqName{DB: c.qual, Name: c.tag}
+				found := false
+				for _, m := range idents {
+					found = found || m == n
+				}
+				if !found {
+					idents = append(idents, n)
+				}
+			}
+			prev = token{kind: tWord, start: c.start, end: c.end}
+			continue
+		}
+		prev = t
+	}
+	return idents, strCalls
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"unicode/utf8"
 
 	"github.com/leafproxy/leafproxy/internal/nonblock"
 )
@@ -201,4 +202,45 @@ func (a *Allocator) repairCtx(ctx context.Context, tag string, floor int64) erro
 	ctx, cancel := context.WithTimeout(ctx, a.opts.FetchTimeout)
 	defer cancel()
 	return a.store.Repair(ctx, tag, floor)
+}
+
+// Known reports whether tag exists: this allocator served IDs of it, or
+// leaf_alloc has its row (one read; without AutoCreate a miss is
+// remembered for UnknownTTL, as a failed fetch's is). It lets a caller
+// tell a tag from another kind of sequence of the same name (the engine:
+// MariaDB's native SEQUENCEs).
+func (a *Allocator) Known(ctx context.Context, tag string) (bool, error) {
+	if t := (*a.tags.Load())[tag]; t != nil {
+		t.mu.Lock()
+		known := t.hwm > 0 || t.blockEnd > 0 || t.next != nil
+		missing := t.unknown != nil && a.opts.Clock().Before(t.unknownUntil)
+		t.mu.Unlock()
+		if known || missing {
+			return known, nil
+		}
+	}
+	if tag == "" || !utf8.ValidString(tag) || utf8.RuneCountInString(tag) > maxTagLen {
+		return false, nil
+	}
+	if nonblock.Requested(ctx) {
+		return false, nonblock.ErrWouldBlock
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.opts.FetchTimeout)
+	defer cancel()
+	got, err := a.store.Peek(ctx, []string{tag})
+	if err != nil {
+		return false, fmt.Errorf("look up sequence %q: %w", tag, err)
+	}
+	if _, ok := got[tag]; ok {
+		return true, nil
+	}
+	if !a.opts.AutoCreate {
+		if t, err := a.state(tag); err == nil {
+			t.mu.Lock()
+			t.unknown = &UnknownTagError{Tag: t.name}
+			t.unknownUntil = a.opts.Clock().Add(a.opts.UnknownTTL)
+			t.mu.Unlock()
+		}
+	}
+	return false, nil
 }
