@@ -44,8 +44,8 @@ type Engine struct {
 	engineCounters
 	natives nativeCache
 	ids     IDSource
-	rules atomic.Pointer[rewriter.Rules] // swapped whole on a configuration reload
-	cols  *columnCache
+	rules   atomic.Pointer[rewriter.Rules] // swapped whole on a configuration reload
+	cols    *columnCache
 }
 
 // New returns an engine drawing from ids and filling keys per rules (nil:
@@ -81,7 +81,7 @@ type state struct {
 	names   []string
 	one     []int64 // scratch for single draws
 	vals    []int64
-	offs    []int   // scratch for execute rewriting
+	offs    []int // scratch for execute rewriting
 	idents  []rewriter.SeqName
 	cols    colMemo // the last table checkKeys found in the column cache
 	// pending: LASTVALs a numbered statement left in its counters
