@@ -391,8 +391,7 @@ func (s *Sequences) unavailable(tag string) error {
 // (Pending: the store could not be asked, or refused; retried in the
 // background), the store's layout differs from this proxy's (found after
 // start; not retried), or the generator refused (fenced, lease lost,
-// clock). It
-// names the tag and the cause, as MySQL error 1105 / HY000.
+// clock). It names the tag and the cause, as MySQL error 1105 / HY000.
 type UnavailableError struct {
 	Tag     string
 	Pending bool
