@@ -201,7 +201,16 @@ func TestSnowflakeLayoutMismatchExits2(t *testing.T) {
 		`snowflake: {worker_id: "5", time_bits: 41, worker_bits: 5, sequence_bits: 7}`, 1)), 0o600)
 	for _, cmd := range []string{"init", "serve"} {
 		var out, errOut bytes.Buffer
-		code := run([]string{cmd, "--config", js}, &out, &errOut)
+		done := make(chan int, 1)
+		go func() { done <- run([]string{cmd, "--config", js}, &out, &errOut) }()
+		var code int
+		select {
+		case code = <-done:
+		case <-time.After(30 * time.Second):
+			syscall.Kill(os.Getpid(), syscall.SIGTERM) // a serve that started
+			<-done
+			t.Fatalf("%s with 41/5/7 is still running after 30 s", cmd)
+		}
 		msg := errOut.String()
 		if code != 2 || !strings.Contains(msg, "snowflake layout 41/5/7 x 1ms, epoch 2020-01-01T00:00:00Z (this proxy's snowflake config) differs from "+
 			"41/10/12 x 1ms, epoch 2020-01-01T00:00:00Z recorded in the store") || !strings.Contains(msg, "leafproxy "+cmd+": ") {
