@@ -11,8 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,7 +31,10 @@ import (
 // arrives) and snowflake tags are fenced with an UnavailableError until a
 // worker id is obtained, which a background loop retries. Only definitive
 // answers from a reachable store (a fixed worker id held by another live
-// process, every id taken, a clock behind the id's history) fail Open.
+// process, every id taken, a clock behind the id's history, a snowflake
+// layout other than the one recorded in leaf_snowflake_layout) fail Open.
+// A layout mismatch found by the background loop fences snowflake tags
+// until a restart (the process keeps serving relay and segment tags).
 type Sequences struct {
 	segments *segment.Allocator
 	snowTags map[string]bool
@@ -188,7 +189,8 @@ func unreachable(err error) bool {
 
 // transient says a failed snowflake start may succeed later by itself: the
 // store could not be asked. A store's definitive answer (id held, no free
-// id, clock behind the id's history, bad layout or state file) is not.
+// id, clock behind the id's history, a layout other than the store's, bad
+// layout or state file) is not.
 func transient(err error) bool {
 	return errors.Is(err, snowflake.ErrStoreUnavailable) || errors.Is(err, context.DeadlineExceeded)
 }
@@ -240,9 +242,20 @@ func (s *Sequences) background(wait time.Duration, initPending, snowPending bool
 		if snowPending {
 			g, err := openSnowflake(ctx, s.cfg, s.db, s.log)
 			if err != nil {
-				if transient(err) {
+				switch {
+				case transient(err):
 					s.log.Debug("snowflake worker id: store still unavailable", "err", err)
-				} else {
+				case errors.Is(err, snowflake.ErrLayoutMismatch):
+					// What stops a start with the store up: this process
+					// cannot exit 2 from here, and relay and segment tags
+					// may be serving, so snowflake tags stay fenced for
+					// good (a restart with a matching config is needed).
+					err = &fatalError{err}
+					s.log.Error("snowflake layout differs from the store's; snowflake tags fenced until leafproxy is restarted with a matching layout", "err", err.Error())
+					s.setSnowErr(err)
+					snowPending = false
+					continue
+				default:
 					s.log.Error("snowflake worker id refused; snowflake tags stay fenced, retrying", "err", err)
 				}
 				s.setSnowErr(err)
@@ -268,45 +281,6 @@ func (s *Sequences) setSnowErr(err error) {
 	s.mu.Lock()
 	s.snowErr = err
 	s.mu.Unlock()
-}
-
-func openSnowflake(ctx context.Context, cfg *config.Config, db *sql.DB, log *slog.Logger) (*snowflake.Generator, error) {
-	sc := cfg.Snowflake
-	layout, err := sc.Layout()
-	if err != nil {
-		return nil, err
-	}
-	opts := snowflake.Options{
-		Layout:       layout,
-		RandomStart:  *sc.RandomStart,
-		MaxBackward:  sc.MaxBackward.D(),
-		StateFile:    sc.StateFile,
-		Logger:       log.With("component", "snowflake"),
-		StoreTimeout: cfg.Backend.ConnectTimeout.D(),
-	}
-	if *sc.RandomStart == 0 {
-		opts.RandomStart = 1 // config 0 means "no random start"; the generator's 0 means its default
-	}
-	host, _ := os.Hostname()
-	owner := fmt.Sprintf("%s:%d:%s", host, os.Getpid(), cfg.Listen)
-	leaser := snowflake.NewMySQLLeaser(db, owner, sc.LeaseTTL.D())
-	if sc.WorkerID == "auto" {
-		opts.Worker = leaser
-	} else {
-		id, err := strconv.ParseInt(sc.WorkerID, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("snowflake.worker_id: %w", err)
-		}
-		// Registered in leaf_worker like a leased id, so two processes
-		// configured with the same id (or an id an auto process leased)
-		// cannot both issue under it.
-		opts.Worker = leaser.Fixed(id)
-	}
-	g, err := snowflake.New(ctx, opts)
-	if err != nil {
-		return nil, fmt.Errorf("start snowflake generator: %w", err)
-	}
-	return g, nil
 }
 
 // Generator names the generator that serves tag: "segment" or "snowflake".
@@ -455,13 +429,15 @@ func (e *sqlError) SQLState() string { return e.state }
 func (s *Sequences) unavailable(tag string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return &UnavailableError{Tag: strings.Clone(tag), Pending: true, Since: s.snowFrom, Err: s.snowErr}
+	var fatal *fatalError
+	return &UnavailableError{Tag: strings.Clone(tag), Pending: !errors.As(s.snowErr, &fatal), Since: s.snowFrom, Err: s.snowErr}
 }
 
 // UnavailableError is a snowflake tag that cannot issue: no worker id yet
 // (Pending: the store could not be asked, or refused; retried in the
-// background), or the generator refused (fenced, lease lost, clock). It
-// names the tag and the cause, as MySQL error 1105 / HY000.
+// background), the store's layout differs from this proxy's (found after
+// start; not retried), or the generator refused (fenced, lease lost,
+// clock). It names the tag and the cause, as MySQL error 1105 / HY000.
 type UnavailableError struct {
 	Tag     string
 	Pending bool

@@ -16,6 +16,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/leafproxy/leafproxy/allocator"
+	"github.com/leafproxy/leafproxy/allocator/snowflake"
 	"github.com/leafproxy/leafproxy/config"
 )
 
@@ -221,6 +222,17 @@ func (h *health) probe() Health {
 			c = Check{Error: "the snowflake worker lease was not renewed in time (is the store reachable?): snowflake IDs wait until it is"}
 		}
 		r.Snowflake = &c
+	} else if pending, err := h.seq.SnowflakePending(); pending {
+		// No worker id yet (retried), or the store's layout differs (for
+		// good): snowflake tags answer errors either way.
+		msg := "no snowflake worker id held yet: snowflake IDs wait until one is"
+		switch {
+		case errors.Is(err, snowflake.ErrLayoutMismatch):
+			msg = err.Error()
+		case err != nil:
+			msg += ": " + err.Error()
+		}
+		r.Snowflake = &Check{Error: msg}
 	}
 	switch {
 	case !r.Backend.OK:

@@ -70,7 +70,8 @@ type Service struct {
 }
 
 // New prepares the allocation store (creating its database, leaf_alloc,
-// leaf_worker and configured tags when missing, as `leafproxy init` does; a
+// leaf_worker, leaf_snowflake_layout and configured tags when missing, as
+// `leafproxy init` does; a
 // failure there is logged, not fatal, since the account may lack CREATE and
 // the tables may exist), starts the generators and builds the proxy server.
 // A backend that refuses the configured account is logged naming the key to
@@ -79,7 +80,10 @@ type Service struct {
 // A store that is down or stalled does not stop the start: relay needs no
 // store. Each store call at start is bounded by backend.connect_timeout;
 // what could not be done is retried in the background (allocator.Open),
-// and snowflake tags answer a clear error until a worker id is held.
+// and snowflake tags answer a clear error until a worker id is held. A
+// snowflake layout other than the one the store records fails New (an
+// error wrapping snowflake.ErrLayoutMismatch; the binary exits 2); found
+// only in the background, it fences snowflake tags until a restart.
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Option) (*Service, error) {
 	o := options{version: "dev"}
 	for _, f := range opts {

@@ -17,8 +17,10 @@ import (
 // InitStore prepares the allocation store as `leafproxy init` and start-up
 // do: the store's database is created when missing (database `leafproxy` on
 // the backend by default, or the one sequences.store names), then
-// leaf_alloc, leaf_worker and the configured tags. Errors name the config
-// key to fix.
+// leaf_alloc, leaf_worker, leaf_snowflake_layout and the configured tags;
+// when a tag uses snowflake, the configured layout is recorded in the store
+// (or checked against the recorded one: a difference is an error wrapping
+// snowflake.ErrLayoutMismatch). Errors name the config key to fix.
 func InitStore(ctx context.Context, cfg *config.Config, report func(format string, args ...any)) error {
 	if cfg.Sequences.Store != "" {
 		if err := createStoreDatabase(ctx, cfg.Sequences.Store); err != nil {
@@ -27,6 +29,9 @@ func InitStore(ctx context.Context, cfg *config.Config, report func(format strin
 	}
 	if err := allocator.InitStore(ctx, cfg, report); err != nil {
 		return explainStoreError(cfg, "prepare the allocation store", err)
+	}
+	if err := allocator.CheckSnowflakeLayout(ctx, cfg, report); err != nil {
+		return explainStoreError(cfg, "record or check the snowflake layout", err)
 	}
 	return nil
 }

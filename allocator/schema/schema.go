@@ -1,6 +1,8 @@
 // Package schema holds the DDL of the allocation store: Leaf's leaf_alloc
-// table for segments and leaf_worker for snowflake worker-id leases. Both
-// statements are idempotent; `leafproxy init` and the tests run them.
+// table for segments, leaf_worker for snowflake worker-id leases and
+// leaf_snowflake_layout for the snowflake bit layout the proxies sharing
+// the store agreed on. The statements are idempotent; `leafproxy init`,
+// start-up and the tests run them.
 package schema
 
 import (
@@ -46,11 +48,33 @@ const LeafWorker = "CREATE TABLE IF NOT EXISTS `leaf_worker` (\n" +
 	"  PRIMARY KEY (`worker_id`)\n" +
 	") ENGINE=InnoDB DEFAULT CHARSET=" + Charset + " COLLATE=" + Collation
 
+// LeafSnowflakeLayout records the snowflake bit layout of the IDs issued
+// through this store, so that a proxy configured with another one refuses
+// to start instead of issuing IDs that can collide with the others'. One
+// row per layout name: 'default' is the global layout (snowflake.* in the
+// config); a later per-tag layout would be keyed by its tag, which is why
+// name is as wide as leaf_alloc.biz_tag. The first proxy (or `leafproxy
+// init`) that needs the layout records its own; the row is never updated
+// by the proxy. unit_ns is exact (a unit need not be a whole number of
+// milliseconds); epoch_ms is exact to the millisecond, which is all the
+// high-water marks that hand a worker id over resolve.
+const LeafSnowflakeLayout = "CREATE TABLE IF NOT EXISTS `leaf_snowflake_layout` (\n" +
+	"  `name` varchar(128) NOT NULL COMMENT '''default'': the global layout',\n" +
+	"  `epoch_ms` bigint NOT NULL COMMENT 'unix ms the time bits count from',\n" +
+	"  `time_bits` int NOT NULL,\n" +
+	"  `worker_bits` int NOT NULL,\n" +
+	"  `sequence_bits` int NOT NULL,\n" +
+	"  `unit_ns` bigint NOT NULL COMMENT 'length of one tick in ns (1000000 = 1ms)',\n" +
+	"  `recorded_by` varchar(255) NOT NULL COMMENT 'host:pid:listen of the process that recorded it',\n" +
+	"  `recorded_at` datetime(3) NOT NULL COMMENT 'UTC, by the database clock',\n" +
+	"  PRIMARY KEY (`name`)\n" +
+	") ENGINE=InnoDB DEFAULT CHARSET=" + Charset + " COLLATE=" + Collation
+
 // All is every statement in order.
-var All = []string{LeafAlloc, LeafWorker}
+var All = []string{LeafAlloc, LeafWorker, LeafSnowflakeLayout}
 
 // tables are the store's tables, for Migrate.
-var tables = []string{"leaf_alloc", "leaf_worker"}
+var tables = []string{"leaf_alloc", "leaf_worker", "leaf_snowflake_layout"}
 
 // Ensure creates the tables that are missing and converts existing ones
 // to utf8mb4 (see Migrate).

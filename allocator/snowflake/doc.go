@@ -28,6 +28,19 @@
 // A clean Close records the exact mark (the end of the last issued tick) so
 // the next holder starts at once.
 //
+// # The layout is recorded in the store
+//
+// IDs of two layouts can collide (41/5/7 and 41/10/12 give the same ID for
+// different times and workers), so every process sharing a store must use
+// one layout. MySQLLeaser.CheckLayout records the first process's layout in
+// leaf_snowflake_layout (INSERT IGNORE, then read back) and compares every
+// later one with it; New calls it before taking a worker id, so a process
+// with another layout neither holds an id nor issues (a LayoutMismatchError
+// names both layouts, who recorded the store's and the live holders). A
+// store with leaf_worker rows but no layout row (used before layouts were
+// recorded) gets the first checking process's layout: it is assumed to be
+// what those rows were issued with.
+//
 // # Fixed worker ids
 //
 // MySQLLeaser.Fixed registers a configured id in leaf_worker under the same

@@ -194,9 +194,18 @@ func New(ctx context.Context, opts Options) (*Generator, error) {
 	// are passed over by sources that choose (one such row must not stop
 	// every start).
 	notAfter := g.clock.Now().Add(max(g.maxBackward, 0))
-	actx, cancel := storeCtx(ctx, opts.StoreTimeout)
-	lease, err := g.src.Acquire(actx, l.MaxWorker(), notAfter)
-	cancel()
+	// The layout is checked against the store's first: a worker id is
+	// taken only under the layout every holder uses.
+	err := g.checkLayout(ctx, opts.StoreTimeout)
+	if errors.Is(err, ErrLayoutMismatch) {
+		return nil, err
+	}
+	var lease Lease
+	if err == nil {
+		actx, cancel := storeCtx(ctx, opts.StoreTimeout)
+		lease, err = g.src.Acquire(actx, l.MaxWorker(), notAfter)
+		cancel()
+	}
 	if err != nil {
 		if g.ttl > 0 && haveState {
 			// Reusing the remembered id without the store is not safe: the
@@ -229,7 +238,7 @@ func New(ctx context.Context, opts Options) (*Generator, error) {
 		close(g.done)
 	}
 	g.log.Info("snowflake generator started", "worker", lease.Worker, "leased", g.ttl > 0,
-		"high_water", hw, "layout", fmt.Sprintf("%d/%d/%d x %v", l.TimeBits, l.WorkerBits, l.SequenceBits, l.Unit))
+		"high_water", hw, "layout", l.String())
 	return g, nil
 }
 

@@ -70,6 +70,13 @@ func (l Layout) Validate() error {
 	return nil
 }
 
+// String is the layout as messages show it: bits time/worker/sequence, the
+// tick length and the epoch, e.g. "41/10/12 x 1ms, epoch 2020-01-01T00:00:00Z".
+func (l Layout) String() string {
+	return fmt.Sprintf("%d/%d/%d x %v, epoch %s", l.TimeBits, l.WorkerBits, l.SequenceBits, l.Unit,
+		l.Epoch.UTC().Format(time.RFC3339Nano))
+}
+
 // MaxTicks is the last tick the time bits can hold.
 func (l Layout) MaxTicks() int64 { return 1<<l.TimeBits - 1 }
 

@@ -138,3 +138,32 @@ func TestLayoutEndAndTicks(t *testing.T) {
 		t.Fatal("ceilDiv/floorDiv wrong")
 	}
 }
+
+func TestLayoutStringAndSame(t *testing.T) {
+	if got := DefaultLayout().String(); got != "41/10/12 x 1ms, epoch 2020-01-01T00:00:00Z" {
+		t.Errorf("String: %q", got)
+	}
+	if got := JSSafeLayout().String(); got != "41/5/7 x 1ms, epoch 2020-01-01T00:00:00Z" {
+		t.Errorf("String: %q", got)
+	}
+	east := time.FixedZone("UTC+8", 8*3600)
+	d := DefaultLayout()
+	for _, tc := range []struct {
+		name string
+		b    Layout
+		same bool
+	}{
+		{"equal", DefaultLayout(), true},
+		{"epoch in another zone", Layout{41, 10, 12, time.Millisecond, DefaultEpoch.In(east)}, true},
+		{"epoch within the same ms", Layout{41, 10, 12, time.Millisecond, DefaultEpoch.Add(300 * time.Microsecond)}, true},
+		{"epoch a ms later", Layout{41, 10, 12, time.Millisecond, DefaultEpoch.Add(time.Millisecond)}, false},
+		{"time bits", Layout{40, 10, 12, time.Millisecond, DefaultEpoch}, false},
+		{"worker bits", Layout{41, 5, 12, time.Millisecond, DefaultEpoch}, false},
+		{"sequence bits", Layout{41, 10, 7, time.Millisecond, DefaultEpoch}, false},
+		{"unit", Layout{41, 10, 12, 1500 * time.Microsecond, DefaultEpoch}, false},
+	} {
+		if got := SameLayout(d, tc.b); got != tc.same {
+			t.Errorf("%s: SameLayout %v", tc.name, got)
+		}
+	}
+}

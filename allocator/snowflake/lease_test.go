@@ -452,9 +452,11 @@ func TestLeaserPassesOverIDsAheadOfClock(t *testing.T) {
 	}
 	l.Release(ctx, got, base)
 
+	// Ids 0-3 only, so that three generators hold every usable one.
+	small := Layout{TimeBits: 41, WorkerBits: 2, SequenceBits: 12}
 	var gens []*Generator
 	for range 3 {
-		g := newGen(t, Options{Clock: clk, Worker: NewMySQLLeaser(db, "p", 30*time.Second), MaxBackward: 5 * time.Second})
+		g := newGen(t, Options{Clock: clk, Layout: small, Worker: NewMySQLLeaser(db, "p", 30*time.Second), MaxBackward: 5 * time.Second})
 		if g.Worker() == 0 {
 			t.Fatalf("generator took worker 0, whose mark is a minute ahead")
 		}
@@ -467,8 +469,7 @@ func TestLeaserPassesOverIDsAheadOfClock(t *testing.T) {
 		t.Fatalf("workers %d %d %d, want 1 2 3", gens[0].Worker(), gens[1].Worker(), gens[2].Worker())
 	}
 	// All other ids held: the error says why worker 0 was not taken.
-	_, err = New(ctx, Options{Clock: clk, Layout: Layout{TimeBits: 41, WorkerBits: 2, SequenceBits: 12},
-		Worker: NewMySQLLeaser(db, "p", 30*time.Second)})
+	_, err = New(ctx, Options{Clock: clk, Layout: small, Worker: NewMySQLLeaser(db, "p", 30*time.Second)})
 	if !errors.Is(err, ErrNoFreeWorker) || !strings.Contains(err.Error(), "high-water marks after") {
 		t.Fatalf("all usable ids held: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/leafproxy/leafproxy/allocator/snowflake"
 	"github.com/leafproxy/leafproxy/config"
 )
 
@@ -54,15 +55,18 @@ var commands = []command{
 		about: `Runs the proxy until SIGTERM or SIGINT, then stops accepting clients and gives
 statements in flight shutdown.grace to finish. At start it creates the allocation
 store's database, leaf_alloc, leaf_worker and configured tags when missing (as init
-does). With metrics.listen set it also serves /metrics, a status page (/),
-/status.json and /healthz. SIGHUP re-reads the config file and applies its users,
-tables and tags without dropping sessions (other changes need a restart; an invalid
-file is refused and the running configuration kept). Logs go to stderr.`},
+does); a snowflake layout other than the one the store records exits 2. With
+metrics.listen set it also serves /metrics, a status page (/), /status.json and
+/healthz. SIGHUP re-reads the config file and applies its users, tables and tags
+without dropping sessions (other changes need a restart; an invalid file is refused
+and the running configuration kept). Logs go to stderr.`},
 	{name: "init", flags: []string{"config", "backend"},
 		summary: "create the allocation store: database, leaf_alloc, leaf_worker, configured tags",
 		about: `Creates the allocation store's database (leafproxy on the backend, or the one
-sequences.store names), the leaf_alloc and leaf_worker tables and every configured
-segment tag that is missing, then exits. Idempotent: existing rows keep their max_id.`},
+sequences.store names), the leaf_alloc, leaf_worker and leaf_snowflake_layout tables
+and every configured segment tag that is missing, then exits. When a tag uses
+snowflake, it records the snowflake layout in the store, or checks it against the
+recorded one (a difference exits 2). Idempotent: existing rows keep their max_id.`},
 	{name: "demo", flags: []string{"listen", "backend-port"},
 		flagText: map[string][2]string{
 			"listen": {"ADDR", "loopback host:port (or a port) clients connect to; default 127.0.0.1 on a free port"},
@@ -210,6 +214,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(stderr, "leafproxy %s: %v\n", cmd.name, err)
+		if errors.Is(err, snowflake.ErrLayoutMismatch) {
+			// The config contradicts the store: restarting cannot help
+			// (systemd's RestartPreventExitStatus=2).
+			return 2
+		}
 		return 1
 	}
 	return 0

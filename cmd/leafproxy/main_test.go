@@ -175,3 +175,52 @@ func TestInitAdoptsExistingRows(t *testing.T) {
 		t.Fatalf("third init output %q, want the tag left at 9001", out)
 	}
 }
+
+// TestSnowflakeLayoutMismatchExits2 (issue 19, item 8): `leafproxy init`
+// records the snowflake layout in the store (and checks it the next time);
+// init and serve with another layout exit 2, the configuration error
+// status that systemd does not restart, naming both layouts.
+func TestSnowflakeLayoutMismatchExits2(t *testing.T) {
+	backend := testdb.Start(t)
+	path := writeConfig(t, backend, "127.0.0.1:0")
+	for _, want := range []string{
+		"recorded snowflake layout 41/10/12 x 1ms, epoch 2020-01-01T00:00:00Z in leaf_snowflake_layout",
+		"snowflake layout 41/10/12 x 1ms, epoch 2020-01-01T00:00:00Z matches the store's (recorded by ",
+	} {
+		var out, errOut bytes.Buffer
+		if code := run([]string{"init", "--config", path}, &out, &errOut); code != 0 || !strings.Contains(out.String(), want) {
+			t.Fatalf("init: exit %d, output %q, want %q (%s)", code, out.String(), want, errOut.String())
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := filepath.Join(t.TempDir(), "js.yaml")
+	os.WriteFile(js, []byte(strings.Replace(string(b), `snowflake: {worker_id: "5"}`,
+		`snowflake: {worker_id: "5", time_bits: 41, worker_bits: 5, sequence_bits: 7}`, 1)), 0o600)
+	for _, cmd := range []string{"init", "serve"} {
+		var out, errOut bytes.Buffer
+		done := make(chan int, 1)
+		go func() { done <- run([]string{cmd, "--config", js}, &out, &errOut) }()
+		var code int
+		select {
+		case code = <-done:
+		case <-time.After(30 * time.Second):
+			syscall.Kill(os.Getpid(), syscall.SIGTERM) // a serve that started
+			<-done
+			t.Fatalf("%s with 41/5/7 is still running after 30 s", cmd)
+		}
+		msg := errOut.String()
+		if code != 2 || !strings.Contains(msg, "snowflake layout 41/5/7 x 1ms, epoch 2020-01-01T00:00:00Z (this proxy's snowflake config) differs from "+
+			"41/10/12 x 1ms, epoch 2020-01-01T00:00:00Z recorded in the store") || !strings.Contains(msg, "leafproxy "+cmd+": ") {
+			t.Fatalf("%s with 41/5/7: exit %d:\n%s", cmd, code, msg)
+		}
+		t.Logf("%s: exit %d: %s", cmd, code, msg)
+	}
+	var wb int
+	backend.Open(t, "leafproxy").QueryRow("SELECT worker_bits FROM leaf_snowflake_layout WHERE name = 'default'").Scan(&wb)
+	if wb != 10 {
+		t.Fatalf("recorded worker_bits %d after the refusals", wb)
+	}
+}
