@@ -136,13 +136,15 @@ func hasPrefix(s, pre string, c Case) bool {
 	return true
 }
 
-// Like is a LIKE pattern (with ESCAPE '!') that selects from
-// information_schema at least the names the part matches, whatever the
-// server's case rules: the part's literal start followed by %, or the
-// exact name; "" for a part that can be anything (a pattern that starts
-// with a wildcard, or an absent database part).
-// LIKE compares information_schema's names case-insensitively, so the
-// rows it selects are a superset: filter them with Match.
+// Like is a LIKE pattern (without ESCAPE) that selects from
+// information_schema at least the names each part matches, whatever the
+// server's case rules and sql_mode: the part's literal start followed by
+// %, or the exact name, with _ for each % or \ in it (_ matches any
+// character, the literal too; no escape character is needed, which
+// NO_BACKSLASH_ESCAPES would change); "" for a part that can be anything
+// (a pattern that starts with a wildcard, or an absent database part).
+// information_schema compares names with LIKE case-insensitively, so the
+// rows are a superset: filter them with Match.
 func (n Name) Like() (db, table string) {
 	return like(n.DB, n.dbPattern), like(n.Table, n.tablePattern)
 }
@@ -155,15 +157,9 @@ func like(part string, pattern bool) string {
 			return ""
 		}
 	}
-	var sb strings.Builder
-	for i := 0; i < len(lit); i++ {
-		if c := lit[i]; c == '!' || c == '%' || c == '_' {
-			sb.WriteByte('!')
-		}
-		sb.WriteByte(lit[i])
-	}
+	lit = strings.NewReplacer("%", "_", "\\", "_").Replace(lit)
 	if pattern {
-		sb.WriteByte('%')
+		lit += "%"
 	}
-	return sb.String()
+	return lit
 }

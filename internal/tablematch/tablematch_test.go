@@ -193,10 +193,11 @@ func TestLike(t *testing.T) {
 	for _, tc := range []struct{ text, db, table string }{
 		{"orders", "", "orders"},
 		{"shop.orders", "shop", "orders"},
-		{"shop_*.orders_?", "shop!_%", "orders!_%"},
-		{"*.orders_[0-9]", "", "orders!_%"},
-		{"100%.a!b", "100!%", "a!!b"},
+		{"shop_*.orders_?", "shop_%", "orders_%"},
+		{"*.orders_[0-9]", "", "orders_%"},
+		{"100%.a!b", "100_", "a!b"},
 		{`a\*b`, "", "a%"},
+		{`x\y.a%b`, "x%", "a_b"}, // the \ makes x\y a pattern
 	} {
 		n, err := Parse(tc.text, Exact)
 		if err != nil {
