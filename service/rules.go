@@ -77,7 +77,7 @@ func readBackendNames(ctx context.Context, db *sql.DB, cfg *config.Config, fallb
 		return b
 	}
 	b.lctn = n
-	notes, err := checkRuleTables(ctx, conn, cfg, tablematch.CaseOf(n))
+	notes, err := checkRuleTables(ctx, conn, cfg, n)
 	if err != nil {
 		notes = append(notes, ruleNote{"could not check the table rules against the backend's tables", []any{"backend", cfg.Backend.Addr, "err", err}})
 	}
@@ -89,7 +89,8 @@ func readBackendNames(ctx context.Context, db *sql.DB, cfg *config.Config, fallb
 // pattern that matches none (a typo, or tables not created yet), and an
 // exact name whose table exists only in another case, on a backend that
 // tells the two apart (the rule does not fill it).
-func checkRuleTables(ctx context.Context, conn *sql.Conn, cfg *config.Config, c tablematch.Case) ([]ruleNote, error) {
+func checkRuleTables(ctx context.Context, conn *sql.Conn, cfg *config.Config, lctn int) ([]ruleNote, error) {
+	c := tablematch.CaseOf(lctn)
 	var notes []ruleNote
 	for i, r := range cfg.Tables {
 		name, err := tablematch.Parse(r.Table, c)
@@ -110,7 +111,7 @@ func checkRuleTables(ctx context.Context, conn *sql.Conn, cfg *config.Config, c 
 				r.Table, other, other), attrs})
 		case name.IsPattern():
 			notes = append(notes, ruleNote{fmt.Sprintf("table rule %q is a pattern that matches no table on the backend: nothing is filled by it until such a table exists; "+
-				"check it (names compared %s; patterns: %s)", r.Table, c, tablematch.Syntax), attrs})
+				"check it (names are %s on this backend, lower_case_table_names=%d; patterns: %s)", r.Table, c, lctn, tablematch.Syntax), attrs})
 		}
 	}
 	return notes, nil

@@ -97,10 +97,8 @@ func (n Name) Qualified() bool { return n.DB != "" }
 // Match reports whether table in database db is one the name stands for.
 // An unqualified name stands for its table in every database.
 func (n *Name) Match(db, table string) bool {
-	if n.DB != "" && !matchPart(n.DB, n.dbPattern, n.dbPre, n.dbSuf, db, n.Case) {
-		return false
-	}
-	return n.MatchTable(table)
+	// The table first: for a table without a rule it is what differs.
+	return n.MatchTable(table) && (n.DB == "" || matchPart(n.DB, n.dbPattern, n.dbPre, n.dbSuf, db, n.Case))
 }
 
 // MatchTable reports whether the table part matches table (whatever the
