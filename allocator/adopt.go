@@ -11,6 +11,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/leafproxy/leafproxy/config"
+	"github.com/leafproxy/leafproxy/internal/tablematch"
 )
 
 // Adopting a table that already holds keys (AUTO_INCREMENT rows, an
@@ -101,60 +102,151 @@ func (k *keyFloors) floor(ctx context.Context, tag string) (floor int64, where s
 // systemSchemas never hold application tables.
 const systemSchemas = "'mysql','information_schema','performance_schema','sys'"
 
-// tableFloor is MAX(key) over the tables rule r matches on one server: one
-// table for db.table, that name in every database for a bare table name
-// (as the rule matches it). Tables the account cannot see, or whose key
-// column is not an integer, count as empty.
-func tableFloor(ctx context.Context, db *sql.DB, r config.Table) (floor int64, where string, err error) {
-	schemaName, table, qualified := strings.Cut(r.Table, ".")
-	if !qualified {
-		table, schemaName = schemaName, ""
+// NameCase is how the server behind db compares database and table names
+// (its lower_case_table_names, a server global read once per call).
+func NameCase(ctx context.Context, db *sql.DB) (tablematch.Case, int, error) {
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT @@lower_case_table_names").Scan(&n); err != nil {
+		return tablematch.Exact, 0, err
 	}
-	rows, err := db.QueryContext(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS"+
-		" WHERE TABLE_NAME = ? AND COLUMN_NAME = ? AND (? = '' OR TABLE_SCHEMA = ?)"+
-		" AND TABLE_SCHEMA NOT IN ("+systemSchemas+")"+
-		" AND DATA_TYPE IN ('tinyint','smallint','mediumint','int','integer','bigint','decimal','numeric')",
-		table, r.Column, schemaName, schemaName)
+	return tablematch.CaseOf(n), n, nil
+}
+
+// RuleTable is one table a rule stands for, with its key column as the
+// server names it.
+type RuleTable struct{ DB, Table, Column string }
+
+// MatchingTables lists the tables on the server behind db that rule r
+// stands for, as the rewriter matches them (tablematch, with the server's
+// case rule c) and whose column r.Column is an integer. Tables the account
+// cannot see are not listed. information_schema is asked with LIKE on the
+// names' literal starts (a superset: LIKE ignores case there; see
+// tablematch.Name.Like), and the rows are matched here.
+func MatchingTables(ctx context.Context, db *sql.DB, r config.Table, c tablematch.Case) ([]RuleTable, error) {
+	name, err := tablematch.Parse(r.Table, c)
 	if err != nil {
-		return 0, "", fmt.Errorf("find the table in information_schema: %w", err)
+		return nil, err // config validation refuses it first
 	}
-	type found struct{ db, table, col string }
-	var tables []found
+	q := "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS WHERE COLUMN_NAME = ?" +
+		" AND TABLE_SCHEMA NOT IN (" + systemSchemas + ")" +
+		" AND DATA_TYPE IN ('tinyint','smallint','mediumint','int','integer','bigint','decimal','numeric')"
+	args := []any{r.Column}
+	dbLike, tableLike := name.Like()
+	if dbLike != "" {
+		q += " AND TABLE_SCHEMA LIKE ?"
+		args = append(args, dbLike)
+	}
+	if tableLike != "" {
+		q += " AND TABLE_NAME LIKE ?"
+		args = append(args, tableLike)
+	}
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("find the tables in information_schema: %w", err)
+	}
+	defer rows.Close()
+	var out []RuleTable
 	for rows.Next() {
-		var f found
-		if err := rows.Scan(&f.db, &f.table, &f.col); err != nil {
-			rows.Close()
-			return 0, "", err
+		var t RuleTable
+		if err := rows.Scan(&t.DB, &t.Table, &t.Column); err != nil {
+			return nil, err
 		}
-		tables = append(tables, f)
+		if name.Match(t.DB, t.Table) {
+			out = append(out, t)
+		}
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	return out, rows.Err()
+}
+
+// maxChunk is how many tables one statement reads the largest key of (a
+// sharded family has thousands).
+const maxChunk = 100
+
+// tableFloor is MAX(key) over the tables rule r matches on one server:
+// one table for db.table, that name in every database for a bare table
+// name, every table a pattern matches (as the rule matches them, with the
+// server's lower_case_table_names; when that cannot be read, names are
+// compared case-insensitively, which can only find more tables). Tables
+// the account cannot see, or whose key column is not an integer, count as
+// empty.
+func tableFloor(ctx context.Context, db *sql.DB, r config.Table) (floor int64, where string, err error) {
+	c, _, err := NameCase(ctx, db)
+	if err != nil {
+		c = tablematch.Fold
+	}
+	tables, err := MatchingTables(ctx, db, r, c)
+	if err != nil {
 		return 0, "", err
 	}
-	for _, f := range tables {
-		name := quoteIdent(f.db) + "." + quoteIdent(f.table)
-		var v sql.NullString
-		// MAX of an indexed key is one index dive, also on 334k rows.
-		if err := db.QueryRowContext(ctx, "SELECT MAX("+quoteIdent(f.col)+") FROM "+name).Scan(&v); err != nil {
-			return 0, "", fmt.Errorf("SELECT MAX(%s) FROM %s: %w", f.col, name, err)
+	for len(tables) > 0 {
+		chunk := tables[:min(maxChunk, len(tables))]
+		tables = tables[len(chunk):]
+		v, at, err := chunkFloor(ctx, db, chunk)
+		if err != nil && len(chunk) > 1 {
+			// One by one, to name the table that fails.
+			v, at, err = 0, "", nil
+			for _, t := range chunk {
+				tv, tat, terr := chunkFloor(ctx, db, []RuleTable{t})
+				if terr != nil {
+					return 0, "", terr
+				}
+				if tv > v {
+					v, at = tv, tat
+				}
+			}
 		}
-		if !v.Valid {
+		if err != nil {
+			return 0, "", err
+		}
+		if v > floor {
+			floor, where = v, at
+		}
+	}
+	return floor, where, nil
+}
+
+// chunkFloor is the largest key of the tables, in one statement (MAX of
+// an indexed key is one index dive, also on 334k rows).
+func chunkFloor(ctx context.Context, db *sql.DB, tables []RuleTable) (floor int64, where string, err error) {
+	var q strings.Builder
+	for i, t := range tables {
+		if i > 0 {
+			q.WriteString(" UNION ALL ")
+		}
+		fmt.Fprintf(&q, "SELECT %d, MAX(%s) FROM %s.%s", i, quoteIdent(t.Column), quoteIdent(t.DB), quoteIdent(t.Table))
+	}
+	rows, err := db.QueryContext(ctx, q.String())
+	if err != nil {
+		if len(tables) == 1 {
+			t := tables[0]
+			return 0, "", fmt.Errorf("SELECT MAX(%s) FROM %s.%s: %w", t.Column, quoteIdent(t.DB), quoteIdent(t.Table), err)
+		}
+		return 0, "", err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var i int
+		var v sql.NullString
+		if err := rows.Scan(&i, &v); err != nil {
+			return 0, "", err
+		}
+		if !v.Valid || i < 0 || i >= len(tables) {
 			continue
 		}
+		t := tables[i]
 		n, err := strconv.ParseInt(strings.TrimSuffix(v.String, ".0"), 10, 64)
 		if err != nil {
 			var ne *strconv.NumError
 			if errors.As(err, &ne) && errors.Is(ne.Err, strconv.ErrRange) && !strings.HasPrefix(v.String, "-") {
-				return 0, "", fmt.Errorf("the largest %s of %s, %s, is beyond the IDs a tag can issue (BIGINT)", f.col, name, v.String)
+				return 0, "", fmt.Errorf("the largest %s of %s.%s, %s, is beyond the IDs a tag can issue (BIGINT)", t.Column, quoteIdent(t.DB), quoteIdent(t.Table), v.String)
 			}
 			continue // negative or fractional: no ID >= 1 can collide with it
 		}
 		if n > floor {
-			floor, where = n, f.db+"."+f.table+"."+f.col
+			floor, where = n, t.DB+"."+t.Table+"."+t.Column
 		}
 	}
-	return floor, where, nil
+	return floor, where, rows.Err()
 }
 
 func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }

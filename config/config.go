@@ -93,7 +93,13 @@ type Tag struct {
 
 // Table is one transparent key-filling rule.
 type Table struct {
-	Table  string `yaml:"table"` // table or db.table
+	// Table is table or db.table; either part may be a shell-style
+	// pattern (shop_*.orders_*, orders_?, [0-9], \ quotes) that gives a
+	// whole family of tables the rule's column and tag. Exact names win
+	// over patterns, db.table over table; among patterns the first
+	// listed. Case is compared as the backend's lower_case_table_names
+	// says (see rewriter.Rules).
+	Table  string `yaml:"table"`
 	Column string `yaml:"column"`
 	Tag    string `yaml:"tag"`
 }

@@ -57,6 +57,13 @@ func startBackend(addr string, serial bool) (*Backend, error) {
 	// MySQL returns one NULL; the proxy reads rule tables' largest keys so.
 	pro := memory.NewDBProviderWithOpts(memory.NativeIndexProvider(false)).(*memory.DbProvider)
 	engine := sqle.NewDefault(pro)
+	// go-mysql-server keeps names as created and resolves them
+	// case-insensitively, but reports lower_case_table_names=0; the
+	// proxy reads it to compare rule names as the backend does, so it is
+	// set to what the server does (2).
+	if err := sql.SystemVariables.AssignValues(map[string]any{"lower_case_table_names": 2}); err != nil {
+		return nil, fmt.Errorf("set lower_case_table_names: %w", err)
+	}
 	sh := &serialHandler{sem: make(chan struct{}, 1), sessions: map[uint32]sql.Session{}}
 	build := memory.NewSessionBuilder(pro)
 	sb := func(ctx context.Context, c *mysql.Conn, addr string) (sql.Session, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"log/slog"
 	"net"
 	"testing"
 	"time"
@@ -48,12 +49,18 @@ func leafConfig(t testing.TB, backend, store *testdb.Server) *config.Config {
 // stops it when the test ends.
 func startLeaf(t testing.TB, cfg *config.Config) *leaf {
 	t.Helper()
+	return startLeafLog(t, cfg, nil)
+}
+
+// startLeafLog is startLeaf with the service logging to log.
+func startLeafLog(t testing.TB, cfg *config.Config, log *slog.Logger) *leaf {
+	t.Helper()
 	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("config: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	svc, err := service.New(ctx, cfg, nil)
+	svc, err := service.New(ctx, cfg, log)
 	if err != nil {
 		cancel()
 		t.Fatalf("start leafproxy: %v", err)

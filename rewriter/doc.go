@@ -94,7 +94,8 @@
 // # Filling keys
 //
 // For INSERT / REPLACE (IGNORE, ON DUPLICATE KEY UPDATE, VALUE / VALUES,
-// SET) into a rule table (names resolved against Env.DB, case-insensitive)
+// SET) into a rule table (names resolved against Env.DB and matched as
+// Rules says: exact names, then patterns; case as the backend compares)
 // the key is filled when it is absent (the column is added first in the
 // column list, or a SET item first in the SET list, or `(col)` before
 // VALUES () rows), or its value is a bare NULL, DEFAULT, or, unless

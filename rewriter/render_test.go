@@ -39,13 +39,13 @@ func TestRewrite(t *testing.T) {
 
 		// Key absent.
 		{"absent", "INSERT INTO orders (name) VALUES ('a')", Mode{}, "INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(1001), 'a')"},
-		{"absent multi", "insert into ORDERS(name,note)values('a','b'),( 'c' , 'd' )", Mode{}, "insert into ORDERS(`id`, name,note)values(LAST_INSERT_ID(1001), 'a','b'),(1002,  'c' , 'd' )"},
+		{"absent multi", "insert into orders(name,note)values('a','b'),( 'c' , 'd' )", Mode{}, "insert into orders(`id`, name,note)values(LAST_INSERT_ID(1001), 'a','b'),(1002,  'c' , 'd' )"},
 		{"absent VALUE", "INSERT orders (name) VALUE ('a')", Mode{}, "INSERT orders (`id`, name) VALUE (LAST_INSERT_ID(1001), 'a')"},
 		{"absent empty list", "INSERT INTO orders () VALUES (), ()", Mode{}, "INSERT INTO orders (`id`) VALUES (LAST_INSERT_ID(1001)), (1002)"},
 		{"absent no list empty rows", "INSERT INTO orders VALUES ()", Mode{}, "INSERT INTO orders (`id`) VALUES (LAST_INSERT_ID(1001))"},
 		{"absent set", "INSERT INTO orders SET name = 'a', note = 'b'", Mode{}, "INSERT INTO orders SET `id` = LAST_INSERT_ID(1001), name = 'a', note = 'b'"},
 		{"absent qualified", "INSERT INTO shop.items (name) VALUES ('a')", Mode{}, "INSERT INTO shop.items (`item_id`, name) VALUES (LAST_INSERT_ID(1001), 'a')"},
-		{"absent backquoted", "INSERT INTO `shop`.`ITEMS` (name) VALUES ('a')", Mode{}, "INSERT INTO `shop`.`ITEMS` (`item_id`, name) VALUES (LAST_INSERT_ID(1001), 'a')"},
+		{"absent backquoted", "INSERT INTO `shop`.`items` (name) VALUES ('a')", Mode{}, "INSERT INTO `shop`.`items` (`item_id`, name) VALUES (LAST_INSERT_ID(1001), 'a')"},
 		{"absent ansi quoted", `INSERT INTO "orders" ("name") VALUES ('a"b')`, ansi, "INSERT INTO \"orders\" (`id`, \"name\") VALUES (LAST_INSERT_ID(1001), 'a\"b')"},
 		{"quoted names in rule", "INSERT INTO `ev``t` (x) VALUES (1)", Mode{}, "INSERT INTO `ev``t` (`k``ey`, x) VALUES (LAST_INSERT_ID(1001), 1)"},
 		{"absent ignore partition", "INSERT LOW_PRIORITY IGNORE INTO orders PARTITION (p0) (name) VALUES ('a')", Mode{}, "INSERT LOW_PRIORITY IGNORE INTO orders PARTITION (p0) (`id`, name) VALUES (LAST_INSERT_ID(1001), 'a')"},

@@ -63,45 +63,6 @@ func TestParseSQLMode(t *testing.T) {
 	}
 }
 
-func TestRules(t *testing.T) {
-	bad := [][]Rule{
-		{{Table: "", Column: "id", Tag: "t"}},
-		{{Table: "t", Column: "", Tag: "t"}},
-		{{Table: "t", Column: "id", Tag: ""}},
-		{{Table: "a.b.c", Column: "id", Tag: "t"}},
-		{{Table: ".b", Column: "id", Tag: "t"}},
-		{{Table: "t", Column: "id", Tag: "t"}, {Table: "T", Column: "id", Tag: "u"}},
-	}
-	for _, rs := range bad {
-		if _, err := NewRules(rs); err == nil {
-			t.Errorf("NewRules(%+v) accepted", rs)
-		}
-	}
-	r, err := NewRules([]Rule{{Table: "orders", Column: "id", Tag: "any"}, {Table: "Shop.Orders", Column: "oid", Tag: "shop"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lookups := []struct {
-		db, table, tag string
-	}{
-		{"shop", "orders", "shop"},
-		{"SHOP", "ORDERS", "shop"},
-		{"other", "orders", "any"},
-		{"", "orders", "any"},
-		{"shop", "order", ""},
-	}
-	for _, l := range lookups {
-		rule, ok := r.Lookup(l.db, l.table)
-		if ok != (l.tag != "") || rule.Tag != l.tag {
-			t.Errorf("Lookup(%q, %q) = %+v, %v; want tag %q", l.db, l.table, rule, ok, l.tag)
-		}
-	}
-	var none *Rules
-	if _, ok := none.Lookup("a", "b"); ok {
-		t.Error("nil Rules found a rule")
-	}
-}
-
 func TestMayRewrite(t *testing.T) {
 	no := []string{
 		"SELECT * FROM t WHERE id = 42",

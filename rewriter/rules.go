@@ -2,28 +2,49 @@ package rewriter
 
 import (
 	"fmt"
-	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"strings"
+
+	"github.com/leafproxy/leafproxy/internal/tablematch"
 )
 
 // Rule says that inserts into Table get Column filled from the sequence Tag.
 type Rule struct {
-	// Table is "orders" (that name in any database) or "shop.orders".
+	// Table is "orders" (that name in any database) or "shop.orders";
+	// either part may be a shell-style pattern ("shop_*.orders_*",
+	// "orders_?", "shop_[0-9].orders"; see internal/tablematch), which
+	// gives every table it matches the rule's column and tag.
 	Table  string
 	Column string
 	Tag    string
 }
 
-// Rules is an immutable set of rules, safe for concurrent use. Names match
-// case-insensitively; a "db.table" rule wins over a "table" rule.
+// Rules is an immutable set of rules, safe for concurrent use.
+//
+// Names compare as the backend compares them (WithLowerCaseTableNames):
+// byte for byte by default (lower_case_table_names=0, where `Mixed` and
+// `mixed` are two tables), case-insensitively for 1 and 2.
+//
+// Precedence, for a table in a database: an exact "db.table" rule, then
+// an exact "table" rule, then the first pattern rule in configuration
+// order that matches (a pattern's exact part, as in "shop.orders_*",
+// does not make it an exact rule). So a family's pattern can be
+// overridden for one member by an exact rule, or by a narrower pattern
+// listed before it.
 type Rules struct {
-	qualified map[string]Rule // "db.table", lower case
-	anyDB     map[string]Rule // "table", lower case
-	tables    map[string]bool // the table part of every rule, lower case
+	fold      bool
+	qualified map[string]Rule // "db.table" (lower case when fold)
+	anyDB     map[string]Rule // "table" (lower case when fold)
+	tables    map[string]bool // the table part of every exact rule (lower case when fold)
+	patterns  []patternRule   // in configuration order
 	// quoted: every rule's column as the fast path splices it into a
 	// column list, alone ([0]) or before others ([1]), built once here
 	// instead of per statement.
 	quoted map[string][2]string
+}
+
+type patternRule struct {
+	name tablematch.Name
+	rule Rule
 }
 
 // RuleProblem is one thing wrong with the Index-th rule of a list: Field
@@ -40,14 +61,16 @@ func (p RuleProblem) Error() string {
 
 // CheckRules is the one check of a rule list, used by NewRules and by the
 // configuration's validation (which adds the tag name's own rules): every
-// field present, the table as "table" or "db.table", no table twice
-// (names compare case-insensitively).
+// field present, the table as "table" or "db.table" with each part a name
+// or a valid pattern, no table written twice. Names that differ only in
+// case are two rules here (two tables on a backend with
+// lower_case_table_names=0); NewRules refuses them when it folds case.
 func CheckRules(rules []Rule) []RuleProblem {
 	var out []RuleProblem
-	seen := map[string]bool{}
+	seen := map[string]int{}
 	for i, rule := range rules {
-		if _, _, ok := sqltext.SplitTable(rule.Table); !ok {
-			out = append(out, RuleProblem{i, "table", fmt.Sprintf("%q must be table or db.table", rule.Table)})
+		if _, err := tablematch.Parse(rule.Table, tablematch.Exact); err != nil {
+			out = append(out, RuleProblem{i, "table", err.Error()})
 		}
 		if rule.Column == "" {
 			out = append(out, RuleProblem{i, "column", "empty (the key column to fill)"})
@@ -55,34 +78,65 @@ func CheckRules(rules []Rule) []RuleProblem {
 		if rule.Tag == "" {
 			out = append(out, RuleProblem{i, "tag", fmt.Sprintf("empty (the sequence tag that generates %s)", rule.Table)})
 		}
-		key := strings.ToLower(rule.Table)
-		if seen[key] {
-			out = append(out, RuleProblem{i, "table", fmt.Sprintf("%q has two rules", rule.Table)})
+		if j, ok := seen[rule.Table]; ok {
+			out = append(out, RuleProblem{i, "table", fmt.Sprintf("%q has two rules (tables[%d] is the other)", rule.Table, j)})
+		} else {
+			seen[rule.Table] = i
 		}
-		seen[key] = true
 	}
 	return out
 }
 
+// RulesOption adjusts NewRules.
+type RulesOption func(*rulesOptions)
+
+type rulesOptions struct{ lowerCaseTableNames int }
+
+// WithLowerCaseTableNames makes the rules compare names as a backend with
+// this lower_case_table_names does: 0 (the default, Linux's) byte for
+// byte, 1 and 2 case-insensitively.
+func WithLowerCaseTableNames(n int) RulesOption {
+	return func(o *rulesOptions) { o.lowerCaseTableNames = n }
+}
+
 // NewRules checks (CheckRules) and indexes rules.
-func NewRules(rules []Rule) (*Rules, error) {
+func NewRules(rules []Rule, opts ...RulesOption) (*Rules, error) {
 	if problems := CheckRules(rules); len(problems) > 0 {
 		return nil, problems[0]
 	}
-	r := &Rules{qualified: map[string]Rule{}, anyDB: map[string]Rule{}, tables: map[string]bool{}, quoted: map[string][2]string{}}
-	for _, rule := range rules {
-		key := strings.ToLower(rule.Table)
-		m := r.anyDB
-		if db, _, _ := sqltext.SplitTable(key); db != "" {
-			m = r.qualified
+	var o rulesOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	c := tablematch.CaseOf(o.lowerCaseTableNames)
+	r := &Rules{fold: c == tablematch.Fold, qualified: map[string]Rule{}, anyDB: map[string]Rule{}, tables: map[string]bool{}, quoted: map[string][2]string{}}
+	first := map[string]int{} // rule name as c compares it -> index
+	for i, rule := range rules {
+		name, _ := tablematch.Parse(rule.Table, c) // CheckRules parsed it
+		key := c.Key(rule.Table)
+		if j, ok := first[key]; ok {
+			return nil, RuleProblem{i, "table", fmt.Sprintf("%q and %q (tables[%d]) are the same table on a backend with lower_case_table_names=%d, "+
+				"which compares names case-insensitively: keep one rule", rule.Table, rules[j].Table, j, o.lowerCaseTableNames)}
 		}
-		m[key] = rule
-		r.tables[key[strings.IndexByte(key, '.')+1:]] = true
+		first[key] = i
+		switch {
+		case name.IsPattern():
+			r.patterns = append(r.patterns, patternRule{name, rule})
+		case name.Qualified():
+			r.qualified[name.DB+"."+name.Table] = rule
+			r.tables[name.Table] = true
+		default:
+			r.anyDB[name.Table] = rule
+			r.tables[name.Table] = true
+		}
 		q := quoteIdent(rule.Column)
 		r.quoted[rule.Column] = [2]string{q, q + ", "}
 	}
 	return r, nil
 }
+
+// FoldsCase reports whether the rules compare names case-insensitively.
+func (r *Rules) FoldsCase() bool { return r != nil && r.fold }
 
 // quotedColumn is column quoted for a column list, followed by ", " when
 // more columns follow.
@@ -103,19 +157,62 @@ func (r *Rules) quotedColumn(column string, more bool) string {
 }
 
 // anyDBHas reports whether some rule, in any database, is for a table
-// named table: what an unqualified name can match when the current
-// database is unknown.
+// named table (an exact name or a pattern's table part): what an
+// unqualified name can match when the current database is unknown.
 func (r *Rules) anyDBHas(table string) bool {
-	return r != nil && r.tables[strings.ToLower(table)]
+	if r == nil {
+		return false
+	}
+	if r.fold {
+		table = strings.ToLower(table) // rare: after a USE the proxy cannot follow
+	}
+	if r.tables[table] {
+		return true
+	}
+	for i := range r.patterns {
+		if r.patterns[i].name.MatchTable(table) {
+			return true
+		}
+	}
+	return false
 }
 
 // Lookup finds the rule for table in database db (db may be empty when
-// the session has no current database). A nil *Rules has no rules.
+// the session has no current database), by the precedence on Rules. A
+// nil *Rules has no rules. It runs for every INSERT, also into tables
+// without a rule, and does not allocate (except to lower a non-ASCII name
+// when folding case): exact names are map lookups, a pattern a match
+// over the name's bytes that mostly stops at its first differing one.
 func (r *Rules) Lookup(db, table string) (Rule, bool) {
 	if r == nil || table == "" {
 		return Rule{}, false
 	}
-	var buf [128]byte // lower-case keys built here: a map lookup by string(bytes) does not allocate
+	if rule, ok := r.lookupExact(db, table); ok {
+		return rule, true
+	}
+	for i := range r.patterns {
+		if p := &r.patterns[i]; (db != "" || !p.name.Qualified()) && p.name.Match(db, table) {
+			return p.rule, true
+		}
+	}
+	return Rule{}, false
+}
+
+// lookupExact looks db.table up among the exact "db.table" rules, then
+// table among the exact "table" rules.
+func (r *Rules) lookupExact(db, table string) (Rule, bool) {
+	if !r.fold {
+		if db != "" && len(r.qualified) > 0 {
+			var buf [128]byte // a map lookup by string(bytes) does not allocate
+			key := append(append(append(buf[:0], db...), '.'), table...)
+			if rule, ok := r.qualified[string(key)]; ok {
+				return rule, true
+			}
+		}
+		rule, ok := r.anyDB[table]
+		return rule, ok
+	}
+	var buf [128]byte // lower-case keys built here
 	if db != "" && len(r.qualified) > 0 {
 		key, ok := appendLower(buf[:0], db)
 		key = append(key, '.')

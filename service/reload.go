@@ -11,7 +11,6 @@ import (
 
 	"github.com/leafproxy/leafproxy/allocator"
 	"github.com/leafproxy/leafproxy/config"
-	"github.com/leafproxy/leafproxy/rewriter"
 )
 
 // Reload applies a new configuration's users, tables and sequence tags to
@@ -37,7 +36,13 @@ func (s *Service) Reload(ctx context.Context, next *config.Config) (changes []st
 			return nil, fmt.Errorf("sequences.tags.%s: a new snowflake tag needs a restart (tags are routed to their generator at start)", name)
 		}
 	}
-	rs, err := rewriter.NewRules(next.Rules())
+	// Names compare as the backend does: read again (the backend may have
+	// been down at start), else as before.
+	s.mu.Lock()
+	lctn := s.lctn
+	s.mu.Unlock()
+	bn := readBackendNames(ctx, s.health.backend, next, lctn)
+	rs, err := bn.rules(next)
 	if err != nil {
 		return nil, fmt.Errorf("tables: %w", err)
 	}
@@ -71,6 +76,10 @@ func (s *Service) Reload(ctx context.Context, next *config.Config) (changes []st
 	// Apply: accounts, rules, the configured-tags view.
 	s.Proxy.SetUsers(Accounts(next.Users))
 	s.Engine.SetRules(rs)
+	s.mu.Lock()
+	s.lctn = bn.lctn
+	s.mu.Unlock()
+	bn.log(s.log, next)
 	applied := *cur
 	applied.Users, applied.Tables, applied.Sequences.Tags = next.Users, next.Tables, next.Sequences.Tags
 	s.live.Store(&applied)

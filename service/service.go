@@ -23,7 +23,6 @@ import (
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/engine"
 	"github.com/leafproxy/leafproxy/proxy"
-	"github.com/leafproxy/leafproxy/rewriter"
 )
 
 // Option adjusts New (tests and benchmarks).
@@ -67,6 +66,7 @@ type Service struct {
 
 	mu          sync.Mutex
 	metricsAddr net.Addr
+	lctn        int // the backend's lower_case_table_names the rules were built with
 }
 
 // New prepares the allocation store (creating its database, leaf_alloc,
@@ -122,7 +122,13 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 				explainStoreError(cfg, "create the allocation store's database", err)})
 		}
 	}
-	rs, err := rewriter.NewRules(cfg.Rules())
+	// Table names compare as the backend compares them (a server global,
+	// read once here); a backend not usable now gets Linux's default.
+	names := backendNames{lctn: 0, err: backendErr}
+	if backendErr == nil {
+		names = readBackendNames(ctx, h.backend, cfg, 0)
+	}
+	rs, err := names.rules(cfg)
 	if err != nil {
 		h.close()
 		return nil, fmt.Errorf("tables: %w", err)
@@ -141,6 +147,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	for _, w := range warnings {
 		log.Warn(w.msg, "err", w.err)
 	}
+	names.log(log, cfg)
 	h.seq = seq
 	eng := engine.New(seq, rs)
 	live := &atomic.Pointer[config.Config]{}
@@ -160,7 +167,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	}
 	reg.MustRegister(newCollector(seq, srv, configured))
 	return &Service{Proxy: srv, Sequences: seq, Engine: eng, log: log, cfg: cfg, registry: reg,
-		health: h, version: o.version, started: started, live: live}, nil
+		health: h, version: o.version, started: started, live: live, lctn: names.lctn}, nil
 }
 
 // sameCause reports whether two errors come from the same MySQL error

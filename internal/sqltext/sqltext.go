@@ -19,8 +19,6 @@
 // Nothing here knows SQL grammar beyond that.
 package sqltext
 
-import "strings"
-
 // Text is what the functions read: a string or a byte slice.
 type Text interface{ ~string | ~[]byte }
 
@@ -251,16 +249,4 @@ func StatementEnd[T Text](s T, from int, escapes bool) int {
 		}
 	}
 	return len(s)
-}
-
-// SplitTable splits a rule's table name, `table` or `db.table`, as
-// configured (unquoted): ok is false for an empty name or part, or more
-// than one dot. The one rule for config validation and the rewriter's
-// table rules.
-func SplitTable(name string) (db, table string, ok bool) {
-	db, table, qualified := strings.Cut(name, ".")
-	if !qualified {
-		return "", name, name != ""
-	}
-	return db, table, db != "" && table != "" && !strings.Contains(table, ".")
 }

@@ -163,22 +163,3 @@ func TestNoAllocs(t *testing.T) {
 		t.Errorf("%v allocations", n)
 	}
 }
-
-func TestSplitTable(t *testing.T) {
-	for _, tc := range []struct {
-		name, db, table string
-		ok              bool
-	}{
-		{"orders", "", "orders", true},
-		{"shop.orders", "shop", "orders", true},
-		{"", "", "", false},
-		{"shop.", "", "", false},
-		{".orders", "", "", false},
-		{"a.b.c", "", "", false},
-	} {
-		db, table, ok := SplitTable(tc.name)
-		if ok != tc.ok || ok && (db != tc.db || table != tc.table) {
-			t.Errorf("SplitTable(%q) = %q, %q, %v", tc.name, db, table, ok)
-		}
-	}
-}
