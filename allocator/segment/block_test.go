@@ -15,7 +15,7 @@ import (
 // where it was.
 func TestBlockFromSegmentAndStore(t *testing.T) {
 	ctx := context.Background()
-	st := newMemStore(map[string]int64{"t": 100})
+	st := newMemStore(map[string]int64{"t": 1000}) // prefetch once 101 is handed out
 	a := New(st, Options{WatchEvery: -1})
 	defer a.Close()
 	if id, err := a.Next(ctx, "t"); err != nil || id != 1 {
@@ -28,16 +28,16 @@ func TestBlockFromSegmentAndStore(t *testing.T) {
 	if id, _ := a.Next(ctx, "t"); id != 12 {
 		t.Fatalf("ID after the block %d, want 12", id)
 	}
-	fetches := st.fetches
+	fetches, _ := st.counts()
 	first, err = a.Block(ctx, "t", 5000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.fetches != fetches+1 || st.steps[len(st.steps)-1] != 5000 {
-		t.Fatalf("large block: %d fetches (steps %v), want one of 5000", st.fetches-fetches, st.steps)
+	if n, steps := st.counts(); n != fetches+1 || steps[len(steps)-1] != 5000 {
+		t.Fatalf("large block: %d fetches (steps %v), want one of 5000", n-fetches, steps)
 	}
-	if first < 101 {
-		t.Fatalf("large block at %d overlaps the segment [1, 101)", first)
+	if first < 1001 {
+		t.Fatalf("large block at %d overlaps the segment [1, 1001)", first)
 	}
 	if id, _ := a.Next(ctx, "t"); id != 13 {
 		t.Fatalf("the segment went on at %d, want 13", id)
@@ -104,18 +104,21 @@ func TestBlocksDisjointOnMariaDB(t *testing.T) {
 // one, and beyond everything the allocator knows (the store is raised).
 func TestAdvance(t *testing.T) {
 	ctx := context.Background()
-	st := newMemStore(map[string]int64{"t": 100})
+	st := newMemStore(map[string]int64{"t": 1000}) // prefetch once 101 is handed out
 	a := New(st, Options{WatchEvery: -1})
 	defer a.Close()
 	if id, _ := a.Next(ctx, "t"); id != 1 {
 		t.Fatalf("first ID %d", id)
 	}
-	fetches := st.fetches
+	fetches, _ := st.counts()
 	if err := a.Advance(ctx, "t", 50); err != nil {
 		t.Fatal(err)
 	}
-	if id, _ := a.Next(ctx, "t"); id != 51 || st.fetches != fetches {
-		t.Fatalf("after Advance(50): %d with %d fetches; want 51, none", id, st.fetches-fetches)
+	if id, _ := a.Next(ctx, "t"); id != 51 {
+		t.Fatalf("after Advance(50): %d, want 51", id)
+	}
+	if n, _ := st.counts(); n != fetches {
+		t.Fatalf("Advance inside the segment fetched %d times", n-fetches)
 	}
 	if err := a.Advance(ctx, "t", 10); err != nil { // below: nothing moves
 		t.Fatal(err)
@@ -139,4 +142,12 @@ func TestAdvance(t *testing.T) {
 	if err := a.Advance(ctx, "nope", 5); err != nil {
 		t.Fatalf("unknown tag: %v", err)
 	}
+}
+
+// counts reads the store's fetch count and steps under its lock (loaders
+// run concurrently).
+func (s *memStore) counts() (int, []int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fetches, append([]int64(nil), s.steps...)
 }
