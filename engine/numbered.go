@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
@@ -96,6 +98,9 @@ func (e *Engine) runNumbered(ctx context.Context, s Session, st *state, plan *re
 		if !retried {
 			st.noteNumbered(plan, blocks)
 			return true, nil
+		}
+		if ok, table := e.retrySafe(ctx, st, plan.Writes); !ok {
+			return true, overflowAnswer(s, table)
 		}
 		if attempt == numberedAttempts {
 			return true, s.WriteError(mysql.ER_UNKNOWN_ERROR, "HY000", fmt.Sprintf(
@@ -231,4 +236,51 @@ func (st *state) forgetPending(tag string) {
 	if st.pending != nil {
 		delete(st.pending, tag)
 	}
+}
+
+// transactional engines roll a failed statement back, so a numbered
+// statement whose rows outgrew the count can be sent again.
+var transactional = map[string]bool{"innodb": true, "xtradb": true, "rocksdb": true, "tokudb": true, "ndbcluster": true, "ndb": true}
+
+// retrySafe reports whether every table of writes is transactional (read
+// from information_schema, cached with the native-sequence answers); the
+// first that is not (or cannot be found) is named.
+func (e *Engine) retrySafe(ctx context.Context, st *state, writes []rewriter.SeqName) (bool, string) {
+	for _, w := range writes {
+		key := rewriter.SeqName{DB: w.DB, Name: "\x00engine:" + w.Name}
+		c := &e.natives
+		c.mu.Lock()
+		ent, ok := c.m[key]
+		c.mu.Unlock()
+		if !ok || time.Since(ent.at) >= nativeTTL {
+			rows, err := st.sess.BackendQuery(ctx, "SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = "+quote(w.DB)+
+				" AND TABLE_NAME = "+quote(w.Name))
+			if err != nil {
+				return false, qualifiedName(w)
+			}
+			ent = nativeEntry{at: time.Now()}
+			if len(rows) == 1 && len(rows[0]) == 1 && rows[0][0] != nil {
+				ent.native = transactional[strings.ToLower(*rows[0][0])]
+			}
+			c.mu.Lock()
+			if c.m == nil || len(c.m) > 10000 {
+				c.m = map[rewriter.SeqName]nativeEntry{}
+			}
+			c.m[rewriter.SeqName{DB: strings.Clone(key.DB), Name: strings.Clone(key.Name)}] = ent
+			c.mu.Unlock()
+		}
+		if !ent.native {
+			return false, qualifiedName(w)
+		}
+	}
+	return true, ""
+}
+
+// overflowAnswer is the client's error when a numbered statement that
+// outgrew its count cannot be sent again: a table of it keeps what the
+// failed attempt wrote.
+func overflowAnswer(s Session, table string) error {
+	return s.WriteError(mysql.ER_UNKNOWN_ERROR, "HY000", fmt.Sprintf(
+		"leafproxy: the rows of this statement outnumbered the IDs reserved for them (rows were added between the proxy's count and the statement); "+
+			"%s is not transactional, so the rows written before the failure may remain, as for any failed statement on it, and the proxy does not send it again", table))
 }

@@ -117,6 +117,9 @@ func (e *Engine) executeNumbered(ctx context.Context, s Session, st *state, p *p
 			st.noteNumbered(plan, blocks)
 			return true, nil
 		}
+		if ok, table := e.retrySafe(ctx, st, plan.Writes); !ok {
+			return true, overflowAnswer(s, table)
+		}
 		if attempt == numberedAttempts {
 			return true, s.WriteError(mysql.ER_UNKNOWN_ERROR, "HY000", fmt.Sprintf(
 				"leafproxy: the rows of this statement kept outnumbering the IDs reserved for them (%d attempts); nothing was written, try again", attempt))

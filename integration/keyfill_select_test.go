@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -350,5 +351,60 @@ func TestInsertSelectPrepared(t *testing.T) {
 	}
 	if after := prepared(); after > before+2 {
 		t.Fatalf("prepared statements on the backend grew from %d to %d", before, after)
+	}
+}
+
+// TestInsertSelectRecount: a SELECT that gives more rows each time it runs
+// (its bound grows with a session variable) outgrows the proxy's count;
+// the attempt fails before anything is written and is counted again with
+// more room, until it fits; on a non-transactional (MyISAM) table the
+// proxy does not send it again and says why.
+func TestInsertSelectRecount(t *testing.T) {
+	backend, _, lf := selectEnv(t)
+	backend.Exec(t, "CREATE TABLE app.mi (id BIGINT PRIMARY KEY, v VARCHAR(64)) ENGINE=MyISAM")
+	direct := backend.Open(t, "app")
+	ctx := context.Background()
+	db := lf.open(t, "app", map[string]string{"interpolateParams": "true"})
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	before := lf.svc.Engine.Stats().NumberedRetries
+	grow := "INSERT INTO orders (v) SELECT CONCAT('g', v) FROM src WHERE n <= (SELECT @grow := IFNULL(@grow, 0) + 5)"
+	res, err := conn.ExecContext(ctx, grow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := res.RowsAffected()
+	retries := lf.svc.Engine.Stats().NumberedRetries - before
+	if retries < 1 || n < 10 {
+		t.Fatalf("%d rows after %d recounts: the SELECT grows between count and insert, want at least one recount", n, retries)
+	}
+	if got := scalar[int](t, direct, "SELECT COUNT(DISTINCT id) FROM orders WHERE v LIKE 'g%'"); int64(got) != n {
+		t.Fatalf("%d rows reported, %d stored with distinct keys (a failed attempt left rows?)", n, got)
+	}
+
+	// NEXTVAL under DISTINCT: the count (NEXTVAL read as 0) sees one row,
+	// the statement 50 (every NEXTVAL differs, as with MariaDB's own
+	// sequences): recounted until the room fits.
+	before = lf.svc.Engine.Stats().NumberedRetries
+	distinct := "INSERT INTO plain (k, v) SELECT DISTINCT NEXTVAL(other), 'same' FROM src"
+	if _, err := conn.ExecContext(ctx, distinct); err != nil {
+		t.Fatalf("NEXTVAL under DISTINCT into an InnoDB table: %v", err)
+	}
+	if n := scalar[int](t, direct, "SELECT COUNT(DISTINCT k) FROM plain WHERE v = 'same'"); n != 50 {
+		t.Fatalf("%d distinct values for 50 rows", n)
+	}
+	if got := lf.svc.Engine.Stats().NumberedRetries - before; got < 2 {
+		t.Fatalf("%d recounts, want at least 2 (room 16, 32, then 64 >= 50)", got)
+	}
+	// Through the proxy: its DDL drops what the proxy knew of the table.
+	if _, err := conn.ExecContext(ctx, "ALTER TABLE plain ENGINE=MyISAM"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = conn.ExecContext(ctx, distinct)
+	if err == nil || !strings.Contains(err.Error(), "not transactional") {
+		t.Fatalf("growing SELECT into a MyISAM table: %v, want an error saying it is not transactional", err)
 	}
 }

@@ -68,6 +68,8 @@ type builder struct {
 	// strCalls: some call names its sequence with a string.
 	idents   []SeqName
 	strCalls bool
+	// writes: a Numbered statement's tables (Plan.Writes).
+	writes []SeqName
 }
 
 type scanKind uint8

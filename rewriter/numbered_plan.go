@@ -149,6 +149,7 @@ func (b *builder) numberInsertSelect(start int, text string, ins *ast.InsertStmt
 		return err
 	}
 	n := numberedStmt{b: b, start: start}
+	b.writes = append(b.writes, SeqName{DB: db, Name: table})
 	absSel, absEnd := start+selStart, start+selEnd
 	for _, i := range b.callsIn(absSel, absEnd) {
 		c := b.calls[i]
@@ -416,6 +417,11 @@ func (b *builder) numberUpdate(start int, text string, up *ast.UpdateStmt) error
 	for _, c := range b.calls {
 		n.edits = append(n.edits, nedit{start: c.start, end: c.end, counter: n.counter(c.tag, false)})
 	}
+	if up.TableRefs != nil {
+		v := &tableNames{db: b.db}
+		up.TableRefs.Accept(v)
+		b.writes = append(b.writes, v.names...)
+	}
 	counts := repeatCount(len(n.counters))
 	count := "SELECT " + counts + " FROM (SELECT 1 FROM " + text[refsStart:refsEnd] + " " + text[tail:] + ") AS " + cteName
 	// Prepared: the SET list's markers come between the tables' and the
@@ -467,6 +473,28 @@ func updateParts(text string, mode Mode) (refsStart, refsEnd, tail int, ok bool)
 	}
 	return 0, 0, 0, false
 }
+
+// tableNames collects the tables a statement names (not in subqueries).
+type tableNames struct {
+	db    string
+	names []SeqName
+}
+
+func (v *tableNames) Enter(n ast.Node) (ast.Node, bool) {
+	switch t := n.(type) {
+	case *ast.SubqueryExpr:
+		return n, true
+	case *ast.TableName:
+		db := t.Schema.O
+		if db == "" {
+			db = v.db
+		}
+		v.names = append(v.names, SeqName{DB: db, Name: t.Name.O})
+	}
+	return n, false
+}
+
+func (v *tableNames) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 func sortEdits(edits []nedit) {
 	for i := 1; i < len(edits); i++ {

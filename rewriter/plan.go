@@ -109,6 +109,11 @@ type Plan struct {
 	// (NULL when there is none), which the key's tag must move past.
 	Counters       []Counter
 	CountsExplicit bool
+	// Writes (Numbered only): the tables the statement writes (an
+	// UPDATE's: every table it names), so the caller can tell whether a
+	// failed attempt was rolled back (transactional engines) before it
+	// sends the statement again.
+	Writes []SeqName
 	// Explicit (any Kind): per tag, the largest explicit integer key the
 	// statements write into rule tables, which the tag must move past as
 	// AUTO_INCREMENT would (a PassThrough plan may carry it too).
@@ -352,7 +357,8 @@ func (pl *Planner) finish() Plan {
 func (b *builder) plan(slots []Slot, tags []TagCount) Plan {
 	if b.num != nil {
 		return Plan{Kind: Numbered, Counters: b.counters, CountsExplicit: b.countsExplicit, num: b.num, Filled: b.filled, Explicit: b.explicit,
-			Statements: b.nstmts, ClientParams: b.clientParams, Params: b.clientParams, prepared: b.prepared, Idents: b.idents, StringCalls: b.strCalls}
+			Statements: b.nstmts, ClientParams: b.clientParams, Params: b.clientParams, prepared: b.prepared, Idents: b.idents, StringCalls: b.strCalls,
+			Writes: b.writes}
 	}
 	if len(b.edits) == 0 {
 		return Plan{Explicit: b.explicit}
