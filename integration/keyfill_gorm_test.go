@@ -195,7 +195,8 @@ func TestKeyfillGorm(t *testing.T) {
 			}
 
 			// An explicit ID is kept, not replaced by a generated one.
-			o := gormOrder{ID: 42_000_000_000 + int64(len(mode.name)), SKU: mode.name + "-explicit"}
+			// Apart per mode: an explicit key moves the tag past it.
+			o := gormOrder{ID: 42_000_000_000 + 1_000_000*int64(len(mode.name)), SKU: mode.name + "-explicit"}
 			if err := db.Create(&o).Error; err != nil {
 				t.Fatalf("create explicit: %v", err)
 			}

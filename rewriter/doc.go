@@ -82,14 +82,20 @@
 //
 // NEXTVAL becomes one fresh ID per occurrence where it is evaluated once:
 // in INSERT / REPLACE VALUES rows and SET lists, in ON DUPLICATE KEY UPDATE
-// of a one-row INSERT, in UPDATE ... SET, in SET @v = ..., and in the select
-// list of a SELECT without FROM / WHERE / GROUP BY / HAVING (where
-// `AS `+"`"+`NEXTVAL(...)`+"`"+` keeps MariaDB's column name). Anywhere else
-// (a SELECT over a table, INSERT ... SELECT, a subquery, WHERE, DELETE) it
-// is an error (1235): one spliced value would repeat for many rows. Caveat:
-// an UPDATE that matches several rows gives them all the same value. LASTVAL
-// is only answered in a Sequence plan; elsewhere it is error 1235. A tag
-// passed as a parameter, NEXTVAL(?), is error 1235.
+// of a one-row INSERT, in SET @v = ..., and in the select list of a SELECT
+// without FROM / WHERE / GROUP BY / HAVING (where
+// `AS `+"`"+`NEXTVAL(...)`+"`"+` keeps MariaDB's column name). In UPDATE ...
+// SET and in the select lists of INSERT ... SELECT it takes one value per
+// row: a Numbered plan (numbered.go). Anywhere else (a SELECT over a table,
+// a subquery, WHERE, DELETE) it is an error (1235): one spliced value would
+// repeat for many rows. LASTVAL is only answered in a Sequence plan;
+// elsewhere it is error 1235. A tag passed as a parameter, NEXTVAL(?), is
+// error 1235. Calls in CREATE / ALTER statements (a column's DEFAULT
+// NEXTVAL(s)) name MariaDB's own sequences and pass through. How each call
+// names its sequence (a string, or an identifier that may be a native
+// SEQUENCE) is in Call.Ident / Plan.Idents (SequenceNames reads it from a
+// text the planner refused): the engine relays a text whose calls all name
+// native sequences.
 //
 // # Filling keys
 //
@@ -105,8 +111,11 @@
 // columns come from Env.Columns; rows whose value count differs from the
 // column count are error 1136 (21S01, "Column count doesn't match value
 // count at row N"), never passed through unfilled.
-// INSERT ... SELECT whose column list lacks the key is error 1364 (HY000);
-// with the key listed, or without a column list, it passes through.
+// INSERT ... SELECT is a Numbered plan (numbered.go): without the key in
+// its column list every row gets one; with it (or without a column list)
+// the rows whose key is NULL (or 0) do, and the largest explicit one is
+// counted for the tag to move past. Explicit integer keys of VALUES and SET
+// rows are reported in Plan.Explicit for the same reason.
 //
 // In each statement the first generated key (first row's) is rendered as
 // LAST_INSERT_ID(id) so that the server reports it in the OK packet's
