@@ -29,7 +29,7 @@ func registerReader(t testing.TB, data []byte) string {
 	return "Reader::" + name
 }
 
-// hexLit is a hex string literal (X'' is the empty string).
+// hexLit is s as a hex string literal (s may be empty).
 func hexLit(s string) string { return fmt.Sprintf("X'%x'", s) }
 
 func byteLit(b int) string {
