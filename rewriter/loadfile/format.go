@@ -24,10 +24,7 @@
 // the end of the file, never in IGNORE'd lines.
 package loadfile
 
-import (
-	"fmt"
-	"strings"
-)
+import "strings"
 
 // Charset is what the reader must know of the file's character set
 // (CHARACTER SET, or the session's character_set_database): in a
@@ -147,5 +144,5 @@ func byteString(b int) string {
 // refuses the whole statement.
 type Error struct{ Err error }
 
-func (e *Error) Error() string { return fmt.Sprintf("generate a key for a LOAD DATA row: %v", e.Err) }
+func (e *Error) Error() string { return e.Err.Error() }
 func (e *Error) Unwrap() error { return e.Err }
