@@ -29,6 +29,9 @@ type Session interface {
 	// Relaying a (rewritten) statement; the backend's answer goes to the
 	// client.
 	RelayQuery(sql []byte) error
+	// RelayQueryInfile is RelayQuery for a LOAD DATA LOCAL INFILE whose
+	// file goes through t on its way to the backend.
+	RelayQueryInfile(sql []byte, t proxy.InfileTransformer) error
 	RelayPrepare(sql []byte) (proxy.PrepareResult, error)
 	RelayPrepareHidden(sql []byte, hidden []int, want int) (proxy.PrepareResult, error)
 	RelayExecute(pkt []byte) error
