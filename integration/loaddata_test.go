@@ -332,3 +332,31 @@ func TestLoadDataInvisibleColumn(t *testing.T) {
 		t.Fatalf("%d rows, %d distinct generated keys, %d with the invisible column's default; want 3 of each", rows, distinct, secrets)
 	}
 }
+
+// Snowflake keys (above 2^53) go through the rendered statement's string
+// variables and LAST_INSERT_ID() without losing a digit.
+func TestLoadDataSnowflakeKeys(t *testing.T) {
+	backend, lf := loadEnv(t, func(cfg *config.Config, b *testdb.Server) {
+		b.Exec(t, "CREATE TABLE app.msgs (id BIGINT PRIMARY KEY, body VARCHAR(64))")
+		cfg.Sequences.Tags["msg"] = config.Tag{Generator: "snowflake"}
+		cfg.Snowflake.WorkerID = "3"
+		cfg.Tables = append(cfg.Tables, config.Table{Table: "app.msgs", Column: "id", Tag: "msg"})
+	})
+	db := lf.open(t, "app", nil)
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec("LOAD DATA LOCAL INFILE '" + registerReader(t, []byte(strings.Repeat("hello\n", 500))) + "' INTO TABLE msgs (body)"); err != nil {
+		t.Fatal(err)
+	}
+	var last uint64
+	if err := db.QueryRow("SELECT LAST_INSERT_ID()").Scan(&last); err != nil {
+		t.Fatal(err)
+	}
+	var rows, distinct int
+	var minID uint64
+	if err := backend.Open(t, "app").QueryRow("SELECT COUNT(*), COUNT(DISTINCT id), MIN(id) FROM msgs").Scan(&rows, &distinct, &minID); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 500 || distinct != 500 || minID != last || minID < 1<<53 {
+		t.Fatalf("%d rows, %d distinct keys, smallest %d, LAST_INSERT_ID() %d; want 500 snowflake keys, the smallest reported", rows, distinct, minID, last)
+	}
+}
