@@ -74,8 +74,12 @@ func (b *builder) loadStatement(start, end int) (handled bool, err error) {
 		return false, nil
 	}
 	name := qualify(db, table)
+	what := "DATA"
+	if xml {
+		what = "XML"
+	}
 	refuse := func(format string, a ...any) (bool, error) {
-		return true, errorf(CodeNotSupported, "LOAD %s into %s, whose key column %s the proxy fills: %s", map[bool]string{true: "XML", false: "DATA"}[xml], name, rule.Column, fmt.Sprintf(format, a...))
+		return true, errorf(CodeNotSupported, "LOAD %s into %s, whose key column %s the proxy fills: %s", what, name, rule.Column, fmt.Sprintf(format, a...))
 	}
 	switch {
 	case xml:
