@@ -40,7 +40,10 @@ type colMemo struct {
 type colEntry struct {
 	cols  []string
 	types []colType // parallel to cols
-	at    time.Time
+	// visible: cols without INVISIBLE ones (MariaDB 10.3+, MySQL 8.0.23+),
+	// which INSERT and LOAD DATA without a column list leave out.
+	visible []string
+	at      time.Time
 	// refreshing: a session is re-reading this expired entry; the others
 	// keep using it meanwhile instead of all asking information_schema.
 	refreshing bool
@@ -73,7 +76,7 @@ func (c *columnCache) get(ctx context.Context, s Session, db, table string) ([]s
 	if len(e.cols) == 0 {
 		return nil, fmt.Errorf("table %s.%s not found", db, table)
 	}
-	return e.cols, nil
+	return e.visible, nil
 }
 
 // entry returns the table's columns and types, from the cache or from
@@ -114,7 +117,7 @@ func (c *columnCache) entry(ctx context.Context, s Session, memo *colMemo, db, t
 		}
 		c.mu.Unlock()
 	}
-	rows, err := s.BackendQuery(ctx, "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, NUMERIC_PRECISION, NUMERIC_SCALE"+
+	rows, err := s.BackendQuery(ctx, "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, NUMERIC_PRECISION, NUMERIC_SCALE, EXTRA"+
 		" FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "+quote(db)+" AND TABLE_NAME = "+quote(table)+
 		" ORDER BY ORDINAL_POSITION")
 	if err != nil {
@@ -143,6 +146,9 @@ func (c *columnCache) entry(ctx context.Context, s Session, memo *colMemo, db, t
 		t.scale, _ = strconv.ParseInt(str(r[4]), 10, 64)
 		e.cols = append(e.cols, *r[0])
 		e.types = append(e.types, t)
+		if len(r) < 6 || !strings.Contains(strings.ToUpper(str(r[5])), "INVISIBLE") {
+			e.visible = append(e.visible, *r[0])
+		}
 	}
 	c.mu.Lock()
 	if len(c.m) > 10000 {

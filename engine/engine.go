@@ -191,6 +191,8 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 		err := s.WriteResultSet(st.names, st.rows[:])
 		clear(st.names)
 		return true, err
+	case rewriter.LoadData:
+		return e.load(ctx, s, st, &plan, text)
 	case rewriter.Rewrite:
 		if err := e.checkKeys(ctx, s, &st.cols, plan.Filled); err != nil {
 			return false, err

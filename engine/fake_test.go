@@ -49,6 +49,10 @@ func (f *fakeSession) BackendCloseStmt(uint32) error { return nil }
 func (f *fakeSession) RelayExecuteRetry([]byte, func(uint16, string) bool) (bool, error) {
 	return false, nil
 }
+func (f *fakeSession) RelayQueryInfile(sql []byte, t proxy.InfileTransformer) error {
+	f.relayed = append(f.relayed, string(sql))
+	return nil
+}
 func (f *fakeSession) WriteOK(uint64, uint64, uint16) error           { return nil }
 func (f *fakeSession) WriteError(uint16, string, string) error        { return nil }
 func (f *fakeSession) ExecuteResult([]byte) (proxy.ExecResult, error) { return proxy.ExecResult{}, nil }
@@ -74,7 +78,7 @@ func (f *fakeSession) BackendQuery(_ context.Context, sql string) ([][]*string, 
 		}
 		for _, c := range cols {
 			name, typ, empty := c[0], c[1], ""
-			rows = append(rows, []*string{&name, &typ, &typ, &empty, &empty})
+			rows = append(rows, []*string{&name, &typ, &typ, &empty, &empty, &empty})
 		}
 	}
 	return rows, nil

@@ -39,6 +39,9 @@ type Session interface {
 	// RelayQueryOr relays sql, or, when the answer is an ERR that
 	// r.Retry accepts, runs r.Redo instead (see proxy.Retrier).
 	RelayQueryOr(sql []byte, r proxy.Retrier) error
+	// RelayQueryInfile is RelayQuery for a LOAD DATA LOCAL INFILE whose
+	// file goes through t on its way to the backend.
+	RelayQueryInfile(sql []byte, t proxy.InfileTransformer) error
 	RelayPrepare(sql []byte) (proxy.PrepareResult, error)
 	RelayPrepareHidden(sql []byte, hidden []int, want int) (proxy.PrepareResult, error)
 	RelayExecute(pkt []byte) error

@@ -9,7 +9,8 @@
 // greeting.go (greeting and handshake-response formats, capability sets),
 // handshake.go (client login), backend.go (backend login), session.go
 // (lifecycle, idle watch), dispatch.go (commands, KILL, change user, large
-// commands), relay.go (the one response walker), seams.go (the Interceptor
+// commands), relay.go (the one response walker), infile.go (a LOCAL INFILE
+// file through an interceptor's transformer), seams.go (the Interceptor
 // contract and the Session methods it uses), backendstmt.go (statements the
 // proxy runs on the backend for an interceptor), resultsets.go (result sets
 // the proxy writes itself), extparams.go (statements with parameters the
@@ -27,7 +28,8 @@
 // proxy honours on both legs: FOUND_ROWS, MULTI_STATEMENTS, MULTI_RESULTS,
 // PS_MULTI_RESULTS, SESSION_TRACK, CONNECT_ATTRS (the client's own attributes
 // are forwarded, with _proxy=leafproxy added), LOCAL_FILES (the file request
-// and the client's file are relayed; LOAD DATA is not key-filled), IGNORE_SPACE,
+// and the client's file are relayed; an interceptor may have the file pass
+// through an InfileTransformer, infile.go), IGNORE_SPACE,
 // INTERACTIVE, and MariaDB's STMT_BULK_OPERATIONS and EXTENDED_TYPE_INFO
 // (the proxy's own result sets are written in the negotiated format).
 // COMPRESS and SSL are per leg: the proxy speaks them with the client and
@@ -110,14 +112,16 @@
 // anything; the command is then run again from the start on the session's
 // goroutine, where the same call may wait. Session methods that need an
 // answer now (BackendQuery, BackendExec, RelayPrepare, RelayPrepareHidden,
-// ExecuteResult, and CurrentDB/SQLMode when they must re-read) return
+// ExecuteResult, RelayQueryInfile, and CurrentDB/SQLMode when they must re-read) return
 // ErrWouldBlock themselves on a loop; RelayQuery and RelayExecute return
 // at once there and the response is relayed as it arrives. With none installed the relay does no
 // parsing and no allocation per command. An interceptor method either
 //
 //   - returns handled=false, nil: the core relays the original command;
 //   - answers the command itself and returns handled=true, nil, using
-//     exactly one of: Session.RelayQuery (rewritten text), RelayPrepare
+//     exactly one of: Session.RelayQuery (rewritten text),
+//     RelayQueryInfile (rewritten text whose LOCAL INFILE file goes through
+//     an InfileTransformer), RelayPrepare
 //     (rewritten text; returns the backend's StmtID/Params/Columns so
 //     per-statement state can be attached), RelayPrepareHidden (the same
 //     for a text with extra parameters the interceptor binds itself: the

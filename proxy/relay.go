@@ -258,7 +258,14 @@ func (s *Session) walkFrom(t *respTracker, mode int) (walkResult, error) {
 			if mode != walkRelay {
 				return r, protocolError("LOCAL INFILE request although CLIENT_LOCAL_FILES is off")
 			}
-			if err := s.relayLocalFile(); err != nil {
+			if s.infile != nil {
+				if err := s.relayLocalFileVia(s.infile); err != nil {
+					return r, err
+				}
+				if s.infileErr != nil {
+					mode = walkDiscard // the client gets the transformer's error instead
+				}
+			} else if err := s.relayLocalFile(); err != nil {
 				return r, err
 			}
 		}
@@ -289,8 +296,9 @@ func textRow(p []byte, cols uint64) ([]*string, error) {
 
 // relayLocalFile carries LOAD DATA LOCAL INFILE: the backend's request has
 // gone to the client; the client's file arrives as packets ending with an
-// empty one, each streamed on to the backend as it comes. (The statement is
-// not key-filled: LOAD DATA is relayed as written.)
+// empty one, each streamed on to the backend as it comes. (A statement the
+// interceptor sent with RelayQueryInfile has its file go through its
+// transformer instead: infile.go.)
 func (s *Session) relayLocalFile() error {
 	if err := s.c.flush(); err != nil {
 		return err

@@ -70,6 +70,12 @@ type builder struct {
 	strCalls bool
 	// writes: a Numbered statement's tables (Plan.Writes).
 	writes []SeqName
+	// stmtRaw: where the statement being planned begins (runFrom). load:
+	// the plan of a LOAD DATA into a rule table (load.go); loadErr its
+	// error that is not a refusal.
+	stmtRaw int
+	load    *Load
+	loadErr error
 }
 
 type scanKind uint8
@@ -152,6 +158,7 @@ func (b *builder) runFrom(l *lexer, stmt int) error {
 		b.versioned, b.modeForced = l.versioned > versioned || inVersioned, false
 		if first.kind != tEOF {
 			b.nstmts++
+			b.stmtRaw = raw
 			if err := b.statement(raw, start, t.start, first); err != nil {
 				return err
 			}
@@ -248,6 +255,11 @@ func (b *builder) statement(raw, start, end int, first token) error {
 			}
 			b.modeForced = setsMode
 			return b.statement(inner, inner, end, innerFirst)
+		}
+	}
+	if sqltext.EqualFold(b.sql[first.start:first.end], "LOAD") {
+		if handled, err := b.loadStatement(start, end); handled {
+			return err
 		}
 	}
 	if sqltext.EqualFold(b.sql[first.start:first.end], "PREPARE") || sqltext.EqualFold(b.sql[first.start:first.end], "EXECUTE") {

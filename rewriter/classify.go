@@ -8,7 +8,7 @@ import (
 
 // mayRewrite is the cheap filter in front of all planning. It answers false
 // only when no statement in sql can need a rewrite: none starts with INSERT,
-// REPLACE, PREPARE, EXECUTE or SET STATEMENT, and the text has no sequence
+// REPLACE, LOAD, PREPARE, EXECUTE or SET STATEMENT, and the text has no sequence
 // call (see hasSeqCall). It does not know about quotes: a call or "insert"
 // inside a string or comment only costs a real scan. Statement starts are
 // the text start and the byte after every ';', which over-approximates the
@@ -18,8 +18,8 @@ func mayRewrite(sql string) bool {
 }
 
 // startsAny reports whether the text start or the byte after any ';'
-// starts an INSERT / REPLACE / PREPARE / EXECUTE / SET STATEMENT (see
-// startsInsert).
+// starts an INSERT / REPLACE / LOAD / PREPARE / EXECUTE / SET STATEMENT
+// (see startsInsert).
 func startsAny(sql string) bool {
 	if startsInsert(sql, 0) {
 		return true
@@ -94,10 +94,11 @@ func seqCallAt(sql string, i int) bool {
 }
 
 // startsInsert reports whether the first word at or after from (past
-// whitespace and comments) is INSERT or REPLACE, PREPARE or EXECUTE
-// (statements built from a string, see builder.dynamic), or an executable
-// comment hides it, or the words are SET STATEMENT (MariaDB's SET
-// STATEMENT var=value FOR <statement>, whose statement may be an INSERT).
+// whitespace and comments) is INSERT or REPLACE, LOAD (LOAD DATA may fill
+// a rule table), PREPARE or EXECUTE (statements built from a string, see
+// builder.dynamic), or an executable comment hides it, or the words are
+// SET STATEMENT (MariaDB's SET STATEMENT var=value FOR <statement>, whose
+// statement may be an INSERT).
 func startsInsert(sql string, from int) bool {
 	l := lexer{s: sql, pos: from}
 	l.skipSpace()
@@ -109,7 +110,8 @@ func startsInsert(sql string, from int) bool {
 		l.skipSpace()
 		return l.inBang || sqltext.EqualFold(l.word(), "STATEMENT")
 	}
-	return sqltext.EqualFold(w, "INSERT") || sqltext.EqualFold(w, "REPLACE") || sqltext.EqualFold(w, "PREPARE") || sqltext.EqualFold(w, "EXECUTE")
+	return sqltext.EqualFold(w, "INSERT") || sqltext.EqualFold(w, "REPLACE") || sqltext.EqualFold(w, "LOAD") ||
+		sqltext.EqualFold(w, "PREPARE") || sqltext.EqualFold(w, "EXECUTE")
 }
 
 // word returns the run of identifier bytes at l.pos and moves past it.
@@ -124,9 +126,10 @@ func (l *lexer) word() string {
 // plainInserts reports, without lexing whole statements, that no
 // statement of sql needs planning, given that it has no sequence call
 // (hasSeqCall): every possible statement start (the text start and the
-// byte after each ';', a superset of the real ones) is blank or an INSERT /
-// REPLACE whose table has no rule. Only the words up to the table name are
-// read, so a long INSERT into a table without a rule costs two byte scans.
+// byte after each ';', a superset of the real ones) is blank, an INSERT /
+// REPLACE / LOAD DATA / LOAD XML whose table has no rule, or another LOAD
+// (LOAD INDEX INTO CACHE). Only the words up to the table name are read,
+// so a long INSERT into a table without a rule costs two byte scans.
 // It answers false (plan the text) for anything else: another statement,
 // a table with a rule, any executable comment in the text (the lexer's
 // state at a ';' could then differ from a fresh one).
@@ -165,11 +168,24 @@ func plainInsertsFirst(sql string, env *Env) (plain bool, first firstInsert) {
 		l.skipSpace()
 		if l.pos < len(sql) && sql[l.pos] != ';' {
 			save := l.pos
-			if w := l.word(); !sqltext.EqualFold(w, "INSERT") && !sqltext.EqualFold(w, "REPLACE") {
+			w := l.word()
+			load := sqltext.EqualFold(w, "LOAD")
+			if !load && !sqltext.EqualFold(w, "INSERT") && !sqltext.EqualFold(w, "REPLACE") {
 				return false, first
 			}
 			l.pos = save
-			db, table, ok := l.insertTable()
+			var db, table string
+			var ok bool
+			if load {
+				var h loadHead
+				if h, ok = l.loadHead(); ok {
+					db, table = h.db, h.table
+				} else if l.pos = save; !isLoadTable(&l) {
+					goto nextStatement // LOAD INDEX INTO CACHE: no rows
+				}
+			} else {
+				db, table, ok = l.insertTable()
+			}
 			if !ok || l.inBang || l.versioned > 0 {
 				return false, first
 			}
@@ -177,16 +193,28 @@ func plainInsertsFirst(sql string, env *Env) (plain bool, first firstInsert) {
 				db = env.DB
 			}
 			if r, rule := env.Rules.Lookup(db, table); rule {
+				if load {
+					return false, first
+				}
 				if from == 0 && strings.IndexByte(sql, ';') < 0 {
 					first = firstInsert{ok: true, start: save, db: db, table: table, rule: r}
 				}
 				return false, first
 			}
 		}
+	nextStatement:
 		j := strings.IndexByte(sql[from:], ';')
 		if j < 0 {
 			return true, first
 		}
 		from += j + 1
 	}
+}
+
+// isLoadTable reports whether the LOAD at l.pos is LOAD DATA or LOAD XML
+// (which put rows in a table) rather than LOAD INDEX INTO CACHE.
+func isLoadTable(l *lexer) bool {
+	l.next() // LOAD
+	t := l.next()
+	return l.is(t, "DATA") || l.is(t, "XML")
 }

@@ -42,13 +42,14 @@
 //
 // The filter in front (also exported as MayRewrite, independent of the
 // sql_mode) costs tens of nanoseconds and no allocation: a text in which
-// no statement starts with INSERT, REPLACE, PREPARE, EXECUTE or SET
+// no statement starts with INSERT, REPLACE, LOAD, PREPARE, EXECUTE or SET
 // STATEMENT and no sequence call can appear (a "val" that ends NEXTVAL /
 // LASTVAL or starts the word VALUE followed by FOR; VALUES does not count)
 // is passed through unread. A text without such a call whose statements
-// are all INSERT / REPLACE into tables without a rule is read only up to
-// each table name (statement starts taken at every ';' byte; anything else,
-// or an executable comment in the text, is lexed). Otherwise a quote- and
+// are all INSERT / REPLACE / LOAD DATA / LOAD XML into tables without a
+// rule (or LOAD INDEX) is read only up to each table name (statement
+// starts taken at every ';' byte; anything else, or an executable comment
+// in the text, is lexed). Otherwise a quote- and
 // comment-aware lexer (honouring ANSI_QUOTES and NO_BACKSLASH_ESCAPES)
 // splits the text into statements at ';' and finds sequence calls:
 // NEXTVAL(x), LASTVAL(x), NEXT VALUE FOR x, PREVIOUS VALUE FOR x, where x is
@@ -163,6 +164,26 @@
 // not read and passes through.
 // Stored program bodies (a text starting with CREATE ... BEGIN, or BEGIN
 // NOT ATOMIC) pass through whole.
+//
+// # LOAD DATA
+//
+// LOAD DATA LOCAL INFILE into a rule table is a LoadData plan (load.go,
+// docs/loaddata.md): Plan.Load renders the statement so that every record
+// of the file is read with one more first field, @__leaf_g, its generated
+// key, which the SET list puts in the key column; where the file gives the
+// key (the key in the column list, or no column list: the table's visible
+// columns from Env.Columns), its value goes to @__leaf_v and is kept
+// unless it is NULL, missing or converts to 0 (only NULL or missing under
+// NO_AUTO_VALUE_ON_ZERO), as AUTO_INCREMENT would. The first generated key
+// becomes LAST_INSERT_ID() through the flag @__leaf_f, which LoadPrelude
+// must create and clear first. Plan.Load.Format says how the server reads
+// the file (FIELDS / LINES / IGNORE, the session's NO_BACKSLASH_ESCAPES);
+// a rewriter/loadfile Transformer writes the keys into it as it streams.
+// LOAD DATA without LOCAL, LOAD XML, a load that is not alone in its text,
+// a SET of the key column, a format the transformer cannot key (see
+// loadfile.Format.Check), executable comments and prepared loads are
+// error 1235 naming the table; the key named twice in the column list is
+// 1110. Loads into other tables pass through.
 //
 // # Several statements in one text
 //

@@ -19,6 +19,9 @@ const (
 	// a VALUES row into a rule table whose value count is not the column
 	// count, as the planner reads it.
 	CodeWrongValueCount uint16 = 1136
+	// CodeFieldTwice (ER_FIELD_SPECIFIED_TWICE, SQLSTATE 42000): a LOAD
+	// DATA column list that names the key column twice.
+	CodeFieldTwice uint16 = 1110
 	// CodeWrongArguments (ER_WRONG_ARGUMENTS, SQLSTATE HY000): SETVAL
 	// with arguments the proxy cannot run.
 	CodeWrongArguments uint16 = 1210
@@ -48,7 +51,7 @@ func (e *Error) Unwrap() error { return e.cause }
 func errorf(code uint16, format string, args ...any) *Error {
 	state := "HY000"
 	switch code {
-	case CodeNotSupported:
+	case CodeNotSupported, CodeFieldTwice:
 		state = "42000"
 	case CodeBadField:
 		state = "42S22"

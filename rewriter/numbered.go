@@ -45,7 +45,7 @@ import (
 //	  SELECT `__leafproxy_1`, `__leafproxy_2`, IF(...) FROM __leafproxy_q
 
 // Numbered is the Kind of a plan whose rows the server numbers (see above).
-const Numbered Kind = 3
+const Numbered Kind = LoadData + 1
 
 // Counter is one place in a Numbered plan where each row (or evaluation)
 // takes its own ID from a block the proxy reserves.

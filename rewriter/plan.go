@@ -18,6 +18,9 @@ const (
 	Sequence
 	// Rewrite: draw Plan.Tags IDs, then send Plan.Render's text.
 	Rewrite
+	// LoadData: a LOAD DATA LOCAL INFILE into a rule table; Plan.Load
+	// says how to render it and key its file as it streams.
+	LoadData
 )
 
 func (k Kind) String() string {
@@ -30,6 +33,8 @@ func (k Kind) String() string {
 		return "Rewrite"
 	case Numbered:
 		return "Numbered"
+	case LoadData:
+		return "LoadData"
 	}
 	return "Kind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -94,9 +99,11 @@ type Plan struct {
 	Slots []Slot
 	// Tags (Rewrite only): IDs needed per tag, in order of first use.
 	Tags []TagCount
-	// Filled (Rewrite only): the rule tables whose key column the plan
-	// fills, so the caller can check the column can hold the tag's IDs.
+	// Filled (Rewrite and LoadData): the rule tables whose key column the
+	// plan fills, so the caller can check the column can hold the tag's IDs.
 	Filled []Filled
+	// Load (LoadData only): the LOAD DATA plan.
+	Load *Load
 	// ClientParams and Params (PlanPrepare Rewrite plans only): the number
 	// of ? markers in the client's text (what the client binds) and in the
 	// rendered backend text (ClientParams + len(Slots): every generated
@@ -343,6 +350,9 @@ func (pl *Planner) reset(sql string, env *Env, prepared, fast, seq bool, first f
 // slices for the next call unless they grew huge.
 func (pl *Planner) finish() Plan {
 	b := &pl.b
+	if b.load != nil {
+		return Plan{Kind: LoadData, Load: b.load, Filled: []Filled{b.load.Filled}}
+	}
 	p := b.plan(pl.slots[:0], pl.tags[:0])
 	if p.Slots != nil && cap(p.Slots) <= 1024 { // a 100,000-row INSERT's are not kept
 		pl.slots, pl.tags = p.Slots, p.Tags

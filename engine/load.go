@@ -1,0 +1,124 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/leafproxy/leafproxy/proxy"
+	"github.com/leafproxy/leafproxy/rewriter"
+	"github.com/leafproxy/leafproxy/rewriter/loadfile"
+)
+
+// load runs a LOAD DATA LOCAL INFILE into a rule table (docs/loaddata.md):
+// the rendered statement reads one more first field per record, and the
+// client's file passes through a loadfile.Transformer that writes the keys
+// there, drawn in batches as the records go by. Before it, one query reads
+// the file's character set and clears the statement's LAST_INSERT_ID()
+// flag (rewriter.LoadPrelude). The whole load waits on the backend and the
+// client's file, so it runs on the session's goroutine.
+func (e *Engine) load(ctx context.Context, s Session, st *state, plan *rewriter.Plan, text string) (bool, error) {
+	if proxy.MustNotBlock(ctx) {
+		return false, proxy.ErrWouldBlock
+	}
+	ld := plan.Load
+	if err := e.checkKeys(ctx, s, &st.cols, plan.Filled); err != nil {
+		return false, err
+	}
+	f := ld.Format
+	cs, err := loadPrelude(ctx, s, ld.Charset)
+	if err != nil {
+		return false, err
+	}
+	kind, ok := loadfile.CharsetOf(cs)
+	if !ok {
+		return false, &notSupportedError{msg: fmt.Sprintf("leafproxy: LOAD DATA into %s.%s, whose key column %s the proxy fills: the file's character set %s "+
+			"has multi-byte characters the proxy does not follow (some hide bytes that end fields or lines); "+
+			"give CHARACTER SET utf8mb4, utf8mb3 or a single-byte character set such as latin1 or binary",
+			ld.Filled.DB, ld.Filled.Table, ld.Filled.Column, cs)}
+	}
+	f.Charset = kind
+	feed := &keyFeed{ctx: ctx, e: e, st: st, tag: st.own(ld.Filled.Tag), table: ld.Filled.DB + "." + ld.Filled.Table}
+	st.buf = ld.Render(st.buf[:0], text)
+	err = s.RelayQueryInfile(st.buf, loadfile.New(f, feed))
+	st.trim()
+	return true, err
+}
+
+// loadPrelude runs rewriter.LoadPrelude and returns the character set the
+// server reads the file in: the statement's CHARACTER SET (given), else
+// the session's character_set_database; utf8 as the server resolves it
+// (utf8mb3, or utf8mb4 under MariaDB's old_mode without UTF8_IS_UTF8MB3).
+func loadPrelude(ctx context.Context, s Session, given string) (string, error) {
+	rows, err := s.BackendQuery(ctx, "SELECT @@character_set_database, CHARSET(CONVERT('' USING utf8)), "+rewriter.LoadPrelude)
+	if err != nil {
+		return "", fmt.Errorf("prepare LOAD DATA (read character_set_database): %w", err)
+	}
+	if len(rows) != 1 || len(rows[0]) != 3 || rows[0][0] == nil || rows[0][1] == nil {
+		return "", fmt.Errorf("prepare LOAD DATA (read character_set_database): unexpected answer")
+	}
+	cs, utf8 := strings.ToLower(*rows[0][0]), strings.ToLower(*rows[0][1])
+	if given != "" {
+		cs = given
+	}
+	if cs == "utf8" {
+		cs = utf8
+		if cs == "utf8" { // MariaDB before 10.6 calls utf8mb3 utf8
+			cs = "utf8mb3"
+		}
+	}
+	return cs, nil
+}
+
+// keyFeed hands a load's transformer its keys, drawn from the tag in
+// batches that double with the file (1, 1, 2, 4, ... up to 4096): a small
+// load skips few IDs, a large one draws rarely.
+type keyFeed struct {
+	ctx   context.Context
+	e     *Engine
+	st    *state
+	tag   string
+	table string
+	batch []int64
+	next  int
+	drawn int
+}
+
+func (k *keyFeed) Next() (int64, error) {
+	if k.next == len(k.batch) {
+		if err := k.draw(min(max(1, k.drawn), 4096)); err != nil {
+			return 0, err
+		}
+	}
+	k.next++
+	return k.batch[k.next-1], nil
+}
+
+func (k *keyFeed) draw(n int) error {
+	b, err := k.e.ids.NextN(k.ctx, k.tag, n, k.batch[:0])
+	if err != nil {
+		e := &loadKeyError{code: 1105, state: "HY000",
+			msg: fmt.Sprintf("leafproxy: LOAD DATA into %s failed: no keys from tag %q for its rows, so the statement was refused: %v", k.table, k.tag, err)}
+		var se proxy.SQLError
+		if errors.As(err, &se) {
+			e.code, e.state = se.Code(), se.SQLState()
+		}
+		return e
+	}
+	k.batch, k.next, k.drawn = b, 0, k.drawn+n
+	k.st.setLast(k.tag, b[len(b)-1])
+	return nil
+}
+
+// loadKeyError is the ID source's failure during a load, with its code and
+// SQLSTATE, and a message that says which load it stopped.
+type loadKeyError struct {
+	msg   string
+	code  uint16
+	state string
+}
+
+func (e *loadKeyError) Error() string    { return e.msg }
+func (e *loadKeyError) Code() uint16     { return e.code }
+func (e *loadKeyError) SQLState() string { return e.state }

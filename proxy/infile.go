@@ -1,0 +1,112 @@
+package proxy
+
+// InfileTransformer rewrites the file a client sends for LOAD DATA LOCAL
+// INFILE on its way to the backend (the engine's keys for a rule table).
+// The proxy hands it the file's bytes in order, in pieces of a few KB
+// whatever the client's packets, and sends what it returns, re-framed in
+// packets of at most 64 KiB. Its memory is its own business; the proxy
+// holds only one piece and what it returned for it.
+type InfileTransformer interface {
+	// Transform appends to dst what to send for p, the next bytes of the
+	// file (p is valid only during the call). On an error the bytes it
+	// returned are still sent, and must make the backend refuse the
+	// statement; the rest of the client's file is read and dropped, the
+	// backend's answer too, and the client gets the error instead.
+	Transform(dst, p []byte) ([]byte, error)
+	// Finish appends what remains once the client's file has ended (also
+	// when the client sent none: a missing file, a refused request).
+	Finish(dst []byte) ([]byte, error)
+}
+
+// infilePacket bounds the packets the proxy writes a transformed file in.
+// (Below 16 MiB - 1: a packet of exactly that size would continue in the
+// next, and the empty packet that ends the file would be taken for its
+// end.)
+const infilePacket = 64 << 10
+
+// RelayQueryInfile is RelayQuery for a statement whose LOCAL INFILE file
+// passes through t on its way to the backend. It waits for the whole
+// exchange, so an event loop gets ErrWouldBlock before anything is sent.
+// If t fails, the client gets t's error as the statement's answer (code
+// and SQLSTATE as for an Interceptor's error) in place of the backend's.
+func (s *Session) RelayQueryInfile(sql []byte, t InfileTransformer) error {
+	if s.ln != nil {
+		return ErrWouldBlock
+	}
+	s.infile, s.infileErr = t, nil
+	err := s.RelayQuery(sql)
+	terr := s.infileErr
+	s.infile, s.infileErr = nil, nil
+	if err != nil || terr == nil {
+		return err
+	}
+	code, state, msg := errorFields(terr)
+	s.log.Warn("LOAD DATA refused while its file streamed", "err", msg)
+	return s.writeErrFlush(code, state, msg)
+}
+
+// relayLocalFileVia streams the client's file to the backend through t
+// (see RelayQueryInfile). The backend's request has gone to the client.
+// A transformer's error is kept in s.infileErr; the returned error is the
+// session's (a leg failed).
+func (s *Session) relayLocalFileVia(t InfileTransformer) error {
+	if err := s.c.flush(); err != nil {
+		return err
+	}
+	out := make([]byte, 0, 2*infilePacket)
+	// send writes out's whole packets (all of it when final).
+	send := func(final bool) error {
+		sent := 0
+		for len(out)-sent >= infilePacket || final && len(out) > sent {
+			n := min(len(out)-sent, infilePacket)
+			if err := writeHeader(s.b.w, n, s.b.seq); err != nil {
+				return s.b.fail(err)
+			}
+			s.b.seq++
+			if _, err := s.b.w.Write(out[sent : sent+n]); err != nil {
+				return s.b.fail(err)
+			}
+			sent += n
+		}
+		out = out[:copy(out, out[sent:])]
+		return nil
+	}
+	var terr error
+	for cont := false; ; {
+		n, err := s.c.readHeader()
+		if err != nil {
+			return err
+		}
+		if n == 0 && !cont {
+			break // the empty packet that ends the file
+		}
+		cont = n == maxPayload // then an empty packet only ends this one
+		for n > 0 {
+			k := min(n, s.c.r.Size())
+			p, err := s.c.r.Peek(k)
+			if len(p) > 0 && terr == nil {
+				out, terr = t.Transform(out, p)
+			}
+			_, _ = s.c.r.Discard(len(p))
+			n -= len(p)
+			if err != nil && n > 0 {
+				return s.c.fail(err)
+			}
+			if err := send(false); err != nil {
+				return err
+			}
+		}
+	}
+	if terr == nil {
+		out, terr = t.Finish(out)
+	}
+	if err := send(true); err != nil {
+		return err
+	}
+	s.infileErr = terr
+	if err := writeHeader(s.b.w, 0, s.b.seq); err != nil {
+		return s.b.fail(err)
+	}
+	s.b.seq++
+	return s.b.flush()
+}

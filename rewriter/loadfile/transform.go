@@ -1,0 +1,430 @@
+package loadfile
+
+import "strconv"
+
+// IDs hands out the keys, one per record, ascending.
+type IDs interface {
+	Next() (int64, error)
+}
+
+// The reader's states, named after where sql_load.cc is.
+type state uint8
+
+const (
+	stSkipLine   state = iota // IGNORE n LINES: next_line() before the first record
+	stRecord                  // read_sep_field: a record begins
+	stFieldStart              // read_field(): entry
+	stFindStart               // find_start_of_fields(): looking for LINES STARTING BY
+	stFirst                   // read_field(): the field's first byte (the key goes before it)
+	stBody                    // read_field(): the field's bytes
+	stNextLine                // next_line(): the rest of a line with more fields than read
+	stDone                    // the server reads no more records
+)
+
+// Transformer inserts the keys into a file's bytes (see the package
+// documentation). Not for concurrent use.
+type Transformer struct {
+	f      Format
+	ids    IDs
+	lt     string // the line terminator in force (Format.lineTerm)
+	insert []byte // scratch: "<id><field terminator>"
+
+	st        state
+	it        int    // fields read of the current record
+	skipLines uint64 // stSkipLine: lines still to skip
+	skipRec   uint64 // records still to skip (IGNORE without a line terminator)
+	foundEOL  bool   // READ_INFO::found_end_of_line
+	startLine bool   // READ_INFO::start_of_line: look for LINES STARTING BY first
+	enclosed  bool   // the current field began with the enclosure
+
+	carry, work []byte // undecided bytes kept for the next piece
+	rows        int64
+	err         error
+
+	// special[k][c]: byte c may end a run of plain bytes in state kind k.
+	special [4][256]bool
+	lead    [256]uint8 // multi-byte lead bytes: the character's length (2..4)
+}
+
+const (
+	spBody    = iota // unenclosed field
+	spEnc            // enclosed field
+	spNewline        // next_line()
+	spStart          // find_start_of_fields()
+)
+
+// New returns a transformer for a file read as f, taking keys from ids.
+// f must pass Check.
+func New(f Format, ids IDs) *Transformer {
+	t := &Transformer{f: f, ids: ids, lt: f.lineTerm(), startLine: f.LineStart != "", st: stRecord}
+	switch {
+	case f.LineTerm == "":
+		t.skipRec = f.Ignore // no lines: IGNORE skips records
+	case t.lt != "" && f.Ignore > 0:
+		t.st, t.skipLines = stSkipLine, f.Ignore
+	}
+	// (A line terminator equal to the field terminator is reset by the
+	// server after IGNORE has been decided on lines: next_line() then
+	// returns at once, and IGNORE skips nothing.)
+	mark := func(k int, b int) {
+		if b >= 0 {
+			t.special[k][b] = true
+		}
+	}
+	mark(spBody, f.Escaped)
+	mark(spBody, int(f.FieldTerm[0]))
+	mark(spEnc, f.Escaped)
+	mark(spEnc, f.Enclosed)
+	mark(spNewline, f.Escaped)
+	if t.lt != "" {
+		mark(spBody, int(t.lt[0]))
+		mark(spNewline, int(t.lt[0]))
+	}
+	if f.LineStart != "" {
+		mark(spStart, int(f.LineStart[0]))
+	}
+	if f.Charset != SingleByte {
+		for c := 0xC2; c < 0xE0; c++ {
+			t.lead[c] = 2
+		}
+		for c := 0xE0; c < 0xF0; c++ {
+			t.lead[c] = 3
+		}
+		if f.Charset == UTF8MB4 {
+			for c := 0xF0; c < 0xF5; c++ {
+				t.lead[c] = 4
+			}
+		}
+		for c := range t.lead {
+			if t.lead[c] > 0 {
+				t.special[spBody][c], t.special[spEnc][c], t.special[spNewline][c] = true, true, true
+			}
+		}
+	}
+	return t
+}
+
+// Rows is the number of keys written so far: the rows the server makes.
+func (t *Transformer) Rows() int64 { return t.rows }
+
+// Transform appends to dst the bytes to send for p, the next piece of the
+// file. A few bytes may be held back until the next call (a terminator
+// split between pieces). On an error from the ID source it returns an
+// *Error, and dst ends with a record the rendered statement refuses (see
+// Error); the rest of the file must not be sent.
+func (t *Transformer) Transform(dst, p []byte) ([]byte, error) {
+	if t.err != nil {
+		return dst, t.err
+	}
+	data := p
+	if len(t.carry) > 0 {
+		t.work = append(append(t.work[:0], t.carry...), p...)
+		data = t.work
+	}
+	dst, stop := t.run(dst, data, false)
+	t.carry = append(t.carry[:0], data[stop:]...)
+	if cap(t.work) > 1<<16 {
+		t.work = nil
+	}
+	return dst, t.err
+}
+
+// Finish appends to dst what is still held back, at the end of the file.
+func (t *Transformer) Finish(dst []byte) ([]byte, error) {
+	if t.err != nil {
+		return dst, t.err
+	}
+	dst, _ = t.run(dst, t.carry, true)
+	t.carry = t.carry[:0]
+	return dst, t.err
+}
+
+// run passes data on to dst with the keys inserted, as far as it can
+// decide; stop is where the undecided bytes begin. fin: data ends the
+// file (the server's GET returns EOF after it).
+func (t *Transformer) run(dst, data []byte, fin bool) (out []byte, stop int) {
+	i, emitted, n := 0, 0, len(data)
+	f := &t.f
+	ft := f.FieldTerm
+	for {
+		switch t.st {
+		case stDone:
+			return append(dst, data[emitted:]...), n
+
+		case stSkipLine, stNextLine:
+			sp := &t.special[spNewline]
+			for i < n && !sp[data[i]] {
+				i++
+			}
+			if i >= n {
+				goto more
+			}
+			c := data[i]
+			if k := int(t.lead[c]); k > 0 {
+				// next_line() reads the character's length in bytes,
+				// whatever they are (measured on 10.11: "\xe2\n\n" hides
+				// both line terminators).
+				if i+k > n {
+					goto more
+				}
+				i += k
+				continue
+			}
+			if int(c) == f.Escaped {
+				if i+2 > n {
+					goto more
+				}
+				i += 2
+				continue
+			}
+			ok, need := match(data, i, t.lt, fin)
+			if need {
+				goto more
+			}
+			if !ok {
+				i++
+				continue
+			}
+			i += len(t.lt)
+			if t.st == stSkipLine {
+				if t.skipLines--; t.skipLines > 0 {
+					continue
+				}
+			}
+			t.st = stRecord
+
+		case stRecord:
+			t.it = 0
+			t.st = stFieldStart
+
+		case stFieldStart:
+			switch {
+			case t.foundEOL:
+				t.endRecord(false)
+			case t.startLine:
+				t.startLine = false
+				t.st = stFindStart
+			default:
+				t.st = stFirst
+			}
+
+		case stFindStart:
+			ls := f.LineStart
+			sp := &t.special[spStart]
+			for i < n && !sp[data[i]] {
+				i++
+			}
+			if i >= n {
+				goto more
+			}
+			ok, need := match(data, i, ls, fin)
+			if need {
+				goto more
+			}
+			if !ok {
+				i++
+				continue
+			}
+			i += len(ls)
+			t.st = stFirst
+
+		case stFirst:
+			if i >= n {
+				goto more
+			}
+			if t.it == 0 && t.skipRec > 0 {
+				// A record IGNORE skips (no line terminator: IGNORE counts
+				// records) is read with one more field too, so it gets one;
+				// the statement never evaluates it.
+				dst = append(append(dst, data[emitted:i]...), '0')
+				dst = append(dst, ft...)
+				emitted = i
+			} else if t.it == 0 {
+				id, err := t.ids.Next()
+				dst = append(dst, data[emitted:i]...)
+				if err != nil {
+					// A key "0" the statement turns into an error; nothing
+					// after it is sent.
+					t.err = &Error{Err: err}
+					t.st = stDone
+					return append(append(dst, '0'), ft...), n
+				}
+				emitted = i
+				t.insert = append(strconv.AppendInt(t.insert[:0], id, 10), ft...)
+				dst = append(dst, t.insert...)
+				t.rows++
+			}
+			t.enclosed = int(data[i]) == f.Enclosed
+			if t.enclosed {
+				i++
+			}
+			t.st = stBody
+
+		case stBody:
+			sp := &t.special[spBody]
+			if t.enclosed {
+				sp = &t.special[spEnc]
+			}
+			for i < n && !sp[data[i]] {
+				i++
+			}
+			if i >= n {
+				goto more
+			}
+			c := data[i]
+			if int(c) == f.Escaped {
+				if i+1 >= n {
+					goto more
+				}
+				if f.Escaped != f.Enclosed || int(data[i+1]) == f.Escaped {
+					i += 2 // an escaped byte is data
+					continue
+				}
+				// ESCAPED BY = ENCLOSED BY, not doubled: the byte is the
+				// enclosure (the server pushes the next byte back).
+			}
+			if !t.enclosed && t.lt != "" && c == t.lt[0] {
+				ok, need := match(data, i, t.lt, fin)
+				if need {
+					goto more
+				}
+				if ok {
+					i += len(t.lt)
+					t.foundEOL = true
+					t.fieldRead()
+					continue
+				}
+			}
+			if t.enclosed && int(c) == f.Enclosed {
+				if i+1 >= n {
+					goto more // at the end of the file the field and line end
+				}
+				c2 := data[i+1]
+				if int(c2) == f.Enclosed {
+					i += 2 // doubled: one enclosure byte of data
+					continue
+				}
+				if t.lt != "" && c2 == t.lt[0] {
+					ok, need := match(data, i+1, t.lt, fin)
+					if need {
+						goto more
+					}
+					if ok {
+						i += 1 + len(t.lt)
+						t.foundEOL = true
+						t.fieldRead()
+						continue
+					}
+				}
+				if c2 == ft[0] {
+					ok, need := match(data, i+1, ft, fin)
+					if need {
+						goto more
+					}
+					if ok {
+						i += 1 + len(ft)
+						t.fieldRead()
+						continue
+					}
+				}
+				i++ // the enclosure byte is data; the next byte is read again
+				continue
+			}
+			if !t.enclosed && c == ft[0] {
+				ok, need := match(data, i, ft, fin)
+				if need {
+					goto more
+				}
+				if ok {
+					i += len(ft)
+					t.fieldRead()
+					continue
+				}
+			}
+			if k := int(t.lead[c]); k > 0 {
+				// read_mbtail(): continuation bytes are taken until the
+				// character is whole; a byte that is not one is pushed
+				// back and read again. (A whole character out of range
+				// pushes back its last byte, which is then data alone:
+				// the same bytes either way.)
+				j := continued(data, i, k)
+				if j < i+k && j >= n {
+					goto more
+				}
+				i = j
+				continue
+			}
+			i++
+		}
+	}
+more:
+	// The current step needs bytes beyond data: at the end of the file
+	// the server's reader stops there (it reads no record after EOF).
+	if fin {
+		t.st = stDone
+		return append(dst, data[emitted:]...), n
+	}
+	return append(dst, data[emitted:i]...), i
+}
+
+// fieldRead: read_field() returned a field.
+func (t *Transformer) fieldRead() {
+	t.it++
+	if t.it == t.f.Fields {
+		t.endRecord(true)
+		return
+	}
+	t.st = stFieldStart
+}
+
+// endRecord is read_sep_field's end of a record: all fields read, or
+// read_field() returned 1 after t.it fields.
+func (t *Transformer) endRecord(all bool) {
+	if t.skipRec > 0 {
+		t.skipRec-- // skipped without next_line()
+		t.st = stRecord
+		return
+	}
+	if !all && t.it == 0 {
+		t.st = stDone
+		return
+	}
+	// next_line()
+	t.startLine = t.f.LineStart != ""
+	switch {
+	case t.foundEOL:
+		t.foundEOL = false
+		t.st = stRecord
+	case t.lt == "":
+		t.st = stRecord
+	default:
+		t.st = stNextLine
+	}
+}
+
+// match compares pat with data from i: need means data ends before it can
+// tell (and the file goes on).
+func match(data []byte, i int, pat string, fin bool) (ok, need bool) {
+	for j := 0; j < len(pat); j++ {
+		if i+j >= len(data) {
+			return false, !fin
+		}
+		if data[i+j] != pat[j] {
+			return false, false
+		}
+	}
+	return true, false
+}
+
+// continued returns the end of the character whose k-byte lead is at
+// data[i] as read_mbtail() reads it: past the continuation bytes
+// (0x80-0xBF) that follow, at most k-1 of them; the first byte that is not
+// one is pushed back (measured on 10.11: "\xe2\n" ends a field's
+// character at once).
+func continued(data []byte, i, k int) int {
+	j := i + 1
+	for j < len(data) && j < i+k && data[j]^0x80 < 0x40 {
+		j++
+	}
+	return j
+}
