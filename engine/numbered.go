@@ -43,12 +43,44 @@ func (e *Engine) runNumbered(ctx context.Context, s Session, st *state, plan *re
 	if proxy.MustNotBlock(ctx) {
 		return false, proxy.ErrWouldBlock // it talks to the backend before the statement
 	}
+	if err := e.checkKeys(ctx, s, &st.cols, plan.Filled); err != nil {
+		return false, err
+	}
+	return e.numberedAttempts(ctx, s, st, plan, numberedRun{
+		count: func() ([][]*string, error) {
+			if _, _, err := s.BackendExec(ctx, plan.InitQuery()); err != nil {
+				return nil, fmt.Errorf("leafproxy: set the row counters: %w", err)
+			}
+			rows, err := s.BackendQuery(ctx, plan.CountQuery())
+			if err != nil {
+				return nil, countError(err)
+			}
+			return rows, nil
+		},
+		send: func(blocks []rewriter.Block) (bool, error) {
+			st.buf = plan.RenderNumbered(st.buf[:0], text, blocks)
+			retried, err := s.RelayQueryRetry(st.buf, rewriter.OverflowError)
+			st.trim()
+			return retried, err
+		},
+	})
+}
+
+// numberedRun is what differs between a text and a prepared numbered
+// statement: how its values are counted (the count's row), and how it is
+// sent over a set of blocks (retried: the rows outgrew the blocks, the
+// server rolled the statement back).
+type numberedRun struct {
+	count func() ([][]*string, error)
+	send  func(blocks []rewriter.Block) (retried bool, err error)
+}
+
+// numberedAttempts counts, reserves and sends until the rows fit their
+// blocks: the steps common to text and prepared numbered statements.
+func (e *Engine) numberedAttempts(ctx context.Context, s Session, st *state, plan *rewriter.Plan, run numberedRun) (bool, error) {
 	bl, ok := e.ids.(blocker)
 	if !ok {
 		return false, &notSupportedError{msg: "leafproxy: this ID source cannot reserve blocks of IDs for statements that number many rows"}
-	}
-	if err := e.checkKeys(ctx, s, &st.cols, plan.Filled); err != nil {
-		return false, err
 	}
 	if err := st.resolveLast(ctx); err != nil {
 		return false, err
@@ -56,42 +88,35 @@ func (e *Engine) runNumbered(ctx context.Context, s Session, st *state, plan *re
 	blocks := make([]rewriter.Block, len(plan.Counters))
 	room := make([]int64, len(plan.Counters))
 	for attempt := 1; ; attempt++ {
-		if _, _, err := s.BackendExec(ctx, plan.InitQuery()); err != nil {
-			return false, fmt.Errorf("leafproxy: set the row counters: %w", err)
-		}
-		rows, err := s.BackendQuery(ctx, plan.CountQuery())
+		rows, err := run.count()
 		if err != nil {
-			return false, countError(err)
+			return false, err
 		}
 		counts, explicit, err := parseCounts(rows, len(plan.Counters), plan.CountsExplicit)
 		if err != nil {
 			return false, err
 		}
-		if explicit > 0 {
-			for _, c := range plan.Counters {
-				if c.Key {
-					if err := e.advance(ctx, st.own(c.Tag), explicit); err != nil {
-						return false, err
-					}
+		for _, c := range plan.Counters {
+			if c.Key && explicit > 0 {
+				if err := e.advance(ctx, st.own(c.Tag), explicit); err != nil {
+					return false, err
 				}
 			}
 		}
 		for i, c := range plan.Counters {
 			n := max(counts[i], room[i])
-			blocks[i] = rewriter.Block{N: n}
+			blocks[i] = rewriter.Block{N: n, First: 1}
 			if n == 0 {
 				continue
 			}
 			tag := st.own(c.Tag)
-			first, run, stride, err := bl.Block(ctx, tag, n)
+			first, runLen, stride, err := bl.Block(ctx, tag, n)
 			if err != nil {
 				return false, fmt.Errorf("reserve %d ID(s) of %q: %w", n, tag, err)
 			}
-			blocks[i] = rewriter.Block{First: first, N: n, Run: run, Stride: stride}
+			blocks[i] = rewriter.Block{First: first, N: n, Run: runLen, Stride: stride}
 		}
-		st.buf = plan.RenderNumbered(st.buf[:0], text, blocks)
-		retried, err := s.RelayQueryRetry(st.buf, func(code uint16, msg string) bool { return rewriter.OverflowError(code, msg) })
-		st.trim()
+		retried, err := run.send(blocks)
 		if err != nil {
 			return true, err
 		}

@@ -5,8 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/go-mysql-org/go-mysql/mysql"
-
 	"github.com/leafproxy/leafproxy/proxy"
 	"github.com/leafproxy/leafproxy/rewriter"
 )
@@ -51,84 +49,36 @@ func (e *Engine) executeNumbered(ctx context.Context, s Session, st *state, p *p
 	if proxy.MustNotBlock(ctx) {
 		return false, proxy.ErrWouldBlock
 	}
-	bl, ok := e.ids.(blocker)
-	if !ok {
-		return false, &notSupportedError{msg: "leafproxy: this ID source cannot reserve blocks of IDs for statements that number many rows"}
-	}
 	if p.long {
 		return false, &notSupportedError{msg: "leafproxy: COM_STMT_SEND_LONG_DATA on a statement whose rows the proxy numbers is not supported; bind the value in the execute"}
-	}
-	if err := st.resolveLast(ctx); err != nil {
-		return false, err
 	}
 	countPkt, err := p.countExecute(st.buf[:0], pkt)
 	if err != nil {
 		return false, err
 	}
 	plan := &p.plan
-	blocks := make([]rewriter.Block, len(plan.Counters))
-	room := make([]int64, len(plan.Counters))
-	for attempt := 1; ; attempt++ {
-		r, err := s.ExecuteResult(countPkt)
-		if err != nil {
-			return false, err
-		}
-		if r.Err != nil {
-			return false, countError(r.Err)
-		}
-		rows, err := s.BackendQuery(ctx, plan.CountsQuery())
-		if err != nil {
-			return false, fmt.Errorf("leafproxy: read the row count: %w", err)
-		}
-		counts, explicit, err := parseCounts(rows, len(plan.Counters), plan.CountsExplicit)
-		if err != nil {
-			return false, err
-		}
-		if explicit > 0 {
-			for _, c := range plan.Counters {
-				if c.Key {
-					if err := e.advance(ctx, st.own(c.Tag), explicit); err != nil {
-						return false, err
-					}
-				}
-			}
-		}
-		for i, c := range plan.Counters {
-			n := max(counts[i], room[i])
-			blocks[i] = rewriter.Block{N: n, First: 1}
-			if n == 0 {
-				continue
-			}
-			tag := st.own(c.Tag)
-			first, run, stride, err := bl.Block(ctx, tag, n)
+	return e.numberedAttempts(ctx, s, st, plan, numberedRun{
+		count: func() ([][]*string, error) {
+			r, err := s.ExecuteResult(countPkt)
 			if err != nil {
-				return false, fmt.Errorf("reserve %d ID(s) of %q: %w", n, tag, err)
+				return nil, err
 			}
-			blocks[i] = rewriter.Block{First: first, N: n, Run: run, Stride: stride}
-		}
-		if _, _, err := s.BackendExec(ctx, string(plan.BlockVars(nil, blocks))); err != nil {
-			return false, fmt.Errorf("leafproxy: set the blocks of generated IDs: %w", err)
-		}
-		retried, err := s.RelayExecuteRetry(pkt, func(code uint16, msg string) bool { return rewriter.OverflowError(code, msg) })
-		if err != nil {
-			return true, err
-		}
-		if !retried {
-			st.noteNumbered(plan, blocks)
-			return true, nil
-		}
-		if ok, table := e.retrySafe(ctx, st, plan.Writes); !ok {
-			return true, overflowAnswer(s, table)
-		}
-		if attempt == numberedAttempts {
-			return true, s.WriteError(mysql.ER_UNKNOWN_ERROR, "HY000", fmt.Sprintf(
-				"leafproxy: the rows of this statement kept outnumbering the IDs reserved for them (%d attempts); nothing was written, try again", attempt))
-		}
-		e.numberedRetries.Add(1)
-		for i := range room {
-			room[i] = max(2*blocks[i].N, 16)
-		}
-	}
+			if r.Err != nil {
+				return nil, countError(r.Err)
+			}
+			rows, err := s.BackendQuery(ctx, plan.CountsQuery())
+			if err != nil {
+				return nil, fmt.Errorf("leafproxy: read the row count: %w", err)
+			}
+			return rows, nil
+		},
+		send: func(blocks []rewriter.Block) (bool, error) {
+			if _, _, err := s.BackendExec(ctx, string(plan.BlockVars(nil, blocks))); err != nil {
+				return false, fmt.Errorf("leafproxy: set the blocks of generated IDs: %w", err)
+			}
+			return s.RelayExecuteRetry(pkt, rewriter.OverflowError)
+		},
+	})
 }
 
 // countExecute is the client's execute packet re-addressed to the count

@@ -233,31 +233,3 @@ func (s *Session) BackendCloseStmt(id uint32) error {
 	}
 	return s.setFatal(s.b.flush())
 }
-
-// RelayExecuteRetry sends the execute payload pkt as RelayExecute does,
-// unless the backend's answer is an ERR that retry accepts, which is
-// dropped (retried: the caller may execute again; the server rolled the
-// statement back). Only on the session's own goroutine.
-func (s *Session) RelayExecuteRetry(pkt []byte, retry func(code uint16, msg string) bool) (retried bool, err error) {
-	if s.ln != nil {
-		return false, ErrWouldBlock
-	}
-	if s.fatal != nil {
-		return false, s.fatal
-	}
-	if err := s.b.writeCommand(pkt); err != nil {
-		return false, s.setFatal(err)
-	}
-	if err := s.b.flushForResponse(); err != nil {
-		return false, s.setFatal(err)
-	}
-	if retried, err := s.dropRetryable(retry); err != nil || retried {
-		return retried, err
-	}
-	var t respTracker
-	t.start(respExecute, true)
-	if _, err := s.walkFrom(&t, walkRelay); err != nil {
-		return false, s.setFatal(err)
-	}
-	return false, s.setFatal(s.c.flush())
-}

@@ -53,13 +53,30 @@ func (s *Session) RelayQueryRetry(sql []byte, retry func(code uint16, msg string
 	if s.ln != nil {
 		return false, ErrWouldBlock
 	}
+	s.out = append(append(s.out[:0], mysql.COM_QUERY), sql...)
+	defer s.trimOut()
+	return s.relayRetry(s.out, respResult, s.queryAfter(s.out), retry)
+}
+
+// RelayExecuteRetry sends the execute payload pkt as RelayExecute does,
+// unless the backend's answer is an ERR that retry accepts, which is
+// dropped (retried: the caller may execute again; the server rolled the
+// statement back). Only on the session's own goroutine.
+func (s *Session) RelayExecuteRetry(pkt []byte, retry func(code uint16, msg string) bool) (retried bool, err error) {
+	if s.ln != nil {
+		return false, ErrWouldBlock
+	}
+	return s.relayRetry(pkt, respExecute, afterAction{}, retry)
+}
+
+// relayRetry writes the command pkt, drops its answer if that is an ERR
+// retry accepts, and otherwise relays it (a response of kind), then
+// applies a.
+func (s *Session) relayRetry(pkt []byte, kind int, a afterAction, retry func(code uint16, msg string) bool) (bool, error) {
 	if s.fatal != nil {
 		return false, s.fatal
 	}
-	s.out = append(append(s.out[:0], mysql.COM_QUERY), sql...)
-	defer s.trimOut()
-	a := s.queryAfter(s.out)
-	if err := s.b.writeCommand(s.out); err != nil {
+	if err := s.b.writeCommand(pkt); err != nil {
 		return false, s.setFatal(err)
 	}
 	if err := s.b.flushForResponse(); err != nil {
@@ -69,7 +86,7 @@ func (s *Session) RelayQueryRetry(sql []byte, retry func(code uint16, msg string
 		return retried, err
 	}
 	var t respTracker
-	t.start(respResult, false)
+	t.start(kind, kind == respExecute)
 	if _, err := s.walkFrom(&t, walkRelay); err != nil {
 		return false, s.setFatal(err)
 	}
