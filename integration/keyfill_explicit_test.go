@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/leafproxy/leafproxy/config"
@@ -123,6 +124,45 @@ func TestDuplicateGeneratedKeyRetried(t *testing.T) {
 			_, err = multi.ExecContext(ctx, "INSERT INTO orders (v) VALUES ('m1'); INSERT INTO orders (v) VALUES ('m2')")
 			if code, _ := myErr(err); code != 1062 {
 				t.Fatalf("multi-statement text: err %v, want the server's 1062", err)
+			}
+		})
+	}
+}
+
+// TestOtherErrorsRelayed: a filled INSERT that fails on something else
+// (a duplicate in another unique column, an unknown column) gets the
+// server's error as it is, not retried, and the session goes on; on the
+// event loop and off it.
+func TestOtherErrorsRelayed(t *testing.T) {
+	for _, loops := range []bool{true, false} {
+		t.Run(fmt.Sprintf("loops=%v", loops), func(t *testing.T) {
+			backend, lf := explicitEnv(t, loops)
+			backend.Exec(t, "ALTER TABLE app.orders ADD UNIQUE KEY (v)")
+			db := lf.open(t, "app", map[string]string{"interpolateParams": "true"})
+			conn, err := db.Conn(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			ctx := context.Background()
+			before := lf.svc.Engine.Stats().DuplicateKeyRetries
+			for i := range 3 {
+				if _, err := conn.ExecContext(ctx, "INSERT INTO orders (v) VALUES ('same')"); i > 0 {
+					if code, _ := myErr(err); code != 1062 || !strings.Contains(err.Error(), "'same'") {
+						t.Fatalf("duplicate v: %v, want the server's 1062 on 'same'", err)
+					}
+				} else if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := conn.ExecContext(ctx, "INSERT INTO orders (nope) VALUES (1)"); err == nil {
+				t.Fatal("unknown column: no error")
+			}
+			if got := lf.svc.Engine.Stats().DuplicateKeyRetries - before; got != 0 {
+				t.Fatalf("%d retries for errors on other columns", got)
+			}
+			if n := scalar[int](t, conn, "SELECT COUNT(*) FROM orders"); n != 1 {
+				t.Fatalf("%d rows, want 1", n)
 			}
 		})
 	}

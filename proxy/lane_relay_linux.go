@@ -89,13 +89,19 @@ func (ln *lane) relayBackend(buf []byte) {
 			break
 		}
 		if ln.retrier != nil && !ln.cont {
-			if n > 0 && buf[pos+4] == 0xFF {
-				// RelayQueryOr's answer is an ERR: the goroutine decides
-				// whether to relay it or redo the statement (it may wait).
-				ln.bcarry = append(ln.bcarry[:0], buf[pos:]...)
-				ln.handOff(loopMsg{kind: hoResume, redo: ln.retrier, debt: loopBackoff}, ln.cin)
-				ln.retrier = nil
-				return
+			if n > 0 && n <= maxRetryErr && buf[pos+4] == 0xFF {
+				if len(buf)-pos-4 < n {
+					break // the whole ERR first
+				}
+				// RelayQueryOr's answer is an ERR: one its Retrier takes
+				// goes to the goroutine unrelayed (Redo may wait); any
+				// other is relayed here.
+				if e := parseErr(buf[pos+4 : pos+4+n]); ln.retrier.Retry(e.Code, e.Message) {
+					ln.bcarry = append(ln.bcarry[:0], buf[pos:]...)
+					ln.handOff(loopMsg{kind: hoResume, redo: ln.retrier, debt: loopBackoff}, ln.cin)
+					ln.retrier = nil
+					return
+				}
 			}
 			ln.retrier = nil
 		}
