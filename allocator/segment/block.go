@@ -19,9 +19,10 @@ const MaxBlock = 1 << 40
 // its k-th row.
 //
 // The block comes from the current segment when that has n IDs left (one
-// compare-and-swap, no store); otherwise the store hands out a range of
-// exactly n for this block alone (one fetch, as a segment fetch but with
-// its own size), and the double buffer stays as it was. Either way the
+// compare-and-swap, no store), else from the buffered next segment when
+// that has (it becomes current: takeNext); otherwise the store hands out a
+// range of exactly n for this block alone (one fetch, as a segment fetch
+// but with its own size), and the double buffer stays as it was. Either way the
 // IDs are this caller's alone and never handed out again. A dedicated
 // range is checked against the tag's high-water mark like a segment (a
 // store that moved back is refused, not served) and raises the marks the
@@ -41,6 +42,9 @@ func (a *Allocator) Block(ctx context.Context, tag string, n int64) (int64, erro
 		seg := t.cur.Load()
 		v := seg.next.Load()
 		if v >= seg.end || seg.end-v < n {
+			if a.takeNext(t, seg, n) {
+				continue
+			}
 			break
 		}
 		if seg.next.CompareAndSwap(v, v+n) {
@@ -54,6 +58,35 @@ func (a *Allocator) Block(ctx context.Context, tag string, n int64) (int64, erro
 		return 0, nonblock.ErrWouldBlock
 	}
 	return a.dedicated(ctx, t, n)
+}
+
+// takeNext is Block's way to the double buffer: when the current segment
+// seg cannot hold a block of n and the buffered next one can, the next
+// one becomes current, as when Next uses a segment up (what is left of
+// seg, fewer than n IDs, is dropped), so that blocks are served from the
+// buffer at memory speed while the loader keeps it filled. When nothing is
+// buffered and no fetch is under way (a tag used for blocks alone), it
+// starts the loader, so that later blocks find a segment. It reports
+// whether the current segment changed (the caller tries again).
+func (a *Allocator) takeNext(t *tagState, seg *segment, n int64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cur.Load() != seg {
+		return true
+	}
+	nx := t.next
+	if nx == nil {
+		if !t.loading && (t.unknown == nil || !a.opts.Clock().Before(t.unknownUntil)) {
+			a.startLoad(t)
+		}
+		return false
+	}
+	if nx.end-nx.next.Load() < n {
+		return false
+	}
+	t.cur.Store(nx)
+	t.next = nil
+	return true
 }
 
 // dedicated fetches a range of exactly n for t.

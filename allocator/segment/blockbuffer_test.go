@@ -1,0 +1,76 @@
+package segment
+
+import (
+	"context"
+	"testing"
+)
+
+// TestBlockTakesTheBufferedSegment: a block the current segment cannot
+// hold comes from the buffered next segment (which becomes current, no
+// store call), so that a client taking blocks is served at memory speed;
+// only a block no buffered segment can hold is fetched on its own. IDs
+// stay increasing: a single ID after the block follows it.
+func TestBlockTakesTheBufferedSegment(t *testing.T) {
+	ctx := context.Background()
+	st := newMemStore(map[string]int64{"t": 1000})
+	a := New(st, Options{WatchEvery: -1})
+	defer a.Close()
+	if id, err := a.Next(ctx, "t"); err != nil || id != 1 {
+		t.Fatalf("first ID %d, %v", id, err)
+	}
+	if first, err := a.Block(ctx, "t", 200); err != nil || first != 2 {
+		t.Fatalf("block from the current segment at %d, %v; want 2", first, err)
+	}
+	// Past 10% of the segment: the next one is fetched in the background.
+	waitFor(t, "the next segment buffered", func() bool { s, _ := a.Stats("t"); return s.NextReady })
+	next, _ := a.Stats("t")
+	first, err := a.Block(ctx, "t", 900) // 799 left in [1, 1001)
+	if err != nil || first != next.Next.Start {
+		t.Fatalf("block at %d, %v; want %d, the start of the buffered segment %+v", first, err, next.Next.Start, next.Next)
+	}
+	s, _ := a.Stats("t")
+	if s.Blocks != 0 || s.Current != next.Next {
+		t.Fatalf("after the block: %d ranges fetched for blocks, current %+v; want none and the buffered segment %+v current", s.Blocks, s.Current, next.Next)
+	}
+	if id, _ := a.Next(ctx, "t"); id != first+900 {
+		t.Fatalf("ID after the block %d, want %d", id, first+900)
+	}
+	// Larger than any buffered segment: a range of its own.
+	if _, err := a.Block(ctx, "t", 50_000); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := a.Stats("t"); s.Blocks != 1 {
+		t.Fatalf("%d ranges fetched for blocks, want 1", s.Blocks)
+	}
+}
+
+// TestBlocksAloneFillTheBuffer: a tag used for blocks alone gets its
+// double buffer too: the first block, with nothing buffered, is fetched on
+// its own and starts the loader; the next comes from the segment it loaded.
+func TestBlocksAloneFillTheBuffer(t *testing.T) {
+	ctx := context.Background()
+	st := newMemStore(map[string]int64{"u": 1000})
+	a := New(st, Options{WatchEvery: -1})
+	defer a.Close()
+	if _, err := a.Block(ctx, "u", 10); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a segment buffered", func() bool { s, _ := a.Stats("u"); return s.NextReady && !s.Loading })
+	if _, err := a.Block(ctx, "u", 10); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := a.Stats("u"); s.Blocks != 1 || s.Current.End == 0 {
+		t.Fatalf("%d ranges fetched for blocks (want 1), current segment %+v", s.Blocks, s.Current)
+	}
+	// Unknown tags start no loader over and over: the miss is remembered.
+	if _, err := a.Block(ctx, "nope", 10); err == nil {
+		t.Fatal("block of an unknown tag: no error")
+	}
+	fetches, _ := st.counts()
+	if _, err := a.Block(ctx, "nope", 10); err == nil {
+		t.Fatal("block of an unknown tag: no error")
+	}
+	if n, _ := st.counts(); n != fetches {
+		t.Fatalf("a remembered unknown tag was fetched again (%d fetches, was %d)", n, fetches)
+	}
+}
