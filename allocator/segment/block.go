@@ -22,7 +22,8 @@ const MaxBlock = 1 << 40
 // compare-and-swap, no store), else from the buffered next segment when
 // that has (it becomes current: takeNext); otherwise the store hands out a
 // range of exactly n for this block alone (one fetch, as a segment fetch
-// but with its own size), and the double buffer stays as it was. Either way the
+// but with its own size), above everything buffered, which is dropped
+// (dropBuffersBelow) so that later IDs are above the block. Either way the
 // IDs are this caller's alone and never handed out again. A dedicated
 // range is checked against the tag's high-water mark like a segment (a
 // store that moved back is refused, not served) and raises the marks the
@@ -137,8 +138,30 @@ func (a *Allocator) dedicated(ctx context.Context, t *tagState, n int64) (int64,
 		}
 		t.blockEnd = max(t.blockEnd, r.End)
 		t.blocks++
+		a.dropBuffersBelow(t, r.Start)
 		t.mu.Unlock()
 		return r.Start, nil
+	}
+}
+
+// dropBuffersBelow drops the buffered segments that lie below a block
+// fetched on its own from start on (all of them, unless another block
+// fetched later already replaced them), and starts loading a segment above
+// it at once: every ID handed out after the block is then above it, as a
+// native sequence's NEXTVAL after a block is, and AUTO_INCREMENT's key
+// after an INSERT ... SELECT. (A segment already on its way from the store
+// lies below the block too; the loader fetches again, see load.) t.mu
+// must be held.
+func (a *Allocator) dropBuffersBelow(t *tagState, start int64) {
+	if cur := t.cur.Load(); cur.end <= start && cur.next.Load() < cur.end {
+		cur.next.Store(cur.end)
+		t.cur.Store(newSegment(0, 0))
+	}
+	if t.next != nil && t.next.end <= start {
+		t.next = nil
+	}
+	if cur := t.cur.Load(); !t.loading && t.next == nil && cur.next.Load() >= cur.end {
+		a.startLoad(t)
 	}
 }
 

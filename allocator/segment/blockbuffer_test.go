@@ -74,3 +74,56 @@ func TestBlocksAloneFillTheBuffer(t *testing.T) {
 		t.Fatalf("a remembered unknown tag was fetched again (%d fetches, was %d)", n, fetches)
 	}
 }
+
+// TestIDsAfterABlockFollowIt: a segment fetch under way when a block is
+// fetched on its own gets the range below the block's, but may reach the
+// allocator after it: it is not served (fetched again), so the IDs handed
+// out after the block are above it, as a native sequence's NEXTVAL after
+// NEXTVAL('t', n) and AUTO_INCREMENT's key after an INSERT ... SELECT.
+func TestIDsAfterABlockFollowIt(t *testing.T) {
+	ctx := context.Background()
+	st := newMemStore(map[string]int64{"t": 100})
+	a := New(st, Options{WatchEvery: -1})
+	defer a.Close()
+	if _, err := a.Next(ctx, "t"); err != nil {
+		t.Fatal(err)
+	}
+	gate, hold := make(chan struct{}), make(chan struct{})
+	st.set(func(s *memStore) {
+		s.gate = gate
+		s.after = func(step int64) {
+			if step != 5000 {
+				<-hold // the segment fetch, with its range, waits
+			}
+		}
+	})
+	for range 20 { // past 10%: the next segment is fetched
+		if _, err := a.Next(ctx, "t"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gate <- struct{}{} // the segment fetch takes its range first
+	type res struct {
+		first int64
+		err   error
+	}
+	got := make(chan res, 1)
+	go func() {
+		first, err := a.Block(ctx, "t", 5000) // 79 left: a range of its own
+		got <- res{first, err}
+	}()
+	gate <- struct{}{}
+	r := <-got
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	st.set(func(s *memStore) { s.gate = nil })
+	close(hold)
+	id, err := a.Next(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id < r.first+5000 {
+		t.Fatalf("ID %d after the block [%d, %d)", id, r.first, r.first+5000)
+	}
+}
