@@ -162,7 +162,7 @@ func TestNextvalBlocksDisjoint(t *testing.T) {
 				var first, last int64
 				var err error
 				if rng.IntN(4) == 0 {
-					err = db.QueryRow("SELECT NEXTVAL('" + tag + "'), LASTVAL('" + tag + "')").Scan(&first, &last)
+					err = db.QueryRow("SELECT NEXTVAL('"+tag+"'), LASTVAL('"+tag+"')").Scan(&first, &last)
 					n = 1
 				} else {
 					err = db.QueryRow("SELECT NEXTVAL('"+tag+"', ?), LASTVAL('"+tag+"')", n).Scan(&first, &last)
