@@ -20,11 +20,13 @@ const MaxBlock = 1 << 40
 //
 // The block comes from the current segment when that has n IDs left (one
 // compare-and-swap, no store), else from the buffered next segment when
-// that has (it becomes current: takeNext); otherwise the store hands out a
-// range of exactly n for this block alone (one fetch, as a segment fetch
-// but with its own size), above everything buffered, which is dropped
-// (dropBuffersBelow) so that later IDs are above the block. Either way the
-// IDs are this caller's alone and never handed out again. A dedicated
+// that has (it becomes current: takeNext), else, when a segment of the
+// tag's current step would hold it, from the next segment once it arrives
+// (waiting as NEXTVAL waits when both buffers are empty); otherwise the
+// store hands out a range of exactly n for this block alone (one fetch, as
+// a segment fetch but with its own size), above everything buffered, which
+// is dropped (dropBuffersBelow) so that later IDs are above the block.
+// Either way the IDs are this caller's alone and never handed out again. A dedicated
 // range is checked against the tag's high-water mark like a segment (a
 // store that moved back is refused, not served) and raises the marks the
 // store watch compares with.
@@ -39,11 +41,23 @@ func (a *Allocator) Block(ctx context.Context, tag string, n int64) (int64, erro
 	if err != nil {
 		return 0, err
 	}
+	waited := false
 	for {
 		seg := t.cur.Load()
 		v := seg.next.Load()
 		if v >= seg.end || seg.end-v < n {
 			if a.takeNext(t, seg, n) {
+				continue
+			}
+			if !waited && n <= t.lastStep() {
+				// The next segment will hold the block: wait for it as
+				// NEXTVAL does (bounded, and only when nothing buffered
+				// can serve), rather than fetch a range of its own, which
+				// drops what the loader brings meanwhile.
+				waited = true
+				if err := a.advance(ctx, t, seg); err != nil {
+					return 0, err
+				}
 				continue
 			}
 			break
@@ -88,6 +102,13 @@ func (a *Allocator) takeNext(t *tagState, seg *segment, n int64) bool {
 	t.cur.Store(nx)
 	t.next = nil
 	return true
+}
+
+// lastStep is the size of t's last segment fetch (0 before the first).
+func (t *tagState) lastStep() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.step
 }
 
 // dedicated fetches a range of exactly n for t.

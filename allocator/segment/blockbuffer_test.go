@@ -127,3 +127,43 @@ func TestIDsAfterABlockFollowIt(t *testing.T) {
 		t.Fatalf("ID %d after the block [%d, %d)", id, r.first, r.first+5000)
 	}
 }
+
+// TestBlockWaitsForTheNextSegment: a block that the next segment will
+// hold waits for it when nothing buffered can serve it (as NEXTVAL waits
+// when both buffers are empty) instead of fetching a range of its own:
+// under load, ranges fetched for blocks would keep dropping the segments
+// the loader brings.
+func TestBlockWaitsForTheNextSegment(t *testing.T) {
+	ctx := context.Background()
+	st := newMemStore(map[string]int64{"t": 100})
+	a := New(st, Options{WatchEvery: -1})
+	defer a.Close()
+	if _, err := a.Next(ctx, "t"); err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	st.set(func(s *memStore) { s.gate = gate })
+	if first, err := a.Block(ctx, "t", 50); err != nil || first != 2 {
+		t.Fatalf("block at %d, %v", first, err)
+	}
+	waitFor(t, "the next segment's fetch at the gate", func() bool {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		return st.inflight == 1
+	})
+	got := make(chan int64, 1)
+	go func() {
+		first, err := a.Block(ctx, "t", 80) // 49 left
+		if err != nil {
+			t.Error(err)
+		}
+		got <- first
+	}()
+	gate <- struct{}{}
+	if first := <-got; first != 101 {
+		t.Fatalf("block at %d, want 101: the start of the next segment", first)
+	}
+	if s, _ := a.Stats("t"); s.Blocks != 0 {
+		t.Fatalf("%d ranges fetched for blocks, want none", s.Blocks)
+	}
+}
