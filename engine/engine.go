@@ -1,6 +1,7 @@
 // Package engine executes the rewriter's plans inside proxy sessions: it is
 // the proxy.Interceptor that answers NEXTVAL/LASTVAL selects from the
-// allocator, splices generated IDs into INSERT/REPLACE/UPDATE text, and
+// allocator (also blocks, NEXTVAL('t', n), and LEAFPROXY_DECODE: see
+// seqcalls.go), splices generated IDs into INSERT/REPLACE/UPDATE text, and
 // gives prepared statements fresh IDs at every EXECUTE.
 //
 // Plan once, execute a small plan: the rewriter says "N IDs of tag T at
@@ -81,9 +82,13 @@ type state struct {
 	names   []string
 	one     []int64 // scratch for single draws
 	vals    []int64
-	offs    []int // scratch for execute rewriting
-	idents  []rewriter.SeqName
-	cols    colMemo // the last table checkKeys found in the column cache
+	calls   []rewriter.Call // a prepared Sequence plan's calls with bound arguments
+	// decoded, decodedRows: LEAFPROXY_DECODE's row (scratch)
+	decoded     []proxy.Value
+	decodedRows [1][]proxy.Value
+	offs        []int // scratch for execute rewriting
+	idents      []rewriter.SeqName
+	cols        colMemo // the last table checkKeys found in the column cache
 	// pending: LASTVALs a numbered statement left in its counters
 	// (numbered.go), read when asked for.
 	pending map[string]pendingLast
@@ -180,6 +185,9 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 	case rewriter.Numbered:
 		return e.runNumbered(ctx, s, st, &plan, text)
 	case rewriter.Sequence:
+		if len(plan.Calls) == 1 && plan.Calls[0].Func == rewriter.Decode {
+			return true, e.decode(ctx, s, st, plan.Calls[0], false)
+		}
 		if err := st.evalCalls(ctx, e, plan.Calls); err != nil {
 			return false, err
 		}
@@ -295,7 +303,8 @@ func (st *state) trim() {
 	}
 }
 
-// evalCalls computes a Sequence plan's row left to right into st.row.
+// evalCalls computes a Sequence plan's row left to right into st.row
+// (the calls' arguments bound: see bindCallArgs).
 func (st *state) evalCalls(ctx context.Context, e *Engine, calls []rewriter.Call) error {
 	if proxy.MustNotBlock(ctx) {
 		for _, c := range calls {
@@ -325,6 +334,18 @@ func (st *state) evalCalls(ctx context.Context, e *Engine, calls []rewriter.Call
 		switch c.Func {
 		case rewriter.Next:
 			tag := st.own(c.Tag)
+			if c.N > 1 {
+				// NEXTVAL('tag', n): the first of n consecutive IDs,
+				// LASTVAL the last.
+				first, err := e.block(ctx, tag, c.N)
+				if err != nil {
+					return err
+				}
+				st.setLast(tag, first+c.N-1)
+				st.vals = append(st.vals, first)
+				st.row = append(st.row, &st.vals[len(st.vals)-1])
+				continue
+			}
 			got, err := e.ids.NextN(ctx, tag, 1, st.one[:0])
 			if err != nil {
 				return fmt.Errorf("NEXTVAL(%s): %w", tag, err)

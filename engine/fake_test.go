@@ -14,12 +14,15 @@ import (
 // the engine relays and answers, and serves information_schema lookups
 // from columns (table -> column name -> DATA_TYPE).
 type fakeSession struct {
-	value   any
-	db      string
-	columns map[string][][2]string
-	relayed []string
-	wrote   [][][]*int64
-	backend []string
+	value    any
+	db       string
+	columns  map[string][][2]string
+	relayed  []string
+	wrote    [][][]*int64
+	typed    [][][]proxy.Value // WriteRows / WriteBinaryRows
+	cols     [][]proxy.Column
+	prepared []string // texts prepared on the backend (statement id = index+1)
+	backend  []string
 }
 
 var _ Session = (*fakeSession)(nil)
@@ -56,8 +59,9 @@ func (f *fakeSession) RelayQueryInfile(sql []byte, t proxy.InfileTransformer) er
 func (f *fakeSession) WriteOK(uint64, uint64, uint16) error           { return nil }
 func (f *fakeSession) WriteError(uint16, string, string) error        { return nil }
 func (f *fakeSession) ExecuteResult([]byte) (proxy.ExecResult, error) { return proxy.ExecResult{}, nil }
-func (f *fakeSession) RelayPrepare([]byte) (proxy.PrepareResult, error) {
-	return proxy.PrepareResult{}, nil
+func (f *fakeSession) RelayPrepare(sql []byte) (proxy.PrepareResult, error) {
+	f.prepared = append(f.prepared, string(sql))
+	return proxy.PrepareResult{OK: true, StmtID: uint32(len(f.prepared))}, nil
 }
 func (f *fakeSession) RelayPrepareHidden([]byte, []int, int) (proxy.PrepareResult, error) {
 	return proxy.PrepareResult{}, nil
@@ -68,6 +72,18 @@ func (f *fakeSession) WriteResultSet(_ []string, rows [][]*int64) error {
 }
 func (f *fakeSession) WriteBinaryResultSet(cols []string, rows [][]*int64) error {
 	return f.WriteResultSet(cols, rows)
+}
+func (f *fakeSession) WriteRows(cols []proxy.Column, rows [][]proxy.Value) error {
+	var copied [][]proxy.Value
+	for _, r := range rows {
+		copied = append(copied, append([]proxy.Value(nil), r...))
+	}
+	f.typed = append(f.typed, copied)
+	f.cols = append(f.cols, cols)
+	return nil
+}
+func (f *fakeSession) WriteBinaryRows(cols []proxy.Column, rows [][]proxy.Value) error {
+	return f.WriteRows(cols, rows)
 }
 func (f *fakeSession) BackendQuery(_ context.Context, sql string) ([][]*string, error) {
 	f.backend = append(f.backend, sql)

@@ -14,6 +14,7 @@ type prepared struct {
 	sql    string
 	plan   rewriter.Plan
 	cols   []string  // Sequence plans: column names
+	args   int       // Sequence plans: calls whose argument is a ? (bound at each EXECUTE)
 	params *paramMap // Rewrite plans: the backend's parameters vs the client's
 	// Numbered plans (numbered_prepared.go): the count statement's backend
 	// id, the client's parameter types last bound, and whether long data
@@ -52,11 +53,28 @@ func (e *Engine) prepare(ctx context.Context, s Session, sql []byte) (bool, erro
 	case rewriter.PassThrough:
 		return false, nil
 	case rewriter.Sequence:
+		for _, c := range plan.Calls {
+			if c.ArgParam > 0 {
+				p.args++
+			}
+		}
+		if len(plan.Calls) == 1 && plan.Calls[0].Func == rewriter.Decode {
+			backendText = decodeBackendText(p.args > 0)
+			break
+		}
 		backendText = append(backendText, "SELECT "...)
 		for i, c := range plan.Calls {
 			p.cols = append(p.cols, c.Name)
 			if i > 0 {
 				backendText = append(backendText, ", "...)
+			}
+			if c.ArgParam > 0 {
+				// The client's ? (a block size), so that the statement
+				// takes as many parameters as the client binds.
+				backendText = append(backendText, "CAST(0*? AS SIGNED) AS `"...)
+				backendText = append(backendText, strings.ReplaceAll(c.Name, "`", "``")...)
+				backendText = append(backendText, '`')
+				continue
 			}
 			backendText = append(backendText, "CAST(0 AS SIGNED) AS `"...)
 			backendText = append(backendText, strings.ReplaceAll(c.Name, "`", "``")...)
@@ -106,7 +124,15 @@ func (e *Engine) execute(ctx context.Context, s Session, stmtID uint32, pkt []by
 			return false, &notSupportedError{msg: "leafproxy: a cursor (COM_STMT_EXECUTE flags " + strconv.Itoa(int(pkt[5])) +
 				") on a NEXTVAL/LASTVAL statement is not supported; execute it without a cursor (e.g. JDBC useCursorFetch=false)"}
 		}
-		if err := st.evalCalls(ctx, e, p.plan.Calls); err != nil {
+		calls, err := st.bindCallArgs(p, pkt)
+		p.long = false // the server drops long data after an execute
+		if err != nil {
+			return false, err
+		}
+		if len(calls) == 1 && calls[0].Func == rewriter.Decode {
+			return true, e.decode(ctx, s, st, calls[0], true)
+		}
+		if err := st.evalCalls(ctx, e, calls); err != nil {
 			return false, err
 		}
 		st.rows[0] = st.row
@@ -157,7 +183,7 @@ func (e *Engine) bulkExecute(ctx context.Context, s Session, stmtID uint32, pkt 
 // parameter's value will not be in the next execute packet.
 func (e *Engine) sendLongData(s Session, stmtID uint32, pkt []byte) {
 	_, p := planned(s, stmtID)
-	if p != nil && p.plan.Kind == rewriter.Numbered {
+	if p != nil && (p.plan.Kind == rewriter.Numbered || p.plan.Kind == rewriter.Sequence) {
 		p.long = true
 		return
 	}

@@ -59,6 +59,10 @@ type Session interface {
 	WriteError(code uint16, sqlState, msg string) error
 	WriteResultSet(cols []string, rows [][]*int64) error
 	WriteBinaryResultSet(cols []string, rows [][]*int64) error
+	// WriteRows and WriteBinaryRows answer with typed columns
+	// (LEAFPROXY_DECODE's row).
+	WriteRows(cols []proxy.Column, rows [][]proxy.Value) error
+	WriteBinaryRows(cols []proxy.Column, rows [][]proxy.Value) error
 }
 
 var _ Session = (*proxy.Session)(nil)

@@ -12,8 +12,8 @@
 // commands), relay.go (the one response walker), infile.go (a LOCAL INFILE
 // file through an interceptor's transformer), seams.go (the Interceptor
 // contract and the Session methods it uses), backendstmt.go (statements the
-// proxy runs on the backend for an interceptor), resultsets.go (result sets
-// the proxy writes itself), extparams.go (statements with parameters the
+// proxy runs on the backend for an interceptor), resultsets.go and
+// resultrows.go (result sets the proxy writes itself), extparams.go (statements with parameters the
 // client does not see), compress.go, keyword.go, packet.go, rawio.go (plain sockets read and written with raw system calls
 // inside the netpoller: fewer context switches; LEAFPROXY_RAWIO=0 turns it
 // off), tls.go, membudget.go.
@@ -129,10 +129,12 @@
 //     execute packet), ExecuteResult (an execute or bulk execute without
 //     relaying, then WriteOK), WriteOK, WriteError, WriteResultSet (text
 //     BIGINT columns), WriteTextResultSet (text VARCHAR columns, for the
-//     proxy's own SHOW statements) or WriteBinaryResultSet (binary
+//     proxy's own SHOW statements), WriteBinaryResultSet (binary
 //     protocol, for an execute the proxy answers itself; prepare a
 //     same-shaped statement on the backend, e.g. `SELECT 0 AS nextval`, so
-//     the client's metadata matches);
+//     the client's metadata matches), or WriteRows / WriteBinaryRows
+//     (typed columns: BIGINT, INT, VARCHAR, DATETIME(3), with NULLs; text
+//     and binary protocol, resultrows.go);
 //   - or returns an error before writing anything: a *mysql.MyError (go-mysql)
 //     or an SQLError goes to the client as that ERR packet, any other error as
 //     ERR 1105; the session stays usable.

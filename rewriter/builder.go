@@ -317,6 +317,13 @@ func (b *builder) statement(raw, start, end int, first token) error {
 		if c.fn == Set {
 			return errorf(CodeNotSupported, "%s is only answered in a SELECT of sequence calls alone, e.g. SELECT SETVAL('%s', 1000)", b.sql[c.start:c.end], c.tag)
 		}
+		if c.fn == Decode {
+			return errorf(CodeNotSupported, "%s is only answered as a statement of its own: SELECT LEAFPROXY_DECODE('%s', id)", b.sql[c.start:c.end], c.tag)
+		}
+		if c.block {
+			return errorf(CodeNotSupported, "%s (a block of IDs) is only answered in a SELECT of sequence calls alone, e.g. SELECT NEXTVAL('%s', 100); "+
+				"where a value goes into a row, use NEXTVAL('%s'): one fresh ID per row", b.sql[c.start:c.end], c.tag, c.tag)
+		}
 	}
 
 	if hasRule && len(b.calls) == 0 && !b.noFast && b.fastInsert(start, end, rule, db, table) {
@@ -417,7 +424,7 @@ func (b *builder) statement(raw, start, end int, first token) error {
 		if s.consumed[i] {
 			continue
 		}
-		s.b.edits = append(s.b.edits, edit{start: c.start, end: c.end, tag: c.tag, post: s.alias[i]})
+		s.b.edits = append(s.b.edits, edit{start: c.start, end: c.end, tag: c.tag})
 	}
 	s.wrapFirstKey()
 	return nil
@@ -425,7 +432,7 @@ func (b *builder) statement(raw, start, end int, first token) error {
 
 // noteCall records how c names its sequence (Plan.Idents, StringCalls).
 func (b *builder) noteCall(c seqCall) {
-	if !c.ident {
+	if !c.ident || c.fn == Decode {
 		b.strCalls = true
 		return
 	}

@@ -37,7 +37,8 @@ func startsAny(sql string) bool {
 	return false
 }
 
-// hasSeqCall reports whether sql may hold a sequence call. Every call form
+// hasSeqCall reports whether sql may hold a sequence call
+// (LEAFPROXY_DECODE included). Every other call form
 // contains "val" in some case: NEXTVAL(, LASTVAL( and SETVAL( have it after
 // "next" / "last" / "set", NEXT VALUE FOR and PREVIOUS VALUE FOR have the word VALUE followed
 // (past whitespace, comments and executable-comment markers) by FOR. So a
@@ -47,6 +48,27 @@ func startsAny(sql string) bool {
 // answers false for a text with a call. IndexByte is vectorised but costs
 // a call per hit, so each of 'v' and 'V' is searched for only once per hit.
 func hasSeqCall(sql string) bool {
+	return hasValCall(sql) || hasDecode(sql)
+}
+
+// hasDecode reports whether sql may hold a LEAFPROXY_DECODE call: the word
+// in any case somewhere (quote-blind, like hasValCall).
+func hasDecode(sql string) bool {
+	for i := strings.IndexByte(sql, '_'); i >= 0; {
+		if i >= 9 && i+7 <= len(sql) && sqltext.EqualFold(sql[i-9:i+7], "LEAFPROXY_DECODE") {
+			return true
+		}
+		j := strings.IndexByte(sql[i+1:], '_')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return false
+}
+
+// hasValCall is hasSeqCall for the calls with "val" in their name.
+func hasValCall(sql string) bool {
 	lo, up := strings.IndexByte(sql, 'v'), strings.IndexByte(sql, 'V')
 	for lo >= 0 || up >= 0 {
 		var i int

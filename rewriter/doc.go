@@ -12,8 +12,9 @@
 //	case err != nil: // *rewriter.Error: send ERR(Code(), SQLState(), Error()); send nothing to the backend
 //	case p.Kind == rewriter.PassThrough: // relay sql unchanged
 //	case p.Kind == rewriter.Sequence: // one row: for each p.Calls[i], a BIGINT column named Calls[i].Name
-//	    // with NEXTVAL (Func Next) or the session's LASTVAL (Func Last, NULL before the first) of Calls[i].Tag,
-//	    // evaluated left to right
+//	    // with NEXTVAL (Func Next; with N > 1 the first of a block of N consecutive IDs, LASTVAL then
+//	    // the last), the session's LASTVAL (Func Last, NULL before the first) or SETVAL's value of
+//	    // Calls[i].Tag, evaluated left to right; or, for a lone Func Decode, LEAFPROXY_DECODE's row
 //	case p.Kind == rewriter.Rewrite:
 //	    // for each p.Tags[i]: batches[i] = allocator.NextN(Tags[i].Tag, Tags[i].N) (ascending)
 //	    ids, _ := p.AssignIDs(ids[:0], batches) // ids[j] belongs to p.Slots[j]
@@ -33,7 +34,8 @@
 // Slots[i].Param (a BIGINT), the client's values at the other indexes in
 // order. A plan whose Params != ClientParams+len(Slots) must not be used.
 // A Sequence plan from PlanPrepare is answered by the proxy at each
-// EXECUTE.
+// EXECUTE; a call whose ArgParam is k takes its block size or ID from the
+// k-th parameter of each EXECUTE (check a block size with CheckBlock).
 //
 // The zero Plan is PassThrough, and a Plan is tied to the exact text it
 // was made from. Plans are read-only once returned and safe to share.
@@ -52,12 +54,18 @@
 // in the text, is lexed). Otherwise a quote- and
 // comment-aware lexer (honouring ANSI_QUOTES and NO_BACKSLASH_ESCAPES)
 // splits the text into statements at ';' and finds sequence calls:
-// NEXTVAL(x), LASTVAL(x), NEXT VALUE FOR x, PREVIOUS VALUE FOR x, where x is
-// a string, an identifier (backquoted or, under ANSI_QUOTES, double-quoted)
-// or a qualified name of which only the last part is the tag.
+// NEXTVAL(x), NEXTVAL(x, n), LASTVAL(x), NEXT VALUE FOR x, PREVIOUS VALUE
+// FOR x, SETVAL(x, n, ...), LEAFPROXY_DECODE(x, id), where x is a string,
+// an identifier (backquoted or, under ANSI_QUOTES, double-quoted) or a
+// qualified name of which only the last part is the tag. (The filter also
+// lets every text with the word LEAFPROXY_DECODE through.)
 //
 // A text that is exactly `SELECT call [[AS] alias], ... [FROM DUAL] [;]` is
-// a Sequence plan, recognised without the parser.
+// a Sequence plan, recognised without the parser. NEXTVAL(x, n), a block
+// of n consecutive IDs, takes n as an integer literal from 1 to MaxBlock
+// or (PlanPrepare) a ?; anything else is error 1210. LEAFPROXY_DECODE(x,
+// id) must be the select's only item, without an alias (1235 otherwise);
+// its id is an integer, a string holding one, or (PlanPrepare) a ?.
 //
 // An INSERT / REPLACE into a rule table of the common ORM shape,
 // `INSERT [IGNORE] [INTO] [db.]t (col, ...) VALUES|VALUE (...), ...
@@ -84,14 +92,17 @@
 // NEXTVAL becomes one fresh ID per occurrence where it is evaluated once:
 // in INSERT / REPLACE VALUES rows and SET lists, in ON DUPLICATE KEY UPDATE
 // of a one-row INSERT, in SET @v = ..., and in the select list of a SELECT
-// without FROM / WHERE / GROUP BY / HAVING (where
-// `AS `+"`"+`NEXTVAL(...)`+"`"+` keeps MariaDB's column name). In UPDATE ...
+// without FROM / WHERE / GROUP BY / HAVING (where an item holding a call
+// and no alias is aliased with its own text, `+"`"+`NEXTVAL('t') + 1`+"`"+`,
+// the column name MariaDB gives it, which the spliced number would
+// change). In UPDATE ...
 // SET and in the select lists of INSERT ... SELECT it takes one value per
 // row: a Numbered plan (numbered.go). Anywhere else (a SELECT over a table,
 // a subquery, WHERE, DELETE) it is an error (1235): one spliced value would
 // repeat for many rows. LASTVAL is only answered in a Sequence plan;
-// elsewhere it is error 1235. A tag passed as a parameter, NEXTVAL(?), is
-// error 1235. Calls in CREATE / ALTER statements (a column's DEFAULT
+// elsewhere it is error 1235, as are a block NEXTVAL(x, n) (one block
+// cannot be one value per row) and LEAFPROXY_DECODE. A tag passed as a
+// parameter, NEXTVAL(?), is error 1235. Calls in CREATE / ALTER statements (a column's DEFAULT
 // NEXTVAL(s)) name MariaDB's own sequences and pass through. How each call
 // names its sequence (a string, or an identifier that may be a native
 // SEQUENCE) is in Call.Ident / Plan.Idents (SequenceNames reads it from a

@@ -329,7 +329,7 @@ func TestParserPanic(t *testing.T) {
 // lone INSERT (firstInsert): the builder reads the table and looks its
 // rule up itself, as before that shortcut.
 func planNoFirst(sql string, env *Env, prepared bool) (Plan, error) {
-	p, done, seq, _, err := quickPlan(sql, env, nil)
+	p, done, seq, _, err := quickPlan(sql, env, nil, prepared)
 	if done {
 		return p, err
 	}

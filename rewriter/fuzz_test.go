@@ -95,6 +95,10 @@ func FuzzSequence(f *testing.F) {
 		"INSERT INTO orders (name) VALUES ('a'), (NEXTVAL(b)) RETURNING id, name",
 		"REPLACE orders SET name = NEXT VALUE FOR b /*! RETURNING id */",
 		"INSERT INTO orders (id) VALUES (NULL) RETURNING NEXTVAL('a')",
+		"SELECT NEXTVAL('a', 1000), NEXTVAL(b, ?) x",
+		"SELECT LEAFPROXY_DECODE('a', '-12') FROM DUAL",
+		"SELECT NEXTVAL('a') + 1, (NEXT VALUE FOR b) ''",
+		"SELECT CONCAT(NEXTVAL('a'), ',') AS ``, NEXTVAL('a') = ``",
 	} {
 		for m := range uint8(4) {
 			f.Add(s, m)

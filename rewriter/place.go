@@ -14,10 +14,9 @@ type stmtPlan struct {
 	start int    // offset of text in the whole sql
 	text  string // the statement's original text
 	// per call of b.calls: placed where an ID can go; consumed as a key
-	// value; alias text to append (select items without an alias)
+	// value
 	placed   []bool
 	consumed []bool
-	alias    []string
 	first    int // index into b.edits of this statement's first edit
 }
 
@@ -35,13 +34,13 @@ func (s *stmtPlan) callAt(pos int) int {
 // placeCalls marks the calls that sit where one value per occurrence is
 // right: INSERT rows and SET lists, ON DUPLICATE KEY UPDATE of a one-row
 // INSERT, UPDATE ... SET, SET @v = ..., and the select list of a SELECT
-// without FROM. Subqueries are never such a place.
+// without FROM (whose items keep their names, see nameItem). Subqueries
+// are never such a place.
 func (s *stmtPlan) placeCalls(stmt ast.StmtNode) {
 	if len(s.b.calls) == 0 {
 		return
 	}
 	s.consumed = make([]bool, len(s.b.calls))
-	s.alias = make([]string, len(s.b.calls))
 	v := placer{s: s}
 	switch n := stmt.(type) {
 	case *ast.InsertStmt:
@@ -74,21 +73,99 @@ func (s *stmtPlan) placeCalls(stmt ast.StmtNode) {
 				continue
 			}
 			f.Expr.Accept(&v)
-			// MariaDB names the column after the call's text; keep that
-			// name now that the call becomes a number.
-			if _, bare := f.Expr.(ast.ValueExpr); !bare {
-				continue
-			}
-			if i := s.callAt(f.Expr.OriginTextPosition()); i >= 0 {
-				c := s.b.calls[i]
-				l := lexer{s: s.b.sql, pos: c.end, mode: s.b.env.Mode}
-				if t := l.next(); l.is(t, "AS") || l.isAlias(t) {
-					continue
-				}
-				s.alias[i] = " AS `" + strings.ReplaceAll(s.b.sql[c.start:c.end], "`", "``") + "`"
+			if f.AsName.O == "" {
+				s.nameItem(s.start + f.Offset)
 			}
 		}
 	}
+}
+
+// nameItem keeps the name MariaDB gives the select item starting at
+// offset from (which has no alias) when the item holds a call: the item's
+// text exactly as written, which the server would no longer see once the
+// call is a number (`SELECT NEXTVAL('t') + 1` must not come back as a
+// column named `1001 + 1`). The item is aliased with that text; the
+// server shortens a long alias as it shortens a long item's text.
+func (s *stmtPlan) nameItem(from int) {
+	end, aliased := s.itemEnd(from)
+	if aliased {
+		return // an empty alias, which the parser reports as none
+	}
+	calls := s.b.calls
+	i := sort.Search(len(calls), func(i int) bool { return calls[i].start >= from })
+	if i == len(calls) || calls[i].start >= end {
+		return // no call: the server names it as written
+	}
+	name := s.b.sql[from:end]
+	s.b.edits = append(s.b.edits, edit{start: end, end: end, slot: -1, pre: " AS `" + strings.ReplaceAll(name, "`", "``") + "`"})
+}
+
+// itemEnd returns where the select item starting at offset from ends: at
+// the end of its last token before a ',' or ')' outside its parentheses,
+// a word that ends the select list (FROM, INTO, LIMIT, ...) or the end of
+// the statement. Sequence calls are read whole (NEXT VALUE FOR t).
+// aliased: the item ends with an alias after all, an empty one: AS and
+// an empty quoted name or string, or an empty quoted name or string after
+// an operand.
+func (s *stmtPlan) itemEnd(from int) (end int, aliased bool) {
+	// Lex from the statement's start, so that the lexer knows whether the
+	// item lies inside an executable comment.
+	l := lexer{s: s.b.sql[:s.start+len(s.text)], pos: s.start, mode: s.b.env.Mode}
+	t := l.next()
+	for t.kind != tEOF && t.start < from {
+		t = l.next()
+	}
+	end = from
+	depth := 0
+	var prev, last, beforeLast token // the last two tokens at depth 0
+	for ; t.kind != tEOF; t = l.next() {
+		if c, ok := l.call(t, prev); ok {
+			end = c.end
+			prev = token{kind: tWord, start: c.start, end: c.end}
+			if depth == 0 {
+				beforeLast, last = last, prev
+			}
+			continue
+		}
+		switch {
+		case l.isPunct(t, '('):
+			depth++
+		case l.isPunct(t, ')'):
+			if depth == 0 {
+				return end, emptyAlias(&l, beforeLast, last)
+			}
+			depth--
+		case depth > 0:
+		case l.isPunct(t, ',') || l.isPunct(t, ';') || t.kind == tWord && l.endsSelectList(t):
+			return end, l.is(t, "AS") || emptyAlias(&l, beforeLast, last)
+		}
+		end, prev = t.end, t
+		if depth == 0 || l.isPunct(t, '(') && depth == 1 {
+			beforeLast, last = last, t
+		}
+	}
+	return end, emptyAlias(&l, beforeLast, last)
+}
+
+// emptyAlias reports an item whose last token is an empty quoted name or
+// string after an operand, not after an operator: MariaDB takes it as an
+// empty alias.
+func emptyAlias(l *lexer, before, last token) bool {
+	if (last.kind != tQuoted && last.kind != tString) || last.end-last.start != 2 {
+		return false
+	}
+	return before.kind != tPunct || l.isPunct(before, ')')
+}
+
+// endsSelectList reports a word that cannot continue a select item without
+// an alias: a clause keyword (FROM, INTO, ...) or AS.
+func (l *lexer) endsSelectList(t token) bool {
+	for _, w := range notAlias {
+		if l.is(t, w) {
+			return true
+		}
+	}
+	return l.is(t, "PROCEDURE")
 }
 
 // placer marks calls found in an expression, not entering subqueries.

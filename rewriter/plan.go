@@ -14,7 +14,8 @@ const (
 	// PassThrough: send the text to the backend unchanged.
 	PassThrough Kind = iota
 	// Sequence: answer the text in the proxy, one row with one BIGINT
-	// column per Plan.Calls entry; nothing goes to the backend.
+	// column per Plan.Calls entry (LEAFPROXY_DECODE, always alone: its
+	// own row); nothing goes to the backend.
 	Sequence
 	// Rewrite: draw Plan.Tags IDs, then send Plan.Render's text.
 	Rewrite
@@ -264,7 +265,7 @@ func (pl *Planner) PlanQuery(sql string, env *Env) (Plan, error) {
 // planWith plans with or without the fast path (fast.go); fastHits is the
 // number of statements the fast path planned.
 func planWith(sql string, env *Env, prepared, fast bool) (p Plan, fastHits int, err error) {
-	p, done, seq, first, err := quickPlan(sql, env, nil)
+	p, done, seq, first, err := quickPlan(sql, env, nil, prepared)
 	if done {
 		return p, 0, err
 	}
@@ -279,7 +280,7 @@ func (pl *Planner) planWith(sql string, env *Env, prepared, fast bool) (p Plan, 
 		}
 	}
 	clear(pl.calls[:cap(pl.calls)]) // they hold strings of the last text
-	p, done, seq, first, err := quickPlan(sql, env, pl.calls[:0])
+	p, done, seq, first, err := quickPlan(sql, env, pl.calls[:0], prepared)
 	if done {
 		if p.Calls != nil && cap(p.Calls) <= 64 {
 			pl.calls = p.Calls
@@ -297,7 +298,7 @@ func (pl *Planner) planWith(sql string, env *Env, prepared, fast bool) (p Plan, 
 // plan, or the hot NEXTVAL select. seq says the text may hold a sequence
 // call (false: it holds none); first is what was read of a lone INSERT on
 // a rule table (see firstInsert).
-func quickPlan(sql string, env *Env, calls []Call) (p Plan, done, seq bool, first firstInsert, err error) {
+func quickPlan(sql string, env *Env, calls []Call, prepared bool) (p Plan, done, seq bool, first firstInsert, err error) {
 	seq = hasSeqCall(sql)
 	if !seq && !startsAny(sql) {
 		return Plan{}, true, seq, first, nil // nothing to plan
@@ -313,7 +314,7 @@ func quickPlan(sql string, env *Env, calls []Call) (p Plan, done, seq bool, firs
 			return Plan{}, false, seq, first, nil // an INSERT, not a SELECT
 		}
 	}
-	calls, ok, err := matchSequenceSelect(sql, env.Mode, calls)
+	calls, ok, err := matchSequenceSelect(sql, env.Mode, calls, prepared)
 	if err != nil {
 		return Plan{}, true, seq, first, err
 	}

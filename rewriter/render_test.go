@@ -88,7 +88,7 @@ func TestRewrite(t *testing.T) {
 		{"nextval set var", "SET @x = NEXTVAL('s')", Mode{}, "SET @x = 1001"},
 		{"nextval with comment inside", "INSERT INTO t VALUES (NEXTVAL(/* c */ 's' -- d\n))", Mode{}, "INSERT INTO t VALUES (1001)"},
 		{"nextval mixed select", "SELECT NEXTVAL('a'), NOW()", Mode{}, "SELECT 1001 AS `NEXTVAL('a')`, NOW()"},
-		{"nextval select expression", "SELECT NEXTVAL('a')%2, NEXTVAL(b)x", Mode{}, "SELECT 1001%2, 1002 x"},
+		{"nextval select expression", "SELECT NEXTVAL('a')%2, NEXTVAL(b)x", Mode{}, "SELECT 1001%2 AS `NEXTVAL('a')%2`, 1002 x"},
 		{"nextval select alias limit", "SELECT NEXTVAL('a') AS id LIMIT 1", Mode{}, "SELECT 1001 AS id LIMIT 1"},
 		{"nextval select in multi", "SELECT NEXTVAL('a'); SELECT 1", Mode{}, "SELECT 1001 AS `NEXTVAL('a')`; SELECT 1"},
 		{"nextval ansi", `INSERT INTO t VALUES (NEXTVAL("s"), "x")`, ansi, `INSERT INTO t VALUES (1001, "x")`},

@@ -1,11 +1,5 @@
 package rewriter
 
-import (
-	"strconv"
-
-	"github.com/leafproxy/leafproxy/internal/sqltext"
-)
-
 // Func is a sequence function.
 type Func uint8
 
@@ -19,7 +13,13 @@ const (
 	// next NEXTVAL is above n (at least n when is_used is 0), as MariaDB's
 	// SETVAL; the call's value is n.
 	Set
+	// Decode is LEAFPROXY_DECODE(tag, id): what the ID is made of under
+	// the tag's generator (a row of several columns, answered alone).
+	Decode
 )
+
+// MaxBlock is the largest block NEXTVAL('tag', n) reserves at once.
+const MaxBlock = 1_000_000
 
 func (f Func) String() string {
 	switch f {
@@ -29,6 +29,8 @@ func (f Func) String() string {
 		return "LASTVAL"
 	case Set:
 		return "SETVAL"
+	case Decode:
+		return "LEAFPROXY_DECODE"
 	}
 	return "?"
 }
@@ -51,6 +53,26 @@ type Call struct {
 	// SEQUENCE; DB is its qualifier ("" when unqualified).
 	Ident bool
 	DB    string
+	// N (Next only): NEXTVAL('tag', n) reserves a block of n consecutive
+	// IDs and its value is the first (LASTVAL the last); 0 for
+	// NEXTVAL('tag'), one ID. Checked to be 1 to MaxBlock.
+	N int64
+	// ID (Decode only): the ID to take apart.
+	ID int64
+	// ArgParam (Next with a block, Decode; prepared plans only): the
+	// numeric argument (n, id) is a ? marker, the ArgParam-th of the
+	// statement (from 1), bound at each EXECUTE; N or ID is then 0. 0
+	// when the argument is written in the text.
+	ArgParam int
+}
+
+// CheckBlock reports a block size NEXTVAL('tag', n) does not take, as
+// error 1210: n must be 1 to MaxBlock. For a size bound at EXECUTE.
+func CheckBlock(n int64) error {
+	if n < 1 || n > MaxBlock {
+		return errorf(CodeWrongArguments, "Incorrect arguments to NEXTVAL: a block of %d IDs; the size must be 1 to %d", n, MaxBlock)
+	}
+	return nil
 }
 
 // SeqName is a sequence named by an identifier in a statement: a proxy tag
@@ -74,6 +96,12 @@ type seqCall struct {
 	// ident, qual: see Call.Ident and Call.DB.
 	ident bool
 	qual  string
+	// block: NEXTVAL with a second argument; arg and argParam: that
+	// argument or LEAFPROXY_DECODE's id (argErr says why it is not one
+	// the proxy can run).
+	block    bool
+	arg      int64
+	argParam bool
 }
 
 // call recognises a sequence call starting at word token t (prev is the
@@ -100,6 +128,8 @@ func (l *lexer) callBody(t token) (seqCall, bool) {
 		c.fn, parens = Last, true
 	case l.is(t, "SETVAL"):
 		c.fn, parens = Set, true
+	case l.is(t, "LEAFPROXY_DECODE"):
+		c.fn, parens = Decode, true
 	case l.is(t, "NEXT"):
 		c.fn = Next
 	case l.is(t, "PREVIOUS"):
@@ -144,112 +174,19 @@ func (l *lexer) callBody(t token) (seqCall, bool) {
 	}
 	if parens {
 		close := l.next()
+		if (c.fn == Next || c.fn == Decode) && l.isPunct(close, ',') {
+			c.block = c.fn == Next
+			return c, l.intArg(&c)
+		}
+		if c.fn == Decode {
+			c.argErr = "LEAFPROXY_DECODE takes the sequence name and an ID, e.g. LEAFPROXY_DECODE('tag', 1234)"
+		}
 		if !l.isPunct(close, ')') {
 			return c, false
 		}
 		c.end = close.end
 	}
 	return c, true
-}
-
-// setvalArgs reads SETVAL's arguments after the name, up to and including
-// the closing parenthesis: `, n [, is_used [, round]] )` with n a
-// non-negative integer literal, is_used 0 / 1 / TRUE / FALSE and round 0
-// (a segment tag never cycles). Anything else between the parentheses is
-// still consumed and recognised as a SETVAL call, with argErr set.
-func (l *lexer) setvalArgs(c seqCall) (seqCall, bool) {
-	c.used = true
-	t := l.next()
-	args := 0
-	for depth := 0; ; {
-		switch {
-		case t.kind == tEOF:
-			return c, false
-		case l.isPunct(t, '('):
-			depth++
-		case l.isPunct(t, ')'):
-			if depth == 0 {
-				c.end = t.end
-				if args == 0 && c.argErr == "" {
-					c.argErr = "SETVAL takes the sequence name and a value, e.g. SETVAL('tag', 1000)"
-				}
-				return c, true
-			}
-			depth--
-		case l.isPunct(t, ',') && depth == 0:
-			args++
-			if args > 3 && c.argErr == "" {
-				c.argErr = "SETVAL takes at most 4 arguments (name, value, is_used, round)"
-			}
-			// An argument must be one token, then ',' or ')'.
-			v := l.next()
-			save, saveBang := l.pos, l.inBang
-			after := l.next()
-			l.pos, l.inBang = save, saveBang
-			if c.argErr == "" {
-				c.argErr = setvalArg(l, &c, args, v, after)
-			}
-			t = l.next()
-			continue
-		case c.argErr == "":
-			c.argErr = "SETVAL's arguments must be written as literals, e.g. SETVAL('tag', 1000)"
-		}
-		t = l.next()
-	}
-}
-
-// setvalArg checks SETVAL argument number i (1: value, 2: is_used, 3:
-// round) given as token v followed by after; it returns why it cannot be
-// run, or "".
-func setvalArg(l *lexer, c *seqCall, i int, v, after token) string {
-	if !l.isPunct(after, ',') && !l.isPunct(after, ')') {
-		return "SETVAL's arguments must be integer literals, e.g. SETVAL('tag', 1000); write the value without an expression or a sign"
-	}
-	text := l.text(v)
-	if v.kind == tParam {
-		return "SETVAL with a ? parameter is not supported; write the value in the statement"
-	}
-	switch i {
-	case 1:
-		if v.kind != tNumber || !allDigits(text) {
-			return "SETVAL's value must be a non-negative integer literal, e.g. SETVAL('tag', 1000)"
-		}
-		n, err := strconv.ParseInt(text, 10, 64)
-		if err != nil {
-			return "SETVAL's value " + text + " is out of range for BIGINT"
-		}
-		c.value = n
-	case 2:
-		switch {
-		case l.is(v, "TRUE") || v.kind == tNumber && allDigits(text) && text != "0" && trimZeros(text) != "0":
-			c.used = true
-		case l.is(v, "FALSE") || v.kind == tNumber && allDigits(text) && trimZeros(text) == "0":
-			c.used = false
-		default:
-			return "SETVAL's is_used must be 0, 1, TRUE or FALSE"
-		}
-	case 3:
-		if v.kind != tNumber || !allDigits(text) || trimZeros(text) != "0" {
-			return "SETVAL's round must be 0: a proxy sequence never cycles"
-		}
-	}
-	return ""
-}
-
-func allDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if !sqltext.IsDigit(s[i]) {
-			return false
-		}
-	}
-	return s != ""
-}
-
-func trimZeros(s string) string {
-	for len(s) > 1 && s[0] == '0' {
-		s = s[1:]
-	}
-	return s
 }
 
 // notAlias lists words that end a select item instead of naming it.
@@ -275,13 +212,18 @@ func (l *lexer) isAlias(t token) bool {
 //	SELECT call [[AS] alias] {, call [[AS] alias]} [FROM DUAL] [;]
 //
 // without the parser. ok is false when the text has any other shape. The
-// calls are appended to calls (a Planner's, reused).
-func matchSequenceSelect(sql string, mode Mode, calls []Call) (_ []Call, ok bool, err error) {
+// calls are appended to calls (a Planner's, reused). prepared: the text is
+// a COM_STMT_PREPARE's, whose block sizes and IDs may be ? markers.
+// LEAFPROXY_DECODE must be the only item, without an alias.
+func matchSequenceSelect(sql string, mode Mode, calls []Call, prepared bool) (_ []Call, ok bool, err error) {
 	l := lexer{s: sql, mode: mode}
 	prev := l.next()
 	if !l.is(prev, "SELECT") {
 		return nil, false, nil
 	}
+	params := 0
+	decode := false
+	var argErr error
 	for {
 		t := l.next()
 		c, ok := l.call(t, prev)
@@ -291,10 +233,28 @@ func matchSequenceSelect(sql string, mode Mode, calls []Call) (_ []Call, ok bool
 		if c.param {
 			return nil, false, errorf(CodeNotSupported, "%s(?) with the sequence name as a parameter is not supported; write the name in the statement", c.fn)
 		}
-		if c.argErr != "" {
-			return nil, false, errorf(CodeWrongArguments, "Incorrect arguments to SETVAL: %s", c.argErr)
+		if c.argErr != "" && c.fn == Set {
+			return nil, false, errorf(CodeWrongArguments, "Incorrect arguments to %s: %s", c.fn, c.argErr)
+		}
+		if c.argErr != "" && argErr == nil {
+			// Reported once the text is known to be such a select:
+			// elsewhere the call is refused for where it is.
+			argErr = errorf(CodeWrongArguments, "Incorrect arguments to %s: %s", c.fn, c.argErr)
 		}
 		call := Call{Func: c.fn, Tag: c.tag, Name: sql[c.start:c.end], Value: c.value, Used: c.used, Ident: c.ident, DB: c.qual}
+		switch {
+		case c.argParam && !prepared && argErr == nil:
+			argErr = errorf(CodeWrongArguments, "Incorrect arguments to %s: a ? marker is a parameter of a prepared statement only; write the number in the text", c.fn)
+		case c.argParam:
+			params++
+			call.ArgParam = params
+		case c.fn == Decode:
+			call.ID = c.arg
+		case c.block:
+			call.N = c.arg
+		}
+		decode = decode || c.fn == Decode
+		aliased := true
 		t = l.next()
 		if l.is(t, "AS") {
 			t = l.next()
@@ -306,6 +266,11 @@ func matchSequenceSelect(sql string, mode Mode, calls []Call) (_ []Call, ok bool
 		} else if l.isAlias(t) {
 			call.Name = unquote(l.text(t), t.kind, mode)
 			t = l.next()
+		} else {
+			aliased = false
+		}
+		if c.fn == Decode && aliased {
+			return nil, false, errorf(CodeNotSupported, "%s takes no alias: its row has a column per part of the ID (tag, generator, id, created_at, ...)", sql[c.start:c.end])
 		}
 		calls = append(calls, call)
 		prev = t
@@ -326,13 +291,19 @@ func matchSequenceSelect(sql string, mode Mode, calls []Call) (_ []Call, ok bool
 	if t.kind != tEOF || l.inBang {
 		return nil, false, nil
 	}
+	if argErr != nil {
+		return nil, false, argErr
+	}
+	if decode && len(calls) > 1 {
+		return nil, false, errorf(CodeNotSupported, "LEAFPROXY_DECODE must be the only item of its SELECT: SELECT LEAFPROXY_DECODE('tag', id)")
+	}
 	return calls, true, nil
 }
 
 // SequenceNames reads the sequence calls of sql (as the planner finds
 // them, with the session's quoting rules) and reports how they name their
 // sequences: the names written as identifiers, and whether some call uses
-// a string. For a caller that must tell the proxy's tags from MariaDB's
+// a string (or is LEAFPROXY_DECODE, the proxy's whatever the name). For a caller that must tell the proxy's tags from MariaDB's
 // native sequences when the planner refused the text.
 func SequenceNames(sql string, mode Mode) (idents []SeqName, strCalls bool) {
 	if !hasSeqCall(sql) {
@@ -342,7 +313,7 @@ func SequenceNames(sql string, mode Mode) (idents []SeqName, strCalls bool) {
 	prev := token{kind: tEOF}
 	for t := l.next(); t.kind != tEOF; t = l.next() {
 		if c, ok := l.call(t, prev); ok {
-			if !c.ident {
+			if !c.ident || c.fn == Decode {
 				strCalls = true
 			} else {
 				n := SeqName{DB: c.qual, Name: c.tag}

@@ -19,10 +19,14 @@ const MaxBlock = 1 << 40
 // its k-th row.
 //
 // The block comes from the current segment when that has n IDs left (one
-// compare-and-swap, no store); otherwise the store hands out a range of
-// exactly n for this block alone (one fetch, as a segment fetch but with
-// its own size), and the double buffer stays as it was. Either way the
-// IDs are this caller's alone and never handed out again. A dedicated
+// compare-and-swap, no store), else from the buffered next segment when
+// that has (it becomes current: takeNext), else, when a segment of the
+// tag's current step would hold it, from the next segment once it arrives
+// (waiting as NEXTVAL waits when both buffers are empty); otherwise the
+// store hands out a range of exactly n for this block alone (one fetch, as
+// a segment fetch but with its own size), above everything buffered, which
+// is dropped (dropBuffersBelow) so that later IDs are above the block.
+// Either way the IDs are this caller's alone and never handed out again. A dedicated
 // range is checked against the tag's high-water mark like a segment (a
 // store that moved back is refused, not served) and raises the marks the
 // store watch compares with.
@@ -37,10 +41,25 @@ func (a *Allocator) Block(ctx context.Context, tag string, n int64) (int64, erro
 	if err != nil {
 		return 0, err
 	}
+	waited := false
 	for {
 		seg := t.cur.Load()
 		v := seg.next.Load()
 		if v >= seg.end || seg.end-v < n {
+			if a.takeNext(t, seg, n) {
+				continue
+			}
+			if !waited && n <= t.lastStep() {
+				// The next segment will hold the block: wait for it as
+				// NEXTVAL does (bounded, and only when nothing buffered
+				// can serve), rather than fetch a range of its own, which
+				// drops what the loader brings meanwhile.
+				waited = true
+				if err := a.advance(ctx, t, seg); err != nil {
+					return 0, err
+				}
+				continue
+			}
 			break
 		}
 		if seg.next.CompareAndSwap(v, v+n) {
@@ -54,6 +73,42 @@ func (a *Allocator) Block(ctx context.Context, tag string, n int64) (int64, erro
 		return 0, nonblock.ErrWouldBlock
 	}
 	return a.dedicated(ctx, t, n)
+}
+
+// takeNext is Block's way to the double buffer: when the current segment
+// seg cannot hold a block of n and the buffered next one can, the next
+// one becomes current, as when Next uses a segment up (what is left of
+// seg, fewer than n IDs, is dropped), so that blocks are served from the
+// buffer at memory speed while the loader keeps it filled. When nothing is
+// buffered and no fetch is under way (a tag used for blocks alone), it
+// starts the loader, so that later blocks find a segment. It reports
+// whether the current segment changed (the caller tries again).
+func (a *Allocator) takeNext(t *tagState, seg *segment, n int64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cur.Load() != seg {
+		return true
+	}
+	nx := t.next
+	if nx == nil {
+		if !t.loading && (t.unknown == nil || !a.opts.Clock().Before(t.unknownUntil)) {
+			a.startLoad(t)
+		}
+		return false
+	}
+	if nx.end-nx.next.Load() < n {
+		return false
+	}
+	t.cur.Store(nx)
+	t.next = nil
+	return true
+}
+
+// lastStep is the size of t's last segment fetch (0 before the first).
+func (t *tagState) lastStep() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.step
 }
 
 // dedicated fetches a range of exactly n for t.
@@ -104,8 +159,30 @@ func (a *Allocator) dedicated(ctx context.Context, t *tagState, n int64) (int64,
 		}
 		t.blockEnd = max(t.blockEnd, r.End)
 		t.blocks++
+		a.dropBuffersBelow(t, r.Start)
 		t.mu.Unlock()
 		return r.Start, nil
+	}
+}
+
+// dropBuffersBelow drops the buffered segments that lie below a block
+// fetched on its own from start on (all of them, unless another block
+// fetched later already replaced them), and starts loading a segment above
+// it at once: every ID handed out after the block is then above it, as a
+// native sequence's NEXTVAL after a block is, and AUTO_INCREMENT's key
+// after an INSERT ... SELECT. (A segment already on its way from the store
+// lies below the block too; the loader fetches again, see load.) t.mu
+// must be held.
+func (a *Allocator) dropBuffersBelow(t *tagState, start int64) {
+	if cur := t.cur.Load(); cur.end <= start && cur.next.Load() < cur.end {
+		cur.next.Store(cur.end)
+		t.cur.Store(newSegment(0, 0))
+	}
+	if t.next != nil && t.next.end <= start {
+		t.next = nil
+	}
+	if cur := t.cur.Load(); !t.loading && t.next == nil && cur.next.Load() >= cur.end {
+		a.startLoad(t)
 	}
 }
 

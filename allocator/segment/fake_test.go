@@ -12,13 +12,16 @@ import (
 // failures, used where a test needs to control the store precisely (the
 // real-database tests are in mysql_test.go).
 type memStore struct {
-	mu          sync.Mutex
-	rows        map[string]*memRow
-	steps       []int64 // step argument of every fetch
-	fetches     int
-	fail        error         // returned by Fetch while set
-	gate        chan struct{} // while set, each Fetch waits for one receive
-	stale       *Range        // while set, Fetch returns this range (a store that moved back and stays there)
+	mu      sync.Mutex
+	rows    map[string]*memRow
+	steps   []int64 // step argument of every fetch
+	fetches int
+	fail    error         // returned by Fetch while set
+	gate    chan struct{} // while set, each Fetch waits for one receive
+	// after, while set, runs after a Fetch has taken its range, before it
+	// returns (outside the lock): to hold a fetch that has its range.
+	after       func(step int64)
+	stale       *Range // while set, Fetch returns this range (a store that moved back and stays there)
 	inflight    int
 	maxInflight int
 	creates     int
@@ -56,6 +59,18 @@ func (s *memStore) Fetch(ctx context.Context, tag string, step int64) (Range, er
 			return Range{}, ctx.Err()
 		}
 	}
+	r, err := s.take(tag, step)
+	s.mu.Lock()
+	after := s.after
+	s.mu.Unlock()
+	if after != nil {
+		after(step)
+	}
+	return r, err
+}
+
+// take is Fetch once through the gate.
+func (s *memStore) take(tag string, step int64) (Range, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail != nil {

@@ -139,9 +139,11 @@ func (a *Allocator) load(t *tagState) {
 		}
 
 		t.mu.Lock()
-		if err == nil && r.End <= t.floor {
-			// Fetched before a Raise moved the store past it: every ID in
-			// it lies below the floor an operator just set. Fetch again.
+		if err == nil && (r.End <= t.floor || r.End <= t.blockEnd) {
+			// Fetched before a Raise moved the store past it (every ID
+			// in it lies below the floor an operator just set), or before
+			// a block fetched on its own, which later IDs must follow.
+			// Fetch again.
 			t.mu.Unlock()
 			continue
 		}

@@ -1,0 +1,77 @@
+package allocator
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/leafproxy/leafproxy/allocator/segment"
+	"github.com/leafproxy/leafproxy/allocator/snowflake"
+)
+
+// What the engine asks of a tag beyond drawing IDs: how large a block of
+// consecutive IDs it can give (NEXTVAL('tag', n)) and what an ID of it is
+// made of (LEAFPROXY_DECODE). Both go through the tag's snowflake layout,
+// found by snowflakeLayout: the one place a per-tag layout plugs in.
+
+// snowflakeLayout is the layout of snowflake tag tag's IDs: today every
+// snowflake tag has the configured one (the running generator's, or the
+// config's while no worker id is held).
+func (s *Sequences) snowflakeLayout(tag string) (snowflake.Layout, error) {
+	if g := s.snow.Load(); g != nil {
+		return g.Layout(), nil
+	}
+	l, err := s.cfg.Snowflake.Layout()
+	if err != nil {
+		return snowflake.Layout{}, fmt.Errorf("snowflake sequence '%s': %w", tag, err)
+	}
+	return l, nil
+}
+
+// BlockLimit is the largest block of consecutive IDs Block gives for tag,
+// and why: for a snowflake tag one tick's sequence numbers (2^sequence_bits
+// of its layout; a larger block spans ticks, and its IDs are not
+// consecutive); 0 for a segment tag, whose blocks are consecutive at any
+// size Block takes.
+func (s *Sequences) BlockLimit(tag string) (limit int64, why string) {
+	if !s.snowTags[tag] {
+		return 0, ""
+	}
+	l, err := s.snowflakeLayout(tag)
+	if err != nil {
+		return 1, err.Error()
+	}
+	return l.MaxSequence() + 1, fmt.Sprintf("one tick of its layout %s holds 2^%d sequence numbers", l, l.SequenceBits)
+}
+
+// DecodeSnowflake takes an ID of snowflake tag tag apart under the tag's
+// layout: when its tick began, the worker id that issued it and its
+// sequence number within the tick. An ID the layout cannot have made
+// (negative, or with bits above the layout's) is error 1210.
+func (s *Sequences) DecodeSnowflake(tag string, id int64) (created time.Time, worker, seq int64, err error) {
+	if !s.snowTags[tag] {
+		return time.Time{}, 0, 0, &sqlError{code: 1235, state: "42000", msg: fmt.Sprintf("sequence '%s' does not use the snowflake generator", tag)}
+	}
+	l, err := s.snowflakeLayout(tag)
+	if err != nil {
+		return time.Time{}, 0, 0, err
+	}
+	bits := l.TimeBits + l.WorkerBits + l.SequenceBits
+	if id < 0 || bits < 63 && id>>bits != 0 {
+		return time.Time{}, 0, 0, &sqlError{code: segment.ErrCodeWrongArguments, state: segment.SQLStateWrongArguments, msg: fmt.Sprintf(
+			"Incorrect arguments to LEAFPROXY_DECODE: %d is not an ID of snowflake sequence '%s': its layout %s makes IDs from 0 to %d",
+			id, tag, l, int64(1)<<bits-1)}
+	}
+	p := l.Decode(id)
+	return p.Time.UTC(), p.Worker, p.Sequence, nil
+}
+
+// MaxID reads segment tag tag's leaf_alloc.max_id (see
+// segment.Allocator.MaxID): IDs below it were handed out to some proxy.
+func (s *Sequences) MaxID(ctx context.Context, tag string) (int64, error) {
+	v, err := s.segments.MaxID(ctx, tag)
+	if err != nil {
+		return 0, nameError(tag, err)
+	}
+	return v, nil
+}

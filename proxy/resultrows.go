@@ -1,0 +1,268 @@
+package proxy
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// ColumnType is the MySQL type of a column in a result set the proxy
+// writes itself (WriteRows, WriteBinaryRows).
+type ColumnType uint8
+
+const (
+	// TypeBigint is a signed BIGINT; its values are IntValue.
+	TypeBigint ColumnType = iota + 1
+	// TypeInt is a signed INT, written with display length 1 as MariaDB
+	// types a boolean expression (`SELECT 1 = 1`); its values are IntValue
+	// within 32 bits.
+	TypeInt
+	// TypeVarchar is a VARCHAR in utf8mb4 (as the proxy's SHOW statements
+	// write); its values are StringValue.
+	TypeVarchar
+	// TypeDatetime3 is a DATETIME(3); its values are TimeValue, written as
+	// the time's wall clock in its own location (convert to UTC first for
+	// UTC), truncated to milliseconds: text 'YYYY-MM-DD HH:MM:SS.fff',
+	// binary MYSQL_TYPE_DATETIME.
+	TypeDatetime3
+)
+
+// Column is one column of a result set the proxy writes.
+type Column struct {
+	Name string
+	Type ColumnType
+}
+
+// Value is one field of a row the proxy writes: NULL (the zero Value), an
+// integer, a string or a time, matching its column's type.
+type Value struct {
+	kind valueKind
+	i    int64
+	s    string
+	t    time.Time
+}
+
+type valueKind uint8
+
+const (
+	vNull valueKind = iota
+	vInt
+	vString
+	vTime
+)
+
+// NullValue is SQL NULL in any column.
+var NullValue = Value{}
+
+// IntValue is an integer for a TypeBigint or TypeInt column.
+func IntValue(v int64) Value { return Value{kind: vInt, i: v} }
+
+// StringValue is a string for a TypeVarchar column.
+func StringValue(s string) Value { return Value{kind: vString, s: s} }
+
+// TimeValue is a time for a TypeDatetime3 column.
+func TimeValue(t time.Time) Value { return Value{kind: vTime, t: t} }
+
+// IsNull reports whether v is NULL.
+func (v Value) IsNull() bool { return v.kind == vNull }
+
+// Int, String and Time return v's content (zero for another kind).
+func (v Value) Int() int64      { return v.i }
+func (v Value) String() string  { return v.s }
+func (v Value) Time() time.Time { return v.t }
+func (v Value) kindName() string {
+	return [...]string{"NULL", "an integer", "a string", "a time"}[v.kind]
+}
+func (c ColumnType) want() valueKind { return [...]valueKind{0, vInt, vInt, vString, vTime}[c] }
+
+// WriteRows answers the client's COM_QUERY with a text-protocol result set
+// of typed columns (with their real MySQL types in the column definitions)
+// and rows of Values, NULLs included. A value that does not match its
+// column's type is a caller bug: nothing is written and an error says so.
+func (s *Session) WriteRows(cols []Column, rows [][]Value) error {
+	return s.writeRows(cols, rows, false)
+}
+
+// WriteBinaryRows is WriteRows in the binary protocol, for a
+// COM_STMT_EXECUTE the proxy answers itself (the statement must have been
+// prepared on the backend with columns of the same number and types, so
+// the client's statement metadata matches).
+func (s *Session) WriteBinaryRows(cols []Column, rows [][]Value) error {
+	return s.writeRows(cols, rows, true)
+}
+
+func (s *Session) writeRows(cols []Column, rows [][]Value, binaryRows bool) error {
+	for _, c := range cols {
+		if c.Type < TypeBigint || c.Type > TypeDatetime3 {
+			return fmt.Errorf("proxy: result column %q has no type", c.Name)
+		}
+	}
+	for r, row := range rows {
+		if len(row) != len(cols) {
+			return fmt.Errorf("proxy: result row %d has %d values for %d columns", r, len(row), len(cols))
+		}
+		for i, v := range row {
+			if v.kind != vNull && v.kind != cols[i].Type.want() {
+				return fmt.Errorf("proxy: result column %q: %s value", cols[i].Name, v.kindName())
+			}
+		}
+	}
+	w := func(p []byte) error {
+		s.out = p[:0]
+		if err := s.c.writePacket(p); err != nil {
+			return s.setFatal(err)
+		}
+		return nil
+	}
+	if err := w(mysql.AppendLengthEncodedInteger(s.out[:0], uint64(len(cols)))); err != nil {
+		return err
+	}
+	ext := s.extCaps&mariadbExtTypeInfo != 0
+	for _, c := range cols {
+		if err := w(appendTypedColumnDef(s.out[:0], c, ext)); err != nil {
+			return err
+		}
+	}
+	if err := w(appendEOF(s.out[:0], s.status)); err != nil {
+		return err
+	}
+	for _, row := range rows {
+		var p []byte
+		if binaryRows {
+			p = appendBinaryRow(s.out[:0], cols, row)
+		} else {
+			p = appendTextRow(s.out[:0], cols, row)
+		}
+		if err := w(p); err != nil {
+			return err
+		}
+	}
+	if err := w(appendEOF(s.out[:0], s.status)); err != nil {
+		return err
+	}
+	s.trimOut()
+	return s.setFatal(s.c.flush())
+}
+
+// appendTypedColumnDef appends the column definition MariaDB would send
+// for a column of c's type.
+func appendTypedColumnDef(p []byte, c Column, ext bool) []byte {
+	switch c.Type {
+	case TypeBigint:
+		return appendColumnDefDec(p, c.Name, ext, 63, 20, mysql.MYSQL_TYPE_LONGLONG, mysql.BINARY_FLAG|mysql.NUM_FLAG, 0)
+	case TypeInt:
+		return appendColumnDefDec(p, c.Name, ext, 63, 1, mysql.MYSQL_TYPE_LONG, mysql.BINARY_FLAG|mysql.NUM_FLAG, 0)
+	case TypeDatetime3:
+		// 'YYYY-MM-DD HH:MM:SS.fff': 23 characters, 3 decimals.
+		return appendColumnDefDec(p, c.Name, ext, 63, 23, mysql.MYSQL_TYPE_DATETIME, mysql.BINARY_FLAG, 3)
+	}
+	// utf8mb4_general_ci, as WriteTextResultSet's columns.
+	return appendColumnDefDec(p, c.Name, ext, 45, 1024, mysql.MYSQL_TYPE_VAR_STRING, 0, 0)
+}
+
+// appendColumnDefDec is appendColumnDef with a decimals byte.
+func appendColumnDefDec(p []byte, name string, ext bool, charset uint16, length uint32, typ byte, flags uint16, decimals byte) []byte {
+	p = appendColumnDef(p, name, ext, charset, length, typ, flags)
+	p[len(p)-3] = decimals // the fixed part ends: decimals, 2 bytes filler
+	return p
+}
+
+// appendTextRow appends a text-protocol row: each value a length-encoded
+// string, NULL as 0xFB.
+func appendTextRow(p []byte, cols []Column, row []Value) []byte {
+	for i, v := range row {
+		if v.kind == vNull {
+			p = append(p, 0xFB)
+			continue
+		}
+		switch cols[i].Type {
+		case TypeBigint, TypeInt:
+			var num [20]byte
+			txt := strconv.AppendInt(num[:0], v.i, 10)
+			p = append(p, byte(len(txt)))
+			p = append(p, txt...)
+		case TypeVarchar:
+			p = mysql.AppendLengthEncodedInteger(p, uint64(len(v.s)))
+			p = append(p, v.s...)
+		case TypeDatetime3:
+			var buf [32]byte
+			txt := appendDatetime3(buf[:0], v.t)
+			p = append(p, byte(len(txt)))
+			p = append(p, txt...)
+		}
+	}
+	return p
+}
+
+// appendDatetime3 formats t as 'YYYY-MM-DD HH:MM:SS.fff' (its wall clock,
+// milliseconds truncated), as MariaDB prints a DATETIME(3).
+func appendDatetime3(p []byte, t time.Time) []byte {
+	y, mo, d := t.Date()
+	h, mi, s := t.Clock()
+	ms := t.Nanosecond() / 1e6
+	pad := func(v, width int) {
+		var digits [8]byte
+		for i := width - 1; i >= 0; i-- {
+			digits[i] = byte('0' + v%10)
+			v /= 10
+		}
+		p = append(p, digits[:width]...)
+	}
+	pad(y, 4)
+	p = append(p, '-')
+	pad(int(mo), 2)
+	p = append(p, '-')
+	pad(d, 2)
+	p = append(p, ' ')
+	pad(h, 2)
+	p = append(p, ':')
+	pad(mi, 2)
+	p = append(p, ':')
+	pad(s, 2)
+	p = append(p, '.')
+	pad(ms, 3)
+	return p
+}
+
+// appendBinaryRow appends a binary-protocol row: header 0x00, the NULL
+// bitmap (offset 2), then each non-NULL value in its type's binary form.
+func appendBinaryRow(p []byte, cols []Column, row []Value) []byte {
+	p = append(p, 0x00)
+	start := len(p)
+	for range (len(cols) + 7 + 2) / 8 {
+		p = append(p, 0)
+	}
+	for i, v := range row {
+		if v.kind == vNull {
+			bit := i + 2
+			p[start+bit/8] |= 1 << (bit % 8)
+			continue
+		}
+		switch cols[i].Type {
+		case TypeBigint:
+			p = binary.LittleEndian.AppendUint64(p, uint64(v.i))
+		case TypeInt:
+			p = binary.LittleEndian.AppendUint32(p, uint32(int32(v.i)))
+		case TypeVarchar:
+			p = mysql.AppendLengthEncodedInteger(p, uint64(len(v.s)))
+			p = append(p, v.s...)
+		case TypeDatetime3:
+			p = appendBinaryDatetime(p, v.t)
+		}
+	}
+	return p
+}
+
+// appendBinaryDatetime appends MYSQL_TYPE_DATETIME's binary form: a length
+// byte (11), year (2 bytes), month, day, hour, minute, second, then the
+// microseconds (4 bytes; milliseconds here, as the column has 3 decimals).
+func appendBinaryDatetime(p []byte, t time.Time) []byte {
+	y, mo, d := t.Date()
+	h, mi, s := t.Clock()
+	us := uint32(t.Nanosecond()/1e6) * 1000
+	p = append(p, 11, byte(y), byte(y>>8), byte(mo), byte(d), byte(h), byte(mi), byte(s))
+	return binary.LittleEndian.AppendUint32(p, us)
+}
