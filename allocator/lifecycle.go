@@ -159,3 +159,11 @@ func missingTable(err error) bool {
 	var me *mysql.MySQLError
 	return errors.As(err, &me) && me.Number == 1146
 }
+
+// GlobalLayout is the store's global snowflake layout (its 'default' row;
+// recorded from the snowflake section when there is none): the layout of
+// a tag created in SQL without one, and the base (tick, epoch) of one
+// created with bits.
+func (s *Sequences) GlobalLayout(ctx context.Context) (snowflake.Layout, error) {
+	return s.defaultLayout(ctx)
+}

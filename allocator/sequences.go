@@ -60,6 +60,7 @@ type Sequences struct {
 	closed       bool
 	stop         chan struct{}
 	done         chan struct{} // closed when the background loop ends (or never ran)
+	syncDone     chan struct{} // closed when syncLoop ends
 	// closeFloors releases the backend pool used to read rule tables'
 	// largest keys when auto_create makes a tag.
 	closeFloors func()
@@ -72,7 +73,12 @@ type options struct {
 	wrapStore func(segment.Store) segment.Store
 	init      bool
 	retryMin  time.Duration
+	tagSync   time.Duration
 }
+
+// WithTagSync sets how often the snowflake tags learned from the store
+// are compared with it again (default 30 s; tests shorten it).
+func WithTagSync(d time.Duration) Option { return func(o *options) { o.tagSync = d } }
 
 // WithStoreWrapper wraps the segment store, e.g. to inject latency in
 // benchmarks or count round trips.
@@ -97,7 +103,7 @@ const (
 // configured id registered) only when some tag uses snowflake. Each store
 // call at start is bounded by backend.connect_timeout.
 func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Option) (*Sequences, error) {
-	o := options{retryMin: retryMin}
+	o := options{retryMin: retryMin, tagSync: DefaultTagSync}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -190,6 +196,8 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opt
 	} else {
 		close(s.done)
 	}
+	s.syncDone = make(chan struct{})
+	go s.syncLoop(o.tagSync)
 	return s, nil
 }
 
@@ -436,6 +444,9 @@ func (s *Sequences) Close() error {
 	}
 	close(s.stop)
 	<-s.done
+	if s.syncDone != nil {
+		<-s.syncDone
+	}
 	if s.segments != nil {
 		s.segments.Close()
 	}

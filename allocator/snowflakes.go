@@ -368,6 +368,73 @@ func (s *Sequences) loadStoreTags(ctx context.Context) {
 	}
 }
 
+// DefaultTagSync is how often the snowflake tags learned from the store
+// are compared with it again.
+const DefaultTagSync = 30 * time.Second
+
+// syncLoop runs syncStoreTags every d until Close.
+func (s *Sequences) syncLoop(d time.Duration) {
+	defer close(s.syncDone)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		s.syncStoreTags(ctx)
+	}
+}
+
+// syncStoreTags compares the snowflake tags learned from the store with
+// its rows: a tag whose row was deleted (DROP LEAFPROXY SEQUENCE on any
+// proxy) is forgotten, one whose layout changed (dropped and created
+// again) is forgotten and learned again with the new layout, so that
+// within one sync no proxy issues a tag's IDs under a layout the store no
+// longer records. Rows of tags not learned yet are learned.
+func (s *Sequences) syncStoreTags(ctx context.Context) {
+	learned := false
+	for _, t := range *s.snow.Load() {
+		learned = learned || !t.config
+	}
+	if !learned {
+		return // tags are learned on first use; nothing to compare
+	}
+	cctx, cancel := s.storeCtx(ctx)
+	recs, err := s.leaser.TagLayouts(cctx)
+	cancel()
+	if err != nil {
+		s.log.Debug("could not compare the learned snowflake tags with the store", "err", err)
+		return
+	}
+	for tag, t := range *s.snow.Load() {
+		if t.config {
+			continue
+		}
+		rec, ok := recs[tag]
+		switch {
+		case !ok:
+			s.log.Info("snowflake tag dropped from the store: no longer served", "tag", tag)
+			s.removeTag(tag)
+		case snowflake.LayoutKey(rec.Layout) != t.gen.key:
+			s.log.Warn("snowflake tag's layout changed in the store (dropped and created again): served with the new one from now on",
+				"tag", tag, "was", t.gen.layout.String(), "now", rec.Layout.String())
+			s.removeTag(tag)
+		}
+	}
+	s.loadStoreTags(ctx)
+}
+
 // missTTL is how long a tag found without a leaf_snowflake_layout row is
 // answered from memory.
 const missTTL = time.Second

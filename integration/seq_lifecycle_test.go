@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leafproxy/leafproxy/allocator"
 	"github.com/leafproxy/leafproxy/allocator/snowflake"
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/service"
 )
 
 // Issue 20, item 5: a tag's whole lifecycle in SQL, for admin accounts:
@@ -115,7 +117,7 @@ func TestSequenceLifecycleSQL(t *testing.T) {
 	if err != nil || v >= 1<<53 || jsl.Decode(v).Worker != 0 {
 		t.Fatalf("NEXTVAL('js') here: %d %v", v, err)
 	}
-	b := startLeaf(t, leafConfig(t, backend, nil))
+	b := startLeafOpts(t, leafConfig(t, backend, nil), nil, service.WithAllocatorOptions(allocator.WithTagSync(50*time.Millisecond)))
 	var vb int64
 	if err := b.open(t, "", nil).QueryRow("SELECT NEXTVAL('js')").Scan(&vb); err != nil || vb >= 1<<53 || jsl.Decode(vb).Worker != 1 {
 		t.Fatalf("NEXTVAL('js') through a proxy without it in its config: %d %v (worker %d); want js_safe worker 1", vb, err, jsl.Decode(vb).Worker)
@@ -142,11 +144,25 @@ func TestSequenceLifecycleSQL(t *testing.T) {
 		t.Errorf("a refused CREATE made a tag: %v", err)
 	}
 
-	// Dropping a snowflake tag created in SQL.
+	// Dropping a snowflake tag created in SQL: this proxy forgets it at
+	// once, the other at its next comparison with the store; created again
+	// with another layout, both serve the new one.
 	ok("DROP LEAFPROXY SEQUENCE js")
 	if _, err := next("js"); err == nil || !strings.Contains(err.Error(), "4091") {
 		t.Errorf("NEXTVAL of a dropped snowflake tag: %v", err)
 	}
+	bdb := b.open(t, "", nil)
+	waitFor(t, "proxy b to forget js", func() bool {
+		err := bdb.QueryRow("SELECT NEXTVAL('js')").Scan(&vb)
+		return err != nil && strings.Contains(err.Error(), "4091")
+	})
+	ok("CREATE LEAFPROXY SEQUENCE js SNOWFLAKE LAYOUT default")
+	def := snowflake.DefaultLayout()
+	waitFor(t, "proxy b to learn js again", func() bool { return bdb.QueryRow("SELECT NEXTVAL('js')").Scan(&vb) == nil })
+	if vb < 1<<53 || def.Decode(vb).Time.Year() < 2025 {
+		t.Errorf("js created again as default, through proxy b: %d", vb)
+	}
+	ok("DROP LEAFPROXY SEQUENCE js")
 
 	// The same through the mariadb CLI.
 	out := cliQuery(t, a.addr, "ops", "opspw",
