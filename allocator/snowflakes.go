@@ -125,7 +125,9 @@ func (s *Sequences) addTag(tag string, l snowflake.Layout, config bool) *snowTag
 		gen = &snowGen{layout: l, key: key, from: time.Now()}
 		s.gens[key] = gen
 	}
-	gen.config = gen.config || config
+	if config {
+		gen.config = true // only while configuring, before anything runs
+	}
 	m := maps.Clone(old)
 	t := &snowTag{gen: gen, config: config}
 	m[tag] = t

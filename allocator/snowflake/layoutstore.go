@@ -199,6 +199,15 @@ func (m *MySQLLeaser) checkLayout(ctx context.Context, name string, l Layout, de
 			"INSERT IGNORE INTO leaf_snowflake_layout (name, epoch_ms, time_bits, worker_bits, sequence_bits, unit_ns, recorded_by, recorded_at, description) "+
 				"VALUES (?, ?, ?, ?, ?, ?, ?, UTC_TIMESTAMP(3), ?)",
 			name, l.Epoch.UnixMilli(), l.TimeBits, l.WorkerBits, l.SequenceBits, int64(l.Unit), m.owner, description)
+		if unknownColumn(err) {
+			// A table the store's account could not migrate (no ALTER):
+			// the row without its description.
+			description = ""
+			res, err = m.db.ExecContext(ctx,
+				"INSERT IGNORE INTO leaf_snowflake_layout (name, epoch_ms, time_bits, worker_bits, sequence_bits, unit_ns, recorded_by, recorded_at) "+
+					"VALUES (?, ?, ?, ?, ?, ?, ?, UTC_TIMESTAMP(3))",
+				name, l.Epoch.UnixMilli(), l.TimeBits, l.WorkerBits, l.SequenceBits, int64(l.Unit), m.owner)
+		}
 	}
 	if err != nil {
 		return chk, err

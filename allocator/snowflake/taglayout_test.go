@@ -168,6 +168,17 @@ func TestLayoutTableMigrated(t *testing.T) {
 	if recs, err := old.TagLayouts(ctx); err != nil || len(recs) != 0 {
 		t.Fatalf("tag rows of the old table: %v %v", recs, err)
 	}
+	// A store whose account cannot migrate it still records tags' layouts
+	// (without a description) and reads them back.
+	if chk, err := old.CheckTagLayout(ctx, "early", JSSafeLayout(), "made before the migration", "s", DefaultLayout()); err != nil || !chk.Recorded {
+		t.Fatalf("tag row in the old table: %+v %v", chk, err)
+	}
+	if _, err := old.CheckTagLayout(ctx, "early", DefaultLayout(), "x", "s", DefaultLayout()); !errors.Is(err, ErrLayoutMismatch) {
+		t.Fatalf("another layout for the tag in the old table: %v", err)
+	}
+	if recs, err := old.TagLayouts(ctx); err != nil || len(recs) != 1 || !SameLayout(recs["early"].Layout, JSSafeLayout()) {
+		t.Fatalf("tag rows of the old table: %v %v", recs, err)
+	}
 	converted, err := schema.Migrate(ctx, db)
 	if err != nil || len(converted) != 1 {
 		t.Fatalf("migrate: %v %v", converted, err)
