@@ -1,9 +1,13 @@
 // Package admin answers leafproxy's own SQL for operators, through the
 // proxy port, for accounts marked admin: true (others get 1227):
 //
-//	SHOW LEAFPROXY SEQUENCES                   -- one row per tag: this proxy's buffers, the store's row
+//	SHOW LEAFPROXY SEQUENCES                   -- one row per tag: buffers, layout, runway, the store's row
 //	SHOW LEAFPROXY SESSIONS                    -- the proxy's client sessions and their backend threads
 //	CREATE LEAFPROXY SEQUENCE [IF NOT EXISTS] tag [STEP n]
+//	CREATE LEAFPROXY SEQUENCE [IF NOT EXISTS] tag SNOWFLAKE
+//	       [LAYOUT js_safe | LAYOUT default | LAYOUT (time_bits, worker_bits, sequence_bits)] [EPOCH 'time']
+//	ALTER LEAFPROXY SEQUENCE tag STEP n
+//	DROP LEAFPROXY SEQUENCE [IF EXISTS] tag   -- refused while a table rule or sequences.tags names it
 //
 // (SELECT SETVAL('tag', n) is answered by the engine, also for admins only.)
 // It wraps the engine's Interceptor: every other statement goes on to it,
@@ -12,39 +16,46 @@ package admin
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/leafproxy/leafproxy/allocator"
-	"github.com/leafproxy/leafproxy/allocator/schema"
+	"github.com/leafproxy/leafproxy/allocator/runway"
+	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/proxy"
 )
 
 // Sessions lists the proxy's sessions (proxy.Server.SessionList).
 type Sessions func() []proxy.SessionInfo
 
+// Runway is a tag's last runway estimate (runway.Monitor.Get).
+type Runway func(tag string) (runway.Estimate, bool)
+
 // Interceptor answers admin statements and passes the rest to Next.
 type Interceptor struct {
 	proxy.Interceptor
-	seq        *allocator.Sequences
-	configured func() map[string]string // tag -> generator, from the config
-	sessions   Sessions
+	seq      *allocator.Sequences
+	config   func() *config.Config // the configuration in force
+	sessions Sessions
+	runway   Runway
+	now      func() time.Time
 }
 
-// New wraps next. configured names the tags the configuration declares
-// (with their generator); sessions may be set later with SetSessions (the
-// server is built after its interceptor).
-func New(next proxy.Interceptor, seq *allocator.Sequences, configured func() map[string]string) *Interceptor {
-	return &Interceptor{Interceptor: next, seq: seq, configured: configured}
+// New wraps next. config returns the configuration in force (tags it
+// declares, table rules); sessions and the runway may be set later
+// (SetSessions, SetRunway).
+func New(next proxy.Interceptor, seq *allocator.Sequences, config func() *config.Config) *Interceptor {
+	return &Interceptor{Interceptor: next, seq: seq, config: config, now: time.Now}
 }
 
 // SetSessions sets where SHOW LEAFPROXY SESSIONS reads from.
 func (a *Interceptor) SetSessions(f Sessions) { a.sessions = f }
+
+// SetRunway sets where SHOW LEAFPROXY SEQUENCES reads runway estimates.
+func (a *Interceptor) SetRunway(f Runway) { a.runway = f }
 
 // Query answers admin statements; anything else goes to the engine.
 func (a *Interceptor) Query(ctx context.Context, s *proxy.Session, sql []byte) (bool, error) {
@@ -57,13 +68,16 @@ func (a *Interceptor) Query(ctx context.Context, s *proxy.Session, sql []byte) (
 		// the session's own goroutine, not an event loop's.
 		return false, proxy.ErrWouldBlock
 	}
-	if st.err != "" {
+	if st.err != "" && !st.badArg {
 		return false, &mysql.MyError{Code: mysql.ER_PARSE_ERROR, State: "42000", Message: st.err}
 	}
 	if !s.Admin() {
 		return false, proxy.ErrNeedAdmin(st.what())
 	}
-	s.Logger().Info("admin statement", "what", st.what())
+	if st.err != "" {
+		return false, badArgument(st.err)
+	}
+	s.Logger().Info("admin statement", "what", st.what(), "tag", st.tag)
 	switch st.kind {
 	case showSequences:
 		cols, rows, err := a.sequences(ctx)
@@ -76,130 +90,17 @@ func (a *Interceptor) Query(ctx context.Context, s *proxy.Session, sql []byte) (
 		return true, s.WriteTextResultSet(cols, rows)
 	case createSequence:
 		return true, a.create(ctx, s, st)
+	case alterSequence:
+		return true, a.alter(ctx, s, st)
+	case dropSequence:
+		return true, a.drop(ctx, s, st)
 	}
 	return false, nil
 }
 
-func (a *Interceptor) create(ctx context.Context, s *proxy.Session, st stmt) error {
-	if err := schema.CheckTag(st.tag); err != nil {
-		return err
-	}
-	if gen, ok := a.configured()[st.tag]; ok && gen == "snowflake" {
-		return &mysql.MyError{Code: mysql.ER_NOT_SUPPORTED_YET, State: "42000", Message: fmt.Sprintf("leafproxy: tag %q uses the snowflake generator, which has no leaf_alloc row", st.tag)}
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	rows, err := a.seq.StoreRows(ctx)
-	if err != nil {
-		return fmt.Errorf("create sequence %q: %w", st.tag, err)
-	}
-	if _, exists := rows[st.tag]; exists {
-		if st.ifNotExists {
-			return s.WriteOK(0, 0, 1)
-		}
-		return &mysql.MyError{Code: mysql.ER_TABLE_EXISTS_ERROR, State: "42S01", Message: fmt.Sprintf("Sequence '%s' already exists", st.tag)}
-	}
-	if err := a.seq.Segments().Create(ctx, st.tag, st.step); err != nil {
-		return fmt.Errorf("create sequence %q: %w", st.tag, err)
-	}
-	return s.WriteOK(0, 0, 0)
-}
-
-var seqCols = []string{"tag", "generator", "last_value", "next_value", "buffered", "next_ready", "step",
-	"store_max_id", "fetches", "fetch_errors", "last_error", "worker_id", "lease_expires", "fenced", "lease_lost"}
-
-// sequences is one row per tag known to this proxy (configured, used, or
-// in the store's leaf_alloc).
-func (a *Interceptor) sequences(ctx context.Context) ([]string, [][]*string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	store, storeErr := a.seq.StoreRows(ctx)
-	gens := map[string]string{}
-	for t, g := range a.configured() {
-		gens[t] = g
-	}
-	segs := a.seq.Segments()
-	for _, t := range segs.Tags() {
-		if _, ok := gens[t]; !ok {
-			if st, ok := segs.Stats(t); ok && (st.Fetches > 0 || st.Refused > 0) {
-				gens[t] = "segment"
-			}
-		}
-	}
-	for t := range store {
-		if _, ok := gens[t]; !ok {
-			gens[t] = "segment"
-		}
-	}
-	tags := make([]string, 0, len(gens))
-	for t := range gens {
-		if utf8.ValidString(t) {
-			tags = append(tags, t)
-		}
-	}
-	slices.Sort(tags)
-	str := func(v string) *string { return &v }
-	num := func(v int64) *string { return str(strconv.FormatInt(v, 10)) }
-	yes := func(b bool) *string {
-		if b {
-			return str("YES")
-		}
-		return str("NO")
-	}
-	var rows [][]*string
-	for _, t := range tags {
-		row := make([]*string, len(seqCols))
-		row[0], row[1] = str(t), str(gens[t])
-		if gens[t] == "snowflake" {
-			if g := a.seq.Snowflake(); g != nil {
-				fenced, lost := g.Health()
-				row[11], row[13], row[14] = num(g.Worker()), yes(fenced), yes(lost)
-				if exp := g.LeaseExpiry(); !exp.IsZero() {
-					row[12] = str(exp.UTC().Format("2006-01-02 15:04:05.000"))
-				}
-			}
-			rows = append(rows, row)
-			continue
-		}
-		if st, ok := segs.Stats(t); ok && st.Current.End > 0 {
-			if st.NextID > st.Current.Start {
-				row[2] = num(st.NextID - 1)
-			}
-			buffered := st.Remaining
-			switch {
-			case st.NextID < st.Current.End:
-				row[3] = num(st.NextID)
-			case st.NextReady:
-				row[3] = num(st.Next.Start)
-			}
-			if st.NextReady {
-				buffered += st.Next.End - st.Next.Start
-			}
-			row[4], row[5], row[6] = num(buffered), yes(st.NextReady), num(st.Step)
-			row[8], row[9] = num(int64(st.Fetches)), num(int64(st.FetchErrors))
-			if st.LastErr != nil {
-				row[10] = str(st.LastErr.Error())
-			}
-		} else if ok {
-			row[8], row[9] = num(int64(st.Fetches)), num(int64(st.FetchErrors))
-			if st.LastErr != nil {
-				row[10] = str(st.LastErr.Error())
-			}
-		}
-		if r, ok := store[t]; ok {
-			row[7] = num(r.MaxID)
-			if row[6] == nil {
-				row[6] = num(r.Step)
-			}
-		} else if storeErr != nil && row[10] == nil {
-			row[10] = str(storeErr.Error())
-		}
-		rows = append(rows, row)
-	}
-	if storeErr != nil && len(rows) == 0 {
-		return nil, nil, storeErr
-	}
-	return seqCols, rows, nil
+// badArgument is MariaDB's 1210 (ER_WRONG_ARGUMENTS, HY000).
+func badArgument(msg string) error {
+	return &mysql.MyError{Code: mysql.ER_WRONG_ARGUMENTS, State: "HY000", Message: msg}
 }
 
 var sessionCols = []string{"id", "thread_id", "user", "host", "db", "command", "time"}

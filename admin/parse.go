@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -11,16 +12,28 @@ const (
 	showSequences kind = iota + 1
 	showSessions
 	createSequence
+	alterSequence
+	dropSequence
 )
 
 // stmt is a parsed admin statement; err says what is wrong with a statement
-// that is clearly meant for the proxy (SHOW/CREATE LEAFPROXY ...).
+// that is clearly meant for the proxy (SHOW/CREATE/ALTER/DROP LEAFPROXY
+// ...): a syntax error (1064), or with badArg a value out of range (1210).
 type stmt struct {
 	kind        kind
 	tag         string
 	step        int64
 	ifNotExists bool
-	err         string
+	ifExists    bool
+	// CREATE ... SNOWFLAKE: layout names a layout (default, js_safe), or
+	// hasBits gives bits (time, worker, sequence); epoch is RFC 3339.
+	snowflake bool
+	layout    string
+	bits      [3]int
+	hasBits   bool
+	epoch     string
+	err       string
+	badArg    bool
 }
 
 func (s stmt) what() string {
@@ -31,12 +44,16 @@ func (s stmt) what() string {
 		return "SHOW LEAFPROXY SESSIONS"
 	case createSequence:
 		return "CREATE LEAFPROXY SEQUENCE"
+	case alterSequence:
+		return "ALTER LEAFPROXY SEQUENCE"
+	case dropSequence:
+		return "DROP LEAFPROXY SEQUENCE"
 	}
 	return "a LEAFPROXY statement"
 }
 
 // parse recognises admin statements. Anything not starting with
-// SHOW LEAFPROXY or CREATE LEAFPROXY is not one (ok false), and costs a
+// SHOW, CREATE, ALTER or DROP LEAFPROXY is not one (ok false), and costs a
 // look at the first byte for almost every statement.
 func parse(sql []byte) (stmt, bool) {
 	i := 0
@@ -47,7 +64,7 @@ func parse(sql []byte) (stmt, bool) {
 		return stmt{}, false
 	}
 	switch sql[i] | 0x20 {
-	case 's', 'c':
+	case 's', 'c', 'a', 'd':
 	default:
 		return stmt{}, false
 	}
@@ -71,36 +88,122 @@ func parse(sql []byte) (stmt, bool) {
 		}
 		return bad("leafproxy: SHOW LEAFPROXY takes SEQUENCES or SESSIONS")
 	case "CREATE":
-		usage := "leafproxy: the syntax is CREATE LEAFPROXY SEQUENCE [IF NOT EXISTS] tag [STEP n]"
+		return parseCreate(rest)
+	case "ALTER":
+		usage := "leafproxy: the syntax is ALTER LEAFPROXY SEQUENCE tag STEP n"
+		if len(rest) != 4 || !strings.EqualFold(rest[0], "SEQUENCE") || !isName(rest[1]) || !strings.EqualFold(rest[2], "STEP") {
+			return bad(usage)
+		}
+		st := stmt{kind: alterSequence, tag: unquote(rest[1])}
+		return st.withStep(rest[3], usage), true
+	case "DROP":
+		usage := "leafproxy: the syntax is DROP LEAFPROXY SEQUENCE [IF EXISTS] tag"
 		if len(rest) < 2 || !strings.EqualFold(rest[0], "SEQUENCE") {
 			return bad(usage)
 		}
-		st := stmt{kind: createSequence}
+		st := stmt{kind: dropSequence}
 		rest = rest[1:]
-		if len(rest) >= 3 && strings.EqualFold(rest[0], "IF") && strings.EqualFold(rest[1], "NOT") && strings.EqualFold(rest[2], "EXISTS") {
-			st.ifNotExists = true
-			rest = rest[3:]
+		if len(rest) == 3 && strings.EqualFold(rest[0], "IF") && strings.EqualFold(rest[1], "EXISTS") {
+			st.ifExists = true
+			rest = rest[2:]
 		}
-		if len(rest) == 0 {
+		if len(rest) != 1 || !isName(rest[0]) {
 			return bad(usage)
 		}
 		st.tag = unquote(rest[0])
-		rest = rest[1:]
-		if len(rest) == 2 && strings.EqualFold(rest[0], "STEP") {
-			n, err := strconv.ParseInt(rest[1], 10, 64)
-			if err != nil || n <= 0 || n > 1<<31-1 {
-				return bad("leafproxy: STEP must be a positive integer (at most 2147483647)")
-			}
-			st.step = n
-			rest = nil
-		}
-		if len(rest) != 0 {
-			return bad(usage)
-		}
 		return st, true
 	}
 	return stmt{}, false
 }
+
+// parseCreate reads what follows CREATE LEAFPROXY:
+//
+//	SEQUENCE [IF NOT EXISTS] tag [STEP n]
+//	SEQUENCE [IF NOT EXISTS] tag SNOWFLAKE [LAYOUT name | LAYOUT (t, w, s)] [EPOCH 'time']
+func parseCreate(rest []string) (stmt, bool) {
+	usage := "leafproxy: the syntax is CREATE LEAFPROXY SEQUENCE [IF NOT EXISTS] tag [STEP n] " +
+		"or CREATE LEAFPROXY SEQUENCE [IF NOT EXISTS] tag SNOWFLAKE [LAYOUT js_safe | LAYOUT default | LAYOUT (time_bits, worker_bits, sequence_bits)] [EPOCH 'RFC 3339 time']"
+	bad := func() (stmt, bool) { return stmt{err: usage}, true }
+	if len(rest) < 2 || !strings.EqualFold(rest[0], "SEQUENCE") {
+		return bad()
+	}
+	st := stmt{kind: createSequence}
+	rest = rest[1:]
+	if len(rest) >= 3 && strings.EqualFold(rest[0], "IF") && strings.EqualFold(rest[1], "NOT") && strings.EqualFold(rest[2], "EXISTS") {
+		st.ifNotExists = true
+		rest = rest[3:]
+	}
+	if len(rest) == 0 || !isName(rest[0]) {
+		return bad()
+	}
+	st.tag = unquote(rest[0])
+	rest = rest[1:]
+	switch {
+	case len(rest) == 0:
+		return st, true
+	case len(rest) == 2 && strings.EqualFold(rest[0], "STEP"):
+		return st.withStep(rest[1], usage), true
+	case !strings.EqualFold(rest[0], "SNOWFLAKE"):
+		return bad()
+	}
+	st.snowflake = true
+	rest = rest[1:]
+	if len(rest) >= 2 && strings.EqualFold(rest[0], "LAYOUT") {
+		switch {
+		case rest[1] == "(":
+			if len(rest) < 8 || rest[3] != "," || rest[5] != "," || rest[7] != ")" {
+				return bad()
+			}
+			for i, tok := range []string{rest[2], rest[4], rest[6]} {
+				n, err := strconv.Atoi(tok)
+				if err != nil {
+					return bad()
+				}
+				st.bits[i] = n
+			}
+			st.hasBits = true
+			rest = rest[8:]
+		case isName(rest[1]):
+			st.layout = strings.ToLower(unquote(rest[1]))
+			rest = rest[2:]
+		default:
+			return bad()
+		}
+	}
+	if len(rest) == 2 && strings.EqualFold(rest[0], "EPOCH") && isQuoted(rest[1]) {
+		st.epoch = unquote(rest[1])
+		rest = nil
+	}
+	if len(rest) != 0 {
+		return bad()
+	}
+	return st, true
+}
+
+// withStep sets the STEP: a number that is not 1 to 2147483647 (the
+// leaf_alloc.step column) is a bad argument (1210), anything else a
+// syntax error.
+func (st stmt) withStep(tok, usage string) stmt {
+	n, err := strconv.ParseInt(tok, 10, 64)
+	switch {
+	case err != nil && !isNumber(tok):
+		return stmt{err: usage}
+	case err != nil || n <= 0 || n > 1<<31-1:
+		return stmt{err: fmt.Sprintf("Incorrect arguments to %s: STEP %s: it must be 1 to 2147483647", st.what(), tok), badArg: true}
+	}
+	st.step = n
+	return st
+}
+
+func isNumber(tok string) bool {
+	tok = strings.TrimPrefix(tok, "-")
+	return tok != "" && strings.Trim(tok, "0123456789") == ""
+}
+
+// isName says tok is a word or a quoted name (not punctuation).
+func isName(tok string) bool { return tok != "(" && tok != ")" && tok != "," }
+
+func isQuoted(tok string) bool { return len(tok) >= 2 && (tok[0] == '\'' || tok[0] == '"') }
 
 // tokens splits a short admin statement into words and quoted names,
 // dropping a trailing ';'. ok is false for text with comments or other
@@ -111,6 +214,16 @@ func tokens(s string) ([]string, bool) {
 		c := s[i]
 		switch {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			i++
+		case c == '-' && i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '9':
+			j := i + 1
+			for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+				j++
+			}
+			out = append(out, s[i:j])
+			i = j
+		case c == '(' || c == ')' || c == ',':
+			out = append(out, s[i:i+1])
 			i++
 		case c == ';':
 			if strings.TrimSpace(s[i+1:]) != "" {

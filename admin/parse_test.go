@@ -1,6 +1,9 @@
 package admin
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestParse(t *testing.T) {
 	for _, tc := range []struct {
@@ -34,6 +37,29 @@ func TestParse(t *testing.T) {
 		{"SHOWX LEAFPROXY SEQUENCES", false, stmt{}, false},
 		{"SELECT leafproxy", false, stmt{}, false},
 		{"SHOW; LEAFPROXY SEQUENCES", false, stmt{}, false},
+		// Issue 20, item 5: the whole lifecycle.
+		{"ALTER LEAFPROXY SEQUENCE orders STEP 5000", true, stmt{kind: alterSequence, tag: "orders", step: 5000}, false},
+		{"alter leafproxy sequence `a b` step 1;", true, stmt{kind: alterSequence, tag: "a b", step: 1}, false},
+		{"ALTER LEAFPROXY SEQUENCE orders", true, stmt{}, true},
+		{"ALTER LEAFPROXY SEQUENCE orders STEP many", true, stmt{}, true},
+		{"ALTER TABLE leafproxy ADD x INT", false, stmt{}, false},
+		{"DROP LEAFPROXY SEQUENCE orders", true, stmt{kind: dropSequence, tag: "orders"}, false},
+		{"DROP LEAFPROXY SEQUENCE IF EXISTS '订单'", true, stmt{kind: dropSequence, tag: "订单", ifExists: true}, false},
+		{"DROP LEAFPROXY SEQUENCE IF EXISTS", true, stmt{}, true},
+		{"DROP LEAFPROXY SEQUENCE a b", true, stmt{}, true},
+		{"DROP TABLE leafproxy", false, stmt{}, false},
+		{"CREATE LEAFPROXY SEQUENCE web SNOWFLAKE", true, stmt{kind: createSequence, tag: "web", snowflake: true}, false},
+		{"CREATE LEAFPROXY SEQUENCE IF NOT EXISTS web SNOWFLAKE LAYOUT js_safe", true,
+			stmt{kind: createSequence, tag: "web", snowflake: true, layout: "js_safe", ifNotExists: true}, false},
+		{"create leafproxy sequence web snowflake layout (41, 8, 14) epoch '2024-01-01T00:00:00Z'", true,
+			stmt{kind: createSequence, tag: "web", snowflake: true, bits: [3]int{41, 8, 14}, hasBits: true, epoch: "2024-01-01T00:00:00Z"}, false},
+		{"CREATE LEAFPROXY SEQUENCE web SNOWFLAKE LAYOUT(41,5,7)", true,
+			stmt{kind: createSequence, tag: "web", snowflake: true, bits: [3]int{41, 5, 7}, hasBits: true}, false},
+		{"CREATE LEAFPROXY SEQUENCE web SNOWFLAKE LAYOUT (41, 5)", true, stmt{}, true},
+		{"CREATE LEAFPROXY SEQUENCE web SNOWFLAKE LAYOUT", true, stmt{}, true},
+		{"CREATE LEAFPROXY SEQUENCE web SNOWFLAKE STEP 10", true, stmt{}, true},
+		{"CREATE LEAFPROXY SEQUENCE web SEGMENT", true, stmt{}, true},
+		{"CREATE LEAFPROXY SEQUENCE (x)", true, stmt{}, true},
 	} {
 		got, ok := parse([]byte(tc.sql))
 		if ok != tc.ok {
@@ -47,6 +73,21 @@ func TestParse(t *testing.T) {
 		if !tc.err && got != tc.want {
 			t.Errorf("%q: %+v, want %+v", tc.sql, got, tc.want)
 		}
+	}
+}
+
+// TestParseBadArguments: values out of range are 1210 (bad argument), not
+// 1064 (syntax).
+func TestParseBadArguments(t *testing.T) {
+	for _, q := range []string{"CREATE LEAFPROXY SEQUENCE x STEP 0", "ALTER LEAFPROXY SEQUENCE x STEP -3",
+		"ALTER LEAFPROXY SEQUENCE x STEP 2147483648", "CREATE LEAFPROXY SEQUENCE x STEP 99999999999999999999"} {
+		st, ok := parse([]byte(q))
+		if !ok || !st.badArg || !strings.Contains(st.err, "Incorrect arguments to") || !strings.Contains(st.err, "1 to 2147483647") {
+			t.Errorf("%q: %+v", q, st)
+		}
+	}
+	if st, _ := parse([]byte("ALTER LEAFPROXY SEQUENCE x STEP many")); st.badArg || st.err == "" {
+		t.Errorf("STEP many: %+v", st)
 	}
 }
 

@@ -48,7 +48,7 @@ func newKeyFloors(cfg *config.Config, store *sql.DB) (k *keyFloors, close func()
 	if len(k.rules) == 0 {
 		return k, close, nil
 	}
-	backend, err := sql.Open("mysql", backendDSN(cfg))
+	backend, err := sql.Open("mysql", BackendDSN(cfg))
 	if err != nil {
 		return nil, nil, fmt.Errorf("backend %s: %w", cfg.Backend.Addr, err)
 	}
@@ -61,9 +61,9 @@ func newKeyFloors(cfg *config.Config, store *sql.DB) (k *keyFloors, close func()
 	return k, close, nil
 }
 
-// backendDSN reaches the backend as the proxy's backend account, with no
+// BackendDSN reaches the backend as the proxy's backend account, with no
 // default database (rule tables are found in information_schema).
-func backendDSN(cfg *config.Config) string {
+func BackendDSN(cfg *config.Config) string {
 	mc := mysql.NewConfig()
 	mc.Net = config.Network(cfg.Backend.Addr)
 	mc.Addr = cfg.Backend.Addr
@@ -113,8 +113,9 @@ func NameCase(ctx context.Context, db *sql.DB) (tablematch.Case, int, error) {
 }
 
 // RuleTable is one table a rule stands for, with its key column as the
-// server names it.
-type RuleTable struct{ DB, Table, Column string }
+// server names it and its type (information_schema's COLUMN_TYPE, e.g.
+// "int(11) unsigned").
+type RuleTable struct{ DB, Table, Column, Type string }
 
 // MatchingTables lists the tables on the server behind db that rule r
 // stands for, as the rewriter matches them (tablematch, with the server's
@@ -127,7 +128,7 @@ func MatchingTables(ctx context.Context, db *sql.DB, r config.Table, c tablematc
 	if err != nil {
 		return nil, err // config validation refuses it first
 	}
-	q := "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS WHERE COLUMN_NAME = ?" +
+	q := "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS WHERE COLUMN_NAME = ?" +
 		" AND TABLE_SCHEMA NOT IN (" + systemSchemas + ")" +
 		" AND DATA_TYPE IN ('tinyint','smallint','mediumint','int','integer','bigint','decimal','numeric')"
 	args := []any{r.Column}
@@ -148,7 +149,7 @@ func MatchingTables(ctx context.Context, db *sql.DB, r config.Table, c tablematc
 	var out []RuleTable
 	for rows.Next() {
 		var t RuleTable
-		if err := rows.Scan(&t.DB, &t.Table, &t.Column); err != nil {
+		if err := rows.Scan(&t.DB, &t.Table, &t.Column, &t.Type); err != nil {
 			return nil, err
 		}
 		if name.Match(t.DB, t.Table) {

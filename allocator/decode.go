@@ -14,12 +14,12 @@ import (
 // made of (LEAFPROXY_DECODE). Both go through the tag's snowflake layout,
 // found by snowflakeLayout: the one place a per-tag layout plugs in.
 
-// snowflakeLayout is the layout of snowflake tag tag's IDs: today every
-// snowflake tag has the configured one (the running generator's, or the
-// config's while no worker id is held).
+// snowflakeLayout is the layout of snowflake tag tag's IDs: the tag's own
+// (sequences.tags, or recorded in the store for a tag made in SQL), else
+// the configured global one.
 func (s *Sequences) snowflakeLayout(tag string) (snowflake.Layout, error) {
-	if g := s.snow.Load(); g != nil {
-		return g.Layout(), nil
+	if l, ok := s.Layout(tag); ok {
+		return l, nil
 	}
 	l, err := s.cfg.Snowflake.Layout()
 	if err != nil {
@@ -34,7 +34,7 @@ func (s *Sequences) snowflakeLayout(tag string) (snowflake.Layout, error) {
 // consecutive); 0 for a segment tag, whose blocks are consecutive at any
 // size Block takes.
 func (s *Sequences) BlockLimit(tag string) (limit int64, why string) {
-	if !s.snowTags[tag] {
+	if s.snowTag(tag) == nil {
 		return 0, ""
 	}
 	l, err := s.snowflakeLayout(tag)
@@ -49,7 +49,7 @@ func (s *Sequences) BlockLimit(tag string) (limit int64, why string) {
 // sequence number within the tick. An ID the layout cannot have made
 // (negative, or with bits above the layout's) is error 1210.
 func (s *Sequences) DecodeSnowflake(tag string, id int64) (created time.Time, worker, seq int64, err error) {
-	if !s.snowTags[tag] {
+	if s.snowTag(tag) == nil {
 		return time.Time{}, 0, 0, &sqlError{code: 1235, state: "42000", msg: fmt.Sprintf("sequence '%s' does not use the snowflake generator", tag)}
 	}
 	l, err := s.snowflakeLayout(tag)

@@ -10,8 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,30 +24,43 @@ import (
 
 // Sequences routes each tag to its generator. Safe for concurrent use.
 //
+// Snowflake tags are served by one generator per distinct layout
+// (snowflakes.go): the configured tags' generators are started at Open,
+// tags created in SQL on any proxy (a "tag:<tag>" row of
+// leaf_snowflake_layout) are learned from the store at Open and on first
+// use, their generator started then.
+//
 // Start-up does not depend on the store: when it is down or stalled, Open
 // returns anyway (segment tags then fail per request until a segment
 // arrives) and snowflake tags are fenced with an UnavailableError until a
 // worker id is obtained, which a background loop retries. Only definitive
 // answers from a reachable store (a fixed worker id held by another live
 // process, every id taken, a clock behind the id's history, a snowflake
-// layout other than the one recorded in leaf_snowflake_layout) fail Open.
-// A layout mismatch found by the background loop fences snowflake tags
-// until a restart (the process keeps serving relay and segment tags).
+// layout other than the one recorded in leaf_snowflake_layout, globally
+// or for a tag) fail Open. A layout mismatch found by the background loop
+// fences the configured snowflake tags until a restart (the process keeps
+// serving relay and segment tags).
 type Sequences struct {
 	segments *segment.Allocator
-	snowTags map[string]bool
 	db       *sql.DB
 	log      *slog.Logger
 	cfg      *config.Config
 
-	snow atomic.Pointer[snowflake.Generator] // nil until a worker id is held
+	// snow maps each snowflake tag to its generator (copy-on-write: tags
+	// are added rarely, read on every call).
+	snow   atomic.Pointer[map[string]*snowTag]
+	global snowflake.Layout // the snowflake section's
+	leaser *snowflake.MySQLLeaser
+	store  *segment.MySQLStore
 
-	mu       sync.Mutex
-	snowErr  error     // why there is no generator yet
-	snowFrom time.Time // since when
-	closed   bool
-	stop     chan struct{}
-	done     chan struct{} // closed when the background loop ends (or never ran)
+	mu           sync.Mutex
+	gens         map[string]*snowGen  // by snowflake.LayoutKey
+	storeDefault *snowflake.Layout    // the store's 'default' row, once read
+	snowMiss     map[string]time.Time // tags found without a leaf_snowflake_layout row, until
+	closed       bool
+	stop         chan struct{}
+	done         chan struct{} // closed when the background loop ends (or never ran)
+	syncDone     chan struct{} // closed when syncLoop ends
 	// closeFloors releases the backend pool used to read rule tables'
 	// largest keys when auto_create makes a tag.
 	closeFloors func()
@@ -62,7 +73,12 @@ type options struct {
 	wrapStore func(segment.Store) segment.Store
 	init      bool
 	retryMin  time.Duration
+	tagSync   time.Duration
 }
+
+// WithTagSync sets how often the snowflake tags learned from the store
+// are compared with it again (default 30 s; tests shorten it).
+func WithTagSync(d time.Duration) Option { return func(o *options) { o.tagSync = d } }
 
 // WithStoreWrapper wraps the segment store, e.g. to inject latency in
 // benchmarks or count round trips.
@@ -87,7 +103,7 @@ const (
 // configured id registered) only when some tag uses snowflake. Each store
 // call at start is bounded by backend.connect_timeout.
 func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Option) (*Sequences, error) {
-	o := options{retryMin: retryMin}
+	o := options{retryMin: retryMin, tagSync: DefaultTagSync}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -102,8 +118,9 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opt
 	db.SetMaxIdleConns(cfg.Sequences.MaxLoaders + 4)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 
-	s := &Sequences{db: db, snowTags: map[string]bool{}, log: log, cfg: cfg,
-		stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Sequences{db: db, log: log, cfg: cfg, gens: map[string]*snowGen{}, snowMiss: map[string]time.Time{},
+		leaser: snowflake.NewMySQLLeaser(db, owner(cfg), cfg.Snowflake.LeaseTTL.D()),
+		stop:   make(chan struct{}), done: make(chan struct{})}
 	floors, closeFloors, err := newKeyFloors(cfg, db)
 	if err != nil {
 		db.Close()
@@ -115,6 +132,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opt
 		floor, _, err := floors.floor(ctx, tag)
 		return floor, err
 	}
+	s.store = ms
 	var store segment.Store = ms
 	if o.wrapStore != nil {
 		store = o.wrapStore(store)
@@ -127,10 +145,11 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opt
 		RepairMargin: cfg.Sequences.RepairMargin,
 		Logger:       log.With("component", "segment"),
 	})
-	for name, t := range cfg.Sequences.Tags {
-		if t.Generator == "snowflake" {
-			s.snowTags[name] = true
-		}
+	if err := s.configureSnowflake(); err != nil {
+		s.segments.Close()
+		db.Close()
+		closeFloors()
+		return nil, err
 	}
 
 	initPending := false
@@ -150,16 +169,16 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opt
 			}
 		}
 	}
+	if !initPending {
+		s.loadStoreTags(ctx)
+	}
 	snowPending := false
-	if len(s.snowTags) > 0 {
+	if s.configuredSnowflake() {
 		var err error
 		if initPending {
 			err = fmt.Errorf("%w: %w", snowflake.ErrStoreUnavailable, initErr)
 		} else {
-			var g *snowflake.Generator
-			if g, err = openSnowflake(ctx, cfg, db, log); err == nil {
-				s.snow.Store(g)
-			}
+			err = s.startSnowflake(ctx)
 		}
 		if err != nil {
 			if !transient(err) {
@@ -168,7 +187,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opt
 				return nil, err
 			}
 			snowPending = true
-			s.snowErr, s.snowFrom = err, time.Now()
+			s.setPendingErr(err)
 			log.Warn("snowflake tags fenced until a worker id is obtained (retrying in the background)", "err", err)
 		}
 	}
@@ -177,6 +196,8 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opt
 	} else {
 		close(s.done)
 	}
+	s.syncDone = make(chan struct{})
+	go s.syncLoop(o.tagSync)
 	return s, nil
 }
 
@@ -203,7 +224,8 @@ func (s *Sequences) initStore(ctx context.Context, d time.Duration) error {
 }
 
 // background retries what could not be done at start: preparing the store,
-// then obtaining a worker id, until both succeeded or Close.
+// then obtaining worker ids for the configured snowflake tags, until both
+// succeeded or Close.
 func (s *Sequences) background(wait time.Duration, initPending, snowPending bool) {
 	defer close(s.done)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -228,7 +250,7 @@ func (s *Sequences) background(wait time.Duration, initPending, snowPending bool
 			if err != nil && unreachable(err) {
 				s.log.Debug("allocation store still unreachable", "err", err)
 				if snowPending {
-					s.setSnowErr(fmt.Errorf("%w: %w", snowflake.ErrStoreUnavailable, err))
+					s.setPendingErr(fmt.Errorf("%w: %w", snowflake.ErrStoreUnavailable, err))
 				}
 				continue
 			}
@@ -238,54 +260,49 @@ func (s *Sequences) background(wait time.Duration, initPending, snowPending bool
 			} else {
 				s.log.Info("allocation store reachable and prepared")
 			}
+			s.loadStoreTags(ctx)
 		}
 		if snowPending {
-			g, err := openSnowflake(ctx, s.cfg, s.db, s.log)
-			if err != nil {
-				switch {
-				case transient(err):
-					s.log.Debug("snowflake worker id: store still unavailable", "err", err)
-				case errors.Is(err, snowflake.ErrLayoutMismatch):
-					// What stops a start with the store up: this process
-					// cannot exit 2 from here, and relay and segment tags
-					// may be serving, so snowflake tags stay fenced for
-					// good (a restart with a matching config is needed).
-					err = &fatalError{err}
-					s.log.Error("snowflake layout differs from the store's; snowflake tags fenced until leafproxy is restarted with a matching layout", "err", err.Error())
-					s.setSnowErr(err)
-					snowPending = false
-					continue
-				default:
-					s.log.Error("snowflake worker id refused; snowflake tags stay fenced, retrying", "err", err)
-				}
-				s.setSnowErr(err)
+			err := s.startSnowflake(ctx)
+			switch {
+			case err == nil:
+				snowPending = false
+				s.log.Info("snowflake tags available")
+			case s.isClosed():
+				return
+			case transient(err):
+				s.log.Debug("snowflake worker id: store still unavailable", "err", err)
+				s.setPendingErr(err)
+				continue
+			case errors.Is(err, snowflake.ErrLayoutMismatch):
+				// What stops a start with the store up: this process
+				// cannot exit 2 from here, and relay and segment tags
+				// may be serving, so snowflake tags stay fenced for
+				// good (a restart with a matching config is needed).
+				err = &fatalError{err}
+				s.log.Error("snowflake layout differs from the store's; snowflake tags fenced until leafproxy is restarted with a matching layout", "err", err.Error())
+				s.setPendingErr(err)
+				snowPending = false
+				continue
+			default:
+				s.log.Error("snowflake worker id refused; snowflake tags stay fenced, retrying", "err", err)
+				s.setPendingErr(err)
 				continue
 			}
-			s.mu.Lock()
-			if s.closed {
-				s.mu.Unlock()
-				g.Close()
-				return
-			}
-			s.snow.Store(g)
-			s.snowErr = nil
-			s.mu.Unlock()
-			snowPending = false
-			s.log.Info("snowflake tags available", "worker", g.Worker())
 		}
 		wait = first
 	}
 }
 
-func (s *Sequences) setSnowErr(err error) {
+func (s *Sequences) isClosed() bool {
 	s.mu.Lock()
-	s.snowErr = err
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	return s.closed
 }
 
 // Generator names the generator that serves tag: "segment" or "snowflake".
 func (s *Sequences) Generator(tag string) string {
-	if s.snowTags[tag] {
+	if s.snowTag(tag) != nil {
 		return "snowflake"
 	}
 	return "segment"
@@ -293,10 +310,10 @@ func (s *Sequences) Generator(tag string) string {
 
 // Next returns one ID for tag.
 func (s *Sequences) Next(ctx context.Context, tag string) (int64, error) {
-	if s.snowTags[tag] {
-		g := s.snow.Load()
-		if g == nil {
-			return 0, s.unavailable(tag)
+	if t := s.snowTag(tag); t != nil {
+		g, err := s.generator(ctx, tag, t)
+		if err != nil {
+			return 0, err
 		}
 		id, err := g.Next(ctx)
 		if err != nil {
@@ -306,6 +323,11 @@ func (s *Sequences) Next(ctx context.Context, tag string) (int64, error) {
 	}
 	v, err := s.segments.Next(ctx, tag)
 	if err != nil {
+		if t, lerr := s.learn(ctx, tag, err); t != nil {
+			return s.Next(ctx, tag)
+		} else if lerr != nil {
+			return 0, lerr
+		}
 		return 0, nameError(tag, err)
 	}
 	return v, nil
@@ -313,10 +335,10 @@ func (s *Sequences) Next(ctx context.Context, tag string) (int64, error) {
 
 // NextN appends n ascending IDs for tag to dst.
 func (s *Sequences) NextN(ctx context.Context, tag string, n int, dst []int64) ([]int64, error) {
-	if s.snowTags[tag] {
-		g := s.snow.Load()
-		if g == nil {
-			return dst, s.unavailable(tag)
+	if t := s.snowTag(tag); t != nil {
+		g, err := s.generator(ctx, tag, t)
+		if err != nil {
+			return dst, err
 		}
 		out, err := g.NextN(ctx, n, dst)
 		if err != nil {
@@ -326,6 +348,11 @@ func (s *Sequences) NextN(ctx context.Context, tag string, n int, dst []int64) (
 	}
 	out, err := s.segments.NextN(ctx, tag, n, dst)
 	if err != nil {
+		if t, lerr := s.learn(ctx, tag, err); t != nil {
+			return s.NextN(ctx, tag, n, dst)
+		} else if lerr != nil {
+			return out, lerr
+		}
 		return out, nameError(tag, err)
 	}
 	return out, nil
@@ -336,10 +363,10 @@ func (s *Sequences) NextN(ctx context.Context, tag string, n int, dst []int64) (
 // else first + (k/run)*stride + k%run (a snowflake tag: whole ticks of
 // this worker, see snowflake.Block).
 func (s *Sequences) Block(ctx context.Context, tag string, n int64) (first, run, stride int64, err error) {
-	if s.snowTags[tag] {
-		g := s.snow.Load()
-		if g == nil {
-			return 0, 0, 0, s.unavailable(tag)
+	if t := s.snowTag(tag); t != nil {
+		g, err := s.generator(ctx, tag, t)
+		if err != nil {
+			return 0, 0, 0, err
 		}
 		b, err := g.Block(ctx, n)
 		if err != nil {
@@ -349,29 +376,40 @@ func (s *Sequences) Block(ctx context.Context, tag string, n int64) (first, run,
 	}
 	first, err = s.segments.Block(ctx, tag, n)
 	if err != nil {
+		if t, lerr := s.learn(ctx, tag, err); t != nil {
+			return s.Block(ctx, tag, n)
+		} else if lerr != nil {
+			return 0, 0, 0, lerr
+		}
 		return 0, 0, 0, nameError(tag, err)
 	}
 	return first, 0, 0, nil
 }
 
 // Known reports whether tag is a sequence of this proxy: configured
-// (sequences.tags, either generator) or in leaf_alloc (see
-// segment.Allocator.Known).
+// (sequences.tags, either generator), in leaf_alloc (see
+// segment.Allocator.Known) or a snowflake tag of the store (a
+// leaf_snowflake_layout row, learned here).
 func (s *Sequences) Known(ctx context.Context, tag string) (bool, error) {
-	if s.snowTags[tag] {
+	if s.snowTag(tag) != nil {
 		return true, nil
 	}
 	if _, ok := s.cfg.Sequences.Tags[tag]; ok {
 		return true, nil
 	}
-	return s.segments.Known(ctx, tag)
+	known, err := s.segments.Known(ctx, tag)
+	if known || err != nil {
+		return known, err
+	}
+	t, err := s.learn(ctx, tag, &segment.UnknownTagError{Tag: tag})
+	return t != nil, err
 }
 
 // Advance moves a segment tag past v, a key written explicitly through
 // the proxy (see segment.Allocator.Advance); snowflake tags, whose IDs
 // come from the clock, are left alone.
 func (s *Sequences) Advance(ctx context.Context, tag string, v int64) error {
-	if s.snowTags[tag] {
+	if s.snowTag(tag) != nil {
 		return nil
 	}
 	return s.segments.Advance(ctx, tag, v)
@@ -391,92 +429,8 @@ func nameError(tag string, err error) error {
 	return err
 }
 
-// SetVal is SETVAL(tag, n[, used]) for a segment tag: afterwards the
-// next ID handed out for tag is above n (used, MariaDB's default) or at
-// least n (!used), on every proxy sharing the store once it has used up
-// the segments it holds, on this one at once. It only raises: n below
-// IDs that may have been handed out is an error naming the current value.
-func (s *Sequences) SetVal(ctx context.Context, tag string, n int64, used bool) error {
-	if err := schema.CheckTag(tag); err != nil {
-		return err
-	}
-	if s.snowTags[tag] {
-		return &sqlError{code: 1235, state: "42000", msg: fmt.Sprintf(
-			"SETVAL('%s', ...) is not supported: the tag uses the snowflake generator, whose IDs come from the clock, not a counter", tag)}
-	}
-	floor := n
-	if used {
-		if n == math.MaxInt64 {
-			return &sqlError{code: segment.ErrCodeWrongArguments, state: segment.SQLStateWrongArguments, msg: fmt.Sprintf(
-				"Incorrect arguments to SETVAL: sequence '%s' cannot issue IDs above %d", tag, n)}
-		}
-		floor = n + 1
-	}
-	return s.segments.Raise(ctx, tag, max(floor, 1))
-}
-
-// sqlError is an error with MySQL's code and SQLSTATE, for the proxy.
-type sqlError struct {
-	code  uint16
-	state string
-	msg   string
-}
-
-func (e *sqlError) Error() string    { return e.msg }
-func (e *sqlError) Code() uint16     { return e.code }
-func (e *sqlError) SQLState() string { return e.state }
-
-func (s *Sequences) unavailable(tag string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var fatal *fatalError
-	return &UnavailableError{Tag: strings.Clone(tag), Pending: !errors.As(s.snowErr, &fatal), Since: s.snowFrom, Err: s.snowErr}
-}
-
-// UnavailableError is a snowflake tag that cannot issue: no worker id yet
-// (Pending: the store could not be asked, or refused; retried in the
-// background), the store's layout differs from this proxy's (found after
-// start; not retried), or the generator refused (fenced, lease lost,
-// clock). It names the tag and the cause, as MySQL error 1105 / HY000.
-type UnavailableError struct {
-	Tag     string
-	Pending bool
-	Since   time.Time
-	Err     error
-}
-
-func (e *UnavailableError) Error() string {
-	if e.Pending {
-		return fmt.Sprintf("snowflake sequence '%s' is fenced: this proxy holds no snowflake worker id yet (retrying in the background since %s): %v",
-			e.Tag, e.Since.UTC().Format("15:04:05"), e.Err)
-	}
-	return fmt.Sprintf("snowflake sequence '%s': %v", e.Tag, e.Err)
-}
-
-func (e *UnavailableError) Unwrap() error    { return e.Err }
-func (e *UnavailableError) Code() uint16     { return 1105 }
-func (e *UnavailableError) SQLState() string { return "HY000" }
-
 // Segments exposes the segment allocator (stats, tests).
 func (s *Sequences) Segments() *segment.Allocator { return s.segments }
-
-// Snowflake exposes the snowflake generator (stats, tests); nil when no tag
-// uses snowflake or no worker id is held yet.
-func (s *Sequences) Snowflake() *snowflake.Generator { return s.snow.Load() }
-
-// UsesSnowflake says some tag is served by the snowflake generator.
-func (s *Sequences) UsesSnowflake() bool { return len(s.snowTags) > 0 }
-
-// SnowflakePending reports whether snowflake tags are fenced for want of a
-// worker id, and why.
-func (s *Sequences) SnowflakePending() (bool, error) {
-	if len(s.snowTags) == 0 || s.snow.Load() != nil {
-		return false, nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return true, s.snowErr
-}
 
 // Close stops the loaders and the background retries, releases the
 // snowflake lease and closes the store.
@@ -490,13 +444,13 @@ func (s *Sequences) Close() error {
 	}
 	close(s.stop)
 	<-s.done
-	var err error
+	if s.syncDone != nil {
+		<-s.syncDone
+	}
 	if s.segments != nil {
 		s.segments.Close()
 	}
-	if g := s.snow.Load(); g != nil {
-		err = g.Close()
-	}
+	err := s.closeSnowflake()
 	s.db.Close()
 	if s.closeFloors != nil {
 		s.closeFloors()

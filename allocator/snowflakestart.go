@@ -7,23 +7,22 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/leafproxy/leafproxy/allocator/snowflake"
 	"github.com/leafproxy/leafproxy/config"
 )
 
-// openSnowflake starts the generator: the layout is checked against the
-// store's (recorded when it is the first), then a worker id is leased or
-// the configured one registered. Both run at start and, when the store
-// could not be asked, in the background retry, so no snowflake ID is ever
-// issued under a layout the store does not record.
-func openSnowflake(ctx context.Context, cfg *config.Config, db *sql.DB, log *slog.Logger) (*snowflake.Generator, error) {
+// openSnowflake starts a generator of layout: a worker id is leased from
+// leaser (its layout's space) or the configured one registered there. The
+// generator of the store's global layout (global) also checks that layout
+// against the store's before it leases and keeps snowflake.state_file;
+// the others keep a state file of their own beside it (the layout's key
+// appended), their tags' rows having been checked by the caller.
+func openSnowflake(ctx context.Context, cfg *config.Config, leaser *snowflake.MySQLLeaser, layout snowflake.Layout, global bool, log *slog.Logger) (*snowflake.Generator, error) {
 	sc := cfg.Snowflake
-	layout, err := sc.Layout()
-	if err != nil {
-		return nil, err
-	}
 	opts := snowflake.Options{
 		Layout:       layout,
 		RandomStart:  *sc.RandomStart,
@@ -32,10 +31,15 @@ func openSnowflake(ctx context.Context, cfg *config.Config, db *sql.DB, log *slo
 		Logger:       log.With("component", "snowflake"),
 		StoreTimeout: cfg.Backend.ConnectTimeout.D(),
 	}
+	if !global {
+		opts.Logger = opts.Logger.With("layout", layout.String())
+		if opts.StateFile != "" {
+			opts.StateFile += "." + strings.ReplaceAll(snowflake.LayoutKey(layout), "/", "-")
+		}
+	}
 	if *sc.RandomStart == 0 {
 		opts.RandomStart = 1 // config 0 means "no random start"; the generator's 0 means its default
 	}
-	leaser := snowflake.NewMySQLLeaser(db, owner(cfg), sc.LeaseTTL.D())
 	if sc.WorkerID == "auto" {
 		opts.Worker = leaser
 	} else {
@@ -43,9 +47,9 @@ func openSnowflake(ctx context.Context, cfg *config.Config, db *sql.DB, log *slo
 		if err != nil {
 			return nil, fmt.Errorf("snowflake.worker_id: %w", err)
 		}
-		// Registered in leaf_worker like a leased id, so two processes
-		// configured with the same id (or an id an auto process leased)
-		// cannot both issue under it.
+		// Registered in the layout's lease table like a leased id, so two
+		// processes configured with the same id (or an id an auto process
+		// leased) cannot both issue under it.
 		opts.Worker = leaser.Fixed(id)
 	}
 	g, err := snowflake.New(ctx, opts)
@@ -53,6 +57,9 @@ func openSnowflake(ctx context.Context, cfg *config.Config, db *sql.DB, log *slo
 		return nil, err // says it all
 	}
 	if err != nil {
+		if !global {
+			return nil, fmt.Errorf("start snowflake generator of layout %s: %w", layout, err)
+		}
 		return nil, fmt.Errorf("start snowflake generator: %w", err)
 	}
 	return g, nil
@@ -75,19 +82,23 @@ func (e *fatalError) Error() string {
 
 func (e *fatalError) Unwrap() error { return e.err }
 
-// CheckSnowflakeLayout records the configured snowflake layout in the
-// store when none is recorded yet, or checks it against the recorded one,
-// as a start does before it takes a worker id (`leafproxy init`). Nothing
-// is done when no tag uses snowflake. A different recorded layout is an
-// error wrapping snowflake.ErrLayoutMismatch.
+// CheckSnowflakeLayout records the configured snowflake layouts in the
+// store when none is recorded yet, or checks them against the recorded
+// ones, as a start does before it takes a worker id (`leafproxy init`):
+// the global layout (row 'default'), then each configured snowflake tag's
+// (row 'tag:<tag>'). Nothing is done when no tag uses snowflake. A
+// different recorded layout is an error wrapping snowflake.ErrLayoutMismatch.
 func CheckSnowflakeLayout(ctx context.Context, cfg *config.Config, report func(format string, args ...any)) error {
-	uses := false
-	for _, t := range cfg.Sequences.Tags {
-		uses = uses || t.Generator == "snowflake"
+	var tags []string
+	for name, t := range cfg.Sequences.Tags {
+		if t.Generator == "snowflake" {
+			tags = append(tags, name)
+		}
 	}
-	if !uses {
+	if len(tags) == 0 {
 		return nil
 	}
+	slices.Sort(tags)
 	if report == nil {
 		report = func(string, ...any) {}
 	}
@@ -100,7 +111,8 @@ func CheckSnowflakeLayout(ctx context.Context, cfg *config.Config, report func(f
 		return err
 	}
 	defer db.Close()
-	chk, err := snowflake.NewMySQLLeaser(db, owner(cfg)+" (leafproxy init)", cfg.Snowflake.LeaseTTL.D()).CheckLayout(ctx, layout)
+	leaser := snowflake.NewMySQLLeaser(db, owner(cfg)+" (leafproxy init)", cfg.Snowflake.LeaseTTL.D())
+	chk, err := leaser.CheckLayout(ctx, layout)
 	if err != nil {
 		return err
 	}
@@ -113,6 +125,21 @@ func CheckSnowflakeLayout(ctx context.Context, cfg *config.Config, report func(f
 	default:
 		report("snowflake layout %s matches the store's (recorded by %s at %s)", layout, chk.Record.RecordedBy,
 			chk.Record.RecordedAt.UTC().Format("2006-01-02 15:04:05 MST"))
+	}
+	for _, tag := range tags {
+		l, source, err := cfg.TagLayout(tag)
+		if err != nil {
+			return err
+		}
+		chk, err := leaser.CheckTagLayout(ctx, tag, l, tagDescription(cfg.Sequences.Tags[tag].IsSet(), tag), source, layout)
+		if err != nil {
+			return err
+		}
+		if chk.Recorded {
+			report("recorded snowflake layout %s of tag %q in leaf_snowflake_layout", l, tag)
+		} else {
+			report("snowflake layout %s of tag %q matches the store's", l, tag)
+		}
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/leafproxy/leafproxy/allocator/schema"
+	"github.com/leafproxy/leafproxy/allocator/snowflake"
 	"github.com/leafproxy/leafproxy/config"
 )
 
@@ -61,10 +62,21 @@ func InitStore(ctx context.Context, cfg *config.Config, report func(format strin
 			tags[name] = t.Step
 		}
 	}
+	// A rule's tag the configuration does not declare is a segment tag,
+	// unless the store has it as a snowflake tag (created in SQL).
+	snow, err := snowflake.NewMySQLLeaser(db, "", 0).TagLayouts(ctx)
+	if err != nil {
+		return fmt.Errorf("store %s: read the snowflake tags in leaf_snowflake_layout: %w", mc.Addr, err)
+	}
 	for _, r := range cfg.Tables {
-		if _, ok := cfg.Sequences.Tags[r.Tag]; !ok {
-			tags[r.Tag] = cfg.Sequences.DefaultStep
+		if _, ok := cfg.Sequences.Tags[r.Tag]; ok {
+			continue
 		}
+		if _, ok := snow[r.Tag]; ok {
+			report("tag %q is a snowflake tag in the store (leaf_snowflake_layout): no leaf_alloc row", r.Tag)
+			continue
+		}
+		tags[r.Tag] = cfg.Sequences.DefaultStep
 	}
 	names := make([]string, 0, len(tags))
 	for n := range tags {

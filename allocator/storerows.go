@@ -8,12 +8,13 @@ import (
 // StoreRow is one leaf_alloc row as the store holds it now.
 type StoreRow struct {
 	MaxID, Step int64
+	Description string // who created the row and how
 }
 
 // StoreRows reads every tag's row from leaf_alloc (admin views: max_id is
 // the end of the last segment handed to any proxy, not the last ID issued).
 func (s *Sequences) StoreRows(ctx context.Context) (map[string]StoreRow, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT biz_tag, max_id, step FROM leaf_alloc")
+	rows, err := s.db.QueryContext(ctx, "SELECT biz_tag, max_id, step, COALESCE(description, '') FROM leaf_alloc")
 	if err != nil {
 		return nil, fmt.Errorf("read leaf_alloc: %w", err)
 	}
@@ -22,19 +23,10 @@ func (s *Sequences) StoreRows(ctx context.Context) (map[string]StoreRow, error) 
 	for rows.Next() {
 		var tag string
 		var r StoreRow
-		if err := rows.Scan(&tag, &r.MaxID, &r.Step); err != nil {
+		if err := rows.Scan(&tag, &r.MaxID, &r.Step, &r.Description); err != nil {
 			return nil, fmt.Errorf("read leaf_alloc: %w", err)
 		}
 		out[tag] = r
 	}
 	return out, rows.Err()
-}
-
-// SnowflakeTags lists the tags configured for the snowflake generator.
-func (s *Sequences) SnowflakeTags() []string {
-	out := make([]string, 0, len(s.snowTags))
-	for t := range s.snowTags {
-		out = append(out, t)
-	}
-	return out
 }

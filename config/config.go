@@ -87,8 +87,9 @@ type Sequences struct {
 
 // Tag is per-tag settings.
 type Tag struct {
-	Generator string `yaml:"generator"` // segment (default) or snowflake
-	Step      int64  `yaml:"step"`      // initial step for init/auto-create; 0 = default_step
+	Generator string           `yaml:"generator"` // segment (default) or snowflake
+	Step      int64            `yaml:"step"`      // initial step for init/auto-create; 0 = default_step
+	TagLayout `yaml:",inline"` // snowflake tags: their own layout (config/snowflake.go)
 }
 
 // Table is one transparent key-filling rule.
@@ -414,6 +415,8 @@ func (c *Config) Validate() error {
 		add("snowflake.epoch", "%v", err)
 	} else if _, err := c.Snowflake.Layout(); err != nil {
 		add("snowflake", "%v", err)
+	} else {
+		probs = append(probs, c.tagLayoutProblems()...)
 	}
 	if c.Snowflake.WorkerID != "auto" {
 		if _, err := strconv.ParseUint(c.Snowflake.WorkerID, 10, 32); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
 	"slices"
@@ -172,8 +173,12 @@ func yamlFields(t reflect.Type) map[string]reflect.StructField {
 		if !f.IsExported() {
 			continue
 		}
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
 		if name == "-" {
+			continue
+		}
+		if opts == "inline" && f.Type.Kind() == reflect.Struct {
+			maps.Copy(m, yamlFields(f.Type))
 			continue
 		}
 		if name == "" {

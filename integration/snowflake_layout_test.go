@@ -122,7 +122,7 @@ func TestSnowflakeLayoutMismatchAfterStoreDown(t *testing.T) {
 	}
 	const other = "db-7:4242:0.0.0.0:3307"
 	for _, q := range []string{
-		"INSERT INTO leaf_snowflake_layout VALUES ('default', 1577836800000, 41, 10, 12, 1000000, '" + other + "', UTC_TIMESTAMP(3))",
+		"INSERT INTO leaf_snowflake_layout (name, epoch_ms, time_bits, worker_bits, sequence_bits, unit_ns, recorded_by, recorded_at) VALUES ('default', 1577836800000, 41, 10, 12, 1000000, '" + other + "', UTC_TIMESTAMP(3))",
 		"INSERT INTO leaf_worker VALUES (0, '" + other + "#1f2e', TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000, 0)",
 	} {
 		if _, err := sdb.Exec(q); err != nil {

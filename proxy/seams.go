@@ -101,6 +101,9 @@ func (s *Session) ExtCapabilities() uint32 { return s.extCaps }
 // User is the account the client logged in with.
 func (s *Session) User() string { return s.user }
 
+// RemoteAddr is the client's address (host:port, or "unix").
+func (s *Session) RemoteAddr() string { return s.remote }
+
 // Logger is the session's logger (carries the session id).
 func (s *Session) Logger() *slog.Logger { return s.log }
 

@@ -213,16 +213,31 @@ func (h *health) probe() Health {
 	wg.Wait()
 	if h.seq == nil {
 		// still starting
-	} else if g := h.seq.Snowflake(); g != nil {
-		c := Check{OK: true}
-		switch fenced, lost := g.Health(); {
-		case lost:
-			c = Check{Error: "the snowflake worker lease went to another process: no snowflake IDs until leafproxy restarts"}
-		case fenced:
-			c = Check{Error: "the snowflake worker lease was not renewed in time (is the store reachable?): snowflake IDs wait until it is"}
+	} else if pending, err := h.seq.SnowflakePending(); !pending {
+		// Every generator of a layout that holds a worker id (one per
+		// layout in use; those of tags learned from the store start on
+		// first use).
+		gens := h.seq.SnowflakeGenerators()
+		for _, g := range gens {
+			if g.Generator == nil {
+				continue
+			}
+			c := Check{OK: true}
+			which := ""
+			if len(gens) > 1 {
+				which = " of layout " + g.Layout.String()
+			}
+			switch fenced, lost := g.Generator.Health(); {
+			case lost:
+				c = Check{Error: "the snowflake worker lease" + which + " went to another process: no snowflake IDs until leafproxy restarts"}
+			case fenced:
+				c = Check{Error: "the snowflake worker lease" + which + " was not renewed in time (is the store reachable?): snowflake IDs wait until it is"}
+			}
+			if r.Snowflake == nil || r.Snowflake.OK {
+				r.Snowflake = &c
+			}
 		}
-		r.Snowflake = &c
-	} else if pending, err := h.seq.SnowflakePending(); pending {
+	} else {
 		// No worker id yet (retried), or the store's layout differs (for
 		// good): snowflake tags answer errors either way.
 		msg := "no snowflake worker id held yet: snowflake IDs wait until one is"

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/leafproxy/leafproxy/allocator"
+	"github.com/leafproxy/leafproxy/allocator/runway"
 	"github.com/leafproxy/leafproxy/proxy"
 )
 
@@ -25,19 +26,33 @@ type collector struct {
 	// tables[].tag), validated at load: their series show even while
 	// their fetches fail.
 	configured map[string]bool
+	runway     *runway.Monitor
 
 	remaining, nextReady, step, fetches, fetchErrors, refused, repairs *prometheus.Desc
 	worker, fenced, lost                                               *prometheus.Desc
+	layoutWorker, layoutFenced                                         *prometheus.Desc
+	idsLeft, exhaustedAt, idsPerSecond                                 *prometheus.Desc
 	sessions, accepted                                                 *prometheus.Desc
 	loops, loopSessions, loopMoves, loopHandoffs                       *prometheus.Desc
 }
 
-func newCollector(seq *allocator.Sequences, srv *proxy.Server, configured map[string]bool) *collector {
+func newCollector(seq *allocator.Sequences, srv *proxy.Server, configured map[string]bool, rw *runway.Monitor) *collector {
 	tag := []string{"tag"}
 	return &collector{
 		seq:        seq,
 		proxy:      srv,
 		configured: configured,
+		runway:     rw,
+		layoutWorker: prometheus.NewDesc("leafproxy_snowflake_layout_worker_id",
+			"Snowflake worker id held for each layout in use (snowflake tags of one layout share a generator and its worker id).", []string{"layout"}, nil),
+		layoutFenced: prometheus.NewDesc("leafproxy_snowflake_layout_fenced",
+			"1 if the snowflake generator of the layout issues nothing now (no worker id yet, lease not renewed in time, or lost), else 0.", []string{"layout"}, nil),
+		idsLeft: prometheus.NewDesc("leafproxy_sequence_ids_left",
+			"IDs the tag can still issue before the smallest key column filled from it overflows (segment: from leaf_alloc.max_id; snowflake: from now's tick to the end of the layout or the column).", tag, nil),
+		exhaustedAt: prometheus.NewDesc("leafproxy_sequence_exhausted_timestamp_seconds",
+			"Unix time when the tag runs out of IDs at the rate of the last hour (snowflake: when its time bits end); absent when it does not at that rate.", tag, nil),
+		idsPerSecond: prometheus.NewDesc("leafproxy_sequence_ids_per_second",
+			"How fast the segment tag's leaf_alloc.max_id moved over the last hour, in IDs per second (all proxies sharing the store).", tag, nil),
 		remaining: prometheus.NewDesc("leafproxy_segment_remaining_ids",
 			"IDs left in the tag's current segment.", tag, nil),
 		nextReady: prometheus.NewDesc("leafproxy_segment_next_ready",
@@ -75,7 +90,8 @@ func newCollector(seq *allocator.Sequences, srv *proxy.Server, configured map[st
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.remaining, c.nextReady, c.step, c.fetches, c.fetchErrors, c.refused, c.repairs,
-		c.worker, c.fenced, c.lost, c.sessions, c.accepted, c.loops, c.loopSessions, c.loopMoves, c.loopHandoffs} {
+		c.worker, c.fenced, c.lost, c.layoutWorker, c.layoutFenced, c.idsLeft, c.exhaustedAt, c.idsPerSecond,
+		c.sessions, c.accepted, c.loops, c.loopSessions, c.loopMoves, c.loopHandoffs} {
 		ch <- d
 	}
 }
@@ -119,6 +135,30 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		// fenced, and no worker id to report.
 		gauge(c.fenced, 1)
 		gauge(c.lost, 0)
+	}
+	for _, g := range c.seq.SnowflakeGenerators() {
+		layout := g.Layout.Name() + " " + g.Layout.String()
+		if g.Generator == nil {
+			gauge(c.layoutFenced, 1, layout)
+			continue
+		}
+		fenced, lost := g.Generator.Health()
+		gauge(c.layoutWorker, float64(g.Generator.Worker()), layout)
+		gauge(c.layoutFenced, b2f(fenced || lost), layout)
+	}
+	if c.runway != nil {
+		for _, e := range c.runway.All() {
+			if !utf8.ValidString(e.Tag) {
+				continue
+			}
+			gauge(c.idsLeft, float64(e.IDsLeft), e.Tag)
+			if !e.ExhaustedAt.IsZero() {
+				gauge(c.exhaustedAt, float64(e.ExhaustedAt.UnixMilli())/1000, e.Tag)
+			}
+			if e.Generator == "segment" {
+				gauge(c.idsPerSecond, e.PerSecond, e.Tag)
+			}
+		}
 	}
 	cur, accepted := c.proxy.Sessions()
 	gauge(c.sessions, float64(cur))

@@ -32,6 +32,9 @@ func (s *Service) Reload(ctx context.Context, next *config.Config) (changes []st
 		switch {
 		case ok && old.Generator != t.Generator:
 			return nil, fmt.Errorf("sequences.tags.%s.generator: changing %s to %s needs a restart (IDs already issued must not be repeated)", name, old.Generator, t.Generator)
+		case ok && t.Generator == "snowflake" && old.TagLayout != t.TagLayout:
+			return nil, fmt.Errorf("sequences.tags.%s: a snowflake tag's layout cannot change while it runs (IDs of two layouts can collide; "+
+				"the store records the tag's layout and refuses another at start): use a new tag", name)
 		case !ok && t.Generator == "snowflake":
 			return nil, fmt.Errorf("sequences.tags.%s: a new snowflake tag needs a restart (tags are routed to their generator at start)", name)
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/admin"
 	"github.com/leafproxy/leafproxy/allocator"
+	"github.com/leafproxy/leafproxy/allocator/runway"
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/engine"
 	"github.com/leafproxy/leafproxy/proxy"
@@ -31,7 +32,14 @@ type Option func(*options)
 type options struct {
 	proxy   []proxy.Option
 	alloc   []allocator.Option
+	runway  runway.Options
 	version string
+}
+
+// WithRunwayOptions tunes the runway monitor (tests: a short interval, an
+// injected clock). The logger is the service's unless set.
+func WithRunwayOptions(o runway.Options) Option {
+	return func(opts *options) { opts.runway = o }
 }
 
 // WithVersion sets the version the status page and /status.json show.
@@ -54,12 +62,15 @@ type Service struct {
 	Proxy     *proxy.Server
 	Sequences *allocator.Sequences
 	Engine    *engine.Engine
-	log       *slog.Logger
-	cfg       *config.Config
-	registry  *prometheus.Registry
-	health    *health
-	version   string
-	started   time.Time
+	// Runway recomputes each tag's runway in the background while the
+	// service serves.
+	Runway   *runway.Monitor
+	log      *slog.Logger
+	cfg      *config.Config
+	registry *prometheus.Registry
+	health   *health
+	version  string
+	started  time.Time
 
 	// live is the configuration in force: cfg as changed by Reload.
 	live *atomic.Pointer[config.Config]
@@ -152,7 +163,13 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	eng := engine.New(seq, rs)
 	live := &atomic.Pointer[config.Config]{}
 	live.Store(cfg)
-	adm := admin.New(eng, seq, func() map[string]string { return configuredTags(live.Load()) })
+	adm := admin.New(eng, seq, live.Load)
+	ro := o.runway
+	if ro.Logger == nil {
+		ro.Logger = log.With("component", "runway")
+	}
+	mon := runway.New(seq, live.Load, ro)
+	adm.SetRunway(mon.Get)
 	srv, err := proxy.NewServer(ProxyConfig(cfg), append([]proxy.Option{proxy.WithLogger(log), proxy.WithInterceptor(adm), proxy.WithAuthMethod(cfg.AuthMethod)}, o.proxy...)...)
 	if err != nil {
 		seq.Close()
@@ -165,8 +182,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	for name := range configuredTags(cfg) {
 		configured[name] = true
 	}
-	reg.MustRegister(newCollector(seq, srv, configured))
-	return &Service{Proxy: srv, Sequences: seq, Engine: eng, log: log, cfg: cfg, registry: reg,
+	reg.MustRegister(newCollector(seq, srv, configured, mon))
+	return &Service{Proxy: srv, Sequences: seq, Engine: eng, Runway: mon, log: log, cfg: cfg, registry: reg,
 		health: h, version: o.version, started: started, live: live, lctn: names.lctn}, nil
 }
 
@@ -232,7 +249,23 @@ func (s *Service) Serve(ctx context.Context, l net.Listener) error {
 		return err
 	}
 	defer stop()
+	defer s.runRunway()()
 	return s.Proxy.Serve(ctx, l)
+}
+
+// runRunway starts the runway monitor; the returned stop ends it and
+// waits.
+func (s *Service) runRunway() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Runway.Run(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // ListenAndServe listens on the configured address (and metrics.listen)
@@ -245,6 +278,7 @@ func (s *Service) ListenAndServe(ctx context.Context) error {
 		return err
 	}
 	defer stop()
+	defer s.runRunway()()
 	return s.Proxy.ListenAndServe(ctx)
 }
 

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/leafproxy/leafproxy/allocator/snowflake"
 )
 
 // Status is what /status.json answers and the status page shows.
@@ -23,7 +25,11 @@ type Status struct {
 	Sessions      Sessions   `json:"sessions"`
 	Health        Health     `json:"health"`
 	Tags          []TagState `json:"tags"`
-	Snowflake     *Snowflake `json:"snowflake,omitempty"`
+	// Snowflake is the generator of the snowflake section's layout (or,
+	// when no tag uses it, of the first other one); SnowflakeLayouts is
+	// every layout's, one generator and worker id each.
+	Snowflake        *Snowflake  `json:"snowflake,omitempty"`
+	SnowflakeLayouts []Snowflake `json:"snowflake_layouts,omitempty"`
 }
 
 // Sessions counts client connections.
@@ -41,6 +47,23 @@ type TagState struct {
 	// State: serving, not used yet, error (segment tags) or snowflake.
 	State   string        `json:"state"`
 	Segment *SegmentState `json:"segment,omitempty"`
+	// Layout is a snowflake tag's (name, bits, tick, epoch); WorkerID the
+	// worker id its layout's generator holds (absent while it holds none).
+	Layout   string  `json:"layout,omitempty"`
+	WorkerID *int64  `json:"worker_id,omitempty"`
+	Runway   *Runway `json:"runway,omitempty"`
+}
+
+// Runway is how long a tag's IDs last (allocator/runway): IDs left before
+// the smallest key column filled from it (or a snowflake layout's time
+// bits) ends, the rate of the last hour, and when they run out at it.
+type Runway struct {
+	IDsLeft      int64   `json:"ids_left"`
+	IDsPerSecond float64 `json:"ids_per_second,omitempty"`
+	ExhaustedAt  string  `json:"exhausted_at,omitempty"` // RFC 3339; absent: not at the current rate
+	LimitedBy    string  `json:"limited_by"`
+	// LessThanAYear: what the log warns about daily.
+	LessThanAYear bool `json:"less_than_a_year"`
 }
 
 // SegmentState is a segment tag's double buffer.
@@ -77,6 +100,10 @@ type Snowflake struct {
 	Lost         bool   `json:"lost"`
 	Layout       string `json:"layout"`
 	Epoch        string `json:"epoch"`
+	// Tags are the snowflake tags of this layout (SnowflakeLayouts).
+	Tags []string `json:"tags,omitempty"`
+	// Error says why the layout's generator holds no worker id.
+	Error string `json:"error,omitempty"`
 }
 
 // Status gathers the proxy's state now; health comes from the cached probe
@@ -107,6 +134,24 @@ func (s *Service) Status(ctx context.Context) Status {
 		tables[r.Tag] = append(tables[r.Tag], r.Table)
 		names[r.Tag] = true
 	}
+	for _, tag := range s.Sequences.SnowflakeTags() {
+		names[tag] = true // also those created in SQL
+	}
+	workers := map[string]*int64{}
+	for _, g := range s.Sequences.SnowflakeGenerators() {
+		sf := s.snowflakeState(g.Generator, g.Layout)
+		sf.Tags = g.Tags
+		if g.Err != nil && g.Generator == nil {
+			sf.Error = g.Err.Error()
+		}
+		st.SnowflakeLayouts = append(st.SnowflakeLayouts, sf)
+		if g.Generator != nil {
+			w := g.Generator.Worker()
+			for _, t := range g.Tags {
+				workers[t] = &w
+			}
+		}
+	}
 	segs := s.Sequences.Segments()
 	for _, tag := range segs.Tags() {
 		if names[tag] || s.Sequences.Generator(tag) != "segment" {
@@ -117,9 +162,13 @@ func (s *Service) Status(ctx context.Context) Status {
 		}
 	}
 	for _, tag := range slices.Sorted(mapKeysOf(names)) {
-		ts := TagState{Tag: tag, Generator: s.Sequences.Generator(tag), Tables: tables[tag]}
+		ts := TagState{Tag: tag, Generator: s.Sequences.Generator(tag), Tables: tables[tag], Runway: s.runwayState(tag)}
 		if ts.Generator == "snowflake" {
 			ts.State = "snowflake"
+			if l, ok := s.Sequences.Layout(tag); ok {
+				ts.Layout = l.Name() + " " + l.String()
+			}
+			ts.WorkerID = workers[tag]
 			st.Tags = append(st.Tags, ts)
 			continue
 		}
@@ -155,23 +204,46 @@ func (s *Service) Status(ctx context.Context) Status {
 		st.Tags = append(st.Tags, ts)
 	}
 	if g := s.Sequences.Snowflake(); g != nil {
-		fenced, lost := g.Health()
-		l := g.Layout()
-		sf := &Snowflake{
-			WorkerID: g.Worker(), Fenced: fenced, Lost: lost,
-			Leased: s.cfg.Snowflake.WorkerID == "auto",
-			Layout: fmt.Sprintf("1 sign + %d time + %d worker + %d sequence bits, tick %v", l.TimeBits, l.WorkerBits, l.SequenceBits, l.Unit),
-			Epoch:  l.Epoch.UTC().Format(time.RFC3339),
-		}
-		if sf.Leased {
-			sf.LeaseTTLSeconds = s.cfg.Snowflake.LeaseTTL.D().Seconds()
-		}
-		if exp := g.LeaseExpiry(); !exp.IsZero() {
-			sf.LeaseExpires = exp.UTC().Format(time.RFC3339)
-		}
-		st.Snowflake = sf
+		sf := s.snowflakeState(g, g.Layout())
+		st.Snowflake = &sf
 	}
 	return st
+}
+
+// snowflakeState describes a generator of layout l (g nil: no worker id
+// yet: fenced).
+func (s *Service) snowflakeState(g *snowflake.Generator, l snowflake.Layout) Snowflake {
+	sf := Snowflake{
+		Fenced: true, Leased: s.cfg.Snowflake.WorkerID == "auto",
+		Layout: fmt.Sprintf("%s: 1 sign + %d time + %d worker + %d sequence bits, tick %v", l.Name(), l.TimeBits, l.WorkerBits, l.SequenceBits, l.Unit),
+		Epoch:  l.Epoch.UTC().Format(time.RFC3339),
+	}
+	if sf.Leased {
+		sf.LeaseTTLSeconds = s.cfg.Snowflake.LeaseTTL.D().Seconds()
+	}
+	if g == nil {
+		return sf
+	}
+	sf.WorkerID = g.Worker()
+	sf.Fenced, sf.Lost = g.Health()
+	if exp := g.LeaseExpiry(); !exp.IsZero() {
+		sf.LeaseExpires = exp.UTC().Format(time.RFC3339)
+	}
+	return sf
+}
+
+// runwayState is tag's last runway estimate, nil before the first.
+func (s *Service) runwayState(tag string) *Runway {
+	e, ok := s.Runway.Get(tag)
+	if !ok {
+		return nil
+	}
+	r := &Runway{IDsLeft: e.IDsLeft, IDsPerSecond: e.PerSecond, LimitedBy: e.LimitedBy,
+		LessThanAYear: e.IDsLeft == 0 || !e.ExhaustedAt.IsZero() && e.ExhaustedAt.Sub(e.At) < 365*24*time.Hour}
+	if !e.ExhaustedAt.IsZero() {
+		r.ExhaustedAt = e.ExhaustedAt.UTC().Format(time.RFC3339)
+	}
+	return r
 }
 
 func mapKeysOf[V any](m map[string]V) func(func(string) bool) {

@@ -1,7 +1,7 @@
 // Package schema holds the DDL of the allocation store: Leaf's leaf_alloc
-// table for segments, leaf_worker for snowflake worker-id leases and
-// leaf_snowflake_layout for the snowflake bit layout the proxies sharing
-// the store agreed on. The statements are idempotent; `leafproxy init`,
+// table for segments, leaf_worker and leaf_worker_layout for snowflake
+// worker-id leases, and leaf_snowflake_layout for the snowflake bit
+// layouts (global and per tag) the proxies sharing the store agreed on. The statements are idempotent; `leafproxy init`,
 // start-up and the tests run them.
 package schema
 
@@ -9,6 +9,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -48,18 +49,23 @@ const LeafWorker = "CREATE TABLE IF NOT EXISTS `leaf_worker` (\n" +
 	"  PRIMARY KEY (`worker_id`)\n" +
 	") ENGINE=InnoDB DEFAULT CHARSET=" + Charset + " COLLATE=" + Collation
 
-// LeafSnowflakeLayout records the snowflake bit layout of the IDs issued
+// LeafSnowflakeLayout records the snowflake bit layouts of the IDs issued
 // through this store, so that a proxy configured with another one refuses
 // to start instead of issuing IDs that can collide with the others'. One
-// row per layout name: 'default' is the global layout (snowflake.* in the
-// config); a later per-tag layout would be keyed by its tag, which is why
-// name is as wide as leaf_alloc.biz_tag. The first proxy (or `leafproxy
-// init`) that needs the layout records its own; the row is never updated
-// by the proxy. unit_ns is exact (a unit need not be a whole number of
-// milliseconds); epoch_ms is exact to the millisecond, which is all the
-// high-water marks that hand a worker id over resolve.
+// row per name: 'default' is the global layout (snowflake.* in the
+// config); 'tag:<tag>' (TagLayoutName) is the layout of one snowflake tag,
+// recorded for every snowflake tag, configured (sequences.tags) or created
+// with CREATE LEAFPROXY SEQUENCE ... SNOWFLAKE. A tag's row also says that
+// the tag exists and is a snowflake tag: that is how proxies without it in
+// their config learn it. The prefix keeps a tag named 'default' apart from
+// the global row; name is wide enough for "tag:" and the longest tag
+// (MaxTagChars). The first proxy (or `leafproxy init`) that needs a row
+// records its own; the proxy never updates a row. unit_ns is exact (a unit
+// need not be a whole number of milliseconds); epoch_ms is exact to the
+// millisecond, which is all the high-water marks that hand a worker id
+// over resolve. description says who made a tag's row and how.
 const LeafSnowflakeLayout = "CREATE TABLE IF NOT EXISTS `leaf_snowflake_layout` (\n" +
-	"  `name` varchar(128) NOT NULL COMMENT '''default'': the global layout',\n" +
+	"  `name` varchar(" + layoutNameChars + ") NOT NULL COMMENT '''default'': the global layout, ''tag:<tag>'': a snowflake tag''s',\n" +
 	"  `epoch_ms` bigint NOT NULL COMMENT 'unix ms the time bits count from',\n" +
 	"  `time_bits` int NOT NULL,\n" +
 	"  `worker_bits` int NOT NULL,\n" +
@@ -67,14 +73,42 @@ const LeafSnowflakeLayout = "CREATE TABLE IF NOT EXISTS `leaf_snowflake_layout` 
 	"  `unit_ns` bigint NOT NULL COMMENT 'length of one tick in ns (1000000 = 1ms)',\n" +
 	"  `recorded_by` varchar(255) NOT NULL COMMENT 'host:pid:listen of the process that recorded it',\n" +
 	"  `recorded_at` datetime(3) NOT NULL COMMENT 'UTC, by the database clock',\n" +
+	"  `description` varchar(256) DEFAULT NULL COMMENT 'of a tag: who created it and how',\n" +
 	"  PRIMARY KEY (`name`)\n" +
 	") ENGINE=InnoDB DEFAULT CHARSET=" + Charset + " COLLATE=" + Collation
 
+// layoutNameChars is leaf_snowflake_layout.name's width: "tag:" and the
+// longest tag.
+const layoutNameChars = "132"
+
+// TagLayoutPrefix starts the leaf_snowflake_layout rows of snowflake tags.
+const TagLayoutPrefix = "tag:"
+
+// TagLayoutName is the leaf_snowflake_layout row of a snowflake tag.
+func TagLayoutName(tag string) string { return TagLayoutPrefix + tag }
+
+// LeafWorkerLayout holds the worker-id leases of snowflake layouts other
+// than the store's global one, whose leases stay in leaf_worker (so stores
+// used before per-tag layouts keep their rows and high-water marks): one
+// row per layout and worker id, with leaf_worker's columns and rules.
+// layout is the layout's identity (snowflake.LayoutKey: bits, unit,
+// epoch), so every proxy issuing IDs under one layout, for whichever of
+// its tags, draws its worker id from the same space: worker ids are unique
+// per layout, hence for every tag that uses it.
+const LeafWorkerLayout = "CREATE TABLE IF NOT EXISTS `leaf_worker_layout` (\n" +
+	"  `layout` varchar(64) NOT NULL COMMENT 'time/worker/sequence bits/unit ns/epoch ms',\n" +
+	"  `worker_id` int NOT NULL,\n" +
+	"  `owner` varchar(255) NOT NULL,\n" +
+	"  `heartbeat` bigint NOT NULL COMMENT 'unix ms of the last renewal, by the database clock',\n" +
+	"  `last_timestamp` bigint NOT NULL DEFAULT 0 COMMENT 'unix ms of the last issued tick',\n" +
+	"  PRIMARY KEY (`layout`, `worker_id`)\n" +
+	") ENGINE=InnoDB DEFAULT CHARSET=" + Charset + " COLLATE=" + Collation
+
 // All is every statement in order.
-var All = []string{LeafAlloc, LeafWorker, LeafSnowflakeLayout}
+var All = []string{LeafAlloc, LeafWorker, LeafSnowflakeLayout, LeafWorkerLayout}
 
 // tables are the store's tables, for Migrate.
-var tables = []string{"leaf_alloc", "leaf_worker", "leaf_snowflake_layout"}
+var tables = []string{"leaf_alloc", "leaf_worker", "leaf_snowflake_layout", "leaf_worker_layout"}
 
 // Ensure creates the tables that are missing and converts existing ones
 // to utf8mb4 (see Migrate).
@@ -122,7 +156,55 @@ func Migrate(ctx context.Context, db *sql.DB) (converted []string, err error) {
 		}
 		converted = append(converted, tb)
 	}
-	return converted, nil
+	changed, err := migrateLayoutTable(ctx, db)
+	if changed {
+		converted = append(converted, "leaf_snowflake_layout (rows of snowflake tags)")
+	}
+	return converted, err
+}
+
+// migrateLayoutTable gives a leaf_snowflake_layout made before per-tag
+// layouts (name varchar(128), no description) what tag rows need, in one
+// ALTER; rows stay as they are. Proxies of that time read only the
+// 'default' row, by name, so they go on working beside it. Idempotent.
+func migrateLayoutTable(ctx context.Context, db *sql.DB) (bool, error) {
+	rows, err := db.QueryContext(ctx, "SELECT COLUMN_NAME, COALESCE(CHARACTER_MAXIMUM_LENGTH, 0) FROM information_schema.COLUMNS "+
+		"WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'leaf_snowflake_layout' AND COLUMN_NAME IN ('name', 'description')")
+	if err != nil {
+		return false, fmt.Errorf("read the columns of leaf_snowflake_layout: %w", err)
+	}
+	width, described := int64(-1), false
+	for rows.Next() {
+		var col string
+		var n int64
+		if err := rows.Scan(&col, &n); err != nil {
+			rows.Close()
+			return false, fmt.Errorf("read the columns of leaf_snowflake_layout: %w", err)
+		}
+		if col == "name" {
+			width = n
+		} else {
+			described = true
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return false, fmt.Errorf("read the columns of leaf_snowflake_layout: %w", err)
+	}
+	var alter []string
+	if want, _ := strconv.ParseInt(layoutNameChars, 10, 64); width >= 0 && width < want {
+		alter = append(alter, "MODIFY `name` varchar("+layoutNameChars+") NOT NULL")
+	}
+	if width >= 0 && !described {
+		alter = append(alter, "ADD COLUMN `description` varchar(256) DEFAULT NULL")
+	}
+	if len(alter) == 0 {
+		return false, nil
+	}
+	if _, err := db.ExecContext(ctx, "ALTER TABLE `leaf_snowflake_layout` "+strings.Join(alter, ", ")); err != nil {
+		return false, fmt.Errorf("prepare leaf_snowflake_layout for the rows of snowflake tags (%s): %w", strings.Join(alter, ", "), err)
+	}
+	return true, nil
 }
 
 // EnsureTag inserts tag with the given initial step when it is missing.

@@ -71,7 +71,6 @@ const (
 	qAdvanceTable = "UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = ?"
 	qRead         = "SELECT max_id, step FROM leaf_alloc WHERE biz_tag = ?"
 	qRepair       = "UPDATE leaf_alloc SET max_id = GREATEST(max_id, ?) WHERE biz_tag = ?"
-	qCreate       = "INSERT IGNORE INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, ?, ?, 'created by leafproxy auto_create')"
 )
 
 // NewMySQLStore returns a Store over leaf_alloc in db's default database.
@@ -166,20 +165,10 @@ func (s *MySQLStore) Fetch(ctx context.Context, tag string, step int64) (r Range
 }
 
 // Create inserts tag with max_id 1 (Leaf's start: the first segment is
-// [1, 1+step)), or just above CreateFloor's answer, when it is missing.
+// [1, 1+step)), or just above CreateFloor's answer, when it is missing
+// (auto_create; see CreateDescribed).
 func (s *MySQLStore) Create(ctx context.Context, tag string, step int64) error {
-	first := int64(1)
-	if s.CreateFloor != nil {
-		floor, err := s.CreateFloor(ctx, tag)
-		if err != nil {
-			return fmt.Errorf("create tag %q in leaf_alloc: %w", tag, err)
-		}
-		first = max(first, floor+1)
-	}
-	if _, err := s.db.ExecContext(ctx, qCreate, tag, first, step); err != nil {
-		return fmt.Errorf("create tag %q in leaf_alloc: %w", tag, err)
-	}
-	return nil
+	return s.CreateDescribed(ctx, tag, step, "created by leafproxy auto_create")
 }
 
 // Raise moves tag's max_id up to floor (the next segment starts there) in

@@ -41,6 +41,14 @@
 // recorded) gets the first checking process's layout: it is assumed to be
 // what those rows were issued with.
 //
+// Each snowflake tag's layout is recorded too, in row "tag:<tag>"
+// (CheckTagLayout), so a tag may have a layout of its own (41/5/7 keeps
+// IDs below 2^53) while every process still agrees on it. Worker ids are
+// then leased per layout: the global layout's in leaf_worker, any other's
+// in leaf_worker_layout keyed by LayoutKey (MySQLLeaser.ForLayout,
+// LeaserOf), because uniqueness must hold among the processes issuing one
+// layout and the id spaces of two layouts differ.
+//
 // # Fixed worker ids
 //
 // MySQLLeaser.Fixed registers a configured id in leaf_worker under the same

@@ -1,10 +1,12 @@
 package snowflake
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -12,9 +14,13 @@ import (
 )
 
 // DefaultLayoutName is the leaf_snowflake_layout row of the global layout
-// (the config's snowflake section). Per-tag layouts, when they come, are
-// rows keyed by their tag.
+// (the config's snowflake section). A snowflake tag's layout is the row
+// "tag:<tag>" (schema.TagLayoutName).
 const DefaultLayoutName = "default"
+
+// tagRowPrefix starts the rows of tags (schema.TagLayoutPrefix; this
+// package imports nothing of the repository).
+const tagRowPrefix = "tag:"
 
 // ErrLayoutMismatch: this process's layout differs from the one recorded in
 // the store (a *LayoutMismatchError says how). IDs of two layouts can
@@ -31,10 +37,13 @@ type LayoutChecker interface {
 
 // LayoutRecord is a row of leaf_snowflake_layout.
 type LayoutRecord struct {
-	Name       string
+	Name       string // the row's name ("default", "tag:x"); TagLayout(s) give the tag ("x")
 	Layout     Layout
 	RecordedBy string    // host:pid:listen
 	RecordedAt time.Time // by the store's clock
+	// Description says who made a tag's row and how (empty for the
+	// global row and rows recorded from a configuration).
+	Description string
 }
 
 // LayoutCheck is what CheckLayout found.
@@ -63,7 +72,11 @@ const maxHolders = 8
 // processes holding worker ids now (those run the recorded layout, or a
 // leafproxy that did not check).
 type LayoutMismatchError struct {
-	Layout      Layout       // this process's
+	Layout Layout // this process's
+	// Tag is set when the row compared is a tag's; Source then says where
+	// this process's layout for it comes from (a config key).
+	Tag         string
+	Source      string
 	Store       LayoutRecord // the store's
 	Holders     []WorkerHolder
 	MoreHolders int // live holders not listed
@@ -71,8 +84,14 @@ type LayoutMismatchError struct {
 
 func (e *LayoutMismatchError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "snowflake layout %s (this proxy's snowflake config) differs from %s recorded in the store (leaf_snowflake_layout '%s', by %s at %s)",
-		e.Layout, e.Store.Layout, e.Store.Name, e.Store.RecordedBy, e.Store.RecordedAt.UTC().Format("2006-01-02 15:04:05.000 MST"))
+	src, fix := "this proxy's snowflake config", "set snowflake.time_bits, worker_bits, sequence_bits, time_unit and epoch to the recorded layout"
+	if e.Tag != "" {
+		src = cmp.Or(e.Source, "this proxy's sequences.tags."+e.Tag)
+		fix = fmt.Sprintf("give tag '%s' the recorded layout in sequences.tags.%s (layout, or time_bits, worker_bits, sequence_bits, time_unit and epoch)", e.Tag, e.Tag)
+		fmt.Fprintf(&b, "tag '%s': ", e.Tag)
+	}
+	fmt.Fprintf(&b, "snowflake layout %s (%s) differs from %s recorded in the store (leaf_snowflake_layout '%s', by %s at %s)",
+		e.Layout, src, e.Store.Layout, e.Store.Name, e.Store.RecordedBy, e.Store.RecordedAt.UTC().Format("2006-01-02 15:04:05.000 MST"))
 	if d := layoutDiff(e.Layout, e.Store.Layout); d != "" {
 		fmt.Fprintf(&b, ": %s", d)
 	}
@@ -90,9 +109,8 @@ func (e *LayoutMismatchError) Error() string {
 			fmt.Fprintf(&b, " and %d more", e.MoreHolders)
 		}
 	}
-	fmt.Fprintf(&b, ". IDs of two layouts can collide, so a proxy with this config issues no snowflake ID: set snowflake.time_bits, worker_bits, "+
-		"sequence_bits, time_unit and epoch to the recorded layout; or, only when no proxy uses the recorded layout any more and "+
-		"you accept that IDs of the two layouts may collide, DELETE FROM leaf_snowflake_layout WHERE name = '%s' and restart", e.Store.Name)
+	fmt.Fprintf(&b, ". IDs of two layouts can collide, so a proxy with this config issues no snowflake ID: %s; or, only when no proxy uses the recorded layout any more and "+
+		"you accept that IDs of the two layouts may collide, DELETE FROM leaf_snowflake_layout WHERE name = '%s' and restart", fix, e.Store.Name)
 	return b.String()
 }
 
@@ -136,7 +154,19 @@ func SameLayout(a, b Layout) bool {
 // recorded) gets l: the running configuration is assumed to be the one
 // those rows were issued with (LayoutCheck.PriorWorkers tells).
 func (m *MySQLLeaser) CheckLayout(ctx context.Context, l Layout) (LayoutCheck, error) {
-	chk, err := m.checkLayout(ctx, DefaultLayoutName, l)
+	if m.layout != "" {
+		// A leaser of another layout's ids: the rows of the tags that use
+		// it are checked (CheckTagLayout) before it leases.
+		return LayoutCheck{}, nil
+	}
+	chk, err := m.checkLayout(ctx, DefaultLayoutName, l, "", nil)
+	return chk, storeError(err, "check the snowflake layout in leaf_snowflake_layout")
+}
+
+// storeError classifies a failed store call: a mismatch as it is, a store
+// that could not be asked as ErrStoreUnavailable (retried), a refusal
+// (no privilege) as it is.
+func storeError(err error, what string) error {
 	if err != nil && !errors.Is(err, ErrLayoutMismatch) {
 		var me *mysql.MySQLError
 		if errors.As(err, &me) && me.Number == 1146 { // no such table
@@ -145,47 +175,66 @@ func (m *MySQLLeaser) CheckLayout(ctx context.Context, l Layout) (LayoutCheck, e
 		if !refused(err) {
 			err = fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 		}
-		return chk, fmt.Errorf("check the snowflake layout in leaf_snowflake_layout: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	return chk, err
+	return err
 }
 
-func (m *MySQLLeaser) checkLayout(ctx context.Context, name string, l Layout) (LayoutCheck, error) {
+// checkLayout records l as row name when there is none (INSERT IGNORE),
+// then compares the row with l. holders, when set, gives the leaser whose
+// live holders a mismatch names (nil: m's).
+func (m *MySQLLeaser) checkLayout(ctx context.Context, name string, l Layout, description string, holders func(Layout) *MySQLLeaser) (LayoutCheck, error) {
 	var chk LayoutCheck
-	res, err := m.db.ExecContext(ctx,
-		"INSERT IGNORE INTO leaf_snowflake_layout (name, epoch_ms, time_bits, worker_bits, sequence_bits, unit_ns, recorded_by, recorded_at) "+
-			"VALUES (?, ?, ?, ?, ?, ?, ?, UTC_TIMESTAMP(3))",
-		name, l.Epoch.UnixMilli(), l.TimeBits, l.WorkerBits, l.SequenceBits, int64(l.Unit), m.owner)
+	var res sql.Result
+	var err error
+	if description == "" {
+		// The global row is written as before tags had rows (a table not
+		// migrated yet has no description column).
+		res, err = m.db.ExecContext(ctx,
+			"INSERT IGNORE INTO leaf_snowflake_layout (name, epoch_ms, time_bits, worker_bits, sequence_bits, unit_ns, recorded_by, recorded_at) "+
+				"VALUES (?, ?, ?, ?, ?, ?, ?, UTC_TIMESTAMP(3))",
+			name, l.Epoch.UnixMilli(), l.TimeBits, l.WorkerBits, l.SequenceBits, int64(l.Unit), m.owner)
+	} else {
+		res, err = m.db.ExecContext(ctx,
+			"INSERT IGNORE INTO leaf_snowflake_layout (name, epoch_ms, time_bits, worker_bits, sequence_bits, unit_ns, recorded_by, recorded_at, description) "+
+				"VALUES (?, ?, ?, ?, ?, ?, ?, UTC_TIMESTAMP(3), ?)",
+			name, l.Epoch.UnixMilli(), l.TimeBits, l.WorkerBits, l.SequenceBits, int64(l.Unit), m.owner, description)
+		if unknownColumn(err) {
+			// A table the store's account could not migrate (no ALTER):
+			// the row without its description.
+			description = ""
+			res, err = m.db.ExecContext(ctx,
+				"INSERT IGNORE INTO leaf_snowflake_layout (name, epoch_ms, time_bits, worker_bits, sequence_bits, unit_ns, recorded_by, recorded_at) "+
+					"VALUES (?, ?, ?, ?, ?, ?, ?, UTC_TIMESTAMP(3))",
+				name, l.Epoch.UnixMilli(), l.TimeBits, l.WorkerBits, l.SequenceBits, int64(l.Unit), m.owner)
+		}
+	}
 	if err != nil {
 		return chk, err
 	}
 	n, _ := res.RowsAffected()
 	chk.Recorded = n == 1
-	var epochMs, unitNs, atMs int64
-	var tb, wb, sb uint
-	rec := LayoutRecord{Name: name}
-	err = m.db.QueryRowContext(ctx,
-		"SELECT epoch_ms, time_bits, worker_bits, sequence_bits, unit_ns, recorded_by, "+
-			"TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', recorded_at) DIV 1000 FROM leaf_snowflake_layout WHERE name = ?",
-		name).Scan(&epochMs, &tb, &wb, &sb, &unitNs, &rec.RecordedBy, &atMs)
-	if errors.Is(err, sql.ErrNoRows) {
+	rec, found, err := m.readLayout(ctx, name, description != "")
+	if err == nil && !found {
 		// Deleted between the two statements: an operator is changing it.
-		return chk, fmt.Errorf("leaf_snowflake_layout row '%s' vanished after it was recorded; retrying", name)
+		err = fmt.Errorf("leaf_snowflake_layout row '%s' vanished after it was recorded; retrying", name)
 	}
 	if err != nil {
 		return chk, err
 	}
-	rec.Layout = Layout{TimeBits: tb, WorkerBits: wb, SequenceBits: sb, Unit: time.Duration(unitNs), Epoch: time.UnixMilli(epochMs).UTC()}
-	rec.RecordedAt = time.UnixMilli(atMs)
 	chk.Record = rec
 	if !SameLayout(l, rec.Layout) {
 		e := &LayoutMismatchError{Layout: l, Store: rec}
-		if err := m.liveHolders(ctx, e); err != nil {
+		h := m
+		if holders != nil {
+			h = holders(rec.Layout)
+		}
+		if err := h.liveHolders(ctx, e); err != nil {
 			return chk, err
 		}
 		return chk, e
 	}
-	if chk.Recorded {
+	if chk.Recorded && name == DefaultLayoutName {
 		var maxID sql.NullInt64
 		if err := m.db.QueryRowContext(ctx, "SELECT COUNT(*), MAX(worker_id) FROM leaf_worker").Scan(&chk.PriorWorkers, &maxID); err != nil {
 			return chk, err
@@ -198,12 +247,50 @@ func (m *MySQLLeaser) checkLayout(ctx context.Context, name string, l Layout) (L
 	return chk, nil
 }
 
+// layoutCols are the columns readLayout scans (described: with the
+// description, which a table not migrated yet lacks).
+const layoutCols = "name, epoch_ms, time_bits, worker_bits, sequence_bits, unit_ns, recorded_by, " +
+	"TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', recorded_at) DIV 1000"
+
+type scanner interface{ Scan(...any) error }
+
+func scanLayout(r scanner, described bool) (LayoutRecord, error) {
+	var rec LayoutRecord
+	var epochMs, unitNs, atMs int64
+	var tb, wb, sb uint
+	var desc sql.NullString
+	dst := []any{&rec.Name, &epochMs, &tb, &wb, &sb, &unitNs, &rec.RecordedBy, &atMs}
+	if described {
+		dst = append(dst, &desc)
+	}
+	if err := r.Scan(dst...); err != nil {
+		return rec, err
+	}
+	rec.Layout = Layout{TimeBits: tb, WorkerBits: wb, SequenceBits: sb, Unit: time.Duration(unitNs), Epoch: time.UnixMilli(epochMs).UTC()}
+	rec.RecordedAt = time.UnixMilli(atMs)
+	rec.Description = desc.String
+	return rec, nil
+}
+
+// readLayout reads row name of leaf_snowflake_layout.
+func (m *MySQLLeaser) readLayout(ctx context.Context, name string, described bool) (LayoutRecord, bool, error) {
+	q := "SELECT " + layoutCols
+	if described {
+		q += ", description"
+	}
+	rec, err := scanLayout(m.db.QueryRowContext(ctx, q+" FROM leaf_snowflake_layout WHERE name = ?", name), described)
+	if errors.Is(err, sql.ErrNoRows) {
+		return rec, false, nil
+	}
+	return rec, err == nil, err
+}
+
 // liveHolders fills e with the processes whose worker-id lease has not
 // expired by the store's clock.
 func (m *MySQLLeaser) liveHolders(ctx context.Context, e *LayoutMismatchError) error {
 	ttlMs := m.ttl.Milliseconds()
-	rows, err := m.db.QueryContext(ctx,
-		"SELECT worker_id, owner, heartbeat FROM leaf_worker WHERE owner <> '' AND "+dbNowMs+" - heartbeat <= ? ORDER BY worker_id", ttlMs)
+	rows, err := m.db.QueryContext(ctx, m.q(
+		"SELECT worker_id, owner, heartbeat FROM {T} WHERE owner <> '' AND "+dbNowMs+" - heartbeat <= ?{S} ORDER BY worker_id"), m.args(ttlMs)...)
 	if err != nil {
 		return err
 	}
@@ -240,19 +327,25 @@ func (g *Generator) checkLayout(ctx context.Context, storeTimeout time.Duration)
 	if err != nil {
 		return err
 	}
-	switch l := g.layout; {
+	chk.Report(g.log, g.layout)
+	return nil
+}
+
+// Report logs what CheckLayout recorded, if anything: the layout, and a
+// warning when the store had worker rows from before layouts were recorded.
+func (chk LayoutCheck) Report(log *slog.Logger, l Layout) {
+	switch {
 	case !chk.Recorded:
 	case chk.PriorWorkers > 0 && chk.MaxPriorWorker > l.MaxWorker():
-		g.log.Warn("recorded this proxy's snowflake layout for a store used before layouts were recorded, "+
+		log.Warn("recorded this proxy's snowflake layout for a store used before layouts were recorded, "+
 			"but leaf_worker has worker ids beyond this layout's: proxies with more worker bits issued IDs here; "+
 			"if any of them still runs, its IDs can collide with these: make all configs match",
 			"layout", l.String(), "leaf_worker_rows", chk.PriorWorkers, "highest_worker_id", chk.MaxPriorWorker, "max_worker", l.MaxWorker())
 	case chk.PriorWorkers > 0:
-		g.log.Warn("recorded this proxy's snowflake layout for a store used before layouts were recorded: "+
+		log.Warn("recorded this proxy's snowflake layout for a store used before layouts were recorded: "+
 			"assuming its leaf_worker rows were issued with this layout; proxies still configured otherwise will refuse to start",
 			"layout", l.String(), "leaf_worker_rows", chk.PriorWorkers)
 	default:
-		g.log.Info("recorded the snowflake layout in the store", "layout", l.String())
+		log.Info("recorded the snowflake layout in the store", "layout", l.String())
 	}
-	return nil
 }

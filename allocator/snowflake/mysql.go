@@ -33,6 +33,45 @@ type MySQLLeaser struct {
 	db    *sql.DB
 	owner string
 	ttl   time.Duration
+	// layout is empty for leaf_worker (the store's global layout), else
+	// the LayoutKey whose rows of leaf_worker_layout this leaser uses.
+	layout string
+}
+
+// ForLayout is a leaser with the same owner and TTL over the worker ids of
+// layout key (LayoutKey) in leaf_worker_layout: the leases of a layout
+// other than the store's global one, whose ids are a space of their own.
+func (m *MySQLLeaser) ForLayout(key string) *MySQLLeaser {
+	c := *m
+	c.layout = key
+	return &c
+}
+
+// table names where this leaser's rows are, for messages.
+func (m *MySQLLeaser) table() string {
+	if m.layout == "" {
+		return "leaf_worker"
+	}
+	return "leaf_worker_layout (layout " + m.layout + ")"
+}
+
+// q fills a statement's placeholders: {T} the table, {S} the condition
+// that selects this layout's rows (appended to a WHERE), {C} and {V} the
+// layout column and its value in an INSERT. The layout's argument always
+// comes last (args).
+func (m *MySQLLeaser) q(s string) string {
+	if m.layout == "" {
+		return strings.NewReplacer("{T}", "leaf_worker", "{S}", "", "{C}", "", "{V}", "").Replace(s)
+	}
+	return strings.NewReplacer("{T}", "leaf_worker_layout", "{S}", " AND layout = ?", "{C}", ", layout", "{V}", ", ?").Replace(s)
+}
+
+// args appends the layout's argument for q's placeholders.
+func (m *MySQLLeaser) args(a ...any) []any {
+	if m.layout == "" {
+		return a
+	}
+	return append(a, m.layout)
 }
 
 // NewMySQLLeaser returns a leaser over db's leaf_worker table. owner names
@@ -80,7 +119,7 @@ func (m *MySQLLeaser) acquire(ctx context.Context, try func(context.Context, str
 				if !errors.Is(err, ErrNoFreeWorker) && !errors.Is(err, ErrWorkerHeld) && !refused(err) {
 					err = fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 				}
-				return Lease{}, fmt.Errorf("lease a worker id from leaf_worker: %w", err)
+				return Lease{}, fmt.Errorf("lease a worker id from %s: %w", m.table(), err)
 			}
 			return l, nil
 		}
@@ -88,7 +127,7 @@ func (m *MySQLLeaser) acquire(ctx context.Context, try func(context.Context, str
 		select {
 		case <-time.After(time.Duration(mrand.Int64N(int64(5*time.Millisecond) * int64(attempt)))):
 		case <-ctx.Done():
-			return Lease{}, fmt.Errorf("lease a worker id from leaf_worker: %w: %w (after %v)", ErrStoreUnavailable, ctx.Err(), err)
+			return Lease{}, fmt.Errorf("lease a worker id from %s: %w: %w (after %v)", m.table(), ErrStoreUnavailable, ctx.Err(), err)
 		}
 	}
 }
@@ -125,9 +164,9 @@ func (m *MySQLLeaser) tryAcquire(ctx context.Context, maxWorker int64, notAfter 
 		return Lease{}, err
 	}
 	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx,
+	rows, err := tx.QueryContext(ctx, m.q(
 		"SELECT worker_id, owner, heartbeat, last_timestamp, "+dbNowMs+
-			" FROM leaf_worker WHERE worker_id <= ? ORDER BY worker_id FOR UPDATE", maxWorker)
+			" FROM {T} WHERE worker_id <= ?{S} ORDER BY worker_id FOR UPDATE"), m.args(maxWorker)...)
 	if err != nil {
 		return Lease{}, err
 	}
@@ -181,9 +220,9 @@ func (m *MySQLLeaser) tryAcquire(ctx context.Context, maxWorker int64, notAfter 
 		return Lease{}, fmt.Errorf("all %d worker ids in [0, %d] are held by live processes: %w", held, maxWorker, ErrNoFreeWorker)
 	}
 	if existing {
-		_, err = tx.ExecContext(ctx, "UPDATE leaf_worker SET owner = ?, heartbeat = "+dbNowMs+" WHERE worker_id = ?", token, pick)
+		_, err = tx.ExecContext(ctx, m.q("UPDATE {T} SET owner = ?, heartbeat = "+dbNowMs+" WHERE worker_id = ?{S}"), m.args(token, pick)...)
 	} else {
-		_, err = tx.ExecContext(ctx, "INSERT INTO leaf_worker (worker_id, owner, heartbeat, last_timestamp) VALUES (?, ?, "+dbNowMs+", 0)", pick, token)
+		_, err = tx.ExecContext(ctx, m.q("INSERT INTO {T} (worker_id, owner, heartbeat, last_timestamp{C}) VALUES (?, ?, "+dbNowMs+", 0{V})"), m.args(pick, token)...)
 	}
 	if err != nil {
 		return Lease{}, err
@@ -231,18 +270,18 @@ func (f *fixedLease) tryAcquireFixed(ctx context.Context, token string) (Lease, 
 	defer tx.Rollback()
 	var owner string
 	var hb, ts, now int64
-	err = tx.QueryRowContext(ctx, "SELECT owner, heartbeat, last_timestamp, "+dbNowMs+
-		" FROM leaf_worker WHERE worker_id = ? FOR UPDATE", f.id).Scan(&owner, &hb, &ts, &now)
+	err = tx.QueryRowContext(ctx, f.q("SELECT owner, heartbeat, last_timestamp, "+dbNowMs+
+		" FROM {T} WHERE worker_id = ?{S} FOR UPDATE"), f.args(f.id)...).Scan(&owner, &hb, &ts, &now)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		ts = 0
-		_, err = tx.ExecContext(ctx, "INSERT INTO leaf_worker (worker_id, owner, heartbeat, last_timestamp) VALUES (?, ?, "+dbNowMs+", 0)", f.id, token)
+		_, err = tx.ExecContext(ctx, f.q("INSERT INTO {T} (worker_id, owner, heartbeat, last_timestamp{C}) VALUES (?, ?, "+dbNowMs+", 0{V})"), f.args(f.id, token)...)
 	case err != nil:
 		return Lease{}, err
 	case owner != "" && now-hb <= f.ttl.Milliseconds():
 		return Lease{}, heldError(f.id, owner, hb+f.ttl.Milliseconds(), now)
 	default:
-		_, err = tx.ExecContext(ctx, "UPDATE leaf_worker SET owner = ?, heartbeat = "+dbNowMs+" WHERE worker_id = ?", token, f.id)
+		_, err = tx.ExecContext(ctx, f.q("UPDATE {T} SET owner = ?, heartbeat = "+dbNowMs+" WHERE worker_id = ?{S}"), f.args(token, f.id)...)
 	}
 	if err != nil {
 		return Lease{}, err
@@ -275,11 +314,11 @@ func heldError(id int64, owner string, expiresMs, nowMs int64) *WorkerHeldError 
 // Renew refreshes the heartbeat and raises last_timestamp to highWater,
 // only while the row still names this holding.
 func (m *MySQLLeaser) Renew(ctx context.Context, l Lease, highWater time.Time) error {
-	res, err := m.db.ExecContext(ctx,
-		"UPDATE leaf_worker SET heartbeat = "+dbNowMs+", last_timestamp = GREATEST(last_timestamp, ?) WHERE worker_id = ? AND owner = ?",
-		ceilMs(highWater), l.Worker, l.Token)
+	res, err := m.db.ExecContext(ctx, m.q(
+		"UPDATE {T} SET heartbeat = "+dbNowMs+", last_timestamp = GREATEST(last_timestamp, ?) WHERE worker_id = ? AND owner = ?{S}"),
+		m.args(ceilMs(highWater), l.Worker, l.Token)...)
 	if err != nil {
-		return fmt.Errorf("renew lease of worker %d in leaf_worker: %w: %w", l.Worker, ErrStoreUnavailable, err)
+		return fmt.Errorf("renew lease of worker %d in %s: %w: %w", l.Worker, m.table(), ErrStoreUnavailable, err)
 	}
 	if n, err := res.RowsAffected(); err == nil && n == 1 {
 		return nil
@@ -287,12 +326,12 @@ func (m *MySQLLeaser) Renew(ctx context.Context, l Lease, highWater time.Time) e
 	// Zero rows changed: either nothing changed (same millisecond, the
 	// driver counts changed rows) or the row is no longer ours.
 	var owner string
-	err = m.db.QueryRowContext(ctx, "SELECT owner FROM leaf_worker WHERE worker_id = ?", l.Worker).Scan(&owner)
+	err = m.db.QueryRowContext(ctx, m.q("SELECT owner FROM {T} WHERE worker_id = ?{S}"), m.args(l.Worker)...).Scan(&owner)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("worker %d: row deleted from leaf_worker: %w", l.Worker, ErrLeaseLost)
+		return fmt.Errorf("worker %d: row deleted from %s: %w", l.Worker, m.table(), ErrLeaseLost)
 	case err != nil:
-		return fmt.Errorf("check lease of worker %d in leaf_worker: %w: %w", l.Worker, ErrStoreUnavailable, err)
+		return fmt.Errorf("check lease of worker %d in %s: %w: %w", l.Worker, m.table(), ErrStoreUnavailable, err)
 	case owner != l.Token:
 		return fmt.Errorf("worker %d is now held by %q: %w", l.Worker, owner, ErrLeaseLost)
 	}
@@ -307,11 +346,11 @@ func (m *MySQLLeaser) Release(ctx context.Context, l Lease, highWater time.Time)
 	if !l.HighWater.IsZero() {
 		floor = ceilMs(l.HighWater)
 	}
-	_, err := m.db.ExecContext(ctx,
-		"UPDATE leaf_worker SET owner = '', heartbeat = 0, last_timestamp = GREATEST(?, ?) WHERE worker_id = ? AND owner = ?",
-		ceilMs(highWater), floor, l.Worker, l.Token)
+	_, err := m.db.ExecContext(ctx, m.q(
+		"UPDATE {T} SET owner = '', heartbeat = 0, last_timestamp = GREATEST(?, ?) WHERE worker_id = ? AND owner = ?{S}"),
+		m.args(ceilMs(highWater), floor, l.Worker, l.Token)...)
 	if err != nil {
-		return fmt.Errorf("release worker %d in leaf_worker: %w", l.Worker, err)
+		return fmt.Errorf("release worker %d in %s: %w", l.Worker, m.table(), err)
 	}
 	return nil
 }

@@ -224,3 +224,41 @@ func TestSnowflakeLayoutMismatchExits2(t *testing.T) {
 		t.Fatalf("recorded worker_bits %d after the refusals", wb)
 	}
 }
+
+// TestTagLayoutMismatchExits2 (issue 20, item 3): a snowflake tag's own
+// layout is recorded in the store like the global one; init and serve with
+// another layout for the tag exit 2, naming the tag and both layouts.
+func TestTagLayoutMismatchExits2(t *testing.T) {
+	backend := testdb.Start(t)
+	path := writeConfig(t, backend, "127.0.0.1:0")
+	var out, errOut bytes.Buffer
+	if code := run([]string{"init", "--config", path}, &out, &errOut); code != 0 ||
+		!strings.Contains(out.String(), `recorded snowflake layout 41/10/12 x 1ms, epoch 2020-01-01T00:00:00Z of tag "msg" in leaf_snowflake_layout`) {
+		t.Fatalf("init: exit %d, output %q (%s)", code, out.String(), errOut.String())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := filepath.Join(t.TempDir(), "js.yaml")
+	os.WriteFile(js, []byte(strings.Replace(string(b), `msg: {generator: snowflake}`, `msg: {generator: snowflake, layout: js_safe}`, 1)), 0o600)
+	for _, cmd := range []string{"init", "serve"} {
+		var out, errOut bytes.Buffer
+		done := make(chan int, 1)
+		go func() { done <- run([]string{cmd, "--config", js}, &out, &errOut) }()
+		var code int
+		select {
+		case code = <-done:
+		case <-time.After(30 * time.Second):
+			syscall.Kill(os.Getpid(), syscall.SIGTERM)
+			<-done
+			t.Fatalf("%s with msg js_safe is still running after 30 s", cmd)
+		}
+		msg := errOut.String()
+		if code != 2 || !strings.Contains(msg, "tag 'msg': snowflake layout 41/5/7 x 1ms, epoch 2020-01-01T00:00:00Z (this proxy's sequences.tags.msg) differs from "+
+			"41/10/12 x 1ms, epoch 2020-01-01T00:00:00Z recorded in the store (leaf_snowflake_layout 'tag:msg'") {
+			t.Fatalf("%s with msg js_safe: exit %d:\n%s", cmd, code, msg)
+		}
+		t.Logf("%s: exit %d: %s", cmd, code, msg)
+	}
+}

@@ -1,0 +1,70 @@
+package allocator
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/leafproxy/leafproxy/allocator/schema"
+	"github.com/leafproxy/leafproxy/allocator/segment"
+)
+
+// SetVal is SETVAL(tag, n[, used]) for a segment tag: afterwards the
+// next ID handed out for tag is above n (used, MariaDB's default) or at
+// least n (!used), on every proxy sharing the store once it has used up
+// the segments it holds, on this one at once. It only raises: n below
+// IDs that may have been handed out is an error naming the current value.
+func (s *Sequences) SetVal(ctx context.Context, tag string, n int64, used bool) error {
+	if err := schema.CheckTag(tag); err != nil {
+		return err
+	}
+	if s.snowTag(tag) != nil {
+		return &sqlError{code: 1235, state: "42000", msg: fmt.Sprintf(
+			"SETVAL('%s', ...) is not supported: the tag uses the snowflake generator, whose IDs come from the clock, not a counter", tag)}
+	}
+	floor := n
+	if used {
+		if n == math.MaxInt64 {
+			return &sqlError{code: segment.ErrCodeWrongArguments, state: segment.SQLStateWrongArguments, msg: fmt.Sprintf(
+				"Incorrect arguments to SETVAL: sequence '%s' cannot issue IDs above %d", tag, n)}
+		}
+		floor = n + 1
+	}
+	return s.segments.Raise(ctx, tag, max(floor, 1))
+}
+
+// sqlError is an error with MySQL's code and SQLSTATE, for the proxy.
+type sqlError struct {
+	code  uint16
+	state string
+	msg   string
+}
+
+func (e *sqlError) Error() string    { return e.msg }
+func (e *sqlError) Code() uint16     { return e.code }
+func (e *sqlError) SQLState() string { return e.state }
+
+// UnavailableError is a snowflake tag that cannot issue: no worker id yet
+// (Pending: the store could not be asked, or refused; retried in the
+// background), the store's layout differs from this proxy's (found after
+// start; not retried), or the generator refused (fenced, lease lost,
+// clock). It names the tag and the cause, as MySQL error 1105 / HY000.
+type UnavailableError struct {
+	Tag     string
+	Pending bool
+	Since   time.Time
+	Err     error
+}
+
+func (e *UnavailableError) Error() string {
+	if e.Pending {
+		return fmt.Sprintf("snowflake sequence '%s' is fenced: this proxy holds no snowflake worker id yet (retrying in the background since %s): %v",
+			e.Tag, e.Since.UTC().Format("15:04:05"), e.Err)
+	}
+	return fmt.Sprintf("snowflake sequence '%s': %v", e.Tag, e.Err)
+}
+
+func (e *UnavailableError) Unwrap() error    { return e.Err }
+func (e *UnavailableError) Code() uint16     { return 1105 }
+func (e *UnavailableError) SQLState() string { return "HY000" }

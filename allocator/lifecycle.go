@@ -1,0 +1,169 @@
+package allocator
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/leafproxy/leafproxy/allocator/schema"
+	"github.com/leafproxy/leafproxy/allocator/segment"
+	"github.com/leafproxy/leafproxy/allocator/snowflake"
+)
+
+// A tag's lifecycle in SQL (CREATE / ALTER / DROP LEAFPROXY SEQUENCE; the
+// admin package parses them and checks who may). A segment tag is its
+// leaf_alloc row; a snowflake tag created in SQL is its "tag:<tag>" row of
+// leaf_snowflake_layout, which is how every proxy sharing the store learns
+// it (at start, and on first use of a tag it does not know).
+
+// TagKind is what the store holds for a tag: "segment" (a leaf_alloc
+// row), "snowflake" (a leaf_snowflake_layout row "tag:<tag>") or "" (none).
+func (s *Sequences) TagKind(ctx context.Context, tag string) (string, error) {
+	if s.snowTag(tag) != nil {
+		return "snowflake", nil
+	}
+	if _, found, err := s.leaser.TagLayout(ctx, tag); err != nil && !missingTable(err) {
+		return "", fmt.Errorf("read leaf_snowflake_layout: %w", err)
+	} else if found {
+		return "snowflake", nil
+	}
+	var one int
+	err := s.db.QueryRowContext(ctx, "SELECT 1 FROM leaf_alloc WHERE biz_tag = ?", tag).Scan(&one)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("read leaf_alloc: %w", err)
+	}
+	return "segment", nil
+}
+
+// CreateSegment creates a segment tag (a leaf_alloc row with step, above
+// the keys of the rule tables it fills) with description; false when the
+// store already has the tag (either kind: TagKind says which).
+func (s *Sequences) CreateSegment(ctx context.Context, tag string, step int64, description string) (bool, error) {
+	if err := schema.CheckTag(tag); err != nil {
+		return false, err
+	}
+	if kind, err := s.TagKind(ctx, tag); err != nil || kind != "" {
+		return false, err
+	}
+	if err := s.segments.CreateDescribed(ctx, tag, step, description); err != nil {
+		return false, err
+	}
+	kind, err := s.TagKind(ctx, tag)
+	return kind == "segment", err
+}
+
+// CreateSnowflake creates a snowflake tag with layout l (nil: the store's
+// global layout) by recording it in leaf_snowflake_layout with
+// description; false when the store already has the tag. This proxy serves
+// it at once; the others learn it on first use.
+func (s *Sequences) CreateSnowflake(ctx context.Context, tag string, l *snowflake.Layout, description string) (bool, error) {
+	if err := schema.CheckTag(tag); err != nil {
+		return false, err
+	}
+	if kind, err := s.TagKind(ctx, tag); err != nil || kind != "" {
+		return false, err
+	}
+	def, err := s.defaultLayout(ctx)
+	if err != nil {
+		return false, err
+	}
+	layout := def
+	if l != nil {
+		layout = *l
+	}
+	if err := layout.Validate(); err != nil {
+		return false, err
+	}
+	chk, err := s.leaser.CheckTagLayout(ctx, tag, layout, description, "CREATE LEAFPROXY SEQUENCE", def)
+	if errors.Is(err, snowflake.ErrLayoutMismatch) {
+		return false, nil // created meanwhile, with another layout
+	}
+	if err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	delete(s.snowMiss, tag)
+	s.mu.Unlock()
+	s.addTag(tag, layout, false)
+	return chk.Recorded, nil
+}
+
+// Drop deletes tag from the store: its leaf_alloc row, or its
+// leaf_snowflake_layout row. This proxy forgets it at once (buffered IDs
+// are dropped); other proxies keep serving the IDs they hold buffered (a
+// segment tag) or the tag (a snowflake tag they learned) until they run
+// out or restart. false when the store has no such tag. The caller refuses
+// tags that rules or the configuration use.
+func (s *Sequences) Drop(ctx context.Context, tag string) (bool, error) {
+	kind, err := s.TagKind(ctx, tag)
+	if err != nil || kind == "" {
+		return false, err
+	}
+	if kind == "snowflake" {
+		found, err := s.leaser.DeleteTagLayout(ctx, tag)
+		if err != nil {
+			return false, fmt.Errorf("delete tag %q from leaf_snowflake_layout: %w", tag, err)
+		}
+		s.removeTag(tag)
+		return found, nil
+	}
+	found, err := s.store.Delete(ctx, tag)
+	if err != nil {
+		return false, err
+	}
+	s.segments.Forget(tag)
+	return found, nil
+}
+
+// AlterStep sets a segment tag's step (leaf_alloc.step): every proxy's
+// next fetch for it is at least that big (the dynamic step grows from
+// there); this proxy's next fetch starts from it. A snowflake tag has no
+// step (1235), an unknown one is 4091.
+func (s *Sequences) AlterStep(ctx context.Context, tag string, step int64) error {
+	kind, err := s.TagKind(ctx, tag)
+	switch {
+	case err != nil:
+		return err
+	case kind == "snowflake":
+		return &sqlError{code: 1235, state: "42000", msg: fmt.Sprintf(
+			"ALTER LEAFPROXY SEQUENCE '%s' STEP is not supported: the tag uses the snowflake generator, which has no step", tag)}
+	case kind == "":
+		return &segment.UnknownTagError{Tag: tag}
+	}
+	found, err := s.store.SetStep(ctx, tag, step)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return &segment.UnknownTagError{Tag: tag}
+	}
+	s.segments.SetTableStep(tag, step)
+	return nil
+}
+
+// SnowflakeRows reads the rows of the store's snowflake tags, by tag
+// (admin views: who created each and how).
+func (s *Sequences) SnowflakeRows(ctx context.Context) (map[string]snowflake.LayoutRecord, error) {
+	return s.leaser.TagLayouts(ctx)
+}
+
+// missingTable says err is MySQL's "no such table" (a store not prepared
+// for snowflake tags has none).
+func missingTable(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1146
+}
+
+// GlobalLayout is the store's global snowflake layout (its 'default' row;
+// recorded from the snowflake section when there is none): the layout of
+// a tag created in SQL without one, and the base (tick, epoch) of one
+// created with bits.
+func (s *Sequences) GlobalLayout(ctx context.Context) (snowflake.Layout, error) {
+	return s.defaultLayout(ctx)
+}
