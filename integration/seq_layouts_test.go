@@ -115,6 +115,24 @@ func TestJSSafeTagLayout(t *testing.T) {
 		t.Fatalf("filled key %d: want a js_safe ID above %d", maxKey, prev)
 	}
 
+	// LEAFPROXY_DECODE takes a js_safe ID apart under the tag's own
+	// layout (41/5/7), a global-layout ID under 41/10/12.
+	dec := lf.open(t, "", map[string]string{"parseTime": "true"})
+	var created time.Time
+	var worker, seq int64
+	if err := dec.QueryRow("SELECT LEAFPROXY_DECODE('web', ?)", prev).Scan(new(string), new(string), new(int64), &created, &worker, &seq, new(any), new(any)); err != nil {
+		t.Fatal(err)
+	}
+	if p := js.Decode(prev); worker != p.Worker || seq != p.Sequence || !created.Equal(p.Time) {
+		t.Fatalf("LEAFPROXY_DECODE('web', %d): %v worker %d seq %d, want %+v", prev, created, worker, seq, p)
+	}
+	if err := dec.QueryRow("SELECT LEAFPROXY_DECODE('s', ?)", s).Scan(new(string), new(string), new(int64), &created, &worker, &seq, new(any), new(any)); err != nil {
+		t.Fatal(err)
+	}
+	if p := snowflake.DefaultLayout().Decode(s); worker != p.Worker || seq != p.Sequence {
+		t.Fatalf("LEAFPROXY_DECODE('s', %d): worker %d seq %d, want %+v", s, worker, seq, p)
+	}
+
 	// The mariadb CLI prints the number as it is.
 	out := strings.TrimSpace(cliQuery(t, lf.addr, "app", "secret", "SELECT NEXTVAL('web')"))
 	if v, err := strconv.ParseInt(out, 10, 64); err != nil || v <= maxKey || v >= 1<<53 || js.Decode(v).Worker != 0 {
