@@ -367,16 +367,16 @@ func (pl *Planner) finish() Plan {
 // plan numbers the slots in text order and counts IDs per tag.
 func (b *builder) plan(slots []Slot, tags []TagCount) Plan {
 	if b.num != nil {
-		return Plan{Kind: Numbered, Counters: b.counters, CountsExplicit: b.countsExplicit, num: b.num, Filled: b.filled, Explicit: b.explicit,
-			Statements: b.nstmts, ClientParams: b.clientParams, Params: b.clientParams, prepared: b.prepared, Idents: b.idents, StringCalls: b.strCalls,
-			Writes: b.writes}
+		return Plan{Kind: Numbered, Counters: b.counters, CountsExplicit: b.countsExplicit, num: b.num, Filled: b.filled, Explicit: orNil(b.explicit),
+			Statements: b.nstmts, ClientParams: b.clientParams, Params: b.clientParams, prepared: b.prepared, Idents: orNil(b.idents), StringCalls: b.strCalls,
+			Writes: orNil(b.writes)}
 	}
 	if len(b.edits) == 0 {
-		return Plan{Explicit: b.explicit}
+		return Plan{Explicit: orNil(b.explicit)}
 	}
 	slices.SortStableFunc(b.edits, func(x, y edit) int { return x.start - y.start })
-	p := Plan{Kind: Rewrite, edits: b.edits, prepared: b.prepared, Slots: slices.Grow(slots, len(b.edits)), Tags: tags, Filled: b.filled, Explicit: b.explicit, Statements: b.nstmts,
-		Idents: b.idents, StringCalls: b.strCalls}
+	p := Plan{Kind: Rewrite, edits: b.edits, prepared: b.prepared, Slots: slices.Grow(slots, len(b.edits)), Tags: tags, Filled: b.filled, Explicit: orNil(b.explicit), Statements: b.nstmts,
+		Idents: orNil(b.idents), StringCalls: b.strCalls}
 	var tagIndex map[string]int // past a few tags; fewer are found by a scan
 	for i := range p.edits {
 		e := &p.edits[i]
@@ -456,4 +456,13 @@ func (p *Plan) numberParams(sql string, mode Mode) {
 	}
 	idx += len(markers) - m
 	p.Params = idx
+}
+
+// orNil is s, or nil when it is empty: a Planner reuses its slices, and an
+// empty one it kept must not make its plans differ from a fresh planner's.
+func orNil[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
 }
