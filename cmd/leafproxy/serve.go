@@ -12,6 +12,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/leafproxy/leafproxy/config"
+	"github.com/leafproxy/leafproxy/internal/buildinfo"
 	"github.com/leafproxy/leafproxy/service"
 )
 
@@ -22,11 +23,12 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, reload fun
 	// go-sql-driver reports dropped connections through its own logger
 	// (stderr, with file:line): route it into the structured log.
 	_ = mysql.SetLogger(driverLogger{log.With("component", "mysql-driver")})
-	srv, err := service.New(ctx, cfg, log, service.WithVersion(version))
+	bi := buildinfo.Read(version)
+	srv, err := service.New(ctx, cfg, log, service.WithVersion(bi.Version))
 	if err != nil {
 		return err
 	}
-	log.Info("leafproxy starting", "version", version, "listen", cfg.Listen, "backend", cfg.Backend.Addr)
+	log.Info("leafproxy starting", "version", bi.Version, "commit", bi.ShortCommit(), "listen", cfg.Listen, "backend", cfg.Backend.Addr)
 	stopHUP := onReload(ctx, srv, log, reload)
 	defer stopHUP()
 	if err := srv.ListenAndServe(ctx); err != nil {
