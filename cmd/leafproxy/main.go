@@ -39,9 +39,9 @@ type command struct {
 
 // flagHelp documents every flag once; each command lists the ones it takes.
 var flagHelp = map[string][2]string{
-	"config":       {"FILE", "YAML configuration file (every key: leafproxy.example.yaml); without it, built-in defaults"},
-	"listen":       {"ADDR", "host:port clients connect to; overrides listen in the file"},
-	"backend":      {"ADDR", "host:port of the MySQL/MariaDB backend; overrides backend.addr in the file"},
+	"config":  {"FILE", "YAML configuration file (every key: leafproxy.example.yaml); without it, built-in defaults"},
+	"listen":  {"ADDR", "host:port clients connect to; overrides listen in the file"},
+	"backend": {"ADDR", "host:port of the MySQL/MariaDB backend; overrides backend.addr in the file"},
 }
 
 // help is the placeholder and wording of flag f for command c.
