@@ -6,6 +6,7 @@ package buildinfo
 
 import (
 	"fmt"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -21,6 +22,10 @@ type Info struct {
 	Platform string // GOOS/GOARCH
 }
 
+// pseudo matches a Go pseudo-version's time-and-commit suffix
+// (v0.0.0-20261125172212-e2b6a9da023d, v1.2.1-0.2026...-abc...).
+var pseudo = regexp.MustCompile(`\d{14}-[0-9a-f]{12}(\+dirty)?$`)
+
 // Read returns the running binary's build information. version is the
 // value stamped with -ldflags "-X main.version=..." ("" or a *-dev default
 // defers to the module version when that is a real one).
@@ -28,7 +33,9 @@ func Read(version string) Info {
 	in := Info{Version: version, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	bi, ok := debug.ReadBuildInfo()
 	if ok {
-		if v := bi.Main.Version; v != "" && v != "(devel)" && (in.Version == "" || strings.HasSuffix(in.Version, "-dev")) {
+		// A release the module was installed at (go install ...@v1.2.0)
+		// names itself; a pseudo-version only repeats the commit.
+		if v := bi.Main.Version; v != "" && v != "(devel)" && !pseudo.MatchString(v) && (in.Version == "" || strings.HasSuffix(in.Version, "-dev")) {
 			in.Version = v
 		}
 		for _, s := range bi.Settings {
