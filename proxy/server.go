@@ -49,6 +49,10 @@ type Server struct {
 	loopMoves    atomic.Uint64
 	loopHandoffs atomic.Uint64
 
+	throttle          *loginThrottle // failed logins per client host; nil when off
+	loginFailures     atomic.Uint64  // logins refused for wrong credentials
+	handshakesDropped atomic.Uint64  // pending handshakes closed to make room
+
 	nextID   atomic.Uint32 // proxy session ids handed out in greetings
 	accepted atomic.Uint64
 	active   atomic.Int64 // logged-in sessions
@@ -68,7 +72,8 @@ type Server struct {
 
 // accounts is the set of proxy users, swapped whole on reload.
 type accounts struct {
-	byName map[string]Account
+	byName   map[string]Account
+	hashOnly bool // some account has only a password hash
 }
 
 // Option adjusts a Server.
@@ -123,6 +128,7 @@ func NewServer(cfg Config, opts ...Option) (*Server, error) {
 	}
 	s.SetUsers(cfg.Users)
 	s.mem = newMemBudget(cfg.Limits.CommandMemory)
+	s.throttle = newLoginThrottle(cfg.Limits.LoginFailures, cfg.Limits.LoginFailureInterval, cfg.Limits.LoginBlockMax, throttleHosts)
 	s.idleMem.done = s.done
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	return s, nil
@@ -145,6 +151,7 @@ func (s *Server) SetUsers(list []Account) {
 			}
 		}
 		a.byName[u.Name] = u
+		a.hashOnly = a.hashOnly || u.hashOnly()
 	}
 	s.users.Store(a)
 }
@@ -158,21 +165,27 @@ func randomPassword() string {
 // ListenAndServe listens on cfg.Listen (host:port, or a Unix socket path)
 // and serves until ctx ends.
 func (s *Server) ListenAndServe(ctx context.Context) error {
-	network := "tcp"
-	if strings.Contains(s.cfg.Listen, "/") {
-		network = "unix"
-		// A socket file left by a process that died is in the way.
-		if c, err := net.Dial("unix", s.cfg.Listen); err == nil {
-			c.Close()
-			return fmt.Errorf("listen on %s: another process is serving this socket", s.cfg.Listen)
-		}
-		_ = os.Remove(s.cfg.Listen)
-	}
-	l, err := net.Listen(network, s.cfg.Listen)
+	l, err := Listen(s.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.cfg.Listen, err)
 	}
 	return s.Serve(ctx, l)
+}
+
+// Listen binds addr as Config.Listen reads it: host:port, or a Unix socket
+// path (containing '/'), whose file a process that died left behind is
+// removed first (one still serving it is an error).
+func Listen(addr string) (net.Listener, error) {
+	network := "tcp"
+	if strings.Contains(addr, "/") {
+		network = "unix"
+		if c, err := net.Dial("unix", addr); err == nil {
+			c.Close()
+			return nil, errors.New("another process is serving this socket")
+		}
+		_ = os.Remove(addr)
+	}
+	return net.Listen(network, addr)
 }
 
 // Addr is the address of the first listener (nil before Serve).
@@ -302,21 +315,30 @@ func (s *Server) handle(raw net.Conn) {
 		}
 	}()
 
-	s.pending.add(raw, s.cfg.Limits.MaxHandshakes, &s.mu)
 	// Small buffers until the client has logged in: a flood of strangers
 	// costs little memory each.
 	c := newLeg("client", raw, 1<<10, 1<<10)
+	host := hostKey(raw.RemoteAddr())
+	if wait, blocked := s.throttle.blocked(host, time.Now()); blocked {
+		// Refused before the greeting, as MariaDB refuses a blocked host:
+		// a guess costs the proxy no handshake.
+		writeLoginError(c, hostBlocked(raw.RemoteAddr(), wait))
+		return
+	}
+	if s.pending.add(raw, host, s.cfg.Limits.MaxHandshakes, &s.mu) {
+		s.handshakesDropped.Add(1)
+	}
 	_ = raw.SetDeadline(time.Now().Add(s.cfg.Limits.HandshakeTimeout))
 	hello, err := s.hello(s.baseCtx)
 	if err != nil {
-		s.pending.remove(raw, &s.mu)
+		s.pending.remove(raw, host, &s.mu)
 		log.Warn("backend unreachable: refusing client", "backend", s.cfg.Backend.Addr, "err", rootCause(err))
 		writeLoginError(c, s.backendRefusal(err))
 		return
 	}
 	g := s.greetingFor(id, hello)
 	h, err := s.clientHandshake(c, g)
-	s.pending.remove(raw, &s.mu)
+	s.pending.remove(raw, host, &s.mu)
 	if err != nil {
 		var le *loginError
 		if errors.As(err, &le) {
@@ -426,31 +448,65 @@ func (s *Server) SessionList() []SessionInfo {
 	return out
 }
 
-// pendingHandshakes are connections that have not logged in yet, oldest
-// first. They have their own budget: when it is full the oldest is closed,
-// so a flood of silent connections ages out instead of locking out clients
-// whose handshake takes one round trip.
+// pendingHandshakes are connections that have not logged in yet, by client
+// host, oldest first. They have their own budget (limits.max_handshakes):
+// when it is full, the oldest handshake of the host holding the most is
+// closed, so a host flooding the proxy with silent connections ages out
+// its own, and the budget's share of every other host (one or two
+// handshakes each, done in a round trip) is kept.
 type pendingHandshakes struct {
-	conns []net.Conn
+	n      int
+	byHost map[string][]net.Conn
 }
 
-func (p *pendingHandshakes) add(c net.Conn, max int, mu *sync.Mutex) {
+// add registers c (of host) and returns the connection closed to make
+// room, if any; mu is the server's lock.
+func (p *pendingHandshakes) add(c net.Conn, host string, max int, mu *sync.Mutex) (dropped bool) {
 	mu.Lock()
 	defer mu.Unlock()
-	if max > 0 && len(p.conns) >= max {
-		old := p.conns[0]
-		p.conns = p.conns[1:]
-		old.Close()
+	if p.byHost == nil {
+		p.byHost = map[string][]net.Conn{}
 	}
-	p.conns = append(p.conns, c)
+	if max > 0 && p.n >= max {
+		// The host with the most pending handshakes gives one up; on a
+		// tie, the newcomer's own host.
+		victim, most := host, len(p.byHost[host])
+		for h, cs := range p.byHost {
+			if len(cs) > most {
+				victim, most = h, len(cs)
+			}
+		}
+		if most > 0 {
+			cs := p.byHost[victim]
+			cs[0].Close()
+			p.drop(victim, 0)
+			dropped = true
+		}
+	}
+	p.byHost[host] = append(p.byHost[host], c)
+	p.n++
+	return dropped
 }
 
-func (p *pendingHandshakes) remove(c net.Conn, mu *sync.Mutex) {
+// drop forgets host's i-th pending connection (mu held).
+func (p *pendingHandshakes) drop(host string, i int) {
+	cs := p.byHost[host]
+	copy(cs[i:], cs[i+1:])
+	cs[len(cs)-1] = nil
+	if cs = cs[:len(cs)-1]; len(cs) == 0 {
+		delete(p.byHost, host)
+	} else {
+		p.byHost[host] = cs
+	}
+	p.n--
+}
+
+func (p *pendingHandshakes) remove(c net.Conn, host string, mu *sync.Mutex) {
 	mu.Lock()
 	defer mu.Unlock()
-	for i, x := range p.conns {
+	for i, x := range p.byHost[host] {
 		if x == c {
-			p.conns = append(p.conns[:i], p.conns[i+1:]...)
+			p.drop(host, i)
 			return
 		}
 	}
@@ -458,8 +514,10 @@ func (p *pendingHandshakes) remove(c net.Conn, mu *sync.Mutex) {
 
 // closeAll runs with the server's lock held.
 func (p *pendingHandshakes) closeAll() {
-	for _, c := range p.conns {
-		c.Close()
+	for _, cs := range p.byHost {
+		for _, c := range cs {
+			c.Close()
+		}
 	}
-	p.conns = nil
+	p.byHost, p.n = nil, 0
 }
