@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net"
 	"os"
 	"slices"
@@ -47,13 +48,21 @@ type Config struct {
 	Metrics    Metrics   `yaml:"metrics"`
 	// Path is the file the configuration came from ("" for defaults).
 	Path string `yaml:"-"`
+
+	secretsResolved bool         // ResolveSecrets ran
+	inlineSecrets   []string     // keys of passwords written in the file
+	secretFiles     []secretFile // password files read
 }
 
 // Backend is the MySQL/MariaDB server the proxy relays to.
 type Backend struct {
-	Addr           string    `yaml:"addr"`
-	User           string    `yaml:"user"`
-	Password       string    `yaml:"password"`
+	Addr     string `yaml:"addr"`
+	User     string `yaml:"user"`
+	Password string `yaml:"password"`
+	// PasswordEnv and PasswordFile give the password from an environment
+	// variable or a file instead (config.ResolveSecrets).
+	PasswordEnv    string    `yaml:"password_env"`
+	PasswordFile   string    `yaml:"password_file"`
 	ConnectTimeout Duration  `yaml:"connect_timeout"`
 	TLS            ClientTLS `yaml:"tls"`
 }
@@ -61,10 +70,15 @@ type Backend struct {
 // User is an account clients log in to the proxy with. The backend session
 // uses BackendUser/BackendPassword, defaulting to the backend's.
 type User struct {
-	Name            string `yaml:"name"`
-	Password        string `yaml:"password"`
-	BackendUser     string `yaml:"backend_user"`
-	BackendPassword string `yaml:"backend_password"`
+	Name     string `yaml:"name"`
+	Password string `yaml:"password"`
+	// PasswordHash is the mysql_native_password hash ("*" and 40 hex
+	// digits, SELECT PASSWORD('...')) instead of Password.
+	PasswordHash        string `yaml:"password_hash"`
+	BackendUser         string `yaml:"backend_user"`
+	BackendPassword     string `yaml:"backend_password"`
+	BackendPasswordEnv  string `yaml:"backend_password_env"`
+	BackendPasswordFile string `yaml:"backend_password_file"`
 	// Admin may KILL other accounts' sessions through the proxy (and, as
 	// the admin SQL grows, steer sequences).
 	Admin bool `yaml:"admin"`
@@ -74,12 +88,16 @@ type User struct {
 type Sequences struct {
 	// Store is the DSN (go-sql-driver form) of the database holding
 	// leaf_alloc and the worker-lease table; empty means the backend.
-	Store       string         `yaml:"store"`
-	AutoCreate  bool           `yaml:"auto_create"`
-	DefaultStep int64          `yaml:"default_step"`
-	WaitTimeout Duration       `yaml:"wait_timeout"`
-	MaxLoaders  int            `yaml:"max_loaders"`
-	Tags        map[string]Tag `yaml:"tags"`
+	Store string `yaml:"store"`
+	// StorePasswordEnv / StorePasswordFile give the password of the
+	// account in Store from an environment variable or a file.
+	StorePasswordEnv  string         `yaml:"store_password_env"`
+	StorePasswordFile string         `yaml:"store_password_file"`
+	AutoCreate        bool           `yaml:"auto_create"`
+	DefaultStep       int64          `yaml:"default_step"`
+	WaitTimeout       Duration       `yaml:"wait_timeout"`
+	MaxLoaders        int            `yaml:"max_loaders"`
+	Tags              map[string]Tag `yaml:"tags"`
 	// RepairMargin: how far past the highest value it knew a proxy pushes
 	// leaf_alloc.max_id after finding it moved back; 0 = 10,000,000.
 	RepairMargin int64 `yaml:"repair_margin"`
@@ -146,6 +164,14 @@ type Limits struct {
 	// client commands larger than 1 MiB (a big INSERT the proxy may have to
 	// rewrite); a command that cannot get its share within 10 s gets 1041.
 	CommandMemory ByteSize `yaml:"command_memory"`
+	// LoginFailures is the failed logins (wrong user or password) a
+	// client host may make in a burst; then its connections are refused
+	// with 1129 for LoginFailureInterval, doubling with each failure right
+	// after a block, up to LoginBlockMax. A host regains one failed login
+	// every LoginFailureInterval. Other hosts are not affected.
+	LoginFailures        int      `yaml:"login_failures"`
+	LoginFailureInterval Duration `yaml:"login_failure_interval"`
+	LoginBlockMax        Duration `yaml:"login_block_max"`
 }
 
 // ByteSize is a byte count written as 512MiB, 64KB or a plain number.
@@ -166,6 +192,9 @@ func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
 	v, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || v < 0 {
 		return fmt.Errorf("line %d: %q is not a byte size (e.g. 512MiB)", n.Line, n.Value)
+	}
+	if v > math.MaxInt64/mult {
+		return fmt.Errorf("line %d: %q is too large (at most 8EiB)", n.Line, n.Value)
 	}
 	*b = ByteSize(v * mult)
 	return nil
@@ -236,14 +265,18 @@ func Parse(b []byte) (*Config, error) {
 		return nil, &Error{Problems: probs}
 	}
 	c.ApplyDefaults()
+	probs = c.ResolveSecrets()
 	if err := c.Validate(); err != nil {
 		var ce *Error
 		if errors.As(err, &ce) {
-			for i, p := range ce.Problems {
-				ce.Problems[i].Line = lineOf(root, p.Key)
-			}
+			probs = append(probs, ce.Problems...)
 		}
-		return nil, err
+	}
+	if len(probs) > 0 {
+		for i, p := range probs {
+			probs[i].Line = lineOf(root, p.Key)
+		}
+		return nil, &Error{Problems: probs}
 	}
 	return c, nil
 }
@@ -326,6 +359,15 @@ func (c *Config) ApplyDefaults() {
 	if c.Limits.CommandMemory == 0 {
 		c.Limits.CommandMemory = proxy.DefaultCommandMemory
 	}
+	if c.Limits.LoginFailures == 0 {
+		c.Limits.LoginFailures = proxy.DefaultLoginFailures
+	}
+	if c.Limits.LoginFailureInterval == 0 {
+		c.Limits.LoginFailureInterval = Duration(proxy.DefaultLoginFailureInterval)
+	}
+	if c.Limits.LoginBlockMax == 0 {
+		c.Limits.LoginBlockMax = Duration(proxy.DefaultLoginBlockMax)
+	}
 	for name, t := range c.Sequences.Tags {
 		if t.Generator == "" {
 			t.Generator = "segment"
@@ -367,7 +409,13 @@ func (c *Config) Validate() error {
 			add(fmt.Sprintf("users[%d].name", i), "%q listed twice", u.Name)
 		}
 		seen[u.Name] = true
+		if u.PasswordHash != "" {
+			if _, err := ParsePasswordHash(u.PasswordHash); err != nil {
+				add(fmt.Sprintf("users[%d].password_hash", i), "%v", err)
+			}
+		}
 	}
+	c.validateLimits(add)
 	if c.Sequences.Store != "" {
 		if mc, err := mysql.ParseDSN(c.Sequences.Store); err != nil {
 			add("sequences.store", "not a DSN like user:password@tcp(host:3306)/leafproxy: %v", err)
@@ -402,12 +450,21 @@ func (c *Config) Validate() error {
 	for _, p := range rewriter.CheckRules(c.Rules()) {
 		add(fmt.Sprintf("tables[%d].%s", p.Index, p.Field), "%s", p.Msg)
 	}
+	declared := slices.Sorted(maps.Keys(c.Sequences.Tags))
 	for i, t := range c.Tables {
 		if t.Tag == "" {
 			continue
 		}
 		if err := schema.CheckTag(t.Tag); err != nil {
 			add(fmt.Sprintf("tables[%d].tag", i), "%q: %v", t.Tag, err)
+			continue
+		}
+		// A name one typo away from a declared tag is a typo: a new tag
+		// must be declared under its own name.
+		if _, ok := c.Sequences.Tags[t.Tag]; !ok {
+			if near := suggest(t.Tag, declared); near != "" {
+				add(fmt.Sprintf("tables[%d].tag", i), "%q is not declared in sequences.tags (did you mean %q?); a new tag must be declared there (sequences: {tags: {%s: {}}})", t.Tag, near, t.Tag)
+			}
 		}
 	}
 	if _, err := c.Snowflake.EpochTime(); err != nil {
@@ -442,6 +499,60 @@ func (c *Config) Validate() error {
 		return &Error{Problems: probs}
 	}
 	return nil
+}
+
+// validateLimits refuses negative limits and timeouts: none of them has a
+// meaning below zero (0 takes the default).
+func (c *Config) validateLimits(add func(key, format string, a ...any)) {
+	for _, d := range []struct {
+		key string
+		v   Duration
+	}{
+		{"backend.connect_timeout", c.Backend.ConnectTimeout},
+		{"limits.idle_timeout", c.Limits.IdleTimeout},
+		{"limits.handshake_timeout", c.Limits.HandshakeTimeout},
+		{"limits.login_failure_interval", c.Limits.LoginFailureInterval},
+		{"limits.login_block_max", c.Limits.LoginBlockMax},
+		{"shutdown.grace", c.Shutdown.Grace},
+		{"snowflake.max_backward", c.Snowflake.MaxBackward},
+		{"snowflake.lease_ttl", c.Snowflake.LeaseTTL},
+	} {
+		if d.v < 0 {
+			add(d.key, "%s is negative", d.v.D())
+		}
+	}
+	for _, n := range []struct {
+		key string
+		v   int64
+		def string
+	}{
+		{"limits.max_connections", int64(c.Limits.MaxConnections), "4096"},
+		{"limits.max_handshakes", int64(c.Limits.MaxHandshakes), "1024"},
+		{"limits.command_memory", int64(c.Limits.CommandMemory), "512MiB"},
+		{"limits.login_failures", int64(c.Limits.LoginFailures), "10"},
+	} {
+		if n.v < 0 {
+			add(n.key, "%d is negative: give a number (0 takes the default, %s; there is no unlimited)", n.v, n.def)
+		}
+	}
+	if c.Limits.LoginBlockMax > 0 && c.Limits.LoginFailureInterval > c.Limits.LoginBlockMax {
+		add("limits.login_block_max", "%s is shorter than limits.login_failure_interval (%s), the first block", c.Limits.LoginBlockMax.D(), c.Limits.LoginFailureInterval.D())
+	}
+}
+
+// DeclareRuleTags declares in sequences.tags, with the defaults, every
+// tables[].tag not declared there: for configurations built in code
+// (tests) that mean "create the rules' tags", as a file says by listing
+// them.
+func (c *Config) DeclareRuleTags() {
+	for _, t := range c.Tables {
+		if _, ok := c.Sequences.Tags[t.Tag]; !ok && t.Tag != "" {
+			if c.Sequences.Tags == nil {
+				c.Sequences.Tags = map[string]Tag{}
+			}
+			c.Sequences.Tags[t.Tag] = Tag{Generator: "segment", Step: c.Sequences.DefaultStep}
+		}
+	}
 }
 
 // Rules is the tables section as the rewriter's rules.

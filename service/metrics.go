@@ -145,6 +145,12 @@ func startMetrics(addr string, h http.Handler, log *slog.Logger) (net.Addr, func
 	if err != nil {
 		return nil, nil, fmt.Errorf("metrics.listen: cannot serve metrics on %s: %w", addr, err)
 	}
+	a, stop := serveMetrics(l, h, log)
+	return a, stop, nil
+}
+
+// serveMetrics serves h on l in the background until the returned stop.
+func serveMetrics(l net.Listener, h http.Handler, log *slog.Logger) (net.Addr, func()) {
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
 		// The server's own messages (a handler's recovered panic with its
 		// stack, TLS noise) are debug detail, not operator logs.
@@ -165,5 +171,5 @@ func startMetrics(addr string, h http.Handler, log *slog.Logger) (net.Addr, func
 		}
 		<-done
 	}
-	return l.Addr(), stop, nil
+	return l.Addr(), stop
 }

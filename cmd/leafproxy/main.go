@@ -63,6 +63,17 @@ metrics.listen set it also serves /metrics, a status page (/), /status.json and
 /healthz. SIGHUP re-reads the config file and applies its users, tables and tags
 without dropping sessions (other changes need a restart; an invalid file is refused
 and the running configuration kept). Logs go to stderr.`},
+	{name: "check", flags: []string{"config", "listen", "backend"},
+		summary: "validate a configuration and try its backend and store logins (as haproxy -c, nginx -t)",
+		about: `Validates the configuration, then tries what serve would need, changing nothing:
+the backend login (backend.user), each users[].backend_user login, the allocation
+store's login (sequences.store), and that every tables[].tag is declared in
+sequences.tags or already in leaf_alloc (unless sequences.auto_create). Every problem
+is printed, each naming the key to fix; files holding a plaintext password that
+others may read are warned about. Exit status: 0 all good, 1 a problem found
+against the servers, 2 the configuration itself is invalid. serve runs the same
+checks before it starts anything; docs/leafproxy.service runs check before
+sending SIGHUP, so that systemctl reload reports a refused file.`},
 	{name: "init", flags: []string{"config", "backend"},
 		summary: "create the allocation store: database, leaf_alloc, leaf_worker, configured tags",
 		about: `Creates the allocation store's database (leafproxy on the backend, or the one
@@ -203,8 +214,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	switch cmd.name {
+	case "check":
+		return runCheck(ctx, cfg, get("config"), stdout, stderr)
 	case "serve":
 		log := newLogger(cfg, stderr)
+		l, ml, code := prepareServe(ctx, cfg, log, stderr)
+		if code != 0 {
+			return code
+		}
 		stop := onSignals(cancel, func(sig os.Signal, n int) {
 			if n == 1 {
 				log.Info("received "+signalName(sig)+", shutting down", "signal", signalName(sig),
@@ -216,7 +233,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			exit(1)
 		})
 		defer stop()
-		err = serve(ctx, cfg, log, func() (*config.Config, error) {
+		err = serve(ctx, cfg, log, l, ml, func() (*config.Config, error) {
 			return loadConfig(get("config"), get("listen"), get("backend"))
 		})
 	case "init":
