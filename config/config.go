@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -276,6 +277,7 @@ func Parse(b []byte) (*Config, error) {
 		for i, p := range probs {
 			probs[i].Line = lineOf(root, p.Key)
 		}
+		sort.SliceStable(probs, func(i, j int) bool { return probs[i].Line < probs[j].Line })
 		return nil, &Error{Problems: probs}
 	}
 	return c, nil
