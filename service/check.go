@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"crypto/tls"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -38,9 +39,16 @@ func (f Finding) String() string { return f.Key + ": " + f.Msg }
 func CheckConfig(ctx context.Context, cfg *config.Config) []Finding {
 	var out []Finding
 	timeout := cfg.Backend.ConnectTimeout.D()
+	// The files the proxy reads at start (a failure there would come
+	// after start-up work, with exit 1).
+	if cfg.TLS.Cert != "" {
+		if _, err := tls.LoadX509KeyPair(cfg.TLS.Cert, cfg.TLS.Key); err != nil {
+			out = append(out, Finding{Key: "tls.cert", Msg: fmt.Sprintf("cannot load the certificate and key (tls.cert, tls.key): %v", err)})
+		}
+	}
 	h, err := newHealth(cfg, nil)
 	if err != nil {
-		return []Finding{{Key: "backend.tls", Msg: err.Error()}}
+		return append(out, Finding{Key: "backend.tls", Msg: err.Error()})
 	}
 	defer h.close()
 	if t := timeout; t > h.timeout {

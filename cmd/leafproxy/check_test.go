@@ -105,6 +105,15 @@ tables: [{table: orders, column: id, tag: order}, {table: events, column: id, ta
 	if tags != 0 {
 		t.Errorf("init created %d tags although it refused the file", tags)
 	}
+	// Files the proxy reads at start.
+	tlsBad := writeFile(t, "tls.yaml", fmt.Sprintf("listen: 127.0.0.1:0\nbackend: {addr: %s, tls: {enabled: true, ca: /nonexistent/ca.pem}}\ntls: {cert: /nonexistent/c.pem, key: /nonexistent/k.pem}\n", backend.Addr), 0o600)
+	code, _, errOut = runCmd("check", "--config", tlsBad)
+	if code != 1 || !strings.Contains(errOut, "tls.cert: cannot load the certificate and key") || !strings.Contains(errOut, "backend.tls: backend.tls.ca: open /nonexistent/ca.pem") {
+		t.Errorf("TLS files: exit %d, stderr:\n%s", code, errOut)
+	}
+	if code, _, errOut := runCmd("serve", "--config", tlsBad); code != 2 || !strings.Contains(errOut, "tls.cert") {
+		t.Errorf("serve with missing TLS files: exit %d, stderr:\n%s", code, errOut)
+	}
 	// A backend that does not answer: check names it and exits 1.
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	dead := l.Addr().String()
