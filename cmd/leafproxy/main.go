@@ -56,7 +56,10 @@ var commands = []command{
 	{name: "serve", flags: []string{"config", "listen", "backend"},
 		summary: "run the proxy",
 		about: `Runs the proxy until SIGTERM or SIGINT, then stops accepting clients and gives
-statements in flight shutdown.grace to finish. At start it creates the allocation
+statements in flight shutdown.grace to finish. Before anything else it binds listen
+and metrics.listen and runs check's probes: an address it cannot listen on, a refused
+backend or store login or an undeclared tag exits 2 (a server that does not answer is
+a warning: the proxy starts and serves once it is up). At start it creates the allocation
 store's database, leaf_alloc, leaf_worker and configured tags when missing (as init
 does); a snowflake layout other than the one the store records exits 2. With
 metrics.listen set it also serves /metrics, a status page (/), /status.json and
