@@ -17,8 +17,8 @@ type Limits struct {
 	IdleTimeout    Duration `yaml:"idle_timeout"`
 	// MaxHandshakes bounds connections still in the handshake (not yet
 	// authenticated), apart from MaxConnections: when full, the oldest
-	// pending handshake is dropped, so silent connections cannot lock out
-	// real clients.
+	// pending handshake of the client host holding the most is dropped, so
+	// silent connections from one host cannot lock out the others.
 	MaxHandshakes int `yaml:"max_handshakes"`
 	// HandshakeTimeout is how long a client has to finish logging in.
 	HandshakeTimeout Duration `yaml:"handshake_timeout"`
