@@ -205,7 +205,8 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opt
 // i.e. the store could not be reached or did not answer in time.
 func unreachable(err error) bool {
 	var me *mysql.MySQLError
-	return !errors.As(err, &me)
+	var ut *UndeclaredTagError
+	return !errors.As(err, &me) && !errors.As(err, &ut)
 }
 
 // transient says a failed snowflake start may succeed later by itself: the

@@ -3,8 +3,12 @@ package allocator
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -16,7 +20,9 @@ import (
 // InitStore creates the allocation schema (and, for the default store, its
 // database `leafproxy` on the backend), converts store tables without
 // utf8mb4 (schema.Migrate), and creates every configured segment tag that
-// is missing, including tags named only by table rules. A tag that fills
+// is missing, including tags named only by table rules when auto_create is
+// on (without it such a tag must exist: an *UndeclaredTagError names
+// every rule whose tag does not, before any tag is created). A tag that fills
 // rule tables starts above their largest existing key on the backend and
 // the store (adoption of tables with rows), and an existing tag below that
 // key is raised to it: keys written around the proxy since (an import, a
@@ -62,8 +68,12 @@ func InitStore(ctx context.Context, cfg *config.Config, report func(format strin
 			tags[name] = t.Step
 		}
 	}
-	// A rule's tag the configuration does not declare is a segment tag,
-	// unless the store has it as a snowflake tag (created in SQL).
+	// A tag named only by table rules is created only with auto_create
+	// on; otherwise it must exist already (a typo must not create a tag):
+	// in leaf_alloc, or in the store as a snowflake tag (created in SQL).
+	if err := undeclaredTags(ctx, cfg, db); err != nil {
+		return err
+	}
 	snow, err := snowflake.NewMySQLLeaser(db, "", 0).TagLayouts(ctx)
 	if err != nil {
 		return fmt.Errorf("store %s: read the snowflake tags in leaf_snowflake_layout: %w", mc.Addr, err)
@@ -112,6 +122,111 @@ func InitStore(ctx context.Context, cfg *config.Config, report func(format strin
 		}
 	}
 	report("allocation store ready on %s/%s", mc.Addr, mc.DBName)
+	return nil
+}
+
+// UndeclaredTagError lists table rules whose tag is neither declared in
+// sequences.tags nor in the store, with auto_create off: init and serve
+// refuse them rather than create a tag from a typo.
+type UndeclaredTagError struct {
+	Tags []UndeclaredTag
+}
+
+// UndeclaredTag is one such rule.
+type UndeclaredTag struct {
+	Index int    // in tables
+	Tag   string // as written
+	Near  string // a declared or stored tag one typo away, if any
+}
+
+// Key is the configuration key to fix.
+func (u UndeclaredTag) Key() string { return fmt.Sprintf("tables[%d].tag", u.Index) }
+
+// Problem says what is wrong with the rule and how to fix it.
+func (u UndeclaredTag) Problem() string {
+	s := fmt.Sprintf("tag %q is not declared in sequences.tags and leaf_alloc has no row for it", u.Tag)
+	if u.Near != "" {
+		s += fmt.Sprintf(" (did you mean %q?)", u.Near)
+	}
+	return s + fmt.Sprintf("; fix the name, or declare it (sequences: {tags: {%s: {}}}) to have init and serve create it", u.Tag)
+}
+
+func (e *UndeclaredTagError) Error() string {
+	s := make([]string, len(e.Tags))
+	for i, u := range e.Tags {
+		s[i] = u.Key() + ": " + u.Problem()
+	}
+	return strings.Join(s, "; ")
+}
+
+// CheckTags reports (as an *UndeclaredTagError) the table rules whose tag
+// is neither declared in sequences.tags nor in the store's leaf_alloc, with
+// auto_create off, changing nothing: a store whose database or leaf_alloc
+// does not exist yet holds no tag.
+func CheckTags(ctx context.Context, cfg *config.Config) error {
+	if cfg.Sequences.AutoCreate {
+		return nil
+	}
+	db, err := sql.Open("mysql", cfg.StoreDSN())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	err = undeclaredTags(ctx, cfg, db)
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && (me.Number == 1049 || me.Number == 1146) { // no database, no table
+		return undeclaredTags(ctx, cfg, nil)
+	}
+	return err
+}
+
+// undeclaredTags checks the table rules' tags that sequences.tags does not
+// declare (auto_create off): each must have its row in leaf_alloc.
+func undeclaredTags(ctx context.Context, cfg *config.Config, db *sql.DB) error {
+	if cfg.Sequences.AutoCreate {
+		return nil
+	}
+	var missing []UndeclaredTag
+	var stored []string
+	for i, r := range cfg.Tables {
+		if _, ok := cfg.Sequences.Tags[r.Tag]; ok {
+			continue
+		}
+		if db != nil {
+			var one int
+			err := db.QueryRowContext(ctx, "SELECT 1 FROM leaf_alloc WHERE biz_tag = ?", r.Tag).Scan(&one)
+			if err == nil {
+				continue
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+			// A snowflake tag created in SQL has no leaf_alloc row (a store
+			// without the layout table has none such).
+			if db.QueryRowContext(ctx, "SELECT 1 FROM leaf_snowflake_layout WHERE name = ?", "tag:"+r.Tag).Scan(&one) == nil {
+				continue
+			}
+		}
+		if stored == nil && db != nil {
+			stored = []string{}
+			rows, err := db.QueryContext(ctx, "SELECT biz_tag FROM leaf_alloc")
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var t string
+				if rows.Scan(&t) == nil {
+					stored = append(stored, t)
+				}
+			}
+			rows.Close()
+		}
+		near := config.Suggest(r.Tag, append(slices.Collect(maps.Keys(cfg.Sequences.Tags)), stored...))
+		missing = append(missing, UndeclaredTag{Index: i, Tag: r.Tag, Near: near})
+	}
+	if len(missing) > 0 {
+		return &UndeclaredTagError{Tags: missing}
+	}
 	return nil
 }
 

@@ -28,6 +28,7 @@ func startProxy(t *testing.T, srv *testdb.Server) (dsn string, ok bool) {
 	cfg.Users = []config.User{{Name: "app", Password: "secret"}}
 	cfg.Shutdown.Grace = config.Duration(2 * time.Second)
 	cfg.Tables = []config.Table{{Table: "orders", Column: "id", Tag: "order"}}
+	cfg.DeclareRuleTags()
 	// Warnings only: per-session info lines are not what is measured.
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	p, err := service.New(context.Background(), cfg, logger)

@@ -9,12 +9,12 @@ import (
 	"net"
 	"os"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-	"gopkg.in/yaml.v3"
 
 	"github.com/leafproxy/leafproxy/allocator/schema"
 	"github.com/leafproxy/leafproxy/allocator/segment"
@@ -47,13 +47,21 @@ type Config struct {
 	Metrics    Metrics   `yaml:"metrics"`
 	// Path is the file the configuration came from ("" for defaults).
 	Path string `yaml:"-"`
+
+	secretsResolved bool         // ResolveSecrets ran
+	inlineSecrets   []string     // keys of passwords written in the file
+	secretFiles     []secretFile // password files read
 }
 
 // Backend is the MySQL/MariaDB server the proxy relays to.
 type Backend struct {
-	Addr           string    `yaml:"addr"`
-	User           string    `yaml:"user"`
-	Password       string    `yaml:"password"`
+	Addr     string `yaml:"addr"`
+	User     string `yaml:"user"`
+	Password string `yaml:"password"`
+	// PasswordEnv and PasswordFile give the password from an environment
+	// variable or a file instead (config.ResolveSecrets).
+	PasswordEnv    string    `yaml:"password_env"`
+	PasswordFile   string    `yaml:"password_file"`
 	ConnectTimeout Duration  `yaml:"connect_timeout"`
 	TLS            ClientTLS `yaml:"tls"`
 }
@@ -61,10 +69,15 @@ type Backend struct {
 // User is an account clients log in to the proxy with. The backend session
 // uses BackendUser/BackendPassword, defaulting to the backend's.
 type User struct {
-	Name            string `yaml:"name"`
-	Password        string `yaml:"password"`
-	BackendUser     string `yaml:"backend_user"`
-	BackendPassword string `yaml:"backend_password"`
+	Name     string `yaml:"name"`
+	Password string `yaml:"password"`
+	// PasswordHash is the mysql_native_password hash ("*" and 40 hex
+	// digits, SELECT PASSWORD('...')) instead of Password.
+	PasswordHash        string `yaml:"password_hash"`
+	BackendUser         string `yaml:"backend_user"`
+	BackendPassword     string `yaml:"backend_password"`
+	BackendPasswordEnv  string `yaml:"backend_password_env"`
+	BackendPasswordFile string `yaml:"backend_password_file"`
 	// Admin may KILL other accounts' sessions through the proxy (and, as
 	// the admin SQL grows, steer sequences).
 	Admin bool `yaml:"admin"`
@@ -74,12 +87,16 @@ type User struct {
 type Sequences struct {
 	// Store is the DSN (go-sql-driver form) of the database holding
 	// leaf_alloc and the worker-lease table; empty means the backend.
-	Store       string         `yaml:"store"`
-	AutoCreate  bool           `yaml:"auto_create"`
-	DefaultStep int64          `yaml:"default_step"`
-	WaitTimeout Duration       `yaml:"wait_timeout"`
-	MaxLoaders  int            `yaml:"max_loaders"`
-	Tags        map[string]Tag `yaml:"tags"`
+	Store string `yaml:"store"`
+	// StorePasswordEnv / StorePasswordFile give the password of the
+	// account in Store from an environment variable or a file.
+	StorePasswordEnv  string         `yaml:"store_password_env"`
+	StorePasswordFile string         `yaml:"store_password_file"`
+	AutoCreate        bool           `yaml:"auto_create"`
+	DefaultStep       int64          `yaml:"default_step"`
+	WaitTimeout       Duration       `yaml:"wait_timeout"`
+	MaxLoaders        int            `yaml:"max_loaders"`
+	Tags              map[string]Tag `yaml:"tags"`
 	// RepairMargin: how far past the highest value it knew a proxy pushes
 	// leaf_alloc.max_id after finding it moved back; 0 = 10,000,000.
 	RepairMargin int64 `yaml:"repair_margin"`
@@ -131,70 +148,12 @@ type Log struct {
 	Format string `yaml:"format"` // text or json
 }
 
-// Limits protects the proxy.
-type Limits struct {
-	// MaxConnections bounds logged-in client sessions; extra logins get 1040.
-	MaxConnections int      `yaml:"max_connections"`
-	IdleTimeout    Duration `yaml:"idle_timeout"`
-	// MaxHandshakes bounds connections still in the handshake (not yet
-	// authenticated), apart from MaxConnections: when full, the oldest
-	// pending handshake is dropped, so silent connections cannot lock out
-	// real clients.
-	MaxHandshakes int `yaml:"max_handshakes"`
-	// HandshakeTimeout is how long a client has to finish logging in.
-	HandshakeTimeout Duration `yaml:"handshake_timeout"`
-	// CommandMemory bounds the bytes all sessions together may hold for
-	// client commands larger than 1 MiB (a big INSERT the proxy may have to
-	// rewrite); a command that cannot get its share within 10 s gets 1041.
-	CommandMemory ByteSize `yaml:"command_memory"`
-}
-
-// ByteSize is a byte count written as 512MiB, 64KB or a plain number.
-type ByteSize int64
-
-func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
-	s := strings.TrimSpace(n.Value)
-	mult := int64(1)
-	for _, u := range []struct {
-		suf string
-		m   int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1}} {
-		if strings.HasSuffix(s, u.suf) {
-			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suf)), u.m
-			break
-		}
-	}
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || v < 0 {
-		return fmt.Errorf("line %d: %q is not a byte size (e.g. 512MiB)", n.Line, n.Value)
-	}
-	*b = ByteSize(v * mult)
-	return nil
-}
-
 // Metrics is the optional Prometheus endpoint.
 type Metrics struct {
 	// Listen is the host:port serving /metrics; empty (the default) means
 	// no endpoint.
 	Listen string `yaml:"listen"`
 }
-
-// Duration is a time.Duration written as "2s" in YAML.
-type Duration time.Duration
-
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	v, err := time.ParseDuration(n.Value)
-	if err != nil {
-		return fmt.Errorf("line %d: %q is not a duration (use e.g. 500ms, 2s, 1m)", n.Line, n.Value)
-	}
-	*d = Duration(v)
-	return nil
-}
-
-func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
-
-// D returns the value as a time.Duration.
-func (d Duration) D() time.Duration { return time.Duration(d) }
 
 // Load reads, defaults and validates the file at path.
 func Load(path string) (*Config, error) {
@@ -237,14 +196,19 @@ func Parse(b []byte) (*Config, error) {
 		return nil, &Error{Problems: probs}
 	}
 	c.ApplyDefaults()
+	probs = c.ResolveSecrets()
 	if err := c.Validate(); err != nil {
 		var ce *Error
 		if errors.As(err, &ce) {
-			for i, p := range ce.Problems {
-				ce.Problems[i].Line = lineOf(root, p.Key)
-			}
+			probs = append(probs, ce.Problems...)
 		}
-		return nil, err
+	}
+	if len(probs) > 0 {
+		for i, p := range probs {
+			probs[i].Line = lineOf(root, p.Key)
+		}
+		sort.SliceStable(probs, func(i, j int) bool { return probs[i].Line < probs[j].Line })
+		return nil, &Error{Problems: probs}
 	}
 	return c, nil
 }
@@ -327,6 +291,15 @@ func (c *Config) ApplyDefaults() {
 	if c.Limits.CommandMemory == 0 {
 		c.Limits.CommandMemory = proxy.DefaultCommandMemory
 	}
+	if c.Limits.LoginFailures == 0 {
+		c.Limits.LoginFailures = proxy.DefaultLoginFailures
+	}
+	if c.Limits.LoginFailureInterval == 0 {
+		c.Limits.LoginFailureInterval = Duration(proxy.DefaultLoginFailureInterval)
+	}
+	if c.Limits.LoginBlockMax == 0 {
+		c.Limits.LoginBlockMax = Duration(proxy.DefaultLoginBlockMax)
+	}
 	for name, t := range c.Sequences.Tags {
 		if t.Generator == "" {
 			t.Generator = "segment"
@@ -368,7 +341,13 @@ func (c *Config) Validate() error {
 			add(fmt.Sprintf("users[%d].name", i), "%q listed twice", u.Name)
 		}
 		seen[u.Name] = true
+		if u.PasswordHash != "" {
+			if _, err := ParsePasswordHash(u.PasswordHash); err != nil {
+				add(fmt.Sprintf("users[%d].password_hash", i), "%v", err)
+			}
+		}
 	}
+	c.validateLimits(add)
 	if c.Sequences.Store != "" {
 		if mc, err := mysql.ParseDSN(c.Sequences.Store); err != nil {
 			add("sequences.store", "not a DSN like user:password@tcp(host:3306)/leafproxy: %v", err)
@@ -403,12 +382,21 @@ func (c *Config) Validate() error {
 	for _, p := range rewriter.CheckRules(c.Rules()) {
 		add(fmt.Sprintf("tables[%d].%s", p.Index, p.Field), "%s", p.Msg)
 	}
+	declared := slices.Sorted(maps.Keys(c.Sequences.Tags))
 	for i, t := range c.Tables {
 		if t.Tag == "" {
 			continue
 		}
 		if err := schema.CheckTag(t.Tag); err != nil {
 			add(fmt.Sprintf("tables[%d].tag", i), "%q: %v", t.Tag, err)
+			continue
+		}
+		// A name one typo away from a declared tag is a typo: a new tag
+		// must be declared under its own name.
+		if _, ok := c.Sequences.Tags[t.Tag]; !ok {
+			if near := suggest(t.Tag, declared); near != "" {
+				add(fmt.Sprintf("tables[%d].tag", i), "%q is not declared in sequences.tags (did you mean %q?); a new tag must be declared there (sequences: {tags: {%s: {}}})", t.Tag, near, t.Tag)
+			}
 		}
 	}
 	if _, err := c.Snowflake.EpochTime(); err != nil {
@@ -445,6 +433,21 @@ func (c *Config) Validate() error {
 		return &Error{Problems: probs}
 	}
 	return nil
+}
+
+// DeclareRuleTags declares in sequences.tags, with the defaults, every
+// tables[].tag not declared there: for configurations built in code
+// (tests) that mean "create the rules' tags", as a file says by listing
+// them.
+func (c *Config) DeclareRuleTags() {
+	for _, t := range c.Tables {
+		if _, ok := c.Sequences.Tags[t.Tag]; !ok && t.Tag != "" {
+			if c.Sequences.Tags == nil {
+				c.Sequences.Tags = map[string]Tag{}
+			}
+			c.Sequences.Tags[t.Tag] = Tag{Generator: "segment", Step: c.Sequences.DefaultStep}
+		}
+	}
 }
 
 // Rules is the tables section as the rewriter's rules.

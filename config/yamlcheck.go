@@ -209,6 +209,10 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 	}
 }
 
+// Suggest returns the candidate one typo away from key ("" if none is
+// close enough): the did-you-mean of every message about a name.
+func Suggest(key string, candidates []string) string { return suggest(key, candidates) }
+
 // suggest returns the candidate closest to key when it is close enough to
 // be a typo: at most one edit for short keys, two for longer ones
 // (a transposition counts as one).

@@ -1,9 +1,10 @@
 // Package demo runs leafproxy in front of an embedded, in-memory
 // MySQL-compatible backend (github.com/dolthub/go-mysql-server), so the
-// proxy can be tried on a machine with no MySQL or MariaDB: `leafproxy
-// demo`. The backend also holds the allocation store (leaf_alloc). Only
-// cmd/leafproxy imports this package; the proxy's own packages do not
-// depend on go-mysql-server.
+// proxy can be tried on a machine with no MySQL or MariaDB: `go run
+// ./cmd/leafproxy-demo`. The backend also holds the allocation store
+// (leaf_alloc). Only cmd/leafproxy-demo imports this package: neither the
+// proxy's own packages nor the deployed binary (cmd/leafproxy) depend on
+// go-mysql-server.
 package demo
 
 import (

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -278,6 +279,8 @@ func TestRulePatternWarnings(t *testing.T) {
 	// Reload: a new pattern applies at once; one that matches nothing warns.
 	next := *lf.cfg
 	next.Tables = append([]config.Table{{Table: "late_*.t_*", Column: "id", Tag: "late"}, {Table: "gone_?.x", Column: "id", Tag: "late"}}, cfg.Tables[0])
+	next.Sequences.Tags = maps.Clone(next.Sequences.Tags)
+	next.DeclareRuleTags()
 	if _, err := lf.svc.Reload(context.Background(), &next); err != nil {
 		t.Fatalf("reload: %v", err)
 	}

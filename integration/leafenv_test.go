@@ -56,6 +56,7 @@ func startLeaf(t testing.TB, cfg *config.Config) *leaf {
 func startLeafLog(t testing.TB, cfg *config.Config, log *slog.Logger) *leaf {
 	t.Helper()
 	cfg.ApplyDefaults()
+	cfg.DeclareRuleTags() // the rules' tags are to be created, as a file would declare them
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("config: %v", err)
 	}

@@ -157,6 +157,7 @@ func assertNoDuplicates(t *testing.T, backend *testdb.Server, min int64) {
 func newLeaf(t *testing.T, cfg *config.Config) (*leaf, error) {
 	t.Helper()
 	cfg.ApplyDefaults()
+	cfg.DeclareRuleTags()
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("config: %v", err)
 	}

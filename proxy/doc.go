@@ -5,7 +5,9 @@
 // response back packet for packet. go-mysql supplies constants and auth
 // scrambles only; framing and parsing are ours.
 //
-// Files: server.go (listener, sessions registry, handshake budget),
+// Files: server.go (listener, sessions registry, handshake budget shared
+// fairly between client hosts), throttle.go (the failed-login budget of
+// each client host: 1129 while it is spent),
 // greeting.go (greeting and handshake-response formats, capability sets),
 // handshake.go (client login), backend.go (backend login), session.go
 // (lifecycle, idle watch), dispatch.go (commands, KILL, change user, large

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/sha1"
 	"crypto/subtle"
 	"crypto/tls"
 	"errors"
@@ -141,14 +142,32 @@ func (s *Server) clientHandshake(c *leg, g *greeting) (*clientHello, error) {
 }
 
 // authenticate checks user's auth data against the proxy's account,
-// switching the client to the proxy's plugin when it used another. Unknown
-// users go through the same exchange and get the same 1045.
+// switching the client to another plugin when the one it used cannot be
+// checked. Unknown users go through the same exchange and get the same
+// 1045. A host whose failed logins are over budget is refused (1129)
+// without a check, and each wrong password counts against its host.
 func (s *Server) authenticate(c *leg, user, plugin string, auth, scramble []byte, remote net.Addr) (Account, error) {
-	// The proxy knows every password in clear, so it can check either
-	// plugin's scramble without a switch; any other plugin is switched to
-	// the configured one.
-	if plugin != mysql.AUTH_NATIVE_PASSWORD && plugin != mysql.AUTH_CACHING_SHA2_PASSWORD {
-		plugin = s.authMethod
+	host := hostKey(remote)
+	if wait, blocked := s.throttle.blocked(host, time.Now()); blocked {
+		return Account{}, hostBlocked(remote, wait)
+	}
+	users := s.users.Load()
+	acct, known := users.byName[user]
+	// A password known in clear checks either plugin's scramble without a
+	// switch; a password_hash (SHA1(SHA1(pw))) checks only
+	// mysql_native_password's, so its clients are switched to that (and
+	// so are unknown users while some account has only a hash, so that
+	// the switch does not tell which names exist). Any other plugin is
+	// switched to the configured one.
+	target := plugin
+	if target != mysql.AUTH_NATIVE_PASSWORD && target != mysql.AUTH_CACHING_SHA2_PASSWORD {
+		target = s.authMethod
+	}
+	if target == mysql.AUTH_CACHING_SHA2_PASSWORD && (known && acct.hashOnly() || !known && users.hashOnly) {
+		target = mysql.AUTH_NATIVE_PASSWORD
+	}
+	if target != plugin {
+		plugin = target
 		sw := append([]byte{0xFE}, plugin...)
 		sw = append(sw, 0)
 		sw = append(append(sw, scramble...), 0)
@@ -164,29 +183,64 @@ func (s *Server) authenticate(c *leg, user, plugin string, auth, scramble []byte
 		}
 		auth = p
 	}
-	acct, known := s.users.Load().byName[user]
-	var want []byte
-	pw := acct.Password
-	if !known {
-		pw = s.decoy
-	}
-	if pw != "" {
+	ok := false
+	switch {
+	case !known:
+		// The same work as for a known user: a decoy password's check.
+		want := mysql.CalcPassword(scramble, []byte(s.decoy))
 		if plugin == mysql.AUTH_CACHING_SHA2_PASSWORD {
-			want = mysql.CalcCachingSha2Password(scramble, pw)
-		} else {
-			want = mysql.CalcPassword(scramble, []byte(pw))
+			want = mysql.CalcCachingSha2Password(scramble, s.decoy)
 		}
+		_ = subtle.ConstantTimeCompare(want, auth)
+	case acct.hashOnly():
+		ok = checkNativeHash(scramble, auth, acct.PasswordHash)
+	case acct.Password == "":
+		ok = len(auth) == 0
+	default:
+		want := mysql.CalcPassword(scramble, []byte(acct.Password))
+		if plugin == mysql.AUTH_CACHING_SHA2_PASSWORD {
+			want = mysql.CalcCachingSha2Password(scramble, acct.Password)
+		}
+		ok = len(want) == len(auth) && subtle.ConstantTimeCompare(want, auth) == 1
 	}
-	if !known || len(want) != len(auth) || subtle.ConstantTimeCompare(want, auth) != 1 {
+	if !ok {
+		s.loginFailures.Add(1)
+		if d := s.throttle.fail(host, time.Now()); d > 0 {
+			s.log.Warn("client host blocked after too many failed logins", "host", host, "for", d.String(), "user", user)
+		}
 		return Account{}, accessDenied(user, remote, len(auth) > 0)
 	}
-	if plugin == mysql.AUTH_CACHING_SHA2_PASSWORD && pw != "" {
-		// The proxy knows every password, so its "cache" always hits.
+	if plugin == mysql.AUTH_CACHING_SHA2_PASSWORD && acct.Password != "" {
+		// The proxy knows the password, so its "cache" always hits.
 		if err := c.writePacket([]byte{0x01, 0x03}); err != nil {
 			return Account{}, err
 		}
 	}
 	return acct, nil
+}
+
+// hashOnly says the account is checked against PasswordHash (it has no
+// password in clear).
+func (a Account) hashOnly() bool { return a.Password == "" && len(a.PasswordHash) > 0 }
+
+// checkNativeHash checks a mysql_native_password answer against the stored
+// SHA1(SHA1(password)), as MySQL does without knowing the password: the
+// answer is SHA1(pw) XOR SHA1(scramble + SHA1(SHA1(pw))), so XOR with the
+// second half gives SHA1(pw) back, whose SHA1 must be the stored hash.
+func checkNativeHash(scramble, auth, stage2 []byte) bool {
+	if len(auth) != sha1.Size || len(stage2) != sha1.Size || len(scramble) < 20 {
+		return false
+	}
+	h := sha1.New()
+	h.Write(scramble[:20])
+	h.Write(stage2)
+	mask := h.Sum(nil)
+	stage1 := make([]byte, sha1.Size)
+	for i := range stage1 {
+		stage1[i] = auth[i] ^ mask[i]
+	}
+	got := sha1.Sum(stage1)
+	return subtle.ConstantTimeCompare(got[:], stage2) == 1
 }
 
 // backendLoginFor is the backend login for an authenticated client.

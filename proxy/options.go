@@ -41,7 +41,12 @@ type BackendTLS struct {
 // Account is a proxy user. The backend session logs in as BackendUser
 // (default: Backend.User, with Backend.Password).
 type Account struct {
-	Name, Password               string
+	Name, Password string
+	// PasswordHash is SHA1(SHA1(password)), the 20 bytes behind the
+	// "*HEX" that SELECT PASSWORD('x') prints: an account with it and no
+	// Password is checked with mysql_native_password only (clients that
+	// begin with caching_sha2_password are switched).
+	PasswordHash                 []byte
 	BackendUser, BackendPassword string
 	Admin                        bool // may KILL others' sessions and run the admin SQL
 }
@@ -60,6 +65,16 @@ type Limits struct {
 	MaxHandshakes    int           // 0: DefaultMaxHandshakes
 	HandshakeTimeout time.Duration // 0: DefaultHandshakeTimeout
 	CommandMemory    int64         // 0: DefaultCommandMemory
+	// LoginFailures is the failed logins a client host may make in a
+	// burst before it is refused for a while (loginThrottle): 0
+	// DefaultLoginFailures, negative no throttle.
+	LoginFailures int
+	// LoginFailureInterval: a host regains one failed login this often,
+	// and its first block lasts this long (0: DefaultLoginFailureInterval).
+	LoginFailureInterval time.Duration
+	// LoginBlockMax bounds a block, which doubles with each failure right
+	// after one (0: DefaultLoginBlockMax).
+	LoginBlockMax time.Duration
 }
 
 // Shutdown bounds a graceful stop.
@@ -88,6 +103,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Limits.CommandMemory <= 0 {
 		c.Limits.CommandMemory = DefaultCommandMemory
+	}
+	if c.Limits.LoginFailures == 0 {
+		c.Limits.LoginFailures = DefaultLoginFailures
+	}
+	if c.Limits.LoginFailureInterval <= 0 {
+		c.Limits.LoginFailureInterval = DefaultLoginFailureInterval
+	}
+	if c.Limits.LoginBlockMax <= 0 {
+		c.Limits.LoginBlockMax = DefaultLoginBlockMax
 	}
 	return c
 }

@@ -49,6 +49,10 @@ type Server struct {
 	loopMoves    atomic.Uint64
 	loopHandoffs atomic.Uint64
 
+	throttle          *loginThrottle // failed logins per client host; nil when off
+	loginFailures     atomic.Uint64  // logins refused for wrong credentials
+	handshakesDropped atomic.Uint64  // pending handshakes closed to make room
+
 	nextID   atomic.Uint32 // proxy session ids handed out in greetings
 	accepted atomic.Uint64
 	active   atomic.Int64 // logged-in sessions
@@ -68,7 +72,8 @@ type Server struct {
 
 // accounts is the set of proxy users, swapped whole on reload.
 type accounts struct {
-	byName map[string]Account
+	byName   map[string]Account
+	hashOnly bool // some account has only a password hash
 }
 
 // Option adjusts a Server.
@@ -123,6 +128,7 @@ func NewServer(cfg Config, opts ...Option) (*Server, error) {
 	}
 	s.SetUsers(cfg.Users)
 	s.mem = newMemBudget(cfg.Limits.CommandMemory)
+	s.throttle = newLoginThrottle(cfg.Limits.LoginFailures, cfg.Limits.LoginFailureInterval, cfg.Limits.LoginBlockMax, throttleHosts)
 	s.idleMem.done = s.done
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	return s, nil
@@ -145,6 +151,7 @@ func (s *Server) SetUsers(list []Account) {
 			}
 		}
 		a.byName[u.Name] = u
+		a.hashOnly = a.hashOnly || u.hashOnly()
 	}
 	s.users.Store(a)
 }
@@ -158,21 +165,27 @@ func randomPassword() string {
 // ListenAndServe listens on cfg.Listen (host:port, or a Unix socket path)
 // and serves until ctx ends.
 func (s *Server) ListenAndServe(ctx context.Context) error {
-	network := "tcp"
-	if strings.Contains(s.cfg.Listen, "/") {
-		network = "unix"
-		// A socket file left by a process that died is in the way.
-		if c, err := net.Dial("unix", s.cfg.Listen); err == nil {
-			c.Close()
-			return fmt.Errorf("listen on %s: another process is serving this socket", s.cfg.Listen)
-		}
-		_ = os.Remove(s.cfg.Listen)
-	}
-	l, err := net.Listen(network, s.cfg.Listen)
+	l, err := Listen(s.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.cfg.Listen, err)
 	}
 	return s.Serve(ctx, l)
+}
+
+// Listen binds addr as Config.Listen reads it: host:port, or a Unix socket
+// path (containing '/'), whose file a process that died left behind is
+// removed first (one still serving it is an error).
+func Listen(addr string) (net.Listener, error) {
+	network := "tcp"
+	if strings.Contains(addr, "/") {
+		network = "unix"
+		if c, err := net.Dial("unix", addr); err == nil {
+			c.Close()
+			return nil, errors.New("another process is serving this socket")
+		}
+		_ = os.Remove(addr)
+	}
+	return net.Listen(network, addr)
 }
 
 // Addr is the address of the first listener (nil before Serve).
@@ -302,21 +315,30 @@ func (s *Server) handle(raw net.Conn) {
 		}
 	}()
 
-	s.pending.add(raw, s.cfg.Limits.MaxHandshakes, &s.mu)
 	// Small buffers until the client has logged in: a flood of strangers
 	// costs little memory each.
 	c := newLeg("client", raw, 1<<10, 1<<10)
+	host := hostKey(raw.RemoteAddr())
+	if wait, blocked := s.throttle.blocked(host, time.Now()); blocked {
+		// Refused before the greeting, as MariaDB refuses a blocked host:
+		// a guess costs the proxy no handshake.
+		writeLoginError(c, hostBlocked(raw.RemoteAddr(), wait))
+		return
+	}
+	if s.pending.add(raw, host, s.cfg.Limits.MaxHandshakes, &s.mu) {
+		s.handshakesDropped.Add(1)
+	}
 	_ = raw.SetDeadline(time.Now().Add(s.cfg.Limits.HandshakeTimeout))
 	hello, err := s.hello(s.baseCtx)
 	if err != nil {
-		s.pending.remove(raw, &s.mu)
+		s.pending.remove(raw, host, &s.mu)
 		log.Warn("backend unreachable: refusing client", "backend", s.cfg.Backend.Addr, "err", rootCause(err))
 		writeLoginError(c, s.backendRefusal(err))
 		return
 	}
 	g := s.greetingFor(id, hello)
 	h, err := s.clientHandshake(c, g)
-	s.pending.remove(raw, &s.mu)
+	s.pending.remove(raw, host, &s.mu)
 	if err != nil {
 		var le *loginError
 		if errors.As(err, &le) {
@@ -424,42 +446,4 @@ func (s *Server) SessionList() []SessionInfo {
 		out = append(out, sess.info())
 	}
 	return out
-}
-
-// pendingHandshakes are connections that have not logged in yet, oldest
-// first. They have their own budget: when it is full the oldest is closed,
-// so a flood of silent connections ages out instead of locking out clients
-// whose handshake takes one round trip.
-type pendingHandshakes struct {
-	conns []net.Conn
-}
-
-func (p *pendingHandshakes) add(c net.Conn, max int, mu *sync.Mutex) {
-	mu.Lock()
-	defer mu.Unlock()
-	if max > 0 && len(p.conns) >= max {
-		old := p.conns[0]
-		p.conns = p.conns[1:]
-		old.Close()
-	}
-	p.conns = append(p.conns, c)
-}
-
-func (p *pendingHandshakes) remove(c net.Conn, mu *sync.Mutex) {
-	mu.Lock()
-	defer mu.Unlock()
-	for i, x := range p.conns {
-		if x == c {
-			p.conns = append(p.conns[:i], p.conns[i+1:]...)
-			return
-		}
-	}
-}
-
-// closeAll runs with the server's lock held.
-func (p *pendingHandshakes) closeAll() {
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
 }

@@ -34,6 +34,7 @@ type collector struct {
 	idsLeft, exhaustedAt, idsPerSecond                                 *prometheus.Desc
 	sessions, accepted                                                 *prometheus.Desc
 	loops, loopSessions, loopMoves, loopHandoffs                       *prometheus.Desc
+	loginFailures, loginThrottled, blockedHosts, handshakesDropped     *prometheus.Desc
 }
 
 func newCollector(seq *allocator.Sequences, srv *proxy.Server, configured map[string]bool, rw *runway.Monitor) *collector {
@@ -85,13 +86,22 @@ func newCollector(seq *allocator.Sequences, srv *proxy.Server, configured map[st
 			"Times a session moved onto an event loop: after login, and after its goroutine served commands handed to it.", nil, nil),
 		loopHandoffs: prometheus.NewDesc("leafproxy_event_loop_handoffs_total",
 			"Commands an event loop handed to the session's goroutine because they may wait (a segment fetch, KILL, admin SQL, a large command); a rate close to the command rate means the loops are bypassed.", nil, nil),
+		loginFailures: prometheus.NewDesc("leafproxy_login_failures_total",
+			"Logins refused for a wrong user or password (1045), each counted against its client host's budget (limits.login_failures).", nil, nil),
+		loginThrottled: prometheus.NewDesc("leafproxy_login_throttled_total",
+			"Connections and logins refused (1129) because their client host had spent its failed-login budget.", nil, nil),
+		blockedHosts: prometheus.NewDesc("leafproxy_login_blocked_hosts",
+			"Client hosts refused now after too many failed logins.", nil, nil),
+		handshakesDropped: prometheus.NewDesc("leafproxy_handshakes_dropped_total",
+			"Connections closed before logging in to make room in limits.max_handshakes (the host holding the most pending handshakes gives one up).", nil, nil),
 	}
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.remaining, c.nextReady, c.step, c.fetches, c.fetchErrors, c.refused, c.repairs,
 		c.worker, c.fenced, c.lost, c.layoutWorker, c.layoutFenced, c.idsLeft, c.exhaustedAt, c.idsPerSecond,
-		c.sessions, c.accepted, c.loops, c.loopSessions, c.loopMoves, c.loopHandoffs} {
+		c.sessions, c.accepted, c.loops, c.loopSessions, c.loopMoves, c.loopHandoffs,
+		c.loginFailures, c.loginThrottled, c.blockedHosts, c.handshakesDropped} {
 		ch <- d
 	}
 }
@@ -168,6 +178,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.loopSessions, float64(ls.Sessions))
 	counter(c.loopMoves, float64(ls.Moves))
 	counter(c.loopHandoffs, float64(ls.Handoffs))
+	lg := c.proxy.LoginStats()
+	counter(c.loginFailures, float64(lg.Failures))
+	counter(c.loginThrottled, float64(lg.Refused))
+	gauge(c.blockedHosts, float64(lg.BlockedHosts))
+	counter(c.handshakesDropped, float64(lg.Dropped))
 }
 
 func b2f(b bool) float64 {
@@ -185,6 +200,12 @@ func startMetrics(addr string, h http.Handler, log *slog.Logger) (net.Addr, func
 	if err != nil {
 		return nil, nil, fmt.Errorf("metrics.listen: cannot serve metrics on %s: %w", addr, err)
 	}
+	a, stop := serveMetrics(l, h, log)
+	return a, stop, nil
+}
+
+// serveMetrics serves h on l in the background until the returned stop.
+func serveMetrics(l net.Listener, h http.Handler, log *slog.Logger) (net.Addr, func()) {
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
 		// The server's own messages (a handler's recovered panic with its
 		// stack, TLS noise) are debug detail, not operator logs.
@@ -205,5 +226,5 @@ func startMetrics(addr string, h http.Handler, log *slog.Logger) (net.Addr, func
 		}
 		<-done
 	}
-	return l.Addr(), stop, nil
+	return l.Addr(), stop
 }

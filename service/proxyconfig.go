@@ -17,7 +17,8 @@ func ProxyConfig(c *config.Config) proxy.Config {
 		TLS:   proxy.ServerTLS{Cert: c.TLS.Cert, Key: c.TLS.Key, Required: c.TLS.Required},
 		Limits: proxy.Limits{MaxConnections: c.Limits.MaxConnections, IdleTimeout: c.Limits.IdleTimeout.D(),
 			MaxHandshakes: c.Limits.MaxHandshakes, HandshakeTimeout: c.Limits.HandshakeTimeout.D(),
-			CommandMemory: int64(c.Limits.CommandMemory)},
+			CommandMemory: int64(c.Limits.CommandMemory), LoginFailures: c.Limits.LoginFailures,
+			LoginFailureInterval: c.Limits.LoginFailureInterval.D(), LoginBlockMax: c.Limits.LoginBlockMax.D()},
 		Shutdown:   proxy.Shutdown{Grace: c.Shutdown.Grace.D()},
 		EventLoops: c.EventLoops,
 	}
@@ -28,8 +29,10 @@ func ProxyConfig(c *config.Config) proxy.Config {
 func Accounts(us []config.User) []proxy.Account {
 	out := make([]proxy.Account, 0, len(us))
 	for _, u := range us {
-		out = append(out, proxy.Account{Name: u.Name, Password: u.Password, BackendUser: u.BackendUser,
-			BackendPassword: u.BackendPassword, Admin: u.Admin})
+		// Validate has checked the hash's form.
+		hash, _ := config.ParsePasswordHash(u.PasswordHash)
+		out = append(out, proxy.Account{Name: u.Name, Password: u.Password, PasswordHash: hash,
+			BackendUser: u.BackendUser, BackendPassword: u.BackendPassword, Admin: u.Admin})
 	}
 	return out
 }

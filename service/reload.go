@@ -75,6 +75,14 @@ func (s *Service) Reload(ctx context.Context, next *config.Config) (changes []st
 	}
 	changes = append(changes, diffNames("table rule", ruleNames(cur.Tables), ruleNames(next.Tables))...)
 	changes = append(changes, diffNames("tag", slices.Collect(maps.Keys(cur.Sequences.Tags)), slices.Collect(maps.Keys(next.Sequences.Tags)))...)
+	for _, name := range slices.Sorted(maps.Keys(next.Sequences.Tags)) {
+		t, old := next.Sequences.Tags[name], cur.Sequences.Tags[name]
+		if _, ok := cur.Sequences.Tags[name]; ok && t.Step != old.Step && t.Generator == "segment" {
+			changes = append(changes, fmt.Sprintf("sequences.tags.%s.step changed (%d -> %d): not applied to the tag, whose row in leaf_alloc keeps its step "+
+				"(step is what init gives a tag it creates); to change it: UPDATE leaf_alloc SET step = %d WHERE biz_tag = '%s'",
+				name, old.Step, t.Step, t.Step, strings.ReplaceAll(name, "'", "''")))
+		}
+	}
 
 	// Apply: accounts, rules, the configured-tags view.
 	s.Proxy.SetUsers(Accounts(next.Users))
@@ -90,8 +98,8 @@ func (s *Service) Reload(ctx context.Context, next *config.Config) (changes []st
 	// What a restart would pick up.
 	restart := *next
 	restart.Users, restart.Tables, restart.Sequences.Tags, restart.Path = cur.Users, cur.Tables, cur.Sequences.Tags, cur.Path
-	for _, f := range changedFields(*cur, restart) {
-		changes = append(changes, f+" changed: needs a restart, not applied")
+	for _, f := range changedKeys(*cur, restart) {
+		changes = append(changes, f+": needs a restart, not applied")
 	}
 	return changes, nil
 }
@@ -139,19 +147,60 @@ func diffNames(what string, before, after []string) []string {
 	return out
 }
 
-// changedFields names the top-level sections (by YAML key) that differ.
-func changedFields(a, b config.Config) []string {
+// changedKeys names every key (as the file writes it: limits.max_connections)
+// whose value differs, with the values unless the key holds a secret.
+func changedKeys(a, b config.Config) []string {
 	var out []string
-	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
-	t := va.Type()
-	for i := range t.NumField() {
-		key := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]
-		if key == "" || key == "-" {
-			continue
+	var walk func(va, vb reflect.Value, path string)
+	walk = func(va, vb reflect.Value, path string) {
+		if reflect.DeepEqual(va.Interface(), vb.Interface()) {
+			return
 		}
-		if !reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {
-			out = append(out, key)
+		if va.Kind() == reflect.Struct && va.Type() != reflect.TypeFor[config.Duration]() {
+			t := va.Type()
+			for i := range t.NumField() {
+				if !t.Field(i).IsExported() {
+					continue
+				}
+				key := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]
+				if key == "" || key == "-" {
+					continue
+				}
+				p := key
+				if path != "" {
+					p = path + "." + key
+				}
+				walk(va.Field(i), vb.Field(i), p)
+			}
+			return
 		}
+		if secretKey(path) {
+			out = append(out, path+" changed")
+			return
+		}
+		out = append(out, fmt.Sprintf("%s changed (%s -> %s)", path, show(va), show(vb)))
 	}
+	walk(reflect.ValueOf(a), reflect.ValueOf(b), "")
 	return out
+}
+
+// secretKey says a key's value is not to be logged.
+func secretKey(path string) bool {
+	return strings.Contains(path, "password") || path == "sequences.store"
+}
+
+// show is a value as a person reads it in a log line.
+func show(v reflect.Value) string {
+	switch x := v.Interface().(type) {
+	case config.Duration:
+		return x.D().String()
+	case *int:
+		if x == nil {
+			return "unset"
+		}
+		return fmt.Sprint(*x)
+	case string:
+		return fmt.Sprintf("%q", x)
+	}
+	return fmt.Sprint(v.Interface())
 }

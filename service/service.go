@@ -268,6 +268,24 @@ func (s *Service) runRunway() (stop func()) {
 	}
 }
 
+// ServeOn is Serve on listeners bound beforehand (Listen): the client
+// listener l and, when metrics.listen is set, the metrics endpoint's ml.
+func (s *Service) ServeOn(ctx context.Context, l, ml net.Listener) error {
+	defer s.health.close()
+	defer s.Sequences.Close()
+	stop := func() {}
+	if ml != nil {
+		addr, st := serveMetrics(ml, s.handler(), s.log)
+		s.mu.Lock()
+		s.metricsAddr = addr
+		s.mu.Unlock()
+		stop = st
+	}
+	defer stop()
+	defer s.runRunway()()
+	return s.Proxy.Serve(ctx, l)
+}
+
 // ListenAndServe listens on the configured address (and metrics.listen)
 // and serves until ctx ends.
 func (s *Service) ListenAndServe(ctx context.Context) error {

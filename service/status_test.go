@@ -30,6 +30,7 @@ type running struct {
 
 func startService(t *testing.T, cfg *config.Config) *running {
 	t.Helper()
+	cfg.DeclareRuleTags()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

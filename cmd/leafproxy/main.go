@@ -14,9 +14,11 @@ import (
 
 	"github.com/leafproxy/leafproxy/allocator/snowflake"
 	"github.com/leafproxy/leafproxy/config"
+	"github.com/leafproxy/leafproxy/internal/buildinfo"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
+// version is set at build time with -ldflags "-X main.version=..."; the
+// commit and its date come from the Go build info (internal/buildinfo).
 var version = "0.1.0-dev"
 
 func main() {
@@ -31,14 +33,15 @@ type command struct {
 	flags   []string
 	// flagText replaces flagHelp's wording of a flag for this command.
 	flagText map[string][2]string
+	// passThrough: the command takes any arguments (demo passes them on).
+	passThrough bool
 }
 
 // flagHelp documents every flag once; each command lists the ones it takes.
 var flagHelp = map[string][2]string{
-	"config":       {"FILE", "YAML configuration file (every key: leafproxy.example.yaml); without it, built-in defaults"},
-	"listen":       {"ADDR", "host:port clients connect to; overrides listen in the file"},
-	"backend":      {"ADDR", "host:port of the MySQL/MariaDB backend; overrides backend.addr in the file"},
-	"backend-port": {"PORT", "port of the embedded backend on 127.0.0.1; default a free one"},
+	"config":  {"FILE", "YAML configuration file (every key: leafproxy.example.yaml); without it, built-in defaults"},
+	"listen":  {"ADDR", "host:port clients connect to; overrides listen in the file"},
+	"backend": {"ADDR", "host:port of the MySQL/MariaDB backend; overrides backend.addr in the file"},
 }
 
 // help is the placeholder and wording of flag f for command c.
@@ -53,13 +56,27 @@ var commands = []command{
 	{name: "serve", flags: []string{"config", "listen", "backend"},
 		summary: "run the proxy",
 		about: `Runs the proxy until SIGTERM or SIGINT, then stops accepting clients and gives
-statements in flight shutdown.grace to finish. At start it creates the allocation
+statements in flight shutdown.grace to finish. Before anything else it binds listen
+and metrics.listen and runs check's probes: an address it cannot listen on, a refused
+backend or store login or an undeclared tag exits 2 (a server that does not answer is
+a warning: the proxy starts and serves once it is up). At start it creates the allocation
 store's database, leaf_alloc, leaf_worker and configured tags when missing (as init
 does); a snowflake layout other than the one the store records exits 2. With
 metrics.listen set it also serves /metrics, a status page (/), /status.json and
 /healthz. SIGHUP re-reads the config file and applies its users, tables and tags
 without dropping sessions (other changes need a restart; an invalid file is refused
 and the running configuration kept). Logs go to stderr.`},
+	{name: "check", flags: []string{"config", "listen", "backend"},
+		summary: "validate a configuration and try its backend and store logins (as haproxy -c, nginx -t)",
+		about: `Validates the configuration, then tries what serve would need, changing nothing:
+the backend login (backend.user), each users[].backend_user login, the allocation
+store's login (sequences.store), and that every tables[].tag is declared in
+sequences.tags or already in leaf_alloc (unless sequences.auto_create). Every problem
+is printed, each naming the key to fix; files holding a plaintext password that
+others may read are warned about. Exit status: 0 all good, 1 a problem found
+against the servers, 2 the configuration itself is invalid. serve runs the same
+checks before it starts anything; docs/leafproxy.service runs check before
+sending SIGHUP, so that systemctl reload reports a refused file.`},
 	{name: "init", flags: []string{"config", "backend"},
 		summary: "create the allocation store: database, leaf_alloc, leaf_worker, configured tags",
 		about: `Creates the allocation store's database (leafproxy on the backend, or the one
@@ -67,19 +84,17 @@ sequences.store names), the leaf_alloc, leaf_worker and leaf_snowflake_layout ta
 and every configured segment tag that is missing, then exits. When a tag uses
 snowflake, it records the snowflake layout in the store, or checks it against the
 recorded one (a difference exits 2). Idempotent: existing rows keep their max_id.`},
-	{name: "demo", flags: []string{"listen", "backend-port"},
-		flagText: map[string][2]string{
-			"listen": {"ADDR", "loopback host:port (or a port) clients connect to; default 127.0.0.1 on a free port"},
-		},
-		summary: "try the proxy with no MySQL installed: an embedded in-memory backend, example tables and tags",
-		about: `Starts an embedded, in-memory MySQL-compatible server (go-mysql-server) on
-127.0.0.1 with the database shop (tables orders and customers, whose ids the proxy
-fills) and the allocation store leafproxy.leaf_alloc, puts the proxy in front of
-it, and prints a mariadb command line and statements to try (account demo,
-password demo, an admin). Nothing is written to disk; SIGINT (Ctrl-C) or SIGTERM
-stops it. What works on the embedded backend and what does not: README, Demo.`},
-	{name: "version", summary: "print the version",
-		about: "Prints the version and exits."},
+	{name: "demo", passThrough: true,
+		summary: "how to try the proxy with no MySQL installed (go run ./cmd/leafproxy-demo)",
+		about: `Prints how to run the demo, a program of its own (cmd/leafproxy-demo): an
+embedded, in-memory MySQL-compatible server (go-mysql-server) with example tables
+and tags, the proxy in front of it, on loopback. This binary does not carry that
+server. Arguments are passed on to the demo's command line (--listen PORT,
+--backend-port PORT). What works on the embedded backend: README, Demo.`},
+	{name: "version", summary: "print the version, commit and commit date",
+		about: `Prints the version, the commit the binary was built from and that commit's
+date (stamped by the Go toolchain when building from a git checkout), the Go
+version and the platform, then exits.`},
 }
 
 func findCommand(name string) *command {
@@ -98,6 +113,9 @@ func usage(w io.Writer) {
 		for _, f := range c.flags {
 			line += fmt.Sprintf(" [--%s %s]", f, c.help(f)[0])
 		}
+		if c.passThrough {
+			line += " [ARGS...]"
+		}
 		fmt.Fprintf(w, "%s\n      %s\n", line, c.summary)
 	}
 	fmt.Fprint(w, "\n'leafproxy COMMAND --help' describes a command and its flags.\n")
@@ -108,7 +126,13 @@ func commandUsage(w io.Writer, c *command) {
 	for _, f := range c.flags {
 		fmt.Fprintf(w, " [--%s %s]", f, c.help(f)[0])
 	}
+	if c.passThrough {
+		fmt.Fprint(w, " [ARGS...]")
+	}
 	fmt.Fprintf(w, "\n\n%s\n", c.about)
+	if c.passThrough {
+		return
+	}
 	if len(c.flags) == 0 {
 		fmt.Fprint(w, "\nIt takes no flags.\n")
 		return
@@ -147,6 +171,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
+	if cmd.passThrough {
+		if len(args) > 1 && (args[1] == "--help" || args[1] == "-h" || args[1] == "-help") {
+			commandUsage(stdout, cmd)
+			return 0
+		}
+		return runDemo(args[1:], stdout)
+	}
 	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors and help are printed below
 	vals := map[string]*string{}
@@ -168,7 +199,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if cmd.name == "version" {
-		fmt.Fprintf(stdout, "leafproxy %s\n", version)
+		fmt.Fprintln(stdout, buildinfo.Read(version))
 		return 0
 	}
 	get := func(name string) string {
@@ -176,9 +207,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return *v
 		}
 		return ""
-	}
-	if cmd.name == "demo" {
-		return runDemo(get("listen"), get("backend-port"), stdout, stderr)
 	}
 	cfg, err := loadConfig(get("config"), get("listen"), get("backend"))
 	if err != nil {
@@ -189,8 +217,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	switch cmd.name {
+	case "check":
+		return runCheck(ctx, cfg, get("config"), stdout, stderr)
 	case "serve":
 		log := newLogger(cfg, stderr)
+		l, ml, code := prepareServe(ctx, cfg, log, stderr)
+		if code != 0 {
+			return code
+		}
 		stop := onSignals(cancel, func(sig os.Signal, n int) {
 			if n == 1 {
 				log.Info("received "+signalName(sig)+", shutting down", "signal", signalName(sig),
@@ -202,7 +236,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			exit(1)
 		})
 		defer stop()
-		err = serve(ctx, cfg, log, func() (*config.Config, error) {
+		err = serve(ctx, cfg, log, l, ml, func() (*config.Config, error) {
 			return loadConfig(get("config"), get("listen"), get("backend"))
 		})
 	case "init":

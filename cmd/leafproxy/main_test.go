@@ -24,7 +24,7 @@ func writeConfig(t *testing.T, backend *testdb.Server, listen string) string {
 backend: {addr: %s, user: root}
 users: [{name: app, password: secret}]
 sequences:
-  tags: {order: {generator: segment, step: 50}, msg: {generator: snowflake}}
+  tags: {order: {generator: segment, step: 50}, msg: {generator: snowflake}, audit: {}}
 tables: [{table: orders, column: id, tag: order}, {table: events, column: id, tag: audit}]
 snowflake: {worker_id: "5"}
 log: {level: info}
@@ -36,7 +36,7 @@ log: {level: info}
 }
 
 // TestInitIsIdempotent: `leafproxy init` creates the schema and every
-// configured segment tag (also tags named only by table rules), and a second
+// configured segment tag, and a second
 // run changes nothing.
 func TestInitIsIdempotent(t *testing.T) {
 	backend := testdb.Start(t)

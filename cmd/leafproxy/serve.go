@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -12,24 +13,30 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/leafproxy/leafproxy/config"
+	"github.com/leafproxy/leafproxy/internal/buildinfo"
 	"github.com/leafproxy/leafproxy/service"
 )
 
 // serve runs the proxy until ctx ends (SIGINT/SIGTERM), then shuts down
 // gracefully within shutdown.grace. SIGHUP re-reads the configuration with
 // reload and applies its users, tables and tags (service.Reload).
-func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, reload func() (*config.Config, error)) error {
+func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, l, ml net.Listener, reload func() (*config.Config, error)) error {
 	// go-sql-driver reports dropped connections through its own logger
 	// (stderr, with file:line): route it into the structured log.
 	_ = mysql.SetLogger(driverLogger{log.With("component", "mysql-driver")})
-	srv, err := service.New(ctx, cfg, log, service.WithVersion(version))
+	bi := buildinfo.Read(version)
+	srv, err := service.New(ctx, cfg, log, service.WithVersion(bi.Version))
 	if err != nil {
+		l.Close()
+		if ml != nil {
+			ml.Close()
+		}
 		return err
 	}
-	log.Info("leafproxy starting", "version", version, "listen", cfg.Listen, "backend", cfg.Backend.Addr)
+	log.Info("leafproxy starting", "version", bi.Version, "commit", bi.ShortCommit(), "listen", cfg.Listen, "backend", cfg.Backend.Addr)
 	stopHUP := onReload(ctx, srv, log, reload)
 	defer stopHUP()
-	if err := srv.ListenAndServe(ctx); err != nil {
+	if err := srv.ServeOn(ctx, l, ml); err != nil {
 		return err
 	}
 	log.Info("leafproxy stopped")
@@ -53,6 +60,9 @@ func onReload(ctx context.Context, srv *service.Service, log *slog.Logger, reloa
 				log.Info("received SIGHUP, reloading the configuration")
 				next, err := reload()
 				if err == nil {
+					for _, w := range next.SecretWarnings() {
+						log.Warn(w)
+					}
 					var changes []string
 					if changes, err = srv.Reload(ctx, next); err == nil {
 						if len(changes) == 0 {

@@ -22,12 +22,26 @@ func TestSystemdUnit(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := map[string]string{}
+	var reload []string
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
 			keys[k] = v
+			if k == "ExecReload" {
+				reload = append(reload, v)
+			}
 		}
+	}
+	// systemctl reload runs check on the same file first (a refused file
+	// fails the reload), then SIGHUP.
+	if len(reload) != 2 || !strings.HasSuffix(reload[1], "kill -HUP $MAINPID") {
+		t.Fatalf("ExecReload lines %q: want check, then kill -HUP", reload)
+	}
+	check := strings.Fields(reload[0])
+	if len(check) < 2 || check[0] != strings.Fields(keys["ExecStart"])[0] || check[1] != "check" ||
+		strings.Join(check[2:], " ") != strings.Join(strings.Fields(keys["ExecStart"])[2:], " ") {
+		t.Errorf("ExecReload %q must run check with ExecStart's arguments (%q)", reload[0], keys["ExecStart"])
 	}
 	exec := strings.Fields(keys["ExecStart"])
 	if len(exec) < 2 || filepath.Base(exec[0]) != "leafproxy" {

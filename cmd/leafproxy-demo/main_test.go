@@ -1,5 +1,3 @@
-//go:build !nodemo
-
 package main
 
 import (
@@ -14,13 +12,13 @@ import (
 	"github.com/leafproxy/leafproxy/internal/testdb"
 )
 
-// TestDemoCommand runs `leafproxy demo` as the README does (no MySQL or
+// TestDemoCommand runs `go run ./cmd/leafproxy-demo` as the README does (no MySQL or
 // MariaDB involved): it prints a command line whose port reaches the
 // proxy, a filled INSERT reports its key, and SIGTERM ends it with exit 0.
 func TestDemoCommand(t *testing.T) {
 	var out, errOut testdb.LockedBuffer
 	done := make(chan int, 1)
-	go func() { done <- run([]string{"demo"}, &out, &errOut) }()
+	go func() { done <- run(nil, &out, &errOut) }()
 	line := regexp.MustCompile(`mariadb -h127\.0\.0\.1 -P(\d+) -udemo -pdemo shop`)
 	var port string
 	for deadline := time.Now().Add(30 * time.Second); port == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {

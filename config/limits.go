@@ -1,0 +1,119 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Limits protects the proxy.
+type Limits struct {
+	// MaxConnections bounds logged-in client sessions; extra logins get 1040.
+	MaxConnections int      `yaml:"max_connections"`
+	IdleTimeout    Duration `yaml:"idle_timeout"`
+	// MaxHandshakes bounds connections still in the handshake (not yet
+	// authenticated), apart from MaxConnections: when full, the oldest
+	// pending handshake of the client host holding the most is dropped, so
+	// silent connections from one host cannot lock out the others.
+	MaxHandshakes int `yaml:"max_handshakes"`
+	// HandshakeTimeout is how long a client has to finish logging in.
+	HandshakeTimeout Duration `yaml:"handshake_timeout"`
+	// CommandMemory bounds the bytes all sessions together may hold for
+	// client commands larger than 1 MiB (a big INSERT the proxy may have to
+	// rewrite); a command that cannot get its share within 10 s gets 1041.
+	CommandMemory ByteSize `yaml:"command_memory"`
+	// LoginFailures is the failed logins (wrong user or password) a
+	// client host may make in a burst; then its connections are refused
+	// with 1129 for LoginFailureInterval, doubling with each failure right
+	// after a block, up to LoginBlockMax. A host regains one failed login
+	// every LoginFailureInterval. Other hosts are not affected.
+	LoginFailures        int      `yaml:"login_failures"`
+	LoginFailureInterval Duration `yaml:"login_failure_interval"`
+	LoginBlockMax        Duration `yaml:"login_block_max"`
+}
+
+// ByteSize is a byte count written as 512MiB, 64KB or a plain number.
+type ByteSize int64
+
+func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
+	s := strings.TrimSpace(n.Value)
+	mult := int64(1)
+	for _, u := range []struct {
+		suf string
+		m   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1}} {
+		if strings.HasSuffix(s, u.suf) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suf)), u.m
+			break
+		}
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < 0 {
+		return fmt.Errorf("line %d: %q is not a byte size (e.g. 512MiB)", n.Line, n.Value)
+	}
+	if v > math.MaxInt64/mult {
+		return fmt.Errorf("line %d: %q is too large (at most 8EiB)", n.Line, n.Value)
+	}
+	*b = ByteSize(v * mult)
+	return nil
+}
+
+// Duration is a time.Duration written as "2s" in YAML.
+type Duration time.Duration
+
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %q is not a duration (use e.g. 500ms, 2s, 1m)", n.Line, n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// validateLimits refuses negative limits and timeouts: none of them has a
+// meaning below zero (0 takes the default).
+func (c *Config) validateLimits(add func(key, format string, a ...any)) {
+	for _, d := range []struct {
+		key string
+		v   Duration
+	}{
+		{"backend.connect_timeout", c.Backend.ConnectTimeout},
+		{"limits.idle_timeout", c.Limits.IdleTimeout},
+		{"limits.handshake_timeout", c.Limits.HandshakeTimeout},
+		{"limits.login_failure_interval", c.Limits.LoginFailureInterval},
+		{"limits.login_block_max", c.Limits.LoginBlockMax},
+		{"shutdown.grace", c.Shutdown.Grace},
+		{"snowflake.max_backward", c.Snowflake.MaxBackward},
+		{"snowflake.lease_ttl", c.Snowflake.LeaseTTL},
+	} {
+		if d.v < 0 {
+			add(d.key, "%s is negative", d.v.D())
+		}
+	}
+	for _, n := range []struct {
+		key string
+		v   int64
+		def string
+	}{
+		{"limits.max_connections", int64(c.Limits.MaxConnections), "4096"},
+		{"limits.max_handshakes", int64(c.Limits.MaxHandshakes), "1024"},
+		{"limits.command_memory", int64(c.Limits.CommandMemory), "512MiB"},
+		{"limits.login_failures", int64(c.Limits.LoginFailures), "10"},
+	} {
+		if n.v < 0 {
+			add(n.key, "%d is negative: give a number (0 takes the default, %s; there is no unlimited)", n.v, n.def)
+		}
+	}
+	if c.Limits.LoginBlockMax > 0 && c.Limits.LoginFailureInterval > c.Limits.LoginBlockMax {
+		add("limits.login_block_max", "%s is shorter than limits.login_failure_interval (%s), the first block", c.Limits.LoginBlockMax.D(), c.Limits.LoginFailureInterval.D())
+	}
+}

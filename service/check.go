@@ -1,0 +1,179 @@
+package service
+
+import (
+	"context"
+	"crypto/tls"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/leafproxy/leafproxy/allocator"
+	"github.com/leafproxy/leafproxy/config"
+	"github.com/leafproxy/leafproxy/proxy"
+)
+
+// Finding is one thing `leafproxy check` (and serve, before it starts
+// anything) found: the configuration key to fix and what is wrong.
+// Unreachable findings (a backend or store that does not answer) may pass
+// by themselves: serve starts anyway and warns; the others are the
+// configuration's fault (a refused login, a tag that would not exist), and
+// serve refuses to start on them.
+type Finding struct {
+	Key         string
+	Msg         string
+	Unreachable bool
+}
+
+func (f Finding) String() string { return f.Key + ": " + f.Msg }
+
+// CheckConfig tries what the configuration says against the servers it names,
+// changing nothing: the backend login with backend.user, each distinct
+// users[].backend_user login, the allocation store's login (sequences.store)
+// and that every table rule's tag is declared in sequences.tags or exists
+// in leaf_alloc (unless auto_create is on). Each probe is bounded by
+// backend.connect_timeout. cfg must be valid (config.Validate).
+func CheckConfig(ctx context.Context, cfg *config.Config) []Finding {
+	var out []Finding
+	timeout := cfg.Backend.ConnectTimeout.D()
+	// The files the proxy reads at start (a failure there would come
+	// after start-up work, with exit 1).
+	if cfg.TLS.Cert != "" {
+		if _, err := tls.LoadX509KeyPair(cfg.TLS.Cert, cfg.TLS.Key); err != nil {
+			out = append(out, Finding{Key: "tls.cert", Msg: fmt.Sprintf("cannot load the certificate and key (tls.cert, tls.key): %v", err)})
+		}
+	}
+	h, err := newHealth(cfg, nil)
+	if err != nil {
+		return append(out, Finding{Key: "backend.tls", Msg: err.Error()})
+	}
+	defer h.close()
+	if t := timeout; t > h.timeout {
+		h.timeout = t
+	}
+	add := func(err error) {
+		if err == nil {
+			return
+		}
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			out = append(out, Finding{Key: ce.Key, Msg: trimKey(ce), Unreachable: isNetError(err)})
+			return
+		}
+		out = append(out, Finding{Key: "backend", Msg: err.Error(), Unreachable: isNetError(err)})
+	}
+	ping := func(db *sql.DB) error {
+		pctx, cancel := context.WithTimeout(ctx, h.timeout)
+		defer cancel()
+		return db.PingContext(pctx)
+	}
+	backendErr := ping(h.backend)
+	add(explainBackendError(cfg, "log in to the backend", backendErr))
+
+	// The accounts sessions log in with, when not the backend's own.
+	tried := map[string]bool{cfg.Backend.User + "\x00" + cfg.Backend.Password: true}
+	for i, u := range cfg.Users {
+		if u.BackendUser == "" || tried[u.BackendUser+"\x00"+u.BackendPassword] || backendErr != nil && isNetError(backendErr) {
+			continue
+		}
+		tried[u.BackendUser+"\x00"+u.BackendPassword] = true
+		if err := loginAs(ctx, cfg, h.timeout, u.BackendUser, u.BackendPassword); err != nil {
+			var me *mysql.MySQLError
+			if errors.As(err, &me) && (me.Number == erAccessDenied || me.Number == erAccessDeniedNoPasswd) {
+				out = append(out, Finding{Key: fmt.Sprintf("users[%d].backend_password", i),
+					Msg: fmt.Sprintf("the backend %s refused login as %q (fix users[%d].backend_user / backend_password): %v", cfg.Backend.Addr, u.BackendUser, i, me)})
+			} else {
+				out = append(out, Finding{Key: fmt.Sprintf("users[%d].backend_user", i), Msg: err.Error(), Unreachable: isNetError(err)})
+			}
+		}
+	}
+
+	// The store: its own login when sequences.store names one; the
+	// default store is the backend's account, tried above.
+	storeUp := backendErr == nil
+	if cfg.Sequences.Store != "" {
+		err := storeLogin(ctx, cfg.Sequences.Store, h.timeout)
+		add(explainStoreError(cfg, "log in to the allocation store", err))
+		storeUp = err == nil
+	}
+	if storeUp {
+		tctx, cancel := context.WithTimeout(ctx, h.timeout)
+		err := allocator.CheckTags(tctx, cfg)
+		cancel()
+		var ut *allocator.UndeclaredTagError
+		switch {
+		case errors.As(err, &ut):
+			for _, u := range ut.Tags {
+				out = append(out, Finding{Key: u.Key(), Msg: u.Problem()})
+			}
+		case err != nil:
+			add(explainStoreError(cfg, "read the tags in leaf_alloc", err))
+		}
+	}
+	return out
+}
+
+// trimKey is a ConfigError's message without its leading key.
+func trimKey(ce *ConfigError) string {
+	s := ce.Error()
+	if len(s) > len(ce.Key)+2 && s[:len(ce.Key)+2] == ce.Key+": " {
+		return s[len(ce.Key)+2:]
+	}
+	return s
+}
+
+func loginAs(ctx context.Context, cfg *config.Config, timeout time.Duration, user, password string) error {
+	mc := mysql.NewConfig()
+	mc.Net, mc.Addr, mc.User, mc.Passwd = config.Network(cfg.Backend.Addr), cfg.Backend.Addr, user, password
+	mc.Timeout, mc.ReadTimeout, mc.WriteTimeout = timeout, timeout, timeout
+	db, err := sql.Open("mysql", mc.FormatDSN())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return db.PingContext(pctx)
+}
+
+// storeLogin logs in to the store's server without naming its database,
+// which init and serve create when missing.
+func storeLogin(ctx context.Context, dsn string, timeout time.Duration) error {
+	mc, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return err
+	}
+	mc.DBName = ""
+	mc.Timeout, mc.ReadTimeout, mc.WriteTimeout = timeout, timeout, timeout
+	db, err := sql.Open("mysql", mc.FormatDSN())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return db.PingContext(pctx)
+}
+
+// Listen binds the client listener (listen: host:port or a Unix socket
+// path) and, when metrics.listen is set, the metrics endpoint's, before
+// any start-up work: an address that cannot be served fails at once,
+// naming its key.
+func Listen(cfg *config.Config) (client, metrics net.Listener, err error) {
+	client, err = proxy.Listen(cfg.Listen)
+	if err != nil {
+		return nil, nil, &ConfigError{Key: "listen", Msg: fmt.Sprintf("cannot listen on %s", cfg.Listen), Err: err,
+			Fix: "free the address or choose another"}
+	}
+	if cfg.Metrics.Listen != "" {
+		if metrics, err = net.Listen("tcp", cfg.Metrics.Listen); err != nil {
+			client.Close()
+			return nil, nil, &ConfigError{Key: "metrics.listen", Msg: fmt.Sprintf("cannot serve metrics on %s", cfg.Metrics.Listen), Err: err,
+				Fix: "free the address, choose another, or leave metrics.listen empty"}
+		}
+	}
+	return client, metrics, nil
+}

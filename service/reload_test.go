@@ -1,0 +1,74 @@
+package service_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/leafproxy/leafproxy/config"
+	"github.com/leafproxy/leafproxy/internal/testdb"
+)
+
+// TestReloadNamesEveryKey: what a reload does not apply is reported key by
+// key with its values (a secret without them), and a changed tag step says
+// it is not applied and how to change the row instead.
+func TestReloadNamesEveryKey(t *testing.T) {
+	backend := testdb.Start(t)
+	cfg := testConfig(backend)
+	r := startService(t, cfg)
+	next := *cfg
+	next.Sequences.Tags = maps.Clone(cfg.Sequences.Tags)
+	next.Sequences.Tags["t"] = config.Tag{Generator: "segment", Step: 5000}
+	next.Limits.MaxConnections = 100
+	next.Limits.HandshakeTimeout = config.Duration(3 * time.Second)
+	next.Backend.Password = "new-secret"
+	changes, err := r.Svc.Reload(context.Background(), &next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(changes, "\n")
+	for _, w := range []string{
+		"limits.max_connections changed (4096 -> 100): needs a restart, not applied",
+		"limits.handshake_timeout changed (5s -> 3s): needs a restart, not applied",
+		"backend.password changed: needs a restart, not applied",
+		"sequences.tags.t.step changed (1000 -> 5000): not applied to the tag",
+		"UPDATE leaf_alloc SET step = 5000 WHERE biz_tag = 't'",
+	} {
+		if !strings.Contains(all, w) {
+			t.Errorf("reload report lacks %q:\n%s", w, all)
+		}
+	}
+	if strings.Contains(all, "new-secret") {
+		t.Errorf("the report shows a password:\n%s", all)
+	}
+}
+
+// TestLoginMetrics: wrong passwords and the throttle's refusals are counted
+// in /metrics.
+func TestLoginMetrics(t *testing.T) {
+	backend := testdb.Start(t)
+	cfg := testConfig(backend)
+	cfg.Limits.LoginFailures = 3
+	cfg.Limits.LoginFailureInterval = config.Duration(time.Minute)
+	r := startService(t, cfg)
+	for range 5 {
+		db, _ := sql.Open("mysql", "app:wrong@tcp("+r.Addr+")/")
+		err := db.Ping()
+		db.Close()
+		var me *mysql.MySQLError
+		if !errors.As(err, &me) || me.Number != 1045 && me.Number != 1129 {
+			t.Fatalf("wrong password: %v", err)
+		}
+	}
+	m := scrape(t, r.Base+"/metrics")
+	want(t, m, "leafproxy_login_failures_total", 3)
+	want(t, m, "leafproxy_login_throttled_total", 2)
+	want(t, m, "leafproxy_login_blocked_hosts", 1)
+	want(t, m, "leafproxy_handshakes_dropped_total", 0)
+}
