@@ -60,14 +60,15 @@ type Session struct {
 	fatal      error
 	lastPrep   uint32 // the statement id the backend gave the last prepare
 	lastPrepOK bool
-	infile     InfileTransformer // RelayQueryInfile: the file of the statement under way goes through it
-	infileErr  error             // its error, which the client gets as the answer
-	heldMem    int64             // bytes of the command memory budget the current command holds
-	cmdSeq     uint8             // the client leg's sequence id once the command was read
-	largeHeld  bool              // this session holds the server's slot for reading a 16 MiB+ command
-	parked     bool              // idle: buffers given back (park)
-	bpeek      *socketPeeker     // the idle watch's look at bconn (nil: not a socket)
-	bpeekConn  net.Conn          // the connection bpeek was made for
+	infile     InfileTransformer    // RelayQueryInfile: the file of the statement under way goes through it
+	infileErr  error                // its error, which the client gets as the answer
+	heldMem    int64                // bytes of the command memory budget the current command holds
+	cmdSeq     uint8                // the client leg's sequence id once the command was read
+	largeHeld  bool                 // this session holds the server's slot for reading a 16 MiB+ command
+	parked     bool                 // idle: buffers given back (park)
+	bpeek      *socketPeeker        // the idle watch's look at bconn (nil: not a socket)
+	bpeekConn  net.Conn             // the connection bpeek was made for
+	kills      map[uint32]*killStmt // KILLs the client prepared, by statement id (killstmt.go)
 
 	// Event loops (loop_linux.go). ln is set while a loop serves the
 	// session: then the loop owns everything here, and session methods
