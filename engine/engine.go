@@ -116,7 +116,12 @@ func (e *Engine) SetRules(rules *rewriter.Rules) { e.rules.Store(rules) }
 
 // refreshEnv brings the planner's view of the session up to date: current
 // database and sql_mode (re-read by the proxy only after statements that may
-// change them), and the table rules in force.
+// change them), and the table rules in force. The proxy reads them with
+// statements of its own inside the client's session (SELECT DATABASE(),
+// SELECT @@SESSION.sql_mode), which the client sees in its Questions and
+// the general log: callers first ask rewriter.NeedsSession whether the
+// plan can depend on them at all (with no rule tables, only sequence calls
+// and PREPARE / EXECUTE text can).
 func (st *state) refreshEnv(ctx context.Context, s Session) error {
 	st.ctx = ctx
 	st.env.Rules = st.rules.Load()
@@ -153,7 +158,7 @@ func (e *Engine) query(ctx context.Context, s Session, sql []byte) (bool, error)
 // planAndRun plans text and answers, rewrites or (handled=false) leaves
 // it to be relayed unchanged.
 func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text string) (bool, error) {
-	if !rewriter.MayRewrite(text) {
+	if !rewriter.MayRewrite(text) || !rewriter.NeedsSession(text, e.rules.Load()) {
 		return false, nil
 	}
 	st := e.state(s)

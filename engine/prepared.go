@@ -27,7 +27,10 @@ type prepared struct {
 // prepare plans a COM_STMT_PREPARE. Rewrite plans are prepared with their
 // session-variable text; Sequence plans with a same-shaped constant SELECT.
 func (e *Engine) prepare(ctx context.Context, s Session, sql []byte) (bool, error) {
-	if len(sql) == 0 || !rewriter.MayRewrite(unsafe.String(&sql[0], len(sql))) {
+	if len(sql) == 0 {
+		return false, nil
+	}
+	if t := unsafe.String(&sql[0], len(sql)); !rewriter.MayRewrite(t) || !rewriter.NeedsSession(t, e.rules.Load()) {
 		return false, nil
 	}
 	text := string(sql) // kept with the statement

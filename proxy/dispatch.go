@@ -59,6 +59,11 @@ func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 		}
 		return s.relayQuery(pkt)
 	case mysql.COM_STMT_PREPARE:
+		if k, ok := parsePreparedKill(pkt[1:]); ok {
+			return s.prepareKill(pkt, k)
+		} else if k.refuse != "" {
+			return s.writeErrFlush(mysql.ER_NOT_SUPPORTED_YET, "42000", k.refuse)
+		}
 		if ic != nil {
 			if done, err := s.intercepted(ic.Prepare(ctx, s, pkt[1:])); done {
 				return err
@@ -67,6 +72,9 @@ func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 		_, err := s.relayPrepare(pkt)
 		return err
 	case mysql.COM_STMT_EXECUTE:
+		if ks := s.killStmtFor(pkt); ks != nil {
+			return s.executeKill(ks, pkt)
+		}
 		if ic != nil {
 			if done, err := s.intercepted(ic.Execute(ctx, s, s.stmtID(pkt), pkt)); done {
 				return err
@@ -78,6 +86,9 @@ func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 		if s.extCaps&mariadbStmtBulk == 0 {
 			return s.writeErrFlush(mysql.ER_UNKNOWN_COM_ERROR, "08S01", "Unknown command")
 		}
+		if s.killStmtFor(pkt) != nil {
+			return s.writeErrFlush(mysql.ER_NOT_SUPPORTED_YET, "42000", "leafproxy: a prepared KILL cannot be bulk executed; execute it once per id")
+		}
 		if ic != nil {
 			if done, err := s.intercepted(ic.BulkExecute(ctx, s, s.stmtID(pkt), pkt)); done {
 				return err
@@ -86,12 +97,18 @@ func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 		_, err := s.relay(pkt, respResult)
 		return err
 	case mysql.COM_STMT_CLOSE:
+		if s.kills != nil && len(pkt) >= 5 {
+			delete(s.kills, s.stmtID(pkt))
+		}
 		if ic != nil && len(pkt) >= 5 {
 			ic.StmtClosed(s, s.stmtID(pkt))
 		}
 		_, err := s.relay(pkt, respNone)
 		return err
 	case mysql.COM_STMT_SEND_LONG_DATA:
+		if ks := s.killStmtFor(pkt); ks != nil {
+			ks.long = true
+		}
 		if ic != nil && len(pkt) >= 7 {
 			if sd, ok := ic.(StmtDataInterceptor); ok {
 				sd.SendLongData(s, s.stmtID(pkt), pkt)
@@ -100,6 +117,9 @@ func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 		_, err := s.relay(pkt, respNone)
 		return err
 	case mysql.COM_STMT_RESET:
+		if ks := s.killStmtFor(pkt); ks != nil {
+			ks.long = false
+		}
 		if ic != nil && len(pkt) >= 5 {
 			if sd, ok := ic.(StmtDataInterceptor); ok {
 				sd.StmtReset(s, s.stmtID(pkt))
@@ -300,10 +320,11 @@ func (s *Session) changeUser(ctx context.Context, p []byte) error {
 	_, _ = old.Write([]byte{1, 0, 0, 0, mysql.COM_QUIT})
 	old.Close()
 	s.log.Info("changed user", "from", s.user, "to", cu.user)
-	s.mu.Lock() // other sessions read user (KILL, admin views)
-	s.user = cu.user
+	s.mu.Lock() // other goroutines read user (KILL, admin views) and account (abandon)
+	s.user, s.account = cu.user, acct
 	s.mu.Unlock()
-	s.account, s.collation, s.attrs = acct, charset, attrs
+	s.collation, s.attrs = charset, attrs
+	s.kills = nil
 	s.setDB(cu.db)
 	s.setBackend(bc)
 	s.modeOK, s.lastPrepOK = false, false

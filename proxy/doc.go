@@ -11,7 +11,9 @@
 // greeting.go (greeting and handshake-response formats, capability sets),
 // handshake.go (client login), backend.go (backend login), session.go
 // (lifecycle, idle watch), dispatch.go (commands, KILL, change user, large
-// commands), relay.go (the one response walker), infile.go (a LOCAL INFILE
+// commands), killstmt.go (prepared KILL, KILL in PREPARE / EXECUTE
+// IMMEDIATE text), hangup.go (how a session's end reaches the backend),
+// relay.go (the one response walker), infile.go (a LOCAL INFILE
 // file through an interceptor's transformer), seams.go (the Interceptor
 // contract and the Session methods it uses), backendstmt.go (statements the
 // proxy runs on the backend for an interceptor), resultsets.go and
@@ -60,9 +62,32 @@
 // through the proxy never reaches a thread the proxy did not open. KILL
 // USER, KILL QUERY ID, a KILL with an expression and a KILL inside a
 // multi-statement text get 1235 (from a client without multi-statements
-// the server itself rejects what follows a ';'). (KILL from stored routines or SQL PREPARE
-// is not seen by the proxy: give proxy users that must not kill each other
-// different backend accounts.)
+// the server itself rejects what follows a ';'). A KILL prepared with the
+// binary protocol (COM_STMT_PREPARE of `KILL n` or `KILL ?`) is carried
+// out the same way at every execute, with the id the execute binds
+// (killstmt.go); the backend holds the prepared statement, but none of its
+// executes reaches it. A KILL in the literal text of `PREPARE s FROM '...'`
+// or `EXECUTE IMMEDIATE '...'` (string or hex literals, concatenated) gets
+// 1235. What the proxy cannot see reaches the backend as written: `PREPARE
+// s FROM @var`, KILL in stored routines, events and triggers; give proxy
+// users that must not kill each other different backend accounts.
+//
+// # How sessions end (hangup.go)
+//
+// A client that quits (COM_QUIT), and a session the proxy closes between
+// commands (limits.idle_timeout, shutdown, a malformed command), end the
+// backend connection with COM_QUIT, so the server counts no
+// Aborted_clients and logs no "Aborted connection" warning; a client that
+// closes its socket without COM_QUIT leaves the backend connection the
+// same way (the server counts that abort, as directly). A client that goes
+// away while its command runs on the backend has the statement stopped
+// once it has run 100 ms: KILL QUERY <thread> on a side connection logged
+// in as the session's backend account, and the backend connection cut; it
+// runs no further command. An event loop sees the hang-up (EPOLLRDHUP)
+// while the command is under way; for sessions on their own goroutines
+// (TLS, compression, commands handed off from a loop) one watch goroutine
+// per server, running only while such a command is under way, looks at
+// their client sockets every 100 ms.
 //
 // # COM_CHANGE_USER
 //
@@ -154,7 +179,9 @@
 // information_schema. Session.DB() is the current database (handshake,
 // COM_INIT_DB, `USE x`; re-read lazily after multi-statement queries),
 // SQLMode() the session's sql_mode (read lazily, re-read after a SET that
-// names sql_mode, multi-statements, COM_RESET_CONNECTION and change user),
+// names sql_mode, multi-statements, COM_RESET_CONNECTION and change user);
+// a re-read is a statement in the client's session (its Questions, the
+// general log), so interceptors ask only when a plan needs them,
 // Status()/InTransaction() the backend's last reported status flags, which
 // WriteOK and WriteResultSet also use. Value/SetValue hold the
 // interceptor's per-session state; StmtClosed, SessionReset (also after a

@@ -202,6 +202,7 @@ func dupSocket(c net.Conn) (int, error) {
 // loop stopped. true: the session is over.
 func (s *Session) fromLoop(ctx context.Context, m *loopMsg) bool {
 	if m.kind == hoClosed {
+		s.ending = endClose // the loop has said goodbye to the backend (lane.endBackend)
 		return true
 	}
 	s.loopDebt = m.debt
@@ -211,11 +212,13 @@ func (s *Session) fromLoop(ctx context.Context, m *loopMsg) bool {
 	}
 	switch m.kind {
 	case hoCommand:
+		s.srv.armHangupWatch()
 		if err := s.dispatch(ctx, m.pkt); err != nil {
 			s.endOnError(err)
 			return true
 		}
 	case hoResume:
+		s.srv.armHangupWatch()
 		if err := s.resume(ctx, m); err != nil {
 			s.endOnError(err)
 			return true

@@ -143,6 +143,8 @@ func FuzzParseKill(f *testing.F) {
 		"/*M!100000 KILL */ 5", "-- x\nKILL 5", "# c\nKILL 99999999999", "KILL 4294967296",
 		"SELECT 'kill;'; SELECT `a;b`", "SELECT \"a\\\";\" ; kill", "/* unterminated kill", "KILL",
 		"'", "`", "/*", "/*M", "/*!", "-- ", ";;;", "",
+		"PREPARE s FROM 'KILL 5'", "EXECUTE IMMEDIATE CONCAT('KI', 'LL ', ?) USING 5", "PREPARE s FROM X'4B494C4C'",
+		"PREPARE s FROM b'0101'", "PREPARE s FROM 0x4", "SELECT 1; PREPARE s FROM 'K\\ILL 5'", "KILL ?", "KILL QUERY ? ;",
 	} {
 		f.Add([]byte(s))
 	}
@@ -150,6 +152,12 @@ func FuzzParseKill(f *testing.F) {
 		k, ok := parseKill(q, true)
 		if ok && k.refuse != "" {
 			t.Fatalf("accepted and refused at once: %+v", k)
+		}
+		if ok && k.param {
+			t.Fatalf("KILL ? accepted in a COM_QUERY: %+v", k)
+		}
+		if pk, pok := parsePreparedKill(q); pok && (pk.refuse != "" || !containsFold(q, "kill")) {
+			t.Fatalf("prepared: %+v in %q", pk, q)
 		}
 		if ok && !containsFold(q, "kill") {
 			t.Fatalf("KILL recognised in %q", q)

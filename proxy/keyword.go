@@ -70,16 +70,24 @@ type killReq struct {
 	id         uint32
 	connection bool   // KILL [CONNECTION] n; false: KILL QUERY n
 	mode       string // "HARD ", "SOFT " or ""
+	param      bool   // a prepared KILL ?: the id is the execute's parameter
 	refuse     string // non-empty: a KILL form the proxy will not relay
 }
 
 // parseKill recognises KILL statements in a COM_QUERY text. ok means q is a
 // single KILL [HARD|SOFT] [CONNECTION|QUERY] <number>. A KILL the proxy
 // cannot map to one of its own sessions (KILL USER, KILL QUERY ID, an
-// expression, a KILL among several statements) comes back with refuse set:
+// expression, a KILL among several statements, a KILL in the literal text
+// of PREPARE ... FROM or EXECUTE IMMEDIATE) comes back with refuse set:
 // relayed as written it could reach a thread of a client that never went
 // through this proxy.
-func parseKill(q []byte, multi bool) (k killReq, ok bool) {
+func parseKill(q []byte, multi bool) (k killReq, ok bool) { return parseKillIn(q, multi, false) }
+
+// parsePreparedKill is parseKill for a COM_STMT_PREPARE text, where the id
+// may also be the statement's one parameter (KILL ?, k.param).
+func parsePreparedKill(q []byte) (k killReq, ok bool) { return parseKillIn(q, false, true) }
+
+func parseKillIn(q []byte, multi, prepared bool) (k killReq, ok bool) {
 	// The hot path: one look at the first word. Only a text with a ';'
 	// from a client that negotiated multi-statements can hold a KILL
 	// further on (otherwise the server reads one statement and rejects
@@ -89,27 +97,37 @@ func parseKill(q []byte, multi bool) (k killReq, ok bool) {
 	semi := bytes.IndexByte(q, ';') >= 0
 	switch {
 	case hasKeyword(w, "KILL") && !semi:
-		return parseKillArgs(skipSpace(w[4:]))
+		return parseKillArgs(skipSpace(w[4:]), prepared)
 	case hasKeyword(w, "KILL"):
 		stmts := splitStatements(q) // "KILL 5;" or KILL first among several: rare
 		if len(stmts) > 1 {
 			return killReq{refuse: killAmongStatements}, false
 		}
-		return parseKillArgs(skipSpace(firstWord(stmts[0])[4:]))
+		return parseKillArgs(skipSpace(firstWord(stmts[0])[4:]), prepared)
+	case (hasKeyword(w, "PREPARE") || hasKeyword(w, "EXECUTE")) && dynamicKill(w):
+		return killReq{refuse: killInDynamic}, false
 	case !semi || !multi:
 		return k, false
 	}
 	for start := 0; start < len(q); {
 		end := sqltext.StatementEnd(q, start, true)
-		if hasKeyword(firstWord(q[start:end]), "KILL") {
+		switch w := firstWord(q[start:end]); {
+		case hasKeyword(w, "KILL"):
 			return killReq{refuse: killAmongStatements}, false
+		case (hasKeyword(w, "PREPARE") || hasKeyword(w, "EXECUTE")) && dynamicKill(w):
+			return killReq{refuse: killInDynamic}, false
 		}
 		start = end + 1
 	}
 	return k, false
 }
 
-const killAmongStatements = "leafproxy: send KILL as a statement of its own, not in a multi-statement text"
+const (
+	killAmongStatements = "leafproxy: send KILL as a statement of its own, not in a multi-statement text"
+	killInDynamic       = "leafproxy: KILL in the text of PREPARE ... FROM or EXECUTE IMMEDIATE is not supported through the proxy, " +
+		"which maps KILL ids to its own sessions only in statements it sees; send the KILL as a statement of its own " +
+		"or prepare it with the binary protocol (COM_STMT_PREPARE)"
+)
 
 // moreStatements reports whether q holds anything the server may run after
 // its first statement. Both backslash rules are tried (the session's
@@ -128,7 +146,7 @@ func moreStatements(q []byte) bool {
 	return false
 }
 
-func parseKillArgs(q []byte) (killReq, bool) {
+func parseKillArgs(q []byte, prepared bool) (killReq, bool) {
 	k := killReq{connection: true}
 	word := func(kw string) bool {
 		if hasKeyword(q, kw) {
@@ -156,6 +174,12 @@ func parseKillArgs(q []byte) (killReq, bool) {
 	i := 0
 	for i < len(q) && q[i] >= '0' && q[i] <= '9' {
 		i++
+	}
+	if prepared && i == 0 && len(q) > 0 && q[0] == '?' {
+		if rest := skipSpace(q[1:]); len(rest) == 0 || len(skipSpace(rest[1:])) == 0 && rest[0] == ';' {
+			k.param = true
+			return k, true
+		}
 	}
 	rest := skipSpace(q[i:])
 	for len(rest) > 0 && rest[0] == ';' {

@@ -157,8 +157,8 @@ func (ln *lane) handle(bits uint32) {
 			ln.commands(ln.cin)
 		}
 	}
-	if !ln.gone && bits&pendClientOut != 0 && len(ln.cpend) > 0 {
-		ln.drainPend(true)
+	if !ln.gone && bits&(pendClientOut|pendClientHup) != 0 && len(ln.cpend) > 0 {
+		ln.drainPend(true) // after a hang-up: the write fails if the client is gone
 	}
 	if !ln.gone && bits&pendBackendOut != 0 && len(ln.bpend) > 0 {
 		ln.drainPend(false)
@@ -284,6 +284,8 @@ func (ln *lane) readClient() {
 			ln.clientEOF = true
 			if !ln.busy && len(ln.cpend) == 0 {
 				ln.clientGone()
+			} else if ln.busy && len(ln.cin) == 0 {
+				ln.s.abandonSoon() // gone mid-command: stop the statement (hangup.go)
 			}
 			return
 		}
@@ -475,6 +477,7 @@ func (ln *lane) handOff(m loopMsg, cin []byte) {
 func (ln *lane) teardown() {
 	s := ln.s
 	ln.l.detach(ln)
+	ln.endBackend()
 	s.mu.Lock()
 	_ = syscall.Close(ln.cfd)
 	_ = syscall.Close(ln.bfd)

@@ -85,6 +85,7 @@ func (s *Session) applyAfter(a afterAction, ok bool) {
 		if ok {
 			s.modeOK = false
 			s.lastPrepOK = false
+			s.kills = nil
 			if ic := s.srv.ic; ic != nil {
 				ic.SessionReset(s)
 			}

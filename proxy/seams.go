@@ -125,7 +125,9 @@ func (s *Session) InTransaction() bool { return s.status&mysql.SERVER_STATUS_IN_
 // DB is the session's current database ("" if none): from the handshake,
 // COM_INIT_DB and successful `USE x`. After a multi-statement query or a
 // USE whose name the proxy cannot read it is re-read from the backend
-// (SELECT DATABASE()) on the next call.
+// (SELECT DATABASE()) on the next call: a statement in the client's
+// session, which it sees in its Questions and the general log, so ask only
+// when an answer depends on it.
 func (s *Session) DB() string {
 	db, _ := s.CurrentDB(s.ctx)
 	return db
@@ -157,7 +159,8 @@ func (s *Session) CurrentDB(ctx context.Context) (string, error) {
 // use and again after a COM_QUERY starting with SET (also inside a leading
 // executable comment, as mysqldump writes it) whose text names sql_mode, a
 // multi-statement query or COM_RESET_CONNECTION. (A prepared SET executed
-// via COM_STMT_EXECUTE is not noticed.)
+// via COM_STMT_EXECUTE is not noticed.) A read is a statement in the
+// client's session (SELECT @@SESSION.sql_mode), as with DB.
 func (s *Session) SQLMode(ctx context.Context) (string, error) {
 	if s.modeOK {
 		return s.mode, nil

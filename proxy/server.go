@@ -52,6 +52,7 @@ type Server struct {
 	throttle          *loginThrottle // failed logins per client host; nil when off
 	loginFailures     atomic.Uint64  // logins refused for wrong credentials
 	handshakesDropped atomic.Uint64  // pending handshakes closed to make room
+	hangupOn          atomic.Bool    // the hang-up watch runs (hangup.go)
 
 	nextID   atomic.Uint32 // proxy session ids handed out in greetings
 	accepted atomic.Uint64
@@ -369,14 +370,16 @@ func (s *Server) handle(raw net.Conn) {
 	}
 	sess := newSession(s, id, log, c, h, bc)
 	if !s.register(sess) {
-		sess.closeConns()
+		sess.ending = endQuit
+		sess.finish()
 		return
 	}
 	defer s.unregister(sess)
 	// The backend's own login OK (status flags, session state) is the
 	// client's: both legs start in the same state.
 	if err := c.writePacket(bc.ok); err != nil || c.flush() != nil {
-		sess.closeConns()
+		sess.ending = endQuit
+		sess.finish()
 		return
 	}
 	if h.resp.caps&mysql.CLIENT_COMPRESS != 0 {

@@ -60,14 +60,23 @@ type Session struct {
 	fatal      error
 	lastPrep   uint32 // the statement id the backend gave the last prepare
 	lastPrepOK bool
-	infile     InfileTransformer // RelayQueryInfile: the file of the statement under way goes through it
-	infileErr  error             // its error, which the client gets as the answer
-	heldMem    int64             // bytes of the command memory budget the current command holds
-	cmdSeq     uint8             // the client leg's sequence id once the command was read
-	largeHeld  bool              // this session holds the server's slot for reading a 16 MiB+ command
-	parked     bool              // idle: buffers given back (park)
-	bpeek      *socketPeeker     // the idle watch's look at bconn (nil: not a socket)
-	bpeekConn  net.Conn          // the connection bpeek was made for
+	infile     InfileTransformer    // RelayQueryInfile: the file of the statement under way goes through it
+	infileErr  error                // its error, which the client gets as the answer
+	heldMem    int64                // bytes of the command memory budget the current command holds
+	cmdSeq     uint8                // the client leg's sequence id once the command was read
+	largeHeld  bool                 // this session holds the server's slot for reading a 16 MiB+ command
+	parked     bool                 // idle: buffers given back (park)
+	bpeek      *socketPeeker        // the idle watch's look at bconn (nil: not a socket)
+	bpeekConn  net.Conn             // the connection bpeek was made for
+	kills      map[uint32]*killStmt // KILLs the client prepared, by statement id (killstmt.go)
+
+	// How the session ends (hangup.go): ending is the goroutine's plan
+	// for the backend connection; abandoned is set once the backend has
+	// been told to stop the statement of a client that went away.
+	ending    uint8
+	left      bool // the client closed its connection without COM_QUIT
+	abandoned atomic.Bool
+	hup       hangupPeeker // the hang-up watch's look at cconn (s.mu)
 
 	// Event loops (loop_linux.go). ln is set while a loop serves the
 	// session: then the loop owns everything here, and session methods
@@ -146,7 +155,7 @@ func (s *Session) serve(base context.Context) {
 	ctx, cancel := context.WithCancel(base)
 	defer cancel()
 	s.ctx = ctx
-	defer s.closeConns()
+	defer s.finish()
 	// A bug that panics while serving one client must cost that client its
 	// connection, not every session of the proxy.
 	defer func() {
@@ -172,13 +181,14 @@ func (s *Session) serve(base context.Context) {
 		s.since.Store(time.Now().UnixNano())
 		if s.srv.draining.Load() {
 			s.log.Debug("session closed: proxy shutting down")
+			s.ending = endQuit
 			return
 		}
 		if s.loopDebt > 0 {
 			s.loopDebt--
 		} else if l := s.loopFor(); l != nil {
 			if m, moved := s.runOnLoop(l); moved {
-				if s.fromLoop(ctx, &m) {
+				if s.fromLoop(ctx, &m) || s.endIfAbandoned() {
 					return
 				}
 				continue
@@ -202,21 +212,41 @@ func (s *Session) serve(base context.Context) {
 		}
 		if len(pkt) == 0 {
 			s.log.Info("session closed: empty command packet")
+			s.ending = endQuit
 			return
 		}
+		s.srv.armHangupWatch()
 		err = s.dispatch(ctx, pkt)
 		s.releaseCommand(pkt)
 		if err != nil {
 			s.endOnError(err)
 			return
 		}
+		if s.endIfAbandoned() {
+			return
+		}
 	}
+}
+
+// endIfAbandoned ends a session whose client went away during the command
+// just answered (hangup.go): its backend connection runs nothing more.
+func (s *Session) endIfAbandoned() bool {
+	if !s.abandoned.Load() {
+		return false
+	}
+	s.log.Info("session closed: the client went away during a command")
+	return true
 }
 
 func (s *Session) endOnClientError(err error) {
 	var gone *errBackendClosedIdle
+	s.ending = endQuit // between commands, unless the client just left
+	if leftWithoutQuit(err) {
+		s.ending, s.left = endClose, true
+	}
 	switch {
 	case errors.As(err, &gone):
+		s.ending = endClose
 		s.log.Info("session closed: backend closed its connection while the client was idle", "reason", gone.reason)
 	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
 		s.log.Debug("session closed by client")
@@ -234,9 +264,22 @@ func (s *Session) endOnClientError(err error) {
 func (s *Session) endOnError(err error) {
 	if errors.Is(err, errQuit) {
 		s.log.Debug("session closed: client quit")
+		s.ending = endQuit
 		return
 	}
 	var ie *ioError
+	if s.abandoned.Load() && !s.closing.Load() {
+		// Its client went away mid-command: the statement was killed and
+		// the backend connection cut (hangup.go).
+		s.log.Info("session closed: the client went away during a command", "err", oneLine(err))
+		return
+	}
+	if errors.As(err, &ie) && ie.leg == "client" && !s.closing.Load() {
+		// The client's connection failed while a command was under way:
+		// its statement may still be running (on a loop, lane.endBackend
+		// looks).
+		s.ending, s.left = endAbandon, leftWithoutQuit(err)
+	}
 	if errors.As(err, &ie) && ie.leg == "backend" && !s.closing.Load() && s.c.seq == s.cmdSeq {
 		// Nothing of the answer has reached the client: close, as the
 		// server's own connection would have, so the client sees a lost

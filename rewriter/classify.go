@@ -182,6 +182,13 @@ func hasBang(sql string) bool {
 // plainInsertsFirst is plainInserts, also returning what it read of the
 // INSERT when it declined because of its rule (first.ok).
 func plainInsertsFirst(sql string, env *Env) (plain bool, first firstInsert) {
+	return plainInsertsIn(sql, env, false)
+}
+
+// plainInsertsIn is plainInsertsFirst; anyDB says the session's database
+// is not known (NeedsSession): an unqualified table then counts as one
+// with a rule when a rule of any database may match it.
+func plainInsertsIn(sql string, env *Env, anyDB bool) (plain bool, first firstInsert) {
 	if hasBang(sql) {
 		return false, first
 	}
@@ -191,6 +198,18 @@ func plainInsertsFirst(sql string, env *Env) (plain bool, first firstInsert) {
 		if l.pos < len(sql) && sql[l.pos] != ';' {
 			save := l.pos
 			w := l.word()
+			if anyDB && sqltext.EqualFold(w, "SET") {
+				// SET STATEMENT var=value [, ...] FOR <statement>: the
+				// statement counts (the builder reads it the same way).
+				if !l.skipSetStatement() {
+					return false, first
+				}
+				if l.skipSpace(); !startsInsert(sql, l.pos) {
+					goto nextStatement // no INSERT / REPLACE / LOAD / PREPARE / EXECUTE
+				}
+				save = l.pos
+				w = l.word()
+			}
 			load := sqltext.EqualFold(w, "LOAD")
 			if !load && !sqltext.EqualFold(w, "INSERT") && !sqltext.EqualFold(w, "REPLACE") {
 				return false, first
@@ -210,6 +229,12 @@ func plainInsertsFirst(sql string, env *Env) (plain bool, first firstInsert) {
 			}
 			if !ok || l.inBang || l.versioned > 0 {
 				return false, first
+			}
+			if anyDB && db == "" {
+				if env.Rules.anyDBHas(table) {
+					return false, first
+				}
+				goto nextStatement
 			}
 			if db == "" {
 				db = env.DB
@@ -239,4 +264,26 @@ func isLoadTable(l *lexer) bool {
 	l.next() // LOAD
 	t := l.next()
 	return l.is(t, "DATA") || l.is(t, "XML")
+}
+
+// skipSetStatement moves l, just past a SET, past MariaDB's `STATEMENT
+// var=value [, ...] FOR`; false for any other SET.
+func (l *lexer) skipSetStatement() bool {
+	if !l.is(l.next(), "STATEMENT") {
+		return false
+	}
+	depth := 0
+	for {
+		t := l.next()
+		switch {
+		case t.kind == tEOF || l.isPunct(t, ';'):
+			return false
+		case l.isPunct(t, '('):
+			depth++
+		case l.isPunct(t, ')'):
+			depth--
+		case depth == 0 && l.is(t, "FOR"):
+			return true
+		}
+	}
 }

@@ -51,7 +51,13 @@
 // are all INSERT / REPLACE / LOAD DATA / LOAD XML into tables without a
 // rule (or LOAD INDEX) is read only up to each table name (statement
 // starts taken at every ';' byte; anything else, or an executable comment
-// in the text, is lexed). Otherwise a quote- and
+// in the text, is lexed). NeedsSession asks the same before the caller
+// learns the session's database and sql_mode (which takes statements in
+// the client's session): false when the plan is PassThrough whatever they
+// are (no sequence call, no PREPARE / EXECUTE of a literal, and, with
+// rules, only such INSERT / REPLACE / LOAD statements, tables looked up in
+// every database and read under every sql_mode; also inside SET STATEMENT
+// ... FOR). Otherwise a quote- and
 // comment-aware lexer (honouring ANSI_QUOTES and NO_BACKSLASH_ESCAPES)
 // splits the text into statements at ';' and finds sequence calls:
 // NEXTVAL(x), NEXTVAL(x, n), LASTVAL(x), NEXT VALUE FOR x, PREVIOUS VALUE

@@ -135,6 +135,11 @@ func NewRules(rules []Rule, opts ...RulesOption) (*Rules, error) {
 	return r, nil
 }
 
+// empty reports whether there is no rule (a nil *Rules has none).
+func (r *Rules) empty() bool {
+	return r == nil || len(r.qualified) == 0 && len(r.anyDB) == 0 && len(r.patterns) == 0
+}
+
 // FoldsCase reports whether the rules compare names case-insensitively.
 func (r *Rules) FoldsCase() bool { return r != nil && r.fold }
 
