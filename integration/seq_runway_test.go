@@ -30,6 +30,7 @@ import (
 func startLeafOpts(t *testing.T, cfg *config.Config, log *slog.Logger, opts ...service.Option) *leaf {
 	t.Helper()
 	cfg.ApplyDefaults()
+	cfg.DeclareRuleTags() // the rules' tags are to be created, as a file would declare them
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("config: %v", err)
 	}
