@@ -79,6 +79,15 @@
 // literals reach the backend byte for byte (the parser's Restore is never
 // used).
 //
+// What the parser may cost is bounded (parse.go, Env.Limits): before it
+// reads a statement the lexer counts its tokens and its nesting of
+// parentheses (allocation-free); nesting deeper than Limits.MaxDepth
+// (default 1000) is error 1473, and TokenCost (512 bytes) per token is
+// reserved from Limits.Memory, a budget all sessions share, until the
+// statement is planned. A parser that read more than 1,024 tokens is not
+// pooled: it would keep the statement's tree. The lexer-only paths above
+// have no such costs and no such limits.
+//
 // # Sequence calls in other statements
 //
 // NEXTVAL becomes one fresh ID per occurrence where it is evaluated once:

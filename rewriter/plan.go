@@ -51,6 +51,10 @@ type Env struct {
 	// INSERT without a column list into a rule table; nil makes such an
 	// INSERT an error.
 	Columns func(db, table string) ([]string, error)
+	// Limits bound what planning a statement with the parser may cost
+	// (parse.go); the zero value has the default nesting limit and no
+	// memory budget.
+	Limits Limits
 }
 
 // TagCount is how many IDs a plan needs from one tag.
@@ -327,9 +331,31 @@ func quickPlan(sql string, env *Env, calls []Call) (p Plan, done, seq bool, firs
 func (pl *Planner) build(sql string, env *Env, prepared, fast, seq bool, first firstInsert) (p Plan, fastHits int, err error) {
 	b := pl.reset(sql, env, prepared, fast, seq, first)
 	if err := b.run(); err != nil {
+		pl.trim()
 		return Plan{}, b.fastHits, err
 	}
-	return pl.finish(), b.fastHits, nil
+	p = pl.finish()
+	pl.trim()
+	return p, b.fastHits, nil
+}
+
+// trim drops the builder's slices that grew huge (a 10,000-row INSERT's):
+// a session's Planner keeps its memory for the next statement, which is
+// rarely as large (the plan just made keeps its own references).
+func (pl *Planner) trim() {
+	b := &pl.b
+	if cap(b.edits) > 1024 {
+		b.edits, b.filled = nil, nil
+	}
+	if cap(b.calls) > 1024 {
+		b.calls = nil
+	}
+	if cap(b.explicit) > 1024 {
+		b.explicit = nil
+	}
+	if cap(b.idents) > 1024 {
+		b.idents = nil
+	}
 }
 
 // reset readies pl's builder for sql, reusing its memory.
@@ -356,9 +382,6 @@ func (pl *Planner) finish() Plan {
 	p := b.plan(pl.slots[:0], pl.tags[:0])
 	if p.Slots != nil && cap(p.Slots) <= 1024 { // a 100,000-row INSERT's are not kept
 		pl.slots, pl.tags = p.Slots, p.Tags
-	}
-	if cap(b.edits) > 1024 {
-		b.edits, b.filled = nil, nil
 	}
 	return p
 }
