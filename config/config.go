@@ -130,24 +130,6 @@ type Log struct {
 	Format string `yaml:"format"` // text or json
 }
 
-// Limits protects the proxy.
-type Limits struct {
-	// MaxConnections bounds logged-in client sessions; extra logins get 1040.
-	MaxConnections int      `yaml:"max_connections"`
-	IdleTimeout    Duration `yaml:"idle_timeout"`
-	// MaxHandshakes bounds connections still in the handshake (not yet
-	// authenticated), apart from MaxConnections: when full, the oldest
-	// pending handshake is dropped, so silent connections cannot lock out
-	// real clients.
-	MaxHandshakes int `yaml:"max_handshakes"`
-	// HandshakeTimeout is how long a client has to finish logging in.
-	HandshakeTimeout Duration `yaml:"handshake_timeout"`
-	// CommandMemory bounds the bytes all sessions together may hold for
-	// client commands larger than 1 MiB (a big INSERT the proxy may have to
-	// rewrite); a command that cannot get its share within 10 s gets 1041.
-	CommandMemory ByteSize `yaml:"command_memory"`
-}
-
 // ByteSize is a byte count written as 512MiB, 64KB or a plain number.
 type ByteSize int64
 
@@ -326,6 +308,12 @@ func (c *Config) ApplyDefaults() {
 	if c.Limits.CommandMemory == 0 {
 		c.Limits.CommandMemory = proxy.DefaultCommandMemory
 	}
+	if c.Limits.MaxPlanDepth == 0 {
+		c.Limits.MaxPlanDepth = rewriter.DefaultMaxDepth
+	}
+	if c.Limits.PlanMemory == 0 {
+		c.Limits.PlanMemory = rewriter.DefaultPlanMemory
+	}
 	for name, t := range c.Sequences.Tags {
 		if t.Generator == "" {
 			t.Generator = "segment"
@@ -437,6 +425,13 @@ func (c *Config) Validate() error {
 		if _, _, err := net.SplitHostPort(c.Metrics.Listen); err != nil {
 			add("metrics.listen", "%q is not host:port (empty disables the endpoint)", c.Metrics.Listen)
 		}
+	}
+	if c.Limits.MaxPlanDepth < 1 {
+		add("limits.max_plan_depth", "%d: must be at least 1 (default %d)", c.Limits.MaxPlanDepth, rewriter.DefaultMaxDepth)
+	}
+	if c.Limits.PlanMemory < 1<<20 {
+		add("limits.plan_memory", "%d bytes: must be at least 1MiB (default %dMiB), or every statement the proxy parses is refused",
+			c.Limits.PlanMemory, rewriter.DefaultPlanMemory>>20)
 	}
 	if len(probs) > 0 {
 		return &Error{Problems: probs}
