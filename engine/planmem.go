@@ -41,7 +41,8 @@ type planBudget struct {
 	mu    sync.Mutex
 	used  int64
 	wake  chan struct{} // closed and replaced when memory is released
-	// waiting counts the sessions waiting for memory (tests).
+	// waiting counts the sessions waiting for memory: a release wakes
+	// them (and only then makes a new channel).
 	waiting int
 }
 
@@ -99,11 +100,24 @@ func (m *planBudget) acquire(ctx context.Context, n int64) error {
 	}
 }
 
+// tryAcquire takes n bytes if they are free now.
+func (m *planBudget) tryAcquire(n int64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.used+n > m.limit {
+		return false
+	}
+	m.used += n
+	return true
+}
+
 func (m *planBudget) release(n int64) {
 	m.mu.Lock()
 	m.used -= n
-	close(m.wake)
-	m.wake = make(chan struct{})
+	if m.waiting > 0 {
+		close(m.wake)
+		m.wake = make(chan struct{})
+	}
 	m.mu.Unlock()
 }
 
@@ -132,6 +146,8 @@ func (p planMemory) Acquire(n int64) error {
 	}
 	return p.b.acquire(ctx, n)
 }
+
+func (p planMemory) TryAcquire(n int64) bool { return p.b.tryAcquire(n) }
 
 func (p planMemory) Release(n int64) { p.b.release(n) }
 

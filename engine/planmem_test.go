@@ -57,6 +57,11 @@ func TestPlanBudget(t *testing.T) {
 	if u, _ := m.inUse(); u != 50 {
 		t.Fatalf("in use %d, want 50", u)
 	}
+	// TryAcquire takes only what is free now.
+	if m.tryAcquire(51) || !m.tryAcquire(50) || m.tryAcquire(1) {
+		t.Fatal("tryAcquire took more than was free, or not what was")
+	}
+	m.release(50)
 	// Or gives up after its wait.
 	m.wait = time.Millisecond
 	if err := m.acquire(ctx, 60); sqlCode(err) != 1041 || !strings.Contains(err.Error(), "stayed in use") {

@@ -70,8 +70,10 @@ type builder struct {
 	load    *Load
 	loadErr error
 	// cost: the tokens and nesting of the statement being planned, when
-	// runFrom counted them as it read it (parseCost).
+	// runFrom counted them as it read it (parseCost); ch: the plan memory
+	// the call holds.
 	cost stmtCost
+	ch   *charge
 }
 
 type scanKind uint8
@@ -340,12 +342,8 @@ func (b *builder) statement(raw, start, end int, first token) error {
 	if err != nil {
 		return err
 	}
-	if m := b.env.Limits.Memory; m != nil {
-		n := parseMemory(tokens, len(text))
-		if err := m.Acquire(n); err != nil {
-			return err
-		}
-		defer m.Release(n)
+	if err := b.ch.parse(b.env, parseMemory(tokens, len(text))); err != nil {
+		return err
 	}
 
 	// The parser rejects NEXTVAL('tag'): parse a copy in which every call

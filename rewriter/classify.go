@@ -46,7 +46,12 @@ func startsAny(sql string) bool {
 // It is quote-blind (a match in a string is a false "maybe") and never
 // answers false for a text with a call. IndexByte is vectorised but costs
 // a call per hit, so each of 'v' and 'V' is searched for only once per hit.
-func hasSeqCall(sql string) bool {
+func hasSeqCall(sql string) bool { return seqCalls(sql, 1) > 0 }
+
+// seqCalls counts the places where sql may hold a sequence call (as
+// hasSeqCall reads them: at least the calls there are), stopping at most.
+func seqCalls(sql string, most int) int {
+	n := 0
 	lo, up := strings.IndexByte(sql, 'v'), strings.IndexByte(sql, 'V')
 	for lo >= 0 || up >= 0 {
 		var i int
@@ -66,10 +71,12 @@ func hasSeqCall(sql string) bool {
 			}
 		}
 		if i+2 < len(sql) && sql[i+1]|0x20 == 'a' && sql[i+2]|0x20 == 'l' && seqCallAt(sql, i) {
-			return true
+			if n++; n == most {
+				return n
+			}
 		}
 	}
-	return false
+	return n
 }
 
 // seqCallAt reports whether the "val" at sql[i:] may belong to a call.

@@ -12,24 +12,32 @@ import (
 
 // What planning may cost (issue 21). The lexer-only paths (the filter, the
 // NEXTVAL select, the fast INSERT path, the memo) take little and no more
-// than a small multiple of the text. The TiDB parser is another matter:
+// than a small multiple of the text, but for sequence calls: the planner
+// keeps ~1.3 KiB for each (calls, edits, slots), 100,000 of them in a
+// 1.8 MB text 200 MiB for 8 sessions. The TiDB parser is another matter:
 // it builds 100-350 bytes of tree per token, its stack grows by ~350 bytes
 // per level of nesting (and stays grown in a pooled parser), a pooled
 // parser keeps the tree of the last statement it read, and the planner
 // walks the tree recursively (~64 bytes of goroutine stack per level).
 // Measured before these limits: SELECT NEXTVAL('t') + ((((...1...)))) with a
 // million levels (a 2 MB text) took 448 MB and left 415 MB in the pool; 8
-// sessions sending it at once, 4.2 GB. So, before the parser reads a
-// statement:
+// sessions sending it at once, 4.2 GB. So:
+//
+//   - a text with more than freeCalls sequence calls (counted as
+//     hasSeqCall finds them, a byte scan) reserves CallCost per call from
+//     Limits.Memory, a budget all sessions share (the engine's,
+//     limits.plan_memory), before anything reads them;
+//
+// and before the parser reads a statement:
 //
 //   - its nesting of parentheses is measured by the lexer (allocation-free,
 //     a small fraction of the parse), and more than Limits.MaxDepth levels
 //     is error 1473, at once;
 //   - the memory the parse may take, parseMemory (TokenCost per token), is
-//     reserved from Limits.Memory, a budget all sessions share (the
-//     engine's, limits.plan_memory), and given back when the statement is
-//     planned; a statement that would need more than the whole budget is
-//     refused, others wait their turn (the engine decides how long);
+//     reserved from Limits.Memory as well (charge: one reservation per
+//     PlanQuery, as large as its costliest statement needs, given back
+//     when it returns); a text that would need more than the whole budget
+//     is refused, others wait their turn (the engine decides how long);
 //   - a parser that read more than poolTokens tokens is not put back into
 //     the pool, so what the pool keeps is a few hundred KiB per parser.
 
@@ -49,10 +57,13 @@ type Limits struct {
 // Budget is memory shared by the sessions that plan statements with the
 // parser (the engine's limits.plan_memory).
 type Budget interface {
-	// Acquire reserves n bytes, or says why not (error 1041, or
-	// proxy.ErrWouldBlock on an event loop, which must not wait).
+	// Acquire reserves n bytes, waiting for them if need be, or says why
+	// not (error 1041, or proxy.ErrWouldBlock on an event loop, which
+	// must not wait).
 	Acquire(n int64) error
-	// Release gives back what Acquire reserved.
+	// TryAcquire reserves n bytes if they are free now.
+	TryAcquire(n int64) bool
+	// Release gives back what Acquire and TryAcquire reserved.
 	Release(n int64)
 }
 
@@ -69,6 +80,13 @@ const (
 	// (tree, parser stack and walk per token; TestParseCostCovers) with
 	// room to spare.
 	TokenCost = 512
+	// CallCost is what a text is charged per sequence call before it is
+	// read, past freeCalls of them: the calls, edits and slots the
+	// planner keeps for each (the most measured, in TestParseCostCovers,
+	// is 1.3 KiB; the parse of what stands in for the call is charged
+	// per token as any other).
+	CallCost  = 2048
+	freeCalls = 64
 	// poolTokens: a parser that read more is not pooled. A pooled parser
 	// keeps the last tree it built (~270 bytes per token) and its stack
 	// (~350 bytes per level): at most ~350 KiB after this many.
@@ -79,6 +97,65 @@ const (
 // charged: the tree, and the text's copies (the one with its sequence
 // calls blanked, and the parser's).
 func parseMemory(tokens, n int) int64 { return int64(tokens)*TokenCost + 2*int64(n) }
+
+// charge is the plan memory one PlanQuery or PlanPrepare holds: for the
+// sequence calls of a text that has many, then for the parse of each
+// statement, as much as the costliest needs; given back when it returns.
+type charge struct {
+	m          Budget
+	held, base int64
+}
+
+// calls charges for n sequence calls (quickPlan): nothing is held yet,
+// so it may wait.
+func (c *charge) calls(env *Env, n int) error {
+	c.m = env.Limits.Memory
+	if c.m == nil {
+		return nil
+	}
+	c.base = int64(n) * CallCost
+	return c.to(c.base)
+}
+
+// parse charges for a parse of cost n on top of the calls.
+func (c *charge) parse(env *Env, n int64) error {
+	if c == nil || env.Limits.Memory == nil {
+		return nil
+	}
+	c.m = env.Limits.Memory
+	return c.to(c.base + n)
+}
+
+// to makes what is held at least n. Holding some and waiting for more
+// could stall with another session doing the same, each holding what the
+// other waits for: what does not fit at once is waited for as a whole,
+// after giving back what is held.
+func (c *charge) to(n int64) error {
+	if n <= c.held {
+		return nil
+	}
+	if c.held > 0 {
+		if c.m.TryAcquire(n - c.held) {
+			c.held = n
+			return nil
+		}
+		c.m.Release(c.held)
+		c.held = 0
+	}
+	if err := c.m.Acquire(n); err != nil {
+		return err
+	}
+	c.held = n
+	return nil
+}
+
+// done gives back what the call held.
+func (c *charge) done() {
+	if c.held > 0 {
+		c.m.Release(c.held)
+	}
+	*c = charge{}
+}
 
 // parsers holds idle parsers: a parser is not safe for concurrent use and
 // costs ~20 KB to make.

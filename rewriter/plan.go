@@ -257,6 +257,7 @@ type Planner struct {
 	tags  []TagCount
 	calls []Call
 	memo  []insertMemo // heads of recent lone INSERTs (memo.go)
+	ch    charge       // plan memory held during a call (parse.go)
 }
 
 // PlanQuery is PlanQuery (the package function) with pl's memory.
@@ -268,11 +269,14 @@ func (pl *Planner) PlanQuery(sql string, env *Env) (Plan, error) {
 // planWith plans with or without the fast path (fast.go); fastHits is the
 // number of statements the fast path planned.
 func planWith(sql string, env *Env, prepared, fast bool) (p Plan, fastHits int, err error) {
-	p, done, seq, first, err := quickPlan(sql, env, nil)
+	var ch charge
+	p, done, seq, first, err := quickPlan(sql, env, nil, &ch)
 	if done {
+		ch.done()
 		return p, 0, err
 	}
-	var pl Planner
+	pl := Planner{ch: ch}
+	defer pl.ch.done()
 	return pl.build(sql, env, prepared, fast, seq, first)
 }
 
@@ -283,7 +287,8 @@ func (pl *Planner) planWith(sql string, env *Env, prepared, fast bool) (p Plan, 
 		}
 	}
 	clear(pl.calls[:cap(pl.calls)]) // they hold strings of the last text
-	p, done, seq, first, err := quickPlan(sql, env, pl.calls[:0])
+	defer pl.ch.done()
+	p, done, seq, first, err := quickPlan(sql, env, pl.calls[:0], &pl.ch)
 	if done {
 		if p.Calls != nil && cap(p.Calls) <= 64 {
 			pl.calls = p.Calls
@@ -300,9 +305,16 @@ func (pl *Planner) planWith(sql string, env *Env, prepared, fast bool) (p Plan, 
 // quickPlan answers without the builder when it can: text with nothing to
 // plan, or the hot NEXTVAL select. seq says the text may hold a sequence
 // call (false: it holds none); first is what was read of a lone INSERT on
-// a rule table (see firstInsert).
-func quickPlan(sql string, env *Env, calls []Call) (p Plan, done, seq bool, first firstInsert, err error) {
-	seq = hasSeqCall(sql)
+// a rule table (see firstInsert). A text with many calls is charged for
+// them first (ch, parse.go).
+func quickPlan(sql string, env *Env, calls []Call, ch *charge) (p Plan, done, seq bool, first firstInsert, err error) {
+	n := seqCalls(sql, freeCalls+1)
+	seq = n > 0
+	if n > freeCalls {
+		if err := ch.calls(env, seqCalls(sql, -1)); err != nil {
+			return Plan{}, true, seq, first, err
+		}
+	}
 	if !seq && !startsAny(sql) {
 		return Plan{}, true, seq, first, nil // nothing to plan
 	}
@@ -367,7 +379,7 @@ func (pl *Planner) reset(sql string, env *Env, prepared, fast, seq bool, first f
 	clear(pl.b.idents[:cap(pl.b.idents)])
 	clear(pl.slots[:cap(pl.slots)])
 	clear(pl.tags[:cap(pl.tags)])
-	pl.b = builder{sql: sql, env: env, prepared: prepared, fast: fast, noSeq: !seq, first: first,
+	pl.b = builder{sql: sql, env: env, prepared: prepared, fast: fast, noSeq: !seq, first: first, ch: &pl.ch,
 		edits: pl.b.edits[:0], filled: pl.b.filled[:0], calls: pl.b.calls[:0], explicit: pl.b.explicit[:0], idents: pl.b.idents[:0]}
 	return &pl.b
 }
