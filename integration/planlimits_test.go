@@ -74,13 +74,23 @@ func concurrently(t *testing.T, db *sql.DB, n int, f func(c *sql.Conn) error) []
 // 8 sessions at once send the million-level statements of the issue, both
 // forms: each gets 1473 naming limits.max_plan_depth, the process grows by
 // tens of MiB (the statements themselves, in the clients' and the proxy's
-// buffers), not GBs, and the sessions go on.
+// buffers), not GBs, and the sessions go on. So with 100,000 NEXTVAL calls
+// in one statement (1.8 MB), charged 2 KiB a call (rewriter.CallCost): 1041
+// naming limits.plan_memory, before the planner reads them (before: 204
+// MiB of heap for the 8).
 func TestDeepStatementsRefused(t *testing.T) {
 	_, db := planEnv(t, 64<<20)
 	nest := strings.Repeat("(", 1_000_000) + "1" + strings.Repeat(")", 1_000_000)
-	for _, tc := range []struct{ name, sql, want string }{
-		{"NEXTVAL", "SELECT NEXTVAL('order') + " + nest, "the statement around NEXTVAL('order') nests parentheses more than 1000 deep"},
-		{"filled INSERT", "INSERT INTO orders SET v = " + nest, "this INSERT into app.orders nests parentheses more than 1000 deep: to fill its key column id"},
+	calls := "SELECT NEXTVAL('order')" + strings.Repeat(", NEXTVAL('order')", 100_000)
+	for _, tc := range []struct {
+		name, sql  string
+		code       uint16
+		want, hint string
+	}{
+		{"NEXTVAL", "SELECT NEXTVAL('order') + " + nest, 1473, "the statement around NEXTVAL('order') nests parentheses more than 1000 deep", "raise limits.max_plan_depth"},
+		{"filled INSERT", "INSERT INTO orders SET v = " + nest, 1473, "this INSERT into app.orders nests parentheses more than 1000 deep: to fill its key column id", "raise limits.max_plan_depth"},
+		{"100,000 calls", calls, 1041, "this statement is too large for the proxy to parse", "raise limits.plan_memory"},
+		{"100,000 calls and an expression", calls + " + 1", 1041, "this statement is too large for the proxy to parse", "raise limits.plan_memory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rss := startRSS(t)
@@ -92,9 +102,9 @@ func TestDeepStatementsRefused(t *testing.T) {
 			grew, rssGrew := h.growth(), rss.growth()
 			t.Logf("8 sessions x %.1f MB: peak heap+stack growth %.1f MiB, peak RSS growth %.1f MiB", float64(len(tc.sql))/1e6, float64(grew)/(1<<20), float64(rssGrew)/(1<<20))
 			for i, err := range errs {
-				if code, state := myErr(err); code != 1473 || state != "HY000" || !strings.Contains(err.Error(), tc.want) ||
-					!strings.Contains(err.Error(), "raise limits.max_plan_depth") {
-					t.Fatalf("session %d: %v, want 1473 saying %q", i, err, tc.want)
+				if code, state := myErr(err); code != tc.code || state != "HY000" || !strings.Contains(err.Error(), tc.want) ||
+					!strings.Contains(err.Error(), tc.hint) {
+					t.Fatalf("session %d: %v, want %d saying %q and %q", i, err, tc.code, tc.want, tc.hint)
 				}
 			}
 			if grew > 64<<20 {
