@@ -22,9 +22,6 @@ import (
 // so nothing but back pressure can stop it. Before the fix a loop took
 // whatever the client sent into lane.bpend: 48 MiB sent, 50+ MiB of heap.
 func TestBackendPushBack(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts its own MariaDB and stops it")
-	}
 	// A server of its own: the test stops it (SIGSTOP) while a session
 	// sends to it.
 	db := testdb.Start(t)
