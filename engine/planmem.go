@@ -13,11 +13,11 @@ import (
 // Option configures an Engine (New).
 type Option func(*Engine)
 
-// WithPlanLimits bounds what planning statements with the parser may cost
+// WithPlanLimits bounds what planning statements may cost
 // (limits.max_plan_depth, limits.plan_memory; rewriter/parse.go): the
-// deepest nesting of parentheses (0: rewriter.DefaultMaxDepth) and the
-// memory all sessions' parses may take at once (0:
-// rewriter.DefaultPlanMemory).
+// deepest nesting of parentheses in a statement the parser reads (0:
+// rewriter.DefaultMaxDepth) and the memory all sessions' planning may take
+// at once (0: rewriter.DefaultPlanMemory).
 func WithPlanLimits(maxDepth int, memory int64) Option {
 	return func(e *Engine) {
 		e.maxDepth = maxDepth
@@ -33,7 +33,7 @@ func WithPlanLimits(maxDepth int, memory int64) Option {
 const planWait = 10 * time.Second
 
 // planBudget is limits.plan_memory: a counting semaphore over the bytes
-// the sessions' parses may take at once (rewriter.Budget, per session
+// the sessions' planning may take at once (rewriter.Budget, per session
 // through planMemory).
 type planBudget struct {
 	limit int64
@@ -55,7 +55,7 @@ func newPlanBudget(limit int64) *planBudget {
 // must not block) a wait is proxy.ErrWouldBlock: the goroutine waits.
 func (m *planBudget) acquire(ctx context.Context, n int64) error {
 	if n > m.limit {
-		return &planMemoryError{msg: fmt.Sprintf("leafproxy: this statement is too large for the proxy to parse: "+
+		return &planMemoryError{msg: fmt.Sprintf("leafproxy: this statement is too large for the proxy to plan: "+
 			"it may take %d MiB, more than limits.plan_memory (%d MiB) allows all statements being planned at once; "+
 			"split it into smaller statements, or raise limits.plan_memory", mibUp(n), m.limit>>20)}
 	}

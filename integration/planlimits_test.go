@@ -89,8 +89,8 @@ func TestDeepStatementsRefused(t *testing.T) {
 	}{
 		{"NEXTVAL", "SELECT NEXTVAL('order') + " + nest, 1473, "the statement around NEXTVAL('order') nests parentheses more than 1000 deep", "raise limits.max_plan_depth"},
 		{"filled INSERT", "INSERT INTO orders SET v = " + nest, 1473, "this INSERT into app.orders nests parentheses more than 1000 deep: to fill its key column id", "raise limits.max_plan_depth"},
-		{"100,000 calls", calls, 1041, "this statement is too large for the proxy to parse", "raise limits.plan_memory"},
-		{"100,000 calls and an expression", calls + " + 1", 1041, "this statement is too large for the proxy to parse", "raise limits.plan_memory"},
+		{"100,000 calls", calls, 1041, "this statement is too large for the proxy to plan", "raise limits.plan_memory"},
+		{"100,000 calls and an expression", calls + " + 1", 1041, "this statement is too large for the proxy to plan", "raise limits.plan_memory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rss := startRSS(t)

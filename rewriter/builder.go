@@ -335,7 +335,7 @@ func (b *builder) statement(raw, start, end int, first token) error {
 		return nil
 	}
 
-	// What the parser may cost is bounded (limits.go): deeper nesting than
+	// What the parser may cost is bounded (parse.go): deeper nesting than
 	// Limits.MaxDepth is refused, the memory is reserved from the shared
 	// budget, and a parser that read a large text is not pooled.
 	tokens, err := b.parseCost(start, end, hasRule, qualify(db, table), rule)
