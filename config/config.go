@@ -300,6 +300,12 @@ func (c *Config) ApplyDefaults() {
 	if c.Limits.LoginBlockMax == 0 {
 		c.Limits.LoginBlockMax = Duration(proxy.DefaultLoginBlockMax)
 	}
+	if c.Limits.MaxPlanDepth == 0 {
+		c.Limits.MaxPlanDepth = rewriter.DefaultMaxDepth
+	}
+	if c.Limits.PlanMemory == 0 {
+		c.Limits.PlanMemory = rewriter.DefaultPlanMemory
+	}
 	for name, t := range c.Sequences.Tags {
 		if t.Generator == "" {
 			t.Generator = "segment"
@@ -428,6 +434,13 @@ func (c *Config) Validate() error {
 		if _, _, err := net.SplitHostPort(c.Metrics.Listen); err != nil {
 			add("metrics.listen", "%q is not host:port (empty disables the endpoint)", c.Metrics.Listen)
 		}
+	}
+	if c.Limits.MaxPlanDepth < 1 {
+		add("limits.max_plan_depth", "%d: must be at least 1 (default %d)", c.Limits.MaxPlanDepth, rewriter.DefaultMaxDepth)
+	}
+	if c.Limits.PlanMemory < 1<<20 {
+		add("limits.plan_memory", "%d bytes: must be at least 1MiB (default %dMiB), or every statement the proxy parses is refused",
+			c.Limits.PlanMemory, rewriter.DefaultPlanMemory>>20)
 	}
 	if len(probs) > 0 {
 		return &Error{Problems: probs}

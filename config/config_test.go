@@ -28,6 +28,9 @@ func TestDefaults(t *testing.T) {
 	if g := c.TagSettings("unlisted"); g.Generator != "segment" || g.Step != 1000 {
 		t.Fatalf("unlisted tag: %+v", g)
 	}
+	if c.Limits.MaxPlanDepth != 1000 || c.Limits.PlanMemory != 256<<20 {
+		t.Fatalf("plan limits: %+v", c.Limits)
+	}
 }
 
 func TestValidationNamesTheKey(t *testing.T) {
@@ -45,6 +48,8 @@ func TestValidationNamesTheKey(t *testing.T) {
 		{"snowflake: {worker_id: seven}", "snowflake.worker_id"},
 		{"snowflake: {epoch: yesterday}", "snowflake.epoch"},
 		{"users: [{name: a}, {name: a}]", "listed twice"},
+		{"limits: {max_plan_depth: -1}", "limits.max_plan_depth: -1: must be at least 1"},
+		{"limits: {plan_memory: 64KiB}", "limits.plan_memory: 65536 bytes: must be at least 1MiB"},
 		{"metrics: {listen: 9104}", "metrics.listen"},
 		{"metrics: {listen: localhost}", "metrics.listen"},
 		{"tables: [{table: t, column: id, tag: " + strings.Repeat("x", 129) + "}]", "tables[0].tag"},

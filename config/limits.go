@@ -34,6 +34,16 @@ type Limits struct {
 	LoginFailures        int      `yaml:"login_failures"`
 	LoginFailureInterval Duration `yaml:"login_failure_interval"`
 	LoginBlockMax        Duration `yaml:"login_block_max"`
+	// MaxPlanDepth bounds the nesting of parentheses in a statement the
+	// proxy must parse to rewrite it (NEXTVAL, an INSERT into a rule table
+	// the fast path does not read); deeper ones get 1473.
+	MaxPlanDepth int `yaml:"max_plan_depth"`
+	// PlanMemory bounds the memory all sessions' planning may take at
+	// once: rewriter.TokenCost per token of a statement the parser reads,
+	// rewriter.CallCost per sequence call of a text with more than 64; a
+	// statement that would need more than all of it gets 1041 at once,
+	// others wait up to 10 s.
+	PlanMemory ByteSize `yaml:"plan_memory"`
 }
 
 // ByteSize is a byte count written as 512MiB, 64KB or a plain number.

@@ -113,6 +113,7 @@ func (d *dupRetry) Redo(ctx context.Context) error {
 			"tag", d.dupTag, "key", d.dup, "moved_past", floor)
 	}
 	text := unsafe.String(&d.text[0], len(d.text))
+	st.ctx = ctx // the plan budget waits with it
 	plan, err := st.planner.PlanQuery(text, &st.env)
 	if err != nil {
 		return err

@@ -21,6 +21,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -47,12 +48,18 @@ type Engine struct {
 	ids     IDSource
 	rules   atomic.Pointer[rewriter.Rules] // swapped whole on a configuration reload
 	cols    *columnCache
+	// What planning with the parser may cost (WithPlanLimits, planmem.go).
+	maxDepth int
+	plans    *planBudget
 }
 
 // New returns an engine drawing from ids and filling keys per rules (nil:
 // no tables are filled; NEXTVAL still works).
-func New(ids IDSource, rules *rewriter.Rules) *Engine {
-	e := &Engine{ids: ids, cols: newColumnCache(5 * time.Second)}
+func New(ids IDSource, rules *rewriter.Rules, opts ...Option) *Engine {
+	e := &Engine{ids: ids, cols: newColumnCache(5 * time.Second), plans: newPlanBudget(rewriter.DefaultPlanMemory)}
+	for _, o := range opts {
+		o(e)
+	}
 	e.rules.Store(rules)
 	return e
 }
@@ -106,6 +113,7 @@ func (e *Engine) state(s Session) *state {
 	st.env.Columns = func(db, table string) ([]string, error) {
 		return e.cols.get(st.ctx, st.sess, db, table)
 	}
+	st.env.Limits = rewriter.Limits{MaxDepth: e.maxDepth, Memory: planMemory{b: e.plans, st: st}}
 	s.SetValue(st)
 	return st
 }
@@ -166,6 +174,9 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 		return false, err
 	}
 	plan, err := st.planner.PlanQuery(text, &st.env)
+	if errors.Is(err, proxy.ErrWouldBlock) {
+		return false, err // the plan budget is full: the goroutine waits for it
+	}
 	if err != nil {
 		// A call the proxy refuses may be MariaDB's own native sequence.
 		if idents, strCalls := rewriter.SequenceNames(text, st.env.Mode); len(idents) > 0 {

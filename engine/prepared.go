@@ -3,10 +3,12 @@ package engine
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"strconv"
 	"strings"
 	"unsafe"
 
+	"github.com/leafproxy/leafproxy/proxy"
 	"github.com/leafproxy/leafproxy/rewriter"
 )
 
@@ -39,6 +41,9 @@ func (e *Engine) prepare(ctx context.Context, s Session, sql []byte) (bool, erro
 		return false, err
 	}
 	plan, err := rewriter.PlanPrepare(text, &st.env)
+	if errors.Is(err, proxy.ErrWouldBlock) {
+		return false, err // the plan budget is full: the goroutine waits for it
+	}
 	if err != nil {
 		if idents, strCalls := rewriter.SequenceNames(text, st.env.Mode); len(idents) > 0 {
 			if relay, nerr := e.nativeOnly(ctx, st, idents, strCalls); nerr != nil || relay {

@@ -34,7 +34,7 @@ type lane struct {
 	cin    []byte // client bytes read but not run yet: a partial or pipelined command
 	bcarry []byte // backend bytes: the start of a packet not yet classifiable
 	cpend  []byte // bytes for the client its socket did not take yet
-	bpend  []byte // bytes for the backend its socket did not take yet
+	bpend  []byte // bytes for the backend its socket did not take yet (see backendFull)
 
 	busy  bool        // a command's response is under way
 	tr    respTracker // that response
@@ -93,35 +93,6 @@ func pendBits(events uint32, client bool) uint32 {
 		b |= out
 	}
 	return b
-}
-
-// sink writes to a lane's socket without blocking: what the socket does not
-// take waits in the lane (cpend, bpend) until it is writable, and while
-// the client's waits the backend is not read (back pressure).
-type sink struct {
-	ln     *lane
-	fd     int
-	client bool
-}
-
-func (k *sink) Write(p []byte) (int, error) {
-	k.ln.wrote = true
-	pend := &k.ln.bpend
-	if k.client {
-		pend = &k.ln.cpend
-	}
-	if len(*pend) > 0 {
-		*pend = append(*pend, p...)
-		return len(p), nil
-	}
-	n, errno := writeFD(k.fd, p)
-	if errno != 0 && errno != syscall.EAGAIN {
-		return n, os.NewSyscallError("write", errno)
-	}
-	if n < len(p) {
-		*pend = append(*pend, p[n:]...)
-	}
-	return len(p), nil
 }
 
 func newLane(l *loop, s *Session, cfd, bfd int) *lane {
@@ -188,7 +159,7 @@ func (ln *lane) handle(bits uint32) {
 			ln.readBackend()
 		} else if ln.bReady && !ln.busy {
 			ln.backendUnasked()
-		} else if ln.cReady && !ln.clientEOF && len(ln.cin) < loopBuf {
+		} else if ln.cReady && !ln.clientEOF && len(ln.cin) < loopBuf && !ln.backendFull() {
 			ln.readClient()
 		} else {
 			break
@@ -237,38 +208,10 @@ func (ln *lane) check() {
 	}
 }
 
-// drainPend writes what waits for a socket that has room again.
-func (ln *lane) drainPend(client bool) {
-	pend, fd := &ln.bpend, ln.bfd
-	if client {
-		pend, fd = &ln.cpend, ln.cfd
-	}
-	n, errno := writeFD(fd, *pend)
-	if errno != 0 && errno != syscall.EAGAIN {
-		err := &ioError{leg: "backend", err: os.NewSyscallError("write", errno)}
-		if client {
-			err.leg = "client"
-		}
-		ln.fail(err)
-		return
-	}
-	rest := copy(*pend, (*pend)[n:])
-	*pend = (*pend)[:rest]
-	if rest > 0 {
-		return
-	}
-	if cap(*pend) > loopBuf {
-		*pend = nil
-	}
-	if client && !ln.busy {
-		ln.idleAgain()
-	}
-}
-
 // readClient reads what the client sent and runs the commands it completes,
 // until the socket is empty or the lane cannot take more.
 func (ln *lane) readClient() {
-	for !ln.gone && !ln.clientEOF && len(ln.cin) < loopBuf {
+	for !ln.gone && !ln.clientEOF && len(ln.cin) < loopBuf && !ln.backendFull() {
 		buf := ln.r.cbuf
 		n, errno := readFD(ln.cfd, buf)
 		switch {
@@ -282,7 +225,7 @@ func (ln *lane) readClient() {
 		case n == 0:
 			ln.cReady = false
 			ln.clientEOF = true
-			if !ln.busy && len(ln.cpend) == 0 {
+			if !ln.busy && len(ln.cpend) == 0 && (len(ln.cin) == 0 || !ln.backendFull()) {
 				ln.clientGone()
 			} else if ln.busy && len(ln.cin) == 0 {
 				ln.s.abandonSoon() // gone mid-command: stop the statement (hangup.go)
@@ -316,9 +259,10 @@ func (ln *lane) clientGone() {
 }
 
 // commands runs the complete commands at the front of buf (the loop's read
-// buffer or ln.cin) while nothing else is under way, and keeps the rest.
+// buffer or ln.cin) while nothing else is under way and the backend takes
+// bytes, and keeps the rest.
 func (ln *lane) commands(buf []byte) {
-	for !ln.gone && !ln.busy && len(ln.cpend) == 0 && len(buf) >= 4 {
+	for !ln.gone && !ln.busy && len(ln.cpend) == 0 && !ln.backendFull() && len(buf) >= 4 {
 		n := int(buf[0]) | int(buf[1])<<8 | int(buf[2])<<16
 		if buf[3] != 0 {
 			ln.s.endOnClientError(&ioError{leg: "client", err: errSequence{got: buf[3], want: 0}})
@@ -345,7 +289,7 @@ func (ln *lane) commands(buf []byte) {
 	if len(ln.cin) == 0 && cap(ln.cin) > loopBuf {
 		ln.cin = nil
 	}
-	if ln.clientEOF && !ln.busy && len(ln.cpend) == 0 {
+	if ln.clientEOF && !ln.busy && len(ln.cpend) == 0 && (len(ln.cin) == 0 || !ln.backendFull()) {
 		ln.clientGone()
 	}
 }

@@ -2,17 +2,12 @@ package rewriter
 
 import (
 	"strings"
-	"sync"
 
 	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // value expressions for the parser
 )
-
-// parsers holds idle parsers: a parser is not safe for concurrent use and
-// costs ~20 KB to make.
-var parsers = sync.Pool{New: func() any { return parser.New() }}
 
 // builder collects the edits for one text.
 type builder struct {
@@ -74,6 +69,11 @@ type builder struct {
 	stmtRaw int
 	load    *Load
 	loadErr error
+	// cost: the tokens and nesting of the statement being planned, when
+	// runFrom counted them as it read it (parseCost); ch: the plan memory
+	// the call holds.
+	cost stmtCost
+	ch   *charge
 }
 
 type scanKind uint8
@@ -97,6 +97,7 @@ func (b *builder) run() error {
 		if l.is(first, "INSERT") || l.is(first, "REPLACE") {
 			b.inBang = l.inBang
 			b.nstmts = 1
+			b.cost = stmtCost{} // parseCost counts, if the parser must read it
 			err := b.statement(0, first.start, len(b.sql), first)
 			// The fast path planned it from what quickPlan read (see the
 			// firstInsert case of statement): the Planner may memoize it.
@@ -124,11 +125,22 @@ func (b *builder) runFrom(l *lexer, stmt int) error {
 		first, prev := token{kind: tEOF}, token{kind: tEOF}
 		b.calls = b.calls[:0]
 		compound := false
+		tokens, depth, open := 0, 0, 0 // for parseCost, counted on the way
 		var t token
 		for {
 			t = l.next()
 			if t.kind == tEOF || l.isPunct(t, ';') {
 				break
+			}
+			tokens++
+			if t.kind == tPunct {
+				switch b.sql[t.start] {
+				case '(':
+					open++
+					depth = max(depth, open)
+				case ')':
+					open = max(open-1, 0)
+				}
 			}
 			if first.kind == tEOF {
 				first = t
@@ -157,6 +169,7 @@ func (b *builder) runFrom(l *lexer, stmt int) error {
 		if first.kind != tEOF {
 			b.nstmts++
 			b.stmtRaw = raw
+			b.cost = stmtCost{counted: true, tokens: tokens, depth: depth}
 			if err := b.statement(raw, start, t.start, first); err != nil {
 				return err
 			}
@@ -329,6 +342,17 @@ func (b *builder) statement(raw, start, end int, first token) error {
 		return nil
 	}
 
+	// What the parser may cost is bounded (parse.go): deeper nesting than
+	// Limits.MaxDepth is refused, the memory is reserved from the shared
+	// budget, and a parser that read a large text is not pooled.
+	tokens, err := b.parseCost(start, end, hasRule, qualify(db, table), rule)
+	if err != nil {
+		return err
+	}
+	if err := b.ch.parse(b.env, parseMemory(tokens, len(text))); err != nil {
+		return err
+	}
+
 	// The parser rejects NEXTVAL('tag'): parse a copy in which every call
 	// is a same-length integer literal, so offsets stay valid.
 	src := text
@@ -346,7 +370,7 @@ func (b *builder) statement(raw, start, end int, first token) error {
 	p := parsers.Get().(*parser.Parser)
 	broken := false
 	defer func() {
-		if !broken {
+		if !broken && tokens <= poolTokens {
 			parsers.Put(p)
 		}
 	}()
@@ -426,47 +450,4 @@ func (b *builder) statement(raw, start, end int, first token) error {
 	}
 	s.wrapFirstKey()
 	return nil
-}
-
-// insertRule reads the target of an INSERT / REPLACE text and looks up
-// its rule; db is resolved against the current database (b.db). hide
-// skips versioned executable comments as comments. An unqualified name
-// that some rule could match while the current database is unknown is
-// error 1235.
-func (b *builder) insertRule(text string, mode Mode, hide bool) (rule Rule, ok bool, db, table string, err error) {
-	l := lexer{s: text, mode: mode, hideVersioned: hide}
-	save := l
-	if t := l.next(); !l.is(t, "INSERT") && !l.is(t, "REPLACE") {
-		return Rule{}, false, "", "", nil
-	}
-	l = save
-	d, t, found := l.insertTable()
-	if !found {
-		return Rule{}, false, "", "", nil
-	}
-	if d == "" {
-		if b.dbUnknown && b.env.Rules.anyDBHas(t) {
-			return Rule{}, false, "", t, errorf(CodeNotSupported, "cannot tell which database %s is in: an earlier USE in the same text "+
-				"is one the proxy cannot follow (inside an executable comment not every server runs, built at run time, or not a plain name); "+
-				"send the USE on its own or qualify the table as db.%s", t, t)
-		}
-		d = b.db
-	}
-	rule, ok = b.env.Rules.Lookup(d, t)
-	return rule, ok, d, t, nil
-}
-
-func qualify(db, table string) string {
-	if db == "" {
-		return table
-	}
-	return db + "." + table
-}
-
-func firstLine(err error) string {
-	msg := err.Error()
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		msg = msg[:i]
-	}
-	return msg
 }

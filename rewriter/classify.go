@@ -47,12 +47,10 @@ func startsAny(sql string) bool {
 // It is quote-blind (a match in a string is a false "maybe") and never
 // answers false for a text with a call. IndexByte is vectorised but costs
 // a call per hit, so each of 'v' and 'V' is searched for only once per hit.
-func hasSeqCall(sql string) bool {
-	return hasValCall(sql) || hasDecode(sql)
-}
+func hasSeqCall(sql string) bool { return seqCalls(sql, 1) > 0 }
 
 // hasDecode reports whether sql may hold a LEAFPROXY_DECODE call: the word
-// in any case somewhere (quote-blind, like hasValCall).
+// in any case somewhere (quote-blind, like the "val" scan).
 func hasDecode(sql string) bool {
 	for i := strings.IndexByte(sql, '_'); i >= 0; {
 		if i >= 9 && i+7 <= len(sql) && sqltext.EqualFold(sql[i-9:i+7], "LEAFPROXY_DECODE") {
@@ -67,8 +65,16 @@ func hasDecode(sql string) bool {
 	return false
 }
 
-// hasValCall is hasSeqCall for the calls with "val" in their name.
-func hasValCall(sql string) bool {
+// seqCalls counts the places where sql may hold a sequence call (as
+// hasSeqCall reads them: at least the calls there are; LEAFPROXY_DECODE
+// counts once), stopping at most (-1: no limit).
+func seqCalls(sql string, most int) int {
+	n := 0
+	if hasDecode(sql) {
+		if n++; n == most {
+			return n
+		}
+	}
 	lo, up := strings.IndexByte(sql, 'v'), strings.IndexByte(sql, 'V')
 	for lo >= 0 || up >= 0 {
 		var i int
@@ -88,10 +94,12 @@ func hasValCall(sql string) bool {
 			}
 		}
 		if i+2 < len(sql) && sql[i+1]|0x20 == 'a' && sql[i+2]|0x20 == 'l' && seqCallAt(sql, i) {
-			return true
+			if n++; n == most {
+				return n
+			}
 		}
 	}
-	return false
+	return n
 }
 
 // seqCallAt reports whether the "val" at sql[i:] may belong to a call.

@@ -93,6 +93,16 @@
 // literals reach the backend byte for byte (the parser's Restore is never
 // used).
 //
+// What planning may cost is bounded (parse.go, Env.Limits): before the
+// parser reads a statement the lexer counts its tokens and its nesting of
+// parentheses (allocation-free); nesting deeper than Limits.MaxDepth
+// (default 1000) is error 1473, and TokenCost (512 bytes) per token is
+// reserved from Limits.Memory, a budget all sessions share, until the text
+// is planned; so is CallCost (2 KiB) per sequence call of a text with more
+// than 64, before they are read. A parser that read more than 1,024 tokens
+// is not pooled: it would keep the statement's tree. The lexer-only paths
+// above have no other such costs and no other limits.
+//
 // # Sequence calls in other statements
 //
 // NEXTVAL becomes one fresh ID per occurrence where it is evaluated once:

@@ -25,10 +25,15 @@ const (
 	// CodeWrongArguments (ER_WRONG_ARGUMENTS, SQLSTATE HY000): SETVAL
 	// with arguments the proxy cannot run.
 	CodeWrongArguments uint16 = 1210
+	// CodeTooDeep (ER_TOO_HIGH_LEVEL_OF_NESTING_FOR_SELECT, SQLSTATE
+	// HY000): a statement the parser must read nests parentheses deeper
+	// than Limits.MaxDepth (parse.go).
+	CodeTooDeep uint16 = 1473
 )
 
 // Error is a planning error the proxy can send to the client as an ERR
-// packet. Every error PlanQuery and PlanPrepare return is an *Error.
+// packet. Every error PlanQuery and PlanPrepare return is an *Error, but
+// for what Env.Limits.Memory's Acquire returned.
 type Error struct {
 	code  uint16
 	state string

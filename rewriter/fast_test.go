@@ -329,11 +329,14 @@ func TestParserPanic(t *testing.T) {
 // lone INSERT (firstInsert): the builder reads the table and looks its
 // rule up itself, as before that shortcut.
 func planNoFirst(sql string, env *Env, prepared bool) (Plan, error) {
-	p, done, seq, _, err := quickPlan(sql, env, nil, prepared)
+	var ch charge
+	p, done, seq, _, err := quickPlan(sql, env, nil, prepared, &ch)
 	if done {
+		ch.done()
 		return p, err
 	}
-	var pl Planner
+	pl := Planner{ch: ch}
+	defer pl.ch.done()
 	p, _, err = pl.build(sql, env, prepared, true, seq, firstInsert{})
 	return p, err
 }

@@ -395,3 +395,38 @@ func (b *builder) noteExplicit(l *lexer, t token, tag string) {
 	}
 	b.explicit = append(b.explicit, ExplicitKey{Tag: tag, Max: v})
 }
+
+// insertRule reads the target of an INSERT / REPLACE text and looks up
+// its rule; db is resolved against the current database (b.db). hide
+// skips versioned executable comments as comments. An unqualified name
+// that some rule could match while the current database is unknown is
+// error 1235.
+func (b *builder) insertRule(text string, mode Mode, hide bool) (rule Rule, ok bool, db, table string, err error) {
+	l := lexer{s: text, mode: mode, hideVersioned: hide}
+	save := l
+	if t := l.next(); !l.is(t, "INSERT") && !l.is(t, "REPLACE") {
+		return Rule{}, false, "", "", nil
+	}
+	l = save
+	d, t, found := l.insertTable()
+	if !found {
+		return Rule{}, false, "", "", nil
+	}
+	if d == "" {
+		if b.dbUnknown && b.env.Rules.anyDBHas(t) {
+			return Rule{}, false, "", t, errorf(CodeNotSupported, "cannot tell which database %s is in: an earlier USE in the same text "+
+				"is one the proxy cannot follow (inside an executable comment not every server runs, built at run time, or not a plain name); "+
+				"send the USE on its own or qualify the table as db.%s", t, t)
+		}
+		d = b.db
+	}
+	rule, ok = b.env.Rules.Lookup(d, t)
+	return rule, ok, d, t, nil
+}
+
+func qualify(db, table string) string {
+	if db == "" {
+		return table
+	}
+	return db + "." + table
+}

@@ -18,6 +18,9 @@ type stmtPlan struct {
 	placed   []bool
 	consumed []bool
 	first    int // index into b.edits of this statement's first edit
+	// itemLex reads the select items nameItem names, in order, so that a
+	// list of many items is lexed once, not once per item.
+	itemLex *lexer
 }
 
 // callAt returns the index of the call starting at statement offset pos.
@@ -68,13 +71,17 @@ func (s *stmtPlan) placeCalls(stmt ast.StmtNode) {
 		if n.From != nil || n.Where != nil || n.GroupBy != nil || n.Having != nil || n.WindowSpecs != nil || n.Fields == nil {
 			return
 		}
-		for _, f := range n.Fields.Fields {
+		for i, f := range n.Fields.Fields {
 			if f.Expr == nil {
 				continue
 			}
 			f.Expr.Accept(&v)
 			if f.AsName.O == "" {
-				s.nameItem(s.start + f.Offset)
+				limit := s.start + len(s.text)
+				if i+1 < len(n.Fields.Fields) {
+					limit = s.start + n.Fields.Fields[i+1].Offset
+				}
+				s.nameItem(s.start+f.Offset, limit)
 			}
 		}
 	}
@@ -86,14 +93,17 @@ func (s *stmtPlan) placeCalls(stmt ast.StmtNode) {
 // call is a number (`SELECT NEXTVAL('t') + 1` must not come back as a
 // column named `1001 + 1`). The item is aliased with that text; the
 // server shortens a long alias as it shortens a long item's text.
-func (s *stmtPlan) nameItem(from int) {
+func (s *stmtPlan) nameItem(from, limit int) {
+	calls := s.b.calls
+	i := sort.Search(len(calls), func(i int) bool { return calls[i].start >= from })
+	if i == len(calls) || calls[i].start >= limit {
+		return // no call before the next item: the server names it as written
+	}
 	end, aliased := s.itemEnd(from)
 	if aliased {
 		return // an empty alias, which the parser reports as none
 	}
-	calls := s.b.calls
-	i := sort.Search(len(calls), func(i int) bool { return calls[i].start >= from })
-	if i == len(calls) || calls[i].start >= end {
+	if calls[i].start >= end {
 		return // no call: the server names it as written
 	}
 	name := s.b.sql[from:end]
@@ -109,8 +119,13 @@ func (s *stmtPlan) nameItem(from int) {
 // an operand.
 func (s *stmtPlan) itemEnd(from int) (end int, aliased bool) {
 	// Lex from the statement's start, so that the lexer knows whether the
-	// item lies inside an executable comment.
-	l := lexer{s: s.b.sql[:s.start+len(s.text)], pos: s.start, mode: s.b.env.Mode}
+	// item lies inside an executable comment; items come in order, so the
+	// lexer goes on from the last item's end.
+	l := s.itemLex
+	if l == nil || l.pos > from {
+		l = &lexer{s: s.b.sql[:s.start+len(s.text)], pos: s.start, mode: s.b.env.Mode}
+		s.itemLex = l
+	}
 	t := l.next()
 	for t.kind != tEOF && t.start < from {
 		t = l.next()
@@ -132,19 +147,19 @@ func (s *stmtPlan) itemEnd(from int) (end int, aliased bool) {
 			depth++
 		case l.isPunct(t, ')'):
 			if depth == 0 {
-				return end, emptyAlias(&l, beforeLast, last)
+				return end, emptyAlias(l, beforeLast, last)
 			}
 			depth--
 		case depth > 0:
 		case l.isPunct(t, ',') || l.isPunct(t, ';') || t.kind == tWord && l.endsSelectList(t):
-			return end, l.is(t, "AS") || emptyAlias(&l, beforeLast, last)
+			return end, l.is(t, "AS") || emptyAlias(l, beforeLast, last)
 		}
 		end, prev = t.end, t
 		if depth == 0 || l.isPunct(t, '(') && depth == 1 {
 			beforeLast, last = last, t
 		}
 	}
-	return end, emptyAlias(&l, beforeLast, last)
+	return end, emptyAlias(l, beforeLast, last)
 }
 
 // emptyAlias reports an item whose last token is an empty quoted name or

@@ -52,6 +52,10 @@ type Env struct {
 	// INSERT without a column list into a rule table; nil makes such an
 	// INSERT an error.
 	Columns func(db, table string) ([]string, error)
+	// Limits bound what planning a statement with the parser may cost
+	// (parse.go); the zero value has the default nesting limit and no
+	// memory budget.
+	Limits Limits
 }
 
 // TagCount is how many IDs a plan needs from one tag.
@@ -254,6 +258,7 @@ type Planner struct {
 	tags  []TagCount
 	calls []Call
 	memo  []insertMemo // heads of recent lone INSERTs (memo.go)
+	ch    charge       // plan memory held during a call (parse.go)
 }
 
 // PlanQuery is PlanQuery (the package function) with pl's memory.
@@ -265,11 +270,14 @@ func (pl *Planner) PlanQuery(sql string, env *Env) (Plan, error) {
 // planWith plans with or without the fast path (fast.go); fastHits is the
 // number of statements the fast path planned.
 func planWith(sql string, env *Env, prepared, fast bool) (p Plan, fastHits int, err error) {
-	p, done, seq, first, err := quickPlan(sql, env, nil, prepared)
+	var ch charge
+	p, done, seq, first, err := quickPlan(sql, env, nil, prepared, &ch)
 	if done {
+		ch.done()
 		return p, 0, err
 	}
-	var pl Planner
+	pl := Planner{ch: ch}
+	defer pl.ch.done()
 	return pl.build(sql, env, prepared, fast, seq, first)
 }
 
@@ -280,7 +288,8 @@ func (pl *Planner) planWith(sql string, env *Env, prepared, fast bool) (p Plan, 
 		}
 	}
 	clear(pl.calls[:cap(pl.calls)]) // they hold strings of the last text
-	p, done, seq, first, err := quickPlan(sql, env, pl.calls[:0], prepared)
+	defer pl.ch.done()
+	p, done, seq, first, err := quickPlan(sql, env, pl.calls[:0], prepared, &pl.ch)
 	if done {
 		if p.Calls != nil && cap(p.Calls) <= 64 {
 			pl.calls = p.Calls
@@ -297,9 +306,16 @@ func (pl *Planner) planWith(sql string, env *Env, prepared, fast bool) (p Plan, 
 // quickPlan answers without the builder when it can: text with nothing to
 // plan, or the hot NEXTVAL select. seq says the text may hold a sequence
 // call (false: it holds none); first is what was read of a lone INSERT on
-// a rule table (see firstInsert).
-func quickPlan(sql string, env *Env, calls []Call, prepared bool) (p Plan, done, seq bool, first firstInsert, err error) {
-	seq = hasSeqCall(sql)
+// a rule table (see firstInsert). A text with many calls is charged for
+// them first (ch, parse.go).
+func quickPlan(sql string, env *Env, calls []Call, prepared bool, ch *charge) (p Plan, done, seq bool, first firstInsert, err error) {
+	n := seqCalls(sql, freeCalls+1)
+	seq = n > 0
+	if n > freeCalls {
+		if err := ch.calls(env, seqCalls(sql, -1)); err != nil {
+			return Plan{}, true, seq, first, err
+		}
+	}
 	if !seq && !startsAny(sql) {
 		return Plan{}, true, seq, first, nil // nothing to plan
 	}
@@ -328,9 +344,31 @@ func quickPlan(sql string, env *Env, calls []Call, prepared bool) (p Plan, done,
 func (pl *Planner) build(sql string, env *Env, prepared, fast, seq bool, first firstInsert) (p Plan, fastHits int, err error) {
 	b := pl.reset(sql, env, prepared, fast, seq, first)
 	if err := b.run(); err != nil {
+		pl.trim()
 		return Plan{}, b.fastHits, err
 	}
-	return pl.finish(), b.fastHits, nil
+	p = pl.finish()
+	pl.trim()
+	return p, b.fastHits, nil
+}
+
+// trim drops the builder's slices that grew huge (a 10,000-row INSERT's):
+// a session's Planner keeps its memory for the next statement, which is
+// rarely as large (the plan just made keeps its own references).
+func (pl *Planner) trim() {
+	b := &pl.b
+	if cap(b.edits) > 1024 {
+		b.edits, b.filled = nil, nil
+	}
+	if cap(b.calls) > 1024 {
+		b.calls = nil
+	}
+	if cap(b.explicit) > 1024 {
+		b.explicit = nil
+	}
+	if cap(b.idents) > 1024 {
+		b.idents = nil
+	}
 }
 
 // reset readies pl's builder for sql, reusing its memory.
@@ -342,7 +380,7 @@ func (pl *Planner) reset(sql string, env *Env, prepared, fast, seq bool, first f
 	clear(pl.b.idents[:cap(pl.b.idents)])
 	clear(pl.slots[:cap(pl.slots)])
 	clear(pl.tags[:cap(pl.tags)])
-	pl.b = builder{sql: sql, env: env, prepared: prepared, fast: fast, noSeq: !seq, first: first,
+	pl.b = builder{sql: sql, env: env, prepared: prepared, fast: fast, noSeq: !seq, first: first, ch: &pl.ch,
 		edits: pl.b.edits[:0], filled: pl.b.filled[:0], calls: pl.b.calls[:0], explicit: pl.b.explicit[:0], idents: pl.b.idents[:0]}
 	return &pl.b
 }
@@ -358,16 +396,13 @@ func (pl *Planner) finish() Plan {
 	if p.Slots != nil && cap(p.Slots) <= 1024 { // a 100,000-row INSERT's are not kept
 		pl.slots, pl.tags = p.Slots, p.Tags
 	}
-	if cap(b.edits) > 1024 {
-		b.edits, b.filled = nil, nil
-	}
 	return p
 }
 
 // plan numbers the slots in text order and counts IDs per tag.
 func (b *builder) plan(slots []Slot, tags []TagCount) Plan {
 	if b.num != nil {
-		return Plan{Kind: Numbered, Counters: b.counters, CountsExplicit: b.countsExplicit, num: b.num, Filled: b.filled, Explicit: orNil(b.explicit),
+		return Plan{Kind: Numbered, Counters: b.counters, CountsExplicit: b.countsExplicit, num: b.num, Filled: orNil(b.filled), Explicit: orNil(b.explicit),
 			Statements: b.nstmts, ClientParams: b.clientParams, Params: b.clientParams, prepared: b.prepared, Idents: orNil(b.idents), StringCalls: b.strCalls,
 			Writes: orNil(b.writes)}
 	}
@@ -375,7 +410,7 @@ func (b *builder) plan(slots []Slot, tags []TagCount) Plan {
 		return Plan{Explicit: orNil(b.explicit)}
 	}
 	slices.SortStableFunc(b.edits, func(x, y edit) int { return x.start - y.start })
-	p := Plan{Kind: Rewrite, edits: b.edits, prepared: b.prepared, Slots: slices.Grow(slots, len(b.edits)), Tags: tags, Filled: b.filled, Explicit: orNil(b.explicit), Statements: b.nstmts,
+	p := Plan{Kind: Rewrite, edits: b.edits, prepared: b.prepared, Slots: slices.Grow(slots, len(b.edits)), Tags: tags, Filled: orNil(b.filled), Explicit: orNil(b.explicit), Statements: b.nstmts,
 		Idents: orNil(b.idents), StringCalls: b.strCalls}
 	var tagIndex map[string]int // past a few tags; fewer are found by a scan
 	for i := range p.edits {

@@ -160,7 +160,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	}
 	names.log(log, cfg)
 	h.seq = seq
-	eng := engine.New(seq, rs)
+	eng := engine.New(seq, rs, engine.WithPlanLimits(cfg.Limits.MaxPlanDepth, int64(cfg.Limits.PlanMemory)))
 	live := &atomic.Pointer[config.Config]{}
 	live.Store(cfg)
 	adm := admin.New(eng, seq, live.Load)
