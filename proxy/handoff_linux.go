@@ -211,12 +211,16 @@ func (s *Session) fromLoop(ctx context.Context, m *loopMsg) bool {
 	}
 	switch m.kind {
 	case hoCommand:
-		if err := s.dispatch(ctx, m.pkt); err != nil {
+		err := s.dispatch(ctx, m.pkt) // counted when the loop read it
+		s.endCommand()
+		if err != nil {
 			s.endOnError(err)
 			return true
 		}
 	case hoResume:
-		if err := s.resume(ctx, m); err != nil {
+		err := s.resume(ctx, m)
+		s.endCommand()
+		if err != nil {
 			s.endOnError(err)
 			return true
 		}

@@ -77,6 +77,9 @@ type Session struct {
 	loopDebt int          // commands to serve here before trying the loop again
 	noLoop   bool         // never: a leg is TLS, compressed or not a socket
 
+	stats   sessionStats // statement-path metrics (stats.go)
+	relayed bool         // the command under way relayed a response (timed at its end)
+
 	cmd     []byte // reused command buffer
 	out     []byte // reused outgoing command buffer
 	scratch []byte // reused buffer for proxy-originated responses
@@ -204,7 +207,9 @@ func (s *Session) serve(base context.Context) {
 			s.log.Info("session closed: empty command packet")
 			return
 		}
+		s.countCommand(pkt[0])
 		err = s.dispatch(ctx, pkt)
+		s.endCommand()
 		s.releaseCommand(pkt)
 		if err != nil {
 			s.endOnError(err)
@@ -251,6 +256,7 @@ func (s *Session) endOnError(err error) {
 		if s.c.conn != nil { // on a loop the write does not block
 			_ = s.c.conn.SetWriteDeadline(time.Now().Add(2 * time.Second))
 		}
+		s.countErr(errBackendLost)
 		_ = s.c.writePacket(errPacket(errBackendLost, "08S01", fmt.Sprintf("leafproxy: lost connection to backend MySQL server at '%s' during query", s.srv.cfg.Backend.Addr)))
 		_ = s.c.flush()
 		return
