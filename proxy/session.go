@@ -168,11 +168,16 @@ func (s *Session) serve(base context.Context) {
 	if ic := s.srv.ic; ic != nil {
 		defer ic.SessionClosed(s)
 	}
+	var now int64 // the clock reading the last command ended with, if it took one
 	for {
 		// Order matters against Server.Shutdown: mark idle, then look at
 		// draining; Shutdown sets draining, then pokes idle sessions.
 		s.idle.Store(true)
-		s.since.Store(time.Now().UnixNano())
+		if now == 0 {
+			now = time.Now().UnixNano()
+		}
+		s.since.Store(now) // idle from when the last answer went out
+		now = 0
 		if s.srv.draining.Load() {
 			s.log.Debug("session closed: proxy shutting down")
 			return
@@ -209,7 +214,7 @@ func (s *Session) serve(base context.Context) {
 		}
 		s.countCommand(pkt[0])
 		err = s.dispatch(ctx, pkt)
-		s.endCommand()
+		now = s.endCommand()
 		s.releaseCommand(pkt)
 		if err != nil {
 			s.endOnError(err)

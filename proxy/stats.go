@@ -143,12 +143,17 @@ func (s *Session) relayDone(now int64) {
 }
 
 // endCommand ends a command on the session's goroutine: a command whose
-// answer the backend gave (walkFrom relayed it) is timed now.
-func (s *Session) endCommand() {
-	if s.relayed {
-		s.relayed = false
-		s.relayDone(time.Now().UnixNano())
+// answer the backend gave (walkFrom relayed it) is timed now. It returns
+// the clock reading it took (0: none), which the session's idle time
+// starts from, so timing costs no reading of its own.
+func (s *Session) endCommand() int64 {
+	if !s.relayed {
+		return 0
 	}
+	s.relayed = false
+	now := time.Now().UnixNano()
+	s.relayDone(now)
+	return now
 }
 
 // countErr counts an ERR sent outside a session's own table (a refused
