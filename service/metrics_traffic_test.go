@@ -90,8 +90,8 @@ func trafficRound(t *testing.T, r *running, url string, backend *testdb.Server, 
 	}
 	q("SELECT NEXTVAL('t')") // nextval, 1 ID
 	q("SELECT NEXTVAL('t')")
-	q("SELECT NEXTVAL('t', 10)")                            // nextval, 10 IDs
-	x("INSERT INTO orders (v) VALUES (1), (2)")             // filled_insert, 2 IDs, relayed
+	q("SELECT NEXTVAL('t', 10)")                           // nextval, 10 IDs
+	x("INSERT INTO orders (v) VALUES (1), (2)")            // filled_insert, 2 IDs, relayed
 	x("INSERT INTO orders (v) SELECT v + 10 FROM app.src") // numbered, 3 IDs, relayed
 	name := fmt.Sprintf("metrics%d", time.Now().UnixNano())
 	mysql.RegisterReaderHandler(name, func() io.Reader { return bytes.NewReader([]byte("20\n21\n")) })
