@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -21,35 +22,62 @@ import (
 )
 
 // TestMetricsCost (issue 21, item 3) measures what the statement-path
-// metrics cost: two leafproxy processes built from this tree, one with
-// metrics.listen set (every session counts its commands, errors, relayed
-// commands' latency, the engine its statements, NEXTVAL latency and IDs
-// per tag) and one without (nothing is counted), side by side on one
-// MariaDB, each case run on both in an order that alternates every round.
-// Workloads at 32 connections: pass-through SELECT 1 (the budget: at most
-// 2% of its throughput), SELECT NEXTVAL('t') and a filled single-row
-// INSERT. While the metrics process is measured, /metrics is scraped every
-// LEAFPROXY_BENCH_SCRAPE (default 1s, far more often than Prometheus'
-// usual 15-60 s), so the scrapes' cost (adding up every session, a health
-// probe per second) is in its figures. Reported: each round's on/off
-// ratio of QPS and of the proxy process's CPU per request, and their
-// medians.
+// metrics cost: leafproxy processes built from this tree on one MariaDB,
+// one with metrics.listen set (every session counts its commands, errors
+// and relayed commands' latency, the engine its statements, NEXTVAL
+// latency and IDs per tag) and two without (nothing is counted). While
+// the metrics process is measured, /metrics is scraped every
+// LEAFPROXY_BENCH_SCRAPE (default 5s, more often than Prometheus' usual
+// 15-60 s), so the scrapes' cost is in its figures; what one scrape costs
+// the proxy (adding up the sessions, the Go and process collectors, a
+// health probe: two fresh logins) is measured first, on the idle
+// processes. Workloads: pass-through SELECT 1
+// (the budget: at most 2% of its throughput), SELECT NEXTVAL('t') and a
+// filled single-row INSERT, LEAFPROXY_BENCH_CONNS connections per process
+// (default 32).
+//
+// On a shared, noisy machine a proxy measured after another meets other
+// neighbours (rounds of the alternating mode swing by +-40%), so by
+// default the processes are driven at the same time, each by its own
+// connections, and compared within the same seconds: "on/off" is the
+// metrics process against one without, "off/off" the two without against
+// each other, the instrument's own spread. LEAFPROXY_BENCH_METRICS_MODE=
+// alternate measures them one after the other instead (order alternating
+// every round). Reported: each round's ratios of QPS and of the proxy
+// process's CPU per request, and their medians.
 func TestMetricsCost(t *testing.T) {
 	benchEnabled(t)
 	dur := envDuration(t, "LEAFPROXY_BENCH_DURATION", 4*time.Second)
 	warm := envDuration(t, "LEAFPROXY_BENCH_WARMUP", time.Second)
-	rounds := envInt(t, "LEAFPROXY_BENCH_ROUNDS", 8)
+	rounds := envInt(t, "LEAFPROXY_BENCH_ROUNDS", 10)
 	conns := envInt(t, "LEAFPROXY_BENCH_CONNS", 32)
-	scrapeEvery := envDuration(t, "LEAFPROXY_BENCH_SCRAPE", time.Second)
+	scrapeEvery := envDuration(t, "LEAFPROXY_BENCH_SCRAPE", 5*time.Second)
+	concurrent := os.Getenv("LEAFPROXY_BENCH_METRICS_MODE") != "alternate"
 
 	srv := testdb.StartWith(t, "--innodb-log-file-size=512M", "--innodb-buffer-pool-size=256M")
 	srv.Exec(t, "CREATE DATABASE bench", "CREATE TABLE bench.orders (id BIGINT PRIMARY KEY, v VARCHAR(32))")
 	db := srv.Open(t, "bench")
 	dir := t.TempDir()
 	bin := buildLeafproxy(t, dir)
-	onAddr, offAddr, metricsAddr := freeAddr(t), freeAddr(t), freeAddr(t)
-	onPID := startLeafMetrics(t, bin, dir, "metrics-on", onAddr, srv.Addr, metricsAddr)
-	offPID := startLeafMetrics(t, bin, dir, "metrics-off", offAddr, srv.Addr, "")
+	metricsAddr := freeAddr(t)
+	type target struct {
+		name   string
+		addr   string
+		pid    int
+		scrape bool
+	}
+	targets := []target{{name: "metrics on", scrape: true}, {name: "metrics off"}}
+	if concurrent {
+		targets = append(targets, target{name: "metrics off (2)"})
+	}
+	for i := range targets {
+		targets[i].addr = freeAddr(t)
+		m := ""
+		if targets[i].scrape {
+			m = metricsAddr
+		}
+		targets[i].pid = startLeafMetrics(t, bin, dir, strings.NewReplacer(" ", "-", "(", "", ")", "").Replace(targets[i].name), targets[i].addr, srv.Addr, m)
+	}
 	dsn := func(addr string) string {
 		c, err := mysql.ParseDSN(srv.DSN("bench"))
 		if err != nil {
@@ -76,83 +104,122 @@ func TestMetricsCost(t *testing.T) {
 	if v := os.Getenv("LEAFPROXY_BENCH_TARGETS"); v != "" {
 		workloads = slices.DeleteFunc(workloads, func(w wl) bool { return !strings.Contains(v, w.name) })
 	}
-	type target struct {
-		name   string
-		addr   string
-		pid    int
-		scrape bool
-	}
-	targets := []target{{"metrics on", onAddr, onPID, true}, {"metrics off", offAddr, offPID, false}}
 	type meas struct{ qps, cpu, p999 float64 } // cpu: the proxy's, us per request
 	res := map[string][]meas{}
+	var scrapeMu sync.Mutex
 	var scrapes, scrapeErrs int
 	var scrapeTime time.Duration
 
+	// measure drives the targets (at once, or one after the other) with
+	// w and returns each one's figures.
+	measure := func(w wl, tgs []target) []meas {
+		type sample struct {
+			cpu time.Duration
+			at  time.Time
+		}
+		out := make([]meas, len(tgs))
+		run := func(i int) {
+			tg := tgs[i]
+			cfg := w.cfg
+			cfg.DSN, cfg.Conns, cfg.Duration, cfg.Warmup = dsn(tg.addr), conns, dur, warm
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			if tg.scrape {
+				wg.Go(func() {
+					tick := time.NewTicker(scrapeEvery)
+					defer tick.Stop()
+					for {
+						select {
+						case <-stop:
+							return
+						case <-tick.C:
+							t0 := time.Now()
+							err := getMetrics(metricsAddr)
+							scrapeMu.Lock()
+							scrapeTime += time.Since(t0)
+							scrapes++
+							if err != nil {
+								scrapeErrs++
+							}
+							scrapeMu.Unlock()
+						}
+					}
+				})
+			}
+			first := make(chan sample, 1)
+			go func() {
+				time.Sleep(warm)
+				first <- sample{procCPUPrecise(tg.pid), time.Now()}
+			}()
+			r, err := loadgen.Run(context.Background(), cfg)
+			end := sample{procCPUPrecise(tg.pid), time.Now()}
+			close(stop)
+			wg.Wait()
+			if err != nil {
+				t.Errorf("%s, %s: %v", w.name, tg.name, err)
+				return
+			}
+			if r.Errors > 0 {
+				t.Errorf("%s, %s: %d errors, first: %s", w.name, tg.name, r.Errors, r.FirstError)
+			}
+			s0 := <-first
+			m := meas{qps: r.QPS, p999: float64(r.Hist.Percentile(99.9)) / 1e3}
+			if r.QPS > 0 {
+				m.cpu = float64(end.cpu-s0.cpu) / float64(end.at.Sub(s0.at)) / r.QPS * 1e6
+			}
+			out[i] = m
+		}
+		if !concurrent {
+			for i := range tgs {
+				run(i)
+			}
+			return out
+		}
+		var wg sync.WaitGroup
+		for i := range tgs {
+			wg.Go(func() { run(i) })
+		}
+		wg.Wait()
+		return out
+	}
+
+	// One scrape's CPU in the proxy: 10 scrapes, each with a fresh health
+	// probe (cached for a second), against an idle process's CPU over the
+	// same time.
+	const nScrapes = 10
+	time.Sleep(1100 * time.Millisecond)
+	on0, off0 := procCPUPrecise(targets[0].pid), procCPUPrecise(targets[1].pid)
+	for range nScrapes {
+		if err := getMetrics(metricsAddr); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1100 * time.Millisecond)
+	}
+	perScrape := ((procCPUPrecise(targets[0].pid) - on0) - (procCPUPrecise(targets[1].pid) - off0)) / nScrapes
+
 	out := new(strings.Builder)
-	fmt.Fprintf(out, "\nStatement-path metrics on vs off: %d connections, %s per cell (+%s warm-up), %d rounds, /metrics scraped every %s while on, %d CPUs, load %s\n\n",
-		conns, dur, warm, rounds, scrapeEvery, runtime.NumCPU(), loadAvg())
-	ctx := context.Background()
+	mode := "one after the other, order alternating every round"
+	if concurrent {
+		mode = "all at once, each with its own connections"
+	}
+	fmt.Fprintf(out, "\nStatement-path metrics on vs off: %d connections per process, %s per cell (+%s warm-up), %d rounds, %s; /metrics scraped every %s; %d CPUs, load %s\n\n",
+		conns, dur, warm, rounds, mode, scrapeEvery, runtime.NumCPU(), loadAvg())
+	fmt.Fprintf(out, "One scrape of /metrics costs the idle proxy %.2f ms of CPU (mean of %d, each with a fresh health probe; the idle process without metrics over the same time subtracted)\n\n",
+		float64(perScrape)/1e6, nScrapes)
 	for round := range rounds {
 		for _, w := range workloads {
-			for i := range targets {
-				tg := targets[i]
-				if round%2 == 1 {
-					tg = targets[len(targets)-1-i]
-				}
-				if w.before != nil {
-					w.before()
-				}
-				cfg := w.cfg
-				cfg.DSN, cfg.Conns, cfg.Duration, cfg.Warmup = dsn(tg.addr), conns, dur, warm
-				stop := make(chan struct{})
-				var wg sync.WaitGroup
-				if tg.scrape {
-					wg.Go(func() {
-						tick := time.NewTicker(scrapeEvery)
-						defer tick.Stop()
-						for {
-							select {
-							case <-stop:
-								return
-							case <-tick.C:
-								t0 := time.Now()
-								err := getMetrics(metricsAddr)
-								scrapeTime += time.Since(t0)
-								scrapes++
-								if err != nil {
-									scrapeErrs++
-								}
-							}
-						}
-					})
-				}
-				type sample struct {
-					cpu time.Duration
-					at  time.Time
-				}
-				first := make(chan sample, 1)
-				go func() {
-					time.Sleep(warm)
-					first <- sample{procCPU(tg.pid), time.Now()}
-				}()
-				r, err := loadgen.Run(ctx, cfg)
-				end := sample{procCPU(tg.pid), time.Now()}
-				close(stop)
-				wg.Wait()
-				if err != nil {
-					t.Fatalf("%s, %s: %v", w.name, tg.name, err)
-				}
-				if r.Errors > 0 {
-					t.Errorf("%s, %s: %d errors, first: %s", w.name, tg.name, r.Errors, r.FirstError)
-				}
-				s0 := <-first
-				m := meas{qps: r.QPS, p999: float64(r.Hist.Percentile(99.9)) / 1e3}
-				if r.QPS > 0 {
-					m.cpu = float64(end.cpu-s0.cpu) / float64(end.at.Sub(s0.at)) / r.QPS * 1e6
-				}
+			tgs := slices.Clone(targets)
+			if round%2 == 1 {
+				slices.Reverse(tgs)
+			}
+			if w.before != nil {
+				w.before()
+			}
+			ms := measure(w, tgs)
+			for i, tg := range tgs {
 				k := w.name + "/" + tg.name
-				res[k] = append(res[k], m)
-				t.Logf("round %d, %s, %s: %.0f QPS, proxy CPU %.1fus/req, p999 %.0fus", round+1, w.name, tg.name, m.qps, m.cpu, m.p999)
+				res[k] = append(res[k], ms[i])
+				t.Logf("round %d, %s, %s: %.0f QPS, proxy CPU %.1fus/req, p999 %.0fus", round+1, w.name, tg.name, ms[i].qps, ms[i].cpu, ms[i].p999)
 			}
 		}
 	}
@@ -177,22 +244,28 @@ func TestMetricsCost(t *testing.T) {
 			fmt.Fprintf(out, "| %s | %s | %.0f | %.2fus | %.0fus |\n", w.name, tg.name, med(q), med(c), med(p))
 		}
 	}
-	fmt.Fprintf(out, "\n| ratio on/off (same round) | median | per round |\n|---|---:|---|\n")
+	pairs := [][2]string{{"metrics on", "metrics off"}}
+	if concurrent {
+		pairs = append(pairs, [2]string{"metrics off (2)", "metrics off"})
+	}
+	fmt.Fprintf(out, "\n| ratio (same round) | median | per round |\n|---|---:|---|\n")
 	for _, w := range workloads {
-		for _, which := range []struct {
-			label string
-			f     func(meas) float64
-		}{{"QPS", func(m meas) float64 { return m.qps }}, {"proxy CPU per request", func(m meas) float64 { return m.cpu }}} {
-			on, off := res[w.name+"/metrics on"], res[w.name+"/metrics off"]
-			var per []float64
-			var txt []string
-			for r := range min(len(on), len(off)) {
-				if v := which.f(off[r]); v > 0 {
-					per = append(per, which.f(on[r])/v)
-					txt = append(txt, fmt.Sprintf("%.3f", which.f(on[r])/v))
+		for _, pr := range pairs {
+			for _, which := range []struct {
+				label string
+				f     func(meas) float64
+			}{{"QPS", func(m meas) float64 { return m.qps }}, {"proxy CPU per request", func(m meas) float64 { return m.cpu }}} {
+				a, b := res[w.name+"/"+pr[0]], res[w.name+"/"+pr[1]]
+				var per []float64
+				var txt []string
+				for r := range min(len(a), len(b)) {
+					if v := which.f(b[r]); v > 0 {
+						per = append(per, which.f(a[r])/v)
+						txt = append(txt, fmt.Sprintf("%.3f", which.f(a[r])/v))
+					}
 				}
+				fmt.Fprintf(out, "| %s: %s / %s %s | **%.3fx** | %s |\n", w.name, pr[0], pr[1], which.label, med(per), strings.Join(txt, ", "))
 			}
-			fmt.Fprintf(out, "| %s: %s | **%.3fx** | %s |\n", w.name, which.label, med(per), strings.Join(txt, ", "))
 		}
 	}
 	if scrapes > 0 {
@@ -242,4 +315,36 @@ func getMetrics(addr string) error {
 		err = fmt.Errorf("status %s", resp.Status)
 	}
 	return err
+}
+
+// procCPUPrecise is a process's CPU time to the nanosecond: the sum of its
+// threads' run time in /proc/<pid>/task/*/schedstat (procCPU's utime +
+// stime count 10 ms ticks, coarse for a few seconds at a fraction of a
+// CPU). Falls back to procCPU when schedstat is not there.
+func procCPUPrecise(pid int) time.Duration {
+	if pid == 0 {
+		return 0
+	}
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return procCPU(pid)
+	}
+	var total time.Duration
+	for _, tk := range tasks {
+		b, err := os.ReadFile(dir + "/" + tk.Name() + "/schedstat")
+		if err != nil {
+			continue // the thread ended meanwhile
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			return procCPU(pid)
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return procCPU(pid)
+		}
+		total += time.Duration(ns)
+	}
+	return total
 }
