@@ -68,34 +68,44 @@ func (a *Interceptor) Query(ctx context.Context, s *proxy.Session, sql []byte) (
 		// the session's own goroutine, not an event loop's.
 		return false, proxy.ErrWouldBlock
 	}
+	handled, result, err := a.run(ctx, s, st)
+	audit(s, st, sql, result, err)
+	return handled, err
+}
+
+// run carries out an admin statement; result says what it did (see
+// audit), err is what the client is told instead of an answer.
+func (a *Interceptor) run(ctx context.Context, s *proxy.Session, st stmt) (handled bool, result string, err error) {
 	if st.err != "" && !st.badArg {
-		return false, &mysql.MyError{Code: mysql.ER_PARSE_ERROR, State: "42000", Message: st.err}
+		return false, "", &mysql.MyError{Code: mysql.ER_PARSE_ERROR, State: "42000", Message: st.err}
 	}
 	if !s.Admin() {
-		return false, proxy.ErrNeedAdmin(st.what())
+		return false, "", proxy.ErrNeedAdmin(st.what())
 	}
 	if st.err != "" {
-		return false, badArgument(st.err)
+		return false, "", badArgument(st.err)
 	}
-	s.Logger().Info("admin statement", "what", st.what(), "tag", st.tag)
 	switch st.kind {
 	case showSequences:
 		cols, rows, err := a.sequences(ctx)
 		if err != nil {
-			return false, err
+			return false, "", err
 		}
-		return true, s.WriteTextResultSet(cols, rows)
+		return true, "ok", s.WriteTextResultSet(cols, rows)
 	case showSessions:
 		cols, rows := a.sessionRows()
-		return true, s.WriteTextResultSet(cols, rows)
+		return true, "ok", s.WriteTextResultSet(cols, rows)
 	case createSequence:
-		return true, a.create(ctx, s, st)
+		result, err := a.create(ctx, s, st)
+		return true, result, err
 	case alterSequence:
-		return true, a.alter(ctx, s, st)
+		result, err := a.alter(ctx, s, st)
+		return true, result, err
 	case dropSequence:
-		return true, a.drop(ctx, s, st)
+		result, err := a.drop(ctx, s, st)
+		return true, result, err
 	}
-	return false, nil
+	return false, "", nil
 }
 
 // badArgument is MariaDB's 1210 (ER_WRONG_ARGUMENTS, HY000).

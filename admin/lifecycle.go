@@ -61,9 +61,9 @@ func notSupported(format string, args ...any) error {
 	return &mysql.MyError{Code: mysql.ER_NOT_SUPPORTED_YET, State: "42000", Message: "leafproxy: " + fmt.Sprintf(format, args...)}
 }
 
-func (a *Interceptor) create(ctx context.Context, s *proxy.Session, st stmt) error {
+func (a *Interceptor) create(ctx context.Context, s *proxy.Session, st stmt) (string, error) {
 	if err := schema.CheckTag(st.tag); err != nil {
-		return err
+		return "", err
 	}
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
@@ -72,39 +72,39 @@ func (a *Interceptor) create(ctx context.Context, s *proxy.Session, st stmt) err
 		// A configured tag exists by configuration; a snowflake one has
 		// its row already, a segment one must not get one.
 		if st.ifNotExists {
-			return s.WriteOK(0, 0, 1)
+			return "unchanged", s.WriteOK(0, 0, 1)
 		}
-		return &mysql.MyError{Code: mysql.ER_TABLE_EXISTS_ERROR, State: "42S01", Message: fmt.Sprintf(
+		return "", &mysql.MyError{Code: mysql.ER_TABLE_EXISTS_ERROR, State: "42S01", Message: fmt.Sprintf(
 			"Sequence '%s' already exists (a %s sequence in this proxy's configuration)", st.tag, gen)}
 	}
 	if !st.snowflake && inTags && gen == "snowflake" {
-		return notSupported("tag '%s' uses the snowflake generator (sequences.tags.%s), which has no leaf_alloc row", st.tag, st.tag)
+		return "", notSupported("tag '%s' uses the snowflake generator (sequences.tags.%s), which has no leaf_alloc row", st.tag, st.tag)
 	}
 	var created bool
 	var err error
 	if st.snowflake {
 		var l snowflake.Layout
 		if l, err = a.layout(ctx, st); err != nil {
-			return err
+			return "", err
 		}
 		created, err = a.seq.CreateSnowflake(ctx, st.tag, &l, a.description(s, st))
 	} else {
 		created, err = a.seq.CreateSegment(ctx, st.tag, st.step, a.description(s, st))
 	}
 	if err != nil {
-		return fmt.Errorf("create sequence '%s': %w", st.tag, err)
+		return "", fmt.Errorf("create sequence '%s': %w", st.tag, err)
 	}
 	if !created {
 		if st.ifNotExists {
-			return s.WriteOK(0, 0, 1)
+			return "unchanged", s.WriteOK(0, 0, 1)
 		}
 		kind, err := a.seq.TagKind(ctx, st.tag)
 		if err != nil {
-			return err
+			return "", err
 		}
-		return exists(st.tag, kind)
+		return "", exists(st.tag, kind)
 	}
-	return s.WriteOK(0, 0, 0)
+	return "created", s.WriteOK(0, 0, 0)
 }
 
 // layout is the layout CREATE ... SNOWFLAKE asks for: the store's global
@@ -153,45 +153,45 @@ func (a *Interceptor) layout(ctx context.Context, st stmt) (snowflake.Layout, er
 	return l, nil
 }
 
-func (a *Interceptor) alter(ctx context.Context, s *proxy.Session, st stmt) error {
+func (a *Interceptor) alter(ctx context.Context, s *proxy.Session, st stmt) (string, error) {
 	if err := schema.CheckTag(st.tag); err != nil {
-		return err
+		return "", err
 	}
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	if _, _, gen := a.declared(st.tag); gen == "snowflake" {
-		return notSupported("ALTER LEAFPROXY SEQUENCE '%s' STEP: the tag uses the snowflake generator (sequences.tags.%s), which has no step", st.tag, st.tag)
+		return "", notSupported("ALTER LEAFPROXY SEQUENCE '%s' STEP: the tag uses the snowflake generator (sequences.tags.%s), which has no step", st.tag, st.tag)
 	}
 	if err := a.seq.AlterStep(ctx, st.tag, st.step); err != nil {
-		return err
+		return "", err
 	}
-	return s.WriteOK(0, 0, 0)
+	return "altered", s.WriteOK(0, 0, 0)
 }
 
-func (a *Interceptor) drop(ctx context.Context, s *proxy.Session, st stmt) error {
+func (a *Interceptor) drop(ctx context.Context, s *proxy.Session, st stmt) (string, error) {
 	if err := schema.CheckTag(st.tag); err != nil {
-		return err
+		return "", err
 	}
 	rules, inTags, _ := a.declared(st.tag)
 	switch {
 	case len(rules) > 0:
-		return notSupported("cannot drop sequence '%s': table rules fill keys from it: %s; remove them from the configuration (and reload) first",
+		return "", notSupported("cannot drop sequence '%s': table rules fill keys from it: %s; remove them from the configuration (and reload) first",
 			st.tag, strings.Join(rules, ", "))
 	case inTags:
-		return notSupported("cannot drop sequence '%s': the configuration declares it (sequences.tags.%s) and would create it again; remove it there (and restart) first",
+		return "", notSupported("cannot drop sequence '%s': the configuration declares it (sequences.tags.%s) and would create it again; remove it there (and restart) first",
 			st.tag, st.tag)
 	}
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	found, err := a.seq.Drop(ctx, st.tag)
 	if err != nil {
-		return fmt.Errorf("drop sequence '%s': %w", st.tag, err)
+		return "", fmt.Errorf("drop sequence '%s': %w", st.tag, err)
 	}
 	if !found {
 		if st.ifExists {
-			return s.WriteOK(0, 0, 1)
+			return "unchanged", s.WriteOK(0, 0, 1)
 		}
-		return &segment.UnknownTagError{Tag: st.tag}
+		return "", &segment.UnknownTagError{Tag: st.tag}
 	}
-	return s.WriteOK(0, 0, 0)
+	return "dropped", s.WriteOK(0, 0, 0)
 }

@@ -15,13 +15,23 @@ func (d *discardSession) RelayQuery([]byte) error { return nil }
 
 // BenchmarkQueryFilledInsert is the engine's whole share of one filled
 // single-row INSERT as go-sql-driver sends it (bench/haproxy_test.go's
-// "1-row INSERT"): plan, key check, draw, render. The relay is not in it.
-func BenchmarkQueryFilledInsert(b *testing.B) {
+// "1-row INSERT"): plan, key check, draw, render, counted for metrics.
+// The relay is not in it.
+func BenchmarkQueryFilledInsert(b *testing.B) { benchFilled(b, true) }
+
+// BenchmarkQueryFilledInsertNoStats is BenchmarkQueryFilledInsert with the
+// metrics off.
+func BenchmarkQueryFilledInsertNoStats(b *testing.B) { benchFilled(b, false) }
+
+func benchFilled(b *testing.B, stats bool) {
 	rules, err := rewriter.NewRules([]rewriter.Rule{{Table: "orders", Column: "id", Tag: "order"}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	e := New(&counter{next: 1000}, rules)
+	if !stats {
+		e.DisableStats()
+	}
 	s := &discardSession{fakeSession{db: "bench", columns: map[string][][2]string{"orders": {{"id", "bigint"}, {"v", "varchar"}}}}}
 	ctx := context.Background()
 	sql := []byte("INSERT INTO orders (v) VALUES ('x')")
@@ -37,9 +47,19 @@ func BenchmarkQueryFilledInsert(b *testing.B) {
 }
 
 // BenchmarkQueryNextval is the engine's share of one SELECT NEXTVAL('t'):
-// plan, draw, build the one-row answer (the proxy writes it).
-func BenchmarkQueryNextval(b *testing.B) {
+// plan, draw, build the one-row answer (the proxy writes it), counted and
+// timed for metrics (one clock reading).
+func BenchmarkQueryNextval(b *testing.B) { benchNextval(b, true) }
+
+// BenchmarkQueryNextvalNoStats is BenchmarkQueryNextval with the metrics
+// off: the difference is what counting and timing a NEXTVAL costs.
+func BenchmarkQueryNextvalNoStats(b *testing.B) { benchNextval(b, false) }
+
+func benchNextval(b *testing.B, stats bool) {
 	e := New(&counter{next: 1000}, nil)
+	if !stats {
+		e.DisableStats()
+	}
 	s := &discardSession{fakeSession{db: "bench"}}
 	ctx := context.Background()
 	sql := []byte("SELECT NEXTVAL('t')")

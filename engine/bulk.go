@@ -96,6 +96,7 @@ func (e *Engine) bulkRewrite(ctx context.Context, s Session, st *state, p *prepa
 			out = append(out, row.raw[row.offs[2*src]:row.offs[2*src+1]]...)
 		}
 	}
+	st.countStmt(StmtFilled)
 	res, err := s.ExecuteResult(out)
 	if err != nil {
 		return true, err

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -133,30 +132,6 @@ func (d *dupRetry) Redo(ctx context.Context) error {
 // quoteIdent quotes a name for a statement of the engine's own.
 func quoteIdent(name string) string { return "`" + strings.ReplaceAll(name, "`", "``") + "`" }
 
-// EngineStats counts what the engine recovered from.
-type EngineStats struct {
-	// NumberedRetries: numbered statements counted and sent again because
-	// their rows outgrew the count.
-	NumberedRetries uint64
-	// DuplicateKeyRetries: statements sent again after a generated key
-	// collided with a key written around the proxy.
-	DuplicateKeyRetries uint64
-}
-
-// Stats reports the engine's counters.
-func (e *Engine) Stats() EngineStats {
-	return EngineStats{NumberedRetries: e.numberedRetries.Load(), DuplicateKeyRetries: e.dupRetries.Load()}
-}
-
 type engineCounters struct {
 	numberedRetries, dupRetries atomic.Uint64
-}
-
-// logger is the session's logger, when it has one (the proxy's sessions
-// do; the unit tests' fakes not).
-func (st *state) logger() *slog.Logger {
-	if l, ok := st.sess.(interface{ Logger() *slog.Logger }); ok {
-		return l.Logger()
-	}
-	return nil
 }

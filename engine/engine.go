@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -44,6 +45,7 @@ type IDSource interface {
 // in the session's value slot.
 type Engine struct {
 	engineCounters
+	stats   engineStats // per-session counts for metrics (stats.go)
 	natives nativeCache
 	ids     IDSource
 	rules   atomic.Pointer[rewriter.Rules] // swapped whole on a configuration reload
@@ -71,14 +73,17 @@ var (
 
 // state is one session's engine state.
 type state struct {
+	e       *Engine
+	stats   sessionStats // what this session did (stats.go)
+	mu      sync.Mutex   // guards writes to owned (Stats reads it)
 	rules   *atomic.Pointer[rewriter.Rules]
 	env     rewriter.Env
 	ctx     context.Context // valid during one call, for Env.Columns
 	sess    Session
 	planner rewriter.Planner // text statements' plans: valid during one call
 	modeStr string
-	last    map[string]*int64 // LASTVAL per tag (keys owned: see own)
-	owned   map[string]string // tag names copied out of packet buffers (own)
+	last    map[string]*int64    // LASTVAL per tag (keys owned: see own)
+	owned   map[string]*tagEntry // tag names copied out of packet buffers, with the IDs drawn (own)
 	stmts   map[uint32]*prepared
 	ids     []int64
 	batches [][]int64
@@ -108,13 +113,14 @@ func (e *Engine) state(s Session) *state {
 	if st, ok := s.Value().(*state); ok {
 		return st
 	}
-	st := &state{last: map[string]*int64{}, stmts: map[uint32]*prepared{}, sess: s, rules: &e.rules}
+	st := &state{e: e, last: map[string]*int64{}, stmts: map[uint32]*prepared{}, sess: s, rules: &e.rules}
 	st.env.Rules = e.rules.Load()
 	st.env.Columns = func(db, table string) ([]string, error) {
 		return e.cols.get(st.ctx, st.sess, db, table)
 	}
 	st.env.Limits = rewriter.Limits{MaxDepth: e.maxDepth, Memory: planMemory{b: e.plans, st: st}}
 	s.SetValue(st)
+	e.register(st)
 	return st
 }
 
@@ -202,7 +208,9 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 		return e.runNumbered(ctx, s, st, &plan, text)
 	case rewriter.Sequence:
 		if len(plan.Calls) == 1 && plan.Calls[0].Func == rewriter.Decode {
-			return true, e.decode(ctx, s, st, plan.Calls[0], false)
+			err := e.decode(ctx, s, st, plan.Calls[0], false)
+			st.countNextval(s)
+			return true, err
 		}
 		if err := st.evalCalls(ctx, e, plan.Calls); err != nil {
 			return false, err
@@ -214,6 +222,7 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 		st.rows[0] = st.row
 		err := s.WriteResultSet(st.names, st.rows[:])
 		clear(st.names)
+		st.countNextval(s)
 		return true, err
 	case rewriter.LoadData:
 		return e.load(ctx, s, st, &plan, text)
@@ -225,6 +234,7 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 			return false, err
 		}
 		st.buf = plan.Render(st.buf[:0], text, st.ids)
+		st.countStmt(StmtFilled)
 		var err error
 		if len(plan.Filled) > 0 && plan.Statements == 1 {
 			if _, ok := e.ids.(advancer); ok {
@@ -255,11 +265,13 @@ func (st *state) draw(ctx context.Context, e *Engine, plan *rewriter.Plan) error
 	for _, tc := range plan.Tags {
 		start := len(st.flat)
 		var err error
-		tag := st.own(tc.Tag)
+		te := st.ownTag(tc.Tag)
+		tag := te.name
 		st.flat, err = e.ids.NextN(ctx, tag, tc.N, st.flat)
 		if err != nil {
 			return fmt.Errorf("generate %d ID(s) for %q: %w", tc.N, tag, err)
 		}
+		st.countIDs(te, int64(tc.N))
 		batch := st.flat[start:len(st.flat):len(st.flat)]
 		st.batches = append(st.batches, batch)
 		if tc.N > 0 {
@@ -284,27 +296,6 @@ func (st *state) setLast(tag string, v int64) {
 	p := new(int64) // not &v: that would move v to the heap on every call
 	*p = v
 	st.last[tag] = p
-}
-
-// maxOwnedTags bounds a session's table of owned tag names (clients may
-// send any number of distinct names).
-const maxOwnedTags = 1024
-
-// own returns tag as a string the engine may hand on. The planner's tags
-// borrow the client's packet buffer (the engine reads it through an
-// unsafe.String), which the next command overwrites: nothing past the
-// engine may see such a string, so every tag crosses the boundary here.
-// Names a session has used before come from its table without allocating.
-func (st *state) own(tag string) string {
-	if o, ok := st.owned[tag]; ok {
-		return o
-	}
-	if st.owned == nil || len(st.owned) >= maxOwnedTags {
-		st.owned = make(map[string]string, 8)
-	}
-	o := strings.Clone(tag)
-	st.owned[o] = o
-	return o
 }
 
 // trim drops scratch buffers grown by a huge statement (a 100,000-row
@@ -349,7 +340,8 @@ func (st *state) evalCalls(ctx context.Context, e *Engine, calls []rewriter.Call
 	for _, c := range calls {
 		switch c.Func {
 		case rewriter.Next:
-			tag := st.own(c.Tag)
+			te := st.ownTag(c.Tag)
+			tag := te.name
 			if c.N > 1 {
 				// NEXTVAL('tag', n): the first of n consecutive IDs,
 				// LASTVAL the last.
@@ -357,6 +349,7 @@ func (st *state) evalCalls(ctx context.Context, e *Engine, calls []rewriter.Call
 				if err != nil {
 					return err
 				}
+				st.countIDs(te, c.N)
 				st.setLast(tag, first+c.N-1)
 				st.vals = append(st.vals, first)
 				st.row = append(st.row, &st.vals[len(st.vals)-1])
@@ -366,6 +359,7 @@ func (st *state) evalCalls(ctx context.Context, e *Engine, calls []rewriter.Call
 			if err != nil {
 				return fmt.Errorf("NEXTVAL(%s): %w", tag, err)
 			}
+			st.countIDs(te, 1)
 			st.one = got
 			st.setLast(tag, got[0])
 			st.vals = append(st.vals, got[0])
@@ -373,9 +367,13 @@ func (st *state) evalCalls(ctx context.Context, e *Engine, calls []rewriter.Call
 		case rewriter.Set:
 			// Raising a sequence steers every proxy's IDs: operators only.
 			if !st.sess.Admin() {
-				return proxy.ErrNeedAdmin("SETVAL")
+				err := proxy.ErrNeedAdmin("SETVAL")
+				st.auditSetVal(c, err)
+				return err
 			}
-			if err := e.setVal(ctx, c); err != nil {
+			err := e.setVal(ctx, c)
+			st.auditSetVal(c, err)
+			if err != nil {
 				return err
 			}
 			// MariaDB's SETVAL returns the value it was given.
@@ -422,8 +420,13 @@ func (e *Engine) sessionReset(s Session) {
 	}
 }
 
-// sessionClosed drops the session's state.
-func (e *Engine) sessionClosed(s Session) { s.SetValue(nil) }
+// sessionClosed drops the session's state (its counts go to the totals).
+func (e *Engine) sessionClosed(s Session) {
+	if st, ok := s.Value().(*state); ok {
+		e.retire(st)
+	}
+	s.SetValue(nil)
+}
 
 // notSupportedError is a 1235 (ER_NOT_SUPPORTED_YET) the engine raises itself:
 // a rule's key column that cannot hold generated IDs, a cursor on a NEXTVAL

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/leafproxy/leafproxy/proxy"
@@ -30,6 +31,7 @@ var _ Session = (*fakeSession)(nil)
 func (f *fakeSession) Value() any                                { return f.value }
 func (f *fakeSession) SetValue(v any)                            { f.value = v }
 func (f *fakeSession) Admin() bool                               { return false }
+func (f *fakeSession) CommandStart() int64                       { return time.Now().UnixNano() }
 func (f *fakeSession) CurrentDB(context.Context) (string, error) { return f.db, nil }
 func (f *fakeSession) SQLMode(context.Context) (string, error)   { return "STRICT_TRANS_TABLES", nil }
 func (f *fakeSession) RelayQuery(sql []byte) error {
@@ -211,3 +213,7 @@ func TestTagsCrossTheBoundaryOwned(t *testing.T) {
 		t.Error("own copied a tag name the session already owns")
 	}
 }
+
+// fakeStart is every fake command's arrival (the proxy's is a load of the
+// time its command path read already).
+var fakeStart = time.Now().UnixNano()

@@ -39,8 +39,10 @@ func (e *Engine) load(ctx context.Context, s Session, st *state, plan *rewriter.
 			ld.Filled.DB, ld.Filled.Table, ld.Filled.Column, cs)}
 	}
 	f.Charset = kind
-	feed := &keyFeed{ctx: ctx, e: e, st: st, tag: st.own(ld.Filled.Tag), table: ld.Filled.DB + "." + ld.Filled.Table}
+	te := st.ownTag(ld.Filled.Tag)
+	feed := &keyFeed{ctx: ctx, e: e, st: st, te: te, tag: te.name, table: ld.Filled.DB + "." + ld.Filled.Table}
 	st.buf = ld.Render(st.buf[:0], text)
+	st.countStmt(StmtLoadData)
 	err = s.RelayQueryInfile(st.buf, loadfile.New(f, feed))
 	st.trim()
 	return true, err
@@ -78,6 +80,7 @@ type keyFeed struct {
 	ctx   context.Context
 	e     *Engine
 	st    *state
+	te    *tagEntry // tag's entry (IDs drawn)
 	tag   string
 	table string
 	batch []int64
@@ -107,6 +110,7 @@ func (k *keyFeed) draw(n int) error {
 		return e
 	}
 	k.batch, k.next, k.drawn = b, 0, k.drawn+n
+	k.st.countIDs(k.te, int64(n))
 	k.st.setLast(k.tag, b[len(b)-1])
 	return nil
 }

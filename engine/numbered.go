@@ -109,12 +109,17 @@ func (e *Engine) numberedAttempts(ctx context.Context, s Session, st *state, pla
 			if n == 0 {
 				continue
 			}
-			tag := st.own(c.Tag)
+			te := st.ownTag(c.Tag)
+			tag := te.name
 			first, runLen, stride, err := bl.Block(ctx, tag, n)
 			if err != nil {
 				return false, fmt.Errorf("reserve %d ID(s) of %q: %w", n, tag, err)
 			}
+			st.countIDs(te, n)
 			blocks[i] = rewriter.Block{First: first, N: n, Run: runLen, Stride: stride}
+		}
+		if attempt == 1 {
+			st.countStmt(StmtNumbered)
 		}
 		retried, err := run.send(blocks)
 		if err != nil {

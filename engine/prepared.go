@@ -138,13 +138,17 @@ func (e *Engine) execute(ctx context.Context, s Session, stmtID uint32, pkt []by
 			return false, err
 		}
 		if len(calls) == 1 && calls[0].Func == rewriter.Decode {
-			return true, e.decode(ctx, s, st, calls[0], true)
+			err := e.decode(ctx, s, st, calls[0], true)
+			st.countNextval(s)
+			return true, err
 		}
 		if err := st.evalCalls(ctx, e, calls); err != nil {
 			return false, err
 		}
 		st.rows[0] = st.row
-		return true, s.WriteBinaryResultSet(p.cols, st.rows[:])
+		err = s.WriteBinaryResultSet(p.cols, st.rows[:])
+		st.countNextval(s)
+		return true, err
 	case rewriter.Rewrite:
 		if err := st.draw(ctx, e, &p.plan); err != nil {
 			return false, err
@@ -155,6 +159,7 @@ func (e *Engine) execute(ctx context.Context, s Session, stmtID uint32, pkt []by
 			return false, err
 		}
 		p.params.resetLong() // the server drops long data after an execute
+		st.countStmt(StmtFilled)
 		err = s.RelayExecute(st.buf)
 		st.trim()
 		return true, err

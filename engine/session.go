@@ -18,6 +18,9 @@ type Session interface {
 	// Admin reports whether the account may run admin-only statements
 	// (SETVAL).
 	Admin() bool
+	// CommandStart is when the command under way arrived (unix nanos),
+	// for timing the proxy's own answers.
+	CommandStart() int64
 
 	// CurrentDB and SQLMode are the session facts plans depend on.
 	CurrentDB(ctx context.Context) (string, error)

@@ -58,11 +58,13 @@ func (s *Server) connectBackend(ctx context.Context, l backendLogin) (*backendCo
 	defer cancel()
 	nc, err := dialBackend(ctx, s.cfg.Backend.Addr, timeout)
 	if err != nil {
+		s.noteBackend(err)
 		return nil, err
 	}
 	dl, _ := ctx.Deadline()
 	_ = nc.SetDeadline(dl) // bounds the whole backend handshake
 	bc, err := s.loginBackend(nc, l)
+	s.noteBackend(connectOutcome(err))
 	if err != nil {
 		nc.Close()
 		return nil, err

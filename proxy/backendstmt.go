@@ -78,6 +78,7 @@ func (s *Session) RelayExecuteAfter(pre, pkt []byte) error {
 			return s.fatal
 		}
 		s.log.Error("statement prepared by the proxy ran without its generated values; closing the session", "err", perr)
+		s.countErr(mysql.ER_UNKNOWN_ERROR)
 		_ = s.c.writePacket(errPacket(mysql.ER_UNKNOWN_ERROR, "HY000",
 			"leafproxy: could not set the generated IDs before EXECUTE ("+perr.Error()+"); the statement may have run with stale values; closing the connection"))
 		_ = s.c.flush()

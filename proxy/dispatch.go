@@ -202,6 +202,7 @@ func errorFields(err error) (uint16, string, string) {
 }
 
 func (s *Session) writeErrFlush(code uint16, state, msg string) error {
+	s.countErr(code)
 	if err := s.c.writePacket(errPacket(code, state, msg)); err != nil {
 		return s.setFatal(err)
 	}

@@ -213,13 +213,17 @@ func (s *Session) fromLoop(ctx context.Context, m *loopMsg) bool {
 	switch m.kind {
 	case hoCommand:
 		s.srv.armHangupWatch()
-		if err := s.dispatch(ctx, m.pkt); err != nil {
+		err := s.dispatch(ctx, m.pkt) // counted when the loop read it
+		s.endCommand()
+		if err != nil {
 			s.endOnError(err)
 			return true
 		}
 	case hoResume:
 		s.srv.armHangupWatch()
-		if err := s.resume(ctx, m); err != nil {
+		err := s.resume(ctx, m)
+		s.endCommand()
+		if err != nil {
 			s.endOnError(err)
 			return true
 		}

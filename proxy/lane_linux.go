@@ -303,6 +303,7 @@ func (ln *lane) command(pkt, rest []byte) {
 		ln.teardown()
 		return
 	}
+	s.countCommand(pkt[0])
 	s.c.seq = 1 // the command's own packet was sequence 0
 	s.cmdSeq = 1
 	s.idle.Store(false)

@@ -114,6 +114,9 @@ func (ln *lane) relayBackend(buf []byte) {
 				ln.fail(err)
 				return
 			}
+			if ev == evErr {
+				s.countErrPacket(buf[pos+4 : pos+4+h])
+			}
 			ln.ev = ev
 		}
 		ln.cont = n == maxPayload
@@ -154,6 +157,7 @@ func (ln *lane) finish() {
 	s := ln.s
 	ln.busy = false
 	ln.retrier = nil
+	s.relayDone(ln.r.now)
 	s.applyAfter(ln.after, ln.tr.ok)
 	ln.after = afterAction{}
 	if len(ln.bcarry) > 0 {

@@ -246,6 +246,8 @@ func (s *Session) walkFrom(t *respTracker, mode int) (walkResult, error) {
 		case evErr:
 			if mode != walkRelay {
 				r.err = parseErr(head)
+			} else {
+				s.countErrPacket(head)
 			}
 		case evRow:
 			if mode == walkCollect {
@@ -270,6 +272,9 @@ func (s *Session) walkFrom(t *respTracker, mode int) (walkResult, error) {
 				return r, err
 			}
 		}
+	}
+	if mode == walkRelay && t.kind != respNone {
+		s.relayed = true // the command is timed when it ends (endCommand)
 	}
 	r.ok, r.affected, r.insertID, r.warnings = t.ok, t.affected, t.insertID, t.warnings
 	return r, nil

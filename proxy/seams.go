@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
@@ -199,3 +200,18 @@ type proxyError string
 func (e proxyError) Error() string { return string(e) }
 
 func errorf(msg string) error { return proxyError("leafproxy: " + msg) }
+
+// CommandStart is when the command under way arrived, in unix nanoseconds
+// (on an event loop: when the runner took the batch of events it came
+// in), for timing what an interceptor answers itself.
+func (s *Session) CommandStart() int64 { return s.since.Load() }
+
+// Who names the session's account for audit logs: user@host, the host
+// being the client's address without its port ("unix" for a Unix socket).
+func (s *Session) Who() string {
+	host := s.remote
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return s.userName() + "@" + host
+}

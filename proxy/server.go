@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/internal/edge"
 )
 
 // Server accepts MySQL clients and relays each to its own backend connection.
@@ -48,6 +50,10 @@ type Server struct {
 	loopSessions atomic.Int64
 	loopMoves    atomic.Uint64
 	loopHandoffs atomic.Uint64
+
+	stats       serverStats  // statement-path totals (stats.go), under mu
+	noStats     bool         // WithoutStats: sessions count nothing
+	backendDown edge.Tracker // the backend did not answer the last connect or probe (backendstate.go)
 
 	throttle          *loginThrottle // failed logins per client host; nil when off
 	loginFailures     atomic.Uint64  // logins refused for wrong credentials
@@ -92,6 +98,11 @@ func WithInterceptor(i Interceptor) Option { return func(s *Server) { s.ic = i }
 // answering with either are checked without a switch; others are switched.
 func WithAuthMethod(m string) Option { return func(s *Server) { s.authMethod = m } }
 
+// WithoutStats turns the statement-path counters off (CommandStats then
+// reports only logins): for comparing their cost, and for a proxy nobody
+// scrapes.
+func WithoutStats() Option { return func(s *Server) { s.noStats = true } }
+
 // WithMaxPacket bounds one command packet from a client (default 1 GiB,
 // MySQL's own ceiling for max_allowed_packet).
 func WithMaxPacket(n int) Option { return func(s *Server) { s.maxPacket = n } }
@@ -117,6 +128,7 @@ func NewServer(cfg Config, opts ...Option) (*Server, error) {
 		done:       make(chan struct{}),
 		decoy:      randomPassword(),
 	}
+	s.stats.ended.Errors = map[uint16]uint64{}
 	s.nextID.Store(sessionIDBase)
 	for _, o := range opts {
 		o(s)
@@ -323,7 +335,7 @@ func (s *Server) handle(raw net.Conn) {
 	if wait, blocked := s.throttle.blocked(host, time.Now()); blocked {
 		// Refused before the greeting, as MariaDB refuses a blocked host:
 		// a guess costs the proxy no handshake.
-		writeLoginError(c, hostBlocked(raw.RemoteAddr(), wait))
+		s.refuseLogin(c, hostBlocked(raw.RemoteAddr(), wait))
 		return
 	}
 	if s.pending.add(raw, host, s.cfg.Limits.MaxHandshakes, &s.mu) {
@@ -333,8 +345,9 @@ func (s *Server) handle(raw net.Conn) {
 	hello, err := s.hello(s.baseCtx)
 	if err != nil {
 		s.pending.remove(raw, host, &s.mu)
-		log.Warn("backend unreachable: refusing client", "backend", s.cfg.Backend.Addr, "err", rootCause(err))
-		writeLoginError(c, s.backendRefusal(err))
+		// Logged once when the backend stops answering (noteBackend).
+		log.Debug("backend unreachable: refusing client", "backend", s.cfg.Backend.Addr, "err", rootCause(err))
+		s.refuseLogin(c, s.backendRefusal(err))
 		return
 	}
 	g := s.greetingFor(id, hello)
@@ -344,7 +357,7 @@ func (s *Server) handle(raw net.Conn) {
 		var le *loginError
 		if errors.As(err, &le) {
 			log.Info("login refused", "code", le.code, "err", le.msg)
-			writeLoginError(c, le)
+			s.refuseLogin(c, le)
 		} else {
 			log.Info("client handshake failed", "err", oneLine(err))
 		}
@@ -356,7 +369,7 @@ func (s *Server) handle(raw net.Conn) {
 	if n := s.active.Add(1); s.cfg.Limits.MaxConnections > 0 && n > int64(s.cfg.Limits.MaxConnections) {
 		s.active.Add(-1)
 		log.Warn("too many connections", "max", s.cfg.Limits.MaxConnections)
-		writeLoginError(c, &loginError{mysql.ER_CON_COUNT_ERROR, "08004", "Too many connections"})
+		s.refuseLogin(c, &loginError{mysql.ER_CON_COUNT_ERROR, "08004", "Too many connections"})
 		return
 	}
 	defer s.active.Add(-1)
@@ -364,8 +377,13 @@ func (s *Server) handle(raw net.Conn) {
 	bc, err := s.connectBackend(s.baseCtx, backendLoginFor(h))
 	if err != nil {
 		le := s.backendRefusal(err)
-		log.Warn("backend login failed", "backend", s.cfg.Backend.Addr, "code", le.code, "err", le.msg)
-		writeLoginError(c, le)
+		if connectOutcome(err) != nil {
+			// Unreachable: logged once when it stops answering (noteBackend).
+			log.Debug("backend login failed", "backend", s.cfg.Backend.Addr, "code", le.code, "err", le.msg)
+		} else {
+			log.Warn("backend login failed", "backend", s.cfg.Backend.Addr, "code", le.code, "err", le.msg)
+		}
+		s.refuseLogin(c, le)
 		return
 	}
 	sess := newSession(s, id, log, c, h, bc)
@@ -375,6 +393,7 @@ func (s *Server) handle(raw net.Conn) {
 		return
 	}
 	defer s.unregister(sess)
+	s.stats.logins.Add(1)
 	// The backend's own login OK (status flags, session state) is the
 	// client's: both legs start in the same state.
 	if err := c.writePacket(bc.ok); err != nil || c.flush() != nil {
@@ -412,6 +431,7 @@ func (s *Server) register(sess *Session) bool {
 func (s *Server) unregister(sess *Session) {
 	s.mu.Lock()
 	delete(s.sessions, sess.id)
+	s.retireStats(sess)
 	s.mu.Unlock()
 }
 

@@ -86,6 +86,9 @@ type Session struct {
 	loopDebt int          // commands to serve here before trying the loop again
 	noLoop   bool         // never: a leg is TLS, compressed or not a socket
 
+	stats   sessionStats // statement-path metrics (stats.go)
+	relayed bool         // the command under way relayed a response (timed at its end)
+
 	cmd     []byte // reused command buffer
 	out     []byte // reused outgoing command buffer
 	scratch []byte // reused buffer for proxy-originated responses
@@ -174,11 +177,16 @@ func (s *Session) serve(base context.Context) {
 	if ic := s.srv.ic; ic != nil {
 		defer ic.SessionClosed(s)
 	}
+	var now int64 // the clock reading the last command ended with, if it took one
 	for {
 		// Order matters against Server.Shutdown: mark idle, then look at
 		// draining; Shutdown sets draining, then pokes idle sessions.
 		s.idle.Store(true)
-		s.since.Store(time.Now().UnixNano())
+		if now == 0 {
+			now = time.Now().UnixNano()
+		}
+		s.since.Store(now) // idle from when the last answer went out
+		now = 0
 		if s.srv.draining.Load() {
 			s.log.Debug("session closed: proxy shutting down")
 			s.ending = endQuit
@@ -216,7 +224,9 @@ func (s *Session) serve(base context.Context) {
 			return
 		}
 		s.srv.armHangupWatch()
+		s.countCommand(pkt[0])
 		err = s.dispatch(ctx, pkt)
+		now = s.endCommand()
 		s.releaseCommand(pkt)
 		if err != nil {
 			s.endOnError(err)
@@ -294,6 +304,7 @@ func (s *Session) endOnError(err error) {
 		if s.c.conn != nil { // on a loop the write does not block
 			_ = s.c.conn.SetWriteDeadline(time.Now().Add(2 * time.Second))
 		}
+		s.countErr(errBackendLost)
 		_ = s.c.writePacket(errPacket(errBackendLost, "08S01", fmt.Sprintf("leafproxy: lost connection to backend MySQL server at '%s' during query", s.srv.cfg.Backend.Addr)))
 		_ = s.c.flush()
 		return

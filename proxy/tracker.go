@@ -165,6 +165,9 @@ func (t *respTracker) step(s *Session, head []byte, n int) (int, error) {
 	case phOne:
 		t.phase = phDone
 		if t.kind == respSimple {
+			if isErr(head) {
+				return evErr, nil
+			}
 			if isOK(head, n) {
 				_, _, st, _ := okInfo(head)
 				s.setStatus(st)

@@ -66,7 +66,7 @@ func TestRespTracker(t *testing.T) {
 		{"prepare ERR", respPrepare, false, 0, [][]byte{tErr}, []int{evErr}, false, false},
 		{"simple OK", respSimple, false, 0, [][]byte{tOK}, []int{evDone}, true, false},
 		{"simple EOF", respSimple, false, 0, [][]byte{tEOF}, []int{evDone}, true, false},
-		{"simple ERR", respSimple, false, 0, [][]byte{tErr}, []int{evDone}, false, false},
+		{"simple ERR", respSimple, false, 0, [][]byte{tErr}, []int{evErr}, false, false},
 		{"field list", respFieldList, false, 0, [][]byte{tDef, tDef, tEOF}, []int{evNext, evNext, evDone}, true, false},
 		{"fetch ERR", respFetch, false, 0, [][]byte{tRow, tErr}, []int{evNext, evErr}, false, false},
 	}

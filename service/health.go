@@ -59,6 +59,10 @@ type health struct {
 	timeout time.Duration
 	ttl     time.Duration
 	probes  atomic.Int64 // probes run, for tests
+	// reportBackend hears each probe's verdict on the backend (nil: it
+	// answered), for the proxy's backend up/down log (set once, before
+	// serving).
+	reportBackend func(error)
 
 	mu       sync.Mutex
 	last     Health
@@ -195,9 +199,14 @@ func (h *health) probe() Health {
 	r := Health{CheckedAt: time.Now()}
 	var wg sync.WaitGroup
 	wg.Go(func() {
+		var raw error
 		r.Backend = h.check(h.cfg.Backend.Addr, func(ctx context.Context) error {
-			return explainBackendError(h.cfg, "log in", h.backend.PingContext(ctx))
+			raw = h.backend.PingContext(ctx)
+			return explainBackendError(h.cfg, "log in", raw)
 		})
+		if h.reportBackend != nil {
+			h.reportBackend(unreachable(raw))
+		}
 	})
 	wg.Go(func() {
 		addr, _, db := storeIdentity(h.cfg)
@@ -264,6 +273,16 @@ func (h *health) probe() Health {
 		r.Status = "ok"
 	}
 	return r
+}
+
+// unreachable is err when it says the backend did not answer, nil when it
+// answered (a refused login is an answer).
+func unreachable(err error) error {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return nil
+	}
+	return err
 }
 
 func (h *health) check(addr string, f func(context.Context) error) Check {

@@ -18,7 +18,8 @@ import (
 )
 
 // collector reads the allocators' and the proxy's state at scrape time:
-// nothing on the ID or statement paths is instrumented.
+// nothing on the ID path is instrumented. (The statement path's counts,
+// kept per session, are trafficCollector's: metrics_stmt.go.)
 type collector struct {
 	seq   *allocator.Sequences
 	proxy *proxy.Server

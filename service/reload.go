@@ -22,7 +22,25 @@ import (
 // A configuration that would change what a running tag generates (its
 // generator, or a new snowflake tag) is
 // refused as a whole, as is one that fails validation: the old one stays.
+// The outcome shows in the metrics (leafproxy_config_last_reload_*).
 func (s *Service) Reload(ctx context.Context, next *config.Config) (changes []string, err error) {
+	changes, err = s.reload(ctx, next)
+	s.reloads.note(err)
+	return changes, err
+}
+
+// ReloadWith is Reload of the configuration load returns (SIGHUP: the
+// file read again); a file that cannot be loaded is a refused reload too.
+func (s *Service) ReloadWith(ctx context.Context, load func() (*config.Config, error)) ([]string, error) {
+	next, err := load()
+	if err != nil {
+		s.reloads.note(err)
+		return nil, err
+	}
+	return s.Reload(ctx, next)
+}
+
+func (s *Service) reload(ctx context.Context, next *config.Config) (changes []string, err error) {
 	if err := next.Validate(); err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/leafproxy/leafproxy/admin"
 	"github.com/leafproxy/leafproxy/allocator"
@@ -34,7 +35,12 @@ type options struct {
 	alloc   []allocator.Option
 	runway  runway.Options
 	version string
+	stats   bool // count the statement path even without metrics.listen
 }
+
+// WithStats keeps the statement path's counters on without metrics.listen
+// (tests reading the registry directly; benchmarks comparing their cost).
+func WithStats() Option { return func(o *options) { o.stats = true } }
 
 // WithRunwayOptions tunes the runway monitor (tests: a short interval, an
 // injected clock). The logger is the service's unless set.
@@ -75,6 +81,7 @@ type Service struct {
 	// live is the configuration in force: cfg as changed by Reload.
 	live *atomic.Pointer[config.Config]
 
+	reloads     *reloadState // what configuration reloads did (metrics)
 	mu          sync.Mutex
 	metricsAddr net.Addr
 	lctn        int // the backend's lower_case_table_names the rules were built with
@@ -103,6 +110,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	RouteDriverLog(log)
 	started := time.Now()
 	h, err := newHealth(cfg, nil)
 	if err != nil {
@@ -170,21 +178,34 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	}
 	mon := runway.New(seq, live.Load, ro)
 	adm.SetRunway(mon.Get)
-	srv, err := proxy.NewServer(ProxyConfig(cfg), append([]proxy.Option{proxy.WithLogger(log), proxy.WithInterceptor(adm), proxy.WithAuthMethod(cfg.AuthMethod)}, o.proxy...)...)
+	popts := []proxy.Option{proxy.WithLogger(log), proxy.WithInterceptor(adm), proxy.WithAuthMethod(cfg.AuthMethod)}
+	if cfg.Metrics.Listen == "" && !o.stats {
+		// Nobody scrapes: the sessions count nothing.
+		popts = append(popts, proxy.WithoutStats())
+		eng.DisableStats()
+	}
+	srv, err := proxy.NewServer(ProxyConfig(cfg), append(popts, o.proxy...)...)
 	if err != nil {
 		seq.Close()
 		h.close()
 		return nil, err
 	}
 	adm.SetSessions(srv.SessionList)
+	h.reportBackend = srv.ReportBackend
+	if backendErr != nil {
+		srv.ReportBackend(backendErr)
+	}
 	reg := prometheus.NewRegistry()
 	configured := map[string]bool{}
 	for name := range configuredTags(cfg) {
 		configured[name] = true
 	}
+	reloads := newReloadState(started)
 	reg.MustRegister(newCollector(seq, srv, configured, mon))
+	reg.MustRegister(newTrafficCollector(srv, eng, h.get, reloads, o.version))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return &Service{Proxy: srv, Sequences: seq, Engine: eng, Runway: mon, log: log, cfg: cfg, registry: reg,
-		health: h, version: o.version, started: started, live: live, lctn: names.lctn}, nil
+		health: h, version: o.version, started: started, live: live, lctn: names.lctn, reloads: reloads}, nil
 }
 
 // sameCause reports whether two errors come from the same MySQL error

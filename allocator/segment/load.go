@@ -138,6 +138,10 @@ func (a *Allocator) load(t *tagState) {
 			}
 		}
 
+		answered := err == nil || errors.As(err, &unknown)
+		if answered {
+			a.storeAnswered(t.name)
+		}
 		t.mu.Lock()
 		if err == nil && (r.End <= t.floor || r.End <= t.blockEnd) {
 			// Fetched before a Raise moved the store past it (every ID
@@ -200,7 +204,12 @@ func (a *Allocator) load(t *tagState) {
 		t.lastErr, t.lastErrAt = err, time.Now()
 		wait := min(retryMin<<min(t.failing-1, 10), retryMax)
 		t.mu.Unlock()
-		a.log.Warn("segment fetch failed", "tag", t.name, "err", err, "retry_in", wait)
+		if !answered {
+			a.storeFailed(t.name, err)
+		}
+		// Every failure at debug level; the store going down and coming
+		// back are logged once each (storeFailed, storeAnswered).
+		a.log.Debug("segment fetch failed", "tag", t.name, "err", err, "retry_in", wait)
 
 		select {
 		case <-time.After(wait):

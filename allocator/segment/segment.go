@@ -33,6 +33,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/leafproxy/leafproxy/internal/edge"
 )
 
 // Options tunes an Allocator. Zero values take the documented defaults.
@@ -192,8 +194,9 @@ type Allocator struct {
 	opts  Options
 	log   *slog.Logger
 
-	tags   atomic.Pointer[map[string]*tagState] // copy-on-write: tags are added rarely, read on every call
-	closed atomic.Bool
+	tags      atomic.Pointer[map[string]*tagState] // copy-on-write: tags are added rarely, read on every call
+	closed    atomic.Bool
+	storeDown edge.Tracker // the last fetch found the store unreachable (storestate.go)
 
 	mu      sync.Mutex // serialises copy-on-write of tags
 	pruneAt int

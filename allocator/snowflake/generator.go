@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/leafproxy/leafproxy/internal/edge"
 	"github.com/leafproxy/leafproxy/internal/nonblock"
 )
 
@@ -108,6 +109,10 @@ type Generator struct {
 
 	fileMu sync.Mutex
 	fileHW int64 // unix ms last written to the state file
+
+	// Upkeep's logging (the loop goroutine's, and start's before it).
+	renewFailing int          // renewals failed in a row
+	fence        edge.Tracker // fenced, as logged (noteFence)
 
 	stop chan struct{}
 	done chan struct{}

@@ -40,8 +40,20 @@ func (g *Generator) refresh(ctx context.Context) error {
 				g.log.Error("snowflake worker lease lost; no more IDs from this generator", "worker", g.lease.Worker, "err", err)
 				return err
 			}
-			g.log.Warn("snowflake worker lease renewal failed", "worker", g.lease.Worker, "err", err)
+			// The first failure of a run is a warning; the rest are
+			// debug detail: the generator fencing itself is logged once
+			// (noteFence).
+			if g.renewFailing++; g.renewFailing == 1 {
+				g.log.Warn("snowflake worker lease renewal failed; retrying (the generator fences itself if none succeeds in time)",
+					"worker", g.lease.Worker, "err", err, "fence_in", max(g.untilFence(), 0).Round(time.Millisecond).String())
+			} else {
+				g.log.Debug("snowflake worker lease renewal failed", "worker", g.lease.Worker, "err", err, "failures", g.renewFailing)
+			}
 			return fmt.Errorf("renew lease of worker %d: %w", g.lease.Worker, err)
+		}
+		if g.renewFailing > 0 {
+			g.log.Info("snowflake worker lease renewed after failures", "worker", g.lease.Worker, "failures", g.renewFailing)
+			g.renewFailing = 0
 		}
 		if g.stateFile != "" {
 			if _, err := g.persist(g.ceilMs(hw), false); err != nil {
@@ -74,10 +86,22 @@ func (g *Generator) loop() {
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
+	// A leased generator fences itself at its deadline, between ticks:
+	// fence wakes the loop then, so that it is logged when it happens.
+	fence := time.NewTimer(time.Hour)
+	defer fence.Stop()
 	for {
+		if d := g.untilFence(); g.ttl > 0 && d > 0 {
+			fence.Reset(d + time.Millisecond)
+		} else {
+			fence.Stop() // fenced already (the ticks look again), or never
+		}
 		select {
 		case <-g.stop:
 			return
+		case <-fence.C:
+			g.noteFence()
+			continue
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), every)
@@ -86,6 +110,34 @@ func (g *Generator) loop() {
 		if errors.Is(err, ErrLeaseLost) {
 			return
 		}
+		g.noteFence()
+	}
+}
+
+// untilFence is how long until a leased generator fences itself unless a
+// renewal succeeds (negative: fenced).
+func (g *Generator) untilFence() time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.deadline - g.since()
+}
+
+// noteFence logs a leased generator fencing itself (error) and issuing
+// again (info), once each: the state changes, not every look at it.
+func (g *Generator) noteFence() {
+	if g.ttl == 0 {
+		return
+	}
+	now := time.Now()
+	if fenced, lost := g.Health(); fenced && !lost {
+		if g.fence.Fail(now) {
+			g.log.Error("snowflake generator fenced: its worker lease was not renewed in time (is the store reachable?); "+
+				"snowflake IDs of this layout are refused until a renewal succeeds",
+				"worker", g.lease.Worker, "layout", g.layout.String())
+		}
+	} else if lasted, ended := g.fence.Recover(now); ended {
+		g.log.Info("snowflake generator unfenced: lease renewed, issuing again",
+			"worker", g.lease.Worker, "layout", g.layout.String(), "fenced_for", lasted.Round(time.Millisecond).String())
 	}
 }
 

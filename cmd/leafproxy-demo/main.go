@@ -21,10 +21,9 @@ import (
 	"strconv"
 	"syscall"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/leafproxy/leafproxy/demo"
 	"github.com/leafproxy/leafproxy/internal/buildinfo"
+	"github.com/leafproxy/leafproxy/service"
 )
 
 func main() {
@@ -77,7 +76,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		backendAddr = net.JoinHostPort("127.0.0.1", strconv.FormatUint(p, 10))
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	_ = mysql.SetLogger(driverLogger{log.With("component", "mysql-driver")})
+	service.RouteDriverLog(log) // the driver's own lines, at debug level
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -113,10 +112,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	log.Info("leafproxy demo stopped")
 	return 0
 }
-
-type driverLogger struct{ log *slog.Logger }
-
-func (d driverLogger) Print(v ...any) { d.log.Warn(fmt.Sprint(v...)) }
 
 func signalName(sig os.Signal) string {
 	switch sig {

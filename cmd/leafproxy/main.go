@@ -15,6 +15,7 @@ import (
 	"github.com/leafproxy/leafproxy/allocator/snowflake"
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/buildinfo"
+	"github.com/leafproxy/leafproxy/service"
 )
 
 // version is set at build time with -ldflags "-X main.version=..."; the
@@ -216,11 +217,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// go-sql-driver's own lines (a dropped connection's "unexpected EOF")
+	// never reach the output unfiltered: check and init report what they
+	// find themselves; serve logs them at debug level.
+	service.RouteDriverLog(nil)
 	switch cmd.name {
 	case "check":
 		return runCheck(ctx, cfg, get("config"), stdout, stderr)
 	case "serve":
 		log := newLogger(cfg, stderr)
+		service.RouteDriverLog(log)
 		l, ml, code := prepareServe(ctx, cfg, log, stderr)
 		if code != 0 {
 			return code

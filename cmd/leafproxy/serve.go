@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
-
-	"github.com/go-sql-driver/mysql"
 
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/buildinfo"
@@ -21,9 +18,6 @@ import (
 // gracefully within shutdown.grace. SIGHUP re-reads the configuration with
 // reload and applies its users, tables and tags (service.Reload).
 func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, l, ml net.Listener, reload func() (*config.Config, error)) error {
-	// go-sql-driver reports dropped connections through its own logger
-	// (stderr, with file:line): route it into the structured log.
-	_ = mysql.SetLogger(driverLogger{log.With("component", "mysql-driver")})
 	bi := buildinfo.Read(version)
 	srv, err := service.New(ctx, cfg, log, service.WithVersion(bi.Version))
 	if err != nil {
@@ -43,10 +37,6 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, l, ml net.
 	return nil
 }
 
-type driverLogger struct{ log *slog.Logger }
-
-func (d driverLogger) Print(v ...any) { d.log.Warn(fmt.Sprint(v...)) }
-
 // onReload applies the configuration again on every SIGHUP; an invalid one
 // is refused and the running one kept. Sessions are not touched.
 func onReload(ctx context.Context, srv *service.Service, log *slog.Logger, reload func() (*config.Config, error)) (stop func()) {
@@ -58,21 +48,23 @@ func onReload(ctx context.Context, srv *service.Service, log *slog.Logger, reloa
 			select {
 			case <-hup:
 				log.Info("received SIGHUP, reloading the configuration")
-				next, err := reload()
+				changes, err := srv.ReloadWith(ctx, func() (*config.Config, error) {
+					next, err := reload()
+					if err == nil {
+						for _, w := range next.SecretWarnings() {
+							log.Warn(w)
+						}
+					}
+					return next, err
+				})
 				if err == nil {
-					for _, w := range next.SecretWarnings() {
-						log.Warn(w)
+					if len(changes) == 0 {
+						log.Info("configuration reloaded: nothing changed")
 					}
-					var changes []string
-					if changes, err = srv.Reload(ctx, next); err == nil {
-						if len(changes) == 0 {
-							log.Info("configuration reloaded: nothing changed")
-						}
-						for _, c := range changes {
-							log.Info("configuration reloaded: " + c)
-						}
-						continue
+					for _, c := range changes {
+						log.Info("configuration reloaded: " + c)
 					}
+					continue
 				}
 				log.Error("configuration reload refused, the running configuration stays", "err", oneLineErr(err))
 			case <-done:

@@ -1,0 +1,82 @@
+package snowflake
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/leafproxy/leafproxy/internal/testdb"
+)
+
+// memLeaser is a WorkerSource in memory whose renewals fail on demand (a
+// store that stops answering).
+type memLeaser struct {
+	ttl     time.Duration
+	failing atomic.Bool
+}
+
+func (m *memLeaser) Acquire(context.Context, int64, time.Time) (Lease, error) {
+	return Lease{Worker: 3, Token: "t"}, nil
+}
+func (m *memLeaser) Renew(context.Context, Lease, time.Time) error {
+	if m.failing.Load() {
+		return errors.New("store unreachable (test)")
+	}
+	return nil
+}
+func (m *memLeaser) Release(context.Context, Lease, time.Time) error { return nil }
+func (m *memLeaser) TTL() time.Duration                              { return m.ttl }
+
+// A leased generator whose renewals fail logs the first failure (warn),
+// fencing itself when it happens (error) and issuing again (info): once
+// each, however many renewals fail in between.
+func TestFenceLoggedOnce(t *testing.T) {
+	var logs testdb.LockedBuffer
+	src := &memLeaser{ttl: 600 * time.Millisecond}
+	g := newGen(t, Options{Worker: src, RenewEvery: 50 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	mustNext(t, g)
+	const (
+		failed   = "snowflake worker lease renewal failed; retrying"
+		fenced   = "snowflake generator fenced"
+		unfenced = "snowflake generator unfenced"
+		renewed  = "snowflake worker lease renewed after failures"
+	)
+	count := func(s string) int { return strings.Count(logs.String(), s) }
+
+	src.failing.Store(true)
+	waitFor(t, &logs, func() bool { f, _ := g.Health(); return f && count(fenced) == 1 })
+	if _, err := g.Next(context.Background()); !errors.Is(err, ErrFenced) {
+		t.Fatalf("Next while fenced: %v", err)
+	}
+	time.Sleep(300 * time.Millisecond) // several more failed renewals: nothing more at info level
+	if count(failed) != 1 || count(fenced) != 1 || count(unfenced) != 0 {
+		t.Fatalf("while fenced: %d failure, %d fenced, %d unfenced lines, want 1, 1, 0:\n%s",
+			count(failed), count(fenced), count(unfenced), logs.String())
+	}
+
+	src.failing.Store(false)
+	waitFor(t, &logs, func() bool { return count(unfenced) == 1 })
+	mustNext(t, g)
+	time.Sleep(200 * time.Millisecond)
+	if count(failed) != 1 || count(fenced) != 1 || count(unfenced) != 1 || count(renewed) != 1 {
+		t.Fatalf("after: %d failure, %d fenced, %d unfenced, %d renewed lines, want 1 each:\n%s",
+			count(failed), count(fenced), count(unfenced), count(renewed), logs.String())
+	}
+	if !strings.Contains(logs.String(), "level=ERROR msg=\"snowflake generator fenced") {
+		t.Errorf("fencing not at error level:\n%s", logs.String())
+	}
+}
+
+func waitFor(t *testing.T, logs *testdb.LockedBuffer, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met in 10 s:\n%s", logs.String())
+		}
+	}
+}

@@ -1,0 +1,199 @@
+package proxy
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/internal/metric"
+)
+
+// Statement-path metrics. Each session counts its own commands, the ERR
+// packets its client receives and how long relayed commands take
+// (sessionStats, written only by whoever serves the session: its
+// goroutine or the loop runner holding it); a scrape adds up the live
+// sessions and the totals of ended ones (Server.CommandStats). No shared
+// word is written per command, nothing is looked up by label, nothing
+// allocates. Relayed commands are timed with the clock readings the
+// command path takes anyway: on an event loop, the runner's one reading
+// per batch of events (runner.now) at the command and at the response's
+// end; on a session's goroutine, the reading at the command's start and
+// one more when its answer is through.
+
+// Command kinds counted (CommandStats.Commands).
+const (
+	CmdQuery   = iota // COM_QUERY
+	CmdPrepare        // COM_STMT_PREPARE
+	CmdExecute        // COM_STMT_EXECUTE and COM_STMT_BULK_EXECUTE
+	CmdOther          // everything else: ping, close, reset, init db, ...
+	CmdKinds
+)
+
+// CmdNames are the kinds as metrics label them.
+var CmdNames = [CmdKinds]string{"query", "prepare", "execute", "other"}
+
+func cmdKind(c byte) int {
+	switch c {
+	case mysql.COM_QUERY:
+		return CmdQuery
+	case mysql.COM_STMT_PREPARE:
+		return CmdPrepare
+	case mysql.COM_STMT_EXECUTE, comStmtBulkExecute:
+		return CmdExecute
+	}
+	return CmdOther
+}
+
+// sessionErrCodes is how many distinct error codes a session counts
+// itself; a session that meets more counts the rest in the server's table.
+const sessionErrCodes = 8
+
+// sessionStats is one session's share of the statement-path metrics.
+type sessionStats struct {
+	cmds  [CmdKinds]metric.Counter
+	relay metric.Histogram
+	// Error codes in first-seen order: codes[i] is valid for i < n
+	// (published after it is written), counted in errs[i].
+	n     atomic.Int32
+	codes [sessionErrCodes]atomic.Uint32
+	errs  [sessionErrCodes]metric.Counter
+}
+
+// addErr counts an ERR with code; false when the session's table is full.
+func (st *sessionStats) addErr(code uint16) bool {
+	n := int(st.n.Load())
+	for i := range n {
+		if uint16(st.codes[i].Load()) == code {
+			st.errs[i].Inc()
+			return true
+		}
+	}
+	if n == sessionErrCodes {
+		return false
+	}
+	st.codes[n].Store(uint32(code))
+	st.errs[n].Inc()
+	st.n.Store(int32(n + 1))
+	return true
+}
+
+// addTo adds the session's counts to c.
+func (st *sessionStats) addTo(c *CommandStats) {
+	for i := range st.cmds {
+		c.Commands[i] += st.cmds[i].Load()
+	}
+	st.relay.AddTo(&c.Relay)
+	for i := range int(st.n.Load()) {
+		c.Errors[uint16(st.codes[i].Load())] += st.errs[i].Load()
+	}
+}
+
+// CommandStats is what the proxy's sessions did since start.
+type CommandStats struct {
+	Commands [CmdKinds]uint64  // commands received from clients, by kind (CmdNames)
+	Errors   map[uint16]uint64 // ERR packets sent to clients, by error code: relayed from the backend or the proxy's own, refused logins included
+	Relay    metric.Snapshot   // time from a command's arrival to the end of the backend's answer relayed to the client
+	Logins   uint64            // successful logins
+}
+
+// serverStats are the server's totals: sessions that ended, errors of
+// connections that never became sessions (refused logins) and of sessions
+// whose own table was full. Guarded by Server.mu, which also guards the
+// session table, so that a session's counts move from the live sessions
+// to the totals in one step a scrape cannot see half of.
+type serverStats struct {
+	ended  CommandStats
+	logins atomic.Uint64
+}
+
+// countCommand counts a command read from the client (once: a command an
+// event loop hands to the session's goroutine is not counted again).
+func (s *Session) countCommand(c byte) {
+	if s.srv.noStats {
+		return
+	}
+	s.stats.cmds[cmdKind(c)].Inc()
+}
+
+// countErr counts an ERR packet with code sent to the client.
+func (s *Session) countErr(code uint16) {
+	if s.srv.noStats {
+		return
+	}
+	if !s.stats.addErr(code) {
+		s.srv.countErr(code)
+	}
+}
+
+// countErrPacket counts a relayed ERR packet (its first bytes: 0xFF, code).
+func (s *Session) countErrPacket(head []byte) {
+	if len(head) >= 3 {
+		s.countErr(uint16(head[1]) | uint16(head[2])<<8)
+	}
+}
+
+// relayDone records the end of a relayed response at now (unix nanos);
+// the command began at s.since. A response with no answer (STMT_CLOSE,
+// SEND_LONG_DATA) is not timed.
+func (s *Session) relayDone(now int64) {
+	if !s.srv.noStats {
+		s.stats.relay.Observe(now - s.since.Load())
+	}
+}
+
+// endCommand ends a command on the session's goroutine: a command whose
+// answer the backend gave (walkFrom relayed it) is timed now. It returns
+// the clock reading it took (0: none), which the session's idle time
+// starts from, so timing costs no reading of its own.
+func (s *Session) endCommand() int64 {
+	if !s.relayed {
+		return 0
+	}
+	s.relayed = false
+	now := time.Now().UnixNano()
+	s.relayDone(now)
+	return now
+}
+
+// countErr counts an ERR sent outside a session's own table (a refused
+// login, a session that met more codes than it keeps).
+func (srv *Server) countErr(code uint16) {
+	srv.mu.Lock()
+	srv.stats.ended.Errors[code]++
+	srv.mu.Unlock()
+}
+
+// refuseLogin answers a connection that does not become a session with
+// e, counted.
+func (srv *Server) refuseLogin(c *leg, e *loginError) {
+	if !srv.noStats {
+		srv.countErr(e.code)
+	}
+	writeLoginError(c, e)
+}
+
+// retire moves an ending session's counts into the totals; srv.mu held.
+func (srv *Server) retireStats(sess *Session) {
+	if !srv.noStats {
+		sess.stats.addTo(&srv.stats.ended)
+	}
+}
+
+// CommandStats adds up the statement-path counts of every session, live
+// and ended. It walks the sessions under the server's lock: a few
+// microseconds per thousand sessions, once per scrape.
+func (srv *Server) CommandStats() CommandStats {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	c := srv.stats.ended
+	c.Errors = make(map[uint16]uint64, len(srv.stats.ended.Errors))
+	for k, v := range srv.stats.ended.Errors {
+		c.Errors[k] = v
+	}
+	for _, sess := range srv.sessions {
+		sess.stats.addTo(&c)
+	}
+	c.Logins = srv.stats.logins.Load()
+	return c
+}
