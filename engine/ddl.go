@@ -62,15 +62,18 @@ func loneStatement(text string) bool {
 // hasDDL reports whether any statement of text starts with a statement
 // that can change a table's columns. It runs on every query, so the common
 // text, one statement that is not DDL, costs the first word and one
-// IndexByte. Statement boundaries are internal/sqltext's (a ';' in quoted
-// text or a comment is none), found with both backslash rules, as the
-// session's NO_BACKSLASH_ESCAPES is not known here: a false "yes" only
-// costs the DDL path and the invalidation of the tables it names.
+// IndexByte, and a text whose every ';' is followed by no DDL word costs a
+// quote-blind look after each ';' (every statement boundary is a ';', so
+// this finds no DDL only where there is none). Where it finds one, the
+// statement boundaries are confirmed with internal/sqltext's rules (a ';' in
+// quoted text or a comment is none) under both backslash rules, as the
+// session's NO_BACKSLASH_ESCAPES is not known here: a false "yes" only costs
+// the DDL path and the invalidation of the tables the text names.
 func hasDDL(text string) bool {
 	if isDDL(text) {
 		return true
 	}
-	if strings.IndexByte(text, ';') < 0 {
+	if !ddlAfterSemicolon(text) {
 		return false
 	}
 	for _, escapes := range [2]bool{true, false} {
@@ -82,6 +85,21 @@ func hasDDL(text string) bool {
 		if strings.IndexByte(text, '\\') < 0 {
 			break // both rules split the same way
 		}
+	}
+	return false
+}
+
+// ddlAfterSemicolon reports whether isDDL holds after any ';' of text.
+func ddlAfterSemicolon(text string) bool {
+	for i := strings.IndexByte(text, ';'); i >= 0; {
+		if isDDL(text[i+1:]) {
+			return true
+		}
+		j := strings.IndexByte(text[i+1:], ';')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
 	}
 	return false
 }
