@@ -169,8 +169,19 @@ func TestWaitRespectsContext(t *testing.T) {
 	a := New(store, Options{WaitTimeout: time.Hour})
 	defer a.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
-	_, err := a.Next(ctx, "t")
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Next(ctx, "t")
+		done <- err
+	}()
+	// Cancel once Next has started the fetch the gate holds and waits for it.
+	waitFor(t, "the fetch to start", func() bool {
+		var n int
+		store.get(func(s *memStore) { n = s.inflight })
+		return n > 0
+	})
+	cancel()
+	err := <-done
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Next with a cancelled context: %v, want context.Canceled", err)
 	}
@@ -489,13 +500,29 @@ func TestBoundedLoaders(t *testing.T) {
 			}
 		}()
 	}
+	// Every tag's loader is started (and, bounded, all but two queue for
+	// a slot) before the first fetch is let through.
+	waitFor(t, "every tag's loader to start", func() bool {
+		m := *a.tags.Load()
+		if len(m) < len(tags) {
+			return false
+		}
+		for _, ts := range m {
+			ts.mu.Lock()
+			started := ts.loading && ts.waiters > 0
+			ts.mu.Unlock()
+			if !started {
+				return false
+			}
+		}
+		return true
+	})
 	for range tags {
 		waitFor(t, "a fetch to start", func() bool {
 			var n int
 			store.get(func(s *memStore) { n = s.inflight })
 			return n > 0
 		})
-		time.Sleep(5 * time.Millisecond) // give an unbounded pool the chance to show itself
 		gate <- struct{}{}
 	}
 	wg.Wait()
