@@ -105,12 +105,12 @@ func get(t *testing.T, url string, v any) int {
 	return resp.StatusCode
 }
 
-// healthAfterCache waits out the health cache, then asks /healthz.
-func healthAfterCache(t *testing.T, base string) (int, service.Health) {
+// healthAfterCache ends the cached health result's life, then asks /healthz.
+func healthAfterCache(t *testing.T, r *running) (int, service.Health) {
 	t.Helper()
-	time.Sleep(1100 * time.Millisecond)
+	r.Svc.ExpireHealth()
 	var h service.Health
-	code := get(t, base+"/healthz", &h)
+	code := get(t, r.Base+"/healthz", &h)
 	return code, h
 }
 
@@ -132,7 +132,7 @@ func TestHealthz(t *testing.T) {
 
 	// A scrape storm: 100 requests within the cache's second cost at most
 	// one more probe.
-	time.Sleep(1100 * time.Millisecond)
+	r.Svc.ExpireHealth()
 	before := r.Svc.HealthProbes()
 	stormStart := time.Now()
 	var wg sync.WaitGroup
@@ -153,7 +153,7 @@ func TestHealthz(t *testing.T) {
 
 	backend.Stop(t)
 	start := time.Now()
-	code, h := healthAfterCache(t, r.Base)
+	code, h := healthAfterCache(t, r)
 	if code != http.StatusServiceUnavailable || h.OK || h.Status != "unavailable" || h.Backend.OK {
 		t.Fatalf("healthz with the backend stopped: %d %+v", code, h)
 	}
@@ -168,7 +168,7 @@ func TestHealthz(t *testing.T) {
 	}
 
 	backend.Restart(t)
-	code, h = healthAfterCache(t, r.Base)
+	code, h = healthAfterCache(t, r)
 	if code != http.StatusOK || !h.OK {
 		t.Fatalf("healthz after the backend came back: %d %+v", code, h)
 	}
@@ -196,7 +196,7 @@ func TestHealthzStoreApart(t *testing.T) {
 	}
 
 	store.Stop(t)
-	code, h := healthAfterCache(t, r.Base)
+	code, h := healthAfterCache(t, r)
 	if code != http.StatusServiceUnavailable || !h.Backend.OK || h.Store.OK {
 		t.Fatalf("healthz with the store stopped: %d %+v", code, h)
 	}

@@ -169,8 +169,19 @@ func TestWaitRespectsContext(t *testing.T) {
 	a := New(store, Options{WaitTimeout: time.Hour})
 	defer a.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
-	_, err := a.Next(ctx, "t")
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Next(ctx, "t")
+		done <- err
+	}()
+	// Cancel once Next has started the fetch the gate holds and waits for it.
+	waitFor(t, "the fetch to start", func() bool {
+		var n int
+		store.get(func(s *memStore) { n = s.inflight })
+		return n > 0
+	})
+	cancel()
+	err := <-done
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Next with a cancelled context: %v, want context.Canceled", err)
 	}
@@ -427,113 +438,6 @@ func TestUnknownTagsDoNotAccumulate(t *testing.T) {
 	}
 	if n := len(*a.tags.Load()); n > 200 {
 		t.Errorf("%d tag entries kept after 2000 distinct unknown tags", n)
-	}
-}
-
-func TestAutoCreate(t *testing.T) {
-	ctx := context.Background()
-	store := newMemStore(nil)
-	a := New(store, Options{AutoCreate: true, DefaultStep: 50})
-	defer a.Close()
-	if id, err := a.Next(ctx, "new"); err != nil || id != 1 {
-		t.Fatalf("auto-create: %d, %v", id, err)
-	}
-	var step int64
-	store.get(func(s *memStore) { step = s.rows["new"].step })
-	if step != 50 {
-		t.Errorf("created with step %d, want 50", step)
-	}
-}
-
-func TestNextNSpansSegments(t *testing.T) {
-	ctx := context.Background()
-	store := newMemStore(map[string]int64{"t": 10})
-	a := New(store, Options{MaxStep: 10})
-	defer a.Close()
-	dst := []int64{-7}
-	dst, err := a.NextN(ctx, "t", 35, dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []int64{-7}
-	for i := int64(1); i <= 35; i++ {
-		want = append(want, i)
-	}
-	if !slices.Equal(dst, want) {
-		t.Fatalf("NextN(35) = %v", dst)
-	}
-	if ids, err := a.NextN(ctx, "t", 0, nil); err != nil || len(ids) != 0 {
-		t.Fatalf("NextN(0) = %v, %v", ids, err)
-	}
-}
-
-func TestBoundedLoaders(t *testing.T) {
-	ctx := context.Background()
-	tags := map[string]int64{}
-	for i := 0; i < 8; i++ {
-		tags[string(rune('a'+i))] = 10
-	}
-	store := newMemStore(tags)
-	gate := make(chan struct{})
-	store.set(func(s *memStore) { s.gate = gate })
-	a := New(store, Options{MaxLoaders: 2, WaitTimeout: time.Minute})
-	defer a.Close()
-	var wg sync.WaitGroup
-	errs := make(chan error, len(tags))
-	for tag := range tags {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := a.Next(ctx, tag); err != nil {
-				errs <- err
-			}
-		}()
-	}
-	for range tags {
-		waitFor(t, "a fetch to start", func() bool {
-			var n int
-			store.get(func(s *memStore) { n = s.inflight })
-			return n > 0
-		})
-		time.Sleep(5 * time.Millisecond) // give an unbounded pool the chance to show itself
-		gate <- struct{}{}
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	store.get(func(s *memStore) {
-		if s.maxInflight > 2 {
-			t.Errorf("%d concurrent fetches with MaxLoaders 2", s.maxInflight)
-		}
-	})
-}
-
-func TestClose(t *testing.T) {
-	ctx := context.Background()
-	store := newMemStore(map[string]int64{"t": 10, "hang": 10})
-	a := New(store, Options{WaitTimeout: time.Hour})
-	if _, err := a.Next(ctx, "t"); err != nil {
-		t.Fatal(err)
-	}
-	store.set(func(s *memStore) { s.gate = make(chan struct{}) })
-	waiting := make(chan error, 1)
-	go func() { _, err := a.Next(ctx, "hang"); waiting <- err }()
-	waitFor(t, "the fetch", func() bool {
-		var n int
-		store.get(func(s *memStore) { n = s.inflight })
-		return n > 0
-	})
-	a.Close()
-	if err := <-waiting; !errors.Is(err, ErrClosed) {
-		t.Errorf("waiting call after Close: %v", err)
-	}
-	if _, err := a.Next(ctx, "t"); !errors.Is(err, ErrClosed) {
-		t.Errorf("Next after Close: %v", err)
-	}
-	if _, err := a.NextN(ctx, "t", 3, nil); !errors.Is(err, ErrClosed) {
-		t.Errorf("NextN after Close: %v", err)
 	}
 }
 
