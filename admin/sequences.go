@@ -42,10 +42,10 @@ func (a *Interceptor) sequences(ctx context.Context) ([]string, [][]*string, err
 	snowRows, _ := a.seq.SnowflakeRows(ctx)
 	gens := map[string]string{}
 	cfg := a.config()
-	for _, r := range cfg.Tables {
+	for _, r := range cfg.Rules {
 		gens[r.Tag] = "segment"
 	}
-	for name, t := range cfg.Sequences.Tags {
+	for name, t := range cfg.Tags {
 		gens[name] = t.Generator
 	}
 	segs := a.seq.Segments()

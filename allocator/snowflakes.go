@@ -78,20 +78,18 @@ func (s *Sequences) snowTag(tag string) *snowTag {
 func (s *Sequences) configureSnowflake() error {
 	m := map[string]*snowTag{}
 	s.snow.Store(&m)
-	global, err := s.cfg.Snowflake.Layout()
-	if err != nil {
+	if err := s.cfg.Snowflake.Layout.Validate(); err != nil {
 		return fmt.Errorf("snowflake: %w", err)
 	}
-	s.global = global
-	for name, t := range s.cfg.Sequences.Tags {
-		if t.Generator != "snowflake" {
+	s.global = s.cfg.Snowflake.Layout
+	for name, t := range s.cfg.Tags {
+		if t.Generator != GeneratorSnowflake {
 			continue
 		}
-		l, _, err := s.cfg.TagLayout(name)
-		if err != nil {
+		if err := t.Layout.Validate(); err != nil {
 			return fmt.Errorf("sequences.tags.%s: %w", name, err)
 		}
-		s.addTag(name, l, true)
+		s.addTag(name, t.Layout, true)
 	}
 	return nil
 }
@@ -195,7 +193,7 @@ func (s *Sequences) setPendingErr(err error) {
 
 // storeCtx bounds one store call at start.
 func (s *Sequences) storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, s.cfg.Backend.ConnectTimeout.D())
+	return context.WithTimeout(ctx, s.cfg.StoreTimeout)
 }
 
 // defaultLayout is the store's global layout, read once: recorded as the
@@ -246,16 +244,14 @@ func (s *Sequences) startSnowflake(ctx context.Context) error {
 	s.mu.Lock()
 	s.storeDefault = &d
 	s.mu.Unlock()
-	for _, name := range slices.Sorted(maps.Keys(s.cfg.Sequences.Tags)) {
-		if s.cfg.Sequences.Tags[name].Generator != "snowflake" {
+	for _, name := range slices.Sorted(maps.Keys(s.cfg.Tags)) {
+		t := s.cfg.Tags[name]
+		if t.Generator != GeneratorSnowflake {
 			continue
 		}
-		l, source, err := s.cfg.TagLayout(name)
-		if err != nil {
-			return err
-		}
+		l := t.Layout
 		cctx, cancel := s.storeCtx(ctx)
-		chk, err := s.leaser.CheckTagLayout(cctx, name, l, tagDescription(s.cfg.Sequences.Tags[name].IsSet(), name), source, s.global)
+		chk, err := s.leaser.CheckTagLayout(cctx, name, l, tagDescription(t.OwnLayout, name), layoutSource(t, name), s.global)
 		cancel()
 		if err != nil {
 			return err
@@ -323,7 +319,7 @@ func (s *Sequences) startGen(ctx context.Context, gen *snowGen) error {
 		return err
 	}
 	global := snowflake.SameLayout(gen.layout, def)
-	g, err := openSnowflake(ctx, s.cfg, s.leaser.LeaserOf(gen.layout, def), gen.layout, global, s.log)
+	g, err := openSnowflake(ctx, &s.cfg, s.leaser.LeaserOf(gen.layout, def), gen.layout, global, s.log)
 	if err != nil {
 		return err
 	}

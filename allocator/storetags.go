@@ -30,8 +30,8 @@ func (s *Sequences) loadStoreTags(ctx context.Context) {
 		return
 	}
 	for tag, rec := range recs {
-		if t, ok := s.cfg.Sequences.Tags[tag]; ok {
-			if t.Generator != "snowflake" {
+		if t, ok := s.cfg.Tags[tag]; ok {
+			if t.Generator != GeneratorSnowflake {
 				s.log.Warn("tag is a segment tag in this proxy's configuration but a snowflake tag in the store (leaf_snowflake_layout); "+
 					"this proxy serves it as segment: make the two agree", "tag", tag, "store_layout", rec.Layout.String())
 			}

@@ -57,7 +57,7 @@ func startLeafLog(t testing.TB, cfg *config.Config, log *slog.Logger) *leaf {
 	t.Helper()
 	cfg.ApplyDefaults()
 	cfg.DeclareRuleTags() // the rules' tags are to be created, as a file would declare them
-	if err := cfg.Validate(); err != nil {
+	if err := service.ValidateConfig(cfg); err != nil {
 		t.Fatalf("config: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

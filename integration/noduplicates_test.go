@@ -158,7 +158,7 @@ func newLeaf(t *testing.T, cfg *config.Config) (*leaf, error) {
 	t.Helper()
 	cfg.ApplyDefaults()
 	cfg.DeclareRuleTags()
-	if err := cfg.Validate(); err != nil {
+	if err := service.ValidateConfig(cfg); err != nil {
 		t.Fatalf("config: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

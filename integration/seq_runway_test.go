@@ -31,7 +31,7 @@ func startLeafOpts(t *testing.T, cfg *config.Config, log *slog.Logger, opts ...s
 	t.Helper()
 	cfg.ApplyDefaults()
 	cfg.DeclareRuleTags() // the rules' tags are to be created, as a file would declare them
-	if err := cfg.Validate(); err != nil {
+	if err := service.ValidateConfig(cfg); err != nil {
 		t.Fatalf("config: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

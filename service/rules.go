@@ -35,7 +35,7 @@ type ruleNote struct {
 }
 
 func (b backendNames) rules(cfg *config.Config) (*rewriter.Rules, error) {
-	return rewriter.NewRules(cfg.Rules(), rewriter.WithLowerCaseTableNames(b.lctn))
+	return rewriter.NewRules(RewriterRules(cfg), rewriter.WithLowerCaseTableNames(b.lctn))
 }
 
 // log writes what was found: how names are compared, and the notes.

@@ -78,8 +78,10 @@ type Service struct {
 	version  string
 	started  time.Time
 
-	// live is the configuration in force: cfg as changed by Reload.
-	live *atomic.Pointer[config.Config]
+	// live is the configuration in force: cfg as changed by Reload;
+	// liveAlloc is its allocator part, which admin and the runway read.
+	live      *atomic.Pointer[config.Config]
+	liveAlloc *atomic.Pointer[allocator.Config]
 
 	reloads     *reloadState // what configuration reloads did (metrics)
 	mu          sync.Mutex
@@ -152,7 +154,12 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		h.close()
 		return nil, fmt.Errorf("tables: %w", err)
 	}
-	seq, err := allocator.Open(ctx, cfg, log, append([]allocator.Option{allocator.WithInitStore()}, o.alloc...)...)
+	ac, err := AllocatorConfig(cfg)
+	if err != nil {
+		h.close()
+		return nil, err
+	}
+	seq, err := allocator.Open(ctx, ac, log, append([]allocator.Option{allocator.WithInitStore()}, o.alloc...)...)
 	if err != nil {
 		h.close()
 		err = explainStoreError(cfg, "start the ID generators", err)
@@ -171,12 +178,14 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	eng := engine.New(seq, rs, engine.WithPlanLimits(cfg.Limits.MaxPlanDepth, int64(cfg.Limits.PlanMemory)))
 	live := &atomic.Pointer[config.Config]{}
 	live.Store(cfg)
-	adm := admin.New(eng, seq, live.Load)
+	liveAlloc := &atomic.Pointer[allocator.Config]{}
+	liveAlloc.Store(&ac)
+	adm := admin.New(eng, seq, liveAlloc.Load)
 	ro := o.runway
 	if ro.Logger == nil {
 		ro.Logger = log.With("component", "runway")
 	}
-	mon := runway.New(seq, live.Load, ro)
+	mon := runway.New(seq, liveAlloc.Load, ro)
 	adm.SetRunway(mon.Get)
 	popts := []proxy.Option{proxy.WithLogger(log), proxy.WithInterceptor(adm), proxy.WithAuthMethod(cfg.AuthMethod)}
 	if cfg.Metrics.Listen == "" && !o.stats {
@@ -205,7 +214,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	reg.MustRegister(newTrafficCollector(srv, eng, h.get, reloads, o.version))
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return &Service{Proxy: srv, Sequences: seq, Engine: eng, Runway: mon, log: log, cfg: cfg, registry: reg,
-		health: h, version: o.version, started: started, live: live, lctn: names.lctn, reloads: reloads}, nil
+		health: h, version: o.version, started: started, live: live, liveAlloc: liveAlloc, lctn: names.lctn, reloads: reloads}, nil
 }
 
 // sameCause reports whether two errors come from the same MySQL error

@@ -31,7 +31,7 @@ type running struct {
 func startService(t *testing.T, cfg *config.Config) *running {
 	t.Helper()
 	cfg.DeclareRuleTags()
-	if err := cfg.Validate(); err != nil {
+	if err := service.ValidateConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

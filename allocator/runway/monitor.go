@@ -13,7 +13,6 @@ import (
 
 	"github.com/leafproxy/leafproxy/allocator"
 	"github.com/leafproxy/leafproxy/allocator/snowflake"
-	"github.com/leafproxy/leafproxy/config"
 )
 
 // Estimate is one tag's runway at one instant.
@@ -61,7 +60,7 @@ type Options struct {
 	Logger       *slog.Logger
 	// Columns reads the smallest key column of each tag's rule tables;
 	// default: information_schema on the backend (ReadColumns).
-	Columns func(ctx context.Context, cfg *config.Config) (map[string]Column, error)
+	Columns func(ctx context.Context, cfg *allocator.Config) (map[string]Column, error)
 }
 
 // Monitor recomputes every tag's runway in the background: the rule
@@ -71,7 +70,7 @@ type Options struct {
 // every WarnEvery for each tag with less than WarnBelow left.
 type Monitor struct {
 	src  Source
-	cfg  func() *config.Config
+	cfg  func() *allocator.Config
 	opts Options
 	log  *slog.Logger
 	db   *sql.DB // the backend, for Columns' default
@@ -85,9 +84,9 @@ type Monitor struct {
 	warned  map[string]time.Time
 }
 
-// New builds a monitor over src for the configuration cfg returns (the
-// live one: rules change on reload). Run starts it.
-func New(src Source, cfg func() *config.Config, opts Options) *Monitor {
+// New builds a monitor over src for the allocator configuration cfg
+// returns (the one in force: rules change on reload). Run starts it.
+func New(src Source, cfg func() *allocator.Config, opts Options) *Monitor {
 	if opts.Interval <= 0 {
 		opts.Interval = time.Minute
 	}

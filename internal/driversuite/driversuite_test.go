@@ -162,7 +162,7 @@ func startProxy(t *testing.T, backend string, backendTLS config.ClientTLS) strin
 	// throttle (proxy/throttle_login_test.go tests that).
 	cfg.Limits.LoginFailures = 100000
 	cfg.ApplyDefaults()
-	if err := cfg.Validate(); err != nil {
+	if err := service.ValidateConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
 	var logw = os.Stderr
