@@ -77,8 +77,8 @@ type Options struct {
 	WatchEvery time.Duration
 }
 
-// Defaults of Options' zero values, also the configuration's defaults
-// (config.Default).
+// Defaults of Options' zero values. The configuration file's defaults
+// are the same values (a test in service keeps them equal).
 const (
 	DefaultStep        = 1000
 	DefaultWaitTimeout = 2 * time.Second
