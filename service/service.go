@@ -87,6 +87,8 @@ type Service struct {
 	mu          sync.Mutex
 	metricsAddr net.Addr
 	lctn        int // the backend's lower_case_table_names the rules were built with
+
+	life lifecycle // Serve calls in progress and Close
 }
 
 // New prepares the allocation store (creating its database, leaf_alloc,
@@ -213,8 +215,10 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	reg.MustRegister(newCollector(seq, srv, configured, mon))
 	reg.MustRegister(newTrafficCollector(srv, eng, h.get, reloads, o.version))
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return &Service{Proxy: srv, Sequences: seq, Engine: eng, Runway: mon, log: log, cfg: cfg, registry: reg,
-		health: h, version: o.version, started: started, live: live, liveAlloc: liveAlloc, lctn: names.lctn, reloads: reloads}, nil
+	svc := &Service{Proxy: srv, Sequences: seq, Engine: eng, Runway: mon, log: log, cfg: cfg, registry: reg,
+		health: h, version: o.version, started: started, live: live, liveAlloc: liveAlloc, lctn: names.lctn, reloads: reloads}
+	svc.life.init()
+	return svc, nil
 }
 
 // sameCause reports whether two errors come from the same MySQL error
@@ -242,92 +246,6 @@ func (s *Service) MetricsAddr() net.Addr {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.metricsAddr
-}
-
-// startMetrics starts the endpoint when metrics.listen is set; the returned
-// stop (never nil) shuts it down.
-func (s *Service) startMetrics() (func(), error) {
-	if s.cfg.Metrics.Listen == "" {
-		return func() {}, nil
-	}
-	addr, stop, err := startMetrics(s.cfg.Metrics.Listen, s.handler(), s.log)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	s.metricsAddr = addr
-	s.mu.Unlock()
-	return func() {
-		stop()
-		s.mu.Lock()
-		s.metricsAddr = nil
-		s.mu.Unlock()
-	}, nil
-}
-
-// Serve runs the proxy on l until ctx ends, then shuts down gracefully and
-// releases the generators.
-// With metrics.listen set, /metrics, the status page (/), /status.json and
-// /healthz are served alongside and stopped with the proxy; failing to bind
-// it fails start-up.
-func (s *Service) Serve(ctx context.Context, l net.Listener) error {
-	defer s.health.close()
-	defer s.Sequences.Close()
-	stop, err := s.startMetrics()
-	if err != nil {
-		l.Close()
-		return err
-	}
-	defer stop()
-	defer s.runRunway()()
-	return s.Proxy.Serve(ctx, l)
-}
-
-// runRunway starts the runway monitor; the returned stop ends it and
-// waits.
-func (s *Service) runRunway() (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Runway.Run(ctx)
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
-}
-
-// ServeOn is Serve on listeners bound beforehand (Listen): the client
-// listener l and, when metrics.listen is set, the metrics endpoint's ml.
-func (s *Service) ServeOn(ctx context.Context, l, ml net.Listener) error {
-	defer s.health.close()
-	defer s.Sequences.Close()
-	stop := func() {}
-	if ml != nil {
-		addr, st := serveMetrics(ml, s.handler(), s.log)
-		s.mu.Lock()
-		s.metricsAddr = addr
-		s.mu.Unlock()
-		stop = st
-	}
-	defer stop()
-	defer s.runRunway()()
-	return s.Proxy.Serve(ctx, l)
-}
-
-// ListenAndServe listens on the configured address (and metrics.listen)
-// and serves until ctx ends.
-func (s *Service) ListenAndServe(ctx context.Context) error {
-	defer s.health.close()
-	defer s.Sequences.Close()
-	stop, err := s.startMetrics()
-	if err != nil {
-		return err
-	}
-	defer stop()
-	defer s.runRunway()()
-	return s.Proxy.ListenAndServe(ctx)
 }
 
 // configuredTags maps every tag the configuration names to its generator.
