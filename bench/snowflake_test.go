@@ -102,4 +102,3 @@ func BenchmarkSnowflakeNext(b *testing.B) {
 		reportRate(b, start)
 	})
 }
-
