@@ -23,9 +23,9 @@ import (
 
 // keyFloors reads the largest existing keys of the rule tables.
 type keyFloors struct {
-	rules   []Rule
-	snow    map[string]bool // snowflake tags: time-based IDs, no floor
-	servers []floorServer
+	rules         []Rule
+	snowflakeTags map[string]bool // time-based IDs: no floor
+	servers       []floorServer
 }
 
 type floorServer struct {
@@ -37,10 +37,10 @@ type floorServer struct {
 // the proxy's backend account, and reuses store, the allocation store's
 // pool, when the store is another server. close releases what it opened.
 func newKeyFloors(cfg *Config, store *sql.DB) (k *keyFloors, close func(), err error) {
-	k = &keyFloors{rules: cfg.Rules, snow: map[string]bool{}}
+	k = &keyFloors{rules: cfg.Rules, snowflakeTags: map[string]bool{}}
 	for name, t := range cfg.Tags {
 		if t.Generator == GeneratorSnowflake {
-			k.snow[name] = true
+			k.snowflakeTags[name] = true
 		}
 	}
 	close = func() {}
@@ -66,7 +66,7 @@ func newKeyFloors(cfg *Config, store *sql.DB) (k *keyFloors, close func(), err e
 // server that cannot be read is an error: creating the tag at 1 could
 // hand out keys that exist.
 func (k *keyFloors) floor(ctx context.Context, tag string) (floor int64, where string, err error) {
-	if k == nil || k.snow[tag] {
+	if k == nil || k.snowflakeTags[tag] {
 		return 0, "", nil
 	}
 	for _, r := range k.rules {

@@ -45,21 +45,21 @@ type Sequences struct {
 	log      *slog.Logger
 	cfg      Config
 
-	// snow maps each snowflake tag to its generator (copy-on-write: tags
-	// are added rarely, read on every call).
-	snow   atomic.Pointer[map[string]*snowTag]
-	global snowflake.Layout // the snowflake section's
-	leaser *snowflake.MySQLLeaser
-	store  *segment.MySQLStore
+	// snowflakeTags maps each snowflake tag to its generator
+	// (copy-on-write: tags are added rarely, read on every call).
+	snowflakeTags atomic.Pointer[map[string]*snowTag]
+	global        snowflake.Layout // Config.Snowflake.Layout
+	leaser        *snowflake.MySQLLeaser
+	store         *segment.MySQLStore
 
-	mu           sync.Mutex
-	gens         map[string]*snowGen  // by snowflake.LayoutKey
-	storeDefault *snowflake.Layout    // the store's 'default' row, once read
-	snowMiss     map[string]time.Time // tags found without a leaf_snowflake_layout row, until
-	closed       bool
-	stop         chan struct{}
-	done         chan struct{} // closed when the background loop ends (or never ran)
-	syncDone     chan struct{} // closed when syncLoop ends
+	mu              sync.Mutex
+	snowflakeGens   map[string]*snowGen  // one per layout in use, by snowflake.LayoutKey
+	storeDefault    *snowflake.Layout    // the store's 'default' row, once read
+	snowflakeMisses map[string]time.Time // tags found without a leaf_snowflake_layout row, until
+	closed          bool
+	stop            chan struct{}
+	done            chan struct{} // closed when the background loop ends (or never ran)
+	syncDone        chan struct{} // closed when syncLoop ends
 	// closeFloors releases the backend pool used to read rule tables'
 	// largest keys when auto_create makes a tag.
 	closeFloors func()
@@ -118,7 +118,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*S
 	db.SetMaxIdleConns(cfg.MaxLoaders + 4)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 
-	s := &Sequences{db: db, log: log, cfg: cfg, gens: map[string]*snowGen{}, snowMiss: map[string]time.Time{},
+	s := &Sequences{db: db, log: log, cfg: cfg, snowflakeGens: map[string]*snowGen{}, snowflakeMisses: map[string]time.Time{},
 		leaser: snowflake.NewMySQLLeaser(db, cfg.Owner, cfg.Snowflake.LeaseTTL),
 		stop:   make(chan struct{}), done: make(chan struct{})}
 	floors, closeFloors, err := newKeyFloors(&cfg, db)

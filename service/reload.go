@@ -64,9 +64,9 @@ func (s *Service) reload(ctx context.Context, next *config.Config) (changes []st
 	// Names compare as the backend does: read again (the backend may have
 	// been down at start), else as before.
 	s.mu.Lock()
-	lctn := s.lctn
+	lowerCaseTableNames := s.lowerCaseTableNames
 	s.mu.Unlock()
-	bn := readBackendNames(ctx, s.health.backend, next, lctn)
+	bn := readBackendNames(ctx, s.health.backend, next, lowerCaseTableNames)
 	rs, err := bn.rules(next)
 	if err != nil {
 		return nil, fmt.Errorf("tables: %w", err)
@@ -110,7 +110,7 @@ func (s *Service) reload(ctx context.Context, next *config.Config) (changes []st
 	s.Proxy.SetUsers(Accounts(next.Users))
 	s.Engine.SetRules(rs)
 	s.mu.Lock()
-	s.lctn = bn.lctn
+	s.lowerCaseTableNames = bn.lowerCaseTableNames
 	s.mu.Unlock()
 	bn.log(s.log, next)
 	applied := *cur

@@ -86,7 +86,7 @@ type Service struct {
 	reloads     *reloadState // what configuration reloads did (metrics)
 	mu          sync.Mutex
 	metricsAddr net.Addr
-	lctn        int // the backend's lower_case_table_names the rules were built with
+	lowerCaseTableNames        int // the backend's lower_case_table_names the rules were built with
 
 	life lifecycle // Serve calls in progress and Close
 }
@@ -147,7 +147,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	}
 	// Table names compare as the backend compares them (a server global,
 	// read once here); a backend not usable now gets Linux's default.
-	names := backendNames{lctn: 0, err: backendErr}
+	names := backendNames{lowerCaseTableNames: 0, err: backendErr}
 	if backendErr == nil {
 		names = readBackendNames(ctx, h.backend, cfg, 0)
 	}
@@ -216,7 +216,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	reg.MustRegister(newTrafficCollector(srv, eng, h.get, reloads, o.version))
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	svc := &Service{Proxy: srv, Sequences: seq, Engine: eng, Runway: mon, log: log, cfg: cfg, registry: reg,
-		health: h, version: o.version, started: started, live: live, liveAlloc: liveAlloc, lctn: names.lctn, reloads: reloads}
+		health: h, version: o.version, started: started, live: live, liveAlloc: liveAlloc, lowerCaseTableNames: names.lowerCaseTableNames, reloads: reloads}
 	svc.life.init()
 	return svc, nil
 }
