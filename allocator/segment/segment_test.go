@@ -283,7 +283,7 @@ func TestStaleSegmentRefused(t *testing.T) {
 	}
 }
 
-// TestStoreMovedBackRepaired (issue 9, item 3): the store's max_id moves
+// TestStoreMovedBackRepaired: the store's max_id moves
 // back below what this allocator already issued (a failover to a stale
 // replica). The allocator refuses the stale segment, raises max_id past
 // its high-water mark plus the margin in one conditional update, fetches

@@ -433,7 +433,7 @@ func TestLeasedRestartWithStoreDownRefuses(t *testing.T) {
 	}
 }
 
-// TestLeaserPassesOverIDsAheadOfClock (issue 9, item 5): a free id whose
+// TestLeaserPassesOverIDsAheadOfClock: a free id whose
 // recorded high-water mark is 60 s ahead of the clock would make its taker
 // refuse ("clock ... behind"); the leaser passes it over and the generator
 // starts on the next free id without waiting.
@@ -480,7 +480,7 @@ func TestLeaserPassesOverIDsAheadOfClock(t *testing.T) {
 	}
 }
 
-// TestFixedWorkerRegistered (issue 9, item 4): a fixed id is registered in
+// TestFixedWorkerRegistered: a fixed id is registered in
 // leaf_worker like a leased one; a second process asking for it, fixed or
 // the id an auto process leased, is refused with the holder's host, pid
 // and lease expiry; it is free again after a release or once the lease
