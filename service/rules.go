@@ -23,9 +23,9 @@ const ruleCheckTimeout = 10 * time.Second
 
 // backendNames is what the backend said about table names.
 type backendNames struct {
-	lowerCaseTableNames  int   // lower_case_table_names
-	err   error // why it could not be read (lowerCaseTableNames is then a default)
-	notes []ruleNote
+	lowerCaseTableNames int   // lower_case_table_names
+	err                 error // why it could not be read (lowerCaseTableNames is then a default)
+	notes               []ruleNote
 }
 
 // ruleNote is one warning about a rule.

@@ -83,10 +83,10 @@ type Service struct {
 	live      *atomic.Pointer[config.Config]
 	liveAlloc *atomic.Pointer[allocator.Config]
 
-	reloads     *reloadState // what configuration reloads did (metrics)
-	mu          sync.Mutex
-	metricsAddr net.Addr
-	lowerCaseTableNames        int // the backend's lower_case_table_names the rules were built with
+	reloads             *reloadState // what configuration reloads did (metrics)
+	mu                  sync.Mutex
+	metricsAddr         net.Addr
+	lowerCaseTableNames int // the backend's lower_case_table_names the rules were built with
 
 	life lifecycle // Serve calls in progress and Close
 }
