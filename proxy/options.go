@@ -82,7 +82,7 @@ type Shutdown struct {
 	Grace time.Duration // statements in flight get this long
 }
 
-// Defaults for zero Config fields (config.ApplyDefaults reads them from here).
+// Defaults for zero Config fields (the configuration file's are the same values).
 const (
 	DefaultConnectTimeout   = 5 * time.Second
 	DefaultMaxHandshakes    = 1024

@@ -93,6 +93,11 @@ fi
 
 echo "== go vet ./..."
 go vet ./...
+# bench/ is a module of its own (its baselines, bwmarrin/snowflake and
+# sonyflake, stay out of the product's go.mod); it uses this checkout
+# through a replace directive.
+echo "== (cd bench && go vet ./...)"
+(cd bench && go vet ./...)
 
 # Packages with concurrency run under the race detector; the rest (and the
 # long end-to-end tests) run without it, which keeps the suite inside CI's
@@ -117,6 +122,8 @@ LEAFPROXY_LOOP=0 go test -count=1 -timeout 30m "$@" ./proxy
 other_pkgs=$(go list ./... | grep -v -x -F -f <(printf '%s\n' $race_pkgs) | tr '\n' ' ')
 echo "== go test ${other_pkgs}"
 go test -count=1 -timeout 45m "$@" $other_pkgs
+echo "== (cd bench && go test ./...)  (the suites skip without LEAFPROXY_BENCH=1)"
+(cd bench && go test -count=1 -timeout 45m "$@" ./...)
 
 if [ "$#" -eq 0 ] && [ -z "${LEAFPROXY_SKIP_DRIVER_SUITE:-}" ]; then
 	echo "== go-sql-driver's own suite, directly and through the proxy (scripts/driver-suite.sh)"

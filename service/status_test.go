@@ -31,33 +31,28 @@ type running struct {
 func startService(t *testing.T, cfg *config.Config) *running {
 	t.Helper()
 	cfg.DeclareRuleTags()
-	if err := cfg.Validate(); err != nil {
+	if err := service.ValidateConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	svc, err := service.New(ctx, cfg, nil, service.WithVersion("9.9.9-test"))
+	svc, err := service.New(context.Background(), cfg, nil, service.WithVersion("9.9.9-test"))
 	if err != nil {
-		cancel()
 		t.Fatal(err)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		cancel()
+		svc.Close()
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- svc.Serve(ctx, l) }()
+	go func() { done <- svc.Serve(context.Background(), l) }()
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Serve: %v", err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Error("service did not stop")
+			if err := svc.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+			if err := <-done; err != nil { // Close returns after Serve
+				t.Errorf("Serve: %v", err)
 			}
 		})
 	}
