@@ -31,7 +31,14 @@ type Config struct {
 	// uses (GOMAXPROCS), -1 none: every session on a goroutine of its own.
 	EventLoops int     `yaml:"event_loops"`
 	Backend    Backend `yaml:"backend"`
-	Users      []User  `yaml:"users"`
+	// Users are the proxy's own accounts. None (the default):
+	// backend-account mode, where any account the backend accepts logs
+	// in with its own privileges and the proxy holds no password.
+	Users []User `yaml:"users"`
+	// Admins are the backend accounts (user names) that may run the admin
+	// SQL and KILL other accounts' sessions in backend-account mode. With
+	// users configured, users[].admin says it instead.
+	Admins []string `yaml:"admins"`
 	// AuthMethod is the plugin the proxy offers clients first:
 	// mysql_native_password (default) or caching_sha2_password. Clients
 	// that ask for the other are switched, so both work either way.
@@ -347,6 +354,14 @@ func (c *Config) Validate(checks ...Check) error {
 			if _, err := ParsePasswordHash(u.PasswordHash); err != nil {
 				add(fmt.Sprintf("users[%d].password_hash", i), "%v", err)
 			}
+		}
+	}
+	if len(c.Admins) > 0 && len(c.Users) > 0 {
+		add("admins", "applies only without users (backend-account mode); with users, mark users[].admin: true")
+	}
+	for i, a := range c.Admins {
+		if a == "" {
+			add(fmt.Sprintf("admins[%d]", i), "empty")
 		}
 	}
 	c.validateLimits(add)

@@ -36,6 +36,8 @@ func TestDefaults(t *testing.T) {
 func TestValidationNamesTheKey(t *testing.T) {
 	for _, tc := range []struct{ yaml, want string }{
 		{"listen: nope", "listen:"},
+		{"users: [{name: a, password: b}]\nadmins: [root]", "admins: applies only without users"},
+		{"admins: [root, '']", "admins[1]: empty"},
 		{"lisen: 1.2.3.4:1", `line 1: unknown key "lisen" (did you mean "listen"?)`},
 		{"sequences: {wait_timeout: soon}", "not a duration"},
 		{"sequences: {tags: {a: {generator: uuid}}}", "sequences.tags.a.generator"},

@@ -88,6 +88,7 @@ func (s *Service) reload(ctx context.Context, next *config.Config) (changes []st
 	}
 
 	changes = append(changes, diffNames("user", names(cur.Users), names(next.Users))...)
+	changes = append(changes, diffNames("admin", cur.Admins, next.Admins)...)
 	for _, u := range next.Users {
 		for _, o := range cur.Users {
 			if o.Name == u.Name && o != u {
@@ -108,13 +109,14 @@ func (s *Service) reload(ctx context.Context, next *config.Config) (changes []st
 
 	// Apply: accounts, rules, the configured-tags view.
 	s.Proxy.SetUsers(Accounts(next.Users))
+	s.Proxy.SetAdmins(next.Admins)
 	s.Engine.SetRules(rs)
 	s.mu.Lock()
 	s.lowerCaseTableNames = bn.lowerCaseTableNames
 	s.mu.Unlock()
 	bn.log(s.log, next)
 	applied := *cur
-	applied.Users, applied.Tables, applied.Sequences.Tags = next.Users, next.Tables, next.Sequences.Tags
+	applied.Users, applied.Admins, applied.Tables, applied.Sequences.Tags = next.Users, next.Admins, next.Tables, next.Sequences.Tags
 	appliedAlloc, err := AllocatorConfig(&applied)
 	if err != nil {
 		return nil, err
@@ -124,7 +126,7 @@ func (s *Service) reload(ctx context.Context, next *config.Config) (changes []st
 
 	// What a restart would pick up.
 	restart := *next
-	restart.Users, restart.Tables, restart.Sequences.Tags, restart.Path = cur.Users, cur.Tables, cur.Sequences.Tags, cur.Path
+	restart.Users, restart.Admins, restart.Tables, restart.Sequences.Tags, restart.Path = cur.Users, cur.Admins, cur.Tables, cur.Sequences.Tags, cur.Path
 	for _, f := range changedKeys(*cur, restart) {
 		changes = append(changes, f+": needs a restart, not applied")
 	}
