@@ -68,7 +68,8 @@ fi
 export PATH="$PATH:/usr/sbin"
 export TMPDIR="${TMPDIR:-/tmp}"
 
-# The clients users run, driven by integration/clients_*_test.go: PyMySQL,
+# The clients users run, driven by integration/clients_*_test.go: PyMySQL
+# (with PyNaCl for ed25519 accounts),
 # MariaDB Connector/J (with a JDK to compile the test program), node with
 # npm (the tests npm-install mysql2 themselves), script(1) for a pty.
 # Installed only as root with apt-get; elsewhere those tests skip and say
@@ -77,6 +78,8 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
 	missing=()
 	installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 	installed python3-pymysql || missing+=(python3-pymysql)
+	# PyNaCl: PyMySQL's ed25519 login (backend-account mode's test)
+	installed python3-nacl || missing+=(python3-nacl)
 	installed libmariadb-java || missing+=(libmariadb-java)
 	command -v javac >/dev/null || missing+=(default-jdk-headless)
 	command -v node >/dev/null || missing+=(nodejs)
