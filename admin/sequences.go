@@ -12,7 +12,7 @@ import (
 )
 
 // seqCols are SHOW LEAFPROXY SEQUENCES' columns. Those after lease_lost
-// came with issue 20: the snowflake layout, the runway (IDs left before
+// are the snowflake layout, the runway (IDs left before
 // the smallest key column filled from the tag, or the layout, ends; IDs
 // per second over the last hour; when they run out at that rate; what
 // sets the limit) and the store row's description.

@@ -9,7 +9,7 @@ import (
 )
 
 // The fast path plans the common ORM shape of an INSERT / REPLACE on a rule
-// table with the lexer alone, skipping the TiDB parser (~95% of a plan's
+// table with the lexer alone, skipping the TiDB parser (most of a plan's
 // cost). It recognises, strictly,
 //
 //	INSERT [IGNORE] [INTO] [db.]table (col, ...) VALUES|VALUE (row), ...
