@@ -166,7 +166,7 @@ func TestQueryThroughFakeSession(t *testing.T) {
 	}
 
 	s.columns["orders"][0][1] = "varchar"
-	e.cols.invalidate()
+	e.columns.invalidate()
 	if _, err = e.query(ctx, s, []byte("INSERT INTO orders (item) VALUES ('cup')")); err == nil || !strings.Contains(err.Error(), "cannot fill shop.orders.id") {
 		t.Errorf("INSERT into a VARCHAR key: %v", err)
 	}

@@ -96,15 +96,15 @@ func parseMemory(tokens, n int) int64 { return int64(tokens)*TokenCost + 2*int64
 // sequence calls of a text that has many, then for the parse of each
 // statement, as much as the costliest needs; given back when it returns.
 type charge struct {
-	m          Budget
+	budget     Budget
 	held, base int64
 }
 
 // calls charges for n sequence calls (quickPlan): nothing is held yet,
 // so it may wait.
 func (c *charge) calls(env *Env, n int) error {
-	c.m = env.Limits.Memory
-	if c.m == nil {
+	c.budget = env.Limits.Memory
+	if c.budget == nil {
 		return nil
 	}
 	c.base = int64(n) * CallCost
@@ -116,7 +116,7 @@ func (c *charge) parse(env *Env, n int64) error {
 	if c == nil || env.Limits.Memory == nil {
 		return nil
 	}
-	c.m = env.Limits.Memory
+	c.budget = env.Limits.Memory
 	return c.to(c.base + n)
 }
 
@@ -129,14 +129,14 @@ func (c *charge) to(n int64) error {
 		return nil
 	}
 	if c.held > 0 {
-		if c.m.TryAcquire(n - c.held) {
+		if c.budget.TryAcquire(n - c.held) {
 			c.held = n
 			return nil
 		}
-		c.m.Release(c.held)
+		c.budget.Release(c.held)
 		c.held = 0
 	}
-	if err := c.m.Acquire(n); err != nil {
+	if err := c.budget.Acquire(n); err != nil {
 		return err
 	}
 	c.held = n
@@ -146,7 +146,7 @@ func (c *charge) to(n int64) error {
 // done gives back what the call held.
 func (c *charge) done() {
 	if c.held > 0 {
-		c.m.Release(c.held)
+		c.budget.Release(c.held)
 	}
 	*c = charge{}
 }
@@ -177,7 +177,7 @@ func (b *builder) parseCost(start, end int, hasRule bool, table string, rule Rul
 		}
 		return c.tokens, nil
 	}
-	l := lexer{s: b.sql[:end], pos: start, mode: b.env.Mode, inBang: b.inBang}
+	l := lexer{sql: b.sql[:end], pos: start, mode: b.env.Mode, inBang: b.inBang}
 	depth := 0
 	for t := l.next(); t.kind != tEOF; t = l.next() {
 		tokens++
