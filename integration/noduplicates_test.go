@@ -321,15 +321,40 @@ func TestNextvalStoreMovedBack(t *testing.T) {
 		t.Logf("%s: max_id %d moved back by %d", what, before, back)
 	}
 
-	// Phase 1: the store moves back twice while the three proxies are
-	// under load: after 1000 inserts, and after 1000 more; the phase ends
-	// 1000 inserts after the second move.
-	res, stop := idLoad(t, leaves, "t", 24)
-	for round := range 2 {
-		waitInserts(t, res, int64(round+1)*1000)
-		moveBack(fmt.Sprintf("under load, round %d", round))
+	repairs := func() (n uint64) {
+		for _, lf := range leaves {
+			st, _ := lf.svc.Sequences.Segments().Stats("t")
+			n += st.Repairs
+		}
+		return n
 	}
-	waitInserts(t, res, 3000)
+	// repaired: the store's max_id is at or above every ID a proxy issued,
+	// which the proxies' read-back of max_id (every second) restores
+	// after each move back.
+	repaired := func() bool {
+		var maxID int64
+		if err := sdb.QueryRow("SELECT max_id FROM leaf_alloc WHERE biz_tag = 't'").Scan(&maxID); err != nil {
+			t.Fatal(err)
+		}
+		for _, lf := range leaves {
+			if st, _ := lf.svc.Sequences.Segments().Stats("t"); st.HighWater > maxID {
+				return false
+			}
+		}
+		return true
+	}
+
+	// Phase 1: the store moves back twice while the three proxies are
+	// under load: after 10,000 inserts, and once that move is repaired and
+	// 5,000 more were made; the phase ends when the second is repaired and
+	// 5,000 more were made.
+	res, stop := idLoad(t, leaves, "t", 24)
+	waitInserts(t, res, 10000)
+	for round := range 2 {
+		moveBack(fmt.Sprintf("under load, round %d", round))
+		waitUntil(t, loadDeadline, "repair of max_id past every proxy's high-water mark", repaired, res)
+		waitInserts(t, res, 10000+int64(round+1)*5000)
+	}
 	stop()
 	t.Logf("phase 1: %v", res)
 	if res.failed.Load() != 0 {
@@ -340,18 +365,13 @@ func TestNextvalStoreMovedBack(t *testing.T) {
 	// their read-back of max_id has repaired it, a fourth proxy starts (a
 	// proxy restarted after the failover: no high-water mark) and all four
 	// take load.
-	repairs := func() (n uint64) {
-		for _, lf := range leaves {
-			st, _ := lf.svc.Sequences.Segments().Stats("t")
-			n += st.Repairs
-		}
-		return n
-	}
 	idleBefore := repairs()
 	moveBack("idle")
-	waitUntil(t, 60*time.Second, "an idle proxy repairs max_id", func() bool { return repairs() > idleBefore })
+	waitUntil(t, loadDeadline, "repair of max_id past every idle proxy's high-water mark", func() bool {
+		return repairs() > idleBefore && repaired()
+	})
 	leaves = append(leaves, startLeaf(t, cfgFor(false)))
-	res = runLoad(t, leaves, "t", 24, 2500)
+	res = runLoad(t, leaves, "t", 24, 10000)
 	t.Logf("phase 2: %v", res)
 	if res.failed.Load() != 0 {
 		t.Errorf("failed inserts: %v", res)
@@ -364,7 +384,7 @@ func TestNextvalStoreMovedBack(t *testing.T) {
 		t.Logf("proxy %d: high-water %d, %d fetches, %d refused, %d repairs", i, st.HighWater, st.Fetches, st.Refused, st.Repairs)
 	}
 	t.Logf("max_id %d at the end", after)
-	assertNoDuplicates(t, backend, 5000)
+	assertNoDuplicates(t, backend, 30000)
 	if n := repairs(); n < 3 {
 		t.Errorf("%d repairs, want one per move back at least", n)
 	}
