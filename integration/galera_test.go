@@ -51,7 +51,7 @@ func TestGaleraStoreFailover(t *testing.T) {
 		leaves = append(leaves, startLeaf(t, cfg))
 	}
 
-	// 3000 inserts before the kill, 3000 after it.
+	// 3000 inserts before the kill.
 	res, stop := idLoad(t, leaves, "t", 24)
 	waitInserts(t, res, 3000)
 	beforeKill := res.ok.Load()
@@ -63,7 +63,17 @@ func TestGaleraStoreFailover(t *testing.T) {
 	tKill := time.Now()
 	writer.Kill(t)
 	vip.SetTarget(next.Addr) // the virtual IP moves to a surviving node
+	// The load goes on for 3000 inserts and until every proxy has fetched
+	// from the new writer.
 	waitInserts(t, res, beforeKill+3000)
+	waitUntil(t, loadDeadline, "fetch from the new writer by every proxy", func() bool {
+		for i, lf := range leaves {
+			if st, _ := lf.svc.Sequences.Segments().Stats("t"); st.Fetches == fetchesBefore[i] {
+				return false
+			}
+		}
+		return true
+	}, res)
 	stop()
 	t.Logf("load: %v (%d inserted before the kill)", res, beforeKill)
 	t.Logf("longest pause between two successful inserts: %v (node killed at +%v)", res.maxGap(), tKill.Sub(res.start).Round(time.Millisecond))
