@@ -36,18 +36,18 @@ type Runway func(tag string) (runway.Estimate, bool)
 // Interceptor answers admin statements and passes the rest to Next.
 type Interceptor struct {
 	proxy.Interceptor
-	seq      *allocator.Sequences
-	config   func() *allocator.Config // the allocator configuration in force
-	sessions Sessions
-	runway   Runway
-	now      func() time.Time
+	idSequences *allocator.Sequences
+	config      func() *allocator.Config // the allocator configuration in force
+	sessions    Sessions
+	runway      Runway
+	now         func() time.Time
 }
 
 // New wraps next. config returns the allocator configuration in force
 // (the tags it declares, the table rules); sessions and the runway may be
 // set later (SetSessions, SetRunway).
 func New(next proxy.Interceptor, seq *allocator.Sequences, config func() *allocator.Config) *Interceptor {
-	return &Interceptor{Interceptor: next, seq: seq, config: config, now: time.Now}
+	return &Interceptor{Interceptor: next, idSequences: seq, config: config, now: time.Now}
 }
 
 // SetSessions sets where SHOW LEAFPROXY SESSIONS reads from.

@@ -87,9 +87,9 @@ func (a *Interceptor) create(ctx context.Context, s *proxy.Session, st stmt) (st
 		if l, err = a.layout(ctx, st); err != nil {
 			return "", err
 		}
-		created, err = a.seq.CreateSnowflake(ctx, st.tag, &l, a.description(s, st))
+		created, err = a.idSequences.CreateSnowflake(ctx, st.tag, &l, a.description(s, st))
 	} else {
-		created, err = a.seq.CreateSegment(ctx, st.tag, st.step, a.description(s, st))
+		created, err = a.idSequences.CreateSegment(ctx, st.tag, st.step, a.description(s, st))
 	}
 	if err != nil {
 		return "", fmt.Errorf("create sequence '%s': %w", st.tag, err)
@@ -98,7 +98,7 @@ func (a *Interceptor) create(ctx context.Context, s *proxy.Session, st stmt) (st
 		if st.ifNotExists {
 			return "unchanged", s.WriteOK(0, 0, 1)
 		}
-		kind, err := a.seq.TagKind(ctx, st.tag)
+		kind, err := a.idSequences.TagKind(ctx, st.tag)
 		if err != nil {
 			return "", err
 		}
@@ -111,7 +111,7 @@ func (a *Interceptor) create(ctx context.Context, s *proxy.Session, st stmt) (st
 // layout with the named layout's or the given bits, and the given epoch.
 // Anything invalid is 1210.
 func (a *Interceptor) layout(ctx context.Context, st stmt) (snowflake.Layout, error) {
-	l, err := a.seq.GlobalLayout(ctx)
+	l, err := a.idSequences.GlobalLayout(ctx)
 	if err != nil {
 		return l, fmt.Errorf("read the store's snowflake layout: %w", err)
 	}
@@ -160,7 +160,7 @@ func (a *Interceptor) alter(ctx context.Context, s *proxy.Session, st stmt) (str
 	if _, _, gen := a.declared(st.tag); gen == "snowflake" {
 		return "", notSupported("ALTER LEAFPROXY SEQUENCE '%s' STEP: the tag uses the snowflake generator (sequences.tags.%s), which has no step", st.tag, st.tag)
 	}
-	if err := a.seq.AlterStep(ctx, st.tag, st.step); err != nil {
+	if err := a.idSequences.AlterStep(ctx, st.tag, st.step); err != nil {
 		return "", err
 	}
 	return "altered", s.WriteOK(0, 0, 0)
@@ -181,7 +181,7 @@ func (a *Interceptor) drop(ctx context.Context, s *proxy.Session, st stmt) (stri
 	}
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
-	found, err := a.seq.Drop(ctx, st.tag)
+	found, err := a.idSequences.Drop(ctx, st.tag)
 	if err != nil {
 		return "", fmt.Errorf("drop sequence '%s': %w", st.tag, err)
 	}

@@ -37,7 +37,7 @@ func TestParse(t *testing.T) {
 		{"SHOWX LEAFPROXY SEQUENCES", false, stmt{}, false},
 		{"SELECT leafproxy", false, stmt{}, false},
 		{"SHOW; LEAFPROXY SEQUENCES", false, stmt{}, false},
-		// Issue 20, item 5: the whole lifecycle.
+		// The rest of the lifecycle: ALTER, CREATE, DROP.
 		{"ALTER LEAFPROXY SEQUENCE orders STEP 5000", true, stmt{kind: alterSequence, tag: "orders", step: 5000}, false},
 		{"alter leafproxy sequence `a b` step 1;", true, stmt{kind: alterSequence, tag: "a b", step: 1}, false},
 		{"ALTER LEAFPROXY SEQUENCE orders", true, stmt{}, true},
@@ -107,7 +107,7 @@ func TestParseBadArguments(t *testing.T) {
 }
 
 // BenchmarkParseNotAdmin is the cost every SELECT and SHOW pays on its way
-// to the engine (issue 11: SELECT 1 through the proxy).
+// to the engine (a pass-through SELECT 1 pays it).
 func BenchmarkParseNotAdmin(b *testing.B) {
 	for _, q := range []string{"SELECT 1", "SELECT id, v FROM orders WHERE id = 42", "SHOW TABLES"} {
 		sql := []byte(q)

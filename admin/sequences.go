@@ -39,8 +39,8 @@ func LayoutText(l snowflake.Layout) string { return l.Name() + " " + l.String() 
 func (a *Interceptor) sequences(ctx context.Context) ([]string, [][]*string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	store, storeErr := a.seq.StoreRows(ctx)
-	snowRows, _ := a.seq.SnowflakeRows(ctx)
+	store, storeErr := a.idSequences.StoreRows(ctx)
+	snowRows, _ := a.idSequences.SnowflakeRows(ctx)
 	gens := map[string]string{}
 	cfg := a.config()
 	for _, r := range cfg.Rules {
@@ -49,7 +49,7 @@ func (a *Interceptor) sequences(ctx context.Context) ([]string, [][]*string, err
 	for name, t := range cfg.Tags {
 		gens[name] = t.Generator
 	}
-	segs := a.seq.Segments()
+	segs := a.idSequences.Segments()
 	for _, t := range segs.Tags() {
 		if _, ok := gens[t]; !ok {
 			if st, ok := segs.Stats(t); ok && (st.Fetches > 0 || st.Refused > 0) {
@@ -62,7 +62,7 @@ func (a *Interceptor) sequences(ctx context.Context) ([]string, [][]*string, err
 			gens[t] = "segment"
 		}
 	}
-	for _, t := range a.seq.SnowflakeTags() {
+	for _, t := range a.idSequences.SnowflakeTags() {
 		gens[t] = "snowflake"
 	}
 	for t := range snowRows {
@@ -78,7 +78,7 @@ func (a *Interceptor) sequences(ctx context.Context) ([]string, [][]*string, err
 	}
 	slices.Sort(tags)
 	snowGen := map[string]*snowflake.Generator{}
-	for _, g := range a.seq.SnowflakeGenerators() {
+	for _, g := range a.idSequences.SnowflakeGenerators() {
 		for _, t := range g.Tags {
 			snowGen[t] = g.Generator
 		}
@@ -97,7 +97,7 @@ func (a *Interceptor) sequences(ctx context.Context) ([]string, [][]*string, err
 		row[0], row[1] = str(t), str(gens[t])
 		a.runwayCells(t, row, num, str)
 		if gens[t] == "snowflake" {
-			if l, ok := a.seq.Layout(t); ok {
+			if l, ok := a.idSequences.Layout(t); ok {
 				row[colLayout] = str(LayoutText(l))
 			} else if r, ok := snowRows[t]; ok {
 				row[colLayout] = str(LayoutText(r.Layout))

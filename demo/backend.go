@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sqle "github.com/dolthub/go-mysql-server"
@@ -37,6 +38,7 @@ type Backend struct {
 	srv    *server.Server
 	engine *sqle.Engine
 	addr   string
+	serial *serialHandler // nil when go-mysql-server's handler runs unwrapped
 }
 
 // StartBackend starts go-mysql-server on addr (host:port; port 0 picks a
@@ -88,6 +90,9 @@ func startBackend(addr string, serial bool) (*Backend, error) {
 		return nil, fmt.Errorf("start go-mysql-server: %w", err)
 	}
 	b := &Backend{srv: srv, engine: engine, addr: l.Addr().String()}
+	if serial {
+		b.serial = sh
+	}
 	go srv.Start()
 	return b, nil
 }
@@ -111,6 +116,10 @@ type serialHandler struct {
 	mu       sync.Mutex
 	owner    uint32 // connection holding sem between commands (in a transaction); 0 = none
 	sessions map[uint32]sql.Session
+
+	// waiting counts the commands waiting in acquire for another
+	// connection's command or transaction to end (tests wait on it).
+	waiting atomic.Int32
 }
 
 func (h *serialHandler) session(c *mysql.Conn) sql.Session {
@@ -130,6 +139,8 @@ func (h *serialHandler) acquire(ctx context.Context, c *mysql.Conn) error {
 	}
 	t := time.NewTimer(LockWaitTimeout)
 	defer t.Stop()
+	h.waiting.Add(1)
+	defer h.waiting.Add(-1)
 	select {
 	case h.sem <- struct{}{}:
 		h.mu.Lock()

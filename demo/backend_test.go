@@ -157,6 +157,21 @@ func TestBackendMaxOfEmptyTable(t *testing.T) {
 	}
 }
 
+// waitUntil polls cond until it holds, failing the test after 10 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(10 * time.Second)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("timed out waiting until %s", what)
+		}
+	}
+}
+
 // TestBackendLockWait: a statement waits for another connection's open
 // transaction, and fails with 1205 after LockWaitTimeout; the wait ends
 // when the transaction does.
@@ -164,7 +179,12 @@ func TestBackendLockWait(t *testing.T) {
 	old := LockWaitTimeout
 	LockWaitTimeout = 300 * time.Millisecond
 	defer func() { LockWaitTimeout = old }()
-	db := backend(t, true)
+	b, err := startBackend("127.0.0.1:0", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	db := open(t, "root:@tcp("+b.Addr()+")/")
 	for _, q := range []string{"CREATE DATABASE x", "CREATE TABLE x.t (id BIGINT PRIMARY KEY)"} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)
@@ -188,7 +208,16 @@ func TestBackendLockWait(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { _, err := db.Exec("INSERT INTO x.t VALUES (2)"); done <- err }()
-	time.Sleep(100 * time.Millisecond)
+	// Commit once the INSERT waits for the transaction, so that it is the
+	// commit that lets it through.
+	waitUntil(t, "the INSERT waits for the transaction", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("INSERT during another's transaction did not wait: %v", err)
+		default:
+		}
+		return b.serial.waiting.Load() == 1
+	})
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func (st *state) auditSetVal(c rewriter.Call, err error) {
 // who names the session's account for the audit log (proxy.Session.Who:
 // user@host); "?" for a session that cannot say (unit tests' fakes).
 func (st *state) who() string {
-	if w, ok := st.sess.(interface{ Who() string }); ok {
+	if w, ok := st.session.(interface{ Who() string }); ok {
 		return w.Who()
 	}
 	return "?"
@@ -59,7 +59,7 @@ func (st *state) who() string {
 // logger is the session's logger, when it has one (the proxy's sessions
 // do; the unit tests' fakes not).
 func (st *state) logger() *slog.Logger {
-	if l, ok := st.sess.(interface{ Logger() *slog.Logger }); ok {
+	if l, ok := st.session.(interface{ Logger() *slog.Logger }); ok {
 		return l.Logger()
 	}
 	return nil

@@ -39,7 +39,7 @@ func (e *Engine) bulkRewrite(ctx context.Context, s Session, st *state, p *prepa
 		return false, &notSupportedError{msg: "leafproxy: COM_STMT_BULK_EXECUTE with unit results is not supported on a statement with generated keys"}
 	}
 	pm := p.params
-	n := pm.n
+	n := pm.clientParams
 	body := pkt[7:]
 	if flags&bulkSendTypes != 0 {
 		if len(body) < 2*n {
@@ -69,7 +69,7 @@ func (e *Engine) bulkRewrite(ctx context.Context, s Session, st *state, p *prepa
 	if err := st.draw(ctx, e, &rewriter.Plan{Kind: rewriter.Rewrite, Tags: whole}); err != nil {
 		return false, err
 	}
-	all := append([][]int64(nil), st.batches...)
+	all := append([][]int64(nil), st.tagBatches...)
 	sub := make([][]int64, len(all))
 	var ids []int64
 	out := make([]byte, 0, len(pkt)+2*len(pm.hidden)+len(rows)*9*len(pm.hidden))
@@ -87,13 +87,13 @@ func (e *Engine) bulkRewrite(ctx context.Context, s Session, st *state, p *prepa
 		if r == 0 {
 			firstKey = firstRowKey(plan, pm, ids, row)
 		}
-		for _, src := range pm.src {
+		for _, src := range pm.sourceOf {
 			if src < 0 {
 				out = append(out, 0)
 				out = binary.LittleEndian.AppendUint64(out, uint64(ids[-src-1]))
 				continue
 			}
-			out = append(out, row.raw[row.offs[2*src]:row.offs[2*src+1]]...)
+			out = append(out, row.raw[row.paramRanges[2*src]:row.paramRanges[2*src+1]]...)
 		}
 	}
 	st.countStmt(StmtFilled)
@@ -122,8 +122,8 @@ func firstRowKey(plan *rewriter.Plan, pm *paramMap, ids []int64, row bulkRow) in
 			continue
 		}
 		if sl.Bound && sl.Param > 0 {
-			c := pm.src[sl.Param-1] // the client's ?, just before the generated one
-			if c >= 0 && row.raw[row.offs[2*c]] == 0 {
+			c := pm.sourceOf[sl.Param-1] // the client's ?, just before the generated one
+			if c >= 0 && row.raw[row.paramRanges[2*c]] == 0 {
 				return 0
 			}
 		}
@@ -136,15 +136,15 @@ func firstRowKey(plan *rewriter.Plan, pm *paramMap, ids []int64, row bulkRow) in
 // (indicator and value per parameter), offs the range of each parameter's
 // indicator+value in raw.
 type bulkRow struct {
-	raw  []byte
-	offs []int
+	raw         []byte
+	paramRanges []int
 }
 
 // splitBulkRows cuts the rows of a bulk execute body, checking every length.
 func splitBulkRows(body, types []byte, n int) ([]bulkRow, error) {
 	var rows []bulkRow
 	for len(body) > 0 {
-		row := bulkRow{offs: make([]int, 0, 2*n)}
+		row := bulkRow{paramRanges: make([]int, 0, 2*n)}
 		pos := 0
 		for i := 0; i < n; i++ {
 			if pos >= len(body) {
@@ -164,7 +164,7 @@ func splitBulkRows(body, types []byte, n int) ([]bulkRow, error) {
 			default:
 				return nil, &notSupportedError{msg: fmt.Sprintf("leafproxy: malformed COM_STMT_BULK_EXECUTE (indicator %d)", ind)}
 			}
-			row.offs = append(row.offs, start, pos)
+			row.paramRanges = append(row.paramRanges, start, pos)
 		}
 		row.raw = body[:pos]
 		body = body[pos:]

@@ -21,7 +21,7 @@ func TestSplitBulkRows(t *testing.T) {
 		t.Fatalf("%d rows", len(rows))
 	}
 	for i, want := range [][]int{{0, 5, 5, 14}, {0, 1, 1, 10}, {0, 1, 1, 2}} {
-		got := rows[i].offs
+		got := rows[i].paramRanges
 		if len(got) != 4 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] || got[3] != want[3] {
 			t.Errorf("row %d offsets %v, want %v", i, got, want)
 		}

@@ -20,21 +20,21 @@ type colKey struct{ db, table string }
 // list. Entries expire (DDL through another proxy is not seen) and are
 // dropped on DDL seen here.
 type columnCache struct {
-	ttl time.Duration
-	mu  sync.RWMutex
-	m   map[colKey]colEntry
-	gen atomic.Uint64 // bumped under mu by every change to m: see colMemo
+	ttl        time.Duration
+	mu         sync.RWMutex
+	entries    map[colKey]colEntry
+	generation atomic.Uint64 // bumped under mu by every change to entries: see colMemo
 }
 
 // colMemo is one session's last fresh hit in the cache. A session inserts
 // into the same table statement after statement; found here, the entry
 // costs no shared lock (whose reader count would move between the cores
 // on every INSERT) and no hash. It is used while the cache has not changed
-// since (gen) and the entry has not expired.
+// since (generation) and the entry has not expired.
 type colMemo struct {
-	db, table string // owned copies
-	ent       colEntry
-	gen       uint64
+	db, table  string // owned copies
+	entry      colEntry
+	generation uint64
 }
 
 type colEntry struct {
@@ -42,8 +42,8 @@ type colEntry struct {
 	types []colType // parallel to cols
 	// visible: cols without INVISIBLE ones (MariaDB 10.3+, MySQL 8.0.23+),
 	// which INSERT and LOAD DATA without a column list leave out.
-	visible []string
-	at      time.Time
+	visible  []string
+	loadedAt time.Time
 	// refreshing: a session is re-reading this expired entry; the others
 	// keep using it meanwhile instead of all asking information_schema.
 	refreshing bool
@@ -58,14 +58,14 @@ type colType struct {
 }
 
 func newColumnCache(ttl time.Duration) *columnCache {
-	return &columnCache{ttl: ttl, m: map[colKey]colEntry{}}
+	return &columnCache{ttl: ttl, entries: map[colKey]colEntry{}}
 }
 
 // invalidate drops every entry.
 func (c *columnCache) invalidate() {
 	c.mu.Lock()
-	clear(c.m)
-	c.gen.Add(1)
+	clear(c.entries)
+	c.generation.Add(1)
 	c.mu.Unlock()
 }
 
@@ -81,17 +81,17 @@ func (c *columnCache) forget(refs []rewriter.SchemaRef) {
 	}
 	c.mu.Lock()
 	dropped := false
-	for key := range c.m {
+	for key := range c.entries {
 		for _, r := range refs {
 			if (r.DB == "" || strings.EqualFold(r.DB, key.db)) && (r.Table == "" || strings.EqualFold(r.Table, key.table)) {
-				delete(c.m, key)
+				delete(c.entries, key)
 				dropped = true
 				break
 			}
 		}
 	}
 	if dropped {
-		c.gen.Add(1)
+		c.generation.Add(1)
 	}
 	c.mu.Unlock()
 }
@@ -112,19 +112,19 @@ func (c *columnCache) get(ctx context.Context, s Session, db, table string) ([]s
 // backend account) gives an entry with no columns. memo, if not nil, is
 // the session's colMemo: read first, updated on a fresh hit.
 func (c *columnCache) entry(ctx context.Context, s Session, memo *colMemo, db, table string) (colEntry, error) {
-	gen := c.gen.Load() // before the map is read: a change after it makes the memo stale, never wrong
-	if memo != nil && memo.gen == gen && memo.db == db && memo.table == table && time.Since(memo.ent.at) < c.ttl {
-		return memo.ent, nil
+	gen := c.generation.Load() // before the map is read: a change after it makes the memo stale, never wrong
+	if memo != nil && memo.generation == gen && memo.db == db && memo.table == table && time.Since(memo.entry.loadedAt) < c.ttl {
+		return memo.entry, nil
 	}
 	// A struct key is looked up without building a string per statement;
 	// db and table may borrow the packet buffer, so a stored key is cloned.
 	key := colKey{db, table}
 	c.mu.RLock()
-	e, ok := c.m[key]
+	e, ok := c.entries[key]
 	c.mu.RUnlock()
-	if ok && time.Since(e.at) < c.ttl {
+	if ok && time.Since(e.loadedAt) < c.ttl {
 		if memo != nil {
-			*memo = colMemo{db: strings.Clone(db), table: strings.Clone(table), ent: e, gen: gen}
+			*memo = colMemo{db: strings.Clone(db), table: strings.Clone(table), entry: e, generation: gen}
 		}
 		return e, nil
 	}
@@ -133,15 +133,15 @@ func (c *columnCache) entry(ctx context.Context, s Session, memo *colMemo, db, t
 	}
 	if ok && len(e.cols) > 0 {
 		c.mu.Lock()
-		cur, still := c.m[key]
+		cur, still := c.entries[key]
 		if still && cur.refreshing {
 			c.mu.Unlock()
 			return cur, nil
 		}
 		if still {
 			cur.refreshing = true
-			c.m[owned(key)] = cur // not key: assigning would store its borrowed strings
-			c.gen.Add(1)
+			c.entries[owned(key)] = cur // not key: assigning would store its borrowed strings
+			c.generation.Add(1)
 		}
 		c.mu.Unlock()
 	}
@@ -150,15 +150,15 @@ func (c *columnCache) entry(ctx context.Context, s Session, memo *colMemo, db, t
 		" ORDER BY ORDINAL_POSITION")
 	if err != nil {
 		c.mu.Lock()
-		if cur, still := c.m[key]; still && cur.refreshing {
+		if cur, still := c.entries[key]; still && cur.refreshing {
 			cur.refreshing = false // the next statement tries again
-			c.m[owned(key)] = cur
-			c.gen.Add(1)
+			c.entries[owned(key)] = cur
+			c.generation.Add(1)
 		}
 		c.mu.Unlock()
 		return colEntry{}, fmt.Errorf("read columns of %s.%s: %w", db, table, err)
 	}
-	e = colEntry{cols: make([]string, 0, len(rows)), types: make([]colType, 0, len(rows)), at: time.Now()}
+	e = colEntry{cols: make([]string, 0, len(rows)), types: make([]colType, 0, len(rows)), loadedAt: time.Now()}
 	str := func(p *string) string {
 		if p == nil {
 			return ""
@@ -179,11 +179,11 @@ func (c *columnCache) entry(ctx context.Context, s Session, memo *colMemo, db, t
 		}
 	}
 	c.mu.Lock()
-	if len(c.m) > 10000 {
-		clear(c.m)
+	if len(c.entries) > 10000 {
+		clear(c.entries)
 	}
-	c.m[owned(key)] = e
-	c.gen.Add(1)
+	c.entries[owned(key)] = e
+	c.generation.Add(1)
 	c.mu.Unlock()
 	return e, nil
 }
@@ -211,7 +211,7 @@ func quote(s string) string {
 // left to the server.
 func (e *Engine) checkKeys(ctx context.Context, s Session, memo *colMemo, filled []rewriter.Filled) error {
 	for _, f := range filled {
-		ent, err := e.cols.entry(ctx, s, memo, f.DB, f.Table)
+		ent, err := e.columns.entry(ctx, s, memo, f.DB, f.Table)
 		if err != nil {
 			return err
 		}
@@ -219,7 +219,7 @@ func (e *Engine) checkKeys(ctx context.Context, s Session, memo *colMemo, filled
 			if !strings.EqualFold(c, f.Column) {
 				continue
 			}
-			gen := e.ids.Generator(f.Tag)
+			gen := e.idSource.Generator(f.Tag)
 			if why := keyTypeProblem(ent.types[i], gen); why != "" {
 				return &notSupportedError{msg: fmt.Sprintf("leafproxy: cannot fill %s.%s.%s with IDs from tag %q (%s): column type %s %s",
 					f.DB, f.Table, f.Column, f.Tag, gen, ent.types[i].columnType, why)}

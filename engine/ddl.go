@@ -27,9 +27,9 @@ func (e *Engine) ddl(ctx context.Context, s Session, sql []byte, text string) (b
 	targets, all := rewriter.DDLTargets(text) // borrows text: used only during this call
 	forget := func() {
 		if all {
-			e.cols.invalidate()
+			e.columns.invalidate()
 		} else {
-			e.cols.forget(targets)
+			e.columns.forget(targets)
 		}
 	}
 	defer forget()

@@ -34,8 +34,8 @@ func (c *lockedCounter) NextN(ctx context.Context, tag string, n int, dst []int6
 func (c *columnCache) cachedAt(db, table string) (time.Time, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	e, ok := c.m[colKey{db, table}]
-	return e.at, ok
+	e, ok := c.entries[colKey{db, table}]
+	return e.loadedAt, ok
 }
 
 // DDL through the proxy drops the cached columns of the tables it names and
@@ -62,7 +62,7 @@ func testDDLForgets(t *testing.T, backend *testdb.Server, loops int) {
 		t.Fatal(err)
 	}
 	e := New(&lockedCounter{counter: counter{next: 1000}}, rules)
-	e.cols = newColumnCache(time.Hour) // entries change only when DDL drops them
+	e.columns = newColumnCache(time.Hour) // entries change only when DDL drops them
 	srv, err := proxy.NewServer(proxy.Config{
 		Listen:     "127.0.0.1:0",
 		Backend:    proxy.Backend{Addr: backend.Addr, User: "root"},
@@ -109,11 +109,11 @@ func testDDLForgets(t *testing.T, backend *testdb.Server, loops int) {
 	}
 	cached := func(db, table string) time.Time {
 		t.Helper()
-		at, ok := e.cols.cachedAt(db, table)
+		at, ok := e.columns.cachedAt(db, table)
 		if !ok {
-			e.cols.mu.RLock()
-			defer e.cols.mu.RUnlock()
-			t.Fatalf("%s.%s is not in the column cache: %v", db, table, e.cols.m)
+			e.columns.mu.RLock()
+			defer e.columns.mu.RUnlock()
+			t.Fatalf("%s.%s is not in the column cache: %v", db, table, e.columns.entries)
 		}
 		return at
 	}
@@ -134,7 +134,7 @@ func testDDLForgets(t *testing.T, backend *testdb.Server, loops int) {
 	}
 
 	exec("ALTER TABLE other ADD COLUMN extra INT")
-	if _, ok := e.cols.cachedAt("shop", "other"); ok {
+	if _, ok := e.columns.cachedAt("shop", "other"); ok {
 		t.Error("ALTER TABLE other left other's columns in the cache")
 	}
 	if cached("shop", "notes") != notesAt || cached("shop2", "notes") != notes2At {
@@ -144,7 +144,7 @@ func testDDLForgets(t *testing.T, backend *testdb.Server, loops int) {
 	// The key column moves: the next INSERT without a column list must
 	// fill the second column.
 	exec("ALTER TABLE notes ADD COLUMN pre INT FIRST")
-	if _, ok := e.cols.cachedAt("shop", "notes"); ok {
+	if _, ok := e.columns.cachedAt("shop", "notes"); ok {
 		t.Error("ALTER TABLE notes left its old columns in the cache")
 	}
 	exec("INSERT INTO notes VALUES (7, NULL, 'moved')")
@@ -163,7 +163,7 @@ func testDDLForgets(t *testing.T, backend *testdb.Server, loops int) {
 	exec("INSERT INTO other VALUES (NULL, 2, 3)")
 	notesAt, otherAt = cached("shop", "notes"), cached("shop", "other")
 	exec("DROP DATABASE shop2")
-	if _, ok := e.cols.cachedAt("shop2", "notes"); ok {
+	if _, ok := e.columns.cachedAt("shop2", "notes"); ok {
 		t.Error("DROP DATABASE shop2 left shop2.notes in the cache")
 	}
 	if cached("shop", "notes") != notesAt || cached("shop", "other") != otherAt {

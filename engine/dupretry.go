@@ -26,14 +26,14 @@ import (
 // the session's state, so arming it allocates nothing once its buffers
 // have grown.
 type dupRetry struct {
-	e      *Engine
-	st     *state
-	text   []byte  // the statement as the client sent it
-	keys   []int64 // the generated keys of the attempt
-	tags   []string
-	filled []rewriter.Filled
-	dup    int64 // the colliding key (Retry)
-	dupTag string
+	engine  *Engine
+	session *state
+	text    []byte  // the statement as the client sent it
+	keys    []int64 // the generated keys of the attempt
+	tags    []string
+	filled  []rewriter.Filled
+	dupKey  int64 // the colliding key (Retry)
+	dupTag  string
 }
 
 var _ proxy.Retrier = (*dupRetry)(nil)
@@ -41,7 +41,7 @@ var _ proxy.Retrier = (*dupRetry)(nil)
 // arm remembers the attempt: text, the plan's generated keys (ids[i] for
 // plan.Slots[i]) and its filled tables.
 func (d *dupRetry) arm(e *Engine, st *state, text string, plan *rewriter.Plan, ids []int64) {
-	d.e, d.st = e, st
+	d.engine, d.session = e, st
 	d.text = append(d.text[:0], text...)
 	d.keys, d.tags = d.keys[:0], d.tags[:0]
 	for i, sl := range plan.Slots {
@@ -77,7 +77,7 @@ func (d *dupRetry) Retry(code uint16, msg string) bool {
 	}
 	for i, k := range d.keys {
 		if k == v {
-			d.dup, d.dupTag = v, d.tags[i]
+			d.dupKey, d.dupTag = v, d.tags[i]
 			return true
 		}
 	}
@@ -86,8 +86,8 @@ func (d *dupRetry) Retry(code uint16, msg string) bool {
 
 // Redo moves the tag past the collision and sends the statement again.
 func (d *dupRetry) Redo(ctx context.Context) error {
-	e, st, s := d.e, d.st, d.st.sess
-	floor := d.dup
+	e, st, s := d.engine, d.session, d.session.session
+	floor := d.dupKey
 	for _, f := range d.filled {
 		if f.Tag != d.dupTag {
 			continue
@@ -95,7 +95,7 @@ func (d *dupRetry) Redo(ctx context.Context) error {
 		rows, err := s.BackendQuery(ctx, "SELECT MAX("+quoteIdent(f.Column)+") FROM "+quoteIdent(f.DB)+"."+quoteIdent(f.Table))
 		if err != nil {
 			return fmt.Errorf("leafproxy: the generated key %d of sequence %q collided with an existing row; reading the largest key of %s.%s: %w",
-				d.dup, d.dupTag, f.DB, f.Table, err)
+				d.dupKey, d.dupTag, f.DB, f.Table, err)
 		}
 		if len(rows) == 1 && len(rows[0]) == 1 && rows[0][0] != nil {
 			if m, err := strconv.ParseInt(*rows[0][0], 10, 64); err == nil {
@@ -109,7 +109,7 @@ func (d *dupRetry) Redo(ctx context.Context) error {
 	e.dupRetries.Add(1)
 	if l := st.logger(); l != nil {
 		l.Warn("a generated key collided with a key written around the proxy; the sequence was moved past the table's largest key and the statement sent again",
-			"tag", d.dupTag, "key", d.dup, "moved_past", floor)
+			"tag", d.dupTag, "key", d.dupKey, "moved_past", floor)
 	}
 	text := unsafe.String(&d.text[0], len(d.text))
 	st.ctx = ctx // the plan budget waits with it
@@ -123,8 +123,8 @@ func (d *dupRetry) Redo(ctx context.Context) error {
 	if err := st.draw(ctx, e, &plan); err != nil {
 		return err
 	}
-	st.buf = plan.Render(st.buf[:0], text, st.ids)
-	err = s.RelayQuery(st.buf)
+	st.rendered = plan.Render(st.rendered[:0], text, st.slotIDs)
+	err = s.RelayQuery(st.rendered)
 	st.trim()
 	return err
 }

@@ -45,11 +45,11 @@ type IDSource interface {
 // in the session's value slot.
 type Engine struct {
 	engineCounters
-	stats   engineStats // per-session counts for metrics (stats.go)
-	natives nativeCache
-	ids     IDSource
-	rules   atomic.Pointer[rewriter.Rules] // swapped whole on a configuration reload
-	cols    *columnCache
+	stats    engineStats // per-session counts for metrics (stats.go)
+	natives  nativeCache
+	idSource IDSource
+	rules    atomic.Pointer[rewriter.Rules] // swapped whole on a configuration reload
+	columns  *columnCache
 	// What planning with the parser may cost (WithPlanLimits, planmem.go).
 	maxDepth int
 	plans    *planBudget
@@ -58,7 +58,7 @@ type Engine struct {
 // New returns an engine drawing from ids and filling keys per rules (nil:
 // no tables are filled; NEXTVAL still works).
 func New(ids IDSource, rules *rewriter.Rules, opts ...Option) *Engine {
-	e := &Engine{ids: ids, cols: newColumnCache(5 * time.Second), plans: newPlanBudget(rewriter.DefaultPlanMemory)}
+	e := &Engine{idSource: ids, columns: newColumnCache(5 * time.Second), plans: newPlanBudget(rewriter.DefaultPlanMemory)}
 	for _, o := range opts {
 		o(e)
 	}
@@ -73,34 +73,34 @@ var (
 
 // state is one session's engine state.
 type state struct {
-	e       *Engine
-	stats   sessionStats // what this session did (stats.go)
-	mu      sync.Mutex   // guards writes to owned (Stats reads it)
-	rules   *atomic.Pointer[rewriter.Rules]
-	env     rewriter.Env
-	ctx     context.Context // valid during one call, for Env.Columns
-	sess    Session
-	planner rewriter.Planner // text statements' plans: valid during one call
-	modeStr string
-	last    map[string]*int64    // LASTVAL per tag (keys owned: see own)
-	owned   map[string]*tagEntry // tag names copied out of packet buffers, with the IDs drawn (own)
-	stmts   map[uint32]*prepared
-	ids     []int64
-	batches [][]int64
-	flat    []int64
-	buf     []byte
-	row     []*int64
-	rows    [1][]*int64
-	names   []string
-	one     []int64 // scratch for single draws
-	vals    []int64
-	calls   []rewriter.Call // a prepared Sequence plan's calls with bound arguments
+	engine      *Engine
+	stats       sessionStats // what this session did (stats.go)
+	mu          sync.Mutex   // guards writes to owned (Stats reads it)
+	rules       *atomic.Pointer[rewriter.Rules]
+	env         rewriter.Env
+	ctx         context.Context // valid during one call, for Env.Columns
+	session     Session
+	planner     rewriter.Planner // text statements' plans: valid during one call
+	sqlModeText string
+	last        map[string]*int64    // LASTVAL per tag (keys owned: see own)
+	owned       map[string]*tagEntry // tag names copied out of packet buffers, with the IDs drawn (own)
+	stmts       map[uint32]*prepared
+	slotIDs     []int64
+	tagBatches  [][]int64
+	drawnIDs    []int64
+	rendered    []byte
+	resultRow   []*int64
+	resultRows  [1][]*int64
+	columnNames []string
+	singleDraw  []int64 // scratch for single draws
+	rowValues   []int64
+	calls       []rewriter.Call // a prepared Sequence plan's calls with bound arguments
 	// decoded, decodedRows: LEAFPROXY_DECODE's row (scratch)
-	decoded     []proxy.Value
-	decodedRows [1][]proxy.Value
-	offs        []int // scratch for execute rewriting
-	idents      []rewriter.SeqName
-	cols        colMemo // the last table checkKeys found in the column cache
+	decoded      []proxy.Value
+	decodedRows  [1][]proxy.Value
+	paramOffsets []int // scratch for execute rewriting
+	idents       []rewriter.SeqName
+	lastColumns  colMemo // the last table checkKeys found in the column cache
 	// pending: LASTVALs a numbered statement left in its counters
 	// (numbered.go), read when asked for.
 	pending map[string]pendingLast
@@ -113,12 +113,12 @@ func (e *Engine) state(s Session) *state {
 	if st, ok := s.Value().(*state); ok {
 		return st
 	}
-	st := &state{e: e, last: map[string]*int64{}, stmts: map[uint32]*prepared{}, sess: s, rules: &e.rules}
+	st := &state{engine: e, last: map[string]*int64{}, stmts: map[uint32]*prepared{}, session: s, rules: &e.rules}
 	st.env.Rules = e.rules.Load()
 	st.env.Columns = func(db, table string) ([]string, error) {
-		return e.cols.get(st.ctx, st.sess, db, table)
+		return e.columns.get(st.ctx, st.session, db, table)
 	}
-	st.env.Limits = rewriter.Limits{MaxDepth: e.maxDepth, Memory: planMemory{b: e.plans, st: st}}
+	st.env.Limits = rewriter.Limits{MaxDepth: e.maxDepth, Memory: planMemory{budget: e.plans, session: st}}
 	s.SetValue(st)
 	e.register(st)
 	return st
@@ -148,8 +148,8 @@ func (st *state) refreshEnv(ctx context.Context, s Session) error {
 	if err != nil {
 		return fmt.Errorf("read sql_mode: %w", err)
 	}
-	if mode != st.modeStr || st.modeStr == "" {
-		st.modeStr = mode
+	if mode != st.sqlModeText || st.sqlModeText == "" {
+		st.sqlModeText = mode
 		st.env.Mode = rewriter.ParseSQLMode(mode)
 	}
 	return nil
@@ -215,36 +215,36 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 		if err := st.evalCalls(ctx, e, plan.Calls); err != nil {
 			return false, err
 		}
-		st.names = st.names[:0]
+		st.columnNames = st.columnNames[:0]
 		for _, c := range plan.Calls {
-			st.names = append(st.names, c.Name) // borrowed from sql: used only below
+			st.columnNames = append(st.columnNames, c.Name) // borrowed from sql: used only below
 		}
-		st.rows[0] = st.row
-		err := s.WriteResultSet(st.names, st.rows[:])
-		clear(st.names)
+		st.resultRows[0] = st.resultRow
+		err := s.WriteResultSet(st.columnNames, st.resultRows[:])
+		clear(st.columnNames)
 		st.countNextval(s)
 		return true, err
 	case rewriter.LoadData:
 		return e.load(ctx, s, st, &plan, text)
 	case rewriter.Rewrite:
-		if err := e.checkKeys(ctx, s, &st.cols, plan.Filled); err != nil {
+		if err := e.checkKeys(ctx, s, &st.lastColumns, plan.Filled); err != nil {
 			return false, err
 		}
 		if err := st.draw(ctx, e, &plan); err != nil {
 			return false, err
 		}
-		st.buf = plan.Render(st.buf[:0], text, st.ids)
+		st.rendered = plan.Render(st.rendered[:0], text, st.slotIDs)
 		st.countStmt(StmtFilled)
 		var err error
 		if len(plan.Filled) > 0 && plan.Statements == 1 {
-			if _, ok := e.ids.(advancer); ok {
-				st.dup.arm(e, st, text, &plan, st.ids)
-				err = s.RelayQueryOr(st.buf, &st.dup)
+			if _, ok := e.idSource.(advancer); ok {
+				st.dup.arm(e, st, text, &plan, st.slotIDs)
+				err = s.RelayQueryOr(st.rendered, &st.dup)
 				st.trim()
 				return true, err
 			}
 		}
-		err = s.RelayQuery(st.buf)
+		err = s.RelayQuery(st.rendered)
 		st.trim()
 		return true, err
 	}
@@ -257,29 +257,29 @@ func (st *state) draw(ctx context.Context, e *Engine, plan *rewriter.Plan) error
 	for _, tc := range plan.Tags {
 		total += tc.N
 	}
-	st.flat = st.flat[:0]
-	if cap(st.flat) < total {
-		st.flat = make([]int64, 0, total)
+	st.drawnIDs = st.drawnIDs[:0]
+	if cap(st.drawnIDs) < total {
+		st.drawnIDs = make([]int64, 0, total)
 	}
-	st.batches = st.batches[:0]
+	st.tagBatches = st.tagBatches[:0]
 	for _, tc := range plan.Tags {
-		start := len(st.flat)
+		start := len(st.drawnIDs)
 		var err error
 		te := st.ownTag(tc.Tag)
 		tag := te.name
-		st.flat, err = e.ids.NextN(ctx, tag, tc.N, st.flat)
+		st.drawnIDs, err = e.idSource.NextN(ctx, tag, tc.N, st.drawnIDs)
 		if err != nil {
 			return fmt.Errorf("generate %d ID(s) for %q: %w", tc.N, tag, err)
 		}
 		st.countIDs(te, int64(tc.N))
-		batch := st.flat[start:len(st.flat):len(st.flat)]
-		st.batches = append(st.batches, batch)
+		batch := st.drawnIDs[start:len(st.drawnIDs):len(st.drawnIDs)]
+		st.tagBatches = append(st.tagBatches, batch)
 		if tc.N > 0 {
 			st.setLast(tag, batch[len(batch)-1])
 		}
 	}
 	var err error
-	st.ids, err = plan.AssignIDs(st.ids[:0], st.batches)
+	st.slotIDs, err = plan.AssignIDs(st.slotIDs[:0], st.tagBatches)
 	return err
 }
 
@@ -302,15 +302,15 @@ func (st *state) setLast(tag string, v int64) {
 // INSERT) once it has been sent, so that they are not pinned for the
 // session's life.
 func (st *state) trim() {
-	if cap(st.buf) > 1<<20 {
-		st.buf = nil
+	if cap(st.rendered) > 1<<20 {
+		st.rendered = nil
 	}
-	if cap(st.flat) > 1<<16 || cap(st.ids) > 1<<16 {
-		st.flat, st.ids = nil, nil
+	if cap(st.drawnIDs) > 1<<16 || cap(st.slotIDs) > 1<<16 {
+		st.drawnIDs, st.slotIDs = nil, nil
 	}
 }
 
-// evalCalls computes a Sequence plan's row left to right into st.row
+// evalCalls computes a Sequence plan's row left to right into st.resultRow
 // (the calls' arguments bound: see bindCallArgs).
 func (st *state) evalCalls(ctx context.Context, e *Engine, calls []rewriter.Call) error {
 	if proxy.MustNotBlock(ctx) {
@@ -332,10 +332,10 @@ func (st *state) evalCalls(ctx context.Context, e *Engine, calls []rewriter.Call
 			}
 		}
 	}
-	st.row = st.row[:0]
-	st.vals = st.vals[:0]
-	if cap(st.vals) < len(calls) {
-		st.vals = make([]int64, 0, len(calls))
+	st.resultRow = st.resultRow[:0]
+	st.rowValues = st.rowValues[:0]
+	if cap(st.rowValues) < len(calls) {
+		st.rowValues = make([]int64, 0, len(calls))
 	}
 	for _, c := range calls {
 		switch c.Func {
@@ -351,22 +351,22 @@ func (st *state) evalCalls(ctx context.Context, e *Engine, calls []rewriter.Call
 				}
 				st.countIDs(te, c.N)
 				st.setLast(tag, first+c.N-1)
-				st.vals = append(st.vals, first)
-				st.row = append(st.row, &st.vals[len(st.vals)-1])
+				st.rowValues = append(st.rowValues, first)
+				st.resultRow = append(st.resultRow, &st.rowValues[len(st.rowValues)-1])
 				continue
 			}
-			got, err := e.ids.NextN(ctx, tag, 1, st.one[:0])
+			got, err := e.idSource.NextN(ctx, tag, 1, st.singleDraw[:0])
 			if err != nil {
 				return fmt.Errorf("NEXTVAL(%s): %w", tag, err)
 			}
 			st.countIDs(te, 1)
-			st.one = got
+			st.singleDraw = got
 			st.setLast(tag, got[0])
-			st.vals = append(st.vals, got[0])
-			st.row = append(st.row, &st.vals[len(st.vals)-1])
+			st.rowValues = append(st.rowValues, got[0])
+			st.resultRow = append(st.resultRow, &st.rowValues[len(st.rowValues)-1])
 		case rewriter.Set:
 			// Raising a sequence steers every proxy's IDs: operators only.
-			if !st.sess.Admin() {
+			if !st.session.Admin() {
 				err := proxy.ErrNeedAdmin("SETVAL")
 				st.auditSetVal(c, err)
 				return err
@@ -377,14 +377,14 @@ func (st *state) evalCalls(ctx context.Context, e *Engine, calls []rewriter.Call
 				return err
 			}
 			// MariaDB's SETVAL returns the value it was given.
-			st.vals = append(st.vals, c.Value)
-			st.row = append(st.row, &st.vals[len(st.vals)-1])
+			st.rowValues = append(st.rowValues, c.Value)
+			st.resultRow = append(st.resultRow, &st.rowValues[len(st.rowValues)-1])
 		default:
 			if v, ok := st.last[c.Tag]; ok {
-				st.vals = append(st.vals, *v)
-				st.row = append(st.row, &st.vals[len(st.vals)-1])
+				st.rowValues = append(st.rowValues, *v)
+				st.resultRow = append(st.resultRow, &st.rowValues[len(st.rowValues)-1])
 			} else {
-				st.row = append(st.row, nil)
+				st.resultRow = append(st.resultRow, nil)
 			}
 		}
 	}
@@ -399,7 +399,7 @@ type valueSetter interface {
 
 // setVal runs SETVAL(tag, n[, used]) against the ID source.
 func (e *Engine) setVal(ctx context.Context, c rewriter.Call) error {
-	vs, ok := e.ids.(valueSetter)
+	vs, ok := e.idSource.(valueSetter)
 	if !ok {
 		return &notSupportedError{msg: fmt.Sprintf("leafproxy: SETVAL('%s', %d) is not supported by this ID source", c.Tag, c.Value)}
 	}

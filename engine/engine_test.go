@@ -109,20 +109,20 @@ func TestColumnCacheOneRefreshAtATime(t *testing.T) {
 		t.Fatalf("first read: %v, %d queries", err, len(s.backend))
 	}
 	key := colKey{"shop", "orders"}
-	e := c.m[key]
-	e.at = time.Now().Add(-2 * time.Hour) // expired
-	e.refreshing = true                   // another session is re-reading it
-	c.m[key] = e
+	e := c.entries[key]
+	e.loadedAt = time.Now().Add(-2 * time.Hour) // expired
+	e.refreshing = true                         // another session is re-reading it
+	c.entries[key] = e
 	if got, err := c.entry(ctx, s, nil, "shop", "orders"); err != nil || len(got.cols) != 1 || len(s.backend) != 1 {
 		t.Fatalf("expired entry being refreshed elsewhere: %v, %d cols, %d queries (want the old entry, no query)", err, len(got.cols), len(s.backend))
 	}
 	e.refreshing = false
-	c.m[key] = e
+	c.entries[key] = e
 	if _, err := c.entry(ctx, s, nil, "shop", "orders"); err != nil || len(s.backend) != 2 {
 		t.Fatalf("expired entry: %v, %d queries, want a re-read", err, len(s.backend))
 	}
-	if c.m[key].refreshing || time.Since(c.m[key].at) > time.Minute {
-		t.Fatalf("after the re-read: %+v", c.m[key])
+	if c.entries[key].refreshing || time.Since(c.entries[key].loadedAt) > time.Minute {
+		t.Fatalf("after the re-read: %+v", c.entries[key])
 	}
 }
 
@@ -144,11 +144,11 @@ func TestColumnMemo(t *testing.T) {
 	}
 	read(1) // a miss: information_schema, no memo yet
 	read(1) // a cache hit: fills the memo
-	if memo.table != "orders" || memo.gen != c.gen.Load() {
+	if memo.table != "orders" || memo.generation != c.generation.Load() {
 		t.Fatalf("memo after a hit: %+v", memo)
 	}
 	c.mu.Lock()
-	delete(c.m, colKey{"shop", "orders"}) // the map emptied without gen: only the memo still knows the table
+	delete(c.entries, colKey{"shop", "orders"}) // the map emptied without gen: only the memo still knows the table
 	c.mu.Unlock()
 	read(1) // from the memo: no query although the map has no entry
 	s.columns["orders"] = [][2]string{{"id", "bigint"}, {"note", "text"}}
@@ -157,11 +157,11 @@ func TestColumnMemo(t *testing.T) {
 		t.Fatalf("after invalidate: %v, want the new columns", got.cols)
 	}
 	read(2) // hit again, memo refilled
-	memo.ent.at = time.Now().Add(-2 * time.Hour)
+	memo.entry.loadedAt = time.Now().Add(-2 * time.Hour)
 	c.mu.Lock()
-	e := c.m[colKey{"shop", "orders"}]
-	e.at = memo.ent.at
-	c.m[colKey{"shop", "orders"}] = e
+	e := c.entries[colKey{"shop", "orders"}]
+	e.loadedAt = memo.entry.loadedAt
+	c.entries[colKey{"shop", "orders"}] = e
 	c.mu.Unlock()
 	read(3) // both expired: re-read
 	if _, err := c.entry(ctx, s, &memo, "shop", "customers"); err != nil || len(s.backend) != 4 {
@@ -202,7 +202,7 @@ func TestColumnCacheForget(t *testing.T) {
 	keys := []colKey{{"shop", "orders"}, {"shop", "notes"}, {"crm", "orders"}, {"crm", "users"}, {"Logs", "Events"}}
 	fill := func() {
 		for _, k := range keys {
-			c.m[k] = colEntry{cols: []string{"id"}, at: time.Now()}
+			c.entries[k] = colEntry{cols: []string{"id"}, loadedAt: time.Now()}
 		}
 	}
 	for _, tc := range []struct {
@@ -216,19 +216,19 @@ func TestColumnCacheForget(t *testing.T) {
 		{[]rewriter.SchemaRef{{DB: "logs", Table: "EVENTS"}, {Table: "NOTES"}}, []colKey{{"shop", "orders"}, {"crm", "orders"}, {"crm", "users"}}},
 		{[]rewriter.SchemaRef{{Table: "missing"}}, keys},
 	} {
-		clear(c.m)
+		clear(c.entries)
 		fill()
-		gen := c.gen.Load()
+		gen := c.generation.Load()
 		c.forget(tc.refs)
-		if len(c.m) != len(tc.left) {
-			t.Errorf("forget(%v) left %v, want %v", tc.refs, c.m, tc.left)
+		if len(c.entries) != len(tc.left) {
+			t.Errorf("forget(%v) left %v, want %v", tc.refs, c.entries, tc.left)
 		}
 		for _, k := range tc.left {
-			if _, ok := c.m[k]; !ok {
+			if _, ok := c.entries[k]; !ok {
 				t.Errorf("forget(%v) dropped %v", tc.refs, k)
 			}
 		}
-		if moved := c.gen.Load() != gen; moved != (len(tc.left) != len(keys)) {
+		if moved := c.generation.Load() != gen; moved != (len(tc.left) != len(keys)) {
 			t.Errorf("forget(%v): generation moved %v", tc.refs, moved)
 		}
 	}

@@ -154,7 +154,7 @@ func TestQueryThroughFakeSession(t *testing.T) {
 		t.Fatalf("SELECT 1: handled=%v err=%v, want it left to the proxy", handled, err)
 	}
 
-	// DDL after a comment drops the column cache (issue 12).
+	// DDL after a comment drops the column cache.
 	if handled, err = e.query(ctx, s, []byte("-- c\nALTER TABLE orders ADD note TEXT")); err != nil || !handled {
 		t.Fatalf("ALTER: handled=%v err=%v", handled, err)
 	}
@@ -166,7 +166,7 @@ func TestQueryThroughFakeSession(t *testing.T) {
 	}
 
 	s.columns["orders"][0][1] = "varchar"
-	e.cols.invalidate()
+	e.columns.invalidate()
 	if _, err = e.query(ctx, s, []byte("INSERT INTO orders (item) VALUES ('cup')")); err == nil || !strings.Contains(err.Error(), "cannot fill shop.orders.id") {
 		t.Errorf("INSERT into a VARCHAR key: %v", err)
 	}

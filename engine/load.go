@@ -23,7 +23,7 @@ func (e *Engine) load(ctx context.Context, s Session, st *state, plan *rewriter.
 		return false, proxy.ErrWouldBlock
 	}
 	ld := plan.Load
-	if err := e.checkKeys(ctx, s, &st.cols, plan.Filled); err != nil {
+	if err := e.checkKeys(ctx, s, &st.lastColumns, plan.Filled); err != nil {
 		return false, err
 	}
 	f := ld.Format
@@ -40,10 +40,10 @@ func (e *Engine) load(ctx context.Context, s Session, st *state, plan *rewriter.
 	}
 	f.Charset = kind
 	te := st.ownTag(ld.Filled.Tag)
-	feed := &keyFeed{ctx: ctx, e: e, st: st, te: te, tag: te.name, table: ld.Filled.DB + "." + ld.Filled.Table}
-	st.buf = ld.Render(st.buf[:0], text)
+	feed := &keyFeed{ctx: ctx, engine: e, session: st, entry: te, tag: te.name, table: ld.Filled.DB + "." + ld.Filled.Table}
+	st.rendered = ld.Render(st.rendered[:0], text)
 	st.countStmt(StmtLoadData)
-	err = s.RelayQueryInfile(st.buf, loadfile.New(f, feed))
+	err = s.RelayQueryInfile(st.rendered, loadfile.New(f, feed))
 	st.trim()
 	return true, err
 }
@@ -77,15 +77,15 @@ func loadPrelude(ctx context.Context, s Session, given string) (string, error) {
 // batches that double with the file (1, 1, 2, 4, ... up to 4096): a small
 // load skips few IDs, a large one draws rarely.
 type keyFeed struct {
-	ctx   context.Context
-	e     *Engine
-	st    *state
-	te    *tagEntry // tag's entry (IDs drawn)
-	tag   string
-	table string
-	batch []int64
-	next  int
-	drawn int
+	ctx     context.Context
+	engine  *Engine
+	session *state
+	entry   *tagEntry // tag's entry (IDs drawn)
+	tag     string
+	table   string
+	batch   []int64
+	next    int
+	drawn   int
 }
 
 func (k *keyFeed) Next() (int64, error) {
@@ -99,7 +99,7 @@ func (k *keyFeed) Next() (int64, error) {
 }
 
 func (k *keyFeed) draw(n int) error {
-	b, err := k.e.ids.NextN(k.ctx, k.tag, n, k.batch[:0])
+	b, err := k.engine.idSource.NextN(k.ctx, k.tag, n, k.batch[:0])
 	if err != nil {
 		e := &loadKeyError{code: 1105, state: "HY000",
 			msg: fmt.Sprintf("leafproxy: LOAD DATA into %s failed: no keys from tag %q for its rows, so the statement was refused: %v", k.table, k.tag, err)}
@@ -110,8 +110,8 @@ func (k *keyFeed) draw(n int) error {
 		return e
 	}
 	k.batch, k.next, k.drawn = b, 0, k.drawn+n
-	k.st.countIDs(k.te, int64(n))
-	k.st.setLast(k.tag, b[len(b)-1])
+	k.session.countIDs(k.entry, int64(n))
+	k.session.setLast(k.tag, b[len(b)-1])
 	return nil
 }
 

@@ -30,20 +30,20 @@ type knower interface {
 // nativeCache remembers which names are native sequences (both answers),
 // for nativeTTL; DDL seen by this proxy drops it.
 type nativeCache struct {
-	mu sync.Mutex
-	m  map[rewriter.SeqName]nativeEntry
+	mu      sync.Mutex
+	entries map[rewriter.SeqName]nativeEntry
 }
 
 type nativeEntry struct {
-	native bool
-	at     time.Time
+	native    bool
+	checkedAt time.Time
 }
 
 const nativeTTL = 5 * time.Second
 
 func (c *nativeCache) invalidate() {
 	c.mu.Lock()
-	clear(c.m)
+	clear(c.entries)
 	c.mu.Unlock()
 }
 
@@ -83,7 +83,7 @@ func callNames(calls []rewriter.Call, dst []rewriter.SeqName) (idents []rewriter
 // goes to the backend unchanged); false when none does (the proxy plans
 // it); a text with both is an error.
 func (e *Engine) nativeOnly(ctx context.Context, st *state, idents []rewriter.SeqName, strCalls bool) (relay bool, err error) {
-	kn, ok := e.ids.(knower)
+	kn, ok := e.idSource.(knower)
 	if !ok || len(idents) == 0 {
 		return false, nil
 	}
@@ -138,25 +138,25 @@ func (e *Engine) isNative(ctx context.Context, st *state, n rewriter.SeqName) (b
 	}
 	c := &e.natives
 	c.mu.Lock()
-	ent, ok := c.m[key]
+	ent, ok := c.entries[key]
 	c.mu.Unlock()
-	if ok && time.Since(ent.at) < nativeTTL {
+	if ok && time.Since(ent.checkedAt) < nativeTTL {
 		return ent.native, nil
 	}
 	if proxy.MustNotBlock(ctx) {
 		return false, proxy.ErrWouldBlock
 	}
-	rows, err := st.sess.BackendQuery(ctx, "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = "+quote(key.DB)+
+	rows, err := st.session.BackendQuery(ctx, "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = "+quote(key.DB)+
 		" AND TABLE_NAME = "+quote(key.Name)+" AND TABLE_TYPE = 'SEQUENCE'")
 	if err != nil {
 		return false, err
 	}
 	native := len(rows) > 0
 	c.mu.Lock()
-	if c.m == nil || len(c.m) > 10000 {
-		c.m = map[rewriter.SeqName]nativeEntry{}
+	if c.entries == nil || len(c.entries) > 10000 {
+		c.entries = map[rewriter.SeqName]nativeEntry{}
 	}
-	c.m[rewriter.SeqName{DB: strings.Clone(key.DB), Name: strings.Clone(key.Name)}] = nativeEntry{native: native, at: time.Now()}
+	c.entries[rewriter.SeqName{DB: strings.Clone(key.DB), Name: strings.Clone(key.Name)}] = nativeEntry{native: native, checkedAt: time.Now()}
 	c.mu.Unlock()
 	return native, nil
 }

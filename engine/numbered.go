@@ -43,7 +43,7 @@ func (e *Engine) runNumbered(ctx context.Context, s Session, st *state, plan *re
 	if proxy.MustNotBlock(ctx) {
 		return false, proxy.ErrWouldBlock // it talks to the backend before the statement
 	}
-	if err := e.checkKeys(ctx, s, &st.cols, plan.Filled); err != nil {
+	if err := e.checkKeys(ctx, s, &st.lastColumns, plan.Filled); err != nil {
 		return false, err
 	}
 	return e.numberedAttempts(ctx, s, st, plan, numberedRun{
@@ -58,8 +58,8 @@ func (e *Engine) runNumbered(ctx context.Context, s Session, st *state, plan *re
 			return rows, nil
 		},
 		send: func(blocks []rewriter.Block) (bool, error) {
-			st.buf = plan.RenderNumbered(st.buf[:0], text, blocks)
-			retried, err := s.RelayQueryRetry(st.buf, rewriter.OverflowError)
+			st.rendered = plan.RenderNumbered(st.rendered[:0], text, blocks)
+			retried, err := s.RelayQueryRetry(st.rendered, rewriter.OverflowError)
 			st.trim()
 			return retried, err
 		},
@@ -78,7 +78,7 @@ type numberedRun struct {
 // numberedAttempts counts, reserves and sends until the rows fit their
 // blocks: the steps common to text and prepared numbered statements.
 func (e *Engine) numberedAttempts(ctx context.Context, s Session, st *state, plan *rewriter.Plan, run numberedRun) (bool, error) {
-	bl, ok := e.ids.(blocker)
+	bl, ok := e.idSource.(blocker)
 	if !ok {
 		return false, &notSupportedError{msg: "leafproxy: this ID source cannot reserve blocks of IDs for statements that number many rows"}
 	}
@@ -146,7 +146,7 @@ func (e *Engine) numberedAttempts(ctx context.Context, s Session, st *state, pla
 
 // advance moves tag past the explicit key v, when the ID source can.
 func (e *Engine) advance(ctx context.Context, tag string, v int64) error {
-	a, ok := e.ids.(advancer)
+	a, ok := e.idSource.(advancer)
 	if !ok || v <= 0 {
 		return nil
 	}
@@ -245,7 +245,7 @@ func (st *state) resolveLast(ctx context.Context) error {
 		q += "@" + rewriter.OverflowVar + strconv.Itoa(p.counter)
 		tags = append(tags, tag)
 	}
-	rows, err := st.sess.BackendQuery(ctx, q)
+	rows, err := st.session.BackendQuery(ctx, q)
 	if err != nil {
 		return fmt.Errorf("leafproxy: read the last sequence values of the previous statement: %w", err)
 	}
@@ -280,23 +280,23 @@ func (e *Engine) retrySafe(ctx context.Context, st *state, writes []rewriter.Seq
 		key := rewriter.SeqName{DB: w.DB, Name: "\x00engine:" + w.Name}
 		c := &e.natives
 		c.mu.Lock()
-		ent, ok := c.m[key]
+		ent, ok := c.entries[key]
 		c.mu.Unlock()
-		if !ok || time.Since(ent.at) >= nativeTTL {
-			rows, err := st.sess.BackendQuery(ctx, "SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = "+quote(w.DB)+
+		if !ok || time.Since(ent.checkedAt) >= nativeTTL {
+			rows, err := st.session.BackendQuery(ctx, "SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = "+quote(w.DB)+
 				" AND TABLE_NAME = "+quote(w.Name))
 			if err != nil {
 				return false, qualifiedName(w)
 			}
-			ent = nativeEntry{at: time.Now()}
+			ent = nativeEntry{checkedAt: time.Now()}
 			if len(rows) == 1 && len(rows[0]) == 1 && rows[0][0] != nil {
 				ent.native = transactional[strings.ToLower(*rows[0][0])]
 			}
 			c.mu.Lock()
-			if c.m == nil || len(c.m) > 10000 {
-				c.m = map[rewriter.SeqName]nativeEntry{}
+			if c.entries == nil || len(c.entries) > 10000 {
+				c.entries = map[rewriter.SeqName]nativeEntry{}
 			}
-			c.m[rewriter.SeqName{DB: strings.Clone(key.DB), Name: strings.Clone(key.Name)}] = ent
+			c.entries[rewriter.SeqName{DB: strings.Clone(key.DB), Name: strings.Clone(key.Name)}] = ent
 			c.mu.Unlock()
 		}
 		if !ent.native {

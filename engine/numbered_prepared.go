@@ -52,7 +52,7 @@ func (e *Engine) executeNumbered(ctx context.Context, s Session, st *state, p *p
 	if p.long {
 		return false, &notSupportedError{msg: "leafproxy: COM_STMT_SEND_LONG_DATA on a statement whose rows the proxy numbers is not supported; bind the value in the execute"}
 	}
-	countPkt, err := p.countExecute(st.buf[:0], pkt)
+	countPkt, err := p.countExecute(st.rendered[:0], pkt)
 	if err != nil {
 		return false, err
 	}
@@ -123,7 +123,7 @@ func (p *prepared) countExecute(dst, pkt []byte) ([]byte, error) {
 // to the backend).
 func (st *state) closeOrphans() {
 	for len(st.orphans) > 0 {
-		if err := st.sess.BackendCloseStmt(st.orphans[0]); err != nil {
+		if err := st.session.BackendCloseStmt(st.orphans[0]); err != nil {
 			return
 		}
 		st.orphans = st.orphans[1:]

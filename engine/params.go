@@ -25,10 +25,10 @@ const execHeader = 10
 
 // paramMap is how a statement's backend parameters relate to the client's.
 type paramMap struct {
-	n, m     int     // client parameters, backend parameters
-	src      []int32 // per backend parameter: client index (>= 0) or -(slot+1)
-	toServer []uint16
-	hidden   []int // backend indexes of generated values, ascending
+	clientParams, backendParams int     // client parameters, backend parameters
+	sourceOf                    []int32 // per backend parameter: client index (>= 0) or -(slot+1)
+	toServer                    []uint16
+	hidden                      []int // backend indexes of generated values, ascending
 	// types: the client parameter types (2 bytes each) last sent, for an
 	// execute that does not resend them (new-params-bound flag 0).
 	types []byte
@@ -45,20 +45,20 @@ func newParamMap(plan *rewriter.Plan) (*paramMap, error) {
 	if m != n+len(plan.Slots) || m > 65535 {
 		return nil, &notSupportedError{msg: fmt.Sprintf("leafproxy: cannot number the parameters of this statement (%d client markers, %d generated values, %d in the rewritten text)", n, len(plan.Slots), m)}
 	}
-	pm := &paramMap{n: n, m: m, src: make([]int32, m), toServer: make([]uint16, n), long: make([]bool, n)}
-	for j := range pm.src {
-		pm.src[j] = 1 << 30 // unset
+	pm := &paramMap{clientParams: n, backendParams: m, sourceOf: make([]int32, m), toServer: make([]uint16, n), long: make([]bool, n)}
+	for j := range pm.sourceOf {
+		pm.sourceOf[j] = 1 << 30 // unset
 	}
 	for i, sl := range plan.Slots {
-		if sl.Param < 0 || sl.Param >= m || pm.src[sl.Param] != 1<<30 {
+		if sl.Param < 0 || sl.Param >= m || pm.sourceOf[sl.Param] != 1<<30 {
 			return nil, &notSupportedError{msg: "leafproxy: cannot number the parameters of this statement (slot indexes)"}
 		}
-		pm.src[sl.Param] = -int32(i + 1)
+		pm.sourceOf[sl.Param] = -int32(i + 1)
 	}
 	c := 0
-	for j := range pm.src {
-		if pm.src[j] == 1<<30 {
-			pm.src[j] = int32(c)
+	for j := range pm.sourceOf {
+		if pm.sourceOf[j] == 1<<30 {
+			pm.sourceOf[j] = int32(c)
 			pm.toServer[c] = uint16(j)
 			c++
 		} else {
@@ -72,8 +72,8 @@ func newParamMap(plan *rewriter.Plan) (*paramMap, error) {
 // returns the backend's index for it (beyond the backend's count for an
 // index the client does not have, so the server reports it as it would).
 func (pm *paramMap) longData(i int) int {
-	if i >= pm.n {
-		return i - pm.n + pm.m
+	if i >= pm.clientParams {
+		return i - pm.clientParams + pm.backendParams
 	}
 	pm.long[i], pm.anyLong = true, true
 	return int(pm.toServer[i])
@@ -99,7 +99,7 @@ func (pm *paramMap) appendExecute(dst, pkt []byte, ids []int64, offs []int) ([]b
 	if len(pkt) < execHeader {
 		return dst, offs, malformedExecute("short header")
 	}
-	n, m := pm.n, pm.m
+	n, m := pm.clientParams, pm.backendParams
 	rest := pkt[execHeader:]
 	var bitmap []byte
 	if n > 0 {
@@ -151,7 +151,7 @@ func (pm *paramMap) appendExecute(dst, pkt []byte, ids []int64, offs []int) ([]b
 	}
 	dst = append(dst, 1)
 	dst = pm.appendTypes(dst)
-	for j, src := range pm.src {
+	for j, src := range pm.sourceOf {
 		if src < 0 {
 			dst = binary.LittleEndian.AppendUint64(dst, uint64(ids[-src-1]))
 			continue
@@ -168,7 +168,7 @@ func (pm *paramMap) appendExecute(dst, pkt []byte, ids []int64, offs []int) ([]b
 // appendTypes appends the backend statement's parameter types: the
 // client's last ones, BIGINT for generated values.
 func (pm *paramMap) appendTypes(dst []byte) []byte {
-	for _, src := range pm.src {
+	for _, src := range pm.sourceOf {
 		if src < 0 {
 			dst = append(dst, mysql.MYSQL_TYPE_LONGLONG, 0)
 			continue

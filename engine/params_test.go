@@ -129,7 +129,7 @@ func TestAppendExecute(t *testing.T) {
 				ids[i] = int64(1000 + i)
 			}
 			// Expected backend parameters: the client's in order, the IDs at their indexes.
-			want := make([]param, pm.m)
+			want := make([]param, pm.backendParams)
 			isSlot := map[int]int{}
 			for k, j := range tc.slots {
 				isSlot[j] = k
@@ -151,7 +151,7 @@ func TestAppendExecute(t *testing.T) {
 				if !bytes.Equal(out[:execHeader], executePacket(nil, false)) {
 					t.Fatalf("header %x", out[:execHeader])
 				}
-				got := decodeExecute(t, out, pm.m)
+				got := decodeExecute(t, out, pm.backendParams)
 				if fmt.Sprint(got) != fmt.Sprint(want) {
 					t.Fatalf("round %d (types sent %v):\n got %v\nwant %v", round, sendTypes, got, want)
 				}

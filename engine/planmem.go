@@ -133,23 +133,23 @@ func mibUp(n int64) int64 { return (n + 1<<20 - 1) >> 20 }
 // planMemory is a session's rewriter.Budget: the engine's budget, waited
 // on with the context of the call under way (state.ctx).
 type planMemory struct {
-	b  *planBudget
-	st *state
+	budget  *planBudget
+	session *state
 }
 
 var _ rewriter.Budget = planMemory{}
 
 func (p planMemory) Acquire(n int64) error {
-	ctx := p.st.ctx
+	ctx := p.session.ctx
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	return p.b.acquire(ctx, n)
+	return p.budget.acquire(ctx, n)
 }
 
-func (p planMemory) TryAcquire(n int64) bool { return p.b.tryAcquire(n) }
+func (p planMemory) TryAcquire(n int64) bool { return p.budget.tryAcquire(n) }
 
-func (p planMemory) Release(n int64) { p.b.release(n) }
+func (p planMemory) Release(n int64) { p.budget.release(n) }
 
 // planMemoryError is 1041 (ER_OUT_OF_RESOURCES, HY000): a statement the
 // plan budget cannot take.

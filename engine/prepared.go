@@ -99,7 +99,7 @@ func (e *Engine) prepare(ctx context.Context, s Session, sql []byte) (bool, erro
 			return false, err
 		}
 		p.params = pm
-		res, err := s.RelayPrepareHidden(plan.Render(nil, text, nil), pm.hidden, pm.m)
+		res, err := s.RelayPrepareHidden(plan.Render(nil, text, nil), pm.hidden, pm.backendParams)
 		if err != nil {
 			return true, err
 		}
@@ -145,8 +145,8 @@ func (e *Engine) execute(ctx context.Context, s Session, stmtID uint32, pkt []by
 		if err := st.evalCalls(ctx, e, calls); err != nil {
 			return false, err
 		}
-		st.rows[0] = st.row
-		err = s.WriteBinaryResultSet(p.cols, st.rows[:])
+		st.resultRows[0] = st.resultRow
+		err = s.WriteBinaryResultSet(p.cols, st.resultRows[:])
 		st.countNextval(s)
 		return true, err
 	case rewriter.Rewrite:
@@ -154,13 +154,13 @@ func (e *Engine) execute(ctx context.Context, s Session, stmtID uint32, pkt []by
 			return false, err
 		}
 		var err error
-		st.buf, st.offs, err = p.params.appendExecute(st.buf[:0], pkt, st.ids, st.offs)
+		st.rendered, st.paramOffsets, err = p.params.appendExecute(st.rendered[:0], pkt, st.slotIDs, st.paramOffsets)
 		if err != nil {
 			return false, err
 		}
 		p.params.resetLong() // the server drops long data after an execute
 		st.countStmt(StmtFilled)
-		err = s.RelayExecute(st.buf)
+		err = s.RelayExecute(st.rendered)
 		st.trim()
 		return true, err
 	case rewriter.Numbered:

@@ -42,11 +42,11 @@ func (e *Engine) block(ctx context.Context, tag string, n int64) (int64, error) 
 	if err := rewriter.CheckBlock(n); err != nil {
 		return 0, err
 	}
-	bl, ok := e.ids.(blocker)
+	bl, ok := e.idSource.(blocker)
 	if !ok {
 		return 0, &notSupportedError{msg: "leafproxy: this ID source cannot reserve blocks of IDs"}
 	}
-	if lim, ok := e.ids.(blockLimiter); ok {
+	if lim, ok := e.idSource.(blockLimiter); ok {
 		if max, why := lim.BlockLimit(tag); max > 0 && n > max {
 			return 0, &wrongArgumentsError{msg: fmt.Sprintf("Incorrect arguments to NEXTVAL: a block of %d IDs of sequence '%s'; "+
 				"it gives at most %d consecutive IDs at once (%s); take several blocks", n, tag, max, why)}
@@ -100,12 +100,12 @@ func decodeBackendText(param bool) []byte {
 
 // decode answers LEAFPROXY_DECODE(c.Tag, c.ID) with one row of decodeCols.
 func (e *Engine) decode(ctx context.Context, s Session, st *state, c rewriter.Call, binaryRows bool) error {
-	d, ok := e.ids.(decoder)
+	d, ok := e.idSource.(decoder)
 	if !ok {
 		return &notSupportedError{msg: "leafproxy: this ID source cannot decode IDs"}
 	}
 	tag := st.own(c.Tag)
-	gen := e.ids.Generator(tag)
+	gen := e.idSource.Generator(tag)
 	row := append(st.decoded[:0], proxy.StringValue(tag), proxy.StringValue(gen), proxy.IntValue(c.ID),
 		proxy.NullValue, proxy.NullValue, proxy.NullValue, proxy.NullValue, proxy.NullValue)
 	if gen == "snowflake" {
@@ -168,7 +168,7 @@ func (st *state) bindCallArgs(p *prepared, pkt []byte) ([]rewriter.Call, error) 
 	} else if len(p.types) != 2*n {
 		return nil, malformedExecute("no parameter types were ever sent for this statement")
 	}
-	st.vals = st.vals[:0]
+	st.rowValues = st.rowValues[:0]
 	for i := range n {
 		if bitmap[i/8]&(1<<(i%8)) != 0 {
 			return nil, argError(calls, i+1, "NULL")
@@ -181,7 +181,7 @@ func (st *state) bindCallArgs(p *prepared, pkt []byte) ([]rewriter.Call, error) 
 		if !ok {
 			return nil, argError(calls, i+1, "a value that is not an integer")
 		}
-		st.vals = append(st.vals, v)
+		st.rowValues = append(st.rowValues, v)
 		rest = rest[l:]
 	}
 	st.calls = append(st.calls[:0], calls...)
@@ -190,10 +190,10 @@ func (st *state) bindCallArgs(p *prepared, pkt []byte) ([]rewriter.Call, error) 
 		if c.ArgParam == 0 {
 			continue
 		}
-		if c.ArgParam > len(st.vals) {
+		if c.ArgParam > len(st.rowValues) {
 			return nil, malformedExecute("parameter count")
 		}
-		v := st.vals[c.ArgParam-1]
+		v := st.rowValues[c.ArgParam-1]
 		if c.Func == rewriter.Decode {
 			c.ID = v
 			continue

@@ -53,7 +53,7 @@ func (e *Engine) Stats() EngineStats {
 	for k, v := range e.stats.ended.IDs {
 		out.IDs[k] = v
 	}
-	for st := range e.stats.live {
+	for st := range e.stats.counting {
 		st.mu.Lock()
 		st.stats.addTo(&out)
 		for name, t := range st.owned {
@@ -69,16 +69,16 @@ func (e *Engine) Stats() EngineStats {
 
 // DisableStats stops the per-session counting (for comparing its cost);
 // call it before the engine serves.
-func (e *Engine) DisableStats() { e.stats.off = true }
+func (e *Engine) DisableStats() { e.stats.disabled = true }
 
 // engineStats is the engine's side: the sessions that count, and the
 // totals of those that ended (mu guards both; a session's own counters
 // are its own).
 type engineStats struct {
-	off   bool
-	mu    sync.Mutex
-	live  map[*state]struct{}
-	ended EngineStats
+	disabled bool
+	mu       sync.Mutex
+	counting map[*state]struct{}
+	ended    EngineStats
 }
 
 // sessionStats is one session's counts.
@@ -102,28 +102,28 @@ type tagEntry struct {
 
 // register makes a new session's counts visible to Stats.
 func (e *Engine) register(st *state) {
-	if e.stats.off {
+	if e.stats.disabled {
 		return
 	}
 	e.stats.mu.Lock()
-	if e.stats.live == nil {
-		e.stats.live = map[*state]struct{}{}
+	if e.stats.counting == nil {
+		e.stats.counting = map[*state]struct{}{}
 	}
-	e.stats.live[st] = struct{}{}
+	e.stats.counting[st] = struct{}{}
 	e.stats.mu.Unlock()
 }
 
 // retire moves an ending session's counts into the totals.
 func (e *Engine) retire(st *state) {
-	if e.stats.off {
+	if e.stats.disabled {
 		return
 	}
 	e.stats.mu.Lock()
 	defer e.stats.mu.Unlock()
-	if _, ok := e.stats.live[st]; !ok {
+	if _, ok := e.stats.counting[st]; !ok {
 		return
 	}
-	delete(e.stats.live, st)
+	delete(e.stats.counting, st)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.stats.addTo(&e.stats.ended)
@@ -145,7 +145,7 @@ func (e *Engine) retireTagsLocked(st *state) {
 
 // countStmt counts a statement of kind k.
 func (st *state) countStmt(k int) {
-	if !st.e.stats.off {
+	if !st.engine.stats.disabled {
 		st.stats.stmts[k].Inc()
 	}
 }
@@ -153,7 +153,7 @@ func (st *state) countStmt(k int) {
 // countNextval counts a NEXTVAL statement answered now; it arrived at
 // the session's command start.
 func (st *state) countNextval(s Session) {
-	if !st.e.stats.off {
+	if !st.engine.stats.disabled {
 		st.stats.stmts[StmtNextval].Inc()
 		st.stats.nextval.Observe(time.Now().UnixNano() - s.CommandStart())
 	}
@@ -161,7 +161,7 @@ func (st *state) countNextval(s Session) {
 
 // countIDs counts n IDs drawn for t.
 func (st *state) countIDs(t *tagEntry, n int64) {
-	if !st.e.stats.off && n > 0 {
+	if !st.engine.stats.disabled && n > 0 {
 		t.ids.Add(uint64(n))
 	}
 }
@@ -184,13 +184,13 @@ func (st *state) ownTag(tag string) *tagEntry {
 	}
 	if st.owned == nil || len(st.owned) >= maxOwnedTags {
 		// A new table (the old one's counts go to the totals first).
-		if !st.e.stats.off {
-			st.e.stats.mu.Lock()
+		if !st.engine.stats.disabled {
+			st.engine.stats.mu.Lock()
 			st.mu.Lock()
-			st.e.retireTagsLocked(st)
+			st.engine.retireTagsLocked(st)
 			st.owned = make(map[string]*tagEntry, 8)
 			st.mu.Unlock()
-			st.e.stats.mu.Unlock()
+			st.engine.stats.mu.Unlock()
 		} else {
 			st.owned = make(map[string]*tagEntry, 8)
 		}

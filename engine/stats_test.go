@@ -47,8 +47,8 @@ func TestStatsCount(t *testing.T) {
 	if after := e.Stats(); after.Statements != st.Statements || fmt.Sprint(after.IDs) != fmt.Sprint(st.IDs) || after.Nextval.Count() != 4 {
 		t.Errorf("after the sessions ended: %+v, want %+v", after, st)
 	}
-	if len(e.stats.live) != 0 {
-		t.Errorf("%d sessions still registered", len(e.stats.live))
+	if len(e.stats.counting) != 0 {
+		t.Errorf("%d sessions still registered", len(e.stats.counting))
 	}
 
 	// Counting costs no allocation on the hot paths.

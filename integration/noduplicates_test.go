@@ -8,8 +8,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,134 +21,6 @@ import (
 // test here draws IDs through several proxies from many connections and
 // stores them in a table without a unique key (nodup.ids on the backend),
 // then counts duplicates in the database.
-
-// idTable creates nodup.ids on backend (duplicates allowed, so they can be
-// counted).
-func idTable(t *testing.T, backend *testdb.Server) {
-	t.Helper()
-	backend.Exec(t, "CREATE DATABASE IF NOT EXISTS nodup",
-		"CREATE TABLE IF NOT EXISTS nodup.ids (id BIGINT NOT NULL, p INT NOT NULL, KEY (id))")
-}
-
-// countIDs returns the rows stored and how many of them repeat an id.
-func countIDs(t *testing.T, backend *testdb.Server) (rows, dups int64) {
-	t.Helper()
-	db := backend.Open(t, "nodup")
-	if err := db.QueryRow("SELECT COUNT(*), COUNT(*) - COUNT(DISTINCT id) FROM ids").Scan(&rows, &dups); err != nil {
-		t.Fatal(err)
-	}
-	return rows, dups
-}
-
-// loadResult is what an idLoad did.
-type loadResult struct {
-	ok, failed atomic.Int64
-	start      time.Time
-	lastOK     atomic.Int64 // unix ns of the latest success
-	gap        atomic.Int64 // longest time between two successes, ns
-	mu         sync.Mutex
-	errs       map[string]int // error text -> count
-}
-
-func (r *loadResult) success() {
-	r.ok.Add(1)
-	now := time.Now().UnixNano()
-	if d := now - r.lastOK.Swap(now); d > r.gap.Load() {
-		r.gap.Store(d) // racy max, good enough for a measurement
-	}
-}
-
-// maxGap is the longest time no statement succeeded.
-func (r *loadResult) maxGap() time.Duration {
-	return time.Duration(r.gap.Load()).Round(time.Millisecond)
-}
-
-func (r *loadResult) fail(err error) {
-	r.failed.Add(1)
-	msg := err.Error()
-	if len(msg) > 160 {
-		msg = msg[:160]
-	}
-	r.mu.Lock()
-	if r.errs == nil {
-		r.errs = map[string]int{}
-	}
-	r.errs[msg]++
-	r.mu.Unlock()
-}
-
-func (r *loadResult) String() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s := fmt.Sprintf("%d inserted, %d failed", r.ok.Load(), r.failed.Load())
-	n := 0
-	for e, c := range r.errs {
-		if n++; n > 5 {
-			break
-		}
-		s += fmt.Sprintf("\n    %dx %s", c, e)
-	}
-	return s
-}
-
-// idLoad runs conns connections spread over the proxies, each inserting
-// NEXTVAL(tag) into nodup.ids, until stop is closed. Failed statements
-// are counted and the connection goes on (outages are expected).
-func idLoad(t *testing.T, leaves []*leaf, tag string, conns int, stop <-chan struct{}) (*loadResult, func()) {
-	t.Helper()
-	res := &loadResult{start: time.Now()}
-	res.lastOK.Store(res.start.UnixNano())
-	var wg sync.WaitGroup
-	for c := range conns {
-		p := c % len(leaves)
-		db := leaves[p].open(t, "nodup", nil)
-		db.SetMaxOpenConns(1)
-		q := fmt.Sprintf("INSERT INTO ids (id, p) VALUES (NEXTVAL('%s'), %d)", tag, p)
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				_, err := db.ExecContext(ctx, q)
-				cancel()
-				if err != nil {
-					res.fail(err)
-					time.Sleep(5 * time.Millisecond)
-					continue
-				}
-				res.success()
-			}
-		})
-	}
-	return res, wg.Wait
-}
-
-// runLoad runs idLoad for d and waits for it.
-func runLoad(t *testing.T, leaves []*leaf, tag string, conns int, d time.Duration) *loadResult {
-	t.Helper()
-	stop := make(chan struct{})
-	res, wait := idLoad(t, leaves, tag, conns, stop)
-	time.Sleep(d)
-	close(stop)
-	wait()
-	return res
-}
-
-// assertNoDuplicates counts the stored ids: at least min rows, no repeat.
-func assertNoDuplicates(t *testing.T, backend *testdb.Server, min int64) {
-	t.Helper()
-	rows, dups := countIDs(t, backend)
-	t.Logf("nodup.ids: %d rows, %d duplicates", rows, dups)
-	if dups != 0 {
-		t.Errorf("%d duplicate ids stored (of %d rows)", dups, rows)
-	}
-	if rows < min {
-		t.Errorf("only %d rows stored, want at least %d", rows, min)
-	}
-}
 
 // newLeaf is service.New + Serve without failing the test on a start error.
 func newLeaf(t *testing.T, cfg *config.Config) (*leaf, error) {
@@ -212,7 +82,7 @@ func TestSnowflakeFixedWorkerIDsCoordinated(t *testing.T) {
 	}
 	e := startLeaf(t, snowConfig(t, backend, store, "8"))
 
-	res := runLoad(t, []*leaf{a, c, e}, "s", 24, 3*time.Second)
+	res := runLoad(t, []*leaf{a, c, e}, "s", 24, 2000)
 	t.Log(res)
 	if res.failed.Load() != 0 {
 		t.Errorf("failed inserts: %v", res)
@@ -258,7 +128,7 @@ func TestSnowflakeBadWorkerRowSkipped(t *testing.T) {
 		seen[w] = true
 		leaves = append(leaves, lf)
 	}
-	res := runLoad(t, leaves, "s", 24, 2*time.Second)
+	res := runLoad(t, leaves, "s", 24, 2000)
 	t.Log(res)
 	if res.failed.Load() != 0 {
 		t.Errorf("failed inserts: %v", res)
@@ -340,7 +210,7 @@ func TestStartWithStoreDown(t *testing.T) {
 	}
 	backend.Exec(t, "DELETE FROM nodup.ids")
 	for _, tag := range []string{"s", "t"} {
-		res := runLoad(t, leaves, tag, 16, time.Second)
+		res := runLoad(t, leaves, tag, 16, 500)
 		t.Logf("%s: %v", tag, res)
 		if res.failed.Load() != 0 {
 			t.Errorf("tag %s: failures after the store came back: %v", tag, res)
@@ -440,29 +310,57 @@ func TestNextvalStoreMovedBack(t *testing.T) {
 		t.Logf("%s: max_id %d moved back by %d", what, before, back)
 	}
 
-	// Phase 1: the store moves back twice while the three proxies are
-	// under load.
-	stop := make(chan struct{})
-	res, wait := idLoad(t, leaves, "t", 24, stop)
-	for round := range 2 {
-		time.Sleep(1500 * time.Millisecond)
-		moveBack(fmt.Sprintf("under load, round %d", round))
+	repairs := func() (n uint64) {
+		for _, lf := range leaves {
+			st, _ := lf.svc.Sequences.Segments().Stats("t")
+			n += st.Repairs
+		}
+		return n
 	}
-	time.Sleep(1500 * time.Millisecond)
-	close(stop)
-	wait()
+	// repaired: the store's max_id is at or above every ID a proxy issued,
+	// which the proxies' read-back of max_id (every second) restores
+	// after each move back.
+	repaired := func() bool {
+		var maxID int64
+		if err := sdb.QueryRow("SELECT max_id FROM leaf_alloc WHERE biz_tag = 't'").Scan(&maxID); err != nil {
+			t.Fatal(err)
+		}
+		for _, lf := range leaves {
+			if st, _ := lf.svc.Sequences.Segments().Stats("t"); st.HighWater > maxID {
+				return false
+			}
+		}
+		return true
+	}
+
+	// Phase 1: the store moves back twice while the three proxies are
+	// under load: after 10,000 inserts, and once that move is repaired and
+	// 5,000 more were made; the phase ends when the second is repaired and
+	// 5,000 more were made.
+	res, stop := idLoad(t, leaves, "t", 24)
+	waitInserts(t, res, 10000)
+	for round := range 2 {
+		moveBack(fmt.Sprintf("under load, round %d", round))
+		waitUntil(t, loadDeadline, "repair of max_id past every proxy's high-water mark", repaired, res)
+		waitInserts(t, res, 10000+int64(round+1)*5000)
+	}
+	stop()
 	t.Logf("phase 1: %v", res)
 	if res.failed.Load() != 0 {
 		t.Errorf("failed inserts: %v", res)
 	}
 
-	// Phase 2: the store moves back while the proxies are idle; two
-	// seconds later a fourth proxy starts (a proxy restarted after the
-	// failover: no high-water mark) and all four take load.
+	// Phase 2: the store moves back while the proxies are idle; once
+	// their read-back of max_id has repaired it, a fourth proxy starts (a
+	// proxy restarted after the failover: no high-water mark) and all four
+	// take load.
+	idleBefore := repairs()
 	moveBack("idle")
-	time.Sleep(2 * time.Second)
+	waitUntil(t, loadDeadline, "repair of max_id past every idle proxy's high-water mark", func() bool {
+		return repairs() > idleBefore && repaired()
+	})
 	leaves = append(leaves, startLeaf(t, cfgFor(false)))
-	res = runLoad(t, leaves, "t", 24, 2*time.Second)
+	res = runLoad(t, leaves, "t", 24, 10000)
 	t.Logf("phase 2: %v", res)
 	if res.failed.Load() != 0 {
 		t.Errorf("failed inserts: %v", res)
@@ -470,16 +368,14 @@ func TestNextvalStoreMovedBack(t *testing.T) {
 
 	var after int64
 	sdb.QueryRow("SELECT max_id FROM leaf_alloc WHERE biz_tag = 't'").Scan(&after)
-	var repairs uint64
 	for i, lf := range leaves {
 		st, _ := lf.svc.Sequences.Segments().Stats("t")
 		t.Logf("proxy %d: high-water %d, %d fetches, %d refused, %d repairs", i, st.HighWater, st.Fetches, st.Refused, st.Repairs)
-		repairs += st.Repairs
 	}
 	t.Logf("max_id %d at the end", after)
-	assertNoDuplicates(t, backend, 5000)
-	if repairs < 3 {
-		t.Errorf("%d repairs, want one per move back at least", repairs)
+	assertNoDuplicates(t, backend, 30000)
+	if n := repairs(); n < 3 {
+		t.Errorf("%d repairs, want one per move back at least", n)
 	}
 	// Repairs are exposed as a metric.
 	if a := leaves[0].svc.MetricsAddr(); a != nil {

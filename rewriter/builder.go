@@ -43,13 +43,13 @@ type builder struct {
 	// table and found its rule (firstInsert).
 	first firstInsert
 	// head: what the fast path read of the last INSERT it planned before
-	// its rows; lone: that INSERT was the text's one statement, planned
+	// its rows; loneInsert: that INSERT was the text's one statement, planned
 	// with first (the Planner's memo keeps such heads, memo.go).
-	head insertHead
-	lone bool
-	// num: the text's statement is Numbered (numbered.go), with these
+	head       insertHead
+	loneInsert bool
+	// numbering: the text's statement is Numbered (numbered.go), with these
 	// counters; nstmts counts the statements planned.
-	num            *numbering
+	numbering      *numbering
 	counters       []Counter
 	countsExplicit bool
 	nstmts         int
@@ -70,10 +70,10 @@ type builder struct {
 	load    *Load
 	loadErr error
 	// cost: the tokens and nesting of the statement being planned, when
-	// runFrom counted them as it read it (parseCost); ch: the plan memory
+	// runFrom counted them as it read it (parseCost); charge: the plan memory
 	// the call holds.
-	cost stmtCost
-	ch   *charge
+	cost   stmtCost
+	charge *charge
 }
 
 type scanKind uint8
@@ -87,7 +87,7 @@ const (
 // run plans every statement of the text.
 func (b *builder) run() error {
 	b.db = b.env.DB
-	l := lexer{s: b.sql, mode: b.env.Mode}
+	l := lexer{sql: b.sql, mode: b.env.Mode}
 	b.noFast = !b.fast || hasBang(b.sql)
 	if !b.noFast && b.noSeq && strings.IndexByte(b.sql, ';') < 0 {
 		// One statement, no sequence call, no executable comment: if it
@@ -101,15 +101,15 @@ func (b *builder) run() error {
 			err := b.statement(0, first.start, len(b.sql), first)
 			// The fast path planned it from what quickPlan read (see the
 			// firstInsert case of statement): the Planner may memoize it.
-			b.lone = err == nil && b.fastHits == 1 && b.first.ok && b.first.start == first.start
+			b.loneInsert = err == nil && b.fastHits == 1 && b.first.ok && b.first.start == first.start
 			return err
 		}
-		l = lexer{s: b.sql, mode: b.env.Mode}
+		l = lexer{sql: b.sql, mode: b.env.Mode}
 	}
 	if err := b.runFrom(&l, 0); err != nil {
 		return err
 	}
-	if b.num != nil && b.nstmts > 1 {
+	if b.numbering != nil && b.nstmts > 1 {
 		return errMultiNumbered
 	}
 	return nil
@@ -178,7 +178,7 @@ func (b *builder) runFrom(l *lexer, stmt int) error {
 				// USE db: later statements resolve names against db. A USE
 				// the server may skip, or one this does not read, leaves
 				// the database unknown.
-				u := lexer{s: b.sql[:t.start], pos: first.end, mode: l.mode, inBang: b.inBang}
+				u := lexer{sql: b.sql[:t.start], pos: first.end, mode: l.mode, inBang: b.inBang}
 				name := u.next()
 				if (name.kind == tWord || name.kind == tQuoted) && u.next().kind == tEOF && !b.versioned {
 					b.db, b.dbUnknown = unquote(u.text(name), name.kind, u.mode), false
@@ -223,7 +223,7 @@ func (b *builder) afterModeSet(l *lexer, stmt int) error {
 // @old_sql_mode=@@sql_mode): conservatively, it may change the mode.
 // SET STATEMENT ... FOR sets it for its statement only (modeForced).
 func (b *builder) namesSQLMode(start, end int) bool {
-	l := lexer{s: b.sql[:end], pos: start, mode: b.env.Mode, inBang: b.inBang}
+	l := lexer{sql: b.sql[:end], pos: start, mode: b.env.Mode, inBang: b.inBang}
 	l.next() // SET
 	for i := 0; ; i++ {
 		t := l.next()
@@ -320,15 +320,15 @@ func (b *builder) statement(raw, start, end int, first token) error {
 	}
 	for _, c := range b.calls {
 		if c.param {
-			return errorf(CodeNotSupported, "%s(?) with the sequence name as a parameter is not supported; write the name in the statement", c.fn)
+			return errorf(CodeNotSupported, "%s(?) with the sequence name as a parameter is not supported; write the name in the statement", c.function)
 		}
-		if c.fn == Last {
+		if c.function == Last {
 			return errorf(CodeNotSupported, "%s is only answered in a SELECT of sequence calls alone, e.g. SELECT LASTVAL('%s')", b.sql[c.start:c.end], c.tag)
 		}
-		if c.fn == Set {
+		if c.function == Set {
 			return errorf(CodeNotSupported, "%s is only answered in a SELECT of sequence calls alone, e.g. SELECT SETVAL('%s', 1000)", b.sql[c.start:c.end], c.tag)
 		}
-		if c.fn == Decode {
+		if c.function == Decode {
 			return errorf(CodeNotSupported, "%s is only answered as a statement of its own: SELECT LEAFPROXY_DECODE('%s', id)", b.sql[c.start:c.end], c.tag)
 		}
 		if c.block {
@@ -349,7 +349,7 @@ func (b *builder) statement(raw, start, end int, first token) error {
 	if err != nil {
 		return err
 	}
-	if err := b.ch.parse(b.env, parseMemory(tokens, len(text))); err != nil {
+	if err := b.charge.parse(b.env, parseMemory(tokens, len(text))); err != nil {
 		return err
 	}
 
@@ -424,7 +424,7 @@ func (b *builder) statement(raw, start, end int, first token) error {
 	if up, ok := stmts[0].(*ast.UpdateStmt); ok && len(b.calls) > 0 {
 		return b.numberUpdate(start, text[:cut], up)
 	}
-	s := stmtPlan{b: b, start: start, text: text[:cut], placed: make([]bool, len(b.calls)), first: len(b.edits)}
+	s := stmtPlan{builder: b, start: start, text: text[:cut], placed: make([]bool, len(b.calls)), first: len(b.edits)}
 	s.placeCalls(stmts[0])
 	if hasRule {
 		ins, ok := stmts[0].(*ast.InsertStmt)
@@ -446,7 +446,7 @@ func (b *builder) statement(raw, start, end int, first token) error {
 		if s.consumed[i] {
 			continue
 		}
-		s.b.edits = append(s.b.edits, edit{start: c.start, end: c.end, tag: c.tag})
+		s.builder.edits = append(s.builder.edits, edit{start: c.start, end: c.end, tag: c.tag})
 	}
 	s.wrapFirstKey()
 	return nil

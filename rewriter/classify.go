@@ -114,7 +114,7 @@ func seqCallAt(sql string, i int) bool {
 	// The lexer that finds calls may be inside /*! ... */ here or not;
 	// what follows VALUE is skipped as either would skip it.
 	for _, inBang := range [2]bool{false, true} {
-		l := lexer{s: sql, pos: j, inBang: inBang}
+		l := lexer{sql: sql, pos: j, inBang: inBang}
 		l.skipSpace()
 		if sqltext.EqualFold(l.word(), "FOR") {
 			return true
@@ -130,7 +130,7 @@ func seqCallAt(sql string, i int) bool {
 // SET STATEMENT (MariaDB's SET STATEMENT var=value FOR <statement>, whose
 // statement may be an INSERT).
 func startsInsert(sql string, from int) bool {
-	l := lexer{s: sql, pos: from}
+	l := lexer{sql: sql, pos: from}
 	l.skipSpace()
 	if l.inBang {
 		return true
@@ -147,10 +147,10 @@ func startsInsert(sql string, from int) bool {
 // word returns the run of identifier bytes at l.pos and moves past it.
 func (l *lexer) word() string {
 	i := l.pos
-	for l.pos < len(l.s) && sqltext.IsIdentByte(l.s[l.pos]) {
+	for l.pos < len(l.sql) && sqltext.IsIdentByte(l.sql[l.pos]) {
 		l.pos++
 	}
-	return l.s[i:l.pos]
+	return l.sql[i:l.pos]
 }
 
 // plainInserts reports, without lexing whole statements, that no
@@ -201,7 +201,7 @@ func plainInsertsIn(sql string, env *Env, anyDB bool) (plain bool, first firstIn
 		return false, first
 	}
 	for from := 0; ; {
-		l := lexer{s: sql, pos: from, mode: env.Mode}
+		l := lexer{sql: sql, pos: from, mode: env.Mode}
 		l.skipSpace()
 		if l.pos < len(sql) && sql[l.pos] != ';' {
 			save := l.pos

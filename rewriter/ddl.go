@@ -42,7 +42,7 @@ func DDLTargets(text string) (refs []SchemaRef, all bool) {
 
 // ddlTargets is DDLTargets for one sql_mode, appending to refs.
 func ddlTargets(text string, mode Mode, refs []SchemaRef) ([]SchemaRef, bool) {
-	l := lexer{s: text, mode: mode}
+	l := lexer{sql: text, mode: mode}
 	for {
 		t := l.next()
 		for l.isPunct(t, '(') {

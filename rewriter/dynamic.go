@@ -33,7 +33,7 @@ func (b *builder) refuse(hasRule bool, name string, rule Rule) error {
 // SET of sql_mode counts as one. A user variable (PREPARE s FROM @q) is not
 // seen; nor is EXECUTE s.
 func (b *builder) dynamicStatement(start, end int) error {
-	l := lexer{s: b.sql[:end], pos: start, mode: b.env.Mode, inBang: b.inBang}
+	l := lexer{sql: b.sql[:end], pos: start, mode: b.env.Mode, inBang: b.inBang}
 	what := "PREPARE ... FROM"
 	if l.is(l.next(), "PREPARE") {
 		if t := l.next(); t.kind != tWord && t.kind != tQuoted || !l.is(l.next(), "FROM") {
@@ -69,7 +69,7 @@ func (b *builder) dynamicStatement(start, end int) error {
 		return nil
 	}
 	c := builder{sql: string(content), env: b.env, db: b.db, dbUnknown: b.dbUnknown, modeSet: b.modeSet, scan: scanDynamic, dynamic: what}
-	cl := lexer{s: c.sql, mode: b.env.Mode}
+	cl := lexer{sql: c.sql, mode: b.env.Mode}
 	if err := c.runFrom(&cl, 1); err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func (b *builder) dynamicStatement(start, end int) error {
 // FOR and first its first token; setsMode reports a sql_mode among the
 // variables. ok is false for any other SET.
 func (b *builder) setStatement(start, end int) (inner int, first token, setsMode, ok bool) {
-	l := lexer{s: b.sql[:end], pos: start, mode: b.env.Mode}
+	l := lexer{sql: b.sql[:end], pos: start, mode: b.env.Mode}
 	l.next() // SET
 	if !l.is(l.next(), "STATEMENT") {
 		return 0, token{}, false, false

@@ -22,7 +22,7 @@ func TestEndsClosed(t *testing.T) {
 		{"'a", false},
 		{"'a'", true},
 	} {
-		l := lexer{s: tc.sql}
+		l := lexer{sql: tc.sql}
 		var last token
 		for tok := l.next(); tok.kind != tEOF; tok = l.next() {
 			last = tok

@@ -9,7 +9,7 @@ import (
 )
 
 // The fast path plans the common ORM shape of an INSERT / REPLACE on a rule
-// table with the lexer alone, skipping the TiDB parser (~95% of a plan's
+// table with the lexer alone, skipping the TiDB parser (most of a plan's
 // cost). It recognises, strictly,
 //
 //	INSERT [IGNORE] [INTO] [db.]table (col, ...) VALUES|VALUE (row), ...
@@ -42,7 +42,7 @@ import (
 // with no sequence call, if it has the fast path's shape. ok false: it
 // added nothing, parse the statement.
 func (b *builder) fastInsert(start, end int, rule Rule, db, table string) (ok bool) {
-	l := lexer{s: b.sql[:end], pos: start, mode: b.env.Mode}
+	l := lexer{sql: b.sql[:end], pos: start, mode: b.env.Mode}
 	h, ok := b.fastHead(&l, rule)
 	if !ok || !b.fastRows(&l, h, rule, db, table) {
 		return false
@@ -56,10 +56,10 @@ func (b *builder) fastInsert(start, end int, rule Rule, db, table string) (ok bo
 // in the same mode, when the byte after VALUES cannot continue the word
 // (the Planner's memo, memo.go, relies on it).
 type insertHead struct {
-	replace  bool
-	colOpen  int // the column list's '('
-	width, k int // the number of columns listed; the key column's index, -1: absent
-	end      int // just past VALUES / VALUE
+	replace               bool
+	colOpen               int // the column list's '('
+	columnCount, keyIndex int // the number of columns listed; the key column's index, -1: absent
+	end                   int // just past VALUES / VALUE
 }
 
 // fastHead reads an INSERT / REPLACE up to VALUES with l.
@@ -92,16 +92,16 @@ func (b *builder) fastHead(l *lexer, rule Rule) (h insertHead, ok bool) {
 		return h, false
 	}
 	h.colOpen = t.start
-	h.k = -1
+	h.keyIndex = -1
 	t = l.next()
-	for !l.isPunct(t, ')') || h.width > 0 {
+	for !l.isPunct(t, ')') || h.columnCount > 0 {
 		if !b.fastName(l, t) || l.is(t, "VALUES") {
 			return h, false
 		}
-		if h.k < 0 && strings.EqualFold(unquote(l.text(t), t.kind, l.mode), rule.Column) {
-			h.k = h.width
+		if h.keyIndex < 0 && strings.EqualFold(unquote(l.text(t), t.kind, l.mode), rule.Column) {
+			h.keyIndex = h.columnCount
 		}
-		h.width++
+		h.columnCount++
 		if t = l.next(); l.isPunct(t, ')') {
 			break
 		}
@@ -120,7 +120,7 @@ func (b *builder) fastHead(l *lexer, rule Rule) (h insertHead, ok bool) {
 // fastRows plans the rows and what follows them, from l (just past
 // VALUES), for the head h; on false it added nothing.
 func (b *builder) fastRows(l *lexer, h insertHead, rule Rule, db, table string) bool {
-	width, k, replace := h.width, h.k, h.replace
+	width, k, replace := h.columnCount, h.keyIndex, h.replace
 	var t token
 	first := len(b.edits)
 	b.edits = slices.Grow(b.edits, 2) // one row's edits, without growing
@@ -246,7 +246,7 @@ func (b *builder) fastRows(l *lexer, h insertHead, rule Rule, db, table string) 
 
 	if len(b.edits) > first {
 		b.addFilled(Filled{DB: db, Table: table, Column: rule.Column, Tag: rule.Tag})
-		s := stmtPlan{b: b, first: first}
+		s := stmtPlan{builder: b, first: first}
 		s.wrapFirstKey()
 	}
 	return true
@@ -269,7 +269,7 @@ func (b *builder) fastStop(l *lexer, t token) bool {
 	case tParam:
 		return !b.prepared
 	case tPunct:
-		c := l.s[t.start]
+		c := l.sql[t.start]
 		return c == '{' || c == '}'
 	case tWord:
 		return l.is(t, "SELECT") || l.is(t, "TABLE") || l.is(t, "WITH") || l.is(t, "NEXTVAL") || l.is(t, "LASTVAL")
@@ -281,7 +281,7 @@ func (b *builder) fastStop(l *lexer, t token) bool {
 // token: no string or quoted name left open (it would run to the end) and
 // no comment left open after it.
 func (l *lexer) endsClosed(last token) bool {
-	s := l.s
+	s := l.sql
 	if last.end == len(s) {
 		if q := strings.IndexAny(s[last.start:last.end], "'\"`"); q >= 0 && (last.kind == tString || last.kind == tQuoted || last.kind == tVar) {
 			q += last.start

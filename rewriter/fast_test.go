@@ -335,8 +335,8 @@ func planNoFirst(sql string, env *Env, prepared bool) (Plan, error) {
 		ch.done()
 		return p, err
 	}
-	pl := Planner{ch: ch}
-	defer pl.ch.done()
+	pl := Planner{charge: ch}
+	defer pl.charge.done()
 	p, _, err = pl.build(sql, env, prepared, true, seq, firstInsert{})
 	return p, err
 }

@@ -68,7 +68,7 @@ func NeedsSession(sql string, rules *Rules) bool {
 func statementStarts(sql string) (plan, dynamic, modal bool) {
 	quotes := strings.IndexByte(sql, '\'') >= 0 || strings.IndexByte(sql, '"') >= 0
 	for from := 0; ; {
-		l := lexer{s: sql, pos: from}
+		l := lexer{sql: sql, pos: from}
 		l.skipSpace()
 		if l.inBang {
 			plan, dynamic = true, quotes

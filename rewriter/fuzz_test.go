@@ -60,7 +60,7 @@ func checkRendered(t *testing.T, sql string, mode Mode, p Plan) string {
 // statements splits sql at ';' as the planner does.
 func statements(sql string, mode Mode) [][2]int {
 	var out [][2]int
-	l := lexer{s: sql, mode: mode}
+	l := lexer{sql: sql, mode: mode}
 	start := 0
 	for {
 		t := l.next()

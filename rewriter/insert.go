@@ -42,7 +42,7 @@ func returningAt(text string, mode Mode) (at int, inBang bool) {
 	if !hasReturning(text) {
 		return -1, false // the common case: no lex
 	}
-	l := lexer{s: text, mode: mode}
+	l := lexer{sql: text, mode: mode}
 	depth := 0
 	prev := token{kind: tEOF}
 	for {
@@ -87,7 +87,7 @@ type insertParts struct {
 // table name.
 func scanInsert(text string, mode Mode) insertParts {
 	p := insertParts{colOpen: -1, values: -1, setEnd: -1}
-	l := lexer{s: text, mode: mode}
+	l := lexer{sql: text, mode: mode}
 	if _, _, ok := l.insertTable(); !ok {
 		return p
 	}
@@ -175,8 +175,8 @@ func (s *stmtPlan) fillKey(ins *ast.InsertStmt, rule Rule, db, table string) err
 	if len(ins.Lists) == 0 {
 		return nil
 	}
-	parts := scanInsert(s.text, s.b.env.Mode)
-	s.b.edits = slices.Grow(s.b.edits, len(ins.Lists)+1)
+	parts := scanInsert(s.text, s.builder.env.Mode)
+	s.builder.edits = slices.Grow(s.builder.edits, len(ins.Lists)+1)
 	col := quoteIdent(rule.Column)
 	if ins.Setlist {
 		if k := columnIndex(ins.Columns, rule.Column); k >= 0 {
@@ -187,7 +187,7 @@ func (s *stmtPlan) fillKey(ins *ast.InsertStmt, rule Rule, db, table string) err
 			return errorf(CodeNotSupported, "cannot find the SET list of this INSERT into %s", name)
 		}
 		at := s.start + parts.setEnd
-		s.b.edits = append(s.b.edits, edit{start: at, end: at, tag: rule.Tag, key: true, pre: " " + col + " = ", post: ","})
+		s.builder.edits = append(s.builder.edits, edit{start: at, end: at, tag: rule.Tag, key: true, pre: " " + col + " = ", post: ","})
 		return nil
 	}
 
@@ -200,17 +200,17 @@ func (s *stmtPlan) fillKey(ins *ast.InsertStmt, rule Rule, db, table string) err
 				return errorf(CodeNotSupported, "cannot find the VALUES rows of this INSERT into %s", name)
 			}
 			at := s.start + parts.values
-			s.b.edits = append(s.b.edits, edit{start: at, end: at, slot: -1, pre: "(" + col + ") "})
+			s.builder.edits = append(s.builder.edits, edit{start: at, end: at, slot: -1, pre: "(" + col + ") "})
 			for _, r := range parts.rows {
 				at := s.start + r + 1
-				s.b.edits = append(s.b.edits, edit{start: at, end: at, tag: rule.Tag, key: true})
+				s.builder.edits = append(s.builder.edits, edit{start: at, end: at, tag: rule.Tag, key: true})
 			}
 			return nil
 		}
-		if s.b.env.Columns == nil {
+		if s.builder.env.Columns == nil {
 			return errorf(CodeUnknown, "INSERT into %s without a column list: the proxy does not know the table's columns", name)
 		}
-		cols, err := s.b.env.Columns(db, table)
+		cols, err := s.builder.env.Columns(db, table)
 		if err != nil {
 			e := errorf(CodeUnknown, "reading the columns of %s to fill %s: %v", name, rule.Column, err)
 			e.cause = err
@@ -251,14 +251,14 @@ func (s *stmtPlan) fillKey(ins *ast.InsertStmt, rule Rule, db, table string) err
 		pre += ", "
 	}
 	at := s.start + parts.colOpen + 1
-	s.b.edits = append(s.b.edits, edit{start: at, end: at, slot: -1, pre: pre})
+	s.builder.edits = append(s.builder.edits, edit{start: at, end: at, slot: -1, pre: pre})
 	post := ""
 	if width > 0 {
 		post = ", "
 	}
 	for _, r := range parts.rows {
 		at := s.start + r + 1
-		s.b.edits = append(s.b.edits, edit{start: at, end: at, tag: rule.Tag, key: true, post: post})
+		s.builder.edits = append(s.builder.edits, edit{start: at, end: at, tag: rule.Tag, key: true, post: post})
 	}
 	return nil
 }
@@ -279,14 +279,14 @@ func (s *stmtPlan) keyValue(e ast.ExprNode, rule Rule) {
 	pos := e.OriginTextPosition()
 	if i := s.callAt(pos); i >= 0 {
 		if _, ok := e.(ast.ValueExpr); ok && s.placed[i] {
-			c := s.b.calls[i]
+			c := s.builder.calls[i]
 			s.consumed[i] = true
-			s.b.edits = append(s.b.edits, edit{start: c.start, end: c.end, tag: c.tag, key: true})
+			s.builder.edits = append(s.builder.edits, edit{start: c.start, end: c.end, tag: c.tag, key: true})
 		}
 		return
 	}
-	mode := s.b.env.Mode
-	l := lexer{s: s.text, pos: pos, mode: mode}
+	mode := s.builder.env.Mode
+	l := lexer{sql: s.text, pos: pos, mode: mode}
 	t := l.next()
 	if after := l.next(); !(after.kind == tEOF || l.isPunct(after, ',') || l.isPunct(after, ')') || l.is(after, "ON")) {
 		return // more than one token: an expression
@@ -302,14 +302,14 @@ func (s *stmtPlan) keyValue(e ast.ExprNode, rule Rule) {
 	case ast.ValueExpr:
 		form = keyLiteral
 	}
-	fill, param := keyFills(&l, t, form, mode, s.b.prepared)
+	fill, param := keyFills(&l, t, form, mode, s.builder.prepared)
 	if !fill {
 		if form == keyLiteral {
-			s.b.noteExplicit(&l, t, rule.Tag)
+			s.builder.noteExplicit(&l, t, rule.Tag)
 		}
 		return
 	}
-	s.b.edits = append(s.b.edits, edit{start: s.start + t.start, end: s.start + t.end, tag: rule.Tag, key: true,
+	s.builder.edits = append(s.builder.edits, edit{start: s.start + t.start, end: s.start + t.end, tag: rule.Tag, key: true,
 		param: param, zeroIsNull: param && !mode.NoAutoValueOnZero})
 }
 
@@ -402,7 +402,7 @@ func (b *builder) noteExplicit(l *lexer, t token, tag string) {
 // that some rule could match while the current database is unknown is
 // error 1235.
 func (b *builder) insertRule(text string, mode Mode, hide bool) (rule Rule, ok bool, db, table string, err error) {
-	l := lexer{s: text, mode: mode, hideVersioned: hide}
+	l := lexer{sql: text, mode: mode, hideVersioned: hide}
 	save := l
 	if t := l.next(); !l.is(t, "INSERT") && !l.is(t, "REPLACE") {
 		return Rule{}, false, "", "", nil

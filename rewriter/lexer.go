@@ -27,7 +27,7 @@ type token struct {
 }
 
 type lexer struct {
-	s    string
+	sql  string
 	pos  int
 	mode Mode
 	// inBang is set inside /*! ... */ (and MariaDB's /*M! ... */), whose
@@ -44,7 +44,7 @@ type lexer struct {
 
 // skipSpace skips whitespace, comments and executable-comment markers.
 func (l *lexer) skipSpace() {
-	s := l.s
+	s := l.sql
 	for l.pos < len(s) {
 		c := s[l.pos]
 		switch {
@@ -77,7 +77,7 @@ func (l *lexer) skipSpace() {
 // next returns the next token; tEOF at the end of the text.
 func (l *lexer) next() token {
 	l.skipSpace()
-	s := l.s
+	s := l.sql
 	start := l.pos
 	if start >= len(s) {
 		return token{kind: tEOF, start: len(s), end: len(s)}
@@ -133,7 +133,7 @@ func (l *lexer) next() token {
 // number lexes digits[.digits][e[+-]digits]; if identifier bytes follow
 // (1abc, 0x1f, 0b01) the whole run is a word.
 func (l *lexer) number(start int) token {
-	s := l.s
+	s := l.sql
 	i := start
 	for i < len(s) && sqltext.IsDigit(s[i]) {
 		i++
@@ -168,21 +168,21 @@ func (l *lexer) number(start int) token {
 // skipQuoted returns the offset just past the quoted text starting at
 // s[start] == q. Unterminated text runs to the end.
 func (l *lexer) skipQuoted(start int, q byte, escapes bool) int {
-	end, _ := sqltext.QuotedEnd(l.s, start, escapes)
+	end, _ := sqltext.QuotedEnd(l.sql, start, escapes)
 	return end
 }
 
 // text returns the token's source text.
-func (l *lexer) text(t token) string { return l.s[t.start:t.end] }
+func (l *lexer) text(t token) string { return l.sql[t.start:t.end] }
 
 // is reports whether t is the unquoted keyword kw (upper case), in any case.
 func (l *lexer) is(t token, kw string) bool {
-	return t.kind == tWord && sqltext.EqualFold(l.s[t.start:t.end], kw)
+	return t.kind == tWord && sqltext.EqualFold(l.sql[t.start:t.end], kw)
 }
 
 // isPunct reports whether t is the single byte c.
 func (l *lexer) isPunct(t token, c byte) bool {
-	return t.kind == tPunct && l.s[t.start] == c
+	return t.kind == tPunct && l.sql[t.start] == c
 }
 
 // unquote returns the value of a string, quoted identifier or word token.

@@ -56,7 +56,7 @@ const LoadPrelude = "@__leaf_f := NULL"
 // loadStatement plans sql[start:end) when it is a LOAD DATA / LOAD XML
 // into a rule table (handled); anything else is left to the caller.
 func (b *builder) loadStatement(start, end int) (handled bool, err error) {
-	l := lexer{s: b.sql[:end], pos: start, mode: b.env.Mode, inBang: b.inBang}
+	l := lexer{sql: b.sql[:end], pos: start, mode: b.env.Mode, inBang: b.inBang}
 	h, ok := l.loadHead()
 	if !ok {
 		return false, nil // LOAD INDEX INTO CACHE, or a syntax error for the server
@@ -112,7 +112,7 @@ func (b *builder) loadStatement(start, end int) (handled bool, err error) {
 // only one (runFrom recorded where it began).
 func (b *builder) onlyStatement(end int) bool {
 	for _, part := range [2]string{b.sql[:b.stmtRaw], b.sql[end:]} {
-		l := lexer{s: part, mode: b.env.Mode}
+		l := lexer{sql: part, mode: b.env.Mode}
 		for t := l.next(); t.kind != tEOF; t = l.next() {
 			if !l.isPunct(t, ';') {
 				return false
@@ -149,7 +149,7 @@ func (b *builder) readLoad(l *lexer, rule Rule, db, table string) (p *Load, why 
 	str := func(clause string) (string, string) {
 		w := next()
 		v, ok := "", false
-		if x := l.text(w); w.kind == tWord && (x == "X" || x == "x" || x == "B" || x == "b") && w.end < len(l.s) && l.s[w.end] == '\'' {
+		if x := l.text(w); w.kind == tWord && (x == "X" || x == "x" || x == "B" || x == "b") && w.end < len(l.sql) && l.sql[w.end] == '\'' {
 			body := l.text(next()) // X'2c', B'0101'
 			if t.kind == tString && len(body) >= 2 && body[len(body)-1] == '\'' {
 				v, ok = radixString(body[1:len(body)-1], x == "X" || x == "x")

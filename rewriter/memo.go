@@ -37,7 +37,7 @@ type insertMemo struct {
 	envDB     string // Env.DB, Mode and Rules it was planned with
 	mode      Mode
 	rules     *Rules
-	h         insertHead
+	hash      insertHead
 	rule      Rule
 	db, table string // the table the rule is for (owned)
 }
@@ -51,8 +51,8 @@ func (pl *Planner) memoPlan(sql string, env *Env) (p Plan, ok bool) {
 	}
 	b := pl.reset(sql, env, false, true, false, firstInsert{})
 	b.nstmts = 1
-	l := lexer{s: sql, pos: len(m.head), mode: env.Mode}
-	if !b.fastRows(&l, m.h, m.rule, m.db, m.table) {
+	l := lexer{sql: sql, pos: len(m.head), mode: env.Mode}
+	if !b.fastRows(&l, m.hash, m.rule, m.db, m.table) {
 		return Plan{}, false
 	}
 	b.fastHits++
@@ -73,12 +73,12 @@ func (pl *Planner) memoFind(sql string, env *Env) *insertMemo {
 
 // memoize keeps the head of the lone INSERT the builder just planned.
 func (pl *Planner) memoize(env *Env) {
-	b := &pl.b
-	if !b.lone || b.head.end > memoMaxHead || pl.memoFind(b.sql, env) != nil {
+	b := &pl.builder
+	if !b.loneInsert || b.head.end > memoMaxHead || pl.memoFind(b.sql, env) != nil {
 		return
 	}
 	m := insertMemo{head: strings.Clone(b.sql[:b.head.end]), envDB: env.DB, mode: env.Mode, rules: env.Rules,
-		h: b.head, rule: b.first.rule, db: strings.Clone(b.first.db), table: strings.Clone(b.first.table)}
+		hash: b.head, rule: b.first.rule, db: strings.Clone(b.first.db), table: strings.Clone(b.first.table)}
 	if len(pl.memo) < memoHeads {
 		pl.memo = append(pl.memo, m)
 		return

@@ -167,7 +167,7 @@ func FuzzFilter(f *testing.F) {
 		b := builder{sql: sql, env: env}
 		err := b.run()
 		calls := false
-		l := lexer{s: sql, mode: mode}
+		l := lexer{sql: sql, mode: mode}
 		for prev := (token{kind: tEOF}); ; {
 			tok := l.next()
 			if tok.kind == tEOF {

@@ -5,7 +5,7 @@ import (
 )
 
 // TestNeedsSession: which texts the engine may relay without reading the
-// session's database and sql_mode (issue 24).
+// session's database and sql_mode.
 func TestNeedsSession(t *testing.T) {
 	rules := testEnv(t, Mode{}).Rules
 	for _, tt := range []struct {

@@ -72,7 +72,7 @@ func (b Block) At(k int64) int64 {
 
 // numbering is what a Numbered plan adds to Plan.
 type numbering struct {
-	edits []nedit
+	edits []numberedEdit
 	count string
 	init  string
 	// prepared: count is the prepared count (it stores its row in
@@ -82,8 +82,8 @@ type numbering struct {
 	reads    string
 }
 
-// nedit replaces text[start:end) with pre [counter expression] post.
-type nedit struct {
+// numberedEdit replaces text[start:end) with pre [counter expression] post.
+type numberedEdit struct {
 	start, end int
 	counter    int // -1: no counter
 	pre, post  string

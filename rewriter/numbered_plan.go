@@ -18,10 +18,10 @@ func cteCol(i int) string { return "`__leafproxy_" + strconv.Itoa(i) + "`" }
 
 // numberedStmt collects one numbered statement's parts.
 type numberedStmt struct {
-	b        *builder
+	builder  *builder
 	start    int // the statement's offset in the text
 	counters []Counter
-	edits    []nedit
+	edits    []numberedEdit
 	explicit bool // the count query ends with MAX of the explicit keys
 }
 
@@ -34,8 +34,8 @@ func (n *numberedStmt) counter(tag string, key bool) int {
 // count query; prepCount (prepared statements only) the same count with
 // the statement's ? markers, in their order, storing into variables.
 func (n *numberedStmt) finish(count, prepCount string) error {
-	b := n.b
-	if len(b.edits) > 0 || b.num != nil {
+	b := n.builder
+	if len(b.edits) > 0 || b.numbering != nil {
 		return errMultiNumbered
 	}
 	num := &numbering{edits: n.edits, count: count, init: initQuery(len(n.counters))}
@@ -52,7 +52,7 @@ func (n *numberedStmt) finish(count, prepCount string) error {
 		num.prepared = true
 		b.clientParams = markers
 	}
-	b.num = num
+	b.numbering = num
 	b.counters = n.counters
 	b.countsExplicit = n.explicit
 	return nil
@@ -78,7 +78,7 @@ func (b *builder) callsIn(from, to int) []int {
 // DUPLICATE KEY UPDATE; colClose is the ')' ending the column list (-1
 // without one).
 func selectSpan(text string, mode Mode) (selStart, selEnd, colClose int, ok bool) {
-	l := lexer{s: text, mode: mode}
+	l := lexer{sql: text, mode: mode}
 	if _, _, found := l.insertTable(); !found {
 		return 0, 0, 0, false
 	}
@@ -148,12 +148,12 @@ func (b *builder) numberInsertSelect(start int, text string, ins *ast.InsertStmt
 	if err := b.checkPerRowCalls(start, ins.Select); err != nil {
 		return err
 	}
-	n := numberedStmt{b: b, start: start}
+	n := numberedStmt{builder: b, start: start}
 	b.writes = append(b.writes, SeqName{DB: db, Name: table})
 	absSel, absEnd := start+selStart, start+selEnd
 	for _, i := range b.callsIn(absSel, absEnd) {
 		c := b.calls[i]
-		n.edits = append(n.edits, nedit{start: c.start, end: c.end, counter: n.counter(c.tag, false)})
+		n.edits = append(n.edits, numberedEdit{start: c.start, end: c.end, counter: n.counter(c.tag, false)})
 	}
 
 	// How many columns the SELECT gives, and where the key is among them.
@@ -210,13 +210,13 @@ func (b *builder) numberInsertSelect(start int, text string, ins *ast.InsertStmt
 		n.explicit = true
 		outer = append(outer, cols[:key]...)
 		outer = append(outer, "IF("+k+" IS NULL"+zero+", ")
-		n.edits = append(n.edits, nedit{start: absSel, end: absSel, counter: -1, pre: with})
+		n.edits = append(n.edits, numberedEdit{start: absSel, end: absSel, counter: -1, pre: with})
 		tail := limitFor(ins.Select) + ") SELECT " + strings.Join(outer, ", ")
 		rest := ", " + k + ")"
 		if key+1 < width {
 			rest += ", " + strings.Join(cols[key+1:], ", ")
 		}
-		n.edits = append(n.edits, nedit{start: absEnd, end: absEnd, counter: n.counter(rule.Tag, true), pre: tail, post: rest + " FROM " + cteName})
+		n.edits = append(n.edits, numberedEdit{start: absEnd, end: absEnd, counter: n.counter(rule.Tag, true), pre: tail, post: rest + " FROM " + cteName})
 	} else {
 		if colClose < 0 {
 			return errorf(CodeNotSupported, "cannot find the column list of this INSERT into %s", name)
@@ -225,10 +225,10 @@ func (b *builder) numberInsertSelect(start int, text string, ins *ast.InsertStmt
 		if width == 0 {
 			sep = ""
 		}
-		n.edits = append(n.edits, nedit{start: start + colClose, end: start + colClose, counter: -1, pre: sep + quoteIdent(rule.Column)})
-		n.edits = append(n.edits, nedit{start: absSel, end: absSel, counter: -1, pre: with})
+		n.edits = append(n.edits, numberedEdit{start: start + colClose, end: start + colClose, counter: -1, pre: sep + quoteIdent(rule.Column)})
+		n.edits = append(n.edits, numberedEdit{start: absSel, end: absSel, counter: -1, pre: with})
 		pre := limitFor(ins.Select) + ") SELECT " + strings.Join(cols, ", ") + sep
-		n.edits = append(n.edits, nedit{start: absEnd, end: absEnd, counter: n.counter(rule.Tag, true), pre: pre, post: " FROM " + cteName})
+		n.edits = append(n.edits, numberedEdit{start: absEnd, end: absEnd, counter: n.counter(rule.Tag, true), pre: pre, post: " FROM " + cteName})
 	}
 	sortEdits(n.edits)
 	counts := make([]string, len(n.counters))
@@ -269,7 +269,7 @@ func countInto(counters int, explicit bool, extra int) string {
 // markersIn counts the ? markers of text as the lexer reads them (not
 // those in strings or comments).
 func markersIn(text string, mode Mode) int {
-	l := lexer{s: text, mode: mode}
+	l := lexer{sql: text, mode: mode}
 	n := 0
 	for t := l.next(); t.kind != tEOF; t = l.next() {
 		if t.kind == tParam {
@@ -362,7 +362,7 @@ func (b *builder) checkPerRowCalls(start int, sel ast.ResultSetNode) error {
 	if len(b.calls) == 0 {
 		return nil
 	}
-	s := stmtPlan{b: b, start: start, placed: make([]bool, len(b.calls))}
+	s := stmtPlan{builder: b, start: start, placed: make([]bool, len(b.calls))}
 	v := placer{s: &s}
 	var visit func(n ast.Node)
 	visit = func(n ast.Node) {
@@ -395,7 +395,7 @@ func (b *builder) checkPerRowCalls(start int, sel ast.ResultSetNode) error {
 	return nil
 }
 
-func sortEdits(edits []nedit) {
+func sortEdits(edits []numberedEdit) {
 	for i := 1; i < len(edits); i++ {
 		for j := i; j > 0 && edits[j].start < edits[j-1].start; j-- {
 			edits[j], edits[j-1] = edits[j-1], edits[j]

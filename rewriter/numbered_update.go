@@ -15,7 +15,7 @@ func (b *builder) numberUpdate(start int, text string, up *ast.UpdateStmt) error
 	if up.With != nil {
 		return errorf(CodeNotSupported, "%s in an UPDATE with a WITH clause is not supported", b.sql[b.calls[0].start:b.calls[0].end])
 	}
-	s := stmtPlan{b: b, start: start, placed: make([]bool, len(b.calls))}
+	s := stmtPlan{builder: b, start: start, placed: make([]bool, len(b.calls))}
 	s.placeCalls(up)
 	for i, c := range b.calls {
 		if !s.placed[i] {
@@ -27,9 +27,9 @@ func (b *builder) numberUpdate(start int, text string, up *ast.UpdateStmt) error
 	if !ok {
 		return errorf(CodeNotSupported, "cannot find the tables and SET list of this UPDATE around %s", b.sql[b.calls[0].start:b.calls[0].end])
 	}
-	n := numberedStmt{b: b, start: start}
+	n := numberedStmt{builder: b, start: start}
 	for _, c := range b.calls {
-		n.edits = append(n.edits, nedit{start: c.start, end: c.end, counter: n.counter(c.tag, false)})
+		n.edits = append(n.edits, numberedEdit{start: c.start, end: c.end, counter: n.counter(c.tag, false)})
 	}
 	if up.TableRefs != nil {
 		v := &tableNames{db: b.db}
@@ -56,7 +56,7 @@ func (b *builder) numberUpdate(start int, text string, up *ast.UpdateStmt) error
 // [refsStart, refsEnd) (between the modifiers and SET) and where the part
 // after the SET list starts (WHERE, ORDER BY, LIMIT; len(text) without).
 func updateParts(text string, mode Mode) (refsStart, refsEnd, tail int, ok bool) {
-	l := lexer{s: text, mode: mode}
+	l := lexer{sql: text, mode: mode}
 	l.next() // UPDATE
 	t := l.next()
 	for l.is(t, "LOW_PRIORITY") || l.is(t, "IGNORE") {

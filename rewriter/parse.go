@@ -10,18 +10,13 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 )
 
-// What planning may cost (issue 21). The lexer-only paths (the filter, the
-// NEXTVAL select, the fast INSERT path, the memo) take little and no more
-// than a small multiple of the text, but for sequence calls: the planner
-// keeps ~1.3 KiB for each (calls, edits, slots), 100,000 of them in a
-// 1.8 MB text 200 MiB for 8 sessions. The TiDB parser is another matter:
-// it builds 100-350 bytes of tree per token, its stack grows by ~350 bytes
-// per level of nesting (and stays grown in a pooled parser), a pooled
-// parser keeps the tree of the last statement it read, and the planner
-// walks the tree recursively (~64 bytes of goroutine stack per level).
-// Measured before these limits: SELECT NEXTVAL('t') + ((((...1...)))) with a
-// million levels (a 2 MB text) took 448 MB and left 415 MB in the pool; 8
-// sessions sending it at once, 4.2 GB. So:
+// What planning may cost. The lexer-only paths (the filter, the NEXTVAL
+// select, the fast INSERT path, the memo) keep no more than a small
+// multiple of the text, except for sequence calls: the planner keeps calls,
+// edits and slots for each. The TiDB parser's cost grows with the tokens
+// (its tree) and with the nesting (its stack, which a pooled parser keeps,
+// and the planner's recursive walk), so an unbounded statement can take
+// any amount of memory (figures in BENCHMARKS.md, "Plan memory"). So:
 //
 //   - a text with more than freeCalls sequence calls (counted as
 //     hasSeqCall finds them, a byte scan) reserves CallCost per call from
@@ -30,16 +25,15 @@ import (
 //
 // and before the parser reads a statement:
 //
-//   - its nesting of parentheses is measured by the lexer (allocation-free,
-//     a small fraction of the parse), and more than Limits.MaxDepth levels
-//     is error 1473, at once;
+//   - its nesting of parentheses is counted by the lexer (allocation-free),
+//     and more than Limits.MaxDepth levels is error 1473, at once;
 //   - the memory the parse may take, parseMemory (TokenCost per token), is
 //     reserved from Limits.Memory as well (charge: one reservation per
 //     PlanQuery, as large as its costliest statement needs, given back
 //     when it returns); a text that would need more than the whole budget
 //     is refused, others wait their turn (the engine decides how long);
 //   - a parser that read more than poolTokens tokens is not put back into
-//     the pool, so what the pool keeps is a few hundred KiB per parser.
+//     the pool, which bounds what the pool keeps per parser.
 
 // Limits bound what planning a statement with the parser may cost; the
 // zero value is DefaultMaxDepth and no memory budget.
@@ -76,20 +70,20 @@ const (
 	// of 500,000 tokens at once (a 50,000-row INSERT of (NEXTVAL('t'), 1)
 	// rows).
 	DefaultPlanMemory = 256 << 20
-	// TokenCost is what a parse is charged per token: the most measured
-	// (tree, parser stack and walk per token; TestParseCostCovers) with
-	// room to spare.
+	// TokenCost is what a parse is charged per token: tree, parser stack
+	// and walk per token with room to spare (TestParseCostCovers checks
+	// that it covers what a parse takes).
 	TokenCost = 512
 	// CallCost is what a text is charged per sequence call before it is
 	// read, past freeCalls of them: the calls, edits and slots the
-	// planner keeps for each (the most measured, in TestParseCostCovers,
-	// is 1.3 KiB; the parse of what stands in for the call is charged
-	// per token as any other).
+	// planner keeps for each, with room to spare (TestParseCostCovers
+	// checks it; the parse of what stands in for the call is charged per
+	// token as any other).
 	CallCost  = 2048
 	freeCalls = 64
 	// poolTokens: a parser that read more is not pooled. A pooled parser
-	// keeps the last tree it built (~270 bytes per token) and its stack
-	// (~350 bytes per level): at most ~350 KiB after this many.
+	// keeps the last tree it built and its stack, both growing with the
+	// tokens it read: this bounds them to a few hundred KiB.
 	poolTokens = 1024
 )
 
@@ -102,15 +96,15 @@ func parseMemory(tokens, n int) int64 { return int64(tokens)*TokenCost + 2*int64
 // sequence calls of a text that has many, then for the parse of each
 // statement, as much as the costliest needs; given back when it returns.
 type charge struct {
-	m          Budget
+	budget     Budget
 	held, base int64
 }
 
 // calls charges for n sequence calls (quickPlan): nothing is held yet,
 // so it may wait.
 func (c *charge) calls(env *Env, n int) error {
-	c.m = env.Limits.Memory
-	if c.m == nil {
+	c.budget = env.Limits.Memory
+	if c.budget == nil {
 		return nil
 	}
 	c.base = int64(n) * CallCost
@@ -122,7 +116,7 @@ func (c *charge) parse(env *Env, n int64) error {
 	if c == nil || env.Limits.Memory == nil {
 		return nil
 	}
-	c.m = env.Limits.Memory
+	c.budget = env.Limits.Memory
 	return c.to(c.base + n)
 }
 
@@ -135,14 +129,14 @@ func (c *charge) to(n int64) error {
 		return nil
 	}
 	if c.held > 0 {
-		if c.m.TryAcquire(n - c.held) {
+		if c.budget.TryAcquire(n - c.held) {
 			c.held = n
 			return nil
 		}
-		c.m.Release(c.held)
+		c.budget.Release(c.held)
 		c.held = 0
 	}
-	if err := c.m.Acquire(n); err != nil {
+	if err := c.budget.Acquire(n); err != nil {
 		return err
 	}
 	c.held = n
@@ -152,7 +146,7 @@ func (c *charge) to(n int64) error {
 // done gives back what the call held.
 func (c *charge) done() {
 	if c.held > 0 {
-		c.m.Release(c.held)
+		c.budget.Release(c.held)
 	}
 	*c = charge{}
 }
@@ -183,7 +177,7 @@ func (b *builder) parseCost(start, end int, hasRule bool, table string, rule Rul
 		}
 		return c.tokens, nil
 	}
-	l := lexer{s: b.sql[:end], pos: start, mode: b.env.Mode, inBang: b.inBang}
+	l := lexer{sql: b.sql[:end], pos: start, mode: b.env.Mode, inBang: b.inBang}
 	depth := 0
 	for t := l.next(); t.kind != tEOF; t = l.next() {
 		tokens++

@@ -10,14 +10,14 @@ import (
 
 // stmtPlan plans one parsed statement.
 type stmtPlan struct {
-	b     *builder
-	start int    // offset of text in the whole sql
-	text  string // the statement's original text
-	// per call of b.calls: placed where an ID can go; consumed as a key
+	builder *builder
+	start   int    // offset of text in the whole sql
+	text    string // the statement's original text
+	// per call of builder.calls: placed where an ID can go; consumed as a key
 	// value
 	placed   []bool
 	consumed []bool
-	first    int // index into b.edits of this statement's first edit
+	first    int // index into builder.edits of this statement's first edit
 	// itemLex reads the select items nameItem names, in order, so that a
 	// list of many items is lexed once, not once per item.
 	itemLex *lexer
@@ -25,7 +25,7 @@ type stmtPlan struct {
 
 // callAt returns the index of the call starting at statement offset pos.
 func (s *stmtPlan) callAt(pos int) int {
-	calls := s.b.calls
+	calls := s.builder.calls
 	abs := s.start + pos
 	i := sort.Search(len(calls), func(i int) bool { return calls[i].start >= abs })
 	if i < len(calls) && calls[i].start == abs {
@@ -40,10 +40,10 @@ func (s *stmtPlan) callAt(pos int) int {
 // without FROM (whose items keep their names, see nameItem). Subqueries
 // are never such a place.
 func (s *stmtPlan) placeCalls(stmt ast.StmtNode) {
-	if len(s.b.calls) == 0 {
+	if len(s.builder.calls) == 0 {
 		return
 	}
-	s.consumed = make([]bool, len(s.b.calls))
+	s.consumed = make([]bool, len(s.builder.calls))
 	v := placer{s: s}
 	switch n := stmt.(type) {
 	case *ast.InsertStmt:
@@ -94,7 +94,7 @@ func (s *stmtPlan) placeCalls(stmt ast.StmtNode) {
 // column named `1001 + 1`). The item is aliased with that text; the
 // server shortens a long alias as it shortens a long item's text.
 func (s *stmtPlan) nameItem(from, limit int) {
-	calls := s.b.calls
+	calls := s.builder.calls
 	i := sort.Search(len(calls), func(i int) bool { return calls[i].start >= from })
 	if i == len(calls) || calls[i].start >= limit {
 		return // no call before the next item: the server names it as written
@@ -106,8 +106,8 @@ func (s *stmtPlan) nameItem(from, limit int) {
 	if calls[i].start >= end {
 		return // no call: the server names it as written
 	}
-	name := s.b.sql[from:end]
-	s.b.edits = append(s.b.edits, edit{start: end, end: end, slot: -1, pre: " AS `" + strings.ReplaceAll(name, "`", "``") + "`"})
+	name := s.builder.sql[from:end]
+	s.builder.edits = append(s.builder.edits, edit{start: end, end: end, slot: -1, pre: " AS `" + strings.ReplaceAll(name, "`", "``") + "`"})
 }
 
 // itemEnd returns where the select item starting at offset from ends: at
@@ -123,7 +123,7 @@ func (s *stmtPlan) itemEnd(from int) (end int, aliased bool) {
 	// lexer goes on from the last item's end.
 	l := s.itemLex
 	if l == nil || l.pos > from {
-		l = &lexer{s: s.b.sql[:s.start+len(s.text)], pos: s.start, mode: s.b.env.Mode}
+		l = &lexer{sql: s.builder.sql[:s.start+len(s.text)], pos: s.start, mode: s.builder.env.Mode}
 		s.itemLex = l
 	}
 	t := l.next()
@@ -203,7 +203,7 @@ func (v *placer) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 // wrapFirstKey renders this statement's first generated key as
 // LAST_INSERT_ID(id), so the server reports it like an AUTO_INCREMENT value.
 func (s *stmtPlan) wrapFirstKey() {
-	edits := s.b.edits[s.first:]
+	edits := s.builder.edits[s.first:]
 	best := -1
 	for i := range edits {
 		if edits[i].key && edits[i].slot >= 0 && (best < 0 || edits[i].start < edits[best].start) {

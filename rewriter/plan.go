@@ -249,8 +249,8 @@ func plan(sql string, env *Env, prepared bool) (Plan, error) {
 
 // plan numbers the slots in text order and counts IDs per tag.
 func (b *builder) plan(slots []Slot, tags []TagCount) Plan {
-	if b.num != nil {
-		return Plan{Kind: Numbered, Counters: b.counters, CountsExplicit: b.countsExplicit, num: b.num, Filled: orNil(b.filled), Explicit: orNil(b.explicit),
+	if b.numbering != nil {
+		return Plan{Kind: Numbered, Counters: b.counters, CountsExplicit: b.countsExplicit, num: b.numbering, Filled: orNil(b.filled), Explicit: orNil(b.explicit),
 			Statements: b.nstmts, ClientParams: b.clientParams, Params: b.clientParams, prepared: b.prepared, Idents: orNil(b.idents), StringCalls: b.strCalls,
 			Writes: orNil(b.writes)}
 	}
@@ -309,7 +309,7 @@ func (b *builder) plan(slots []Slot, tags []TagCount) Plan {
 // rendered text. A generated value inserted where a marker starts comes
 // before it; in COALESCE(NULLIF(?,0),?) the client's marker comes first.
 func (p *Plan) numberParams(sql string, mode Mode) {
-	l := lexer{s: sql, mode: mode}
+	l := lexer{sql: sql, mode: mode}
 	var markers []int
 	for t := l.next(); t.kind != tEOF; t = l.next() {
 		if t.kind == tParam {

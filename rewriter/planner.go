@@ -6,12 +6,12 @@ package rewriter
 // it returns is valid until its next call (the engine renders it at once;
 // PlanPrepare's plans, kept with their statements, own their memory).
 type Planner struct {
-	b     builder
-	slots []Slot
-	tags  []TagCount
-	calls []Call
-	memo  []insertMemo // heads of recent lone INSERTs (memo.go)
-	ch    charge       // plan memory held during a call (parse.go)
+	builder builder
+	slots   []Slot
+	tags    []TagCount
+	calls   []Call
+	memo    []insertMemo // heads of recent lone INSERTs (memo.go)
+	charge  charge       // plan memory held during a call (parse.go)
 }
 
 // PlanQuery is PlanQuery (the package function) with pl's memory.
@@ -29,8 +29,8 @@ func planWith(sql string, env *Env, prepared, fast bool) (p Plan, fastHits int, 
 		ch.done()
 		return p, 0, err
 	}
-	pl := Planner{ch: ch}
-	defer pl.ch.done()
+	pl := Planner{charge: ch}
+	defer pl.charge.done()
 	return pl.build(sql, env, prepared, fast, seq, first)
 }
 
@@ -41,8 +41,8 @@ func (pl *Planner) planWith(sql string, env *Env, prepared, fast bool) (p Plan, 
 		}
 	}
 	clear(pl.calls[:cap(pl.calls)]) // they hold strings of the last text
-	defer pl.ch.done()
-	p, done, seq, first, err := quickPlan(sql, env, pl.calls[:0], prepared, &pl.ch)
+	defer pl.charge.done()
+	p, done, seq, first, err := quickPlan(sql, env, pl.calls[:0], prepared, &pl.charge)
 	if done {
 		if p.Calls != nil && cap(p.Calls) <= 64 {
 			pl.calls = p.Calls
@@ -109,7 +109,7 @@ func (pl *Planner) build(sql string, env *Env, prepared, fast, seq bool, first f
 // a session's Planner keeps its memory for the next statement, which is
 // rarely as large (the plan just made keeps its own references).
 func (pl *Planner) trim() {
-	b := &pl.b
+	b := &pl.builder
 	if cap(b.edits) > 1024 {
 		b.edits, b.filled = nil, nil
 	}
@@ -126,22 +126,22 @@ func (pl *Planner) trim() {
 
 // reset readies pl's builder for sql, reusing its memory.
 func (pl *Planner) reset(sql string, env *Env, prepared, fast, seq bool, first firstInsert) *builder {
-	clear(pl.b.edits[:cap(pl.b.edits)]) // they hold strings of the last text
-	clear(pl.b.filled[:cap(pl.b.filled)])
-	clear(pl.b.calls[:cap(pl.b.calls)])
-	clear(pl.b.explicit[:cap(pl.b.explicit)])
-	clear(pl.b.idents[:cap(pl.b.idents)])
+	clear(pl.builder.edits[:cap(pl.builder.edits)]) // they hold strings of the last text
+	clear(pl.builder.filled[:cap(pl.builder.filled)])
+	clear(pl.builder.calls[:cap(pl.builder.calls)])
+	clear(pl.builder.explicit[:cap(pl.builder.explicit)])
+	clear(pl.builder.idents[:cap(pl.builder.idents)])
 	clear(pl.slots[:cap(pl.slots)])
 	clear(pl.tags[:cap(pl.tags)])
-	pl.b = builder{sql: sql, env: env, prepared: prepared, fast: fast, noSeq: !seq, first: first, ch: &pl.ch,
-		edits: pl.b.edits[:0], filled: pl.b.filled[:0], calls: pl.b.calls[:0], explicit: pl.b.explicit[:0], idents: pl.b.idents[:0]}
-	return &pl.b
+	pl.builder = builder{sql: sql, env: env, prepared: prepared, fast: fast, noSeq: !seq, first: first, charge: &pl.charge,
+		edits: pl.builder.edits[:0], filled: pl.builder.filled[:0], calls: pl.builder.calls[:0], explicit: pl.builder.explicit[:0], idents: pl.builder.idents[:0]}
+	return &pl.builder
 }
 
 // finish makes the plan of what the builder collected, keeping its
 // slices for the next call unless they grew huge.
 func (pl *Planner) finish() Plan {
-	b := &pl.b
+	b := &pl.builder
 	if b.load != nil {
 		return Plan{Kind: LoadData, Load: b.load, Filled: []Filled{b.load.Filled}}
 	}

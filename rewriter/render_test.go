@@ -230,7 +230,7 @@ func checkParams(t testing.TB, sql string, mode Mode, p Plan) {
 		byParam[sl.Param] = vals[i]
 	}
 	var sb strings.Builder
-	l := lexer{s: out, mode: mode}
+	l := lexer{sql: out, mode: mode}
 	last, k := 0, 0
 	for tok := l.next(); tok.kind != tEOF; tok = l.next() {
 		if tok.kind != tParam {

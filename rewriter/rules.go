@@ -31,7 +31,7 @@ type Rule struct {
 // overridden for one member by an exact rule, or by a narrower pattern
 // listed before it.
 type Rules struct {
-	fold      bool
+	caseFold  bool
 	qualified map[string]Rule // "db.table" (lower case when fold)
 	anyDB     map[string]Rule // "table" (lower case when fold)
 	tables    map[string]bool // the table part of every exact rule (lower case when fold)
@@ -109,7 +109,7 @@ func NewRules(rules []Rule, opts ...RulesOption) (*Rules, error) {
 		f(&o)
 	}
 	c := tablematch.CaseOf(o.lowerCaseTableNames)
-	r := &Rules{fold: c == tablematch.Fold, qualified: map[string]Rule{}, anyDB: map[string]Rule{}, tables: map[string]bool{}, quoted: map[string][2]string{}}
+	r := &Rules{caseFold: c == tablematch.Fold, qualified: map[string]Rule{}, anyDB: map[string]Rule{}, tables: map[string]bool{}, quoted: map[string][2]string{}}
 	first := map[string]int{} // rule name as c compares it -> index
 	for i, rule := range rules {
 		name, _ := tablematch.Parse(rule.Table, c) // CheckRules parsed it
@@ -141,7 +141,7 @@ func (r *Rules) empty() bool {
 }
 
 // FoldsCase reports whether the rules compare names case-insensitively.
-func (r *Rules) FoldsCase() bool { return r != nil && r.fold }
+func (r *Rules) FoldsCase() bool { return r != nil && r.caseFold }
 
 // quotedColumn is column quoted for a column list, followed by ", " when
 // more columns follow.
@@ -168,7 +168,7 @@ func (r *Rules) anyDBHas(table string) bool {
 	if r == nil {
 		return false
 	}
-	if r.fold {
+	if r.caseFold {
 		table = strings.ToLower(table) // rare: after a USE the proxy cannot follow
 	}
 	if r.tables[table] {
@@ -206,7 +206,7 @@ func (r *Rules) Lookup(db, table string) (Rule, bool) {
 // lookupExact looks db.table up among the exact "db.table" rules, then
 // table among the exact "table" rules.
 func (r *Rules) lookupExact(db, table string) (Rule, bool) {
-	if !r.fold {
+	if !r.caseFold {
 		if db != "" && len(r.qualified) > 0 {
 			var buf [128]byte // a map lookup by string(bytes) does not allocate
 			key := append(append(append(buf[:0], db...), '.'), table...)

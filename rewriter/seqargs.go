@@ -45,7 +45,7 @@ func (l *lexer) intArg(c *seqCall) bool {
 // few) into c, or says why it cannot.
 func intArgValue(l *lexer, c *seqCall, toks []token, n int) string {
 	what := "NEXTVAL's block size must be an integer literal or ?, e.g. NEXTVAL('tag', 100)"
-	if c.fn == Decode {
+	if c.function == Decode {
 		what = "LEAFPROXY_DECODE's ID must be an integer or ?, e.g. LEAFPROXY_DECODE('tag', 1234)"
 	}
 	sign := ""
@@ -61,7 +61,7 @@ func intArgValue(l *lexer, c *seqCall, toks []token, n int) string {
 	case v.kind == tParam && sign == "":
 		c.argParam = true
 		return ""
-	case v.kind == tString && c.fn == Decode && sign == "":
+	case v.kind == tString && c.function == Decode && sign == "":
 		text = unquote(text, v.kind, l.mode)
 		if len(text) > 1 && (text[0] == '-' || text[0] == '+') {
 			sign, text = text[:1], text[1:]

@@ -83,7 +83,7 @@ type SeqName struct {
 
 // seqCall is a sequence call found in statement text.
 type seqCall struct {
-	fn         Func
+	function   Func
 	tag        string
 	start, end int
 	param      bool // the tag is a ? placeholder
@@ -94,8 +94,8 @@ type seqCall struct {
 	used   bool
 	argErr string
 	// ident, qual: see Call.Ident and Call.DB.
-	ident bool
-	qual  string
+	ident       bool
+	dbQualifier string
 	// block: NEXTVAL with a second argument; arg and argParam: that
 	// argument or LEAFPROXY_DECODE's id (argErr says why it is not one
 	// the proxy can run).
@@ -123,17 +123,17 @@ func (l *lexer) callBody(t token) (seqCall, bool) {
 	parens := false
 	switch {
 	case l.is(t, "NEXTVAL"):
-		c.fn, parens = Next, true
+		c.function, parens = Next, true
 	case l.is(t, "LASTVAL"):
-		c.fn, parens = Last, true
+		c.function, parens = Last, true
 	case l.is(t, "SETVAL"):
-		c.fn, parens = Set, true
+		c.function, parens = Set, true
 	case l.is(t, "LEAFPROXY_DECODE"):
-		c.fn, parens = Decode, true
+		c.function, parens = Decode, true
 	case l.is(t, "NEXT"):
-		c.fn = Next
+		c.function = Next
 	case l.is(t, "PREVIOUS"):
-		c.fn = Last
+		c.function = Last
 	default:
 		return c, false
 	}
@@ -167,18 +167,18 @@ func (l *lexer) callBody(t token) (seqCall, bool) {
 	c.tag = unquote(l.text(part), part.kind, l.mode)
 	c.ident = part.kind != tString
 	if c.ident && prevPart.end > prevPart.start && prevPart.kind != tString {
-		c.qual = unquote(l.text(prevPart), prevPart.kind, l.mode)
+		c.dbQualifier = unquote(l.text(prevPart), prevPart.kind, l.mode)
 	}
-	if c.fn == Set {
+	if c.function == Set {
 		return l.setvalArgs(c)
 	}
 	if parens {
 		close := l.next()
-		if (c.fn == Next || c.fn == Decode) && l.isPunct(close, ',') {
-			c.block = c.fn == Next
+		if (c.function == Next || c.function == Decode) && l.isPunct(close, ',') {
+			c.block = c.function == Next
 			return c, l.intArg(&c)
 		}
-		if c.fn == Decode {
+		if c.function == Decode {
 			c.argErr = "LEAFPROXY_DECODE takes the sequence name and an ID, e.g. LEAFPROXY_DECODE('tag', 1234)"
 		}
 		if !l.isPunct(close, ')') {
@@ -216,7 +216,7 @@ func (l *lexer) isAlias(t token) bool {
 // a COM_STMT_PREPARE's, whose block sizes and IDs may be ? markers.
 // LEAFPROXY_DECODE must be the only item, without an alias.
 func matchSequenceSelect(sql string, mode Mode, calls []Call, prepared bool) (_ []Call, ok bool, err error) {
-	l := lexer{s: sql, mode: mode}
+	l := lexer{sql: sql, mode: mode}
 	prev := l.next()
 	if !l.is(prev, "SELECT") {
 		return nil, false, nil
@@ -231,29 +231,29 @@ func matchSequenceSelect(sql string, mode Mode, calls []Call, prepared bool) (_ 
 			return nil, false, nil
 		}
 		if c.param {
-			return nil, false, errorf(CodeNotSupported, "%s(?) with the sequence name as a parameter is not supported; write the name in the statement", c.fn)
+			return nil, false, errorf(CodeNotSupported, "%s(?) with the sequence name as a parameter is not supported; write the name in the statement", c.function)
 		}
-		if c.argErr != "" && c.fn == Set {
-			return nil, false, errorf(CodeWrongArguments, "Incorrect arguments to %s: %s", c.fn, c.argErr)
+		if c.argErr != "" && c.function == Set {
+			return nil, false, errorf(CodeWrongArguments, "Incorrect arguments to %s: %s", c.function, c.argErr)
 		}
 		if c.argErr != "" && argErr == nil {
 			// Reported once the text is known to be such a select:
 			// elsewhere the call is refused for where it is.
-			argErr = errorf(CodeWrongArguments, "Incorrect arguments to %s: %s", c.fn, c.argErr)
+			argErr = errorf(CodeWrongArguments, "Incorrect arguments to %s: %s", c.function, c.argErr)
 		}
-		call := Call{Func: c.fn, Tag: c.tag, Name: sql[c.start:c.end], Value: c.value, Used: c.used, Ident: c.ident, DB: c.qual}
+		call := Call{Func: c.function, Tag: c.tag, Name: sql[c.start:c.end], Value: c.value, Used: c.used, Ident: c.ident, DB: c.dbQualifier}
 		switch {
 		case c.argParam && !prepared && argErr == nil:
-			argErr = errorf(CodeWrongArguments, "Incorrect arguments to %s: a ? marker is a parameter of a prepared statement only; write the number in the text", c.fn)
+			argErr = errorf(CodeWrongArguments, "Incorrect arguments to %s: a ? marker is a parameter of a prepared statement only; write the number in the text", c.function)
 		case c.argParam:
 			params++
 			call.ArgParam = params
-		case c.fn == Decode:
+		case c.function == Decode:
 			call.ID = c.arg
 		case c.block:
 			call.N = c.arg
 		}
-		decode = decode || c.fn == Decode
+		decode = decode || c.function == Decode
 		aliased := true
 		t = l.next()
 		if l.is(t, "AS") {
@@ -269,7 +269,7 @@ func matchSequenceSelect(sql string, mode Mode, calls []Call, prepared bool) (_ 
 		} else {
 			aliased = false
 		}
-		if c.fn == Decode && aliased {
+		if c.function == Decode && aliased {
 			return nil, false, errorf(CodeNotSupported, "%s takes no alias: its row has a column per part of the ID (tag, generator, id, created_at, ...)", sql[c.start:c.end])
 		}
 		calls = append(calls, call)
@@ -309,14 +309,14 @@ func SequenceNames(sql string, mode Mode) (idents []SeqName, strCalls bool) {
 	if !hasSeqCall(sql) {
 		return nil, false
 	}
-	l := lexer{s: sql, mode: mode}
+	l := lexer{sql: sql, mode: mode}
 	prev := token{kind: tEOF}
 	for t := l.next(); t.kind != tEOF; t = l.next() {
 		if c, ok := l.call(t, prev); ok {
-			if !c.ident || c.fn == Decode {
+			if !c.ident || c.function == Decode {
 				strCalls = true
 			} else {
-				n := SeqName{DB: c.qual, Name: c.tag}
+				n := SeqName{DB: c.dbQualifier, Name: c.tag}
 				found := false
 				for _, m := range idents {
 					found = found || m == n

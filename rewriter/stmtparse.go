@@ -4,11 +4,11 @@ package rewriter
 
 // noteCall records how c names its sequence (Plan.Idents, StringCalls).
 func (b *builder) noteCall(c seqCall) {
-	if !c.ident || c.fn == Decode {
+	if !c.ident || c.function == Decode {
 		b.strCalls = true
 		return
 	}
-	n := SeqName{DB: c.qual, Name: c.tag}
+	n := SeqName{DB: c.dbQualifier, Name: c.tag}
 	for _, m := range b.idents {
 		if m == n {
 			return

@@ -88,11 +88,26 @@ log: {level: info}
 	}
 	const down, up = "backend down: cannot connect", "backend up: answering again"
 
+	// The outage lasts until the down line is logged and, after it, new
+	// clients, the held session (whose buffered IDs run out, then its
+	// fetches fail) and the health probe have failed afterDown times more:
+	// failures that must not log it again.
+	const afterDown = 5
 	fwd.SetTarget(freeAddr(t)) // nothing listens there: every connect fails
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		_ = nextval() // a new client: refused
+	failedClients, failedHeld := 0, 0
+	for deadline := time.Now().Add(60 * time.Second); failedClients < afterDown || failedHeld < afterDown; {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 60 s of outage: %d refused clients and %d failed NEXTVALs of the held session after the %q line, want %d each:\n%s",
+				failedClients, failedHeld, down, afterDown, logs.String())
+		}
+		logged := strings.Contains(logs.String(), down)
+		if err := nextval(); err != nil && logged { // a new client: refused
+			failedClients++
+		}
 		var v int64
-		_ = held.QueryRow("SELECT NEXTVAL('order')").Scan(&v) // the held one: buffers, then fetches fail
+		if err := held.QueryRow("SELECT NEXTVAL('order')").Scan(&v); err != nil && logged { // the held one: buffers, then fetches fail
+			failedHeld++
+		}
 		healthz()
 	}
 	if n := strings.Count(logs.String(), down); n != 1 {

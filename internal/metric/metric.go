@@ -16,16 +16,16 @@ import "sync/atomic"
 
 // Counter counts up. Add may be called by one goroutine at a time; Load
 // by any.
-type Counter struct{ v atomic.Uint64 }
+type Counter struct{ value atomic.Uint64 }
 
 // Add adds n (one writer at a time: no read-modify-write instruction).
-func (c *Counter) Add(n uint64) { c.v.Store(c.v.Load() + n) }
+func (c *Counter) Add(n uint64) { c.value.Store(c.value.Load() + n) }
 
 // Inc adds one.
 func (c *Counter) Inc() { c.Add(1) }
 
 // Load reads the count.
-func (c *Counter) Load() uint64 { return c.v.Load() }
+func (c *Counter) Load() uint64 { return c.value.Load() }
 
 // Bounds are the upper bounds of the duration histograms' buckets, in
 // nanoseconds: 10 us to 10 s, 1-2.5-5 per decade. A statement the proxy

@@ -15,12 +15,12 @@ import (
 type Forwarder struct {
 	Addr string
 
-	l      net.Listener
-	mu     sync.Mutex
-	target string // "" while stalled
-	conns  map[net.Conn]struct{}
-	closed bool
-	wg     sync.WaitGroup
+	listener net.Listener
+	mu       sync.Mutex
+	target   string // "" while stalled
+	conns    map[net.Conn]struct{}
+	closed   bool
+	wg       sync.WaitGroup
 }
 
 // NewForwarder listens on a free loopback port and relays to target ("" to
@@ -31,7 +31,7 @@ func NewForwarder(tb testing.TB, target string) *Forwarder {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	f := &Forwarder{Addr: l.Addr().String(), l: l, target: target, conns: map[net.Conn]struct{}{}}
+	f := &Forwarder{Addr: l.Addr().String(), listener: l, target: target, conns: map[net.Conn]struct{}{}}
 	f.wg.Add(1)
 	go f.accept()
 	tb.Cleanup(f.Close)
@@ -41,7 +41,7 @@ func NewForwarder(tb testing.TB, target string) *Forwarder {
 func (f *Forwarder) accept() {
 	defer f.wg.Done()
 	for {
-		c, err := f.l.Accept()
+		c, err := f.listener.Accept()
 		if err != nil {
 			return
 		}
@@ -121,6 +121,6 @@ func (f *Forwarder) Close() {
 	f.closed = true
 	f.cutLocked()
 	f.mu.Unlock()
-	f.l.Close()
+	f.listener.Close()
 	f.wg.Wait()
 }

@@ -24,18 +24,18 @@ const (
 // Transformer inserts the keys into a file's bytes (see the package
 // documentation). Not for concurrent use.
 type Transformer struct {
-	f      Format
-	ids    IDs
-	lt     string // the line terminator in force (Format.lineTerm)
-	insert []byte // scratch: "<id><field terminator>"
+	format   Format
+	ids      IDs
+	lineTerm string // the line terminator in force (Format.lineTerm)
+	insert   []byte // scratch: "<id><field terminator>"
 
-	st        state
-	it        int    // fields read of the current record
-	skipLines uint64 // stSkipLine: lines still to skip
-	skipRec   uint64 // records still to skip (IGNORE without a line terminator)
-	foundEOL  bool   // READ_INFO::found_end_of_line
-	startLine bool   // READ_INFO::start_of_line: look for LINES STARTING BY first
-	enclosed  bool   // the current field began with the enclosure
+	readState  state
+	fieldsRead int    // fields read of the current record
+	skipLines  uint64 // stSkipLine: lines still to skip
+	skipRec    uint64 // records still to skip (IGNORE without a line terminator)
+	foundEOL   bool   // READ_INFO::found_end_of_line
+	startLine  bool   // READ_INFO::start_of_line: look for LINES STARTING BY first
+	enclosed   bool   // the current field began with the enclosure
 
 	carry, work []byte // undecided bytes kept for the next piece
 	rows        int64
@@ -56,12 +56,12 @@ const (
 // New returns a transformer for a file read as f, taking keys from ids.
 // f must pass Check.
 func New(f Format, ids IDs) *Transformer {
-	t := &Transformer{f: f, ids: ids, lt: f.lineTerm(), startLine: f.LineStart != "", st: stRecord}
+	t := &Transformer{format: f, ids: ids, lineTerm: f.lineTerm(), startLine: f.LineStart != "", readState: stRecord}
 	switch {
 	case f.LineTerm == "":
 		t.skipRec = f.Ignore // no lines: IGNORE skips records
-	case t.lt != "" && f.Ignore > 0:
-		t.st, t.skipLines = stSkipLine, f.Ignore
+	case t.lineTerm != "" && f.Ignore > 0:
+		t.readState, t.skipLines = stSkipLine, f.Ignore
 	}
 	// (A line terminator equal to the field terminator is reset by the
 	// server after IGNORE has been decided on lines: next_line() then
@@ -76,9 +76,9 @@ func New(f Format, ids IDs) *Transformer {
 	mark(spEnc, f.Escaped)
 	mark(spEnc, f.Enclosed)
 	mark(spNewline, f.Escaped)
-	if t.lt != "" {
-		mark(spBody, int(t.lt[0]))
-		mark(spNewline, int(t.lt[0]))
+	if t.lineTerm != "" {
+		mark(spBody, int(t.lineTerm[0]))
+		mark(spNewline, int(t.lineTerm[0]))
 	}
 	if f.LineStart != "" {
 		mark(spStart, int(f.LineStart[0]))
@@ -144,10 +144,10 @@ func (t *Transformer) Finish(dst []byte) ([]byte, error) {
 // file (the server's GET returns EOF after it).
 func (t *Transformer) run(dst, data []byte, fin bool) (out []byte, stop int) {
 	i, emitted, n := 0, 0, len(data)
-	f := &t.f
+	f := &t.format
 	ft := f.FieldTerm
 	for {
-		switch t.st {
+		switch t.readState {
 		case stDone:
 			return append(dst, data[emitted:]...), n
 
@@ -177,7 +177,7 @@ func (t *Transformer) run(dst, data []byte, fin bool) (out []byte, stop int) {
 				i += 2
 				continue
 			}
-			ok, need := match(data, i, t.lt, fin)
+			ok, need := match(data, i, t.lineTerm, fin)
 			if need {
 				goto more
 			}
@@ -185,17 +185,17 @@ func (t *Transformer) run(dst, data []byte, fin bool) (out []byte, stop int) {
 				i++
 				continue
 			}
-			i += len(t.lt)
-			if t.st == stSkipLine {
+			i += len(t.lineTerm)
+			if t.readState == stSkipLine {
 				if t.skipLines--; t.skipLines > 0 {
 					continue
 				}
 			}
-			t.st = stRecord
+			t.readState = stRecord
 
 		case stRecord:
-			t.it = 0
-			t.st = stFieldStart
+			t.fieldsRead = 0
+			t.readState = stFieldStart
 
 		case stFieldStart:
 			switch {
@@ -203,9 +203,9 @@ func (t *Transformer) run(dst, data []byte, fin bool) (out []byte, stop int) {
 				t.endRecord(false)
 			case t.startLine:
 				t.startLine = false
-				t.st = stFindStart
+				t.readState = stFindStart
 			default:
-				t.st = stFirst
+				t.readState = stFirst
 			}
 
 		case stFindStart:
@@ -226,27 +226,27 @@ func (t *Transformer) run(dst, data []byte, fin bool) (out []byte, stop int) {
 				continue
 			}
 			i += len(ls)
-			t.st = stFirst
+			t.readState = stFirst
 
 		case stFirst:
 			if i >= n {
 				goto more
 			}
-			if t.it == 0 && t.skipRec > 0 {
+			if t.fieldsRead == 0 && t.skipRec > 0 {
 				// A record IGNORE skips (no line terminator: IGNORE counts
 				// records) is read with one more field too, so it gets one;
 				// the statement never evaluates it.
 				dst = append(append(dst, data[emitted:i]...), '0')
 				dst = append(dst, ft...)
 				emitted = i
-			} else if t.it == 0 {
+			} else if t.fieldsRead == 0 {
 				id, err := t.ids.Next()
 				dst = append(dst, data[emitted:i]...)
 				if err != nil {
 					// A key "0" the statement turns into an error; nothing
 					// after it is sent.
 					t.err = &Error{Err: err}
-					t.st = stDone
+					t.readState = stDone
 					return append(append(dst, '0'), ft...), n
 				}
 				emitted = i
@@ -258,7 +258,7 @@ func (t *Transformer) run(dst, data []byte, fin bool) (out []byte, stop int) {
 			if t.enclosed {
 				i++
 			}
-			t.st = stBody
+			t.readState = stBody
 
 		case stBody:
 			sp := &t.special[spBody]
@@ -283,13 +283,13 @@ func (t *Transformer) run(dst, data []byte, fin bool) (out []byte, stop int) {
 				// ESCAPED BY = ENCLOSED BY, not doubled: the byte is the
 				// enclosure (the server pushes the next byte back).
 			}
-			if !t.enclosed && t.lt != "" && c == t.lt[0] {
-				ok, need := match(data, i, t.lt, fin)
+			if !t.enclosed && t.lineTerm != "" && c == t.lineTerm[0] {
+				ok, need := match(data, i, t.lineTerm, fin)
 				if need {
 					goto more
 				}
 				if ok {
-					i += len(t.lt)
+					i += len(t.lineTerm)
 					t.foundEOL = true
 					t.fieldRead()
 					continue
@@ -304,13 +304,13 @@ func (t *Transformer) run(dst, data []byte, fin bool) (out []byte, stop int) {
 					i += 2 // doubled: one enclosure byte of data
 					continue
 				}
-				if t.lt != "" && c2 == t.lt[0] {
-					ok, need := match(data, i+1, t.lt, fin)
+				if t.lineTerm != "" && c2 == t.lineTerm[0] {
+					ok, need := match(data, i+1, t.lineTerm, fin)
 					if need {
 						goto more
 					}
 					if ok {
-						i += 1 + len(t.lt)
+						i += 1 + len(t.lineTerm)
 						t.foundEOL = true
 						t.fieldRead()
 						continue
@@ -361,7 +361,7 @@ more:
 	// The current step needs bytes beyond data: at the end of the file
 	// the server's reader stops there (it reads no record after EOF).
 	if fin {
-		t.st = stDone
+		t.readState = stDone
 		return append(dst, data[emitted:]...), n
 	}
 	return append(dst, data[emitted:i]...), i
@@ -369,36 +369,36 @@ more:
 
 // fieldRead: read_field() returned a field.
 func (t *Transformer) fieldRead() {
-	t.it++
-	if t.it == t.f.Fields {
+	t.fieldsRead++
+	if t.fieldsRead == t.format.Fields {
 		t.endRecord(true)
 		return
 	}
-	t.st = stFieldStart
+	t.readState = stFieldStart
 }
 
 // endRecord is read_sep_field's end of a record: all fields read, or
-// read_field() returned 1 after t.it fields.
+// read_field() returned 1 after t.fieldsRead fields.
 func (t *Transformer) endRecord(all bool) {
 	if t.skipRec > 0 {
 		t.skipRec-- // skipped without next_line()
-		t.st = stRecord
+		t.readState = stRecord
 		return
 	}
-	if !all && t.it == 0 {
-		t.st = stDone
+	if !all && t.fieldsRead == 0 {
+		t.readState = stDone
 		return
 	}
 	// next_line()
-	t.startLine = t.f.LineStart != ""
+	t.startLine = t.format.LineStart != ""
 	switch {
 	case t.foundEOL:
 		t.foundEOL = false
-		t.st = stRecord
-	case t.lt == "":
-		t.st = stRecord
+		t.readState = stRecord
+	case t.lineTerm == "":
+		t.readState = stRecord
 	default:
-		t.st = stNextLine
+		t.readState = stNextLine
 	}
 }
 
