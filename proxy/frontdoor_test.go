@@ -476,7 +476,7 @@ func TestHugeCommandsBoundedByCommandMemory(t *testing.T) {
 	if grew > 4*budget {
 		t.Errorf("heap grew %.1f MiB, bound 4 x command_memory = %d MiB", float64(grew)/mib, 4*budget/mib)
 	}
-	if used := e.srv.mem.used; used != 0 {
+	if used := e.srv.mem.held(); used != 0 {
 		t.Errorf("%d bytes of command memory still held after every client left", used)
 	}
 	w.check()

@@ -9,6 +9,8 @@ import (
 	"os"
 	"runtime"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // What a loop hands back to a session's goroutine (loopMsg.kind).
@@ -126,10 +128,19 @@ func (s *Session) runOnLoop(l *loop) (loopMsg, bool) {
 	}
 	bfd, err := dupSocket(s.b.conn)
 	if err != nil {
-		syscall.Close(cfd)
+		unix.Close(cfd)
 		s.noLoop = true
 		s.log.Warn("session stays off the event loop", "err", err)
 		return loopMsg{}, false
+	}
+	for _, fd := range []int{cfd, bfd} {
+		if err := assertNonblocking(fd); err != nil {
+			unix.Close(cfd)
+			unix.Close(bfd)
+			s.noLoop = true
+			s.log.Error("session stays off the event loop", "err", err)
+			return loopMsg{}, false
+		}
 	}
 	ln := newLane(l, s, cfd, bfd)
 	// What the client sent already: buffered by the leg's reader, and what
@@ -145,8 +156,8 @@ func (s *Session) runOnLoop(l *loop) (loopMsg, bool) {
 	s.mu.Lock()
 	if s.closing.Load() {
 		s.mu.Unlock()
-		syscall.Close(cfd)
-		syscall.Close(bfd)
+		unix.Close(cfd)
+		unix.Close(bfd)
 		return loopMsg{}, false
 	}
 	oldC, oldB := s.cconn, s.bconn
@@ -176,8 +187,8 @@ func (s *Session) runOnLoop(l *loop) (loopMsg, bool) {
 	return <-s.loopc, true
 }
 
-// dupSocket duplicates c's descriptor (close-on-exec, non-blocking like
-// the original).
+// dupSocket duplicates c's descriptor (close-on-exec; it shares the
+// original's file status flags, O_NONBLOCK among them).
 func dupSocket(c net.Conn) (int, error) {
 	rc, err := c.(syscall.Conn).SyscallConn()
 	if err != nil {
@@ -185,12 +196,10 @@ func dupSocket(c net.Conn) (int, error) {
 	}
 	nfd, derr := -1, error(nil)
 	err = rc.Control(func(fd uintptr) {
-		r, _, e := syscall.Syscall(syscall.SYS_FCNTL, fd, syscall.F_DUPFD_CLOEXEC, 0)
-		if e != 0 {
-			derr = os.NewSyscallError("fcntl F_DUPFD_CLOEXEC", e)
-			return
+		nfd, derr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
+		if derr != nil {
+			nfd, derr = -1, os.NewSyscallError("fcntl F_DUPFD_CLOEXEC", derr)
 		}
-		nfd = int(r)
 	})
 	if err == nil {
 		err = derr

@@ -6,7 +6,8 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 	"time"
 )
 
@@ -83,13 +84,13 @@ func pendBits(events uint32, client bool) uint32 {
 		in, out, hup = pendClientIn, pendClientOut, pendClientHup
 	}
 	var b uint32
-	if events&(syscall.EPOLLIN|syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 {
+	if events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 		b |= in
 	}
-	if events&(syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 {
+	if events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 		b |= hup
 	}
-	if events&syscall.EPOLLOUT != 0 {
+	if events&unix.EPOLLOUT != 0 {
 		b |= out
 	}
 	return b
@@ -215,7 +216,7 @@ func (ln *lane) readClient() {
 		buf := ln.r.cbuf
 		n, errno := readFD(ln.cfd, buf)
 		switch {
-		case errno == syscall.EAGAIN:
+		case errno == unix.EAGAIN:
 			ln.cReady = false
 			return
 		case errno != 0:
@@ -424,8 +425,8 @@ func (ln *lane) teardown() {
 	ln.l.detach(ln)
 	ln.endBackend()
 	s.mu.Lock()
-	_ = syscall.Close(ln.cfd)
-	_ = syscall.Close(ln.bfd)
+	_ = unix.Close(ln.cfd)
+	_ = unix.Close(ln.bfd)
 	s.loopFDs = nil
 	s.mu.Unlock()
 	ln.gone = true

@@ -2,7 +2,8 @@ package proxy
 
 import (
 	"os"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // What a lane writes that its sockets did not take yet, and the back
@@ -29,7 +30,7 @@ func (k *sink) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	n, errno := writeFD(k.fd, p)
-	if errno != 0 && errno != syscall.EAGAIN {
+	if errno != 0 && errno != unix.EAGAIN {
 		return n, os.NewSyscallError("write", errno)
 	}
 	if n < len(p) {
@@ -45,7 +46,7 @@ func (ln *lane) drainPend(client bool) {
 		pend, fd = &ln.cpend, ln.cfd
 	}
 	n, errno := writeFD(fd, *pend)
-	if errno != 0 && errno != syscall.EAGAIN {
+	if errno != 0 && errno != unix.EAGAIN {
 		err := &ioError{leg: "backend", err: os.NewSyscallError("write", errno)}
 		if client {
 			err.leg = "client"

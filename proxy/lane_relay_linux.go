@@ -3,7 +3,8 @@ package proxy
 import (
 	"io"
 	"os"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // The backend side of a lane: reading the response and relaying it to the
@@ -17,8 +18,8 @@ import (
 // is for the goroutine's idle watch.
 func (ln *lane) backendUnasked() {
 	var b [1]byte
-	_, _, errno := syscall.Recvfrom(ln.bfd, b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-	if errno == syscall.EAGAIN {
+	_, _, errno := unix.Recvfrom(ln.bfd, b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	if errno == unix.EAGAIN {
 		ln.bReady = false
 		return
 	}
@@ -34,7 +35,7 @@ func (ln *lane) readBackend() {
 		k := copy(buf, ln.bcarry)
 		n, errno := readFD(ln.bfd, buf[k:])
 		switch {
-		case errno == syscall.EAGAIN:
+		case errno == unix.EAGAIN:
 			ln.bReady = false
 			return
 		case errno != 0:

@@ -11,9 +11,9 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/leafproxy/leafproxy/internal/nonblock"
+	"golang.org/x/sys/unix"
 )
 
 // Event loops (issue 11). A logged-in session on plain sockets is served by
@@ -68,7 +68,7 @@ const epollBatch = 16
 const inboxIndex = -1
 
 // edge-triggered interest in everything, registered once per socket.
-const laneEvents = syscall.EPOLLIN | syscall.EPOLLOUT | syscall.EPOLLRDHUP | -syscall.EPOLLET
+const laneEvents = unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET
 
 type loop struct {
 	srv  *Server
@@ -103,7 +103,7 @@ type runner struct {
 	file    *os.File // a dup of the epoll descriptor, parked on in the netpoller
 	rc      syscall.RawConn
 	poll    func(uintptr) bool // r.wait, bound once
-	events  []syscall.EpollEvent
+	events  []unix.EpollEvent
 	cbuf    []byte        // client reads
 	bbuf    []byte        // backend reads
 	cw, bw  *bufio.Writer // a lane's legs write through these while the runner holds it
@@ -111,26 +111,26 @@ type runner struct {
 }
 
 func newLoop(srv *Server, runners int) (*loop, error) {
-	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("event loop: epoll_create1: %w", err)
 	}
-	efd, _, e := syscall.Syscall(syscall.SYS_EVENTFD2, 0, syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
-	if e != 0 {
-		syscall.Close(epfd)
-		return nil, fmt.Errorf("event loop: eventfd: %w", e)
+	efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		unix.Close(epfd)
+		return nil, fmt.Errorf("event loop: eventfd: %w", err)
 	}
-	l := &loop{srv: srv, epfd: epfd, evfd: int(efd), ctx: nonblock.Context(srv.baseCtx), stopped: make(chan struct{})}
+	l := &loop{srv: srv, epfd: epfd, evfd: efd, ctx: nonblock.Context(srv.baseCtx), stopped: make(chan struct{})}
 	fail := func(err error) (*loop, error) {
 		for _, r := range l.runners {
 			r.file.Close()
 		}
-		syscall.Close(l.evfd)
-		syscall.Close(l.epfd)
+		unix.Close(l.evfd)
+		unix.Close(l.epfd)
 		return nil, err
 	}
-	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | -syscall.EPOLLET, Fd: inboxIndex}
-	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, l.evfd, &ev); err != nil {
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLET, Fd: inboxIndex}
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, l.evfd, &ev); err != nil {
 		return fail(fmt.Errorf("event loop: register eventfd: %w", err))
 	}
 	if t := srv.cfg.Limits.IdleTimeout; t > 0 {
@@ -140,16 +140,16 @@ func newLoop(srv *Server, runners int) (*loop, error) {
 		// Each runner parks on a dup of the descriptor of its own: a file
 		// is read by one goroutine at a time. The dup is non-blocking, so
 		// that os.NewFile makes it pollable.
-		dfd, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(epfd), syscall.F_DUPFD_CLOEXEC, 0)
-		if e != 0 {
-			return fail(fmt.Errorf("event loop: dup: %w", e))
+		dfd, err := unix.FcntlInt(uintptr(epfd), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return fail(fmt.Errorf("event loop: dup: %w", err))
 		}
-		if err := syscall.SetNonblock(int(dfd), true); err != nil {
-			syscall.Close(int(dfd))
+		if err := unix.SetNonblock(dfd, true); err != nil {
+			unix.Close(dfd)
 			return fail(fmt.Errorf("event loop: %w", err))
 		}
-		r := &runner{l: l, file: os.NewFile(dfd, "leafproxy-event-loop"),
-			events: make([]syscall.EpollEvent, epollBatch),
+		r := &runner{l: l, file: os.NewFile(uintptr(dfd), "leafproxy-event-loop"),
+			events: make([]unix.EpollEvent, epollBatch),
 			cbuf:   make([]byte, loopBuf), bbuf: make([]byte, loopBuf),
 			cw: bufio.NewWriterSize(nil, 16<<10), bw: bufio.NewWriterSize(nil, 16<<10)}
 		if r.rc, err = r.file.SyscallConn(); err != nil {
@@ -234,7 +234,7 @@ func (r *runner) exit() {
 			ln.mu.Unlock()
 		}
 	}
-	syscall.Close(l.epfd)
+	unix.Close(l.epfd)
 	close(l.stopped)
 }
 
@@ -249,19 +249,18 @@ func (l *loop) stopping() bool {
 func (r *runner) wait(uintptr) bool {
 	l := r.l
 	for {
-		n, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(l.epfd),
-			uintptr(unsafe.Pointer(&r.events[0])), uintptr(len(r.events)), 0, 0, 0)
-		if e == syscall.EINTR {
+		n, err := unix.EpollWait(l.epfd, r.events, 0)
+		if err == unix.EINTR {
 			continue
 		}
-		if e != 0 || n == 0 {
+		if err != nil || n == 0 {
 			return false
 		}
 		r.now = time.Now().UnixNano()
 		if l.sweep > 0 && r.now-l.swept.Load() >= int64(l.sweep) {
 			l.idleSweep(r) // a loop that is never idle still enforces idle_timeout
 		}
-		for i := range int(n) {
+		for i := range n {
 			ev := r.events[i]
 			if ev.Fd == inboxIndex {
 				if l.takeInbox(r) {
@@ -338,8 +337,8 @@ func (l *loop) post(ln *lane) bool {
 func (l *loop) wake() {
 	one := [8]byte{1}
 	for {
-		_, err := syscall.Write(l.evfd, one[:])
-		if err != syscall.EINTR {
+		_, err := unix.Write(l.evfd, one[:])
+		if err != unix.EINTR {
 			return
 		}
 	}
@@ -349,7 +348,7 @@ func (l *loop) wake() {
 // stop requests; true means stop.
 func (l *loop) takeInbox(r *runner) bool {
 	var b [8]byte
-	_, _ = syscall.Read(l.evfd, b[:])
+	_, _ = unix.Read(l.evfd, b[:])
 	l.mu.Lock()
 	in, drain, stop, top := l.inbox, l.drain, l.stop, l.top
 	l.inbox, l.drain = nil, false // lanes attached or busy after this pass see srv.draining themselves
@@ -396,16 +395,16 @@ func (l *loop) attach(r *runner, ln *lane) {
 	ln.attached = true
 	l.lanes.set(idx, ln)
 	l.mu.Unlock()
-	cev := syscall.EpollEvent{Events: laneEvents, Fd: idx, Pad: ln.gen << 1}
-	bev := syscall.EpollEvent{Events: laneEvents, Fd: idx, Pad: ln.gen<<1 | 1}
+	cev := unix.EpollEvent{Events: laneEvents, Fd: idx, Pad: ln.gen << 1}
+	bev := unix.EpollEvent{Events: laneEvents, Fd: idx, Pad: ln.gen<<1 | 1}
 	r.rescue(ln, func() {
 		ln.bind(r)
-		if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, ln.cfd, &cev); err != nil {
+		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, ln.cfd, &cev); err != nil {
 			ln.s.log.Error("session closed: event loop could not watch the client socket", "err", err)
 			ln.teardown()
 			return
 		}
-		if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, ln.bfd, &bev); err != nil {
+		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, ln.bfd, &bev); err != nil {
 			ln.s.log.Error("session closed: event loop could not watch the backend socket", "err", err)
 			ln.teardown()
 		}
@@ -423,8 +422,8 @@ func (l *loop) detach(ln *lane) {
 		return // still in the inbox
 	}
 	ln.attached = false
-	_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, ln.cfd, nil)
-	_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, ln.bfd, nil)
+	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, ln.cfd, nil)
+	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, ln.bfd, nil)
 	l.mu.Lock()
 	l.lanes.set(ln.idx, nil)
 	l.free = append(l.free, ln.idx)
@@ -475,7 +474,7 @@ func (l *loop) close() {
 	<-l.stopped
 	l.mu.Lock()
 	if l.evfd >= 0 {
-		syscall.Close(l.evfd)
+		unix.Close(l.evfd)
 		l.evfd = -1
 	}
 	l.mu.Unlock()

@@ -16,8 +16,8 @@ import (
 // ways (a write larger than the socket buffers waits for the reader), EOF,
 // read deadlines, and net.ErrClosed after Close.
 func TestRawIO(t *testing.T) {
-	if raceBuild || !rawIOOn {
-		t.Skip("raw socket I/O is off (race build or LEAFPROXY_RAWIO=0)")
+	if !rawIOOn {
+		t.Skip("raw socket I/O is off (LEAFPROXY_RAWIO=0)")
 	}
 	c, peer := tcpPair(t)
 	rw, ok := legIO(c).(*rawIO)
@@ -70,8 +70,8 @@ func TestRawIO(t *testing.T) {
 // cannot take at once (its send buffer full) still leaves whole before
 // the read.
 func TestRawIOHold(t *testing.T) {
-	if raceBuild || !rawIOOn {
-		t.Skip("raw socket I/O is off (race build or LEAFPROXY_RAWIO=0)")
+	if !rawIOOn {
+		t.Skip("raw socket I/O is off (LEAFPROXY_RAWIO=0)")
 	}
 	c, peer := tcpPair(t)
 	rw := legIO(c).(*rawIO)

@@ -12,12 +12,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/leafproxy/leafproxy/internal/edge"
+	"golang.org/x/sys/unix"
 )
 
 // Server accepts MySQL clients and relays each to its own backend connection.
@@ -253,7 +253,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 				return nil
 			}
 			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) {
 				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
 				s.log.Warn("accept failed, retrying", "err", err, "in", delay)
 				time.Sleep(delay)

@@ -11,10 +11,10 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"golang.org/x/sys/unix"
 )
 
 // Session is one client connection and its pinned backend connection. Its
@@ -350,7 +350,7 @@ func (s *Session) closeIfIdle() {
 		if ln := s.loopFDs; ln != nil {
 			// The loop's descriptors are the loop's to close; shutting the
 			// socket down is safe from here and ends it as well.
-			_ = syscall.Shutdown(ln.cfd, syscall.SHUT_RDWR)
+			_ = unix.Shutdown(ln.cfd, unix.SHUT_RDWR)
 		}
 		s.mu.Unlock()
 	}
@@ -371,8 +371,8 @@ func (s *Session) closeConns() {
 		s.bconn.Close()
 	}
 	if ln := s.loopFDs; ln != nil {
-		_ = syscall.Shutdown(ln.cfd, syscall.SHUT_RDWR)
-		_ = syscall.Shutdown(ln.bfd, syscall.SHUT_RDWR)
+		_ = unix.Shutdown(ln.cfd, unix.SHUT_RDWR)
+		_ = unix.Shutdown(ln.bfd, unix.SHUT_RDWR)
 	}
 	s.mu.Unlock()
 }
