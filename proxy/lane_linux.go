@@ -108,10 +108,10 @@ func newLane(l *loop, s *Session, cfd, bfd int) *lane {
 // bind lends the lane runner r's writers for this handling.
 func (ln *lane) bind(r *runner) {
 	ln.r = r
-	r.cw.Reset(&ln.csink)
-	ln.cl.w = r.cw
-	r.bw.Reset(&ln.bsink)
-	ln.bl.w = r.bw
+	r.clientW.Reset(&ln.csink)
+	ln.cl.w = r.clientW
+	r.backendW.Reset(&ln.bsink)
+	ln.bl.w = r.backendW
 }
 
 // handle acts on what happened (lane.pend bits); the caller holds ln.mu.
@@ -178,13 +178,13 @@ func (ln *lane) flushWriters() {
 	if ln.gone {
 		return
 	}
-	if ln.r.cw.Buffered() > 0 {
+	if ln.r.clientW.Buffered() > 0 {
 		if err := ln.cl.flush(); err != nil {
 			ln.fail(err)
 			return
 		}
 	}
-	if ln.r.bw.Buffered() > 0 {
+	if ln.r.backendW.Buffered() > 0 {
 		if err := ln.bl.flush(); err != nil {
 			ln.fail(err)
 		}
@@ -213,7 +213,7 @@ func (ln *lane) check() {
 // until the socket is empty or the lane cannot take more.
 func (ln *lane) readClient() {
 	for !ln.gone && !ln.clientEOF && len(ln.cin) < loopBuf && !ln.backendFull() {
-		buf := ln.r.cbuf
+		buf := ln.r.clientBuf
 		n, errno := readFD(ln.cfd, buf)
 		switch {
 		case errno == unix.EAGAIN:
@@ -312,7 +312,7 @@ func (ln *lane) command(pkt, rest []byte) {
 	ln.wrote = false
 	err := s.dispatch(ln.l.ctx, pkt)
 	if err != nil && errors.Is(err, ErrWouldBlock) && s.fatal == nil {
-		if ln.wrote || ln.busy || ln.r.cw.Buffered() > 0 || ln.r.bw.Buffered() > 0 {
+		if ln.wrote || ln.busy || ln.r.clientW.Buffered() > 0 || ln.r.backendW.Buffered() > 0 {
 			// Run again on the goroutine, the command would be sent or
 			// answered twice: an interceptor that waits after writing is
 			// a bug, and the session cannot go on.

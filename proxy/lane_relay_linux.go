@@ -31,7 +31,7 @@ func (ln *lane) backendUnasked() {
 // bytes (back pressure: bReady says to come back).
 func (ln *lane) readBackend() {
 	for !ln.gone && ln.busy && len(ln.cpend) == 0 {
-		buf := ln.r.bbuf
+		buf := ln.r.backendBuf
 		k := copy(buf, ln.bcarry)
 		n, errno := readFD(ln.bfd, buf[k:])
 		switch {
