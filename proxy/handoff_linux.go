@@ -161,7 +161,7 @@ func (s *Session) runOnLoop(l *loop) (loopMsg, bool) {
 		return loopMsg{}, false
 	}
 	oldC, oldB := s.cconn, s.bconn
-	s.cconn, s.bconn, s.loopFDs = nil, nil, ln
+	s.cconn, s.bconn, s.loopSockets = nil, nil, ln
 	s.mu.Unlock()
 	// Closing the originals takes them out of the runtime's netpoller; the
 	// dups stay open, watched by the loop alone.
@@ -172,7 +172,7 @@ func (s *Session) runOnLoop(l *loop) (loopMsg, bool) {
 	}
 	s.c, s.b = &ln.cl, &ln.bl
 	s.parked = false
-	s.ln = ln
+	s.exec = ln
 	if s.loopc == nil {
 		s.loopc = make(chan loopMsg, 1)
 	}
@@ -181,7 +181,7 @@ func (s *Session) runOnLoop(l *loop) (loopMsg, bool) {
 	if !l.post(ln) {
 		// The loop stopped meanwhile (it failed): carry on here.
 		s.srv.loopSessions.Add(-1)
-		s.ln = nil
+		s.exec = onGoroutine{}
 		return loopMsg{kind: hoIdle, cfd: cfd, bfd: bfd, cin: ln.cin, cseq: ln.cl.seq, bseq: ln.bl.seq, debt: loopBackoff}, true
 	}
 	return <-s.loopc, true
@@ -277,7 +277,7 @@ func (s *Session) leaveLoop(m *loopMsg) error {
 	s.mu.Lock()
 	cc, cerr := fdConn(m.cfd)
 	bc, berr := fdConn(m.bfd)
-	s.loopFDs = nil
+	s.loopSockets = nil
 	if cerr == nil && berr == nil {
 		s.cconn, s.bconn = cc, bc
 	}

@@ -130,8 +130,8 @@ func (s *Session) cutBackend() {
 	if s.bconn != nil {
 		s.bconn.Close()
 	}
-	if ln := s.loopFDs; ln != nil {
-		_ = unix.Shutdown(ln.bfd, unix.SHUT_RDWR)
+	if ln := s.loopSockets; ln != nil {
+		ln.shutdownBackend()
 	}
 	s.mu.Unlock()
 }

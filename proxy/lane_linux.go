@@ -332,8 +332,32 @@ func (ln *lane) command(pkt, rest []byte) {
 	}
 }
 
-// send writes a command whose response the loop relays as it arrives
-// (Session.relayHeld and relayAfter on a lane).
+// The lane is the session's commandExec while the loop serves it: nothing
+// waits, a response is relayed as it arrives (relayBackend).
+
+func (ln *lane) mayWait() error { return ErrWouldBlock }
+
+func (ln *lane) relay(_ *Session, pkt []byte, kind int, a afterAction) (bool, error) {
+	return false, ln.send(pkt, kind, a)
+}
+
+func (ln *lane) relayPrepare(_ *Session, pkt []byte) (PrepareResult, error) {
+	return PrepareResult{}, ln.send(pkt, respPrepare, afterAction{})
+}
+
+// relayQueryOr sends the statement at once; only an ERR as the first
+// packet of its answer hands the session to its goroutine (relayBackend),
+// where r decides and may Redo.
+func (ln *lane) relayQueryOr(s *Session, sql []byte, r Retrier) error {
+	ln.retrier = r
+	err := s.RelayQuery(sql)
+	if !ln.busy {
+		ln.retrier = nil
+	}
+	return err
+}
+
+// send writes a command whose response the loop relays as it arrives.
 func (ln *lane) send(pkt []byte, kind int, a afterAction) error {
 	s := ln.s
 	if s.fatal != nil {
@@ -413,7 +437,7 @@ func (ln *lane) handOff(m loopMsg, cin []byte) {
 		m.tr, m.after = ln.tr, ln.after
 	}
 	ln.gone = true
-	s.ln = nil
+	s.exec = onGoroutine{}
 	s.srv.loopSessions.Add(-1)
 	s.srv.loopHandoffs.Add(1)
 	s.loopc <- m
@@ -427,13 +451,20 @@ func (ln *lane) teardown() {
 	s.mu.Lock()
 	_ = unix.Close(ln.cfd)
 	_ = unix.Close(ln.bfd)
-	s.loopFDs = nil
+	s.loopSockets = nil
 	s.mu.Unlock()
 	ln.gone = true
-	s.ln = nil
+	s.exec = onGoroutine{}
 	s.srv.loopSessions.Add(-1)
 	s.loopc <- loopMsg{kind: hoClosed}
 }
+
+// shutdownClient and shutdownBackend end a socket of the lane from another
+// goroutine (KILL, Shutdown, a client gone mid-command), under the
+// session's lock: the descriptors are the loop's to close, but shutting
+// a socket down is safe from anywhere, and the loop then sees it end.
+func (ln *lane) shutdownClient()  { _ = unix.Shutdown(ln.cfd, unix.SHUT_RDWR) }
+func (ln *lane) shutdownBackend() { _ = unix.Shutdown(ln.bfd, unix.SHUT_RDWR) }
 
 func clone(b []byte) []byte {
 	if len(b) == 0 {

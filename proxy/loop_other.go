@@ -9,11 +9,12 @@ import "context"
 
 type loop struct{}
 
-type lane struct{ cfd, bfd int }
+type lane struct{}
+
+func (*lane) shutdownClient()  {}
+func (*lane) shutdownBackend() {}
 
 type loopMsg struct{}
-
-func (ln *lane) send([]byte, int, afterAction) error { return nil }
 
 func (srv *Server) drainLoops() {}
 
