@@ -34,6 +34,7 @@ type idleMemory struct {
 	last    atomic.Int64 // unix nanoseconds of the last return
 	done    chan struct{}
 	returns atomic.Int64 // how many returns ran (tests)
+	parks   atomic.Int64 // how many times a session parked its buffers (tests)
 	min     atomic.Int64 // idleReturnMin when 0; tests lower it
 }
 

@@ -25,12 +25,13 @@ func TestBackendPushBack(t *testing.T) {
 	// A server of its own: the test stops it (SIGSTOP) while a session
 	// sends to it.
 	db := testdb.Start(t)
-	for _, mode := range []struct {
-		name  string
-		loops int
-	}{{"event loop", 0}, {"goroutine per session", -1}} {
-		t.Run(mode.name, func(t *testing.T) {
-			e := startProxy(t, db.Addr, func(c *Config) { c.EventLoops = mode.loops })
+	for _, loops := range append(runnerCounts, -1) {
+		name := fmt.Sprintf("event loop, %d runners", loops)
+		if loops < 0 {
+			name = "goroutine per session"
+		}
+		t.Run(name, func(t *testing.T) {
+			e := startProxy(t, db.Addr, func(c *Config) { c.EventLoops = loops })
 			pushBack(t, e, db)
 		})
 	}

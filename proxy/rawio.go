@@ -32,6 +32,9 @@ type rawIO struct {
 	holdNext bool
 	held     []byte
 	heldOff  int
+	// sendFull, when set (tests), is called when the held command meets a
+	// full send buffer.
+	sendFull func()
 }
 
 // maxHeld bounds the command a rawIO holds back; larger ones are written at
@@ -131,6 +134,9 @@ func (r *rawIO) writeHeld(fd uintptr, serr *error) bool {
 			r.heldOff += m
 		case unix.EINTR:
 		case unix.EAGAIN:
+			if r.sendFull != nil {
+				r.sendFull()
+			}
 			return false
 		default:
 			*serr = os.NewSyscallError("write", e)

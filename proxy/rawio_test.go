@@ -7,9 +7,11 @@ import (
 	"io"
 	"net"
 	"os"
-	"syscall"
+	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // rawIO keeps net.Conn's contract where the relay relies on it: data both
@@ -131,7 +133,7 @@ func TestRawIOHold(t *testing.T) {
 	chunk := bytes.Repeat([]byte{'f'}, 1024)
 	_ = sc.Write(func(fd uintptr) bool {
 		for {
-			n, err := syscall.Write(int(fd), chunk)
+			n, err := unix.Write(int(fd), chunk)
 			if err != nil {
 				return true
 			}
@@ -140,9 +142,11 @@ func TestRawIOHold(t *testing.T) {
 	})
 	cmd := bytes.Repeat([]byte("C"), maxHeld)
 	hold(cmd)
+	full := make(chan struct{})
+	rw.sendFull = sync.OnceFunc(func() { close(full) })
 	got := make(chan []byte, 1)
 	go func() {
-		time.Sleep(50 * time.Millisecond) // let the read find the buffer full
+		<-full // the read found the send buffer full
 		all, _ := io.ReadAll(io.LimitReader(peer, int64(len(filler)+len(cmd))))
 		got <- all
 		_, _ = peer.Write([]byte("response"))
