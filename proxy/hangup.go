@@ -14,8 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// How a session's end reaches the backend (issue 24): the backend sees
-// what the client did.
+// How a session's end reaches the backend: the backend sees what the
+// client did.
 //
 //   - The client quits (COM_QUIT), or the proxy closes the session between
 //     commands for its own reasons (limits.idle_timeout, shutdown, a

@@ -36,7 +36,7 @@ func (ln *lane) endBackend() {
 	case errors.As(ln.s.fatal, &ie) && ie.leg == "backend":
 	case ln.busy:
 		ln.s.abandon()
-	case len(ln.bpend) == 0 && !ln.s.left:
-		_, _ = writeFD(ln.bfd, comQuit[:])
+	case len(ln.backendPending) == 0 && !ln.s.left:
+		_, _ = writeFD(ln.backendFD, comQuit[:])
 	}
 }

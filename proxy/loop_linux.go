@@ -408,12 +408,12 @@ func (l *loop) attach(r *runner, ln *lane) {
 	bev := unix.EpollEvent{Events: laneEvents, Fd: idx, Pad: ln.gen<<1 | 1}
 	r.rescue(ln, func() {
 		ln.bind(r)
-		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, ln.cfd, &cev); err != nil {
+		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, ln.clientFD, &cev); err != nil {
 			ln.s.log.Error("session closed: event loop could not watch the client socket", "err", err)
 			ln.teardown()
 			return
 		}
-		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, ln.bfd, &bev); err != nil {
+		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, ln.backendFD, &bev); err != nil {
 			ln.s.log.Error("session closed: event loop could not watch the backend socket", "err", err)
 			ln.teardown()
 		}
@@ -431,8 +431,8 @@ func (l *loop) detach(ln *lane) {
 		return // still in the inbox
 	}
 	ln.attached = false
-	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, ln.cfd, nil)
-	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, ln.bfd, nil)
+	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, ln.clientFD, nil)
+	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, ln.backendFD, nil)
 	l.mu.Lock()
 	l.lanes.set(ln.idx, nil)
 	l.freeSlots = append(l.freeSlots, ln.idx)

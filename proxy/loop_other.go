@@ -14,7 +14,7 @@ type lane struct{}
 func (*lane) shutdownClient()  {}
 func (*lane) shutdownBackend() {}
 
-type loopMsg struct{}
+type handBack struct{}
 
 func (srv *Server) drainLoops() {}
 
@@ -22,6 +22,6 @@ func (srv *Server) stopLoops() {}
 
 func (s *Session) loopFor() *loop { return nil }
 
-func (s *Session) runOnLoop(*loop) (loopMsg, bool) { return loopMsg{}, false }
+func (s *Session) runOnLoop(*loop) (handBack, bool) { return handBack{}, false }
 
-func (s *Session) fromLoop(context.Context, *loopMsg) bool { return false }
+func (s *Session) fromLoop(context.Context, *handBack) bool { return false }

@@ -334,7 +334,7 @@ func backendUnread(t testing.TB, e *env) int {
 		ln := s.loopSockets
 		n := 0
 		if ln != nil {
-			n, _ = unix.IoctlGetInt(ln.bfd, unix.SIOCINQ)
+			n, _ = unix.IoctlGetInt(ln.backendFD, unix.SIOCINQ)
 		}
 		s.mu.Unlock()
 		return n

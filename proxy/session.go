@@ -81,10 +81,10 @@ type Session struct {
 	// session's lane while an event loop serves it (then the loop owns
 	// everything here, and session methods that would wait return
 	// ErrWouldBlock).
-	exec     commandExec
-	loopc    chan loopMsg // the loop hands the session back here
-	loopDebt int          // commands to serve here before trying the loop again
-	noLoop   bool         // never: a leg is TLS, compressed or not a socket
+	exec           commandExec
+	handBackc      chan handBack // the loop hands the session back here
+	goroutineTurns int           // commands to serve here before trying the loop again
+	noLoop         bool          // never: a leg is TLS, compressed or not a socket
 
 	stats   sessionStats // statement-path metrics (stats.go)
 	relayed bool         // the command under way relayed a response (timed at its end)
@@ -193,8 +193,8 @@ func (s *Session) serve(base context.Context) {
 			s.ending = endQuit
 			return
 		}
-		if s.loopDebt > 0 {
-			s.loopDebt--
+		if s.goroutineTurns > 0 {
+			s.goroutineTurns--
 		} else if l := s.loopFor(); l != nil {
 			if m, moved := s.runOnLoop(l); moved {
 				if s.fromLoop(ctx, &m) || s.endIfAbandoned() {
