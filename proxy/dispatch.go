@@ -37,10 +37,8 @@ func (s *Session) stmtID(pkt []byte) uint32 {
 // dispatch handles one client command. A non-nil error ends the session.
 func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 	ic := s.srv.ic
-	if !loopCommand(pkt[0]) {
-		if err := s.exec.mayWait(); err != nil {
-			return err // for the session's goroutine (see lane)
-		}
+	if err := s.exec.mayWait(); err != nil && !loopCommand(pkt[0]) {
+		return err // for the session's goroutine (see lane)
 	}
 	switch pkt[0] {
 	case mysql.COM_QUIT:

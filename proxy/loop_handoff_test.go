@@ -66,7 +66,7 @@ func testLoopInterceptorWouldBlock(t *testing.T, runners int) {
 // A pipelined burst larger than the goroutine's read buffer, whose first
 // command goes to the goroutine: what the loop had read ahead reaches the
 // goroutine first, and when the session moves back, what the goroutine had
-// not read yet goes back with it (it was dropped once: review of issue 11).
+// not read yet goes back with it.
 func testLoopReadAheadSurvivesMoves(t *testing.T, runners int) {
 	e := startLoopProxy(t, runners, nil)
 	c := loggedIn(t, e.addr, "")

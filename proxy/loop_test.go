@@ -9,10 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
-
-	"golang.org/x/sys/unix"
 
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 )
@@ -321,35 +318,4 @@ func testLoopChurn(t *testing.T, runners int) {
 		t.Fatalf("stats %+v: want every connection on a loop", st)
 	}
 	waitFor(t, func() bool { return e.srv.LoopStats().Sessions == 0 }, "every closed connection leaves its loop")
-}
-
-// backendUnread is how many bytes wait unread in the backend socket of
-// the one session e's loop serves.
-func backendUnread(t testing.TB, e *env) int {
-	t.Helper()
-	e.srv.mu.Lock()
-	defer e.srv.mu.Unlock()
-	for _, s := range e.srv.sessions {
-		s.mu.Lock()
-		ln := s.loopSockets
-		n := 0
-		if ln != nil {
-			n, _ = unix.IoctlGetInt(ln.backendFD, unix.SIOCINQ)
-		}
-		s.mu.Unlock()
-		return n
-	}
-	return 0
-}
-
-// clientUnread is how many bytes wait unread in c's socket.
-func clientUnread(t testing.TB, c *rawClient) int {
-	t.Helper()
-	rc, err := c.l.conn.(syscall.Conn).SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	_ = rc.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ) })
-	return n
 }
