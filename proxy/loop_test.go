@@ -230,9 +230,10 @@ func testLoopSlowClient(t *testing.T, runners int) {
 	runtime.ReadMemStats(&before)
 	sendCommands(t, c, queryPkt(fmt.Sprintf("SELECT REPEAT(CHAR(97 + seq %% 26), %d) FROM seq_1_to_%d", width, rows)))
 	if loopsOn {
-		// The loop holds off reading the backend while the client's socket
-		// is full: MariaDB's bytes pile up in the proxy's backend socket.
-		waitFor(t, func() bool { return backendUnread(t, e) >= 256<<10 }, "the result waits in the proxy's backend socket")
+		// The client's socket is full: the loop holds what it did not take
+		// and stops reading the backend, whose bytes wait in its socket.
+		waitFor(t, func() bool { held, unread := heldForClient(e); return held > 0 && unread > 0 },
+			"the loop holds bytes for the client and the result waits in the proxy's backend socket")
 	} else {
 		waitFor(t, func() bool { return clientUnread(t, c) >= 256<<10 }, "the result fills the client's socket")
 	}

@@ -10,23 +10,28 @@ import (
 // What waits unread in sockets, for tests that wait for the proxy to have
 // read something, or to have stopped reading.
 
-// backendUnread is how many bytes wait unread in the backend socket of
-// the one session e's loop serves.
-func backendUnread(t testing.TB, e *env) int {
-	t.Helper()
+// heldForClient looks at the one session e's loop serves: the bytes its
+// lane holds for the client (its socket did not take them) and those
+// waiting unread in its backend socket.
+func heldForClient(e *env) (held, unread int) {
+	var ln *lane
 	e.srv.mu.Lock()
-	defer e.srv.mu.Unlock()
 	for _, s := range e.srv.sessions {
 		s.mu.Lock()
-		ln := s.loopSockets
-		n := 0
-		if ln != nil {
-			n, _ = unix.IoctlGetInt(ln.backendFD, unix.SIOCINQ)
-		}
+		ln = s.loopSockets
 		s.mu.Unlock()
-		return n
 	}
-	return 0
+	e.srv.mu.Unlock()
+	if ln == nil {
+		return 0, 0
+	}
+	ln.mu.Lock() // not while a runner handles it
+	defer ln.mu.Unlock()
+	if ln.gone {
+		return 0, 0
+	}
+	unread, _ = unix.IoctlGetInt(ln.backendFD, unix.SIOCINQ)
+	return len(ln.clientPending), unread
 }
 
 // clientUnread is how many bytes wait unread in c's socket.
