@@ -235,7 +235,7 @@ func testLoopSlowClient(t *testing.T, runners int) {
 		waitFor(t, func() bool { held, unread := heldForClient(e); return held > 0 && unread > 0 },
 			"the loop holds bytes for the client and the result waits in the proxy's backend socket")
 	} else {
-		waitFor(t, func() bool { return clientUnread(t, c) >= 256<<10 }, "the result fills the client's socket")
+		waitFor(t, func() bool { return clientUnread(t, c) >= 32<<10 }, "the result fills the client's socket")
 	}
 	var during runtime.MemStats
 	runtime.GC()
