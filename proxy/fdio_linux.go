@@ -4,41 +4,35 @@ import (
 	"errors"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/leafproxy/leafproxy/internal/rawfd"
 )
 
-// readFD and writeFD are the event loop's socket I/O on descriptors the
-// loop owns. Every such descriptor is non-blocking (asserted when a session
-// moves onto the loop: assertNonblocking), so neither call ever waits: a
-// socket with nothing to read, or no room, answers EAGAIN. unix.Read and
-// unix.Write also tell the race detector that what one goroutine wrote is
-// ordered before what another reads, so race builds run this same code.
+// Socket I/O on descriptors the proxy knows to be non-blocking: the event
+// loop's (asserted when a session moves onto the loop: assertNonblocking)
+// and, inside syscall.RawConn's callbacks, the runtime's own (rawIO). No
+// call here ever waits: a socket with nothing to read, or no room, answers
+// EAGAIN. They are raw system calls (internal/rawfd says why), annotated
+// for the race detector, so race builds run this same code.
 
-func readFD(fd int, p []byte) (int, unix.Errno) {
-	for {
-		n, err := unix.Read(fd, p)
-		switch e := errnoOf(err); e {
-		case 0:
-			return n, 0
-		case unix.EINTR:
-		default:
-			return 0, e
-		}
-	}
-}
+// readOnce reads what fd has, up to len(p).
+func readOnce(fd int, p []byte) (int, unix.Errno) { return rawfd.Read(fd, p) }
+
+// writeOnce writes what fd takes of p.
+func writeOnce(fd int, p []byte) (int, unix.Errno) { return rawfd.Write(fd, p) }
+
+func readFD(fd int, p []byte) (int, unix.Errno) { return rawfd.Read(fd, p) }
 
 // writeFD writes all of p unless the socket is full (EAGAIN) or fails; n
 // is what it took.
 func writeFD(fd int, p []byte) (int, unix.Errno) {
 	done := 0
 	for done < len(p) {
-		n, err := unix.Write(fd, p[done:])
-		switch e := errnoOf(err); e {
-		case 0:
-			done += n
-		case unix.EINTR:
-		default:
+		n, e := rawfd.Write(fd, p[done:])
+		if e != 0 {
 			return done, e
 		}
+		done += n
 	}
 	return done, 0
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/leafproxy/leafproxy/internal/nonblock"
+	"github.com/leafproxy/leafproxy/internal/rawfd"
 	"golang.org/x/sys/unix"
 )
 
@@ -239,18 +240,13 @@ func (l *loop) stopping() bool {
 // asks the netpoller to park the runner until the epoll instance has some.
 // It runs while the runner holds the loop's file: it only takes.
 func (r *runner) takeEvents(uintptr) bool {
-	for {
-		n, err := unix.EpollWait(r.l.epfd, r.events, 0)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil || n <= 0 {
-			r.ready = 0
-			return false
-		}
-		r.ready = n
-		return true
+	n, e := rawfd.EpollTake(r.l.epfd, r.events)
+	if e != 0 || n <= 0 {
+		r.ready = 0
+		return false
 	}
+	r.ready = n
+	return true
 }
 
 // handleEvents handles the batch takeEvents took, then takes more until

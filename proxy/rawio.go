@@ -11,10 +11,12 @@ import (
 )
 
 // rawIO reads and writes a plain TCP or Unix socket inside
-// syscall.RawConn's Read/Write callbacks: the Go netpoller still parks the
-// goroutine when the socket is not ready, and deadlines still apply. What
-// it adds to net.Conn is holding a command back (below). The socket is
-// non-blocking (the runtime made it so), so no call in a callback waits.
+// syscall.RawConn's Read/Write callbacks, with raw system calls
+// (fdio_linux.go): the Go netpoller still parks the goroutine when the
+// socket is not ready, and deadlines still apply; what goes is the
+// runtime's bookkeeping around a system call that may block. The socket
+// is non-blocking (the runtime made it so), so no call in a callback
+// waits. rawIO also holds a command back (below).
 // TLS and compressed legs keep their own Read/Write.
 type rawIO struct {
 	rc syscall.RawConn
@@ -86,20 +88,16 @@ func (r *rawIO) Read(p []byte) (int, error) {
 			}
 			return false // wait for the response without an empty read
 		}
-		for {
-			m, err := unix.Read(int(fd), p)
-			switch e := errnoOf(err); e {
-			case 0:
-				n = m
-				return true
-			case unix.EINTR:
-				continue
-			case unix.EAGAIN:
-				return false
-			default:
-				serr = os.NewSyscallError("read", e)
-				return true
-			}
+		m, e := readOnce(int(fd), p)
+		switch e {
+		case 0:
+			n = m
+			return true
+		case unix.EAGAIN:
+			return false
+		default:
+			serr = os.NewSyscallError("read", e)
+			return true
 		}
 	})
 	if err == nil {
@@ -128,11 +126,10 @@ func (r *rawIO) Read(p []byte) (int, error) {
 func (r *rawIO) writeHeld(fd uintptr, serr *error) bool {
 	for r.heldOff < len(r.held) {
 		rest := r.held[r.heldOff:]
-		m, err := unix.Write(int(fd), rest)
-		switch e := errnoOf(err); e {
+		m, e := writeOnce(int(fd), rest)
+		switch e {
 		case 0:
 			r.heldOff += m
-		case unix.EINTR:
 		case unix.EAGAIN:
 			if r.sendFull != nil {
 				r.sendFull()
@@ -178,11 +175,10 @@ func (r *rawIO) Write(p []byte) (int, error) {
 			return true
 		}
 		for nn < len(p) {
-			m, err := unix.Write(int(fd), p[nn:])
-			switch e := errnoOf(err); e {
+			m, e := writeOnce(int(fd), p[nn:])
+			switch e {
 			case 0:
 				nn += m
-			case unix.EINTR:
 			case unix.EAGAIN:
 				return false
 			default:
