@@ -19,9 +19,10 @@
 // proxy runs on the backend for an interceptor), resultsets.go and
 // resultrows.go (result sets the proxy writes itself), extparams.go
 // (statements with parameters the client does not see), compress.go,
-// keyword.go, packet.go, rawio.go (plain sockets read and written inside
-// the netpoller's callbacks, holding a command back until the read of its
-// answer; LEAFPROXY_RAWIO=0 turns it off), tls.go, membudget.go.
+// keyword.go, packet.go, rawio.go (plain sockets read and written with raw
+// system calls, internal/rawfd, inside the netpoller's callbacks, holding a
+// command back until the read of its answer; LEAFPROXY_RAWIO=0 turns it
+// off), tls.go, membudget.go.
 // commandexec.go is the one seam between a session and the event loop
 // (loop_linux.go, lane*_linux.go, handoff_linux.go; docs/eventloop.md):
 // Session.exec is onGoroutine, or the session's lane while a loop serves

@@ -102,8 +102,8 @@ race_pkgs=$(go list ./allocator/... ./proxy/... ./config/... ./engine/... ./serv
 echo "== go test -race ${race_pkgs}"
 go test -race -count=1 -timeout 30m "$@" $race_pkgs
 
-# The proxy's socket I/O (golang.org/x/sys/unix, race-annotated) is the
-# same code under -race as in release builds. Two more runs of proxy's
+# The proxy's socket I/O (internal/rawfd, race-annotated) is the same code
+# under -race as in release builds. Two more runs of proxy's
 # tests without -race (about 40 s each): with the event loops (as deployed,
 # at release-build speed), and with every session on its own goroutine
 # (LEAFPROXY_LOOP=0; TLS and compressed sessions, and commands a loop hands
