@@ -58,6 +58,7 @@ type Server struct {
 	throttle          *loginThrottle // failed logins per client host; nil when off
 	loginFailures     atomic.Uint64  // logins refused for wrong credentials
 	handshakesDropped atomic.Uint64  // pending handshakes closed to make room
+	handling          atomic.Int64   // connections whose handle has not returned (tests)
 	hangupOn          atomic.Bool    // the hang-up watch runs (hangup.go)
 
 	nextID   atomic.Uint32 // proxy session ids handed out in greetings
@@ -263,6 +264,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		}
 		delay = 0
 		s.wg.Add(1)
+		s.handling.Add(1)
 		go s.handle(conn)
 	}
 }
@@ -308,6 +310,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // handle runs one client connection from handshake to close.
 func (s *Server) handle(raw net.Conn) {
 	defer s.wg.Done()
+	defer s.handling.Add(-1)
 	defer raw.Close()
 	s.accepted.Add(1)
 	id := s.nextID.Add(1)
