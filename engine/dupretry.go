@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"unsafe"
 
+	"github.com/leafproxy/leafproxy/internal/raw"
 	"github.com/leafproxy/leafproxy/proxy"
 	"github.com/leafproxy/leafproxy/rewriter"
 )
@@ -111,7 +111,7 @@ func (d *dupRetry) Redo(ctx context.Context) error {
 		l.Warn("a generated key collided with a key written around the proxy; the sequence was moved past the table's largest key and the statement sent again",
 			"tag", d.dupTag, "key", d.dupKey, "moved_past", floor)
 	}
-	text := unsafe.String(&d.text[0], len(d.text))
+	text := raw.String(d.text)
 	st.ctx = ctx // the plan budget waits with it
 	plan, err := st.planner.PlanQuery(text, &st.env)
 	if err != nil {

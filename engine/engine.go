@@ -27,8 +27,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
+	"github.com/leafproxy/leafproxy/internal/raw"
 	"github.com/leafproxy/leafproxy/proxy"
 	"github.com/leafproxy/leafproxy/rewriter"
 )
@@ -162,7 +162,7 @@ func (e *Engine) query(ctx context.Context, s Session, sql []byte) (bool, error)
 	}
 	// The text is only valid during this call; so is everything the plan
 	// borrows from it (tags, names). Nothing below keeps it.
-	text := unsafe.String(&sql[0], len(sql))
+	text := raw.String(sql)
 	if hasDDL(text) {
 		return e.ddl(ctx, s, sql, text)
 	}

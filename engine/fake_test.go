@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unsafe"
 
+	"github.com/leafproxy/leafproxy/internal/raw"
 	"github.com/leafproxy/leafproxy/proxy"
 	"github.com/leafproxy/leafproxy/rewriter"
 )
@@ -185,7 +185,7 @@ func (k *keeper) NextN(ctx context.Context, tag string, n int, dst []int64) ([]i
 }
 
 // TestTagsCrossTheBoundaryOwned: the engine reads the client's packet
-// through an unsafe.String and the proxy reuses that buffer for the next
+// through raw.String (no copy) and the proxy reuses that buffer for the next
 // command; a tag handed to the ID source (or kept for LASTVAL) must not
 // change when the buffer does.
 func TestTagsCrossTheBoundaryOwned(t *testing.T) {
@@ -209,7 +209,7 @@ func TestTagsCrossTheBoundaryOwned(t *testing.T) {
 	// A name the session used before is not copied again.
 	st := s.Value().(*state)
 	first := st.own("order")
-	if again := st.own(string([]byte("order"))); unsafe.StringData(again) != unsafe.StringData(first) {
+	if again := st.own(string([]byte("order"))); !raw.SameMemory(again, first) {
 		t.Error("own copied a tag name the session already owns")
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"unsafe"
 
+	"github.com/leafproxy/leafproxy/internal/raw"
 	"github.com/leafproxy/leafproxy/proxy"
 	"github.com/leafproxy/leafproxy/rewriter"
 )
@@ -32,7 +32,7 @@ func (e *Engine) prepare(ctx context.Context, s Session, sql []byte) (bool, erro
 	if len(sql) == 0 {
 		return false, nil
 	}
-	if t := unsafe.String(&sql[0], len(sql)); !rewriter.MayRewrite(t) || !rewriter.NeedsSession(t, e.rules.Load()) {
+	if t := raw.String(sql); !rewriter.MayRewrite(t) || !rewriter.NeedsSession(t, e.rules.Load()) {
 		return false, nil
 	}
 	text := string(sql) // kept with the statement

@@ -172,7 +172,7 @@ const maxOwnedTags = 1024
 
 // own returns tag as a string the engine may hand on. The planner's tags
 // borrow the client's packet buffer (the engine reads it through an
-// unsafe.String), which the next command overwrites: nothing past the
+// raw.String), which the next command overwrites: nothing past the
 // engine may see such a string, so every tag crosses the boundary here.
 // Names a session has used before come from its table without allocating.
 func (st *state) own(tag string) string { return st.ownTag(tag).name }

@@ -21,8 +21,8 @@ func (s *Session) RelayQuery(sql []byte) error {
 // response to the client; the result says which statement id and how many
 // parameters the backend gave it.
 func (s *Session) RelayPrepare(sql []byte) (PrepareResult, error) {
-	if s.ln != nil {
-		return PrepareResult{}, ErrWouldBlock // the caller needs the answer now
+	if err := s.exec.mayWait(); err != nil {
+		return PrepareResult{}, err // the caller needs the answer now
 	}
 	s.out = append(append(s.out[:0], mysql.COM_STMT_PREPARE), sql...)
 	pr, err := s.relayPrepare(s.out)
@@ -44,8 +44,8 @@ func (s *Session) RelayExecute(pkt []byte) error {
 // client gets an ERR saying so and the session ends (the returned error is
 // fatal).
 func (s *Session) RelayExecuteAfter(pre, pkt []byte) error {
-	if s.ln != nil {
-		return ErrWouldBlock
+	if err := s.exec.mayWait(); err != nil {
+		return err
 	}
 	if s.fatal != nil {
 		return s.fatal
@@ -134,8 +134,8 @@ func (s *Session) BackendQuery(ctx context.Context, sql string) ([][]*string, er
 }
 
 func (s *Session) sendBackend(ctx context.Context, sql string) error {
-	if s.ln != nil {
-		return ErrWouldBlock
+	if err := s.exec.mayWait(); err != nil {
+		return err
 	}
 	if s.fatal != nil {
 		return s.fatal
@@ -186,8 +186,8 @@ func (s *Session) readBackendResult(mode int) walkResult {
 // reaches the client. A backend ERR comes back as a *mysql.MyError. Close
 // it with BackendCloseStmt.
 func (s *Session) BackendPrepare(ctx context.Context, sql string) (PrepareResult, error) {
-	if s.ln != nil {
-		return PrepareResult{}, ErrWouldBlock
+	if err := s.exec.mayWait(); err != nil {
+		return PrepareResult{}, err
 	}
 	if s.fatal != nil {
 		return PrepareResult{}, s.fatal
@@ -220,8 +220,8 @@ func (s *Session) BackendPrepare(ctx context.Context, sql string) (PrepareResult
 // BackendCloseStmt closes a statement of the interceptor's own on the
 // backend (COM_STMT_CLOSE has no response).
 func (s *Session) BackendCloseStmt(id uint32) error {
-	if s.ln != nil {
-		return ErrWouldBlock
+	if err := s.exec.mayWait(); err != nil {
+		return err
 	}
 	if s.fatal != nil {
 		return s.fatal

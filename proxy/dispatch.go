@@ -37,16 +37,16 @@ func (s *Session) stmtID(pkt []byte) uint32 {
 // dispatch handles one client command. A non-nil error ends the session.
 func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 	ic := s.srv.ic
-	if s.ln != nil && !loopCommand(pkt[0]) {
-		return ErrWouldBlock // for the session's goroutine (see lane)
+	if err := s.exec.mayWait(); err != nil && !loopCommand(pkt[0]) {
+		return err // for the session's goroutine (see lane)
 	}
 	switch pkt[0] {
 	case mysql.COM_QUIT:
 		return errQuit
 	case mysql.COM_QUERY:
 		if k, ok := parseKill(pkt[1:], s.caps&mysql.CLIENT_MULTI_STATEMENTS != 0); ok {
-			if s.ln != nil {
-				return ErrWouldBlock
+			if err := s.exec.mayWait(); err != nil {
+				return err
 			}
 			return s.kill(k)
 		} else if k.refuse != "" {
@@ -178,7 +178,7 @@ func (s *Session) intercepted(handled bool, err error) (bool, error) {
 	if s.fatal != nil {
 		return true, s.fatal
 	}
-	if err != nil && s.ln != nil && errors.Is(err, ErrWouldBlock) {
+	if err != nil && errors.Is(err, ErrWouldBlock) && s.exec.mayWait() != nil {
 		return true, ErrWouldBlock // nothing was written: the goroutine runs it again
 	}
 	if err != nil {
@@ -237,7 +237,7 @@ func (s *Session) kill(k killReq) error {
 	s.log.Info("kill", "target_session", target.id, "backend_thread", tid, "what", what)
 	stmt := "KILL " + k.mode + what + " " + strconv.FormatUint(uint64(tid), 10)
 	s.out = append(append(s.out[:0], mysql.COM_QUERY), stmt...)
-	ok, err := s.relayHeld(s.out, respResult)
+	ok, err := s.exec.relay(s, s.out, respResult, afterAction{})
 	s.trimOut()
 	if err != nil {
 		return err

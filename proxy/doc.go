@@ -20,10 +20,16 @@
 // file through an interceptor's transformer), seams.go (the Interceptor
 // contract and the Session methods it uses), backendstmt.go (statements the
 // proxy runs on the backend for an interceptor), resultsets.go and
-// resultrows.go (result sets the proxy writes itself), extparams.go (statements with parameters the
-// client does not see), compress.go, keyword.go, packet.go, rawio.go (plain sockets read and written with raw system calls
-// inside the netpoller: fewer context switches; LEAFPROXY_RAWIO=0 turns it
+// resultrows.go (result sets the proxy writes itself), extparams.go
+// (statements with parameters the client does not see), compress.go,
+// keyword.go, packet.go, rawio.go (plain sockets read and written with raw
+// system calls, internal/raw, inside the netpoller's callbacks, holding a
+// command back until the read of its answer; LEAFPROXY_RAWIO=0 turns it
 // off), tls.go, membudget.go.
+// commandexec.go is the one seam between a session and the event loop
+// (loop_linux.go, lane*_linux.go, handoff_linux.go; docs/eventloop.md):
+// Session.exec is onGoroutine, or the session's lane while a loop serves
+// it.
 //
 // # Looking like the backend
 //
@@ -212,18 +218,18 @@
 //     is closed), and deadline, limits.handshake_timeout (default 5 s); they
 //     never take limits.max_connections slots. Memory they can hold: at most
 //     max_handshakes x (64 KiB packet + 2 KiB buffers + a goroutine), about
-//     70 MiB at the default. Measured: 200 unauthenticated 16 MB claims grow
-//     the heap by 1.8 MiB; 200 held 64 KiB-1 claims by 14 MiB (bound tested:
-//     64 MiB; before the rewrite 3.1 GB RSS). 4,096 silent connections do
-//     not stop a real client from logging in and querying.
+//     70 MiB at the default (tested: 200 unauthenticated 16 MB claims, and
+//     200 held 64 KiB-1 claims, grow the heap by less than 64 MiB). 4,096
+//     silent connections do not stop a real client from logging in and
+//     querying.
 //   - After login, commands up to 1 MiB use the session's own buffer; larger
 //     ones reserve their bytes from limits.command_memory (default 512 MiB)
 //     as they arrive, and a command that cannot get its share within 10 s
 //     gets ERR 1041 and its connection closes. The budget counts payload
 //     bytes; buffer growth and garbage-collector pacing make the heap a
-//     small multiple of it: 4 clients sending 256 MiB with a 64 MiB budget
-//     measured 220 MiB of heap growth (bound tested: 4 x command_memory;
-//     before the budget 2.3 GB). Commands of 16 MiB and more (several
+//     small multiple of it (tested: 4 clients sending 256 MiB with a 64 MiB
+//     budget grow the heap by less than 4 x command_memory). Commands of
+//     16 MiB and more (several
 //     physical packets, total unknown until the last) are read one at a
 //     time server-wide, each piece within a minute, so several of them
 //     cannot starve one another holding parts of the budget (tested: 4 x
@@ -232,10 +238,8 @@
 //     the proxy reading its client, on an event loop (after 64 KiB held for
 //     the backend, lane.backendFull) as on a session's goroutine (whose
 //     write blocks): a client pipelining COM_STMT_SEND_LONG_DATA, which has
-//     no answer, then waits in its socket. Measured (pushback_test.go): the
-//     client gets 8-10 MiB in (kernel buffers) and the heap grows 0.4 MiB
-//     (bound tested: 16 MiB; before, the loop took all 48 MiB sent and the
-//     heap grew 150 MiB).
+//     no answer, then waits in its socket (tested, pushback_test.go: with
+//     48 MiB sent to a stopped backend the heap grows less than 16 MiB).
 //   - A client aborting TLS, or any other failed handshake, costs one log
 //     line without a stack trace.
 //

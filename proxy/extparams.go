@@ -49,8 +49,8 @@ func (e *ParamCountError) SQLState() string { return "42000" }
 // statement is closed on the backend, nothing reaches the client and a
 // *ParamCountError is returned.
 func (s *Session) RelayPrepareHidden(sql []byte, hidden []int, want int) (PrepareResult, error) {
-	if s.ln != nil {
-		return PrepareResult{}, ErrWouldBlock // the caller needs the answer now
+	if err := s.exec.mayWait(); err != nil {
+		return PrepareResult{}, err // the caller needs the answer now
 	}
 	if s.fatal != nil {
 		return PrepareResult{}, s.fatal
@@ -149,8 +149,8 @@ func (s *Session) RelayPrepareHidden(sql []byte, hidden []int, want int) (Prepar
 // outcome (OK fields or the backend's ERR) for the caller to answer with,
 // e.g. an OK with another insert id. A result set in the answer is dropped.
 func (s *Session) ExecuteResult(pkt []byte) (ExecResult, error) {
-	if s.ln != nil {
-		return ExecResult{}, ErrWouldBlock
+	if err := s.exec.mayWait(); err != nil {
+		return ExecResult{}, err
 	}
 	if s.fatal != nil {
 		return ExecResult{}, s.fatal

@@ -1,69 +1,52 @@
 package proxy
 
 import (
-	"syscall"
-	"unsafe"
+	"errors"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/leafproxy/leafproxy/internal/raw"
 )
 
-// readFD and writeFD are the event loops' socket I/O: raw system calls on
-// non-blocking descriptors, no runtime bookkeeping (see rawIO). Race builds
-// go through package syscall, whose Read and Write tell the race detector
-// that bytes written by one goroutine and read by another are ordered.
+// Socket I/O on descriptors the proxy knows to be non-blocking: the event
+// loop's (asserted when a session moves onto the loop: assertNonblocking)
+// and, inside syscall.RawConn's callbacks, the runtime's own (rawIO). No
+// call here ever waits: a socket with nothing to read, or no room, answers
+// EAGAIN. They are raw system calls (internal/raw says why), annotated
+// for the race detector, so race builds run this same code.
 
-func readFD(fd int, p []byte) (int, syscall.Errno) {
-	for {
-		var n int
-		var e syscall.Errno
-		if raceBuild {
-			var err error
-			n, err = syscall.Read(fd, p)
-			e = errnoOf(err)
-		} else {
-			r, _, en := syscall.RawSyscall(syscall.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-			n, e = int(r), en
-		}
-		if e == syscall.EINTR {
-			continue
-		}
-		if e != 0 {
-			return 0, e
-		}
-		return n, 0
-	}
-}
+// readOnce reads what fd has, up to len(p).
+func readOnce(fd int, p []byte) (int, unix.Errno) { return raw.Read(fd, p) }
+
+// writeOnce writes what fd takes of p.
+func writeOnce(fd int, p []byte) (int, unix.Errno) { return raw.Write(fd, p) }
+
+func readFD(fd int, p []byte) (int, unix.Errno) { return raw.Read(fd, p) }
 
 // writeFD writes all of p unless the socket is full (EAGAIN) or fails; n
 // is what it took.
-func writeFD(fd int, p []byte) (int, syscall.Errno) {
+func writeFD(fd int, p []byte) (int, unix.Errno) {
 	done := 0
 	for done < len(p) {
-		var n int
-		var e syscall.Errno
-		if raceBuild {
-			var err error
-			n, err = syscall.Write(fd, p[done:])
-			e = errnoOf(err)
-		} else {
-			r, _, en := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&p[done])), uintptr(len(p)-done))
-			n, e = int(r), en
-		}
-		switch e {
-		case 0:
-			done += n
-		case syscall.EINTR:
-		default:
+		n, e := raw.Write(fd, p[done:])
+		if e != 0 {
 			return done, e
 		}
+		done += n
 	}
 	return done, 0
 }
 
-func errnoOf(err error) syscall.Errno {
-	if err == nil {
-		return 0
+// assertNonblocking refuses a descriptor the loop could block on: the loop
+// reads and writes its sockets directly, and one blocking call would stall
+// every session a runner serves.
+func assertNonblocking(fd int) error {
+	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err != nil {
+		return errors.Join(errors.New("fcntl F_GETFL"), err)
 	}
-	if e, ok := err.(syscall.Errno); ok {
-		return e
+	if flags&unix.O_NONBLOCK == 0 {
+		return errors.New("socket is in blocking mode")
 	}
-	return syscall.EIO
+	return nil
 }

@@ -337,7 +337,9 @@ func TestBackendClosesIdleSession(t *testing.T) {
 	if err := db.QueryRow("SELECT 1").Scan(&v); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2500 * time.Millisecond) // the backend's wait_timeout passes
+	// The backend's wait_timeout passes and the proxy closes the client
+	// connection it had pinned.
+	waitFor(t, func() bool { cur, _ := e.srv.Sessions(); return cur == 0 }, "the backend drops the idle session")
 	if err := db.QueryRow("SELECT 2").Scan(&v); err != nil || v != 2 {
 		t.Fatalf("query after the backend dropped the idle session: %v", err)
 	}

@@ -9,14 +9,16 @@ import (
 	"os"
 	"runtime"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
-// What a loop hands back to a session's goroutine (loopMsg.kind).
+// What a loop hands back to a session's goroutine (handBack.kind).
 const (
-	hoClosed  = iota // the loop closed the session: the goroutine ends it
-	hoCommand        // run pkt: the loop could not (it would have waited)
-	hoResume         // finish the response under way (tr): LOCAL INFILE
-	hoIdle           // no command under way: a large one arriving, or the backend spoke unasked
+	handBackClosed  = iota // the loop closed the session: the goroutine ends it
+	handBackCommand        // run pkt: the loop could not (it would have waited)
+	handBackResume         // finish the response under way (tr): LOCAL INFILE
+	handBackIdle           // no command under way: a large one arriving, or the backend spoke unasked
 )
 
 // loopBackoff is how many commands a session's goroutine serves after
@@ -25,20 +27,20 @@ const (
 // rule table, say) then pays for the move once per loopBackoff commands.
 const loopBackoff = 16
 
-type loopMsg struct {
-	kind         int
-	cfd, bfd     int
-	pkt          []byte      // hoCommand
-	cin          []byte      // client bytes to read first
-	bprefix      []byte      // backend bytes to read first
-	cpend, bpend []byte      // bytes to write first
-	cseq, bseq   uint8       // the legs' sequence ids
-	tr           respTracker // hoResume
-	after        afterAction // hoResume
-	infile       bool        // hoResume: the client's LOCAL INFILE data comes first
-	redo         Retrier     // hoResume: the response is RelayQueryOr's, its first packet an ERR
-	backendEvent bool        // hoIdle: look at what the backend sent
-	debt         int         // commands the goroutine serves before trying the loop again
+type handBack struct {
+	kind                          int
+	clientFD, backendFD           int
+	pkt                           []byte      // handBackCommand
+	clientIn                      []byte      // client bytes to read first
+	backendIn                     []byte      // backend bytes to read first
+	clientPending, backendPending []byte      // bytes to write first
+	clientSeq, backendSeq         uint8       // the legs' sequence ids
+	response                      respTracker // handBackResume
+	after                         afterAction // handBackResume
+	infile                        bool        // handBackResume: the client's LOCAL INFILE data comes first
+	redo                          Retrier     // handBackResume: the response is RelayQueryOr's, its first packet an ERR
+	backendEvent                  bool        // handBackIdle: look at what the backend sent
+	debt                          int         // commands the goroutine serves before trying the loop again
 }
 
 // loopsOn: LEAFPROXY_LOOP=0 keeps every session on its own goroutine (for
@@ -117,40 +119,49 @@ func plainConn(c net.Conn) bool {
 
 // runOnLoop moves the session onto l and waits until l hands it back or
 // ends it. false: the move did not happen (nothing changed).
-func (s *Session) runOnLoop(l *loop) (loopMsg, bool) {
+func (s *Session) runOnLoop(l *loop) (handBack, bool) {
 	cfd, err := dupSocket(s.c.conn)
 	if err != nil {
 		s.noLoop = true
 		s.log.Warn("session stays off the event loop", "err", err)
-		return loopMsg{}, false
+		return handBack{}, false
 	}
 	bfd, err := dupSocket(s.b.conn)
 	if err != nil {
-		syscall.Close(cfd)
+		unix.Close(cfd)
 		s.noLoop = true
 		s.log.Warn("session stays off the event loop", "err", err)
-		return loopMsg{}, false
+		return handBack{}, false
+	}
+	for _, fd := range []int{cfd, bfd} {
+		if err := assertNonblocking(fd); err != nil {
+			unix.Close(cfd)
+			unix.Close(bfd)
+			s.noLoop = true
+			s.log.Error("session stays off the event loop", "err", err)
+			return handBack{}, false
+		}
 	}
 	ln := newLane(l, s, cfd, bfd)
 	// What the client sent already: buffered by the leg's reader, and what
 	// a loop handed back and the reader has not reached yet.
 	if n := s.c.buffered(); n > 0 {
 		b, _ := s.c.r.Peek(n)
-		ln.cin = append([]byte(nil), b...)
+		ln.clientIn = append([]byte(nil), b...)
 	}
 	if pr, ok := s.c.rw.(*prefixRW); ok && len(pr.prefix) > 0 {
-		ln.cin = append(ln.cin, pr.prefix...)
+		ln.clientIn = append(ln.clientIn, pr.prefix...)
 		pr.prefix = nil
 	}
 	s.mu.Lock()
 	if s.closing.Load() {
 		s.mu.Unlock()
-		syscall.Close(cfd)
-		syscall.Close(bfd)
-		return loopMsg{}, false
+		unix.Close(cfd)
+		unix.Close(bfd)
+		return handBack{}, false
 	}
 	oldC, oldB := s.cconn, s.bconn
-	s.cconn, s.bconn, s.loopFDs = nil, nil, ln
+	s.cconn, s.bconn, s.loopSockets = nil, nil, ln
 	s.mu.Unlock()
 	// Closing the originals takes them out of the runtime's netpoller; the
 	// dups stay open, watched by the loop alone.
@@ -159,25 +170,25 @@ func (s *Session) runOnLoop(l *loop) (loopMsg, bool) {
 	if !s.parked {
 		s.park()
 	}
-	s.c, s.b = &ln.cl, &ln.bl
+	s.c, s.b = &ln.clientLeg, &ln.backendLeg
 	s.parked = false
-	s.ln = ln
-	if s.loopc == nil {
-		s.loopc = make(chan loopMsg, 1)
+	s.exec = ln
+	if s.handBackc == nil {
+		s.handBackc = make(chan handBack, 1)
 	}
 	s.srv.loopMoves.Add(1)
 	s.srv.loopSessions.Add(1)
 	if !l.post(ln) {
 		// The loop stopped meanwhile (it failed): carry on here.
 		s.srv.loopSessions.Add(-1)
-		s.ln = nil
-		return loopMsg{kind: hoIdle, cfd: cfd, bfd: bfd, cin: ln.cin, cseq: ln.cl.seq, bseq: ln.bl.seq, debt: loopBackoff}, true
+		s.exec = onGoroutine{}
+		return handBack{kind: handBackIdle, clientFD: cfd, backendFD: bfd, clientIn: ln.clientIn, clientSeq: ln.clientLeg.seq, backendSeq: ln.backendLeg.seq, debt: loopBackoff}, true
 	}
-	return <-s.loopc, true
+	return <-s.handBackc, true
 }
 
-// dupSocket duplicates c's descriptor (close-on-exec, non-blocking like
-// the original).
+// dupSocket duplicates c's descriptor (close-on-exec; it shares the
+// original's file status flags, O_NONBLOCK among them).
 func dupSocket(c net.Conn) (int, error) {
 	rc, err := c.(syscall.Conn).SyscallConn()
 	if err != nil {
@@ -185,12 +196,10 @@ func dupSocket(c net.Conn) (int, error) {
 	}
 	nfd, derr := -1, error(nil)
 	err = rc.Control(func(fd uintptr) {
-		r, _, e := syscall.Syscall(syscall.SYS_FCNTL, fd, syscall.F_DUPFD_CLOEXEC, 0)
-		if e != 0 {
-			derr = os.NewSyscallError("fcntl F_DUPFD_CLOEXEC", e)
-			return
+		nfd, derr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
+		if derr != nil {
+			nfd, derr = -1, os.NewSyscallError("fcntl F_DUPFD_CLOEXEC", derr)
 		}
-		nfd = int(r)
 	})
 	if err == nil {
 		err = derr
@@ -200,18 +209,18 @@ func dupSocket(c net.Conn) (int, error) {
 
 // fromLoop takes the session back from its loop and carries on where the
 // loop stopped. true: the session is over.
-func (s *Session) fromLoop(ctx context.Context, m *loopMsg) bool {
-	if m.kind == hoClosed {
+func (s *Session) fromLoop(ctx context.Context, m *handBack) bool {
+	if m.kind == handBackClosed {
 		s.ending = endClose // the loop has said goodbye to the backend (lane.endBackend)
 		return true
 	}
-	s.loopDebt = m.debt
+	s.goroutineTurns = m.debt
 	if err := s.leaveLoop(m); err != nil {
 		s.log.Warn("session closed: could not take it back from the event loop", "err", err)
 		return true
 	}
 	switch m.kind {
-	case hoCommand:
+	case handBackCommand:
 		s.srv.armHangupWatch()
 		err := s.dispatch(ctx, m.pkt) // counted when the loop read it
 		s.endCommand()
@@ -219,7 +228,7 @@ func (s *Session) fromLoop(ctx context.Context, m *loopMsg) bool {
 			s.endOnError(err)
 			return true
 		}
-	case hoResume:
+	case handBackResume:
 		s.srv.armHangupWatch()
 		err := s.resume(ctx, m)
 		s.endCommand()
@@ -227,7 +236,7 @@ func (s *Session) fromLoop(ctx context.Context, m *loopMsg) bool {
 			s.endOnError(err)
 			return true
 		}
-	case hoIdle:
+	case handBackIdle:
 		if m.backendEvent {
 			if err := s.backendGone(); err != nil {
 				s.endOnClientError(err)
@@ -238,8 +247,8 @@ func (s *Session) fromLoop(ctx context.Context, m *loopMsg) bool {
 	return false
 }
 
-// resume finishes a response the loop began (hoResume).
-func (s *Session) resume(ctx context.Context, m *loopMsg) error {
+// resume finishes a response the loop began (handBackResume).
+func (s *Session) resume(ctx context.Context, m *handBack) error {
 	if m.redo != nil {
 		retried, err := s.dropRetryable(m.redo.Retry)
 		if err != nil {
@@ -254,21 +263,21 @@ func (s *Session) resume(ctx context.Context, m *loopMsg) error {
 			return s.setFatal(err)
 		}
 	}
-	if _, err := s.walkFrom(&m.tr, walkRelay); err != nil {
+	if _, err := s.walkFrom(&m.response, walkRelay); err != nil {
 		return s.setFatal(err)
 	}
-	s.applyAfter(m.after, m.tr.ok)
+	s.applyAfter(m.after, m.response.ok)
 	return s.setFatal(s.c.flush())
 }
 
 // leaveLoop gives the session net.Conns over the sockets the loop used
 // (the runtime's netpoller watches them again) and writes what the loop
 // could not yet.
-func (s *Session) leaveLoop(m *loopMsg) error {
+func (s *Session) leaveLoop(m *handBack) error {
 	s.mu.Lock()
-	cc, cerr := fdConn(m.cfd)
-	bc, berr := fdConn(m.bfd)
-	s.loopFDs = nil
+	cc, cerr := fdConn(m.clientFD)
+	bc, berr := fdConn(m.backendFD)
+	s.loopSockets = nil
 	if cerr == nil && berr == nil {
 		s.cconn, s.bconn = cc, bc
 	}
@@ -287,14 +296,14 @@ func (s *Session) leaveLoop(m *loopMsg) error {
 		cc.Close()
 		bc.Close()
 	}
-	s.c = legOver("client", cc, m.cin, clientReadBuf, &clientWriters)
-	s.c.seq = m.cseq
-	s.b = legOver("backend", bc, m.bprefix, backReadBuf, &backWriters)
-	s.b.seq = m.bseq
+	s.c = legOver("client", cc, m.clientIn, clientReadBuf, &clientWriters)
+	s.c.seq = m.clientSeq
+	s.b = legOver("backend", bc, m.backendIn, backReadBuf, &backWriters)
+	s.b.seq = m.backendSeq
 	for _, p := range []struct {
 		l    *leg
 		pend []byte
-	}{{s.c, m.cpend}, {s.b, m.bpend}} {
+	}{{s.c, m.clientPending}, {s.b, m.backendPending}} {
 		if len(p.pend) == 0 {
 			continue
 		}

@@ -11,10 +11,11 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"golang.org/x/sys/unix"
 )
 
-// How a session's end reaches the backend (issue 24): the backend sees
-// what the client did.
+// How a session's end reaches the backend: the backend sees what the
+// client did.
 //
 //   - The client quits (COM_QUIT), or the proxy closes the session between
 //     commands for its own reasons (limits.idle_timeout, shutdown, a
@@ -77,7 +78,7 @@ func (s *Session) quitBackend() {
 // (closed, reset, cut mid-packet): the backend connection then ends the
 // same way.
 func leftWithoutQuit(err error) bool {
-	var errno syscall.Errno
+	var errno unix.Errno
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &errno)
 }
 
@@ -129,8 +130,8 @@ func (s *Session) cutBackend() {
 	if s.bconn != nil {
 		s.bconn.Close()
 	}
-	if ln := s.loopFDs; ln != nil {
-		_ = syscall.Shutdown(ln.bfd, syscall.SHUT_RDWR)
+	if ln := s.loopSockets; ln != nil {
+		ln.shutdownBackend()
 	}
 	s.mu.Unlock()
 }
@@ -266,10 +267,12 @@ func (h *hangupPeeker) gone(c net.Conn) bool {
 // fdLook looks at a client socket without reading from it, blocking or
 // touching deadlines (hangup_linux.go).
 type fdLook struct {
-	rc   syscall.RawConn
-	fn   func(uintptr) // look, bound once
-	tls  bool
-	gone bool
+	rc     syscall.RawConn
+	fn     func(uintptr) // look, bound once
+	tls    bool
+	gone   bool
+	poll   [1]unix.PollFd // look's ppoll(2) argument, kept to allocate nothing per look
+	noWait unix.Timespec  // zero: ppoll does not wait
 }
 
 // newFDLook returns nil for a connection that is not a socket (a test's
@@ -302,6 +305,6 @@ func (l *fdLook) hungUp() bool {
 // one recv(MSG_PEEK|MSG_DONTWAIT) of one byte returning 0.
 func emptyFD(fd uintptr) bool {
 	var b [1]byte
-	n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	n, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
 	return err == nil && n == 0
 }

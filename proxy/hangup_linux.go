@@ -2,36 +2,22 @@ package proxy
 
 import (
 	"errors"
-	"syscall"
-	"unsafe"
-)
 
-// pollfd and the poll(2) bits package syscall does not define.
-type pollFD struct {
-	fd      int32
-	events  int16
-	revents int16
-}
-
-const (
-	pollIn    = 0x1
-	pollErr   = 0x8
-	pollHup   = 0x10
-	pollRDHup = 0x2000
+	"golang.org/x/sys/unix"
 )
 
 // look asks the kernel, without waiting, whether the peer has shut down
 // its sending side (POLLRDHUP, set even while bytes it sent before are
 // still unread) and, if so, whether anything waits to be read.
 func (l *fdLook) look(fd uintptr) {
-	p := pollFD{fd: int32(fd), events: pollIn | pollRDHup}
-	var ts syscall.Timespec // zero: do not wait
-	n, _, e := syscall.RawSyscall6(syscall.SYS_PPOLL, uintptr(unsafe.Pointer(&p)), 1, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+	l.poll[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN | unix.POLLRDHUP}
+	n, err := unix.Ppoll(l.poll[:], &l.noWait, nil)
+	p := l.poll[0]
 	switch {
-	case e != 0 || n == 0:
-	case p.revents&(pollErr|pollHup) != 0:
+	case err != nil || n == 0:
+	case p.Revents&(unix.POLLERR|unix.POLLHUP) != 0:
 		l.gone = true
-	case p.revents&pollRDHup == 0:
+	case p.Revents&unix.POLLRDHUP == 0:
 	case l.tls:
 		l.gone = true // a close_notify record may come before the end
 	default:
@@ -50,7 +36,7 @@ func (ln *lane) endBackend() {
 	case errors.As(ln.s.fatal, &ie) && ie.leg == "backend":
 	case ln.busy:
 		ln.s.abandon()
-	case len(ln.bpend) == 0 && !ln.s.left:
-		_, _ = writeFD(ln.bfd, comQuit[:])
+	case len(ln.backendPending) == 0 && !ln.s.left:
+		_, _ = writeFD(ln.backendFD, comQuit[:])
 	}
 }

@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// Returning idle sessions' memory to the operating system (issue 11: 1,000
-// idle connections under 64 KB each). A session silent for backendWatch
+// Returning idle sessions' memory to the operating system, so that an
+// idle connection costs little more than its goroutine. A session silent for backendWatch
 // parks: its buffers go to sync.Pools. Pooled buffers are freed only by
 // the second GC after their last use, and freed pages go back to the OS
 // only as the runtime's scavenger gets to them; a proxy whose clients
@@ -34,6 +34,7 @@ type idleMemory struct {
 	last    atomic.Int64 // unix nanoseconds of the last return
 	done    chan struct{}
 	returns atomic.Int64 // how many returns ran (tests)
+	parks   atomic.Int64 // how many times a session parked its buffers (tests)
 	min     atomic.Int64 // idleReturnMin when 0; tests lower it
 }
 

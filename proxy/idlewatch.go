@@ -92,6 +92,7 @@ func (s *Session) park() {
 		s.scratch = nil
 	}
 	s.parked = true
+	s.srv.idleMem.parks.Add(1)
 	s.srv.idleMem.gaveBack(had - s.bufferBytes())
 }
 

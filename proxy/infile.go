@@ -30,8 +30,8 @@ const infilePacket = 64 << 10
 // If t fails, the client gets t's error as the statement's answer (code
 // and SQLSTATE as for an Interceptor's error) in place of the backend's.
 func (s *Session) RelayQueryInfile(sql []byte, t InfileTransformer) error {
-	if s.ln != nil {
-		return ErrWouldBlock
+	if err := s.exec.mayWait(); err != nil {
+		return err
 	}
 	s.infile, s.infileErr = t, nil
 	err := s.RelayQuery(sql)

@@ -29,8 +29,8 @@ type killStmt struct {
 
 // prepareKill relays the prepare of a KILL and remembers the statement.
 func (s *Session) prepareKill(pkt []byte, k killReq) error {
-	if s.ln != nil {
-		return ErrWouldBlock // the statement id is needed now: on the goroutine
+	if err := s.exec.mayWait(); err != nil {
+		return err // the statement id is needed now: on the goroutine
 	}
 	res, err := s.relayPrepare(pkt)
 	if err != nil || !res.OK {
@@ -55,8 +55,8 @@ func (s *Session) killStmtFor(pkt []byte) *killStmt {
 // answer (OK, or the backend's or the proxy's ERR) has the shape of an
 // execute's answer to a statement without a result set.
 func (s *Session) executeKill(ks *killStmt, pkt []byte) error {
-	if s.ln != nil {
-		return ErrWouldBlock
+	if err := s.exec.mayWait(); err != nil {
+		return err
 	}
 	k := ks.req
 	if k.param {

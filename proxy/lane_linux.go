@@ -6,7 +6,8 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 	"time"
 )
 
@@ -17,42 +18,43 @@ import (
 // between the loop and the session's goroutine with loop.post and the
 // session's loopc channel.
 type lane struct {
-	l        *loop
-	r        *runner // the runner handling it now (bind)
-	s        *Session
-	idx, gen int32
-	cfd, bfd int
+	l         *loop
+	r         *runner // the runner handling it now (bind)
+	s         *Session
+	idx, gen  int32 // its slot in the loop's lane table, and the slot's generation
+	clientFD  int
+	backendFD int
 
 	mu   sync.Mutex    // held by the runner handling the lane
 	pend atomic.Uint32 // events for it not handled yet (pendClientIn, ...)
 
 	// The session's legs while the loop serves it: no buffers of their own;
 	// they write through the runner's writers into the sinks (bind).
-	cl, bl       leg
-	csink, bsink sink
+	clientLeg, backendLeg   leg
+	clientSink, backendSink sink
 
-	cin    []byte // client bytes read but not run yet: a partial or pipelined command
-	bcarry []byte // backend bytes: the start of a packet not yet classifiable
-	cpend  []byte // bytes for the client its socket did not take yet
-	bpend  []byte // bytes for the backend its socket did not take yet (see backendFull)
+	clientIn       []byte // client bytes read but not run yet: a partial or pipelined command
+	backendPartial []byte // backend bytes: the start of a packet not yet classifiable
+	clientPending  []byte // bytes for the client its socket did not take yet
+	backendPending []byte // bytes for the backend its socket did not take yet (see backendFull)
 
-	busy  bool        // a command's response is under way
-	tr    respTracker // that response
-	after afterAction // applied when it is complete
-	open  bool        // inside a physical packet of the response
-	body  int         // its payload bytes still to pass on
-	cont  bool        // the logical packet goes on in the next physical packet
-	ev    int         // what the logical packet was (respTracker), acted on at its end
+	busy       bool        // a command's response is under way
+	response   respTracker // that response
+	after      afterAction // applied when it is complete
+	inPacket   bool        // inside a physical packet of the response
+	bodyLeft   int         // its payload bytes still to pass on
+	continued  bool        // the logical packet goes on in the next physical packet
+	packetKind int         // what the logical packet was (respTracker), acted on at its end
 
 	// Events are edge-triggered: once told a socket is readable, the lane
-	// reads until it is empty, or notes that it stopped before (cReady,
-	// bReady: a full buffer of pipelined commands, a client that has not
-	// taken the last answer) and reads again when it can.
-	cReady, bReady bool
+	// reads until it is empty, or notes that it stopped before (a full
+	// buffer of pipelined commands, a client that has not taken the last
+	// answer) and reads again when it can.
+	clientReadable, backendReadable bool
 	// The peer closed its side (EPOLLRDHUP, HUP, ERR: told once). The end
 	// may sit behind bytes a read returned, so a short read no longer
 	// means empty: the lane reads on until it meets the end.
-	cHup, bHup bool
+	clientHungUp, backendHungUp bool
 
 	clientEOF bool // the client closed its side; pipelined commands still run
 	attached  bool // registered with the loop (not just in its inbox)
@@ -83,34 +85,34 @@ func pendBits(events uint32, client bool) uint32 {
 		in, out, hup = pendClientIn, pendClientOut, pendClientHup
 	}
 	var b uint32
-	if events&(syscall.EPOLLIN|syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 {
+	if events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 		b |= in
 	}
-	if events&(syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 {
+	if events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 		b |= hup
 	}
-	if events&syscall.EPOLLOUT != 0 {
+	if events&unix.EPOLLOUT != 0 {
 		b |= out
 	}
 	return b
 }
 
 func newLane(l *loop, s *Session, cfd, bfd int) *lane {
-	ln := &lane{l: l, s: s, cfd: cfd, bfd: bfd}
-	ln.csink = sink{ln: ln, fd: cfd, client: true}
-	ln.bsink = sink{ln: ln, fd: bfd}
-	ln.cl = leg{name: "client", seq: s.c.seq}
-	ln.bl = leg{name: "backend", seq: s.b.seq}
+	ln := &lane{l: l, s: s, clientFD: cfd, backendFD: bfd}
+	ln.clientSink = sink{ln: ln, fd: cfd, client: true}
+	ln.backendSink = sink{ln: ln, fd: bfd}
+	ln.clientLeg = leg{name: "client", seq: s.c.seq}
+	ln.backendLeg = leg{name: "backend", seq: s.b.seq}
 	return ln
 }
 
 // bind lends the lane runner r's writers for this handling.
 func (ln *lane) bind(r *runner) {
 	ln.r = r
-	r.cw.Reset(&ln.csink)
-	ln.cl.w = r.cw
-	r.bw.Reset(&ln.bsink)
-	ln.bl.w = r.bw
+	r.clientW.Reset(&ln.clientSink)
+	ln.clientLeg.w = r.clientW
+	r.backendW.Reset(&ln.backendSink)
+	ln.backendLeg.w = r.backendW
 }
 
 // handle acts on what happened (lane.pend bits); the caller holds ln.mu.
@@ -123,28 +125,28 @@ func (ln *lane) handle(bits uint32) {
 		}
 		// The goroutine may have read commands ahead; and the sockets may
 		// have been readable before they were registered.
-		ln.cReady, ln.bReady = true, true
-		if len(ln.cin) > 0 {
-			ln.commands(ln.cin)
+		ln.clientReadable, ln.backendReadable = true, true
+		if len(ln.clientIn) > 0 {
+			ln.commands(ln.clientIn)
 		}
 	}
-	if !ln.gone && bits&(pendClientOut|pendClientHup) != 0 && len(ln.cpend) > 0 {
+	if !ln.gone && bits&(pendClientOut|pendClientHup) != 0 && len(ln.clientPending) > 0 {
 		ln.drainPend(true) // after a hang-up: the write fails if the client is gone
 	}
-	if !ln.gone && bits&pendBackendOut != 0 && len(ln.bpend) > 0 {
+	if !ln.gone && bits&pendBackendOut != 0 && len(ln.backendPending) > 0 {
 		ln.drainPend(false)
 	}
 	if bits&pendClientIn != 0 {
-		ln.cReady = true
+		ln.clientReadable = true
 	}
 	if bits&pendBackendIn != 0 {
-		ln.bReady = true
+		ln.backendReadable = true
 	}
 	if bits&pendClientHup != 0 {
-		ln.cHup = true
+		ln.clientHungUp = true
 	}
 	if bits&pendBackendHup != 0 {
-		ln.bHup = true
+		ln.backendHungUp = true
 	}
 	// Read what there is while the lane can take it; reading may end a
 	// response or run commands, after which it can take more. A lane with
@@ -155,11 +157,11 @@ func (ln *lane) handle(bits uint32) {
 			ln.pend.Or(pendMore)
 			break
 		}
-		if ln.bReady && ln.busy && len(ln.cpend) == 0 {
+		if ln.backendReadable && ln.busy && len(ln.clientPending) == 0 {
 			ln.readBackend()
-		} else if ln.bReady && !ln.busy {
+		} else if ln.backendReadable && !ln.busy {
 			ln.backendUnasked()
-		} else if ln.cReady && !ln.clientEOF && len(ln.cin) < loopBuf && !ln.backendFull() {
+		} else if ln.clientReadable && !ln.clientEOF && len(ln.clientIn) < loopBuf && !ln.backendFull() {
 			ln.readClient()
 		} else {
 			break
@@ -177,14 +179,14 @@ func (ln *lane) flushWriters() {
 	if ln.gone {
 		return
 	}
-	if ln.r.cw.Buffered() > 0 {
-		if err := ln.cl.flush(); err != nil {
+	if ln.r.clientW.Buffered() > 0 {
+		if err := ln.clientLeg.flush(); err != nil {
 			ln.fail(err)
 			return
 		}
 	}
-	if ln.r.bw.Buffered() > 0 {
-		if err := ln.bl.flush(); err != nil {
+	if ln.r.backendW.Buffered() > 0 {
+		if err := ln.backendLeg.flush(); err != nil {
 			ln.fail(err)
 		}
 	}
@@ -193,7 +195,7 @@ func (ln *lane) flushWriters() {
 // check closes the lane if the proxy is shutting down or it has been idle
 // longer than limits.idle_timeout (drain, idle sweep).
 func (ln *lane) check() {
-	if ln.busy || len(ln.cpend) > 0 {
+	if ln.busy || len(ln.clientPending) > 0 {
 		return
 	}
 	s := ln.s
@@ -211,38 +213,38 @@ func (ln *lane) check() {
 // readClient reads what the client sent and runs the commands it completes,
 // until the socket is empty or the lane cannot take more.
 func (ln *lane) readClient() {
-	for !ln.gone && !ln.clientEOF && len(ln.cin) < loopBuf && !ln.backendFull() {
-		buf := ln.r.cbuf
-		n, errno := readFD(ln.cfd, buf)
+	for !ln.gone && !ln.clientEOF && len(ln.clientIn) < loopBuf && !ln.backendFull() {
+		buf := ln.r.clientBuf
+		n, errno := readFD(ln.clientFD, buf)
 		switch {
-		case errno == syscall.EAGAIN:
-			ln.cReady = false
+		case errno == unix.EAGAIN:
+			ln.clientReadable = false
 			return
 		case errno != 0:
 			ln.s.endOnClientError(&ioError{leg: "client", err: os.NewSyscallError("read", errno)})
 			ln.teardown()
 			return
 		case n == 0:
-			ln.cReady = false
+			ln.clientReadable = false
 			ln.clientEOF = true
-			if !ln.busy && len(ln.cpend) == 0 && (len(ln.cin) == 0 || !ln.backendFull()) {
+			if !ln.busy && len(ln.clientPending) == 0 && (len(ln.clientIn) == 0 || !ln.backendFull()) {
 				ln.clientGone()
-			} else if ln.busy && len(ln.cin) == 0 {
+			} else if ln.busy && len(ln.clientIn) == 0 {
 				ln.s.abandonSoon() // gone mid-command: stop the statement (hangup.go)
 			}
 			return
 		}
-		if n < len(buf) && !ln.cHup {
-			ln.cReady = false // emptied: the next bytes come with an event
+		if n < len(buf) && !ln.clientHungUp {
+			ln.clientReadable = false // emptied: the next bytes come with an event
 		}
 		data := buf[:n]
-		if len(ln.cin) > 0 || ln.busy || len(ln.cpend) > 0 {
-			ln.cin = append(ln.cin, data...)
-			ln.commands(ln.cin)
+		if len(ln.clientIn) > 0 || ln.busy || len(ln.clientPending) > 0 {
+			ln.clientIn = append(ln.clientIn, data...)
+			ln.commands(ln.clientIn)
 		} else {
 			ln.commands(data)
 		}
-		if !ln.cReady {
+		if !ln.clientReadable {
 			return
 		}
 	}
@@ -250,7 +252,7 @@ func (ln *lane) readClient() {
 
 // clientGone ends a lane whose client closed and has nothing left to run.
 func (ln *lane) clientGone() {
-	if len(ln.cin) > 0 {
+	if len(ln.clientIn) > 0 {
 		ln.s.endOnClientError(&ioError{leg: "client", err: io.ErrUnexpectedEOF})
 	} else {
 		ln.s.endOnClientError(io.EOF)
@@ -259,10 +261,10 @@ func (ln *lane) clientGone() {
 }
 
 // commands runs the complete commands at the front of buf (the loop's read
-// buffer or ln.cin) while nothing else is under way and the backend takes
+// buffer or ln.clientIn) while nothing else is under way and the backend takes
 // bytes, and keeps the rest.
 func (ln *lane) commands(buf []byte) {
-	for !ln.gone && !ln.busy && len(ln.cpend) == 0 && !ln.backendFull() && len(buf) >= 4 {
+	for !ln.gone && !ln.busy && len(ln.clientPending) == 0 && !ln.backendFull() && len(buf) >= 4 {
 		n := int(buf[0]) | int(buf[1])<<8 | int(buf[2])<<16
 		if buf[3] != 0 {
 			ln.s.endOnClientError(&ioError{leg: "client", err: errSequence{got: buf[3], want: 0}})
@@ -272,7 +274,7 @@ func (ln *lane) commands(buf []byte) {
 		if 4+n > loopBuf {
 			// Larger than the loop reads: the session's goroutine reads it,
 			// with limits.command_memory (Session.readCommand).
-			ln.handOff(loopMsg{kind: hoIdle, debt: 1}, buf)
+			ln.handOff(handBack{kind: handBackIdle, debt: 1}, buf)
 			return
 		}
 		if len(buf) < 4+n {
@@ -284,12 +286,12 @@ func (ln *lane) commands(buf []byte) {
 	if ln.gone {
 		return
 	}
-	// Keep the rest; buf may be a suffix of ln.cin (append copies forwards).
-	ln.cin = append(ln.cin[:0], buf...)
-	if len(ln.cin) == 0 && cap(ln.cin) > loopBuf {
-		ln.cin = nil
+	// Keep the rest; buf may be a suffix of ln.clientIn (append copies forwards).
+	ln.clientIn = append(ln.clientIn[:0], buf...)
+	if len(ln.clientIn) == 0 && cap(ln.clientIn) > loopBuf {
+		ln.clientIn = nil
 	}
-	if ln.clientEOF && !ln.busy && len(ln.cpend) == 0 && (len(ln.cin) == 0 || !ln.backendFull()) {
+	if ln.clientEOF && !ln.busy && len(ln.clientPending) == 0 && (len(ln.clientIn) == 0 || !ln.backendFull()) {
 		ln.clientGone()
 	}
 }
@@ -311,7 +313,7 @@ func (ln *lane) command(pkt, rest []byte) {
 	ln.wrote = false
 	err := s.dispatch(ln.l.ctx, pkt)
 	if err != nil && errors.Is(err, ErrWouldBlock) && s.fatal == nil {
-		if ln.wrote || ln.busy || ln.r.cw.Buffered() > 0 || ln.r.bw.Buffered() > 0 {
+		if ln.wrote || ln.busy || ln.r.clientW.Buffered() > 0 || ln.r.backendW.Buffered() > 0 {
 			// Run again on the goroutine, the command would be sent or
 			// answered twice: an interceptor that waits after writing is
 			// a bug, and the session cannot go on.
@@ -319,7 +321,7 @@ func (ln *lane) command(pkt, rest []byte) {
 			ln.teardown()
 			return
 		}
-		ln.handOff(loopMsg{kind: hoCommand, pkt: pkt, debt: loopBackoff}, rest)
+		ln.handOff(handBack{kind: handBackCommand, pkt: pkt, debt: loopBackoff}, rest)
 		return
 	}
 	if err != nil {
@@ -331,8 +333,32 @@ func (ln *lane) command(pkt, rest []byte) {
 	}
 }
 
-// send writes a command whose response the loop relays as it arrives
-// (Session.relayHeld and relayAfter on a lane).
+// The lane is the session's commandExec while the loop serves it: nothing
+// waits, a response is relayed as it arrives (relayBackend).
+
+func (ln *lane) mayWait() error { return ErrWouldBlock }
+
+func (ln *lane) relay(_ *Session, pkt []byte, kind int, a afterAction) (bool, error) {
+	return false, ln.send(pkt, kind, a)
+}
+
+func (ln *lane) relayPrepare(_ *Session, pkt []byte) (PrepareResult, error) {
+	return PrepareResult{}, ln.send(pkt, respPrepare, afterAction{})
+}
+
+// relayQueryOr sends the statement at once; only an ERR as the first
+// packet of its answer hands the session to its goroutine (relayBackend),
+// where r decides and may Redo.
+func (ln *lane) relayQueryOr(s *Session, sql []byte, r Retrier) error {
+	ln.retrier = r
+	err := s.RelayQuery(sql)
+	if !ln.busy {
+		ln.retrier = nil
+	}
+	return err
+}
+
+// send writes a command whose response the loop relays as it arrives.
 func (ln *lane) send(pkt []byte, kind int, a afterAction) error {
 	s := ln.s
 	if s.fatal != nil {
@@ -353,7 +379,7 @@ func (ln *lane) send(pkt []byte, kind int, a afterAction) error {
 		s.applyAfter(a, true)
 		return nil
 	}
-	ln.tr.start(kind, kind == respExecute)
+	ln.response.start(kind, kind == respExecute)
 	ln.after = a
 	ln.busy = true
 	return nil
@@ -363,7 +389,7 @@ func (ln *lane) send(pkt []byte, kind int, a afterAction) error {
 // the whole answer (KILL closes only idle sessions, Shutdown closes them
 // at once), and closes it if the proxy is shutting down.
 func (ln *lane) settle() {
-	if len(ln.cpend) > 0 {
+	if len(ln.clientPending) > 0 {
 		return // drainPend settles it
 	}
 	s := ln.s
@@ -379,11 +405,11 @@ func (ln *lane) settle() {
 // session runs what the client sent meanwhile, or waits for it.
 func (ln *lane) idleAgain() {
 	ln.settle()
-	if ln.gone || len(ln.cpend) > 0 {
+	if ln.gone || len(ln.clientPending) > 0 {
 		return
 	}
-	if len(ln.cin) > 0 {
-		ln.commands(ln.cin)
+	if len(ln.clientIn) > 0 {
+		ln.commands(ln.clientIn)
 	} else if ln.clientEOF {
 		ln.clientGone()
 	}
@@ -398,24 +424,25 @@ func (ln *lane) fail(err error) {
 }
 
 // handOff gives the session back to its goroutine with m saying where it
-// stands; cin is what the client sent that the goroutine must read first.
-func (ln *lane) handOff(m loopMsg, cin []byte) {
+// stands; clientIn is what the client sent that the goroutine must read
+// first.
+func (ln *lane) handOff(m handBack, clientIn []byte) {
 	s := ln.s
 	ln.l.detach(ln)
-	m.cfd, m.bfd = ln.cfd, ln.bfd
+	m.clientFD, m.backendFD = ln.clientFD, ln.backendFD
 	m.pkt = clone(m.pkt)
-	m.cin = clone(cin)
-	m.bprefix = clone(ln.bcarry)
-	m.cpend, m.bpend = ln.cpend, ln.bpend
-	m.cseq, m.bseq = ln.cl.seq, ln.bl.seq
-	if m.kind == hoResume {
-		m.tr, m.after = ln.tr, ln.after
+	m.clientIn = clone(clientIn)
+	m.backendIn = clone(ln.backendPartial)
+	m.clientPending, m.backendPending = ln.clientPending, ln.backendPending
+	m.clientSeq, m.backendSeq = ln.clientLeg.seq, ln.backendLeg.seq
+	if m.kind == handBackResume {
+		m.response, m.after = ln.response, ln.after
 	}
 	ln.gone = true
-	s.ln = nil
+	s.exec = onGoroutine{}
 	s.srv.loopSessions.Add(-1)
 	s.srv.loopHandoffs.Add(1)
-	s.loopc <- m
+	s.handBackc <- m
 }
 
 // teardown closes the session's sockets; its goroutine then ends.
@@ -424,15 +451,22 @@ func (ln *lane) teardown() {
 	ln.l.detach(ln)
 	ln.endBackend()
 	s.mu.Lock()
-	_ = syscall.Close(ln.cfd)
-	_ = syscall.Close(ln.bfd)
-	s.loopFDs = nil
+	_ = unix.Close(ln.clientFD)
+	_ = unix.Close(ln.backendFD)
+	s.loopSockets = nil
 	s.mu.Unlock()
 	ln.gone = true
-	s.ln = nil
+	s.exec = onGoroutine{}
 	s.srv.loopSessions.Add(-1)
-	s.loopc <- loopMsg{kind: hoClosed}
+	s.handBackc <- handBack{kind: handBackClosed}
 }
+
+// shutdownClient and shutdownBackend end a socket of the lane from another
+// goroutine (KILL, Shutdown, a client gone mid-command), under the
+// session's lock: the descriptors are the loop's to close, but shutting
+// a socket down is safe from anywhere, and the loop then sees it end.
+func (ln *lane) shutdownClient()  { _ = unix.Shutdown(ln.clientFD, unix.SHUT_RDWR) }
+func (ln *lane) shutdownBackend() { _ = unix.Shutdown(ln.backendFD, unix.SHUT_RDWR) }
 
 func clone(b []byte) []byte {
 	if len(b) == 0 {

@@ -2,16 +2,17 @@ package proxy
 
 import (
 	"os"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // What a lane writes that its sockets did not take yet, and the back
 // pressure that bounds it both ways.
 
 // sink writes to a lane's socket without blocking: what the socket does not
-// take waits in the lane (cpend, bpend) until it is writable. Back pressure:
+// take waits in the lane (clientPending, backendPending) until it is writable. Back pressure:
 // while the client's waits the backend is not read, and while the
-// backend's holds bpendMax bytes the client is not read (backendFull).
+// backend's holds backendPendingMax bytes the client is not read (backendFull).
 type sink struct {
 	ln     *lane
 	fd     int
@@ -20,16 +21,16 @@ type sink struct {
 
 func (k *sink) Write(p []byte) (int, error) {
 	k.ln.wrote = true
-	pend := &k.ln.bpend
+	pend := &k.ln.backendPending
 	if k.client {
-		pend = &k.ln.cpend
+		pend = &k.ln.clientPending
 	}
 	if len(*pend) > 0 {
 		*pend = append(*pend, p...)
 		return len(p), nil
 	}
 	n, errno := writeFD(k.fd, p)
-	if errno != 0 && errno != syscall.EAGAIN {
+	if errno != 0 && errno != unix.EAGAIN {
 		return n, os.NewSyscallError("write", errno)
 	}
 	if n < len(p) {
@@ -40,12 +41,12 @@ func (k *sink) Write(p []byte) (int, error) {
 
 // drainPend writes what waits for a socket that has room again.
 func (ln *lane) drainPend(client bool) {
-	pend, fd := &ln.bpend, ln.bfd
+	pend, fd := &ln.backendPending, ln.backendFD
 	if client {
-		pend, fd = &ln.cpend, ln.cfd
+		pend, fd = &ln.clientPending, ln.clientFD
 	}
 	n, errno := writeFD(fd, *pend)
-	if errno != 0 && errno != syscall.EAGAIN {
+	if errno != 0 && errno != unix.EAGAIN {
 		err := &ioError{leg: "backend", err: os.NewSyscallError("write", errno)}
 		if client {
 			err.leg = "client"
@@ -61,22 +62,22 @@ func (ln *lane) drainPend(client bool) {
 	switch {
 	case client && rest == 0 && !ln.busy:
 		ln.idleAgain()
-	case !client && len(ln.cin) > 0 && !ln.backendFull():
+	case !client && len(ln.clientIn) > 0 && !ln.backendFull():
 		// The backend takes bytes again: run what the client sent while
 		// it did not (commands stopped at backendFull); handle then reads
 		// the client again.
-		ln.commands(ln.cin)
+		ln.commands(ln.clientIn)
 	}
 }
 
-// bpendMax is how many bytes for the backend a lane holds before it stops
+// backendPendingMax is how many bytes for the backend a lane holds before it stops
 // reading its client: a client pipelining commands that have no answer
 // (COM_STMT_SEND_LONG_DATA, COM_STMT_CLOSE) to a backend that reads
 // nothing (stopped, or a full network path) then waits in its socket, as
 // it does on a session's goroutine, instead of in the proxy's memory.
-const bpendMax = 64 << 10
+const backendPendingMax = 64 << 10
 
-// backendFull reports whether the backend has not taken bpendMax bytes:
+// backendFull reports whether the backend has not taken backendPendingMax bytes:
 // the lane neither reads its client nor runs commands until it has
 // (drainPend resumes).
-func (ln *lane) backendFull() bool { return len(ln.bpend) >= bpendMax }
+func (ln *lane) backendFull() bool { return len(ln.backendPending) >= backendPendingMax }

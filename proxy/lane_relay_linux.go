@@ -3,7 +3,8 @@ package proxy
 import (
 	"io"
 	"os"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // The backend side of a lane: reading the response and relaying it to the
@@ -17,25 +18,25 @@ import (
 // is for the goroutine's idle watch.
 func (ln *lane) backendUnasked() {
 	var b [1]byte
-	_, _, errno := syscall.Recvfrom(ln.bfd, b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-	if errno == syscall.EAGAIN {
-		ln.bReady = false
+	_, _, errno := unix.Recvfrom(ln.backendFD, b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	if errno == unix.EAGAIN {
+		ln.backendReadable = false
 		return
 	}
-	ln.handOff(loopMsg{kind: hoIdle, backendEvent: true}, ln.cin)
+	ln.handOff(handBack{kind: handBackIdle, backendEvent: true}, ln.clientIn)
 }
 
 // readBackend reads the response's bytes and relays them, until the socket
 // is empty, the response is complete or the client has not taken the last
-// bytes (back pressure: bReady says to come back).
+// bytes (back pressure: backendReadable says to come back).
 func (ln *lane) readBackend() {
-	for !ln.gone && ln.busy && len(ln.cpend) == 0 {
-		buf := ln.r.bbuf
-		k := copy(buf, ln.bcarry)
-		n, errno := readFD(ln.bfd, buf[k:])
+	for !ln.gone && ln.busy && len(ln.clientPending) == 0 {
+		buf := ln.r.backendBuf
+		k := copy(buf, ln.backendPartial)
+		n, errno := readFD(ln.backendFD, buf[k:])
 		switch {
-		case errno == syscall.EAGAIN:
-			ln.bReady = false
+		case errno == unix.EAGAIN:
+			ln.backendReadable = false
 			return
 		case errno != 0:
 			ln.fail(&ioError{leg: "backend", err: os.NewSyscallError("read", errno)})
@@ -44,12 +45,12 @@ func (ln *lane) readBackend() {
 			ln.fail(&ioError{leg: "backend", err: io.EOF})
 			return
 		}
-		if k+n < len(buf) && !ln.bHup {
-			ln.bReady = false // emptied: the next bytes come with an event
+		if k+n < len(buf) && !ln.backendHungUp {
+			ln.backendReadable = false // emptied: the next bytes come with an event
 		}
-		ln.bcarry = ln.bcarry[:0]
+		ln.backendPartial = ln.backendPartial[:0]
 		ln.relayBackend(buf[:k+n])
-		if !ln.bReady {
+		if !ln.backendReadable {
 			return
 		}
 	}
@@ -63,16 +64,16 @@ func (ln *lane) relayBackend(buf []byte) {
 	s := ln.s
 	pos, stop := 0, false
 	for !stop {
-		if ln.open {
-			k := min(ln.body, len(buf)-pos)
+		if ln.inPacket {
+			k := min(ln.bodyLeft, len(buf)-pos)
 			pos += k
-			ln.body -= k
-			if ln.body > 0 {
+			ln.bodyLeft -= k
+			if ln.bodyLeft > 0 {
 				break
 			}
-			ln.open = false
-			if !ln.cont {
-				stop = ln.ev == evDone || ln.ev == evErr || ln.ev == evInfile
+			ln.inPacket = false
+			if !ln.continued {
+				stop = ln.packetKind == evDone || ln.packetKind == evErr || ln.packetKind == evInfile
 			}
 			continue
 		}
@@ -85,10 +86,10 @@ func (ln *lane) relayBackend(buf []byte) {
 			return
 		}
 		h := min(n, headLen)
-		if !ln.cont && len(buf)-pos-4 < h {
+		if !ln.continued && len(buf)-pos-4 < h {
 			break
 		}
-		if ln.retrier != nil && !ln.cont {
+		if ln.retrier != nil && !ln.continued {
 			if n > 0 && n <= maxRetryErr && buf[pos+4] == 0xFF {
 				if len(buf)-pos-4 < n {
 					break // the whole ERR first
@@ -97,8 +98,8 @@ func (ln *lane) relayBackend(buf []byte) {
 				// goes to the goroutine unrelayed (Redo may wait); any
 				// other is relayed here.
 				if e := parseErr(buf[pos+4 : pos+4+n]); ln.retrier.Retry(e.Code, e.Message) {
-					ln.bcarry = append(ln.bcarry[:0], buf[pos:]...)
-					ln.handOff(loopMsg{kind: hoResume, redo: ln.retrier, debt: loopBackoff}, ln.cin)
+					ln.backendPartial = append(ln.backendPartial[:0], buf[pos:]...)
+					ln.handOff(handBack{kind: handBackResume, redo: ln.retrier, debt: loopBackoff}, ln.clientIn)
 					ln.retrier = nil
 					return
 				}
@@ -108,8 +109,8 @@ func (ln *lane) relayBackend(buf []byte) {
 		s.b.seq++
 		buf[pos+3] = s.c.seq
 		s.c.seq++
-		if !ln.cont {
-			ev, err := ln.tr.step(s, buf[pos+4:pos+4+h], n)
+		if !ln.continued {
+			ev, err := ln.response.step(s, buf[pos+4:pos+4+h], n)
 			if err != nil {
 				ln.fail(err)
 				return
@@ -117,10 +118,10 @@ func (ln *lane) relayBackend(buf []byte) {
 			if ev == evErr {
 				s.countErrPacket(buf[pos+4 : pos+4+h])
 			}
-			ln.ev = ev
+			ln.packetKind = ev
 		}
-		ln.cont = n == maxPayload
-		ln.open, ln.body = true, n
+		ln.continued = n == maxPayload
+		ln.inPacket, ln.bodyLeft = true, n
 		pos += 4
 	}
 	if pos > 0 {
@@ -129,13 +130,13 @@ func (ln *lane) relayBackend(buf []byte) {
 			return
 		}
 	}
-	ln.bcarry = append(ln.bcarry[:0], buf[pos:]...)
+	ln.backendPartial = append(ln.backendPartial[:0], buf[pos:]...)
 	switch {
 	case !stop:
-	case ln.ev == evInfile:
+	case ln.packetKind == evInfile:
 		// The client now sends its file: the goroutine streams it to the
 		// backend and finishes the response (walkFrom).
-		ln.handOff(loopMsg{kind: hoResume, infile: true, debt: loopBackoff}, ln.cin)
+		ln.handOff(handBack{kind: handBackResume, infile: true, debt: loopBackoff}, ln.clientIn)
 	default:
 		ln.finish()
 	}
@@ -146,7 +147,7 @@ func (ln *lane) toClient(p []byte) error {
 	if err := ln.s.c.flush(); err != nil {
 		return err
 	}
-	if _, err := ln.csink.Write(p); err != nil {
+	if _, err := ln.clientSink.Write(p); err != nil {
 		return &ioError{leg: "client", err: err}
 	}
 	return nil
@@ -158,11 +159,11 @@ func (ln *lane) finish() {
 	ln.busy = false
 	ln.retrier = nil
 	s.relayDone(ln.r.now)
-	s.applyAfter(ln.after, ln.tr.ok)
+	s.applyAfter(ln.after, ln.response.ok)
 	ln.after = afterAction{}
-	if len(ln.bcarry) > 0 {
+	if len(ln.backendPartial) > 0 {
 		// More than the response: the backend said something unasked.
-		ln.handOff(loopMsg{kind: hoIdle, backendEvent: true}, ln.cin)
+		ln.handOff(handBack{kind: handBackIdle, backendEvent: true}, ln.clientIn)
 		return
 	}
 	ln.idleAgain()

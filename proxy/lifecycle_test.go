@@ -205,11 +205,13 @@ func TestShutdownWithStatementsInFlight(t *testing.T) {
 	t0 := time.Now()
 	stopped := make(chan error, 1)
 	go func() { stopped <- e.stop() }()
-	time.Sleep(100 * time.Millisecond)
-	if c, err := net.DialTimeout("tcp", e.addr, time.Second); err == nil {
-		c.Close()
-		t.Fatal("new connection accepted during shutdown")
-	}
+	waitFor(t, func() bool {
+		c, err := net.DialTimeout("tcp", e.addr, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	}, "the listener closes while a statement is in flight")
 	if err := <-result; err != nil {
 		t.Fatalf("statement in flight cut off: %v", err)
 	}

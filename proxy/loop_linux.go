@@ -11,47 +11,44 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/leafproxy/leafproxy/internal/nonblock"
+	"github.com/leafproxy/leafproxy/internal/raw"
+	"golang.org/x/sys/unix"
 )
 
-// Event loops (issue 11). A logged-in session on plain sockets is served by
-// the server's event loop instead of by its own goroutine: the loop watches
+// The event loop. A logged-in session on plain sockets is served by the
+// server's event loop instead of by its own goroutine: the loop watches
 // both of the session's sockets in one epoll instance and runs each
 // command to the point where its response is on its way, then serves other
 // sessions until the response arrives and relays it. Nothing parks or
-// wakes per command and no read finds a socket empty, which is where a
-// goroutine per session spent its time: on the 2-core machine of
-// BENCHMARKS.md a goroutine per session ran pass-through SELECT 1 at 0.82x
-// haproxy's rate and 1.19x its CPU; the loop at haproxy's CPU.
+// wakes per command and no read finds a socket empty.
 //
 // The loop is one epoll instance served by several runners (event_loops,
-// one per CPU by default). Each runner is an ordinary goroutine that parks
-// in Go's netpoller on its own dup of the epoll descriptor (a pollable
-// file), takes a few ready events at a time and handles them. Sessions
-// are not tied to a runner: when the kernel keeps one runner's thread off
-// the CPU for a few milliseconds, the others serve every other session.
-// With an epoll instance per runner, all of a stalled runner's sessions
-// waited with it: NEXTVAL's p999 went from 0.9x to 1.1-1.3x a direct
-// SELECT 1's, and bursts of exactly one runner's share of the sessions
-// made the slow requests (BENCHMARKS.md, issue 11, fourth pass).
+// one per CPU by default), ordinary goroutines. The instance is watched by
+// Go's netpoller through one pollable file (a non-blocking dup of the
+// epoll descriptor); a file is read by one goroutine at a time, so exactly
+// one runner at a time parks on it and a readiness wakes that one runner.
+// It takes a few ready events (epoll_wait with a zero timeout), lets go of
+// the file, so that the next runner can wait or take more, and handles
+// them. Sessions are not tied to a runner: when the kernel keeps one
+// runner's thread off the CPU, the others serve every other session.
 //
 // Registrations are edge-triggered and made once: an event says "something
 // happened on this socket" and the lane reads until the socket is empty
-// (or notes that it stopped early, see lane.cReady). A lane is handled by
-// one runner at a time (lane.mu); an event for a lane another runner holds
-// is left in lane.pend, which the holder takes before it lets go.
+// (or notes that it stopped early, see lane.clientReadable). A lane is
+// handled by one runner at a time (lane.mu); an event for a lane another
+// runner holds is left in lane.pend, which the holder takes before it
+// lets go.
 //
 // Everything that could wait leaves the loop: a command the loop does not
 // run (loopCommand), an interceptor or session method that would wait
-// (ErrWouldBlock: the segment and snowflake allocators and admin honour
-// the loop's nonblock context), a command too large for the loop's
-// buffer, LOCAL INFILE, and anything the backend sends unasked go back to
-// the session's own goroutine (lane.handOff), which runs it with the
-// ordinary blocking code and returns to the loop later (Session.serve).
-// The two paths share the command code (dispatch) and the response state
-// machine (respTracker).
+// (ErrWouldBlock), a command too large for the loop's buffer, LOCAL
+// INFILE, and anything the backend sends unasked go back to the session's
+// own goroutine (lane.handOff), which runs it with the ordinary blocking
+// code and returns to the loop later (Session.serve). The two paths share
+// the command code (dispatch) and the response state machine
+// (respTracker).
 
 // loopBuf is the size of a runner's read buffers; commands up to this size
 // are read by the loop, larger ones by the session's goroutine (which
@@ -68,124 +65,130 @@ const epollBatch = 16
 const inboxIndex = -1
 
 // edge-triggered interest in everything, registered once per socket.
-const laneEvents = syscall.EPOLLIN | syscall.EPOLLOUT | syscall.EPOLLRDHUP | -syscall.EPOLLET
+const laneEvents = unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET
 
 type loop struct {
-	srv  *Server
-	epfd int
-	evfd int             // eventfd: wakes a runner for the inbox
-	ctx  context.Context // marked: interceptors must not block
+	srv     *Server
+	epfd    int
+	wakeFD  int             // eventfd: wakes a runner for the inbox
+	ctx     context.Context // marked: interceptors must not block
+	file    *os.File        // a dup of epfd, parked on in the netpoller by one runner at a time
+	rawFile syscall.RawConn // file's
 
-	mu      sync.Mutex // guards the inbox, the flags, and the table's free list
-	inbox   []*lane
-	drain   bool // Server.Shutdown: close idle lanes, busy ones when done
-	stop    bool
-	dead    atomic.Bool // no runner is left: take nothing more
-	free    []int32
-	top     int32 // table indexes in use are below top
-	gen     int32
-	runners []*runner
-	alive   int // runners still running (mu)
-	stopped chan struct{}
+	mu         sync.Mutex // guards the inbox, the flags, and the table's free list
+	inbox      []*lane
+	drainAsked bool // Server.Shutdown: close idle lanes, busy ones when done
+	stop       bool
+	dead       atomic.Bool // no runner is left: take nothing more
+	freeSlots  []int32
+	top        int32 // table indexes in use are below top
+	generation int32
+	runners    []*runner
+	alive      int // runners still running (mu)
+	stopped    chan struct{}
 
-	draining atomic.Bool
-	lanes    laneTable
-	sweep    time.Duration // idle-timeout sweep period; 0: none
-	swept    atomic.Int64  // unix nanos of the last sweep
+	draining  atomic.Bool
+	lanes     laneTable
+	sweep     time.Duration // idle-timeout sweep period; 0: none
+	lastSweep atomic.Int64  // unix nanos of the last sweep
 }
 
 // runner is one goroutine serving the loop's epoll instance, with its own
 // buffers: a lane a runner handles borrows them (lane.bind).
 type runner struct {
-	l       *loop
-	sweeper atomic.Bool // this runner wakes up every loop.sweep to sweep idle lanes
-	exited  atomic.Bool
-	file    *os.File // a dup of the epoll descriptor, parked on in the netpoller
-	rc      syscall.RawConn
-	poll    func(uintptr) bool // r.wait, bound once
-	events  []syscall.EpollEvent
-	cbuf    []byte        // client reads
-	bbuf    []byte        // backend reads
-	cw, bw  *bufio.Writer // a lane's legs write through these while the runner holds it
-	now     int64         // unix nanos of the current batch of events
+	l          *loop
+	take       func(uintptr) bool // r.takeEvents, bound once
+	events     []unix.EpollEvent
+	ready      int    // events[:ready] were taken and are not handled yet
+	clientBuf  []byte // client reads
+	backendBuf []byte // backend reads
+	clientW    *bufio.Writer
+	backendW   *bufio.Writer // a lane's legs write through these while the runner holds it
+	now        int64         // unix nanos of the current batch of events
 }
 
 func newLoop(srv *Server, runners int) (*loop, error) {
-	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if runners < 1 {
+		return nil, fmt.Errorf("event loop: %d runners", runners)
+	}
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("event loop: epoll_create1: %w", err)
 	}
-	efd, _, e := syscall.Syscall(syscall.SYS_EVENTFD2, 0, syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
-	if e != 0 {
-		syscall.Close(epfd)
-		return nil, fmt.Errorf("event loop: eventfd: %w", e)
+	efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		unix.Close(epfd)
+		return nil, fmt.Errorf("event loop: eventfd: %w", err)
 	}
-	l := &loop{srv: srv, epfd: epfd, evfd: int(efd), ctx: nonblock.Context(srv.baseCtx), stopped: make(chan struct{})}
+	l := &loop{srv: srv, epfd: epfd, wakeFD: efd, ctx: nonblock.Context(srv.baseCtx), stopped: make(chan struct{})}
 	fail := func(err error) (*loop, error) {
-		for _, r := range l.runners {
-			r.file.Close()
+		if l.file != nil {
+			l.file.Close()
 		}
-		syscall.Close(l.evfd)
-		syscall.Close(l.epfd)
+		unix.Close(l.wakeFD)
+		unix.Close(l.epfd)
 		return nil, err
 	}
-	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | -syscall.EPOLLET, Fd: inboxIndex}
-	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, l.evfd, &ev); err != nil {
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLET, Fd: inboxIndex}
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, l.wakeFD, &ev); err != nil {
 		return fail(fmt.Errorf("event loop: register eventfd: %w", err))
+	}
+	// The runners park on a dup of the descriptor: non-blocking, so that
+	// os.NewFile makes it pollable, and closed (waking them) apart from
+	// the instance, which the last runner closes.
+	dfd, err := unix.FcntlInt(uintptr(epfd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return fail(fmt.Errorf("event loop: dup: %w", err))
+	}
+	if err := unix.SetNonblock(dfd, true); err != nil {
+		unix.Close(dfd)
+		return fail(fmt.Errorf("event loop: %w", err))
+	}
+	l.file = os.NewFile(uintptr(dfd), "leafproxy-event-loop")
+	if l.rawFile, err = l.file.SyscallConn(); err != nil {
+		return fail(fmt.Errorf("event loop: %w", err))
 	}
 	if t := srv.cfg.Limits.IdleTimeout; t > 0 {
 		l.sweep = min(max(t/10, 10*time.Millisecond), time.Second)
+		_ = l.file.SetReadDeadline(time.Now().Add(l.sweep))
 	}
 	for range runners {
-		// Each runner parks on a dup of the descriptor of its own: a file
-		// is read by one goroutine at a time. The dup is non-blocking, so
-		// that os.NewFile makes it pollable.
-		dfd, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(epfd), syscall.F_DUPFD_CLOEXEC, 0)
-		if e != 0 {
-			return fail(fmt.Errorf("event loop: dup: %w", e))
-		}
-		if err := syscall.SetNonblock(int(dfd), true); err != nil {
-			syscall.Close(int(dfd))
-			return fail(fmt.Errorf("event loop: %w", err))
-		}
-		r := &runner{l: l, file: os.NewFile(dfd, "leafproxy-event-loop"),
-			events: make([]syscall.EpollEvent, epollBatch),
-			cbuf:   make([]byte, loopBuf), bbuf: make([]byte, loopBuf),
-			cw: bufio.NewWriterSize(nil, 16<<10), bw: bufio.NewWriterSize(nil, 16<<10)}
-		if r.rc, err = r.file.SyscallConn(); err != nil {
-			r.file.Close()
-			return fail(fmt.Errorf("event loop: %w", err))
-		}
-		r.poll = r.wait
+		r := &runner{l: l,
+			events:    make([]unix.EpollEvent, epollBatch),
+			clientBuf: make([]byte, loopBuf), backendBuf: make([]byte, loopBuf),
+			clientW: bufio.NewWriterSize(nil, 16<<10), backendW: bufio.NewWriterSize(nil, 16<<10)}
+		r.take = r.takeEvents
 		l.runners = append(l.runners, r)
 	}
 	l.alive = len(l.runners)
-	l.runners[0].sweeper.Store(true)
 	for _, r := range l.runners {
 		go r.run()
 	}
 	return l, nil
 }
 
-// run is a runner's goroutine. One of them also sweeps idle sessions on a
-// timer (a busy loop sweeps from wait as well).
+// run is a runner's goroutine: it waits its turn on the epoll instance,
+// takes a batch of events and handles them. The file's read deadline is
+// the idle-timeout sweep's timer: whichever runner meets it sweeps and
+// sets it again (a busy loop also sweeps from handleEvents).
 func (r *runner) run() {
 	l := r.l
 	defer r.exit()
 	for {
-		if r.sweeper.Load() && l.sweep > 0 {
-			_ = r.file.SetReadDeadline(time.Now().Add(l.sweep))
-		}
-		err := r.rc.Read(r.poll)
+		err := l.rawFile.Read(r.take)
 		if l.stopping() {
 			return
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			l.idleSweep(r)
+			_ = l.file.SetReadDeadline(time.Now().Add(l.sweep))
 			continue
 		}
 		if err != nil {
 			l.srv.log.Error("event loop runner stopped", "err", err)
+			return
+		}
+		if r.handleEvents() {
 			return
 		}
 	}
@@ -195,21 +198,9 @@ func (r *runner) run() {
 // sessions' goroutines then end them) and the loop takes no more.
 func (r *runner) exit() {
 	l := r.l
-	r.exited.Store(true)
-	r.file.Close()
 	l.mu.Lock()
 	l.alive--
 	last := l.alive == 0
-	if r.sweeper.Load() && !last && !l.stop && l.sweep > 0 {
-		// Someone else keeps the idle timeout on a quiet loop.
-		for _, o := range l.runners {
-			if !o.exited.Load() {
-				o.sweeper.Store(true)
-				_ = o.file.SetReadDeadline(time.Now()) // wake it to set its timer
-				break
-			}
-		}
-	}
 	if last {
 		l.dead.Store(true)
 	}
@@ -222,6 +213,7 @@ func (r *runner) exit() {
 	if !last {
 		return
 	}
+	l.file.Close()
 	for _, ln := range in {
 		r.rescue(ln, func() { ln.teardown() })
 	}
@@ -234,7 +226,7 @@ func (r *runner) exit() {
 			ln.mu.Unlock()
 		}
 	}
-	syscall.Close(l.epfd)
+	unix.Close(l.epfd)
 	close(l.stopped)
 }
 
@@ -244,24 +236,31 @@ func (l *loop) stopping() bool {
 	return l.stop
 }
 
-// wait handles every event there is; false asks the netpoller to park the
-// runner until the epoll instance has more.
-func (r *runner) wait(uintptr) bool {
+// takeEvents takes up to epollBatch ready events without waiting; false
+// asks the netpoller to park the runner until the epoll instance has some.
+// It runs while the runner holds the loop's file: it only takes.
+func (r *runner) takeEvents(uintptr) bool {
+	n, e := raw.EpollTake(r.l.epfd, r.events)
+	if e != 0 || n <= 0 {
+		r.ready = 0
+		return false
+	}
+	r.ready = n
+	return true
+}
+
+// handleEvents handles the batch takeEvents took, then takes more until
+// there are none; true means the loop stops.
+func (r *runner) handleEvents() bool {
 	l := r.l
-	for {
-		n, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(l.epfd),
-			uintptr(unsafe.Pointer(&r.events[0])), uintptr(len(r.events)), 0, 0, 0)
-		if e == syscall.EINTR {
-			continue
-		}
-		if e != 0 || n == 0 {
-			return false
-		}
+	for r.ready > 0 {
 		r.now = time.Now().UnixNano()
-		if l.sweep > 0 && r.now-l.swept.Load() >= int64(l.sweep) {
+		if l.sweep > 0 && r.now-l.lastSweep.Load() >= int64(l.sweep) {
 			l.idleSweep(r) // a loop that is never idle still enforces idle_timeout
 		}
-		for i := range int(n) {
+		n := r.ready
+		r.ready = 0
+		for i := range n {
 			ev := r.events[i]
 			if ev.Fd == inboxIndex {
 				if l.takeInbox(r) {
@@ -276,7 +275,12 @@ func (r *runner) wait(uintptr) bool {
 			ln.pend.Or(pendBits(ev.Events, ev.Pad&1 == 0))
 			r.serve(ln)
 		}
+		if n < len(r.events) {
+			return false // the instance had no more: wait for the file again
+		}
+		r.takeEvents(0)
 	}
+	return false
 }
 
 // What a runner is to do with a lane besides its sockets' events
@@ -338,8 +342,8 @@ func (l *loop) post(ln *lane) bool {
 func (l *loop) wake() {
 	one := [8]byte{1}
 	for {
-		_, err := syscall.Write(l.evfd, one[:])
-		if err != syscall.EINTR {
+		_, err := unix.Write(l.wakeFD, one[:])
+		if err != unix.EINTR {
 			return
 		}
 	}
@@ -349,10 +353,10 @@ func (l *loop) wake() {
 // stop requests; true means stop.
 func (l *loop) takeInbox(r *runner) bool {
 	var b [8]byte
-	_, _ = syscall.Read(l.evfd, b[:])
+	_, _ = unix.Read(l.wakeFD, b[:])
 	l.mu.Lock()
-	in, drain, stop, top := l.inbox, l.drain, l.stop, l.top
-	l.inbox, l.drain = nil, false // lanes attached or busy after this pass see srv.draining themselves
+	in, drain, stop, top := l.inbox, l.drainAsked, l.stop, l.top
+	l.inbox, l.drainAsked = nil, false // lanes attached or busy after this pass see srv.draining themselves
 	l.mu.Unlock()
 	for _, ln := range in {
 		l.attach(r, ln)
@@ -377,8 +381,8 @@ func (l *loop) attach(r *runner, ln *lane) {
 	ln.mu.Lock()
 	l.mu.Lock()
 	var idx int32
-	if n := len(l.free); n > 0 {
-		idx, l.free = l.free[n-1], l.free[:n-1]
+	if n := len(l.freeSlots); n > 0 {
+		idx, l.freeSlots = l.freeSlots[n-1], l.freeSlots[:n-1]
 	} else if l.top < maxLanes {
 		idx = l.top
 		l.top++
@@ -391,21 +395,21 @@ func (l *loop) attach(r *runner, ln *lane) {
 	}
 	// A loop-wide generation: an event queued for a lane that left must
 	// not reach the lane now in its slot.
-	l.gen++
-	ln.idx, ln.gen = idx, l.gen&(1<<30-1)
+	l.generation++
+	ln.idx, ln.gen = idx, l.generation&(1<<30-1)
 	ln.attached = true
 	l.lanes.set(idx, ln)
 	l.mu.Unlock()
-	cev := syscall.EpollEvent{Events: laneEvents, Fd: idx, Pad: ln.gen << 1}
-	bev := syscall.EpollEvent{Events: laneEvents, Fd: idx, Pad: ln.gen<<1 | 1}
+	cev := unix.EpollEvent{Events: laneEvents, Fd: idx, Pad: ln.gen << 1}
+	bev := unix.EpollEvent{Events: laneEvents, Fd: idx, Pad: ln.gen<<1 | 1}
 	r.rescue(ln, func() {
 		ln.bind(r)
-		if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, ln.cfd, &cev); err != nil {
+		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, ln.clientFD, &cev); err != nil {
 			ln.s.log.Error("session closed: event loop could not watch the client socket", "err", err)
 			ln.teardown()
 			return
 		}
-		if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, ln.bfd, &bev); err != nil {
+		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, ln.backendFD, &bev); err != nil {
 			ln.s.log.Error("session closed: event loop could not watch the backend socket", "err", err)
 			ln.teardown()
 		}
@@ -423,19 +427,19 @@ func (l *loop) detach(ln *lane) {
 		return // still in the inbox
 	}
 	ln.attached = false
-	_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, ln.cfd, nil)
-	_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, ln.bfd, nil)
+	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, ln.clientFD, nil)
+	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, ln.backendFD, nil)
 	l.mu.Lock()
 	l.lanes.set(ln.idx, nil)
-	l.free = append(l.free, ln.idx)
+	l.freeSlots = append(l.freeSlots, ln.idx)
 	l.mu.Unlock()
 }
 
 // idleSweep closes lanes idle longer than limits.idle_timeout.
 func (l *loop) idleSweep(r *runner) {
 	now := time.Now().UnixNano()
-	last := l.swept.Load()
-	if now-last < int64(l.sweep)/2 || !l.swept.CompareAndSwap(last, now) {
+	last := l.lastSweep.Load()
+	if now-last < int64(l.sweep)/2 || !l.lastSweep.CompareAndSwap(last, now) {
 		return // another runner is at it, or just was
 	}
 	r.now = now
@@ -455,7 +459,7 @@ func (l *loop) idleSweep(r *runner) {
 func (l *loop) requestDrain() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.drain = true
+	l.drainAsked = true
 	if !l.dead.Load() && !l.stop {
 		l.wake()
 	}
@@ -465,18 +469,15 @@ func (l *loop) requestDrain() {
 func (l *loop) close() {
 	l.mu.Lock()
 	l.stop = true
-	runners := l.runners
 	l.mu.Unlock()
-	// Closing a runner's file wakes it out of the netpoller with an error;
-	// it sees stop and ends.
-	for _, r := range runners {
-		r.file.Close()
-	}
+	// Closing the file wakes the runner parked on it with an error, and
+	// the runners waiting for their turn; each sees stop and ends.
+	l.file.Close()
 	<-l.stopped
 	l.mu.Lock()
-	if l.evfd >= 0 {
-		syscall.Close(l.evfd)
-		l.evfd = -1
+	if l.wakeFD >= 0 {
+		unix.Close(l.wakeFD)
+		l.wakeFD = -1
 	}
 	l.mu.Unlock()
 }

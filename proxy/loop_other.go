@@ -9,11 +9,12 @@ import "context"
 
 type loop struct{}
 
-type lane struct{ cfd, bfd int }
+type lane struct{}
 
-type loopMsg struct{}
+func (*lane) shutdownClient()  {}
+func (*lane) shutdownBackend() {}
 
-func (ln *lane) send([]byte, int, afterAction) error { return nil }
+type handBack struct{}
 
 func (srv *Server) drainLoops() {}
 
@@ -21,6 +22,6 @@ func (srv *Server) stopLoops() {}
 
 func (s *Session) loopFor() *loop { return nil }
 
-func (s *Session) runOnLoop(*loop) (loopMsg, bool) { return loopMsg{}, false }
+func (s *Session) runOnLoop(*loop) (handBack, bool) { return handBack{}, false }
 
-func (s *Session) fromLoop(context.Context, *loopMsg) bool { return false }
+func (s *Session) fromLoop(context.Context, *handBack) bool { return false }

@@ -127,3 +127,15 @@ func ensureDB(t testing.TB, s *testdb.Server, name string) {
 type testConfig = Config
 
 func testDuration(d time.Duration) time.Duration { return d }
+
+// waitFor waits (10 s at most) until cond holds.
+func waitFor(t testing.TB, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -58,6 +58,13 @@ func (m *memBudget) acquire(ctx context.Context, n int64) error {
 	}
 }
 
+// held is how many bytes are reserved now.
+func (m *memBudget) held() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.used
+}
+
 func (m *memBudget) release(n int64) {
 	if m.limit <= 0 || n == 0 {
 		return

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 )
 
 // A session idle for longer than backendWatch gives its buffers back
@@ -26,7 +25,13 @@ func TestParkedSessionsWork(t *testing.T) {
 			t.Fatal(err)
 		}
 		for round := range 2 {
-			time.Sleep(backendWatch + 300*time.Millisecond)
+			// Parked: by the idle watch after backendWatch on the
+			// session's goroutine; at the move onto an event loop, where
+			// it stays parked between commands.
+			parks := e.srv.idleMem.parks.Load()
+			waitFor(t, func() bool {
+				return e.srv.idleMem.parks.Load() > parks || (params == "" && loopsOn && e.srv.LoopStats().Sessions == 1)
+			}, "the idle session parks its buffers")
 			var s string
 			if err := conn.QueryRowContext(context.Background(), "SELECT s FROM t WHERE id = ?", i).Scan(&s); err != nil || s != big {
 				t.Fatalf("%q, after idle %d: %v (len %d)", params, round, err, len(s))

@@ -15,22 +15,23 @@ import (
 	"github.com/leafproxy/leafproxy/internal/testdb"
 )
 
-// Back pressure towards the backend (issue 21): a backend that does not
+// Back pressure towards the backend: a backend that does not
 // read (stopped, or a full network path) must stop the proxy from reading
 // the client, on an event loop as on a session's goroutine. The test
 // client pipelines COM_STMT_SEND_LONG_DATA, a command without an answer,
-// so nothing but back pressure can stop it. Before the fix a loop took
-// whatever the client sent into lane.bpend: 48 MiB sent, 50+ MiB of heap.
+// so nothing but back pressure can stop it; without it a loop would take
+// whatever the client sent into lane.backendPending.
 func TestBackendPushBack(t *testing.T) {
 	// A server of its own: the test stops it (SIGSTOP) while a session
 	// sends to it.
 	db := testdb.Start(t)
-	for _, mode := range []struct {
-		name  string
-		loops int
-	}{{"event loop", 0}, {"goroutine per session", -1}} {
-		t.Run(mode.name, func(t *testing.T) {
-			e := startProxy(t, db.Addr, func(c *Config) { c.EventLoops = mode.loops })
+	for _, loops := range append(runnerCounts, -1) {
+		name := fmt.Sprintf("event loop, %d runners", loops)
+		if loops < 0 {
+			name = "goroutine per session"
+		}
+		t.Run(name, func(t *testing.T) {
+			e := startProxy(t, db.Addr, func(c *Config) { c.EventLoops = loops })
 			pushBack(t, e, db)
 		})
 	}

@@ -6,20 +6,18 @@ import (
 	"net"
 	"os"
 	"syscall"
-	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
-// rawIO reads and writes a plain TCP or Unix socket with raw system calls
-// inside syscall.RawConn's Read/Write (issue 11). The Go netpoller still
-// parks the goroutine when the socket is not ready, and deadlines still
-// apply; what goes is the runtime's bookkeeping around a blocking system
-// call (entersyscall/exitsyscall), which on a busy machine made sysmon take
-// the P away from a thread descheduled inside write(2) and wake another
-// thread for it: a futex, a nanosleep of sysmon and context switches per
-// few requests. Reads and writes on a non-blocking socket never block.
-// Measured (BENCHMARKS.md, issue 11): 0.8 -> 0.5 context switches and
-// 6.3 -> 5.8 system calls per pass-through SELECT 1, CPU per request down
-// by about a sixth. TLS and compressed legs keep their own Read/Write.
+// rawIO reads and writes a plain TCP or Unix socket inside
+// syscall.RawConn's Read/Write callbacks, with raw system calls
+// (fdio_linux.go): the Go netpoller still parks the goroutine when the
+// socket is not ready, and deadlines still apply; what goes is the
+// runtime's bookkeeping around a system call that may block. The socket
+// is non-blocking (the runtime made it so), so no call in a callback
+// waits. rawIO also holds a command back (below).
+// TLS and compressed legs keep their own Read/Write.
 type rawIO struct {
 	rc syscall.RawConn
 
@@ -28,15 +26,17 @@ type rawIO struct {
 	// RawConn callback, which then waits for the socket to become
 	// readable without reading it first. Go's netpoller forgets readiness
 	// when a read begins (pollDesc.prepareRead), so a read cannot in
-	// general wait without first finding the socket empty: 1.6 of 3.6
-	// reads per relayed request returned EAGAIN (BENCHMARKS.md, issue 11).
-	// Here the response can only arrive after the command, which is
+	// general wait without first finding the socket empty (one wasted
+	// read(2) per response). Here the response can only arrive after the command, which is
 	// written after that reset, so its arrival is an edge the netpoller
 	// reports. Only backend legs hold (leg.flushForResponse): a client
 	// may pipeline, and its next command may already be in the socket.
 	holdNext bool
 	held     []byte
 	heldOff  int
+	// sendFull, when set (tests), is called when the held command meets a
+	// full send buffer.
+	sendFull func()
 }
 
 // maxHeld bounds the command a rawIO holds back; larger ones are written at
@@ -53,7 +53,7 @@ var holdOn = os.Getenv("LEAFPROXY_RAWIO_HOLD") != "0"
 // legIO is what a leg's buffers read from and write to: the connection, or
 // a rawIO over it when it is a plain socket.
 func legIO(c net.Conn) io.ReadWriter {
-	if !rawIOOn || raceBuild {
+	if !rawIOOn {
 		return c
 	}
 	rc, ok := plainSocket(c)
@@ -88,20 +88,16 @@ func (r *rawIO) Read(p []byte) (int, error) {
 			}
 			return false // wait for the response without an empty read
 		}
-		for {
-			m, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptrOf(p), uintptr(len(p)))
-			switch e {
-			case 0:
-				n = int(m)
-				return true
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				return false
-			default:
-				serr = os.NewSyscallError("read", e)
-				return true
-			}
+		m, e := readOnce(int(fd), p)
+		switch e {
+		case 0:
+			n = m
+			return true
+		case unix.EAGAIN:
+			return false
+		default:
+			serr = os.NewSyscallError("read", e)
+			return true
 		}
 	})
 	if err == nil {
@@ -130,12 +126,14 @@ func (r *rawIO) Read(p []byte) (int, error) {
 func (r *rawIO) writeHeld(fd uintptr, serr *error) bool {
 	for r.heldOff < len(r.held) {
 		rest := r.held[r.heldOff:]
-		m, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptrOf(rest), uintptr(len(rest)))
+		m, e := writeOnce(int(fd), rest)
 		switch e {
 		case 0:
-			r.heldOff += int(m)
-		case syscall.EINTR:
-		case syscall.EAGAIN:
+			r.heldOff += m
+		case unix.EAGAIN:
+			if r.sendFull != nil {
+				r.sendFull()
+			}
 			return false
 		default:
 			*serr = os.NewSyscallError("write", e)
@@ -177,12 +175,11 @@ func (r *rawIO) Write(p []byte) (int, error) {
 			return true
 		}
 		for nn < len(p) {
-			m, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptrOf(p[nn:]), uintptr(len(p)-nn))
+			m, e := writeOnce(int(fd), p[nn:])
 			switch e {
 			case 0:
-				nn += int(m)
-			case syscall.EINTR:
-			case syscall.EAGAIN:
+				nn += m
+			case unix.EAGAIN:
 				return false
 			default:
 				serr = os.NewSyscallError("write", e)
@@ -203,11 +200,15 @@ func (r *rawIO) Write(p []byte) (int, error) {
 	return nn, err
 }
 
-func uintptrOf(p []byte) uintptr {
-	if len(p) == 0 {
+// errnoOf is err's errno (EIO for an error that carries none).
+func errnoOf(err error) unix.Errno {
+	if err == nil {
 		return 0
 	}
-	return uintptr(unsafe.Pointer(&p[0]))
+	if e, ok := err.(unix.Errno); ok {
+		return e
+	}
+	return unix.EIO
 }
 
 // socketState is what a socketPeeker saw.
@@ -260,12 +261,12 @@ func (p *socketPeeker) peek() socketState {
 }
 
 func (p *socketPeeker) look(fd uintptr) {
-	n, _, e := syscall.Recvfrom(int(fd), p.b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	n, _, e := unix.Recvfrom(int(fd), p.b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
 	switch {
-	case e == syscall.EAGAIN:
+	case e == unix.EAGAIN:
 		p.state = socketQuiet
-	case e == syscall.ECONNRESET || e == syscall.ETIMEDOUT || e == syscall.EPIPE || e == syscall.ENOTCONN ||
-		e == syscall.EHOSTUNREACH || e == syscall.ECONNABORTED:
+	case e == unix.ECONNRESET || e == unix.ETIMEDOUT || e == unix.EPIPE || e == unix.ENOTCONN ||
+		e == unix.EHOSTUNREACH || e == unix.ECONNABORTED:
 		p.state = socketClosed
 	case e != nil:
 		// EINTR, ENOMEM, ...: not an answer; the buffered look decides.

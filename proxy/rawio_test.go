@@ -7,17 +7,19 @@ import (
 	"io"
 	"net"
 	"os"
-	"syscall"
+	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // rawIO keeps net.Conn's contract where the relay relies on it: data both
 // ways (a write larger than the socket buffers waits for the reader), EOF,
 // read deadlines, and net.ErrClosed after Close.
 func TestRawIO(t *testing.T) {
-	if raceBuild || !rawIOOn {
-		t.Skip("raw socket I/O is off (race build or LEAFPROXY_RAWIO=0)")
+	if !rawIOOn {
+		t.Skip("raw socket I/O is off (LEAFPROXY_RAWIO=0)")
 	}
 	c, peer := tcpPair(t)
 	rw, ok := legIO(c).(*rawIO)
@@ -70,8 +72,8 @@ func TestRawIO(t *testing.T) {
 // cannot take at once (its send buffer full) still leaves whole before
 // the read.
 func TestRawIOHold(t *testing.T) {
-	if raceBuild || !rawIOOn {
-		t.Skip("raw socket I/O is off (race build or LEAFPROXY_RAWIO=0)")
+	if !rawIOOn {
+		t.Skip("raw socket I/O is off (LEAFPROXY_RAWIO=0)")
 	}
 	c, peer := tcpPair(t)
 	rw := legIO(c).(*rawIO)
@@ -131,7 +133,7 @@ func TestRawIOHold(t *testing.T) {
 	chunk := bytes.Repeat([]byte{'f'}, 1024)
 	_ = sc.Write(func(fd uintptr) bool {
 		for {
-			n, err := syscall.Write(int(fd), chunk)
+			n, err := unix.Write(int(fd), chunk)
 			if err != nil {
 				return true
 			}
@@ -140,9 +142,11 @@ func TestRawIOHold(t *testing.T) {
 	})
 	cmd := bytes.Repeat([]byte("C"), maxHeld)
 	hold(cmd)
+	full := make(chan struct{})
+	rw.sendFull = sync.OnceFunc(func() { close(full) })
 	got := make(chan []byte, 1)
 	go func() {
-		time.Sleep(50 * time.Millisecond) // let the read find the buffer full
+		<-full // the read found the send buffer full
 		all, _ := io.ReadAll(io.LimitReader(peer, int64(len(filler)+len(cmd))))
 		got <- all
 		_, _ = peer.Write([]byte("response"))
@@ -156,7 +160,7 @@ func TestRawIOHold(t *testing.T) {
 	}
 }
 
-func tcpPair(t *testing.T) (net.Conn, net.Conn) {
+func tcpPair(t testing.TB) (net.Conn, net.Conn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -95,12 +95,10 @@ func (s *Session) applyAfter(a afterAction, ok bool) {
 
 // relayAfter relays pkt, then applies a (see afterAction).
 func (s *Session) relayAfter(pkt []byte, kind int, a afterAction) error {
-	if s.ln != nil {
-		return s.ln.send(pkt, kind, a)
+	if _, err := s.exec.relay(s, pkt, kind, a); err != nil {
+		return err
 	}
-	ok, err := s.relay(pkt, kind)
-	s.applyAfter(a, ok)
-	return err
+	return s.setFatal(s.c.flush())
 }
 
 // setDB records the session's current database.
@@ -110,23 +108,20 @@ func (s *Session) setDB(db string) {
 }
 
 // relay sends one client command to the backend and streams the response
-// back, flushed once. ok reports that the response began with OK.
+// back, flushed once. ok reports that the response began with OK (known
+// only on the session's goroutine, see commandExec).
 func (s *Session) relay(pkt []byte, kind int) (bool, error) {
-	ok, err := s.relayHeld(pkt, kind)
+	ok, err := s.exec.relay(s, pkt, kind, afterAction{})
 	if err != nil {
 		return false, err
 	}
 	return ok, s.setFatal(s.c.flush())
 }
 
-// relayHeld is relay without the final flush: a small response stays in
-// the client leg's buffer until the caller flushes.
-func (s *Session) relayHeld(pkt []byte, kind int) (ok bool, err error) {
-	if s.ln != nil {
-		// On an event loop: the command leaves now, its response is relayed
-		// as it arrives (lane.relayBackend).
-		return false, s.ln.send(pkt, kind, afterAction{})
-	}
+// relayWaiting sends pkt and relays its whole response, waiting for it
+// (the session's goroutine), without the final flush: a small response
+// stays in the client leg's buffer until the caller flushes.
+func (s *Session) relayWaiting(pkt []byte, kind int) (ok bool, err error) {
 	if s.fatal != nil {
 		return false, s.fatal
 	}
@@ -330,21 +325,9 @@ func (s *Session) relayLocalFile() error {
 
 // relayPrepare relays a COM_STMT_PREPARE packet.
 func (s *Session) relayPrepare(pkt []byte) (PrepareResult, error) {
-	if s.ln != nil {
-		return PrepareResult{}, s.ln.send(pkt, respPrepare, afterAction{})
-	}
-	if s.fatal != nil {
-		return PrepareResult{}, s.fatal
-	}
-	if err := s.b.writeCommand(pkt); err != nil {
-		return PrepareResult{}, s.setFatal(err)
-	}
-	if err := s.b.flushForResponse(); err != nil {
-		return PrepareResult{}, s.setFatal(err)
-	}
-	pr, err := s.relayPrepareResponse()
+	pr, err := s.exec.relayPrepare(s, pkt)
 	if err != nil {
-		return PrepareResult{}, s.setFatal(err)
+		return PrepareResult{}, err
 	}
 	return pr, s.setFatal(s.c.flush())
 }

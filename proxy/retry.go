@@ -26,19 +26,7 @@ type Retrier interface {
 // the answer relayed as it comes; only an ERR as its first packet hands the
 // session to its goroutine, where the decision and Redo are made.
 func (s *Session) RelayQueryOr(sql []byte, r Retrier) error {
-	if s.ln != nil {
-		s.ln.retrier = r
-		err := s.RelayQuery(sql)
-		if !s.ln.busy {
-			s.ln.retrier = nil
-		}
-		return err
-	}
-	retried, err := s.RelayQueryRetry(sql, r.Retry)
-	if err != nil || !retried {
-		return err
-	}
-	return r.Redo(s.ctx)
+	return s.exec.relayQueryOr(s, sql, r)
 }
 
 // RelayQueryRetry sends sql as RelayQuery does, but looks at the first
@@ -50,8 +38,8 @@ func (s *Session) RelayQueryOr(sql []byte, r Retrier) error {
 // session's own goroutine (on an event loop it returns ErrWouldBlock
 // before sending anything).
 func (s *Session) RelayQueryRetry(sql []byte, retry func(code uint16, msg string) bool) (retried bool, err error) {
-	if s.ln != nil {
-		return false, ErrWouldBlock
+	if err := s.exec.mayWait(); err != nil {
+		return false, err
 	}
 	s.out = append(append(s.out[:0], mysql.COM_QUERY), sql...)
 	defer s.trimOut()
@@ -63,8 +51,8 @@ func (s *Session) RelayQueryRetry(sql []byte, retry func(code uint16, msg string
 // dropped (retried: the caller may execute again; the server rolled the
 // statement back). Only on the session's own goroutine.
 func (s *Session) RelayExecuteRetry(pkt []byte, retry func(code uint16, msg string) bool) (retried bool, err error) {
-	if s.ln != nil {
-		return false, ErrWouldBlock
+	if err := s.exec.mayWait(); err != nil {
+		return false, err
 	}
 	return s.relayRetry(pkt, respExecute, afterAction{}, retry)
 }

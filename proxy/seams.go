@@ -137,8 +137,8 @@ func (s *Session) DB() string {
 // CurrentDB is DB with the error of the re-read: a caller that resolves
 // table names must not plan against a database it could not confirm.
 func (s *Session) CurrentDB(ctx context.Context) (string, error) {
-	if !s.dbOK && s.ln != nil {
-		return s.db, ErrWouldBlock
+	if err := s.exec.mayWait(); !s.dbOK && err != nil {
+		return s.db, err
 	}
 	if !s.dbOK && s.b != nil && s.fatal == nil {
 		rows, err := s.BackendQuery(ctx, "SELECT DATABASE()")
@@ -166,8 +166,8 @@ func (s *Session) SQLMode(ctx context.Context) (string, error) {
 	if s.modeOK {
 		return s.mode, nil
 	}
-	if s.ln != nil {
-		return "", ErrWouldBlock
+	if err := s.exec.mayWait(); err != nil {
+		return "", err
 	}
 	rows, err := s.BackendQuery(ctx, "SELECT @@SESSION.sql_mode")
 	if err != nil {

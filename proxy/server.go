@@ -12,12 +12,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/leafproxy/leafproxy/internal/edge"
+	"golang.org/x/sys/unix"
 )
 
 // Server accepts MySQL clients and relays each to its own backend connection.
@@ -59,6 +59,7 @@ type Server struct {
 	throttle          *loginThrottle // failed logins per client host; nil when off
 	loginFailures     atomic.Uint64  // logins refused for wrong credentials
 	handshakesDropped atomic.Uint64  // pending handshakes closed to make room
+	handling          atomic.Int64   // connections whose handle has not returned (tests)
 	hangupOn          atomic.Bool    // the hang-up watch runs (hangup.go)
 
 	nextID   atomic.Uint32 // proxy session ids handed out in greetings
@@ -255,7 +256,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 				return nil
 			}
 			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) {
 				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
 				s.log.Warn("accept failed, retrying", "err", err, "in", delay)
 				time.Sleep(delay)
@@ -265,6 +266,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		}
 		delay = 0
 		s.wg.Add(1)
+		s.handling.Add(1)
 		go s.handle(conn)
 	}
 }
@@ -310,6 +312,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // handle runs one client connection from handshake to close.
 func (s *Server) handle(raw net.Conn) {
 	defer s.wg.Done()
+	defer s.handling.Add(-1)
 	defer raw.Close()
 	s.accepted.Add(1)
 	id := s.nextID.Add(1)

@@ -11,7 +11,6 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -40,14 +39,14 @@ type Session struct {
 	// the connections while the session's goroutine serves it, the loop's
 	// descriptors while a loop does (and until the goroutine has taken
 	// them back); and user (read by other sessions).
-	mu       sync.Mutex
-	cconn    net.Conn
-	bconn    net.Conn
-	loopFDs  *lane
-	threadID atomic.Uint32 // the backend connection's thread id
-	closing  atomic.Bool
-	idle     atomic.Bool
-	since    atomic.Int64 // unix nanos when the current command (or idleness) began
+	mu          sync.Mutex
+	cconn       net.Conn
+	bconn       net.Conn
+	loopSockets *lane         // the sockets an event loop serves the session on
+	threadID    atomic.Uint32 // the backend connection's thread id
+	closing     atomic.Bool
+	idle        atomic.Bool
+	since       atomic.Int64 // unix nanos when the current command (or idleness) began
 
 	ctx        context.Context
 	db         string
@@ -80,13 +79,14 @@ type Session struct {
 	abandoned atomic.Bool
 	hup       hangupPeeker // the hang-up watch's look at cconn (s.mu)
 
-	// Event loops (loop_linux.go). ln is set while a loop serves the
-	// session: then the loop owns everything here, and session methods
-	// that would wait return ErrWouldBlock.
-	ln       *lane
-	loopc    chan loopMsg // the loop hands the session back here
-	loopDebt int          // commands to serve here before trying the loop again
-	noLoop   bool         // never: a leg is TLS, compressed or not a socket
+	// exec is how commands run now (commandexec.go): onGoroutine, or the
+	// session's lane while an event loop serves it (then the loop owns
+	// everything here, and session methods that would wait return
+	// ErrWouldBlock).
+	exec           commandExec
+	handBackc      chan handBack // the loop hands the session back here
+	goroutineTurns int           // commands to serve here before trying the loop again
+	noLoop         bool          // never: a leg is TLS, compressed or not a socket
 
 	stats   sessionStats // statement-path metrics (stats.go)
 	relayed bool         // the command under way relayed a response (timed at its end)
@@ -112,6 +112,7 @@ func newSession(srv *Server, id uint32, log *slog.Logger, c *leg, h *clientHello
 		caps: h.resp.caps, extCaps: h.resp.extCaps, collation: h.resp.charset,
 		scramble: h.scramble, attrs: h.resp.attrs,
 		c:     c,
+		exec:  onGoroutine{},
 		cconn: c.conn,
 		db:    h.resp.db,
 		dbOK:  true,
@@ -194,8 +195,8 @@ func (s *Session) serve(base context.Context) {
 			s.ending = endQuit
 			return
 		}
-		if s.loopDebt > 0 {
-			s.loopDebt--
+		if s.goroutineTurns > 0 {
+			s.goroutineTurns--
 		} else if l := s.loopFor(); l != nil {
 			if m, moved := s.runOnLoop(l); moved {
 				if s.fromLoop(ctx, &m) || s.endIfAbandoned() {
@@ -349,10 +350,8 @@ func (s *Session) closeIfIdle() {
 		if s.cconn != nil {
 			s.cconn.Close()
 		}
-		if ln := s.loopFDs; ln != nil {
-			// The loop's descriptors are the loop's to close; shutting the
-			// socket down is safe from here and ends it as well.
-			_ = syscall.Shutdown(ln.cfd, syscall.SHUT_RDWR)
+		if ln := s.loopSockets; ln != nil {
+			ln.shutdownClient()
 		}
 		s.mu.Unlock()
 	}
@@ -372,9 +371,9 @@ func (s *Session) closeConns() {
 	if s.bconn != nil {
 		s.bconn.Close()
 	}
-	if ln := s.loopFDs; ln != nil {
-		_ = syscall.Shutdown(ln.cfd, syscall.SHUT_RDWR)
-		_ = syscall.Shutdown(ln.bfd, syscall.SHUT_RDWR)
+	if ln := s.loopSockets; ln != nil {
+		ln.shutdownClient()
+		ln.shutdownBackend()
 	}
 	s.mu.Unlock()
 }

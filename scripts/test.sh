@@ -106,17 +106,16 @@ echo "== (cd bench && go vet ./...)"
 # long end-to-end tests) run without it, which keeps the suite inside CI's
 # time on two cores. (engine, rewriter, admin and service under -race: 20 s
 # of wall time against 10 s without, on two cores.)
-race_pkgs=$(go list ./allocator/... ./proxy/... ./config/... ./engine/... ./service/... ./rewriter/... ./admin/... ./internal/metric/... ./internal/edge/... 2>/dev/null | tr '\n' ' ')
+race_pkgs=$(go list ./allocator/... ./proxy/... ./config/... ./engine/... ./service/... ./rewriter/... ./admin/... ./internal/metric/... ./internal/edge/... ./internal/raw/... 2>/dev/null | tr '\n' ' ')
 echo "== go test -race ${race_pkgs}"
 go test -race -count=1 -timeout 30m "$@" $race_pkgs
 
-# Under -race the proxy's sockets use net.Conn's own I/O (the detector needs
-# its annotations), and the event loops package syscall's annotated Read and
-# Write. The release build's raw system calls are tested by two more runs of
-# proxy's tests without -race (about 40 s each): with the event loops (as
-# deployed), and with every session on its own goroutine (LEAFPROXY_LOOP=0;
-# TLS and compressed sessions, and commands a loop hands back, take that
-# path, so it is tested whole too).
+# The proxy's socket I/O (internal/raw, race-annotated) is the same code
+# under -race as in release builds. Two more runs of proxy's
+# tests without -race (about 40 s each): with the event loops (as deployed,
+# at release-build speed), and with every session on its own goroutine
+# (LEAFPROXY_LOOP=0; TLS and compressed sessions, and commands a loop hands
+# back, take that path, so it is tested whole too).
 echo "== go test ./proxy (raw socket I/O, event loops)"
 go test -count=1 -timeout 30m "$@" ./proxy
 echo "== LEAFPROXY_LOOP=0 go test ./proxy (raw socket I/O, a goroutine per session)"

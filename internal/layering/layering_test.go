@@ -26,8 +26,8 @@ var mayImport = map[string][]string{
 	"allocator/runway":  {"allocator", "allocator/snowflake", "internal/tablematch"},
 	"rewriter":          {"internal/sqltext", "internal/tablematch", "rewriter/loadfile"},
 	"rewriter/loadfile": nil,
-	"proxy":             {"internal/edge", "internal/metric", "internal/nonblock", "internal/sqltext"},
-	"engine":            {"internal/metric", "internal/sqltext", "proxy", "rewriter", "rewriter/loadfile"},
+	"proxy":             {"internal/edge", "internal/metric", "internal/nonblock", "internal/raw", "internal/sqltext"},
+	"engine":            {"internal/metric", "internal/raw", "internal/sqltext", "proxy", "rewriter", "rewriter/loadfile"},
 	"admin": {"allocator", "allocator/runway", "allocator/schema", "allocator/segment",
 		"allocator/snowflake", "internal/sqltext", "proxy"},
 	"service": {"admin", "allocator", "allocator/runway", "allocator/schema", "allocator/snowflake",
@@ -41,6 +41,7 @@ var mayImport = map[string][]string{
 	"internal/metric":     nil,
 	"internal/nearname":   nil,
 	"internal/nonblock":   nil,
+	"internal/raw":        nil,
 	"internal/sqltext":    nil,
 	"internal/tablematch": nil,
 	"internal/testdb":     nil,
@@ -124,5 +125,34 @@ func TestImportsRunOneWay(t *testing.T) {
 		if slices.Contains(domain, p.path) && slices.Contains(p.testImports, "config") {
 			t.Errorf("%s's tests import config: a domain package is tested through its own options", p.path)
 		}
+	}
+}
+
+// TestOneUnsafePackage: internal/raw is the only package of the module
+// whose files (tests included) import unsafe, so every use of it sits
+// behind one small, documented function.
+func TestOneUnsafePackage(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to list the imports: %v", err)
+	}
+	cmd := exec.Command(gobin, "list", "-f",
+		"{{.ImportPath}} {{join .Imports \" \"}} {{join .TestImports \" \"}} {{join .XTestImports \" \"}}", module+"/...")
+	cmd.Dir = "../.."
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	var users []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) > 0 && slices.Contains(fields[1:], "unsafe") {
+			users = append(users, strings.TrimPrefix(fields[0], module+"/"))
+		}
+	}
+	if len(users) != 1 || users[0] != "internal/raw" {
+		t.Errorf("packages importing unsafe: %v; only internal/raw may (put the use behind a function there)", users)
 	}
 }

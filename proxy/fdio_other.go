@@ -1,0 +1,32 @@
+//go:build !linux
+
+package proxy
+
+import "golang.org/x/sys/unix"
+
+// readOnce and writeOnce are rawIO's socket calls (fdio_linux.go): here
+// through package unix, retrying on EINTR.
+
+func readOnce(fd int, p []byte) (int, unix.Errno) {
+	for {
+		n, err := unix.Read(fd, p)
+		if e := errnoOf(err); e != unix.EINTR {
+			if e != 0 {
+				return 0, e
+			}
+			return n, 0
+		}
+	}
+}
+
+func writeOnce(fd int, p []byte) (int, unix.Errno) {
+	for {
+		n, err := unix.Write(fd, p)
+		if e := errnoOf(err); e != unix.EINTR {
+			if e != 0 {
+				return 0, e
+			}
+			return n, 0
+		}
+	}
+}
