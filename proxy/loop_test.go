@@ -228,6 +228,11 @@ func testLoopSlowClient(t *testing.T, runners int) {
 	var before runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
+	if loopsOn {
+		// A session reaches its loop after its login; a command sent before
+		// that runs on the session's goroutine.
+		waitFor(t, func() bool { return e.srv.LoopStats().Sessions == 1 }, "the session is on its loop")
+	}
 	sendCommands(t, c, queryPkt(fmt.Sprintf("SELECT REPEAT(CHAR(97 + seq %% 26), %d) FROM seq_1_to_%d", width, rows)))
 	if loopsOn {
 		// The client's socket is full: the loop holds what it did not take
