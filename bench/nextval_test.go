@@ -66,14 +66,14 @@ func (s loggingStore) Repair(ctx context.Context, tag string, floor int64) error
 	return s.inner.Repair(ctx, tag, floor)
 }
 
-func (s loggingStore) Fetch(ctx context.Context, tag string, step int64) (segment.Range, error) {
+func (s loggingStore) Fetch(ctx context.Context, tag string, step, floor int64) (segment.Range, error) {
 	begin := time.Now()
 	if s.log.delay != nil {
 		if d := s.log.delay(tag); d > 0 {
 			time.Sleep(d)
 		}
 	}
-	r, err := s.inner.Fetch(ctx, tag, step)
+	r, err := s.inner.Fetch(ctx, tag, step, floor)
 	now := time.Now()
 	s.log.mu.Lock()
 	s.log.events = append(s.log.events, fetchEvent{tag: tag, at: now, size: r.End - r.Start, took: now.Sub(begin), err: err})

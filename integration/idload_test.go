@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -170,9 +171,31 @@ func assertNoDuplicates(t *testing.T, backend *testdb.Server, min int64) {
 	rows, dups := countIDs(t, backend)
 	t.Logf("nodup.ids: %d rows, %d duplicates", rows, dups)
 	if dups != 0 {
-		t.Errorf("%d duplicate ids stored (of %d rows)", dups, rows)
+		t.Errorf("%d duplicate ids stored (of %d rows); first ones (id: proxies that stored it): %s", dups, rows, firstDuplicates(t, backend))
 	}
 	if rows < min {
 		t.Errorf("only %d rows stored, want at least %d", rows, min)
 	}
+}
+
+// firstDuplicates lists the lowest ids stored more than once, each with
+// the proxies (column p) that stored it: which proxies' ranges overlapped.
+func firstDuplicates(t *testing.T, backend *testdb.Server) string {
+	t.Helper()
+	db := backend.Open(t, "nodup")
+	rows, err := db.Query("SELECT id, GROUP_CONCAT(p ORDER BY p) FROM ids GROUP BY id HAVING COUNT(*) > 1 ORDER BY id LIMIT 10")
+	if err != nil {
+		return err.Error()
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id int64
+		var proxies string
+		if err := rows.Scan(&id, &proxies); err != nil {
+			return err.Error()
+		}
+		out = append(out, fmt.Sprintf("%d: %s", id, proxies))
+	}
+	return strings.Join(out, ", ")
 }

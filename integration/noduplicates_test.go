@@ -279,69 +279,26 @@ func TestNextvalStoreMovedBack(t *testing.T) {
 	backend := testdb.Start(t)
 	store := testdb.Start(t)
 	idTable(t, backend)
-	cfgFor := func(metrics bool) *config.Config {
-		cfg := leafConfig(t, backend, store)
-		cfg.Sequences.Tags = map[string]config.Tag{"t": {Generator: "segment", Step: 100}}
-		if metrics {
-			cfg.Metrics.Listen = "127.0.0.1:0"
-		}
-		return cfg
-	}
-	var leaves []*leaf
+	e := &movedBackEnv{t: t}
 	for i := range 3 {
-		leaves = append(leaves, startLeaf(t, cfgFor(i == 0)))
+		e.leaves = append(e.leaves, startLeaf(t, movedBackConfig(t, backend, store, i == 0)))
 	}
-	sdb := store.Open(t, "leafstore")
-	moveBack := func(what string) {
-		t.Helper()
-		var before int64
-		sdb.QueryRow("SELECT max_id FROM leaf_alloc WHERE biz_tag = 't'").Scan(&before)
-		// By 100,000, and at least below every proxy's high-water mark:
-		// a replica that lags behind the last fetches of all of them.
-		back := int64(100000)
-		for _, lf := range leaves {
-			st, _ := lf.svc.Sequences.Segments().Stats("t")
-			back = max(back, before-st.HighWater+1)
-		}
-		back = min(back, before-1) // max_id stays positive: Leaf's start is 1
-		if _, err := sdb.Exec("UPDATE leaf_alloc SET max_id = max_id - ? WHERE biz_tag = 't'", back); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s: max_id %d moved back by %d", what, before, back)
-	}
-
-	repairs := func() (n uint64) {
-		for _, lf := range leaves {
-			st, _ := lf.svc.Sequences.Segments().Stats("t")
-			n += st.Repairs
-		}
-		return n
-	}
-	// repaired: the store's max_id is at or above every ID a proxy issued,
-	// which the proxies' read-back of max_id (every second) restores
-	// after each move back.
-	repaired := func() bool {
-		var maxID int64
-		if err := sdb.QueryRow("SELECT max_id FROM leaf_alloc WHERE biz_tag = 't'").Scan(&maxID); err != nil {
-			t.Fatal(err)
-		}
-		for _, lf := range leaves {
-			if st, _ := lf.svc.Sequences.Segments().Stats("t"); st.HighWater > maxID {
-				return false
-			}
-		}
-		return true
-	}
+	e.store = store.Open(t, "leafstore")
 
 	// Phase 1: the store moves back twice while the three proxies are
-	// under load: after 10,000 inserts, and once that move is repaired and
-	// 5,000 more were made; the phase ends when the second is repaired and
-	// 5,000 more were made.
-	res, stop := idLoad(t, leaves, "t", 24)
+	// under load: after 10,000 inserts, and once that move is repaired,
+	// every proxy knows the repaired max_id (fetch or read-back) and 5,000
+	// more inserts were made; the phase ends likewise after the second. (A
+	// proxy that knew nothing of a repair would repair a later move only
+	// to its own older mark plus the margin: see
+	// TestNextvalStoreMovedBackJustBelow.)
+	res, stop := idLoad(t, e.leaves, "t", 24)
 	waitInserts(t, res, 10000)
 	for round := range 2 {
-		moveBack(fmt.Sprintf("under load, round %d", round))
-		waitUntil(t, loadDeadline, "repair of max_id past every proxy's high-water mark", repaired, res)
+		e.moveBack(fmt.Sprintf("under load, round %d", round), 100000)
+		waitUntil(t, loadDeadline, "repair of max_id past every proxy's high-water mark", e.repaired, res)
+		top := e.maxID()
+		waitUntil(t, loadDeadline, "every proxy's fetch or read-back of the repaired max_id", func() bool { return e.knowAbove(top) }, res)
 		waitInserts(t, res, 10000+int64(round+1)*5000)
 	}
 	stop()
@@ -354,38 +311,32 @@ func TestNextvalStoreMovedBack(t *testing.T) {
 	// their read-back of max_id has repaired it, a fourth proxy starts (a
 	// proxy restarted after the failover: no high-water mark) and all four
 	// take load.
-	idleBefore := repairs()
-	moveBack("idle")
+	idleBefore := e.repairs()
+	e.moveBack("idle", 100000)
 	waitUntil(t, loadDeadline, "repair of max_id past every idle proxy's high-water mark", func() bool {
-		return repairs() > idleBefore && repaired()
+		return e.repairs() > idleBefore && e.repaired()
 	})
-	leaves = append(leaves, startLeaf(t, cfgFor(false)))
-	res = runLoad(t, leaves, "t", 24, 10000)
+	e.leaves = append(e.leaves, startLeaf(t, movedBackConfig(t, backend, store, false)))
+	res = runLoad(t, e.leaves, "t", 24, 10000)
 	t.Logf("phase 2: %v", res)
 	if res.failed.Load() != 0 {
 		t.Errorf("failed inserts: %v", res)
 	}
 
-	var after int64
-	sdb.QueryRow("SELECT max_id FROM leaf_alloc WHERE biz_tag = 't'").Scan(&after)
-	for i, lf := range leaves {
-		st, _ := lf.svc.Sequences.Segments().Stats("t")
-		t.Logf("proxy %d: high-water %d, %d fetches, %d refused, %d repairs", i, st.HighWater, st.Fetches, st.Refused, st.Repairs)
-	}
-	t.Logf("max_id %d at the end", after)
+	e.logMarks()
 	assertNoDuplicates(t, backend, 30000)
-	if n := repairs(); n < 3 {
+	if n := e.repairs(); n < 3 {
 		t.Errorf("%d repairs, want one per move back at least", n)
 	}
 	// Repairs are exposed as a metric.
-	if a := leaves[0].svc.MetricsAddr(); a != nil {
+	if a := e.leaves[0].svc.MetricsAddr(); a != nil {
 		resp, err := http.Get("http://" + a.String() + "/metrics")
 		if err != nil {
 			t.Fatal(err)
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		st, _ := leaves[0].svc.Sequences.Segments().Stats("t")
+		st, _ := e.leaves[0].svc.Sequences.Segments().Stats("t")
 		if want := fmt.Sprintf("leafproxy_segment_repairs_total{tag=\"t\"} %d\n", st.Repairs); !strings.Contains(string(body), want) {
 			t.Errorf("metrics do not show %q", want)
 		}

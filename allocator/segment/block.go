@@ -126,7 +126,7 @@ func (a *Allocator) dedicated(ctx context.Context, t *tagState, n int64) (int64,
 		floor := max(t.highWater, t.seen, t.blockEnd, t.floor)
 		t.mu.Unlock()
 
-		r, err := a.fetch(t.name, n)
+		r, err := a.fetch(t.name, n, floor)
 		var unknown *UnknownTagError
 		if errors.As(err, &unknown) {
 			if a.opts.AutoCreate && !triedCreate {

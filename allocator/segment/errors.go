@@ -70,6 +70,22 @@ func (e *StaleSegmentError) Error() string {
 		e.Got.Start, e.Got.End, e.Tag, e.HighWater)
 }
 
+// MovedBackError is a fetch the store refused: its max_id (MaxID) is
+// below Floor, the end of the ranges the fetching allocator already
+// reserved or read back, so it moved back. Nothing was taken. The
+// allocator treats it as a refused segment (repair, fetch again); it shows
+// up as the LastErr of an ExhaustedError and in Stats.
+type MovedBackError struct {
+	Tag   string
+	MaxID int64
+	Floor int64
+}
+
+func (e *MovedBackError) Error() string {
+	return fmt.Sprintf("no segment for %q: leaf_alloc.max_id is %d, below %d, the end of IDs this allocator already reserved or read back (it moved back: stale replica or restored backup?); nothing was taken",
+		e.Tag, e.MaxID, e.Floor)
+}
+
 // ErrCodeWrongArguments and SQLStateWrongArguments are ER_WRONG_ARGUMENTS
 // ("Incorrect arguments to %s"): MariaDB's own SETVAL silently ignores a
 // value below the sequence's, but here a floor that cannot be honoured

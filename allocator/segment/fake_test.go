@@ -21,7 +21,7 @@ type memStore struct {
 	// after, while set, runs after a Fetch has taken its range, before it
 	// returns (outside the lock): to hold a fetch that has its range.
 	after       func(step int64)
-	stale       *Range // while set, Fetch returns this range (a store that moved back and stays there)
+	stale       *Range // while set, Fetch returns this range whatever the floor (a store that moved back and ignores the floor)
 	inflight    int
 	maxInflight int
 	creates     int
@@ -39,7 +39,7 @@ func newMemStore(tags map[string]int64) *memStore {
 	return s
 }
 
-func (s *memStore) Fetch(ctx context.Context, tag string, step int64) (Range, error) {
+func (s *memStore) Fetch(ctx context.Context, tag string, step, floor int64) (Range, error) {
 	s.mu.Lock()
 	s.fetches++
 	s.steps = append(s.steps, step)
@@ -59,7 +59,7 @@ func (s *memStore) Fetch(ctx context.Context, tag string, step int64) (Range, er
 			return Range{}, ctx.Err()
 		}
 	}
-	r, err := s.take(tag, step)
+	r, err := s.take(tag, step, floor)
 	s.mu.Lock()
 	after := s.after
 	s.mu.Unlock()
@@ -70,7 +70,7 @@ func (s *memStore) Fetch(ctx context.Context, tag string, step int64) (Range, er
 }
 
 // take is Fetch once through the gate.
-func (s *memStore) take(tag string, step int64) (Range, error) {
+func (s *memStore) take(tag string, step, floor int64) (Range, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail != nil {
@@ -82,6 +82,9 @@ func (s *memStore) take(tag string, step int64) (Range, error) {
 	}
 	if s.stale != nil {
 		return *s.stale, nil
+	}
+	if row.maxID < floor {
+		return Range{}, &MovedBackError{Tag: tag, MaxID: row.maxID, Floor: floor}
 	}
 	if step <= 0 {
 		step = row.step

@@ -129,7 +129,7 @@ func (a *Allocator) load(t *tagState) {
 		floor := max(t.highWater, t.seen, t.blockEnd)
 		t.mu.Unlock()
 
-		r, err := a.fetch(t.name, step)
+		r, err := a.fetch(t.name, step, floor)
 		var unknown *UnknownTagError
 		if errors.As(err, &unknown) && a.opts.AutoCreate && !triedCreate {
 			triedCreate = true
@@ -138,7 +138,9 @@ func (a *Allocator) load(t *tagState) {
 			}
 		}
 
-		answered := err == nil || errors.As(err, &unknown)
+		var moved *MovedBackError
+		movedBack := errors.As(err, &moved) // the store refused the floor: nothing was taken
+		answered := err == nil || movedBack || errors.As(err, &unknown)
 		if answered {
 			a.storeAnswered(t.name)
 		}
@@ -154,37 +156,46 @@ func (a *Allocator) load(t *tagState) {
 		if err == nil && r.Start < t.floor {
 			r.Start = t.floor
 		}
-		switch {
-		case err == nil:
+		var refusedAttrs []any // what the error log says about the refused fetch
+		if movedBack {
+			t.refused++
+			refusedAttrs = []any{"max_id", moved.MaxID, "high_water", moved.Floor}
+		} else if err == nil {
 			if err = t.accept(r, a.opts.Clock(), floor); err == nil {
 				t.loading = false
 				t.mu.Unlock()
 				return
 			}
 			t.refused++
+			// A store that took the range below the floor anyway (one
+			// that ignores it): refused here.
 			var stale *StaleSegmentError
-			if errors.As(err, &stale) {
-				to := max(t.highWater, t.seen, t.blockEnd) + max(a.opts.RepairMargin, 10*t.step)
-				t.mu.Unlock()
-				a.log.Error("leaf_alloc.max_id moved back below IDs already issued (failover to a stale replica? restored backup? manual edit?); "+
-					"segment refused, pushing max_id past the high-water mark",
-					"tag", t.name, "got_start", r.Start, "got_end", r.End, "high_water", stale.HighWater, "new_max_id_floor", to)
-				rerr := a.repair(t.name, to)
-				t.mu.Lock()
-				if rerr == nil {
-					t.repairs++
-					if repaired++; repaired <= 3 {
-						t.mu.Unlock()
-						continue // fetch again at once, above the floor
-					}
-					// Still stale after repairs: another writer keeps
-					// moving it back, or the store ignores the UPDATE.
-					// Back off like any failing fetch.
-				} else {
-					err = fmt.Errorf("%w; repairing it failed: %w", err, rerr)
-				}
+			if movedBack = errors.As(err, &stale); movedBack {
+				refusedAttrs = []any{"got_start", r.Start, "got_end", r.End, "high_water", stale.HighWater}
 			} else {
 				a.log.Error("segment refused", "tag", t.name, "start", r.Start, "end", r.End, "err", err)
+			}
+		}
+		switch {
+		case movedBack:
+			to := max(t.highWater, t.seen, t.blockEnd) + max(a.opts.RepairMargin, 10*t.step)
+			t.mu.Unlock()
+			a.log.Error("leaf_alloc.max_id moved back below IDs already issued (failover to a stale replica? restored backup? manual edit?); "+
+				"segment refused, pushing max_id past the high-water mark",
+				append(append([]any{"tag", t.name}, refusedAttrs...), "new_max_id_floor", to)...)
+			rerr := a.repair(t.name, to)
+			t.mu.Lock()
+			if rerr == nil {
+				t.repairs++
+				if repaired++; repaired <= 3 {
+					t.mu.Unlock()
+					continue // fetch again at once, above the floor
+				}
+				// Still stale after repairs: another writer keeps
+				// moving it back, or the store ignores the UPDATE.
+				// Back off like any failing fetch.
+			} else {
+				err = fmt.Errorf("%w; repairing it failed: %w", err, rerr)
 			}
 		case errors.As(err, &unknown):
 			t.unknown = &UnknownTagError{Tag: t.name}
@@ -265,7 +276,9 @@ func (t *tagState) broadcast() {
 	t.changed = make(chan struct{})
 }
 
-func (a *Allocator) fetch(tag string, step int64) (Range, error) {
+// fetch takes a segment of step IDs for tag starting at floor or above
+// (Store.Fetch).
+func (a *Allocator) fetch(tag string, step, floor int64) (Range, error) {
 	select {
 	case a.sem <- struct{}{}:
 	case <-a.done:
@@ -274,7 +287,7 @@ func (a *Allocator) fetch(tag string, step int64) (Range, error) {
 	defer func() { <-a.sem }()
 	ctx, cancel := context.WithTimeout(a.ctx, a.opts.FetchTimeout)
 	defer cancel()
-	r, err := a.store.Fetch(ctx, tag, step)
+	r, err := a.store.Fetch(ctx, tag, step, floor)
 	if err != nil {
 		return Range{}, fmt.Errorf("fetch segment for %q: %w", tag, err)
 	}

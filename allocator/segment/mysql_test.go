@@ -40,9 +40,9 @@ type countingStore struct {
 	fetches atomic.Int64
 }
 
-func (c *countingStore) Fetch(ctx context.Context, tag string, step int64) (Range, error) {
+func (c *countingStore) Fetch(ctx context.Context, tag string, step, floor int64) (Range, error) {
 	c.fetches.Add(1)
-	return c.Store.Fetch(ctx, tag, step)
+	return c.Store.Fetch(ctx, tag, step, floor)
 }
 
 // checkUnique sorts ids and fails on a duplicate or a non-positive ID.
@@ -65,11 +65,11 @@ func TestMySQLStore(t *testing.T) {
 	db := openStore(t, srv, "leaf", map[string]int64{"order": 1000})
 	s := NewMySQLStore(db)
 
-	r, err := s.Fetch(ctx, "order", 0)
+	r, err := s.Fetch(ctx, "order", 0, 0)
 	if err != nil || r != (Range{Start: 1, End: 1001, TableStep: 1000}) {
 		t.Fatalf("first fetch with the table step: %+v, %v; want [1, 1001)", r, err)
 	}
-	r, err = s.Fetch(ctx, "order", 5000)
+	r, err = s.Fetch(ctx, "order", 5000, 1001)
 	if err != nil || r != (Range{Start: 1001, End: 6001, TableStep: 1000}) {
 		t.Fatalf("fetch of 5000: %+v, %v; want [1001, 6001)", r, err)
 	}
@@ -78,7 +78,7 @@ func TestMySQLStore(t *testing.T) {
 		t.Fatalf("max_id = %d, %v", maxID, err)
 	}
 	for _, step := range []int64{0, 10} {
-		_, err = s.Fetch(ctx, "missing", step)
+		_, err = s.Fetch(ctx, "missing", step, 0)
 		var unk *UnknownTagError
 		if !errors.As(err, &unk) || unk.Tag != "missing" {
 			t.Fatalf("unknown tag (step %d): %v", step, err)
@@ -90,11 +90,26 @@ func TestMySQLStore(t *testing.T) {
 	if err := s.Create(ctx, "order", 1); err != nil { // existing row untouched
 		t.Fatal(err)
 	}
-	if r, err := s.Fetch(ctx, "fresh", 0); err != nil || r != (Range{Start: 1, End: 78, TableStep: 77}) {
+	if r, err := s.Fetch(ctx, "fresh", 0, 0); err != nil || r != (Range{Start: 1, End: 78, TableStep: 77}) {
 		t.Fatalf("created tag: %+v, %v", r, err)
 	}
-	if r, err := s.Fetch(ctx, "order", 0); err != nil || r.Start != 6001 || r.TableStep != 1000 {
+	if r, err := s.Fetch(ctx, "order", 0, 6001); err != nil || r.Start != 6001 || r.TableStep != 1000 {
 		t.Fatalf("Create must leave an existing row alone: %+v, %v", r, err)
+	}
+	// A floor above max_id (7001): the store moved back below what the
+	// caller reserved. Nothing is taken, whatever the step.
+	for _, step := range []int64{0, 500} {
+		_, err = s.Fetch(ctx, "order", step, 9000)
+		var moved *MovedBackError
+		if !errors.As(err, &moved) || moved.MaxID != 7001 || moved.Floor != 9000 || moved.Tag != "order" {
+			t.Fatalf("fetch (step %d) below the floor: %v, want a MovedBackError at 7001", step, err)
+		}
+	}
+	if err := db.QueryRow("SELECT max_id FROM leaf_alloc WHERE biz_tag = 'order'").Scan(&maxID); err != nil || maxID != 7001 {
+		t.Fatalf("max_id = %d, %v after refused fetches, want 7001 (unchanged)", maxID, err)
+	}
+	if r, err := s.Fetch(ctx, "order", 500, 7001); err != nil || r != (Range{Start: 7001, End: 7501, TableStep: 1000}) {
+		t.Fatalf("fetch at the floor: %+v, %v", r, err)
 	}
 }
 

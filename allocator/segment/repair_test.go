@@ -158,3 +158,85 @@ func TestWatchSeesMoveBackOthersWereGiven(t *testing.T) {
 		t.Fatal("a re-issued IDs b was given")
 	}
 }
+
+// TestRefusedFetchTakesNothing: two allocators, the store moved back
+// below both their high-water marks. b's fetch comes first and is refused;
+// before b has repaired the store, a fetches. A refused fetch that still
+// advanced max_id would have lifted the stale max_id past a's mark, into
+// the segment b is serving, and a would have accepted it (duplicates with
+// b). The fetch is conditional on the caller's mark: b's refused fetch
+// leaves max_id where it was, a's is refused too, and no ID is issued
+// twice.
+func TestRefusedFetchTakesNothing(t *testing.T) {
+	ctx := context.Background()
+	store := newMemStore(map[string]int64{"t": 100})
+	clock := newFakeClock()
+	opts := Options{MaxStep: 100, RepairMargin: 5000, WatchEvery: -1, Clock: clock.Now}
+	a := New(store, opts)
+	defer a.Close()
+	b := New(store, opts)
+	defer b.Close()
+	aIDs, err := a.NextN(ctx, "t", 1, nil) // a: [1, 101), mark 101
+	if err != nil {
+		t.Fatal(err)
+	}
+	bIDs, err := b.NextN(ctx, "t", 1, nil) // b: [101, 201), mark 201
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// b's prefetch waits at the gate until the store has moved back.
+	store.set(func(s *memStore) { s.gate = make(chan struct{}) })
+	if bIDs, err = b.NextN(ctx, "t", 99, bIDs); err != nil { // the rest of [101, 201): past 10%, b prefetches
+		t.Fatal(err)
+	}
+	waitFor(t, "b's prefetch at the gate", func() bool {
+		var n int
+		store.get(func(s *memStore) { n = s.inflight })
+		return n == 1
+	})
+	bFetched, release := make(chan struct{}), make(chan struct{})
+	var gate chan struct{}
+	store.set(func(s *memStore) {
+		s.rows["t"].maxID = 51 // a replica that lags behind both allocators' last fetches
+		gate = s.gate
+		first := true
+		s.after = func(int64) {
+			if first { // b's fetch: held after the store answered, before b repairs
+				first = false
+				close(bFetched)
+				<-release
+			}
+		}
+	})
+	gate <- struct{}{}
+	<-bFetched
+	store.set(func(s *memStore) { s.gate = nil })
+	var stale int64
+	store.get(func(s *memStore) { stale = s.rows["t"].maxID })
+	if stale != 51 {
+		t.Errorf("max_id %d after b's refused fetch, want 51: a refused fetch must take nothing", stale)
+	}
+
+	// a fetches while b has not repaired yet.
+	if aIDs, err = a.NextN(ctx, "t", 100, aIDs); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if bIDs, err = b.NextN(ctx, "t", 100, bIDs); err != nil {
+		t.Fatal(err)
+	}
+	if last := aIDs[len(aIDs)-1]; last < 201 {
+		t.Errorf("a's first segment after the move starts at %d, inside b's [101, 201)", last)
+	}
+	all := append(slices.Clone(aIDs), bIDs...)
+	slices.Sort(all)
+	if n := len(all) - len(slices.Compact(slices.Clone(all))); n != 0 {
+		t.Errorf("%d IDs issued twice (a: ..%v, b: ..%v)", n, aIDs[len(aIDs)-3:], bIDs[len(bIDs)-3:])
+	}
+	for name, al := range map[string]*Allocator{"a": a, "b": b} {
+		if st, _ := al.Stats("t"); st.Refused == 0 || st.Repairs == 0 {
+			t.Errorf("%s: refused %d, repairs %d: want the move seen by both", name, st.Refused, st.Repairs)
+		}
+	}
+}

@@ -13,7 +13,9 @@
 //     briefly) instead of on a 60 s refresh;
 //   - a per-tag high-water mark refuses any fetched segment that starts
 //     below IDs already reserved, so a store that moved back (failover to a
-//     stale replica) cannot make this allocator issue duplicates; and the
+//     stale replica) cannot make this allocator issue duplicates; the fetch
+//     is conditional on the mark, so a refused fetch takes nothing (it
+//     cannot lift the stale max_id into ranges other allocators hold); and the
 //     allocator that sees it repairs the store (max_id pushed past its mark
 //     plus Options.RepairMargin, in one conditional UPDATE) so that other
 //     allocators stop receiving re-issued ranges too (what it cannot

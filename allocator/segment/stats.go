@@ -23,6 +23,10 @@ type TagStats struct {
 	// HighWater is the end of the highest segment accepted: the floor for
 	// any future segment.
 	HighWater int64
+	// Seen is the highest max_id read back from the store (once per
+	// WatchEvery): with HighWater, what this allocator knows was handed
+	// out, and so how far a repair of a store that moved back reaches.
+	Seen int64
 	// Blocks counts ranges fetched for Block alone; BlockEnd is the end of
 	// the highest.
 	Blocks      uint64
@@ -67,6 +71,7 @@ func (a *Allocator) Stats(tag string) (TagStats, bool) {
 		Step:        t.step,
 		TableStep:   t.tableStep,
 		HighWater:   t.highWater,
+		Seen:        t.seen,
 		Blocks:      t.blocks,
 		BlockEnd:    t.blockEnd,
 		Fetches:     t.fetches,

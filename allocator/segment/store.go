@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 
@@ -25,7 +26,15 @@ type Store interface {
 	// [max_id-step, max_id). step <= 0 means the row's own step (the first
 	// fetch of a tag, before the allocator knows it). An unknown tag gives an
 	// error satisfying errors.As(err, **UnknownTagError).
-	Fetch(ctx context.Context, tag string, step int64) (Range, error)
+	//
+	// floor is the lowest start the caller can accept (the end of every
+	// range it reserved or read back). A max_id below floor means the
+	// store moved back: Fetch then changes nothing and returns a
+	// *MovedBackError. It must not take the range anyway: a refused fetch
+	// that advanced max_id would lift the stale value into ranges already
+	// handed out, where an allocator with a lower mark would accept them.
+	// floor <= 0 accepts any max_id.
+	Fetch(ctx context.Context, tag string, step, floor int64) (Range, error)
 	// Create inserts the tag with the given step if it is missing (INSERT
 	// IGNORE: an existing row's max_id is history and is left alone).
 	Create(ctx context.Context, tag string, step int64) error
@@ -67,8 +76,8 @@ type MySQLStore struct {
 }
 
 const (
-	qAdvance      = "UPDATE leaf_alloc SET max_id = max_id + ? WHERE biz_tag = ?"
-	qAdvanceTable = "UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = ?"
+	qAdvance      = "UPDATE leaf_alloc SET max_id = max_id + ? WHERE biz_tag = ? AND max_id >= ?"
+	qAdvanceTable = "UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = ? AND max_id >= ?"
 	qRead         = "SELECT max_id, step FROM leaf_alloc WHERE biz_tag = ?"
 	qRepair       = "UPDATE leaf_alloc SET max_id = GREATEST(max_id, ?) WHERE biz_tag = ?"
 )
@@ -120,8 +129,13 @@ func (s *MySQLStore) queryRow(ctx context.Context, tx *sql.Tx, q string, args ..
 // Fetch runs Leaf's transaction: UPDATE max_id = max_id + step, then read
 // max_id and step back, READ COMMITTED so that no gap locks are taken. The
 // row lock held from the UPDATE to the commit is what makes concurrent
-// fetches by many proxies disjoint.
-func (s *MySQLStore) Fetch(ctx context.Context, tag string, step int64) (r Range, err error) {
+// fetches by many proxies disjoint. The UPDATE applies only while max_id
+// is at or above floor, in the same statement, so a store that moved back
+// hands nothing out to a caller that would refuse it.
+func (s *MySQLStore) Fetch(ctx context.Context, tag string, step, floor int64) (r Range, err error) {
+	if floor <= 0 {
+		floor = math.MinInt64
+	}
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
 		return Range{}, fmt.Errorf("begin leaf_alloc transaction: %w", err)
@@ -131,25 +145,41 @@ func (s *MySQLStore) Fetch(ctx context.Context, tag string, step int64) (r Range
 			tx.Rollback()
 		}
 	}()
-	var res sql.Result
-	if step > 0 {
-		res, err = s.exec(ctx, tx, qAdvance, step, tag)
-	} else {
-		res, err = s.exec(ctx, tx, qAdvanceTable, tag)
-	}
-	if err != nil {
-		return Range{}, fmt.Errorf("advance leaf_alloc.max_id: %w", err)
-	}
-	if n, err := res.RowsAffected(); err == nil && n == 0 && step > 0 {
-		// With step > 0 the row always changes, so no row means no tag.
-		return Range{}, &UnknownTagError{Tag: tag}
-	}
 	var maxID, tableStep int64
-	if err = s.queryRow(ctx, tx, qRead, tag).Scan(&maxID, &tableStep); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return Range{}, &UnknownTagError{Tag: tag}
+	// A repair by another proxy may raise max_id past floor between an
+	// UPDATE that did not apply and the read that says why: the UPDATE is
+	// then tried again (a few times: repairs are rare).
+	for attempt := 1; ; attempt++ {
+		var res sql.Result
+		var advanced int64
+		if step > 0 {
+			res, err = s.exec(ctx, tx, qAdvance, step, tag, floor)
+		} else {
+			res, err = s.exec(ctx, tx, qAdvanceTable, tag, floor)
 		}
-		return Range{}, fmt.Errorf("read leaf_alloc.max_id: %w", err)
+		if err != nil {
+			return Range{}, fmt.Errorf("advance leaf_alloc.max_id: %w", err)
+		}
+		// Changed rows (or matched rows with clientFoundRows): 1 when the
+		// row exists, is at or above floor and its step is not 0.
+		if advanced, err = res.RowsAffected(); err != nil {
+			return Range{}, fmt.Errorf("advance leaf_alloc.max_id: %w", err)
+		}
+		if err = s.queryRow(ctx, tx, qRead, tag).Scan(&maxID, &tableStep); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return Range{}, &UnknownTagError{Tag: tag}
+			}
+			return Range{}, fmt.Errorf("read leaf_alloc.max_id: %w", err)
+		}
+		if advanced > 0 || (step <= 0 && tableStep <= 0) {
+			break // advanced (or a step of 0, refused below)
+		}
+		if maxID < floor {
+			return Range{}, &MovedBackError{Tag: tag, MaxID: maxID, Floor: floor}
+		}
+		if attempt == 3 {
+			return Range{}, fmt.Errorf("advance leaf_alloc.max_id of %q: the row kept changing under the fetch", tag)
+		}
 	}
 	if err = tx.Commit(); err != nil {
 		return Range{}, fmt.Errorf("commit leaf_alloc transaction: %w", err)
