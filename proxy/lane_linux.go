@@ -353,7 +353,7 @@ func (ln *lane) send(pkt []byte, kind int, a afterAction) error {
 		s.applyAfter(a, true)
 		return nil
 	}
-	ln.tr.start(kind, kind == respExecute)
+	ln.tr.start(kind, kind == respExecute && executeCursor(pkt))
 	ln.after = a
 	ln.busy = true
 	return nil
