@@ -117,6 +117,10 @@ mapfile -d '' server_cmd <"/proc/$boot_pid/cmdline"
 for i in "${!server_cmd[@]}"; do
 	case ${server_cmd[$i]} in --defaults-file=*) server_cmd[i]="--defaults-file=$work/server.cnf" ;; esac
 done
+# InnoDB and its information_schema tables, as mtr starts the server for a
+# test that includes have_innodb.inc (mtr's my.cnf leaves the plugin off;
+# with --extern no test's options reach the server).
+while read -r opt; do server_cmd+=("$opt"); done <"$mtr_dir/include/have_innodb.opt"
 port=$(sed -n '/^\[mysqld\.1\]/,/^\[/s/^port=//p' "$work/server.cnf" | head -n1)
 server_pid=$boot_pid
 stop_pid "$server_pid"
@@ -173,28 +177,43 @@ start_proxy() {
 
 # --- runs -------------------------------------------------------------------
 # results/<protocol>-<target> holds "test status" lines (pass, fail, skipped).
+# A test that fails may leave the server changed (a global variable, a lock,
+# an account) and make the next ones fail: mtr restarts its own servers
+# after a failure, --extern cannot, so a run stops at its first failure
+# (--max-test-fail=1) and the tests after it start again on a pristine
+# server, directly and through the proxy alike.
 run_batch() { # protocol target n tests...
 	local proto=$1 target=$2 n=$3
 	shift 3
-	local p=$port extra=()
+	local p=$port extra=() remaining=("$@") round=0 results="$work/results/$proto-$target"
 	[ "$proto" = ps ] && extra=(--ps-protocol)
-	start_server
-	if [ "$target" = proxy ]; then
-		start_proxy
-		p=$proxy_port
-	fi
-	local log="$work/logs/$proto-$target-$n.log"
-	# protocol=tcp: every connection of a test ("localhost" too) goes to
-	# the port, which is the proxy's in the proxy runs.
-	mtr --vardir="$var" --mtr-build-thread="$((build_thread + 1))" --extern host=127.0.0.1 --extern port="$p" \
-		--extern protocol=tcp --extern user=root --force --max-test-fail=0 --retry=0 --testcase-timeout=5 \
-		"${extra[@]}" "$@" >"$log" 2>&1 || true
-	sed -nE 's/^(main\.[^ ]+)( +'"'"'[^'"'"']*'"'"')? +\[ (pass|fail|skipped|disabled) \].*/\1 \3/p' "$log" >>"$work/results/$proto-$target"
-	for t in "$@"; do
-		grep -q "^$t " "$work/results/$proto-$target" || echo "$t fail" >>"$work/results/$proto-$target" # no verdict: mtr gave up
+	[ "$target" = proxy ] && p=$proxy_port
+	while [ ${#remaining[@]} -gt 0 ]; do
+		start_server
+		[ "$target" = proxy ] && start_proxy
+		local log="$work/logs/$proto-$target-$n-$round.log"
+		# protocol=tcp: every connection of a test ("localhost" too) goes
+		# to the port, which is the proxy's in the proxy runs.
+		mtr --vardir="$var" --mtr-build-thread="$((build_thread + 1))" --extern host=127.0.0.1 --extern port="$p" \
+			--extern protocol=tcp --extern user=root --force --max-test-fail=1 --retry=0 --testcase-timeout=5 \
+			--noreorder "${extra[@]}" "${remaining[@]}" >"$log" 2>&1 || true
+		if [ "$target" = proxy ]; then
+			stop_pid "$proxy_pid"
+			proxy_pid=""
+		fi
+		local verdicts next=() progressed=""
+		verdicts=$(sed -nE 's/^(main\.[^ ]+)( +'"'"'[^'"'"']*'"'"')? +\[ (pass|fail|skipped|disabled) \].*/\1 \3/p' "$log")
+		[ -n "$verdicts" ] && echo "$verdicts" >>"$results"
+		for t in "${remaining[@]}"; do
+			if grep -q "^$t " <<<"$verdicts"; then progressed=1; else next+=("$t"); fi
+		done
+		if [ -z "$progressed" ]; then # mtr gave up before the first verdict
+			echo "${next[0]} fail" >>"$results"
+			next=("${next[@]:1}")
+		fi
+		remaining=("${next[@]}")
+		round=$((round + 1))
 	done
-	stop_pid "$proxy_pid"
-	proxy_pid=""
 }
 
 started=$(date +%s)
