@@ -129,7 +129,10 @@ datadir=$var/mysqld.1/data
 
 start_server() {
 	stop_pid "$server_pid"
-	rm -rf "$datadir"
+	# As mtr does before it starts a server again: the server's directory
+	# (data, general and slow logs) and var/tmp (files tests write) anew.
+	rm -rf "$var/mysqld.1" "$var/tmp"
+	mkdir -p "$var/mysqld.1" "$var/tmp/mysqld.1"
 	cp -a "$var/install.db" "$datadir"
 	chmod -R u+w "$datadir"
 	"${server_cmd[@]}" >>"$work/logs/server.out" 2>&1 &
