@@ -45,27 +45,11 @@ func (s *Session) RelayQueryInfile(sql []byte, t InfileTransformer) error {
 	return s.writeErrFlush(code, state, msg)
 }
 
-// fileNotAnswer is called as a LOCAL INFILE request has gone to the client;
-// the function it returns, as the client's file has gone to the backend (or
-// a leg failed). When the request was all the client had of the answer,
-// the answer has still not begun: a backend lost from here until the
-// statement's OK or ERR closes the client connection without an error
-// packet of the proxy's (Session.end), and the client, which was sending
-// its file, sees the lost connection (2013) it sees directly when the
-// server goes away (a KILL) then.
-func (s *Session) fileNotAnswer() func() {
-	if s.c.seq != s.cmdSeq+1 {
-		return func() {}
-	}
-	return func() { s.cmdSeq = s.c.seq }
-}
-
 // relayLocalFileVia streams the client's file to the backend through t
 // (see RelayQueryInfile). The backend's request has gone to the client.
 // A transformer's error is kept in s.infileErr; the returned error is the
 // session's (a leg failed).
 func (s *Session) relayLocalFileVia(t InfileTransformer) error {
-	defer s.fileNotAnswer()()
 	if err := s.c.flush(); err != nil {
 		return err
 	}

@@ -306,7 +306,6 @@ func textRow(p []byte, cols uint64) ([]*string, error) {
 // interceptor sent with RelayQueryInfile has its file go through its
 // transformer instead: infile.go.)
 func (s *Session) relayLocalFile() error {
-	defer s.fileNotAnswer()()
 	if err := s.c.flush(); err != nil {
 		return err
 	}
