@@ -279,9 +279,6 @@ func newFDLook(c net.Conn) *fdLook {
 	if tc, ok := c.(*tls.Conn); ok {
 		c, l.tls = tc.NetConn(), true
 	}
-	if bc, ok := c.(*bufferedConn); ok {
-		c = bc.Conn // TLS runs over the handshake's reader; the socket is below it
-	}
 	rc, ok := plainSocket(c)
 	if !ok {
 		return nil
