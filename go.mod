@@ -3,7 +3,6 @@ module github.com/leafproxy/leafproxy
 go 1.26.8
 
 require (
-	github.com/bwmarrin/snowflake v0.3.0
 	github.com/dolthub/go-mysql-server v0.20.0
 	github.com/dolthub/vitess v0.0.0-20250512224608-8fb9c6ea092c
 	github.com/go-mysql-org/go-mysql v1.13.0
@@ -11,9 +10,7 @@ require (
 	github.com/pingcap/tidb/pkg/parser v0.0.0-20260418072757-ce92298d1124
 	github.com/prometheus/client_golang v1.25.0
 	github.com/sirupsen/logrus v1.8.1
-	github.com/sony/sonyflake v1.2.0
-	github.com/sony/sonyflake/v2 v2.2.0
-	gopkg.in/yaml.v3 v3.0.1
+	go.yaml.in/yaml/v3 v3.0.6
 	gorm.io/driver/mysql v1.6.0
 	gorm.io/gorm v1.31.2
 )

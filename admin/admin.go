@@ -24,7 +24,6 @@ import (
 
 	"github.com/leafproxy/leafproxy/allocator"
 	"github.com/leafproxy/leafproxy/allocator/runway"
-	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/proxy"
 )
 
@@ -38,16 +37,16 @@ type Runway func(tag string) (runway.Estimate, bool)
 type Interceptor struct {
 	proxy.Interceptor
 	seq      *allocator.Sequences
-	config   func() *config.Config // the configuration in force
+	config   func() *allocator.Config // the allocator configuration in force
 	sessions Sessions
 	runway   Runway
 	now      func() time.Time
 }
 
-// New wraps next. config returns the configuration in force (tags it
-// declares, table rules); sessions and the runway may be set later
-// (SetSessions, SetRunway).
-func New(next proxy.Interceptor, seq *allocator.Sequences, config func() *config.Config) *Interceptor {
+// New wraps next. config returns the allocator configuration in force
+// (the tags it declares, the table rules); sessions and the runway may be
+// set later (SetSessions, SetRunway).
+func New(next proxy.Interceptor, seq *allocator.Sequences, config func() *allocator.Config) *Interceptor {
 	return &Interceptor{Interceptor: next, seq: seq, config: config, now: time.Now}
 }
 

@@ -36,12 +36,12 @@ func (a *Interceptor) description(s *proxy.Session, st stmt) string {
 // filling keys from it, and whether sequences.tags declares it.
 func (a *Interceptor) declared(tag string) (rules []string, inTags bool, generator string) {
 	cfg := a.config()
-	for i, r := range cfg.Tables {
+	for i, r := range cfg.Rules {
 		if r.Tag == tag {
 			rules = append(rules, fmt.Sprintf("tables[%d] (%s, column %s)", i, r.Table, r.Column))
 		}
 	}
-	t, inTags := cfg.Sequences.Tags[tag]
+	t, inTags := cfg.Tags[tag]
 	generator = t.Generator
 	if generator == "" && len(rules) > 0 {
 		generator = "segment"
@@ -142,10 +142,8 @@ func (a *Interceptor) layout(ctx context.Context, st stmt) (snowflake.Layout, er
 	if err := l.Validate(); err != nil {
 		return l, badArgument(fmt.Sprintf("%s: %v", what, err))
 	}
-	if w := a.config().Snowflake.WorkerID; w != "auto" {
-		var id int64
-		fmt.Sscan(w, &id)
-		if id > l.MaxWorker() {
+	if sf := a.config().Snowflake; !sf.LeaseWorkerID {
+		if id := sf.WorkerID; id > l.MaxWorker() {
 			return l, badArgument(fmt.Sprintf("%s: this proxy's fixed snowflake.worker_id %d does not fit %d worker bits (0 to %d)",
 				what, id, l.WorkerBits, l.MaxWorker()))
 		}

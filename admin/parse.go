@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 )
 
 type kind int
@@ -54,12 +56,12 @@ func (s stmt) what() string {
 
 // parse recognises admin statements. Anything not starting with
 // SHOW, CREATE, ALTER or DROP LEAFPROXY is not one (ok false), and costs a
-// look at the first byte for almost every statement.
+// look at the first byte for almost every statement. White space and
+// comments (internal/sqltext's rules) may come before and between the
+// words, as anywhere in SQL; an executable comment (/*! ... */) is code for
+// the server, so text holding one is no admin statement.
 func parse(sql []byte) (stmt, bool) {
-	i := 0
-	for i < len(sql) && (sql[i] == ' ' || sql[i] == '\t' || sql[i] == '\n' || sql[i] == '\r') {
-		i++
-	}
+	i := sqltext.SkipSpace(sql, 0)
 	if i >= len(sql) {
 		return stmt{}, false
 	}
@@ -205,19 +207,20 @@ func isName(tok string) bool { return tok != "(" && tok != ")" && tok != "," }
 
 func isQuoted(tok string) bool { return len(tok) >= 2 && (tok[0] == '\'' || tok[0] == '"') }
 
-// tokens splits a short admin statement into words and quoted names,
-// dropping a trailing ';'. ok is false for text with comments or other
-// punctuation: such text is no admin statement.
+// tokens splits a short admin statement into words, numbers, quoted names
+// and ( ) , punctuation, skipping white space and comments and dropping a
+// trailing ';'. ok is false for text with an executable comment, an
+// unclosed quote, other punctuation or a second statement: such text is no
+// admin statement. Quoted text has no backslash escapes here (a doubled
+// quote stands for itself), as unquote reads it.
 func tokens(s string) ([]string, bool) {
 	var out []string
-	for i := 0; i < len(s); {
+	for i := sqltext.SkipSpace(s, 0); i < len(s); i = sqltext.SkipSpace(s, i) {
 		c := s[i]
 		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			i++
-		case c == '-' && i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '9':
+		case c == '-' && i+1 < len(s) && sqltext.IsDigit(s[i+1]):
 			j := i + 1
-			for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			for j < len(s) && sqltext.IsDigit(s[j]) {
 				j++
 			}
 			out = append(out, s[i:j])
@@ -226,34 +229,20 @@ func tokens(s string) ([]string, bool) {
 			out = append(out, s[i:i+1])
 			i++
 		case c == ';':
-			if strings.TrimSpace(s[i+1:]) != "" {
+			if sqltext.SkipSpace(s, i+1) != len(s) {
 				return nil, false
 			}
 			return out, true
 		case c == '`' || c == '\'' || c == '"':
-			j := i + 1
-			for j < len(s) {
-				if s[j] == c {
-					if j+1 < len(s) && s[j+1] == c {
-						j += 2
-						continue
-					}
-					break
-				}
-				j++
-			}
-			if j >= len(s) {
+			end, closed := sqltext.QuotedEnd(s, i, false)
+			if !closed {
 				return nil, false
 			}
-			out = append(out, s[i:j+1])
-			i = j + 1
-		case c == '_' || c == '$' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80:
+			out = append(out, s[i:end])
+			i = end
+		case sqltext.IsIdentByte(c):
 			j := i
-			for j < len(s) {
-				d := s[j]
-				if !(d == '_' || d == '$' || d >= '0' && d <= '9' || d >= 'a' && d <= 'z' || d >= 'A' && d <= 'Z' || d >= 0x80) {
-					break
-				}
+			for j < len(s) && sqltext.IsIdentByte(s[j]) {
 				j++
 			}
 			out = append(out, s[i:j])
@@ -272,22 +261,10 @@ func tokens(s string) ([]string, bool) {
 // comparing bytes agrees with strings.EqualFold.)
 func secondWordIsLeafproxy(sql []byte) bool {
 	j := 0
-	for j < len(sql) && isWordByte(sql[j]) {
+	for j < len(sql) && sqltext.IsIdentByte(sql[j]) {
 		j++
 	}
-	for j < len(sql) && (sql[j] == ' ' || sql[j] == '\t' || sql[j] == '\n' || sql[j] == '\r') {
-		j++
-	}
-	const w = "leafproxy"
-	if len(sql)-j < len(w) || !strings.EqualFold(string(sql[j:j+len(w)]), w) {
-		return false
-	}
-	return j+len(w) == len(sql) || !isWordByte(sql[j+len(w)])
-}
-
-// isWordByte is tokens' test for a byte of an unquoted word.
-func isWordByte(d byte) bool {
-	return d == '_' || d == '$' || d >= '0' && d <= '9' || d >= 'a' && d <= 'z' || d >= 'A' && d <= 'Z' || d >= 0x80
+	return sqltext.HasKeyword(sql[sqltext.SkipSpace(sql, j):], "LEAFPROXY")
 }
 
 // unquote strips `...`, '...' or "..." (with doubled quotes inside).

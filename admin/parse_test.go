@@ -60,6 +60,21 @@ func TestParse(t *testing.T) {
 		{"CREATE LEAFPROXY SEQUENCE web SNOWFLAKE STEP 10", true, stmt{}, true},
 		{"CREATE LEAFPROXY SEQUENCE web SEGMENT", true, stmt{}, true},
 		{"CREATE LEAFPROXY SEQUENCE (x)", true, stmt{}, true},
+		// Comments before and between the words (internal/sqltext's rules).
+		{"/* app */ SHOW LEAFPROXY SEQUENCES", true, stmt{kind: showSequences}, false},
+		{"-- x\nSHOW LEAFPROXY SEQUENCES", true, stmt{kind: showSequences}, false},
+		{"# x\nshow leafproxy sessions", true, stmt{kind: showSessions}, false},
+		{"/* a */ -- b\n# c\n\fSHOW LEAFPROXY SEQUENCES -- trailing\n", true, stmt{kind: showSequences}, false},
+		{"SHOW/* x */LEAFPROXY/* y */SEQUENCES;/* z */", true, stmt{kind: showSequences}, false},
+		{"CREATE /* c */ LEAFPROXY SEQUENCE /* d */ orders # e\n STEP 10", true, stmt{kind: createSequence, tag: "orders", step: 10}, false},
+		{"DROP LEAFPROXY SEQUENCE `a/*b*/c`", true, stmt{kind: dropSequence, tag: "a/*b*/c"}, false},
+		{"/* unterminated SHOW LEAFPROXY SEQUENCES", false, stmt{}, false},
+		{"--x\nSHOW LEAFPROXY SEQUENCES", false, stmt{}, false},          // minus minus x: no comment
+		{"/*!SHOW LEAFPROXY SEQUENCES */", false, stmt{}, false},         // code for the server
+		{"SHOW LEAFPROXY SEQUENCES /*!99999 x */", false, stmt{}, false}, // so is this
+		{"SHOW LEAFPROXY SEQUENCES; -- c\n", true, stmt{kind: showSequences}, false},
+		{"SHOW LEAFPROXY SEQUENCES; /* c */ SELECT 1", false, stmt{}, false},
+		{"DROP LEAFPROXY SEQUENCE 'unclosed", false, stmt{}, false},
 	} {
 		got, ok := parse([]byte(tc.sql))
 		if ok != tc.ok {

@@ -11,12 +11,13 @@ import (
 	"github.com/leafproxy/leafproxy/allocator/snowflake"
 )
 
-// seqCols are SHOW LEAFPROXY SEQUENCES' columns. Those after lease_lost
-// came with issue 20: the snowflake layout, the runway (IDs left before
-// the smallest key column filled from the tag, or the layout, ends; IDs
-// per second over the last hour; when they run out at that rate; what
-// sets the limit) and the store row's description.
-var seqCols = []string{"tag", "generator", "last_value", "next_value", "buffered", "next_ready", "step",
+// sequenceColumns are SHOW LEAFPROXY SEQUENCES' columns, in order. After
+// lease_lost: the snowflake layout, the runway (IDs left before the
+// smallest key column filled from the tag, or the layout, ends; IDs per
+// second over the last hour; when they run out at that rate; what sets
+// the limit) and the store row's description. Clients read them by name;
+// new columns go at the end.
+var sequenceColumns = []string{"tag", "generator", "last_value", "next_value", "buffered", "next_ready", "step",
 	"store_max_id", "fetches", "fetch_errors", "last_error", "worker_id", "lease_expires", "fenced", "lease_lost",
 	"layout", "ids_left", "ids_per_second", "exhausted_at", "limited_by", "description"}
 
@@ -42,10 +43,10 @@ func (a *Interceptor) sequences(ctx context.Context) ([]string, [][]*string, err
 	snowRows, _ := a.seq.SnowflakeRows(ctx)
 	gens := map[string]string{}
 	cfg := a.config()
-	for _, r := range cfg.Tables {
+	for _, r := range cfg.Rules {
 		gens[r.Tag] = "segment"
 	}
-	for name, t := range cfg.Sequences.Tags {
+	for name, t := range cfg.Tags {
 		gens[name] = t.Generator
 	}
 	segs := a.seq.Segments()
@@ -92,7 +93,7 @@ func (a *Interceptor) sequences(ctx context.Context) ([]string, [][]*string, err
 	}
 	var rows [][]*string
 	for _, t := range tags {
-		row := make([]*string, len(seqCols))
+		row := make([]*string, len(sequenceColumns))
 		row[0], row[1] = str(t), str(gens[t])
 		a.runwayCells(t, row, num, str)
 		if gens[t] == "snowflake" {
@@ -155,7 +156,7 @@ func (a *Interceptor) sequences(ctx context.Context) ([]string, [][]*string, err
 	if storeErr != nil && len(rows) == 0 {
 		return nil, nil, storeErr
 	}
-	return seqCols, rows, nil
+	return sequenceColumns, rows, nil
 }
 
 // runwayCells fills the runway columns from the last estimate (NULL until

@@ -10,7 +10,6 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/tablematch"
 )
 
@@ -24,9 +23,9 @@ import (
 
 // keyFloors reads the largest existing keys of the rule tables.
 type keyFloors struct {
-	rules   []config.Table
-	snow    map[string]bool // snowflake tags: time-based IDs, no floor
-	servers []floorServer
+	rules         []Rule
+	snowflakeTags map[string]bool // time-based IDs: no floor
+	servers       []floorServer
 }
 
 type floorServer struct {
@@ -37,40 +36,28 @@ type floorServer struct {
 // newKeyFloors opens (lazily: sql.Open does not connect) the backend with
 // the proxy's backend account, and reuses store, the allocation store's
 // pool, when the store is another server. close releases what it opened.
-func newKeyFloors(cfg *config.Config, store *sql.DB) (k *keyFloors, close func(), err error) {
-	k = &keyFloors{rules: cfg.Tables, snow: map[string]bool{}}
-	for name, t := range cfg.Sequences.Tags {
-		if t.Generator == "snowflake" {
-			k.snow[name] = true
+func newKeyFloors(cfg *Config, store *sql.DB) (k *keyFloors, close func(), err error) {
+	k = &keyFloors{rules: cfg.Rules, snowflakeTags: map[string]bool{}}
+	for name, t := range cfg.Tags {
+		if t.Generator == GeneratorSnowflake {
+			k.snowflakeTags[name] = true
 		}
 	}
 	close = func() {}
 	if len(k.rules) == 0 {
 		return k, close, nil
 	}
-	backend, err := sql.Open("mysql", BackendDSN(cfg))
+	backend, err := sql.Open("mysql", cfg.BackendDSN)
 	if err != nil {
-		return nil, nil, fmt.Errorf("backend %s: %w", cfg.Backend.Addr, err)
+		return nil, nil, fmt.Errorf("backend %s: %w", cfg.BackendAddr, err)
 	}
 	backend.SetMaxOpenConns(2)
 	close = func() { backend.Close() }
-	k.servers = append(k.servers, floorServer{addr: cfg.Backend.Addr, db: backend})
-	if mc, err := mysql.ParseDSN(cfg.StoreDSN()); err == nil && mc.Addr != cfg.Backend.Addr && store != nil {
+	k.servers = append(k.servers, floorServer{addr: cfg.BackendAddr, db: backend})
+	if mc, err := mysql.ParseDSN(cfg.StoreDSN); err == nil && mc.Addr != cfg.BackendAddr && store != nil {
 		k.servers = append(k.servers, floorServer{addr: mc.Addr, db: store})
 	}
 	return k, close, nil
-}
-
-// BackendDSN reaches the backend as the proxy's backend account, with no
-// default database (rule tables are found in information_schema).
-func BackendDSN(cfg *config.Config) string {
-	mc := mysql.NewConfig()
-	mc.Net = config.Network(cfg.Backend.Addr)
-	mc.Addr = cfg.Backend.Addr
-	mc.User = cfg.Backend.User
-	mc.Passwd = cfg.Backend.Password
-	mc.Timeout = cfg.Backend.ConnectTimeout.D()
-	return mc.FormatDSN()
 }
 
 // floor returns the largest key in use among the tables whose rule names
@@ -79,7 +66,7 @@ func BackendDSN(cfg *config.Config) string {
 // server that cannot be read is an error: creating the tag at 1 could
 // hand out keys that exist.
 func (k *keyFloors) floor(ctx context.Context, tag string) (floor int64, where string, err error) {
-	if k == nil || k.snow[tag] {
+	if k == nil || k.snowflakeTags[tag] {
 		return 0, "", nil
 	}
 	for _, r := range k.rules {
@@ -123,7 +110,7 @@ type RuleTable struct{ DB, Table, Column, Type string }
 // cannot see are not listed. information_schema is asked with LIKE on the
 // names' literal starts (a superset: LIKE ignores case there; see
 // tablematch.Name.Like), and the rows are matched here.
-func MatchingTables(ctx context.Context, db *sql.DB, r config.Table, c tablematch.Case) ([]RuleTable, error) {
+func MatchingTables(ctx context.Context, db *sql.DB, r Rule, c tablematch.Case) ([]RuleTable, error) {
 	name, err := tablematch.Parse(r.Table, c)
 	if err != nil {
 		return nil, err // config validation refuses it first
@@ -170,7 +157,7 @@ const maxChunk = 100
 // compared case-insensitively, which can only find more tables). Tables
 // the account cannot see, or whose key column is not an integer, count as
 // empty.
-func tableFloor(ctx context.Context, db *sql.DB, r config.Table) (floor int64, where string, err error) {
+func tableFloor(ctx context.Context, db *sql.DB, r Rule) (floor int64, where string, err error) {
 	c, _, err := NameCase(ctx, db)
 	if err != nil {
 		c = tablematch.Fold

@@ -17,15 +17,11 @@ import (
 // snowflakeLayout is the layout of snowflake tag tag's IDs: the tag's own
 // (sequences.tags, or recorded in the store for a tag made in SQL), else
 // the configured global one.
-func (s *Sequences) snowflakeLayout(tag string) (snowflake.Layout, error) {
+func (s *Sequences) snowflakeLayout(tag string) snowflake.Layout {
 	if l, ok := s.Layout(tag); ok {
-		return l, nil
+		return l
 	}
-	l, err := s.cfg.Snowflake.Layout()
-	if err != nil {
-		return snowflake.Layout{}, fmt.Errorf("snowflake sequence '%s': %w", tag, err)
-	}
-	return l, nil
+	return s.cfg.Snowflake.Layout
 }
 
 // BlockLimit is the largest block of consecutive IDs Block gives for tag,
@@ -37,10 +33,7 @@ func (s *Sequences) BlockLimit(tag string) (limit int64, why string) {
 	if s.snowTag(tag) == nil {
 		return 0, ""
 	}
-	l, err := s.snowflakeLayout(tag)
-	if err != nil {
-		return 1, err.Error()
-	}
+	l := s.snowflakeLayout(tag)
 	return l.MaxSequence() + 1, fmt.Sprintf("one tick of its layout %s holds 2^%d sequence numbers", l, l.SequenceBits)
 }
 
@@ -52,10 +45,7 @@ func (s *Sequences) DecodeSnowflake(tag string, id int64) (created time.Time, wo
 	if s.snowTag(tag) == nil {
 		return time.Time{}, 0, 0, &sqlError{code: 1235, state: "42000", msg: fmt.Sprintf("sequence '%s' does not use the snowflake generator", tag)}
 	}
-	l, err := s.snowflakeLayout(tag)
-	if err != nil {
-		return time.Time{}, 0, 0, err
-	}
+	l := s.snowflakeLayout(tag)
 	bits := l.TimeBits + l.WorkerBits + l.SequenceBits
 	if id < 0 || bits < 63 && id>>bits != 0 {
 		return time.Time{}, 0, 0, &sqlError{code: segment.ErrCodeWrongArguments, state: segment.SQLStateWrongArguments, msg: fmt.Sprintf(

@@ -88,7 +88,7 @@ func (s *Sequences) CreateSnowflake(ctx context.Context, tag string, l *snowflak
 		return false, err
 	}
 	s.mu.Lock()
-	delete(s.snowMiss, tag)
+	delete(s.snowflakeMisses, tag)
 	s.mu.Unlock()
 	s.addTag(tag, layout, false)
 	return chk.Recorded, nil

@@ -19,7 +19,6 @@ import (
 	"github.com/leafproxy/leafproxy/allocator/schema"
 	"github.com/leafproxy/leafproxy/allocator/segment"
 	"github.com/leafproxy/leafproxy/allocator/snowflake"
-	"github.com/leafproxy/leafproxy/config"
 )
 
 // Sequences routes each tag to its generator. Safe for concurrent use.
@@ -44,23 +43,23 @@ type Sequences struct {
 	segments *segment.Allocator
 	db       *sql.DB
 	log      *slog.Logger
-	cfg      *config.Config
+	cfg      Config
 
-	// snow maps each snowflake tag to its generator (copy-on-write: tags
-	// are added rarely, read on every call).
-	snow   atomic.Pointer[map[string]*snowTag]
-	global snowflake.Layout // the snowflake section's
-	leaser *snowflake.MySQLLeaser
-	store  *segment.MySQLStore
+	// snowflakeTags maps each snowflake tag to its generator
+	// (copy-on-write: tags are added rarely, read on every call).
+	snowflakeTags atomic.Pointer[map[string]*snowTag]
+	global        snowflake.Layout // Config.Snowflake.Layout
+	leaser        *snowflake.MySQLLeaser
+	store         *segment.MySQLStore
 
-	mu           sync.Mutex
-	gens         map[string]*snowGen  // by snowflake.LayoutKey
-	storeDefault *snowflake.Layout    // the store's 'default' row, once read
-	snowMiss     map[string]time.Time // tags found without a leaf_snowflake_layout row, until
-	closed       bool
-	stop         chan struct{}
-	done         chan struct{} // closed when the background loop ends (or never ran)
-	syncDone     chan struct{} // closed when syncLoop ends
+	mu              sync.Mutex
+	snowflakeGens   map[string]*snowGen  // one per layout in use, by snowflake.LayoutKey
+	storeDefault    *snowflake.Layout    // the store's 'default' row, once read
+	snowflakeMisses map[string]time.Time // tags found without a leaf_snowflake_layout row, until
+	closed          bool
+	stop            chan struct{}
+	done            chan struct{} // closed when the background loop ends (or never ran)
+	syncDone        chan struct{} // closed when syncLoop ends
 	// closeFloors releases the backend pool used to read rule tables'
 	// largest keys when auto_create makes a tag.
 	closeFloors func()
@@ -98,11 +97,12 @@ const (
 	retryMax = 5 * time.Second
 )
 
-// Open connects to the allocation store and builds the generators the
-// configuration needs. A snowflake worker id is acquired (leased, or the
-// configured id registered) only when some tag uses snowflake. Each store
-// call at start is bounded by backend.connect_timeout.
-func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Option) (*Sequences, error) {
+// Open connects to the allocation store and builds the generators cfg
+// needs. A snowflake worker id is acquired (leased, or the configured id
+// registered) only when some tag uses snowflake. Each store call at start
+// is bounded by cfg.StoreTimeout.
+func Open(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Sequences, error) {
+	cfg = cfg.WithDefaults()
 	o := options{retryMin: retryMin, tagSync: DefaultTagSync}
 	for _, f := range opts {
 		f(&o)
@@ -110,18 +110,18 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opt
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	db, err := sql.Open("mysql", cfg.StoreDSN())
+	db, err := sql.Open("mysql", cfg.StoreDSN)
 	if err != nil {
 		return nil, fmt.Errorf("allocation store: %w", err)
 	}
-	db.SetMaxOpenConns(cfg.Sequences.MaxLoaders + 4)
-	db.SetMaxIdleConns(cfg.Sequences.MaxLoaders + 4)
+	db.SetMaxOpenConns(cfg.MaxLoaders + 4)
+	db.SetMaxIdleConns(cfg.MaxLoaders + 4)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 
-	s := &Sequences{db: db, log: log, cfg: cfg, gens: map[string]*snowGen{}, snowMiss: map[string]time.Time{},
-		leaser: snowflake.NewMySQLLeaser(db, owner(cfg), cfg.Snowflake.LeaseTTL.D()),
+	s := &Sequences{db: db, log: log, cfg: cfg, snowflakeGens: map[string]*snowGen{}, snowflakeMisses: map[string]time.Time{},
+		leaser: snowflake.NewMySQLLeaser(db, cfg.Owner, cfg.Snowflake.LeaseTTL),
 		stop:   make(chan struct{}), done: make(chan struct{})}
-	floors, closeFloors, err := newKeyFloors(cfg, db)
+	floors, closeFloors, err := newKeyFloors(&cfg, db)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -138,11 +138,11 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opt
 		store = o.wrapStore(store)
 	}
 	s.segments = segment.New(store, segment.Options{
-		WaitTimeout:  cfg.Sequences.WaitTimeout.D(),
-		MaxLoaders:   cfg.Sequences.MaxLoaders,
-		AutoCreate:   cfg.Sequences.AutoCreate,
-		DefaultStep:  cfg.Sequences.DefaultStep,
-		RepairMargin: cfg.Sequences.RepairMargin,
+		WaitTimeout:  cfg.WaitTimeout,
+		MaxLoaders:   cfg.MaxLoaders,
+		AutoCreate:   cfg.AutoCreate,
+		DefaultStep:  cfg.DefaultStep,
+		RepairMargin: cfg.RepairMargin,
 		Logger:       log.With("component", "segment"),
 	})
 	if err := s.configureSnowflake(); err != nil {
@@ -158,7 +158,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opt
 		// Bounded by the connect timeout alone: a stalled store must not
 		// hold the start (relay needs no store); the background retry
 		// allows more.
-		if err := s.initStore(ctx, cfg.Backend.ConnectTimeout.D()); err != nil {
+		if err := s.initStore(ctx, cfg.StoreTimeout); err != nil {
 			initErr = err
 			initPending = unreachable(err)
 			if initPending {
@@ -221,7 +221,7 @@ func transient(err error) bool {
 func (s *Sequences) initStore(ctx context.Context, d time.Duration) error {
 	ictx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	return InitStore(ictx, s.cfg, nil)
+	return InitStore(ictx, &s.cfg, nil)
 }
 
 // background retries what could not be done at start: preparing the store,
@@ -247,7 +247,7 @@ func (s *Sequences) background(wait time.Duration, initPending, snowPending bool
 		}
 		wait = min(2*wait, retryMax)
 		if initPending {
-			err := s.initStore(ctx, s.cfg.Backend.ConnectTimeout.D()+10*time.Second)
+			err := s.initStore(ctx, s.cfg.StoreTimeout+10*time.Second)
 			if err != nil && unreachable(err) {
 				s.log.Debug("allocation store still unreachable", "err", err)
 				if snowPending {
@@ -395,7 +395,7 @@ func (s *Sequences) Known(ctx context.Context, tag string) (bool, error) {
 	if s.snowTag(tag) != nil {
 		return true, nil
 	}
-	if _, ok := s.cfg.Sequences.Tags[tag]; ok {
+	if _, ok := s.cfg.Tags[tag]; ok {
 		return true, nil
 	}
 	known, err := s.segments.Known(ctx, tag)

@@ -67,7 +67,7 @@ type SnowflakeGen struct {
 
 // snowTag is tag's entry, nil for a tag not known as snowflake.
 func (s *Sequences) snowTag(tag string) *snowTag {
-	if m := s.snow.Load(); m != nil {
+	if m := s.snowflakeTags.Load(); m != nil {
 		return (*m)[tag]
 	}
 	return nil
@@ -77,21 +77,19 @@ func (s *Sequences) snowTag(tag string) *snowTag {
 // layouts (nothing is asked of the store yet).
 func (s *Sequences) configureSnowflake() error {
 	m := map[string]*snowTag{}
-	s.snow.Store(&m)
-	global, err := s.cfg.Snowflake.Layout()
-	if err != nil {
+	s.snowflakeTags.Store(&m)
+	if err := s.cfg.Snowflake.Layout.Validate(); err != nil {
 		return fmt.Errorf("snowflake: %w", err)
 	}
-	s.global = global
-	for name, t := range s.cfg.Sequences.Tags {
-		if t.Generator != "snowflake" {
+	s.global = s.cfg.Snowflake.Layout
+	for name, t := range s.cfg.Tags {
+		if t.Generator != GeneratorSnowflake {
 			continue
 		}
-		l, _, err := s.cfg.TagLayout(name)
-		if err != nil {
+		if err := t.Layout.Validate(); err != nil {
 			return fmt.Errorf("sequences.tags.%s: %w", name, err)
 		}
-		s.addTag(name, l, true)
+		s.addTag(name, t.Layout, true)
 	}
 	return nil
 }
@@ -100,7 +98,7 @@ func (s *Sequences) configureSnowflake() error {
 func (s *Sequences) configuredSnowflake() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, g := range s.gens {
+	for _, g := range s.snowflakeGens {
 		if g.config {
 			return true
 		}
@@ -113,15 +111,15 @@ func (s *Sequences) configuredSnowflake() bool {
 func (s *Sequences) addTag(tag string, l snowflake.Layout, config bool) *snowTag {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	old := *s.snow.Load()
+	old := *s.snowflakeTags.Load()
 	if t := old[tag]; t != nil {
 		return t
 	}
 	key := snowflake.LayoutKey(l)
-	gen := s.gens[key]
+	gen := s.snowflakeGens[key]
 	if gen == nil {
 		gen = &snowGen{layout: l, key: key, from: time.Now()}
-		s.gens[key] = gen
+		s.snowflakeGens[key] = gen
 	}
 	if config {
 		gen.config = true // only while configuring, before anything runs
@@ -129,7 +127,7 @@ func (s *Sequences) addTag(tag string, l snowflake.Layout, config bool) *snowTag
 	m := maps.Clone(old)
 	t := &snowTag{gen: gen, config: config}
 	m[tag] = t
-	s.snow.Store(&m)
+	s.snowflakeTags.Store(&m)
 	return t
 }
 
@@ -137,13 +135,13 @@ func (s *Sequences) addTag(tag string, l snowflake.Layout, config bool) *snowTag
 func (s *Sequences) removeTag(tag string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	old := *s.snow.Load()
+	old := *s.snowflakeTags.Load()
 	if old[tag] == nil {
 		return
 	}
 	m := maps.Clone(old)
 	delete(m, tag)
-	s.snow.Store(&m)
+	s.snowflakeTags.Store(&m)
 }
 
 // generator is the running generator of t, started now for a tag learned
@@ -186,7 +184,7 @@ func (s *Sequences) unavailable(tag string, gen *snowGen) error {
 func (s *Sequences) setPendingErr(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, g := range s.gens {
+	for _, g := range s.snowflakeGens {
 		if g.config && g.g.Load() == nil {
 			g.err = err
 		}
@@ -195,7 +193,7 @@ func (s *Sequences) setPendingErr(err error) {
 
 // storeCtx bounds one store call at start.
 func (s *Sequences) storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, s.cfg.Backend.ConnectTimeout.D())
+	return context.WithTimeout(ctx, s.cfg.StoreTimeout)
 }
 
 // defaultLayout is the store's global layout, read once: recorded as the
@@ -246,16 +244,14 @@ func (s *Sequences) startSnowflake(ctx context.Context) error {
 	s.mu.Lock()
 	s.storeDefault = &d
 	s.mu.Unlock()
-	for _, name := range slices.Sorted(maps.Keys(s.cfg.Sequences.Tags)) {
-		if s.cfg.Sequences.Tags[name].Generator != "snowflake" {
+	for _, name := range slices.Sorted(maps.Keys(s.cfg.Tags)) {
+		t := s.cfg.Tags[name]
+		if t.Generator != GeneratorSnowflake {
 			continue
 		}
-		l, source, err := s.cfg.TagLayout(name)
-		if err != nil {
-			return err
-		}
+		l := t.Layout
 		cctx, cancel := s.storeCtx(ctx)
-		chk, err := s.leaser.CheckTagLayout(cctx, name, l, tagDescription(s.cfg.Sequences.Tags[name].IsSet(), name), source, s.global)
+		chk, err := s.leaser.CheckTagLayout(cctx, name, l, tagDescription(t.OwnLayout, name), layoutSource(t, name), s.global)
 		cancel()
 		if err != nil {
 			return err
@@ -300,7 +296,7 @@ func tagDescription(own bool, tag string) string {
 func (s *Sequences) snowGens() []*snowGen {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := slices.Collect(maps.Values(s.gens))
+	out := slices.Collect(maps.Values(s.snowflakeGens))
 	slices.SortFunc(out, func(a, b *snowGen) int {
 		ga, gb := snowflake.SameLayout(a.layout, s.global), snowflake.SameLayout(b.layout, s.global)
 		if ga != gb {
@@ -323,7 +319,7 @@ func (s *Sequences) startGen(ctx context.Context, gen *snowGen) error {
 		return err
 	}
 	global := snowflake.SameLayout(gen.layout, def)
-	g, err := openSnowflake(ctx, s.cfg, s.leaser.LeaserOf(gen.layout, def), gen.layout, global, s.log)
+	g, err := openSnowflake(ctx, &s.cfg, s.leaser.LeaserOf(gen.layout, def), gen.layout, global, s.log)
 	if err != nil {
 		return err
 	}
@@ -351,12 +347,12 @@ func (s *Sequences) Layout(tag string) (snowflake.Layout, bool) {
 // SnowflakeTags lists the snowflake tags this proxy knows: configured, and
 // learned from the store.
 func (s *Sequences) SnowflakeTags() []string {
-	return slices.Sorted(maps.Keys(*s.snow.Load()))
+	return slices.Sorted(maps.Keys(*s.snowflakeTags.Load()))
 }
 
 // SnowflakeGenerators describes each generator, the global layout's first.
 func (s *Sequences) SnowflakeGenerators() []SnowflakeGen {
-	tags := *s.snow.Load()
+	tags := *s.snowflakeTags.Load()
 	var out []SnowflakeGen
 	for _, gen := range s.snowGens() {
 		sg := SnowflakeGen{Layout: gen.layout, Global: snowflake.SameLayout(gen.layout, s.global), Generator: gen.g.Load()}
@@ -386,7 +382,7 @@ func (s *Sequences) Snowflake() *snowflake.Generator {
 }
 
 // UsesSnowflake says some tag is served by a snowflake generator.
-func (s *Sequences) UsesSnowflake() bool { return len(*s.snow.Load()) > 0 }
+func (s *Sequences) UsesSnowflake() bool { return len(*s.snowflakeTags.Load()) > 0 }
 
 // SnowflakePending reports whether configured snowflake tags are fenced
 // for want of a worker id, and why.

@@ -8,11 +8,9 @@ import (
 	"log/slog"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/leafproxy/leafproxy/allocator/snowflake"
-	"github.com/leafproxy/leafproxy/config"
 )
 
 // openSnowflake starts a generator of layout: a worker id is leased from
@@ -21,15 +19,15 @@ import (
 // against the store's before it leases and keeps snowflake.state_file;
 // the others keep a state file of their own beside it (the layout's key
 // appended), their tags' rows having been checked by the caller.
-func openSnowflake(ctx context.Context, cfg *config.Config, leaser *snowflake.MySQLLeaser, layout snowflake.Layout, global bool, log *slog.Logger) (*snowflake.Generator, error) {
+func openSnowflake(ctx context.Context, cfg *Config, leaser *snowflake.MySQLLeaser, layout snowflake.Layout, global bool, log *slog.Logger) (*snowflake.Generator, error) {
 	sc := cfg.Snowflake
 	opts := snowflake.Options{
 		Layout:       layout,
-		RandomStart:  *sc.RandomStart,
-		MaxBackward:  sc.MaxBackward.D(),
+		RandomStart:  sc.RandomStart,
+		MaxBackward:  sc.MaxBackward,
 		StateFile:    sc.StateFile,
 		Logger:       log.With("component", "snowflake"),
-		StoreTimeout: cfg.Backend.ConnectTimeout.D(),
+		StoreTimeout: cfg.StoreTimeout,
 	}
 	if !global {
 		opts.Logger = opts.Logger.With("layout", layout.String())
@@ -37,20 +35,16 @@ func openSnowflake(ctx context.Context, cfg *config.Config, leaser *snowflake.My
 			opts.StateFile += "." + strings.ReplaceAll(snowflake.LayoutKey(layout), "/", "-")
 		}
 	}
-	if *sc.RandomStart == 0 {
-		opts.RandomStart = 1 // config 0 means "no random start"; the generator's 0 means its default
+	if sc.RandomStart == 0 {
+		opts.RandomStart = 1 // Config's 0 means "no random start"; the generator's 0 means its default
 	}
-	if sc.WorkerID == "auto" {
+	if sc.LeaseWorkerID {
 		opts.Worker = leaser
 	} else {
-		id, err := strconv.ParseInt(sc.WorkerID, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("snowflake.worker_id: %w", err)
-		}
 		// Registered in the layout's lease table like a leased id, so two
 		// processes configured with the same id (or an id an auto process
 		// leased) cannot both issue under it.
-		opts.Worker = leaser.Fixed(id)
+		opts.Worker = leaser.Fixed(sc.WorkerID)
 	}
 	g, err := snowflake.New(ctx, opts)
 	if errors.Is(err, snowflake.ErrLayoutMismatch) {
@@ -65,10 +59,11 @@ func openSnowflake(ctx context.Context, cfg *config.Config, leaser *snowflake.My
 	return g, nil
 }
 
-// owner names this process in leaf_worker and leaf_snowflake_layout.
-func owner(cfg *config.Config) string {
+// Owner names this process in leaf_worker and leaf_snowflake_layout:
+// host, process id and the address it serves (Config.Owner).
+func Owner(listen string) string {
 	host, _ := os.Hostname()
-	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), cfg.Listen)
+	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), listen)
 }
 
 // fatalError is a reason snowflake tags stay fenced until a restart: the
@@ -88,10 +83,12 @@ func (e *fatalError) Unwrap() error { return e.err }
 // the global layout (row 'default'), then each configured snowflake tag's
 // (row 'tag:<tag>'). Nothing is done when no tag uses snowflake. A
 // different recorded layout is an error wrapping snowflake.ErrLayoutMismatch.
-func CheckSnowflakeLayout(ctx context.Context, cfg *config.Config, report func(format string, args ...any)) error {
+func CheckSnowflakeLayout(ctx context.Context, cfg *Config, report func(format string, args ...any)) error {
+	c := cfg.WithDefaults()
+	cfg = &c
 	var tags []string
-	for name, t := range cfg.Sequences.Tags {
-		if t.Generator == "snowflake" {
+	for name, t := range cfg.Tags {
+		if t.Generator == GeneratorSnowflake {
 			tags = append(tags, name)
 		}
 	}
@@ -102,16 +99,16 @@ func CheckSnowflakeLayout(ctx context.Context, cfg *config.Config, report func(f
 	if report == nil {
 		report = func(string, ...any) {}
 	}
-	layout, err := cfg.Snowflake.Layout()
-	if err != nil {
+	layout := cfg.Snowflake.Layout
+	if err := layout.Validate(); err != nil {
 		return fmt.Errorf("snowflake: %w", err)
 	}
-	db, err := sql.Open("mysql", cfg.StoreDSN())
+	db, err := sql.Open("mysql", cfg.StoreDSN)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	leaser := snowflake.NewMySQLLeaser(db, owner(cfg)+" (leafproxy init)", cfg.Snowflake.LeaseTTL.D())
+	leaser := snowflake.NewMySQLLeaser(db, cfg.Owner+" (leafproxy init)", cfg.Snowflake.LeaseTTL)
 	chk, err := leaser.CheckLayout(ctx, layout)
 	if err != nil {
 		return err
@@ -127,11 +124,9 @@ func CheckSnowflakeLayout(ctx context.Context, cfg *config.Config, report func(f
 			chk.Record.RecordedAt.UTC().Format("2006-01-02 15:04:05 MST"))
 	}
 	for _, tag := range tags {
-		l, source, err := cfg.TagLayout(tag)
-		if err != nil {
-			return err
-		}
-		chk, err := leaser.CheckTagLayout(ctx, tag, l, tagDescription(cfg.Sequences.Tags[tag].IsSet(), tag), source, layout)
+		t := cfg.Tags[tag]
+		l := t.Layout
+		chk, err := leaser.CheckTagLayout(ctx, tag, l, tagDescription(t.OwnLayout, tag), layoutSource(t, tag), layout)
 		if err != nil {
 			return err
 		}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/allocator/schema"
 	"github.com/leafproxy/leafproxy/allocator/snowflake"
-	"github.com/leafproxy/leafproxy/config"
+	"github.com/leafproxy/leafproxy/internal/nearname"
 )
 
 // InitStore creates the allocation schema (and, for the default store, its
@@ -28,16 +28,18 @@ import (
 // key is raised to it: keys written around the proxy since (an import, a
 // second shard adopted later) are never handed out again. Idempotent:
 // max_id only ever moves up. report, if set, hears one line per tag.
-func InitStore(ctx context.Context, cfg *config.Config, report func(format string, args ...any)) error {
+func InitStore(ctx context.Context, cfg *Config, report func(format string, args ...any)) error {
 	if report == nil {
 		report = func(string, ...any) {}
 	}
-	dsn := cfg.StoreDSN()
+	c := cfg.WithDefaults()
+	cfg = &c
+	dsn := cfg.StoreDSN
 	mc, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return fmt.Errorf("sequences.store: %w", err)
 	}
-	if cfg.Sequences.Store == "" {
+	if cfg.CreateStoreDatabase {
 		if err := createDatabase(ctx, mc); err != nil {
 			return err
 		}
@@ -63,8 +65,8 @@ func InitStore(ctx context.Context, cfg *config.Config, report func(format strin
 	}
 	defer closeFloors()
 	tags := map[string]int64{}
-	for name, t := range cfg.Sequences.Tags {
-		if t.Generator == "segment" {
+	for name, t := range cfg.Tags {
+		if t.Generator == GeneratorSegment {
 			tags[name] = t.Step
 		}
 	}
@@ -78,15 +80,15 @@ func InitStore(ctx context.Context, cfg *config.Config, report func(format strin
 	if err != nil {
 		return fmt.Errorf("store %s: read the snowflake tags in leaf_snowflake_layout: %w", mc.Addr, err)
 	}
-	for _, r := range cfg.Tables {
-		if _, ok := cfg.Sequences.Tags[r.Tag]; ok {
+	for _, r := range cfg.Rules {
+		if _, ok := cfg.Tags[r.Tag]; ok {
 			continue
 		}
 		if _, ok := snow[r.Tag]; ok {
 			report("tag %q is a snowflake tag in the store (leaf_snowflake_layout): no leaf_alloc row", r.Tag)
 			continue
 		}
-		tags[r.Tag] = cfg.Sequences.DefaultStep
+		tags[r.Tag] = cfg.DefaultStep
 	}
 	names := make([]string, 0, len(tags))
 	for n := range tags {
@@ -163,11 +165,11 @@ func (e *UndeclaredTagError) Error() string {
 // is neither declared in sequences.tags nor in the store's leaf_alloc, with
 // auto_create off, changing nothing: a store whose database or leaf_alloc
 // does not exist yet holds no tag.
-func CheckTags(ctx context.Context, cfg *config.Config) error {
-	if cfg.Sequences.AutoCreate {
+func CheckTags(ctx context.Context, cfg *Config) error {
+	if cfg.AutoCreate {
 		return nil
 	}
-	db, err := sql.Open("mysql", cfg.StoreDSN())
+	db, err := sql.Open("mysql", cfg.StoreDSN)
 	if err != nil {
 		return err
 	}
@@ -182,14 +184,14 @@ func CheckTags(ctx context.Context, cfg *config.Config) error {
 
 // undeclaredTags checks the table rules' tags that sequences.tags does not
 // declare (auto_create off): each must have its row in leaf_alloc.
-func undeclaredTags(ctx context.Context, cfg *config.Config, db *sql.DB) error {
-	if cfg.Sequences.AutoCreate {
+func undeclaredTags(ctx context.Context, cfg *Config, db *sql.DB) error {
+	if cfg.AutoCreate {
 		return nil
 	}
 	var missing []UndeclaredTag
 	var stored []string
-	for i, r := range cfg.Tables {
-		if _, ok := cfg.Sequences.Tags[r.Tag]; ok {
+	for i, r := range cfg.Rules {
+		if _, ok := cfg.Tags[r.Tag]; ok {
 			continue
 		}
 		if db != nil {
@@ -221,7 +223,7 @@ func undeclaredTags(ctx context.Context, cfg *config.Config, db *sql.DB) error {
 			}
 			rows.Close()
 		}
-		near := config.Suggest(r.Tag, append(slices.Collect(maps.Keys(cfg.Sequences.Tags)), stored...))
+		near := nearname.Suggest(r.Tag, append(slices.Collect(maps.Keys(cfg.Tags)), stored...))
 		missing = append(missing, UndeclaredTag{Index: i, Tag: r.Tag, Near: near})
 	}
 	if len(missing) > 0 {

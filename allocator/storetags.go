@@ -30,8 +30,8 @@ func (s *Sequences) loadStoreTags(ctx context.Context) {
 		return
 	}
 	for tag, rec := range recs {
-		if t, ok := s.cfg.Sequences.Tags[tag]; ok {
-			if t.Generator != "snowflake" {
+		if t, ok := s.cfg.Tags[tag]; ok {
+			if t.Generator != GeneratorSnowflake {
 				s.log.Warn("tag is a segment tag in this proxy's configuration but a snowflake tag in the store (leaf_snowflake_layout); "+
 					"this proxy serves it as segment: make the two agree", "tag", tag, "store_layout", rec.Layout.String())
 			}
@@ -81,7 +81,7 @@ func (s *Sequences) syncLoop(d time.Duration) {
 // longer records. Rows of tags not learned yet are learned.
 func (s *Sequences) syncStoreTags(ctx context.Context) {
 	learned := false
-	for _, t := range *s.snow.Load() {
+	for _, t := range *s.snowflakeTags.Load() {
 		learned = learned || !t.config
 	}
 	if !learned {
@@ -94,7 +94,7 @@ func (s *Sequences) syncStoreTags(ctx context.Context) {
 		s.log.Debug("could not compare the learned snowflake tags with the store", "err", err)
 		return
 	}
-	for tag, t := range *s.snow.Load() {
+	for tag, t := range *s.snowflakeTags.Load() {
 		if t.config {
 			continue
 		}
@@ -127,7 +127,7 @@ func (s *Sequences) learn(ctx context.Context, tag string, cause error) (*snowTa
 	}
 	now := time.Now()
 	s.mu.Lock()
-	until, missed := s.snowMiss[tag]
+	until, missed := s.snowflakeMisses[tag]
 	closed := s.closed
 	s.mu.Unlock()
 	if closed || missed && now.Before(until) {
@@ -145,10 +145,10 @@ func (s *Sequences) learn(ctx context.Context, tag string, cause error) (*snowTa
 	}
 	if !found || rec.Layout.Validate() != nil {
 		s.mu.Lock()
-		if len(s.snowMiss) >= 4096 {
-			clear(s.snowMiss)
+		if len(s.snowflakeMisses) >= 4096 {
+			clear(s.snowflakeMisses)
 		}
-		s.snowMiss[strings.Clone(tag)] = now.Add(missTTL)
+		s.snowflakeMisses[strings.Clone(tag)] = now.Add(missTTL)
 		s.mu.Unlock()
 		return nil, nil
 	}

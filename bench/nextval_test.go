@@ -104,7 +104,7 @@ func startLeafService(t *testing.T, srv *testdb.Server, db string, log *fetchLog
 	cfg.Log.Level = "warn"
 	setup(cfg)
 	cfg.ApplyDefaults()
-	if err := cfg.Validate(); err != nil {
+	if err := service.ValidateConfig(cfg); err != nil {
 		t.Fatalf("config: %v", err)
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))

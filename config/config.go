@@ -1,5 +1,10 @@
-// Package config is leafproxy's one typed configuration: loaded once from a
-// YAML file, defaults applied, validated with errors a person can act on.
+// Package config is the shape of leafproxy's YAML file: decoding, the
+// defaults of its fields, and the checks that need nothing but the file,
+// each problem naming its key and line. It imports no other leafproxy
+// package: the rules of the domain packages (a tag's name, a table rule,
+// a snowflake layout's limits) are theirs, run through a Check the caller
+// passes (service.CheckConfig), and each package takes its own options,
+// which the service builds from a Config.
 package config
 
 import (
@@ -15,12 +20,6 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-
-	"github.com/leafproxy/leafproxy/allocator/schema"
-	"github.com/leafproxy/leafproxy/allocator/segment"
-	"github.com/leafproxy/leafproxy/allocator/snowflake"
-	"github.com/leafproxy/leafproxy/proxy"
-	"github.com/leafproxy/leafproxy/rewriter"
 )
 
 // Config is the whole file. Its YAML keys are the user-facing contract:
@@ -32,7 +31,14 @@ type Config struct {
 	// uses (GOMAXPROCS), -1 none: every session on a goroutine of its own.
 	EventLoops int     `yaml:"event_loops"`
 	Backend    Backend `yaml:"backend"`
-	Users      []User  `yaml:"users"`
+	// Users are the proxy's own accounts. None (the default):
+	// backend-account mode, where any account the backend accepts logs
+	// in with its own privileges and the proxy holds no password.
+	Users []User `yaml:"users"`
+	// Admins are the backend accounts (user names) that may run the admin
+	// SQL and KILL other accounts' sessions in backend-account mode. With
+	// users configured, users[].admin says it instead.
+	Admins []string `yaml:"admins"`
 	// AuthMethod is the plugin the proxy offers clients first:
 	// mysql_native_password (default) or caching_sha2_password. Clients
 	// that ask for the other are switched, so both work either way.
@@ -155,13 +161,19 @@ type Metrics struct {
 	Listen string `yaml:"listen"`
 }
 
-// Load reads, defaults and validates the file at path.
-func Load(path string) (*Config, error) {
+// A Check is a validation the config package cannot make itself because a
+// domain package owns the rule (service.DomainRules runs them all). It
+// reports each problem with its key; Parse adds the line.
+type Check func(*Config) []Problem
+
+// Load reads, defaults and validates the file at path, running checks
+// after the package's own.
+func Load(path string, checks ...Check) (*Config, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	c, err := Parse(b)
+	c, err := Parse(b, checks...)
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
@@ -173,8 +185,8 @@ func Load(path string) (*Config, error) {
 // reported at once, each with its line and the key to fix: syntax errors at
 // the line the parser could not take, unknown keys (a typo must not
 // silently disable a rule) at any level with a suggestion, values of the
-// wrong type, and what Validate finds.
-func Parse(b []byte) (*Config, error) {
+// wrong type, and what Validate and checks find.
+func Parse(b []byte, checks ...Check) (*Config, error) {
 	c := &Config{}
 	root, err := parseNode(b)
 	if err != nil {
@@ -197,7 +209,7 @@ func Parse(b []byte) (*Config, error) {
 	}
 	c.ApplyDefaults()
 	probs = c.ResolveSecrets()
-	if err := c.Validate(); err != nil {
+	if err := c.Validate(checks...); err != nil {
 		var ce *Error
 		if errors.As(err, &ce) {
 			probs = append(probs, ce.Problems...)
@@ -220,106 +232,97 @@ func Default() *Config {
 	return c
 }
 
+// Defaults of the file's fields. They are the domain packages' own
+// defaults written as values (config imports none of them); a test in
+// service keeps the two equal.
+const (
+	DefaultListen               = "127.0.0.1:3307"
+	DefaultAuthMethod           = "mysql_native_password"
+	DefaultBackendAddr          = "127.0.0.1:3306"
+	DefaultBackendUser          = "root"
+	DefaultConnectTimeout       = 5 * time.Second
+	DefaultStep                 = 1000
+	DefaultWaitTimeout          = 2 * time.Second
+	DefaultMaxLoaders           = 4
+	DefaultSnowflakeEpoch       = "2020-01-01T00:00:00Z"
+	DefaultTimeBits             = 41
+	DefaultWorkerBits           = 10
+	DefaultSequenceBits         = 12
+	DefaultTimeUnit             = time.Millisecond
+	DefaultRandomStart          = 100
+	DefaultMaxBackward          = 5 * time.Second
+	DefaultLeaseTTL             = 30 * time.Second
+	DefaultShutdownGrace        = 10 * time.Second
+	DefaultMaxConnections       = 4096
+	DefaultMaxHandshakes        = 1024
+	DefaultHandshakeTimeout     = 5 * time.Second
+	DefaultCommandMemory        = 512 << 20
+	DefaultLoginFailures        = 10
+	DefaultLoginFailureInterval = 6 * time.Second
+	DefaultLoginBlockMax        = 5 * time.Minute
+	DefaultMaxPlanDepth         = 1000
+	DefaultPlanMemory           = 256 << 20
+)
+
+// Generators a tag can name.
+const (
+	GeneratorSegment   = "segment"
+	GeneratorSnowflake = "snowflake"
+)
+
 // ApplyDefaults fills every unset field with its documented default.
 func (c *Config) ApplyDefaults() {
-	if c.Listen == "" {
-		c.Listen = "127.0.0.1:3307"
-	}
-	if c.AuthMethod == "" {
-		c.AuthMethod = "mysql_native_password"
-	}
-	if c.Backend.Addr == "" {
-		c.Backend.Addr = "127.0.0.1:3306"
-	}
-	if c.Backend.User == "" {
-		c.Backend.User = "root"
-	}
-	if c.Backend.ConnectTimeout == 0 {
-		c.Backend.ConnectTimeout = Duration(proxy.DefaultConnectTimeout)
-	}
-	// The allocator's defaults are the allocator packages' own.
-	if c.Sequences.DefaultStep == 0 {
-		c.Sequences.DefaultStep = segment.DefaultStep
-	}
-	if c.Sequences.WaitTimeout == 0 {
-		c.Sequences.WaitTimeout = Duration(segment.DefaultWaitTimeout)
-	}
-	if c.Sequences.MaxLoaders == 0 {
-		c.Sequences.MaxLoaders = segment.DefaultMaxLoaders
-	}
-	layout := snowflake.DefaultLayout()
-	if c.Snowflake.Epoch == "" {
-		c.Snowflake.Epoch = layout.Epoch.Format(time.RFC3339)
-	}
-	if c.Snowflake.WorkerID == "" {
-		c.Snowflake.WorkerID = "auto"
-	}
+	setDefault(&c.Listen, DefaultListen)
+	setDefault(&c.AuthMethod, DefaultAuthMethod)
+	setDefault(&c.Backend.Addr, DefaultBackendAddr)
+	setDefault(&c.Backend.User, DefaultBackendUser)
+	setDefault(&c.Backend.ConnectTimeout, Duration(DefaultConnectTimeout))
+	setDefault(&c.Sequences.DefaultStep, DefaultStep)
+	setDefault(&c.Sequences.WaitTimeout, Duration(DefaultWaitTimeout))
+	setDefault(&c.Sequences.MaxLoaders, DefaultMaxLoaders)
+	setDefault(&c.Snowflake.Epoch, DefaultSnowflakeEpoch)
+	setDefault(&c.Snowflake.WorkerID, "auto")
 	if c.Snowflake.TimeBits == 0 && c.Snowflake.WorkerBits == 0 && c.Snowflake.SequenceBits == 0 {
-		c.Snowflake.TimeBits, c.Snowflake.WorkerBits, c.Snowflake.SequenceBits = int(layout.TimeBits), int(layout.WorkerBits), int(layout.SequenceBits)
+		c.Snowflake.TimeBits, c.Snowflake.WorkerBits, c.Snowflake.SequenceBits = DefaultTimeBits, DefaultWorkerBits, DefaultSequenceBits
 	}
-	if c.Snowflake.TimeUnit == 0 {
-		c.Snowflake.TimeUnit = Duration(layout.Unit)
-	}
+	setDefault(&c.Snowflake.TimeUnit, Duration(DefaultTimeUnit))
 	if c.Snowflake.RandomStart == nil {
-		v := snowflake.DefaultRandomStart
+		v := DefaultRandomStart
 		c.Snowflake.RandomStart = &v
 	}
-	if c.Snowflake.MaxBackward == 0 {
-		c.Snowflake.MaxBackward = Duration(snowflake.DefaultMaxBackward)
-	}
-	if c.Snowflake.LeaseTTL == 0 {
-		c.Snowflake.LeaseTTL = Duration(snowflake.DefaultLeaseTTL)
-	}
-	if c.Shutdown.Grace == 0 {
-		c.Shutdown.Grace = Duration(10 * time.Second)
-	}
-	if c.Log.Level == "" {
-		c.Log.Level = "info"
-	}
-	if c.Log.Format == "" {
-		c.Log.Format = "text"
-	}
-	if c.Limits.MaxConnections == 0 {
-		c.Limits.MaxConnections = 4096
-	}
-	if c.Limits.MaxHandshakes == 0 {
-		c.Limits.MaxHandshakes = proxy.DefaultMaxHandshakes
-	}
-	if c.Limits.HandshakeTimeout == 0 {
-		c.Limits.HandshakeTimeout = Duration(proxy.DefaultHandshakeTimeout)
-	}
-	if c.Limits.CommandMemory == 0 {
-		c.Limits.CommandMemory = proxy.DefaultCommandMemory
-	}
-	if c.Limits.LoginFailures == 0 {
-		c.Limits.LoginFailures = proxy.DefaultLoginFailures
-	}
-	if c.Limits.LoginFailureInterval == 0 {
-		c.Limits.LoginFailureInterval = Duration(proxy.DefaultLoginFailureInterval)
-	}
-	if c.Limits.LoginBlockMax == 0 {
-		c.Limits.LoginBlockMax = Duration(proxy.DefaultLoginBlockMax)
-	}
-	if c.Limits.MaxPlanDepth == 0 {
-		c.Limits.MaxPlanDepth = rewriter.DefaultMaxDepth
-	}
-	if c.Limits.PlanMemory == 0 {
-		c.Limits.PlanMemory = rewriter.DefaultPlanMemory
-	}
+	setDefault(&c.Snowflake.MaxBackward, Duration(DefaultMaxBackward))
+	setDefault(&c.Snowflake.LeaseTTL, Duration(DefaultLeaseTTL))
+	setDefault(&c.Shutdown.Grace, Duration(DefaultShutdownGrace))
+	setDefault(&c.Log.Level, "info")
+	setDefault(&c.Log.Format, "text")
+	setDefault(&c.Limits.MaxConnections, DefaultMaxConnections)
+	setDefault(&c.Limits.MaxHandshakes, DefaultMaxHandshakes)
+	setDefault(&c.Limits.HandshakeTimeout, Duration(DefaultHandshakeTimeout))
+	setDefault(&c.Limits.CommandMemory, DefaultCommandMemory)
+	setDefault(&c.Limits.LoginFailures, DefaultLoginFailures)
+	setDefault(&c.Limits.LoginFailureInterval, Duration(DefaultLoginFailureInterval))
+	setDefault(&c.Limits.LoginBlockMax, Duration(DefaultLoginBlockMax))
+	setDefault(&c.Limits.MaxPlanDepth, DefaultMaxPlanDepth)
+	setDefault(&c.Limits.PlanMemory, DefaultPlanMemory)
 	for name, t := range c.Sequences.Tags {
-		if t.Generator == "" {
-			t.Generator = "segment"
-		}
-		if t.Step == 0 {
-			t.Step = c.Sequences.DefaultStep
-		}
+		setDefault(&t.Generator, GeneratorSegment)
+		setDefault(&t.Step, c.Sequences.DefaultStep)
 		c.Sequences.Tags[name] = t
 	}
 }
 
-// Validate reports every problem at once, each naming the key to fix. The
-// error is an *Error; Parse adds the lines.
-func (c *Config) Validate() error {
+// setDefault sets *field to value when it holds its type's zero value.
+func setDefault[T comparable](field *T, value T) {
+	var zero T
+	if *field == zero {
+		*field = value
+	}
+}
+
+// Validate reports every problem at once, each naming the key to fix: the
+// package's own checks, then checks. The error is an *Error; Parse adds
+// the lines.
+func (c *Config) Validate(checks ...Check) error {
 	var probs []Problem
 	add := func(key, format string, a ...any) {
 		probs = append(probs, Problem{Key: key, Msg: fmt.Sprintf(format, a...)})
@@ -353,6 +356,14 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	if len(c.Admins) > 0 && len(c.Users) > 0 {
+		add("admins", "applies only without users (backend-account mode); with users, mark users[].admin: true")
+	}
+	for i, a := range c.Admins {
+		if a == "" {
+			add(fmt.Sprintf("admins[%d]", i), "empty")
+		}
+	}
 	c.validateLimits(add)
 	if c.Sequences.Store != "" {
 		if mc, err := mysql.ParseDSN(c.Sequences.Store); err != nil {
@@ -375,26 +386,16 @@ func (c *Config) Validate() error {
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Sequences.Tags)) {
 		t := c.Sequences.Tags[name]
-		if err := schema.CheckTag(name); err != nil {
-			add("sequences.tags", "tag name %q: %v", name, err)
-		}
-		if t.Generator != "segment" && t.Generator != "snowflake" {
+		if t.Generator != GeneratorSegment && t.Generator != GeneratorSnowflake {
 			add("sequences.tags."+name+".generator", "%q is not segment or snowflake", t.Generator)
 		}
 		if t.Step < 1 || t.Step > 1_000_000 {
 			add("sequences.tags."+name+".step", "%d is outside 1..1000000", t.Step)
 		}
 	}
-	for _, p := range rewriter.CheckRules(c.Rules()) {
-		add(fmt.Sprintf("tables[%d].%s", p.Index, p.Field), "%s", p.Msg)
-	}
 	declared := slices.Sorted(maps.Keys(c.Sequences.Tags))
 	for i, t := range c.Tables {
 		if t.Tag == "" {
-			continue
-		}
-		if err := schema.CheckTag(t.Tag); err != nil {
-			add(fmt.Sprintf("tables[%d].tag", i), "%q: %v", t.Tag, err)
 			continue
 		}
 		// A name one typo away from a declared tag is a typo: a new tag
@@ -407,10 +408,6 @@ func (c *Config) Validate() error {
 	}
 	if _, err := c.Snowflake.EpochTime(); err != nil {
 		add("snowflake.epoch", "%v", err)
-	} else if _, err := c.Snowflake.Layout(); err != nil {
-		add("snowflake", "%v", err)
-	} else {
-		probs = append(probs, c.tagLayoutProblems()...)
 	}
 	if c.Snowflake.WorkerID != "auto" {
 		if _, err := strconv.ParseUint(c.Snowflake.WorkerID, 10, 32); err != nil {
@@ -436,11 +433,14 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.Limits.MaxPlanDepth < 1 {
-		add("limits.max_plan_depth", "%d: must be at least 1 (default %d)", c.Limits.MaxPlanDepth, rewriter.DefaultMaxDepth)
+		add("limits.max_plan_depth", "%d: must be at least 1 (default %d)", c.Limits.MaxPlanDepth, DefaultMaxPlanDepth)
 	}
 	if c.Limits.PlanMemory < 1<<20 {
 		add("limits.plan_memory", "%d bytes: must be at least 1MiB (default %dMiB), or every statement the proxy parses is refused",
-			c.Limits.PlanMemory, rewriter.DefaultPlanMemory>>20)
+			c.Limits.PlanMemory, DefaultPlanMemory>>20)
+	}
+	for _, check := range checks {
+		probs = append(probs, check(c)...)
 	}
 	if len(probs) > 0 {
 		return &Error{Problems: probs}

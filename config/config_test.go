@@ -36,15 +36,11 @@ func TestDefaults(t *testing.T) {
 func TestValidationNamesTheKey(t *testing.T) {
 	for _, tc := range []struct{ yaml, want string }{
 		{"listen: nope", "listen:"},
+		{"users: [{name: a, password: b}]\nadmins: [root]", "admins: applies only without users"},
+		{"admins: [root, '']", "admins[1]: empty"},
 		{"lisen: 1.2.3.4:1", `line 1: unknown key "lisen" (did you mean "listen"?)`},
 		{"sequences: {wait_timeout: soon}", "not a duration"},
 		{"sequences: {tags: {a: {generator: uuid}}}", "sequences.tags.a.generator"},
-		{"tables: [{table: t, column: id}]", "tables[0].tag"},
-		{"tables: [{table: t, column: id, tag: a}, {table: t, column: id, tag: b}]", `tables[1].table: "t" has two rules (tables[0] is the other)`},
-		{"snowflake: {time_bits: 50, worker_bits: 10, sequence_bits: 12}", "at most 63"},
-		{"snowflake: {time_bits: 1, worker_bits: 10, sequence_bits: 12}", "time bits 1: need at least 16"}, // the layout's limits, at load
-		{"snowflake: {time_bits: 41, worker_bits: -1, sequence_bits: 12}", "none may be negative"},
-		{"snowflake: {time_unit: 1us}", "time unit 1µs: at least 1ms"},
 		{"snowflake: {worker_id: seven}", "snowflake.worker_id"},
 		{"snowflake: {epoch: yesterday}", "snowflake.epoch"},
 		{"users: [{name: a}, {name: a}]", "listed twice"},
@@ -52,57 +48,11 @@ func TestValidationNamesTheKey(t *testing.T) {
 		{"limits: {plan_memory: 64KiB}", "limits.plan_memory: 65536 bytes: must be at least 1MiB"},
 		{"metrics: {listen: 9104}", "metrics.listen"},
 		{"metrics: {listen: localhost}", "metrics.listen"},
-		{"tables: [{table: t, column: id, tag: " + strings.Repeat("x", 129) + "}]", "tables[0].tag"},
-		{"sequences: {tags: {" + strings.Repeat("标", 129) + ": {}}}", "at most 128 characters"},
 	} {
 		_, err := Parse([]byte(tc.yaml))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: err %v, want it to mention %q", tc.yaml, err, tc.want)
 		}
-	}
-}
-
-// TestTablePatterns: shell-style patterns in either part of tables[].table
-// load; a bad one is refused at load, naming the rule, the part and what is
-// wrong; names that differ only in case are two rules (two tables on a
-// backend with lower_case_table_names=0).
-func TestTablePatterns(t *testing.T) {
-	good := "tables:\n" +
-		"  - {table: \"shop_*.orders_*\", column: id, tag: order}\n" +
-		"  - {table: \"orders_?\", column: id, tag: order}\n" +
-		"  - {table: \"arch_[0-9][!a].log\", column: id, tag: log}\n" +
-		"  - {table: Mixed, column: id, tag: m}\n" +
-		"  - {table: mixed, column: id, tag: m2}\n"
-	c, err := Parse([]byte(good))
-	if err != nil {
-		t.Fatalf("patterns refused: %v", err)
-	}
-	if len(c.Tables) != 5 || c.Tables[0].Table != "shop_*.orders_*" {
-		t.Fatalf("tables: %+v", c.Tables)
-	}
-	for _, tc := range []struct{ yaml, want string }{
-		{"tables:\n  - {table: \"shop_[0-9.orders_*\", column: id, tag: order}",
-			`line 2: tables[0].table: "shop_[0-9.orders_*": the database part "shop_[0-9" is not a valid pattern: [ without its ] (write \[ for the character)`},
-		{"tables:\n  - {table: a, column: id, tag: a}\n  - {table: \"orders_[]\", column: id, tag: order}",
-			`line 3: tables[1].table: "orders_[]": the table part "orders_[]" is not a valid pattern: an empty set []`},
-		{"tables:\n  - {table: \"shop.orders_[z-a]\", column: id, tag: order}", "a range [z-a] that runs backwards"},
-		{"tables:\n  - {table: 'orders_\\', column: id, tag: order}", `it ends in \`},
-		{"tables:\n  - {table: \"orders_*]\", column: id, tag: order}", `] without its [`},
-		{"tables:\n  - {table: \"s_*.o_*\", column: id, tag: a}\n  - {table: \"s_*.o_*\", column: k, tag: b}", `tables[1].table: "s_*.o_*" has two rules`},
-		{"tables:\n  - {table: \"a.b.c_*\", column: id, tag: a}", "must be table or db.table"},
-	} {
-		_, err := Parse([]byte(tc.yaml))
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%q: err %v, want it to mention %q", tc.yaml, err, tc.want)
-		}
-	}
-}
-
-// Tag names of up to 128 characters (not bytes) in any script are valid.
-func TestTagNamesInAnyScript(t *testing.T) {
-	long := strings.Repeat("标", 128)
-	if _, err := Parse([]byte("sequences: {tags: {订单: {}, " + long + ": {}}}\ntables: [{table: t, column: id, tag: 订单}]")); err != nil {
-		t.Errorf("non-latin1 tag names refused: %v", err)
 	}
 }
 

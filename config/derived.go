@@ -4,8 +4,6 @@ import (
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
-
-	"github.com/leafproxy/leafproxy/rewriter"
 )
 
 // What the configuration derives for the rest of the program: the rules,
@@ -21,18 +19,9 @@ func (c *Config) DeclareRuleTags() {
 			if c.Sequences.Tags == nil {
 				c.Sequences.Tags = map[string]Tag{}
 			}
-			c.Sequences.Tags[t.Tag] = Tag{Generator: "segment", Step: c.Sequences.DefaultStep}
+			c.Sequences.Tags[t.Tag] = Tag{Generator: GeneratorSegment, Step: c.Sequences.DefaultStep}
 		}
 	}
-}
-
-// Rules is the tables section as the rewriter's rules.
-func (c *Config) Rules() []rewriter.Rule {
-	rules := make([]rewriter.Rule, 0, len(c.Tables))
-	for _, t := range c.Tables {
-		rules = append(rules, rewriter.Rule{Table: t.Table, Column: t.Column, Tag: t.Tag})
-	}
-	return rules
 }
 
 // TagSettings returns the settings for tag, with defaults for tags the file
@@ -41,7 +30,7 @@ func (c *Config) TagSettings(tag string) Tag {
 	if t, ok := c.Sequences.Tags[tag]; ok {
 		return t
 	}
-	return Tag{Generator: "segment", Step: c.Sequences.DefaultStep}
+	return Tag{Generator: GeneratorSegment, Step: c.Sequences.DefaultStep}
 }
 
 // Network is "unix" for an address that is a Unix socket path (it holds a

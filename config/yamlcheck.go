@@ -11,7 +11,9 @@ import (
 	"strconv"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/leafproxy/leafproxy/internal/nearname"
 )
 
 // Problem is one thing wrong with a configuration: the key to fix (as a
@@ -209,61 +211,9 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 	}
 }
 
-// Suggest returns the candidate one typo away from key ("" if none is
-// close enough): the did-you-mean of every message about a name.
-func Suggest(key string, candidates []string) string { return suggest(key, candidates) }
-
-// suggest returns the candidate closest to key when it is close enough to
-// be a typo: at most one edit for short keys, two for longer ones
-// (a transposition counts as one).
-func suggest(key string, candidates []string) string {
-	best, bestD := "", 1<<30
-	lk := strings.ToLower(key)
-	for _, c := range candidates {
-		d := editDistance(lk, c)
-		if d < bestD {
-			best, bestD = c, d
-		}
-	}
-	limit := 1
-	if len(key) > 4 {
-		limit = 2
-	}
-	if len(key) > 10 {
-		limit = 3
-	}
-	if bestD <= limit {
-		return best
-	}
-	return ""
-}
-
-// editDistance is the optimal-string-alignment distance: insertions,
-// deletions, substitutions and swaps of adjacent characters cost one.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	d := make([][]int, len(ra)+1)
-	for i := range d {
-		d[i] = make([]int, len(rb)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(ra)][len(rb)]
-}
+// suggest is the candidate one typo away from key ("" if none is close
+// enough): the did-you-mean of every message about a key.
+func suggest(key string, candidates []string) string { return nearname.Suggest(key, candidates) }
 
 // elsewhere returns the one full key path (maps as tags.<name>) whose last
 // part is key, for a key written at the wrong level; "" if none or several.

@@ -2,16 +2,33 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
+// everyRuleField stands for a domain package's Check (the rewriter's rule
+// check, run by service.DomainRules): it reports each empty field of a
+// table rule by key, as such checks do; Parse adds the line.
+func everyRuleField(c *Config) []Problem {
+	var probs []Problem
+	for i, r := range c.Tables {
+		for _, f := range []struct{ key, v string }{{"table", r.Table}, {"column", r.Column}, {"tag", r.Tag}} {
+			if f.v == "" {
+				probs = append(probs, Problem{Key: fmt.Sprintf("tables[%d].%s", i, f.key), Msg: "empty"})
+			}
+		}
+	}
+	return probs
+}
+
 // TestProblemsNameLineAndKey: every kind of mistake in the file is reported
-// with the line it is on and the key to fix, at any nesting level.
+// with the line it is on and the key to fix, at any nesting level, those a
+// Check finds too.
 func TestProblemsNameLineAndKey(t *testing.T) {
 	for _, tc := range []struct {
 		name, yaml string
@@ -62,7 +79,7 @@ func TestProblemsNameLineAndKey(t *testing.T) {
 		{"a list where a mapping belongs", "- a\n- b\n", []string{`line 1: cannot unmarshal !!seq into config.Config`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse([]byte(tc.yaml))
+			_, err := Parse([]byte(tc.yaml), everyRuleField)
 			if err == nil {
 				t.Fatalf("no error for\n%s", tc.yaml)
 			}

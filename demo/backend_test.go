@@ -227,12 +227,10 @@ func TestBackendLoginWithPassword(t *testing.T) {
 		password string
 		ok       bool
 	}{{"pw", true}, {"wrong", false}} {
-		ctx, cancel := context.WithCancel(context.Background())
 		cfg := Config("127.0.0.1:0", b.Addr())
 		cfg.Backend.User, cfg.Backend.Password = "leaf", tc.password
-		svc, err := service.New(ctx, cfg, nil)
+		svc, err := service.New(context.Background(), cfg, nil)
 		if err != nil {
-			cancel()
 			if tc.ok {
 				t.Fatal(err)
 			}
@@ -240,10 +238,10 @@ func TestBackendLoginWithPassword(t *testing.T) {
 		}
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
+			svc.Close()
 			t.Fatal(err)
 		}
-		done := make(chan error, 1)
-		go func() { done <- svc.Serve(ctx, l) }()
+		go svc.Serve(context.Background(), l)
 		db := open(t, User+":"+Password+"@tcp("+l.Addr().String()+")/shop")
 		res, err := db.Exec("INSERT INTO orders (item) VALUES ('x')")
 		if tc.ok {
@@ -257,7 +255,8 @@ func TestBackendLoginWithPassword(t *testing.T) {
 			t.Fatalf("wrong backend password: %v, want the backend's 1045", err)
 		}
 		db.Close()
-		cancel()
-		<-done
+		if err := svc.Close(); err != nil { // waits for Serve
+			t.Errorf("Close: %v", err)
+		}
 	}
 }

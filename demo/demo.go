@@ -120,10 +120,19 @@ func createSchema(ctx context.Context, dsn string) error {
 // Addr is the address clients connect to.
 func (d *Demo) Addr() string { return d.l.Addr().String() }
 
-// Serve runs the proxy until ctx ends, then stops it and the backend.
+// Serve runs the proxy until ctx ends or Close, then stops it and the
+// backend.
 func (d *Demo) Serve(ctx context.Context) error {
 	defer d.Backend.Close()
 	return d.Service.Serve(ctx, d.l)
+}
+
+// Close stops the demo: the service (service.Service.Close: a Serve in
+// progress returns) and the embedded backend. Idempotent.
+func (d *Demo) Close() error {
+	err := d.Service.Close()
+	d.Backend.Close()
+	return err
 }
 
 // ConnectCommand is the mariadb command line that reaches the proxy as the

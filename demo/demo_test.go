@@ -21,23 +21,18 @@ import (
 // returns it with its intro text.
 func startDemo(t *testing.T) (*Demo, string) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	d, err := Start(ctx, Options{})
+	d, err := Start(context.Background(), Options{})
 	if err != nil {
-		cancel()
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- d.Serve(ctx) }()
+	go func() { done <- d.Serve(context.Background()) }()
 	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Serve: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("the demo did not stop within 10 s")
+		if err := d.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if err := <-done; err != nil { // Close returns after Serve
+			t.Errorf("Serve: %v", err)
 		}
 	})
 	var intro bytes.Buffer

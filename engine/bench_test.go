@@ -74,3 +74,23 @@ func benchNextval(b *testing.B, stats bool) {
 		}
 	}
 }
+
+var ddlSink bool
+
+// BenchmarkQueryHasDDL is the DDL test every COM_QUERY pays: one statement
+// (the common text), two statements, and a ';' in a string followed by a
+// DDL word (the quote-aware scan).
+func BenchmarkQueryHasDDL(b *testing.B) {
+	for i, q := range []string{
+		"INSERT INTO orders (item, qty) VALUES ('book', 2)",
+		"INSERT INTO orders (item, qty) VALUES ('book', 2); SELECT 1",
+		"INSERT INTO notes (body) VALUES ('see you; create later'); SELECT 1",
+	} {
+		b.Run([]string{"one", "two", "quoted"}[i], func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				ddlSink = hasDDL(q)
+			}
+		})
+	}
+}

@@ -61,10 +61,38 @@ func newColumnCache(ttl time.Duration) *columnCache {
 	return &columnCache{ttl: ttl, m: map[colKey]colEntry{}}
 }
 
+// invalidate drops every entry.
 func (c *columnCache) invalidate() {
 	c.mu.Lock()
 	clear(c.m)
 	c.gen.Add(1)
+	c.mu.Unlock()
+}
+
+// forget drops the entries refs name: a table in one database or, with no
+// database, in every one; with no table, every table of the database.
+// Names compare without regard to case, as the server's may
+// (lower_case_table_names): dropping one entry too many only costs a
+// re-read. The generation moves (and sessions' memos go stale) only when
+// an entry is dropped.
+func (c *columnCache) forget(refs []rewriter.SchemaRef) {
+	if len(refs) == 0 {
+		return
+	}
+	c.mu.Lock()
+	dropped := false
+	for key := range c.m {
+		for _, r := range refs {
+			if (r.DB == "" || strings.EqualFold(r.DB, key.db)) && (r.Table == "" || strings.EqualFold(r.Table, key.table)) {
+				delete(c.m, key)
+				dropped = true
+				break
+			}
+		}
+	}
+	if dropped {
+		c.gen.Add(1)
+	}
 	c.mu.Unlock()
 }
 

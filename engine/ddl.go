@@ -6,14 +6,17 @@ import (
 
 	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"github.com/leafproxy/leafproxy/proxy"
+	"github.com/leafproxy/leafproxy/rewriter"
 )
 
 // ddl handles text that holds a statement that may change a table's
 // columns. A lone DDL statement is relayed as it is (a DEFAULT NEXTVAL(s)
 // in CREATE/ALTER TABLE is MariaDB's own sequence, not ours to evaluate);
-// a multi-statement text is planned as usual. Cached column lists are
-// dropped after the server has run it, so no session re-caches the old
-// layout while a long ALTER runs.
+// a multi-statement text is planned as usual. The cached column lists of
+// the tables the text names (rewriter.DDLTargets; all of them when it
+// cannot name them) are dropped after the server has run it, so no session
+// re-caches the old layout while a long ALTER runs; the other tables'
+// entries stay.
 func (e *Engine) ddl(ctx context.Context, s Session, sql []byte, text string) (bool, error) {
 	if proxy.MustNotBlock(ctx) {
 		// On an event loop the relay returns before the server has run the
@@ -21,25 +24,73 @@ func (e *Engine) ddl(ctx context.Context, s Session, sql []byte, text string) (b
 		// it runs on the session's goroutine.
 		return false, proxy.ErrWouldBlock
 	}
-	defer e.cols.invalidate()
+	targets, all := rewriter.DDLTargets(text) // borrows text: used only during this call
+	forget := func() {
+		if all {
+			e.cols.invalidate()
+		} else {
+			e.cols.forget(targets)
+		}
+	}
+	defer forget()
 	defer e.natives.invalidate() // CREATE / DROP SEQUENCE
-	if body := strings.TrimRight(text, " \t\r\n;"); !strings.Contains(body, ";") {
+	if loneStatement(text) {
 		return true, s.RelayQuery(sql)
 	}
-	e.cols.invalidate()
+	forget()
 	if handled, err := e.planAndRun(ctx, s, sql, text); handled || err != nil {
 		return handled, err
 	}
 	return true, s.RelayQuery(sql)
 }
 
-// hasDDL reports whether any statement of text (by a cheap split at every
-// ';', quote-blind: a false "yes" only costs an invalidation) starts with
-// a statement that can change a table's columns.
+// loneStatement reports whether text holds one statement (a trailing ';'
+// and comments after it aside) under both backslash rules.
+func loneStatement(text string) bool {
+	for _, escapes := range [2]bool{true, false} {
+		end := sqltext.StatementEnd(text, 0, escapes)
+		for end < len(text) && text[end] == ';' {
+			end = sqltext.SkipSpace(text, end+1)
+		}
+		if end < len(text) {
+			return false
+		}
+	}
+	return true
+}
+
+// hasDDL reports whether any statement of text starts with a statement
+// that can change a table's columns. It runs on every query, so the common
+// text, one statement that is not DDL, costs the first word and one
+// IndexByte, and a text whose every ';' is followed by no DDL word costs a
+// quote-blind look after each ';' (every statement boundary is a ';', so
+// this finds no DDL only where there is none). Where it finds one, the
+// statement boundaries are confirmed with internal/sqltext's rules (a ';' in
+// quoted text or a comment is none) under both backslash rules, as the
+// session's NO_BACKSLASH_ESCAPES is not known here: a false "yes" only costs
+// the DDL path and the invalidation of the tables the text names.
 func hasDDL(text string) bool {
 	if isDDL(text) {
 		return true
 	}
+	if !ddlAfterSemicolon(text) {
+		return false
+	}
+	for _, escapes := range [2]bool{true, false} {
+		for end := sqltext.StatementEnd(text, 0, escapes); end < len(text); end = sqltext.StatementEnd(text, end+1, escapes) {
+			if isDDL(text[end+1:]) {
+				return true
+			}
+		}
+		if strings.IndexByte(text, '\\') < 0 {
+			break // both rules split the same way
+		}
+	}
+	return false
+}
+
+// ddlAfterSemicolon reports whether isDDL holds after any ';' of text.
+func ddlAfterSemicolon(text string) bool {
 	for i := strings.IndexByte(text, ';'); i >= 0; {
 		if isDDL(text[i+1:]) {
 			return true

@@ -8,6 +8,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/internal/nonblock"
 	"github.com/leafproxy/leafproxy/proxy"
+	"github.com/leafproxy/leafproxy/rewriter"
 )
 
 func TestKeyTypeProblem(t *testing.T) {
@@ -80,6 +81,16 @@ func TestHasDDLLooksAtEveryStatement(t *testing.T) {
 		"-- c\nALTER TABLE t ADD c INT":                        true,
 		"SELECT 1; -- c\n# d\n/* e */ ALTER TABLE t ADD c INT": true,
 		"SELECT 1;/*!40101 DROP TABLE t */":                    true,
+		// A ';' in quoted text or a comment is no statement boundary.
+		"INSERT INTO notes (body) VALUES ('see you; create later')": false,
+		"INSERT INTO notes (body) VALUES (\"x; drop it\")":          false,
+		"SELECT `a;drop` FROM t":                                    false,
+		"SELECT 1 /* ; create */":                                   false,
+		"SELECT 1 -- ; create\n":                                    false,
+		// Both backslash rules: under NO_BACKSLASH_ESCAPES the string
+		// ends at the backslash and DROP starts a statement.
+		`SELECT 'a\'; DROP TABLE t; -- '`: true,
+		`SELECT 'a\\'; SELECT 'b; DROP'`:  false,
 	} {
 		if got := hasDDL(q); got != want {
 			t.Errorf("hasDDL(%q) = %v, want %v", q, got, want)
@@ -180,5 +191,45 @@ func TestEngineHandsBackWhatWaits(t *testing.T) {
 	// Everything else runs on the loop.
 	if handled, err := e.query(nb, s, []byte("SELECT NEXTVAL('order')")); err != nil || !handled {
 		t.Fatalf("NEXTVAL on a loop: handled=%v err=%v", handled, err)
+	}
+}
+
+// forget drops the entries its refs name (any database for an unqualified
+// name, every table for a database, names in any case) and moves the
+// generation only when it drops one.
+func TestColumnCacheForget(t *testing.T) {
+	c := newColumnCache(time.Hour)
+	keys := []colKey{{"shop", "orders"}, {"shop", "notes"}, {"crm", "orders"}, {"crm", "users"}, {"Logs", "Events"}}
+	fill := func() {
+		for _, k := range keys {
+			c.m[k] = colEntry{cols: []string{"id"}, at: time.Now()}
+		}
+	}
+	for _, tc := range []struct {
+		refs []rewriter.SchemaRef
+		left []colKey
+	}{
+		{nil, keys},
+		{[]rewriter.SchemaRef{{Table: "orders"}}, []colKey{{"shop", "notes"}, {"crm", "users"}, {"Logs", "Events"}}},
+		{[]rewriter.SchemaRef{{DB: "shop", Table: "orders"}}, []colKey{{"shop", "notes"}, {"crm", "orders"}, {"crm", "users"}, {"Logs", "Events"}}},
+		{[]rewriter.SchemaRef{{DB: "crm"}}, []colKey{{"shop", "orders"}, {"shop", "notes"}, {"Logs", "Events"}}},
+		{[]rewriter.SchemaRef{{DB: "logs", Table: "EVENTS"}, {Table: "NOTES"}}, []colKey{{"shop", "orders"}, {"crm", "orders"}, {"crm", "users"}}},
+		{[]rewriter.SchemaRef{{Table: "missing"}}, keys},
+	} {
+		clear(c.m)
+		fill()
+		gen := c.gen.Load()
+		c.forget(tc.refs)
+		if len(c.m) != len(tc.left) {
+			t.Errorf("forget(%v) left %v, want %v", tc.refs, c.m, tc.left)
+		}
+		for _, k := range tc.left {
+			if _, ok := c.m[k]; !ok {
+				t.Errorf("forget(%v) dropped %v", tc.refs, k)
+			}
+		}
+		if moved := c.gen.Load() != gen; moved != (len(tc.left) != len(keys)) {
+			t.Errorf("forget(%v): generation moved %v", tc.refs, moved)
+		}
 	}
 }

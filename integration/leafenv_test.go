@@ -19,11 +19,10 @@ import (
 // leaf is a whole leafproxy (allocator + engine + proxy, wired by package
 // service as the binary does) serving on a loopback port.
 type leaf struct {
-	addr   string
-	cfg    *config.Config
-	svc    *service.Service
-	cancel context.CancelFunc
-	done   chan error
+	addr string
+	cfg  *config.Config
+	svc  *service.Service
+	done chan error // Serve's result
 }
 
 // leafConfig is a configuration for a proxy in front of backend, with the
@@ -57,38 +56,33 @@ func startLeafLog(t testing.TB, cfg *config.Config, log *slog.Logger) *leaf {
 	t.Helper()
 	cfg.ApplyDefaults()
 	cfg.DeclareRuleTags() // the rules' tags are to be created, as a file would declare them
-	if err := cfg.Validate(); err != nil {
+	if err := service.ValidateConfig(cfg); err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	svc, err := service.New(ctx, cfg, log)
+	svc, err := service.New(context.Background(), cfg, log)
 	if err != nil {
-		cancel()
 		t.Fatalf("start leafproxy: %v", err)
 	}
+	return serveLeaf(t, cfg, svc)
+}
+
+// serveLeaf serves svc on a free loopback port until the test ends.
+func serveLeaf(t testing.TB, cfg *config.Config, svc *service.Service) *leaf {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		cancel()
+		svc.Close()
 		t.Fatal(err)
 	}
-	lf := &leaf{addr: l.Addr().String(), cfg: cfg, svc: svc, cancel: cancel, done: make(chan error, 1)}
-	go func() { lf.done <- svc.Serve(ctx, l) }()
+	lf := &leaf{addr: l.Addr().String(), cfg: cfg, svc: svc, done: make(chan error, 1)}
+	go func() { lf.done <- svc.Serve(context.Background(), l) }()
 	t.Cleanup(lf.stop)
 	return lf
 }
 
-// stop shuts the proxy down and waits for it (idempotent).
-func (l *leaf) stop() {
-	if l.cancel == nil {
-		return
-	}
-	l.cancel()
-	l.cancel = nil
-	select {
-	case <-l.done:
-	case <-time.After(30 * time.Second):
-	}
-}
+// stop shuts the proxy down (service.Close, which waits for Serve and
+// everything the service started); idempotent.
+func (l *leaf) stop() { l.svc.Close() }
 
 // dsn is a go-sql-driver DSN through the proxy as app/secret.
 func (l *leaf) dsn(db string, params map[string]string) string {

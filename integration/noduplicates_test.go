@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -158,24 +157,14 @@ func newLeaf(t *testing.T, cfg *config.Config) (*leaf, error) {
 	t.Helper()
 	cfg.ApplyDefaults()
 	cfg.DeclareRuleTags()
-	if err := cfg.Validate(); err != nil {
+	if err := service.ValidateConfig(cfg); err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	svc, err := service.New(ctx, cfg, testLogger())
+	svc, err := service.New(context.Background(), cfg, testLogger())
 	if err != nil {
-		cancel()
 		return nil, err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	lf := &leaf{addr: l.Addr().String(), cfg: cfg, svc: svc, cancel: cancel, done: make(chan error, 1)}
-	go func() { lf.done <- svc.Serve(ctx, l) }()
-	t.Cleanup(lf.stop)
-	return lf, nil
+	return serveLeaf(t, cfg, svc), nil
 }
 
 func snowConfig(t *testing.T, backend, store *testdb.Server, worker string) *config.Config {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -31,24 +30,14 @@ func startLeafOpts(t *testing.T, cfg *config.Config, log *slog.Logger, opts ...s
 	t.Helper()
 	cfg.ApplyDefaults()
 	cfg.DeclareRuleTags() // the rules' tags are to be created, as a file would declare them
-	if err := cfg.Validate(); err != nil {
+	if err := service.ValidateConfig(cfg); err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	svc, err := service.New(ctx, cfg, log, opts...)
+	svc, err := service.New(context.Background(), cfg, log, opts...)
 	if err != nil {
-		cancel()
 		t.Fatalf("start leafproxy: %v", err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	lf := &leaf{addr: l.Addr().String(), cfg: cfg, svc: svc, cancel: cancel, done: make(chan error, 1)}
-	go func() { lf.done <- svc.Serve(ctx, l) }()
-	t.Cleanup(lf.stop)
-	return lf
+	return serveLeaf(t, cfg, svc)
 }
 
 // waitFor polls cond every 20 ms until it holds or 20 s have passed.

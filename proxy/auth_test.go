@@ -59,8 +59,9 @@ func TestAuthPlugins(t *testing.T) {
 	}
 }
 
-// With no users configured, clients log in with the backend's credentials.
-func TestAuthDefaultsToBackendUser(t *testing.T) {
+// With no users configured, clients log in with the backend's own accounts
+// (backend-account mode, passthrough_test.go); unknown accounts get 1045.
+func TestAuthDefaultsToBackendAccounts(t *testing.T) {
 	e := startProxy(t, shared.Addr, func(c *testConfig) { c.Users = nil })
 	db, err := sql.Open("mysql", e.dsn("root", "", "", ""))
 	if err != nil {

@@ -76,6 +76,15 @@ func (s *Server) connectBackend(ctx context.Context, l backendLogin) (*backendCo
 
 func (s *Server) loginBackend(nc net.Conn, l backendLogin) (*backendConn, error) {
 	lg := newLeg("backend", nc, 4<<10, 4<<10)
+	g, err := readBackendGreeting(lg)
+	if err != nil {
+		return nil, err
+	}
+	return s.finishBackendLogin(lg, g, l)
+}
+
+// readBackendGreeting reads and checks the backend's greeting.
+func readBackendGreeting(lg *leg) (*greeting, error) {
 	p, err := lg.readPacket(nil, 64<<10)
 	if err != nil {
 		return nil, err
@@ -87,6 +96,13 @@ func (s *Server) loginBackend(nc net.Conn, l backendLogin) (*backendConn, error)
 	if g.caps&mysql.CLIENT_PROTOCOL_41 == 0 {
 		return nil, errors.New("backend does not speak protocol 4.1")
 	}
+	return g, nil
+}
+
+// backendResponse is the backend leg's HandshakeResponse41 for l after
+// greeting g, without auth data: the proxy's flags plus the client's
+// mirrored ones, the backend's plugin, the client's attributes marked.
+func backendResponse(g *greeting, l backendLogin) *handshakeResponse {
 	resp := &handshakeResponse{
 		caps:      (backendBaseCaps | l.clientCaps&mirroredCaps) & (g.caps | mysql.CLIENT_LONG_PASSWORD),
 		maxPacket: l.maxPacket,
@@ -107,26 +123,45 @@ func (s *Server) loginBackend(nc net.Conn, l backendLogin) (*backendConn, error)
 		resp.caps |= mysql.CLIENT_CONNECT_WITH_DB
 	}
 	resp.attrs = attrsWith(l.attrs, "_proxy", "leafproxy")
-	bc := &backendConn{conn: nc, hello: g, threadID: g.threadID}
-	if s.backendTLS != nil {
-		if g.caps&mysql.CLIENT_SSL == 0 {
-			return nil, errors.New("backend.tls is enabled but the backend does not offer TLS")
-		}
-		resp.caps |= mysql.CLIENT_SSL
-		if err := lg.writePacket(appendHandshakeResponse(nil, resp, true)); err != nil {
-			return nil, err
-		}
-		if err := lg.flush(); err != nil {
-			return nil, err
-		}
-		tc := tls.Client(&bufferedConn{Conn: nc, r: lg.r}, s.backendTLS.Clone())
-		if err := tc.Handshake(); err != nil {
-			return nil, &backendTLSError{err}
-		}
-		bc.conn = tc
-		seq := lg.seq
-		lg = newLeg("backend", tc, 4<<10, 4<<10)
-		lg.seq = seq
+	return resp
+}
+
+// startBackendTLS sends the SSL request and upgrades the leg when
+// backend.tls is on (bc.conn becomes the TLS connection); otherwise it
+// returns lg as it is.
+func (s *Server) startBackendTLS(lg *leg, bc *backendConn, g *greeting, resp *handshakeResponse) (*leg, error) {
+	if s.backendTLS == nil {
+		return lg, nil
+	}
+	if g.caps&mysql.CLIENT_SSL == 0 {
+		return nil, errors.New("backend.tls is enabled but the backend does not offer TLS")
+	}
+	resp.caps |= mysql.CLIENT_SSL
+	if err := lg.writePacket(appendHandshakeResponse(nil, resp, true)); err != nil {
+		return nil, err
+	}
+	if err := lg.flush(); err != nil {
+		return nil, err
+	}
+	tc := tls.Client(&bufferedConn{Conn: bc.conn, r: lg.r}, s.backendTLS.Clone())
+	if err := tc.Handshake(); err != nil {
+		return nil, &backendTLSError{err}
+	}
+	bc.conn = tc
+	seq := lg.seq
+	lg = newLeg("backend", tc, 4<<10, 4<<10)
+	lg.seq = seq
+	return lg, nil
+}
+
+// finishBackendLogin answers greeting g with l's credentials and follows
+// the backend's authentication exchange to its OK.
+func (s *Server) finishBackendLogin(lg *leg, g *greeting, l backendLogin) (*backendConn, error) {
+	resp := backendResponse(g, l)
+	bc := &backendConn{conn: lg.conn, hello: g, threadID: g.threadID}
+	lg, err := s.startBackendTLS(lg, bc, g, resp)
+	if err != nil {
+		return nil, err
 	}
 	plugin, scramble := g.plugin, g.scramble
 	if resp.auth, err = backendAuthData(plugin, scramble, l.password); err != nil {

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"database/sql"
 	"errors"
 	"strings"
 	"testing"
@@ -60,6 +61,29 @@ func TestBackendTLS(t *testing.T) {
 		e := startProxy(t, db.Addr, nil)
 		if c, err := cipher(t, e); err != nil || c != "" {
 			t.Fatalf("Ssl_cipher=%q err=%v, want empty", c, err)
+		}
+	})
+
+	t.Run("backend accounts over the TLS leg", func(t *testing.T) {
+		db.Exec(t, "CREATE USER IF NOT EXISTS tlsu@'%' IDENTIFIED BY 'z'")
+		e := startProxy(t, db.Addr, func(c *testConfig) {
+			c.Users = nil
+			c.Backend.TLS = BackendTLS{Enabled: true, CA: certs.CA}
+		})
+		for _, params := range []string{"", "tls=skip-verify"} {
+			d, err := sql.Open("mysql", e.dsn("tlsu", "z", "", params))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cur, n, c string
+			err = d.QueryRow("SELECT CURRENT_USER()").Scan(&cur)
+			if err == nil {
+				err = d.QueryRow("SHOW SESSION STATUS LIKE 'Ssl_cipher'").Scan(&n, &c)
+			}
+			d.Close()
+			if err != nil || cur != "tlsu@%" || c == "" {
+				t.Fatalf("tlsu through the proxy (%q): %v, user %q, backend cipher %q", params, err, cur, c)
+			}
 		}
 	})
 

@@ -1,6 +1,7 @@
 // Package proxy is leafproxy's MySQL protocol core: it accepts clients,
 // greets them as their backend would, authenticates them against the
-// proxy's accounts, opens one pinned backend connection per client session,
+// proxy's accounts or has the backend authenticate them (backend-account
+// mode, passthrough.go), opens one pinned backend connection per client session,
 // and runs its own command loop that relays every command and streams every
 // response back packet for packet. go-mysql supplies constants and auth
 // scrambles only; framing and parsing are ours.
@@ -9,8 +10,10 @@
 // fairly between client hosts), throttle.go (the failed-login budget of
 // each client host: 1129 while it is spent),
 // greeting.go (greeting and handshake-response formats, capability sets),
-// handshake.go (client login), backend.go (backend login), session.go
-// (lifecycle, idle watch), dispatch.go (commands, KILL, change user, large
+// handshake.go (client login), backend.go (backend login),
+// passthrough.go and passthrough_auth.go (logins the backend authenticates,
+// the auth exchange relayed), auth_changeuser.go (COM_CHANGE_USER),
+// session.go (lifecycle, idle watch), dispatch.go (commands, KILL, large
 // commands), killstmt.go (prepared KILL, KILL in PREPARE / EXECUTE
 // IMMEDIATE text), hangup.go (how a session's end reaches the backend),
 // relay.go (the one response walker), infile.go (a LOCAL INFILE
@@ -43,11 +46,14 @@
 // PROGRESS, COM_MULTI, CACHE_METADATA and BULK_UNIT_RESULTS. Clients work
 // without them, as with a server that lacks them.
 //
-// The backend login happens after the client has authenticated and before
-// it is told so: the client gets the backend's own login OK (status flags,
+// With users configured, the backend login happens after the client has
+// authenticated and before it is told so: the client gets the backend's own login OK (status flags,
 // session state), or its ERR (1045, 1049 unknown database, ...), or 1429
 // naming the backend address when it cannot be reached. When no greeting can
 // be learned at all, the client gets that 1429 in place of a greeting.
+// Without users (backend-account mode) the backend connection comes first:
+// the client is greeted with its scramble and plugin, and the exchange is
+// relayed until the backend's OK or ERR (passthrough.go).
 //
 // # Connection ids and KILL
 //
@@ -91,11 +97,15 @@
 //
 // # COM_CHANGE_USER
 //
-// The new account is checked against the proxy's users with the greeting's
+// With backend accounts (no users) the command is relayed to the session's
+// backend connection, auth switches included (auth_changeuser.go). With
+// users, the new account is checked against them with the greeting's
 // scramble (switching plugin when needed); the backend session is then
 // replaced by a fresh login as that account's backend user, which resets
 // session state as the server's own change user does (variables, temporary
-// tables, prepared statements). A failed change user closes the connection.
+// tables, prepared statements). A refused change user answers the error and
+// keeps the connection, reset, as the old user, as MariaDB does; after
+// three refusals the command is answered 1047.
 //
 // # Relay
 //

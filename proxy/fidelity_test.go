@@ -213,7 +213,9 @@ func waitForQueryOn(t *testing.T, srv *testdb.Server, q string) {
 }
 
 // COM_CHANGE_USER: the new proxy account is checked, the backend session is
-// replaced (user variables gone), a wrong password ends the connection.
+// replaced (user variables gone); a wrong password answers 1045 and keeps
+// the connection, reset, as the old user, as MariaDB does; after three
+// refusals the command is refused (1047).
 func TestChangeUser(t *testing.T) {
 	e := startProxy(t, shared.Addr, func(c *testConfig) {
 		c.Users = []Account{{Name: "app", Password: "secret"}, {Name: "app2", Password: "pw2"}}
@@ -250,10 +252,24 @@ func TestChangeUser(t *testing.T) {
 	if !found {
 		t.Error("the proxy still sees the old user on the session")
 	}
-	if p := cu("app", "wrong", ""); errCode(p) != gomysql.ER_ACCESS_DENIED_ERROR {
-		t.Fatalf("change user with a wrong password: %x, want 1045", p)
+	c.query("SET @x = 43")
+	for i := range 3 {
+		if p := cu("app", "wrong", ""); errCode(p) != gomysql.ER_ACCESS_DENIED_ERROR {
+			t.Fatalf("change user %d with a wrong password: %x, want 1045", i+1, p)
+		}
+		r := c.query("SELECT @x, DATABASE(), CURRENT_USER()")
+		if len(r) < 6 || r[5][0] != 0xFB || !bytes.Contains(r[5], []byte("cudb")) {
+			t.Fatalf("after a refused change user: rows %q, want NULL @x (reset) and database cudb (kept)", r)
+		}
 	}
-	expectClosed(t, c.l.conn)
+	if p := cu("app", "secret", ""); errCode(p) != gomysql.ER_UNKNOWN_COM_ERROR {
+		t.Fatalf("change user after three refusals: %x, want 1047 as MariaDB answers", p)
+	}
+	for _, si := range e.srv.SessionList() {
+		if si.ID == c.hello.threadID && si.User != "app2" {
+			t.Errorf("after refused change users the proxy sees user %q, want app2", si.User)
+		}
+	}
 }
 
 // Session tracking: after SET NAMES the OK packet carries the new

@@ -88,6 +88,27 @@ func randomScramble() []byte {
 // when asked), authenticates it against the proxy's accounts and returns
 // the client leg (its sequence id after the last packet read).
 func (s *Server) clientHandshake(c *leg, g *greeting) (*clientHello, error) {
+	h, err := s.greetClient(c, g)
+	if err != nil {
+		return nil, err
+	}
+	resp := h.resp
+	plugin := resp.plugin
+	if resp.caps&mysql.CLIENT_PLUGIN_AUTH == 0 {
+		plugin = mysql.AUTH_NATIVE_PASSWORD // cannot be switched; 4.1 scramble
+	}
+	acct, err := s.authenticate(c, resp.user, plugin, resp.auth, g.scramble, c.conn.RemoteAddr())
+	if err != nil {
+		return nil, err
+	}
+	h.account = acct
+	return h, nil
+}
+
+// greetClient writes greeting g, reads the client's handshake response
+// (upgrading its leg to TLS when asked) and checks tls.required; the
+// client is not yet authenticated.
+func (s *Server) greetClient(c *leg, g *greeting) (*clientHello, error) {
 	if err := c.writePacket(appendGreeting(nil, g)); err != nil {
 		return nil, err
 	}
@@ -129,15 +150,6 @@ func (s *Server) clientHandshake(c *leg, g *greeting) (*clientHello, error) {
 	if s.cfg.TLS.Required && !h.tls {
 		return nil, &loginError{3159, "HY000", "Connections using insecure transport are prohibited while tls.required is set"}
 	}
-	plugin := resp.plugin
-	if resp.caps&mysql.CLIENT_PLUGIN_AUTH == 0 {
-		plugin = mysql.AUTH_NATIVE_PASSWORD // cannot be switched; 4.1 scramble
-	}
-	acct, err := s.authenticate(c, resp.user, plugin, resp.auth, g.scramble, c.conn.RemoteAddr())
-	if err != nil {
-		return nil, err
-	}
-	h.account = acct
 	return h, nil
 }
 

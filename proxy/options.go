@@ -9,9 +9,15 @@ import "time"
 // take the defaults below.
 type Config struct {
 	// Listen is host:port, or a Unix socket path (containing '/').
-	Listen   string
-	Backend  Backend
-	Users    []Account // none: clients log in with the backend's own account, as admin
+	Listen  string
+	Backend Backend
+	// Users are the proxy's own accounts. None: backend-account mode,
+	// where any account the backend accepts logs in (passthrough.go).
+	Users []Account
+	// Admins name the backend accounts (user names) that are admins in
+	// backend-account mode; ignored while Users are configured, where
+	// Account.Admin says it.
+	Admins   []string
 	TLS      ServerTLS
 	Limits   Limits
 	Shutdown Shutdown
@@ -39,7 +45,10 @@ type BackendTLS struct {
 }
 
 // Account is a proxy user. The backend session logs in as BackendUser
-// (default: Backend.User, with Backend.Password).
+// (default: Backend.User, with Backend.Password). In backend-account mode a
+// session's Account is made at login: Name is the backend account's user
+// name, BackendUser/BackendPassword are backend.user's (the proxy's side
+// connections for the session use them), and no password is held.
 type Account struct {
 	Name, Password string
 	// PasswordHash is SHA1(SHA1(password)), the 20 bytes behind the
@@ -49,6 +58,8 @@ type Account struct {
 	PasswordHash                 []byte
 	BackendUser, BackendPassword string
 	Admin                        bool // may KILL others' sessions and run the admin SQL
+
+	backendAuth bool // the backend authenticated the session (backend-account mode)
 }
 
 // ServerTLS is TLS towards clients; without Cert and Key the proxy makes a
@@ -82,7 +93,7 @@ type Shutdown struct {
 	Grace time.Duration // statements in flight get this long
 }
 
-// Defaults for zero Config fields (config.ApplyDefaults reads them from here).
+// Defaults for zero Config fields (the configuration file's are the same values).
 const (
 	DefaultConnectTimeout   = 5 * time.Second
 	DefaultMaxHandshakes    = 1024

@@ -32,7 +32,8 @@ type Server struct {
 	clientTLS  *tls.Config
 	backendTLS *tls.Config
 	users      atomic.Pointer[accounts]
-	decoy      string // password checked for unknown users, so they cost the same
+	admins     atomic.Pointer[map[string]bool] // backend-account mode's admins, by user name
+	decoy      string                          // password checked for unknown users, so they cost the same
 
 	// backendHello is the backend's greeting as last seen (version,
 	// capabilities, status, charset); new clients are greeted with it.
@@ -81,6 +82,9 @@ type Server struct {
 type accounts struct {
 	byName   map[string]Account
 	hashOnly bool // some account has only a password hash
+	// backendAuth: no users are configured, the backend authenticates
+	// every client (passthrough.go).
+	backendAuth bool
 }
 
 // Option adjusts a Server.
@@ -140,6 +144,7 @@ func NewServer(cfg Config, opts ...Option) (*Server, error) {
 		return nil, err
 	}
 	s.SetUsers(cfg.Users)
+	s.SetAdmins(cfg.Admins)
 	s.mem = newMemBudget(cfg.Limits.CommandMemory)
 	s.throttle = newLoginThrottle(cfg.Limits.LoginFailures, cfg.Limits.LoginFailureInterval, cfg.Limits.LoginBlockMax, throttleHosts)
 	s.idleMem.done = s.done
@@ -149,13 +154,10 @@ func NewServer(cfg Config, opts ...Option) (*Server, error) {
 
 // SetUsers replaces the proxy's accounts (a configuration reload): new
 // logins use them at once; sessions already logged in keep going. With no
-// users, clients log in with the backend's own user and password.
+// users, the backend authenticates clients with its own accounts
+// (backend-account mode, passthrough.go).
 func (s *Server) SetUsers(list []Account) {
-	a := &accounts{byName: map[string]Account{}}
-	if len(list) == 0 {
-		// Whoever knows the backend's own credentials may steer the proxy.
-		list = []Account{{Name: s.cfg.Backend.User, Password: s.cfg.Backend.Password, Admin: true}}
-	}
+	a := &accounts{byName: map[string]Account{}, backendAuth: len(list) == 0}
 	for _, u := range list {
 		if u.BackendUser == "" {
 			u.BackendUser = s.cfg.Backend.User
@@ -342,16 +344,22 @@ func (s *Server) handle(raw net.Conn) {
 		s.handshakesDropped.Add(1)
 	}
 	_ = raw.SetDeadline(time.Now().Add(s.cfg.Limits.HandshakeTimeout))
-	hello, err := s.hello(s.baseCtx)
-	if err != nil {
-		s.pending.remove(raw, host, &s.mu)
-		// Logged once when the backend stops answering (noteBackend).
-		log.Debug("backend unreachable: refusing client", "backend", s.cfg.Backend.Addr, "err", rootCause(err))
-		s.refuseLogin(c, s.backendRefusal(err))
-		return
+	var h *clientHello
+	var bc *backendConn // logged in already in backend-account mode
+	var err error
+	if s.users.Load().backendAuth {
+		h, bc, err = s.passThroughHandshake(c, id)
+	} else {
+		hello, herr := s.hello(s.baseCtx)
+		if herr != nil {
+			s.pending.remove(raw, host, &s.mu)
+			// Logged once when the backend stops answering (noteBackend).
+			log.Debug("backend unreachable: refusing client", "backend", s.cfg.Backend.Addr, "err", rootCause(herr))
+			s.refuseLogin(c, s.backendRefusal(herr))
+			return
+		}
+		h, err = s.clientHandshake(c, s.greetingFor(id, hello))
 	}
-	g := s.greetingFor(id, hello)
-	h, err := s.clientHandshake(c, g)
 	s.pending.remove(raw, host, &s.mu)
 	if err != nil {
 		var le *loginError
@@ -369,12 +377,19 @@ func (s *Server) handle(raw net.Conn) {
 	if n := s.active.Add(1); s.cfg.Limits.MaxConnections > 0 && n > int64(s.cfg.Limits.MaxConnections) {
 		s.active.Add(-1)
 		log.Warn("too many connections", "max", s.cfg.Limits.MaxConnections)
+		if bc != nil {
+			_ = bc.conn.SetWriteDeadline(time.Now().Add(time.Second))
+			_, _ = bc.conn.Write(comQuit[:])
+			bc.conn.Close()
+		}
 		s.refuseLogin(c, &loginError{mysql.ER_CON_COUNT_ERROR, "08004", "Too many connections"})
 		return
 	}
 	defer s.active.Add(-1)
 
-	bc, err := s.connectBackend(s.baseCtx, backendLoginFor(h))
+	if bc == nil {
+		bc, err = s.connectBackend(s.baseCtx, backendLoginFor(h))
+	}
 	if err != nil {
 		le := s.backendRefusal(err)
 		if connectOutcome(err) != nil {

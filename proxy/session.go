@@ -70,6 +70,8 @@ type Session struct {
 	bpeekConn  net.Conn             // the connection bpeek was made for
 	kills      map[uint32]*killStmt // KILLs the client prepared, by statement id (killstmt.go)
 
+	changeUserFails uint8 // refused COM_CHANGE_USERs (auth_changeuser.go)
+
 	// How the session ends (hangup.go): ending is the goroutine's plan
 	// for the backend connection; abandoned is set once the backend has
 	// been told to stop the statement of a client that went away.

@@ -45,7 +45,7 @@ type hostBudget struct {
 	strikes int       // blocks since the bucket was last full
 }
 
-// Defaults of the throttle's limits (config.ApplyDefaults reads them).
+// Defaults of the throttle's limits (the configuration file's are the same values).
 const (
 	DefaultLoginFailures        = 10
 	DefaultLoginFailureInterval = 6 * time.Second

@@ -290,21 +290,18 @@ func (l *lexer) endsClosed(last token) bool {
 		}
 		return true
 	}
-	// Only spaces and comments follow last.
+	// Only white space, comments and the end of an executable comment
+	// follow last (the lexer found no token there); a comment left open
+	// is not a clean end.
 	for i := last.end; i < len(s); {
-		switch s[i] {
-		case '#', '-': // # or -- comment, to the end of the line
-			j := strings.IndexByte(s[i:], '\n')
-			if j < 0 {
-				return true
-			}
-			i += j + 1
-		case '/': // /* comment */
-			j := strings.Index(s[i+2:], "*/")
-			if j < 0 {
+		switch c := s[i]; {
+		case c == '#' || c == '-' && sqltext.LineComment(s, i):
+			i = sqltext.LineEnd(s, i)
+		case c == '/' && i+1 < len(s) && s[i+1] == '*':
+			if sqltext.Index(s, "*/", i+2) < 0 {
 				return false
 			}
-			i += j + 4
+			i = sqltext.CommentEnd(s, i)
 		default:
 			i++
 		}

@@ -43,8 +43,10 @@ func (l *lexer) loadHead() (h loadHead, ok bool) {
 }
 
 // tableName reads [db.]table.
-func (l *lexer) tableName() (db, table string, ok bool) {
-	t := l.next()
+func (l *lexer) tableName() (db, table string, ok bool) { return l.qualifiedName(l.next()) }
+
+// qualifiedName reads [db.]table starting at t, the token already read.
+func (l *lexer) qualifiedName(t token) (db, table string, ok bool) {
 	if t.kind != tWord && t.kind != tQuoted {
 		return "", "", false
 	}

@@ -68,7 +68,8 @@ fi
 export PATH="$PATH:/usr/sbin"
 export TMPDIR="${TMPDIR:-/tmp}"
 
-# The clients users run, driven by integration/clients_*_test.go: PyMySQL,
+# The clients users run, driven by integration/clients_*_test.go: PyMySQL
+# (with PyNaCl for ed25519 accounts),
 # MariaDB Connector/J (with a JDK to compile the test program), node with
 # npm (the tests npm-install mysql2 themselves), script(1) for a pty.
 # Installed only as root with apt-get; elsewhere those tests skip and say
@@ -77,6 +78,8 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
 	missing=()
 	installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 	installed python3-pymysql || missing+=(python3-pymysql)
+	# PyNaCl: PyMySQL's ed25519 login (backend-account mode's test)
+	installed python3-nacl || missing+=(python3-nacl)
 	installed libmariadb-java || missing+=(libmariadb-java)
 	command -v javac >/dev/null || missing+=(default-jdk-headless)
 	command -v node >/dev/null || missing+=(nodejs)
@@ -93,6 +96,11 @@ fi
 
 echo "== go vet ./..."
 go vet ./...
+# bench/ is a module of its own (its baselines, bwmarrin/snowflake and
+# sonyflake, stay out of the product's go.mod); it uses this checkout
+# through a replace directive.
+echo "== (cd bench && go vet ./...)"
+(cd bench && go vet ./...)
 
 # Packages with concurrency run under the race detector; the rest (and the
 # long end-to-end tests) run without it, which keeps the suite inside CI's
@@ -117,6 +125,8 @@ LEAFPROXY_LOOP=0 go test -count=1 -timeout 30m "$@" ./proxy
 other_pkgs=$(go list ./... | grep -v -x -F -f <(printf '%s\n' $race_pkgs) | tr '\n' ' ')
 echo "== go test ${other_pkgs}"
 go test -count=1 -timeout 45m "$@" $other_pkgs
+echo "== (cd bench && go test ./...)  (the suites skip without LEAFPROXY_BENCH=1)"
+(cd bench && go test -count=1 -timeout 45m "$@" ./...)
 
 if [ "$#" -eq 0 ] && [ -z "${LEAFPROXY_SKIP_DRIVER_SUITE:-}" ]; then
 	echo "== go-sql-driver's own suite, directly and through the proxy (scripts/driver-suite.sh)"

@@ -101,7 +101,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 		`data-tag="order"`, `data-tag="invoice"`, `data-tag="message"`, "fills shop.orders",
 		`data-fill="75.0" style="width: 75%;"`, `data-fill="95.0"`, "750 of 1,000 left",
 		"no buffer (time-based)", "listening on " + r.Addr, backend.Addr + "/leafproxy",
-		// Issue 20: a snowflake tag's layout and worker, each tag's runway.
+		// A snowflake tag's layout and worker, each tag's runway.
 		`data-layout="default 41/10/12 x 1ms, epoch 2020-01-01T00:00:00Z"`, "· worker 7",
 		`data-runway="order"`, " IDs left", "limit: BIGINT", "runs out 2089-09-06 15:47:35 UTC",
 	} {

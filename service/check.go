@@ -101,7 +101,12 @@ func CheckConfig(ctx context.Context, cfg *config.Config) []Finding {
 	}
 	if storeUp {
 		tctx, cancel := context.WithTimeout(ctx, h.timeout)
-		err := allocator.CheckTags(tctx, cfg)
+		var err error
+		if ac, aerr := AllocatorConfig(cfg); aerr != nil {
+			err = aerr
+		} else {
+			err = allocator.CheckTags(tctx, &ac)
+		}
 		cancel()
 		var ut *allocator.UndeclaredTagError
 		switch {

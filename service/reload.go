@@ -41,7 +41,11 @@ func (s *Service) ReloadWith(ctx context.Context, load func() (*config.Config, e
 }
 
 func (s *Service) reload(ctx context.Context, next *config.Config) (changes []string, err error) {
-	if err := next.Validate(); err != nil {
+	if err := ValidateConfig(next); err != nil {
+		return nil, err
+	}
+	nextAlloc, err := AllocatorConfig(next)
+	if err != nil {
 		return nil, err
 	}
 	cur := s.current()
@@ -60,9 +64,9 @@ func (s *Service) reload(ctx context.Context, next *config.Config) (changes []st
 	// Names compare as the backend does: read again (the backend may have
 	// been down at start), else as before.
 	s.mu.Lock()
-	lctn := s.lctn
+	lowerCaseTableNames := s.lowerCaseTableNames
 	s.mu.Unlock()
-	bn := readBackendNames(ctx, s.health.backend, next, lctn)
+	bn := readBackendNames(ctx, s.health.backend, next, lowerCaseTableNames)
 	rs, err := bn.rules(next)
 	if err != nil {
 		return nil, fmt.Errorf("tables: %w", err)
@@ -76,7 +80,7 @@ func (s *Service) reload(ctx context.Context, next *config.Config) (changes []st
 	if len(added) > 0 || !reflect.DeepEqual(cur.Tables, next.Tables) {
 		// New tags (and tags of new rules) are created as init would.
 		ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := allocator.InitStore(ictx, next, nil)
+		err := allocator.InitStore(ictx, &nextAlloc, nil)
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("create the new tags in the store: %w", err)
@@ -84,6 +88,7 @@ func (s *Service) reload(ctx context.Context, next *config.Config) (changes []st
 	}
 
 	changes = append(changes, diffNames("user", names(cur.Users), names(next.Users))...)
+	changes = append(changes, diffNames("admin", cur.Admins, next.Admins)...)
 	for _, u := range next.Users {
 		for _, o := range cur.Users {
 			if o.Name == u.Name && o != u {
@@ -104,18 +109,24 @@ func (s *Service) reload(ctx context.Context, next *config.Config) (changes []st
 
 	// Apply: accounts, rules, the configured-tags view.
 	s.Proxy.SetUsers(Accounts(next.Users))
+	s.Proxy.SetAdmins(next.Admins)
 	s.Engine.SetRules(rs)
 	s.mu.Lock()
-	s.lctn = bn.lctn
+	s.lowerCaseTableNames = bn.lowerCaseTableNames
 	s.mu.Unlock()
 	bn.log(s.log, next)
 	applied := *cur
-	applied.Users, applied.Tables, applied.Sequences.Tags = next.Users, next.Tables, next.Sequences.Tags
+	applied.Users, applied.Admins, applied.Tables, applied.Sequences.Tags = next.Users, next.Admins, next.Tables, next.Sequences.Tags
+	appliedAlloc, err := AllocatorConfig(&applied)
+	if err != nil {
+		return nil, err
+	}
 	s.live.Store(&applied)
+	s.liveAlloc.Store(&appliedAlloc)
 
 	// What a restart would pick up.
 	restart := *next
-	restart.Users, restart.Tables, restart.Sequences.Tags, restart.Path = cur.Users, cur.Tables, cur.Sequences.Tags, cur.Path
+	restart.Users, restart.Admins, restart.Tables, restart.Sequences.Tags, restart.Path = cur.Users, cur.Admins, cur.Tables, cur.Sequences.Tags, cur.Path
 	for _, f := range changedKeys(*cur, restart) {
 		changes = append(changes, f+": needs a restart, not applied")
 	}

@@ -23,9 +23,9 @@ const ruleCheckTimeout = 10 * time.Second
 
 // backendNames is what the backend said about table names.
 type backendNames struct {
-	lctn  int   // lower_case_table_names
-	err   error // why it could not be read (lctn is then a default)
-	notes []ruleNote
+	lowerCaseTableNames int   // lower_case_table_names
+	err                 error // why it could not be read (lowerCaseTableNames is then a default)
+	notes               []ruleNote
 }
 
 // ruleNote is one warning about a rule.
@@ -35,7 +35,7 @@ type ruleNote struct {
 }
 
 func (b backendNames) rules(cfg *config.Config) (*rewriter.Rules, error) {
-	return rewriter.NewRules(cfg.Rules(), rewriter.WithLowerCaseTableNames(b.lctn))
+	return rewriter.NewRules(RewriterRules(cfg), rewriter.WithLowerCaseTableNames(b.lowerCaseTableNames))
 }
 
 // log writes what was found: how names are compared, and the notes.
@@ -43,12 +43,12 @@ func (b backendNames) log(log *slog.Logger, cfg *config.Config) {
 	if len(cfg.Tables) == 0 {
 		return
 	}
-	c := tablematch.CaseOf(b.lctn)
+	c := tablematch.CaseOf(b.lowerCaseTableNames)
 	if b.err != nil {
-		log.Warn(fmt.Sprintf("could not read the backend's lower_case_table_names: table rules compare names %s, as a Linux server does by default (lower_case_table_names=%d), until a reload (SIGHUP) reads it", c, b.lctn),
+		log.Warn(fmt.Sprintf("could not read the backend's lower_case_table_names: table rules compare names %s, as a Linux server does by default (lower_case_table_names=%d), until a reload (SIGHUP) reads it", c, b.lowerCaseTableNames),
 			"backend", cfg.Backend.Addr, "err", b.err)
 	} else {
-		log.Info("table rules compare names as the backend does", "lower_case_table_names", b.lctn, "names", c.String(), "backend", cfg.Backend.Addr)
+		log.Info("table rules compare names as the backend does", "lower_case_table_names", b.lowerCaseTableNames, "names", c.String(), "backend", cfg.Backend.Addr)
 	}
 	for _, n := range b.notes {
 		log.Warn(n.msg, n.attrs...)
@@ -59,7 +59,7 @@ func (b backendNames) log(log *slog.Logger, cfg *config.Config) {
 // when it cannot) and checks cfg's rules against its tables, on one
 // connection of db.
 func readBackendNames(ctx context.Context, db *sql.DB, cfg *config.Config, fallback int) backendNames {
-	b := backendNames{lctn: fallback}
+	b := backendNames{lowerCaseTableNames: fallback}
 	if len(cfg.Tables) == 0 {
 		return b
 	}
@@ -76,7 +76,7 @@ func readBackendNames(ctx context.Context, db *sql.DB, cfg *config.Config, fallb
 		b.err = err
 		return b
 	}
-	b.lctn = n
+	b.lowerCaseTableNames = n
 	notes, err := checkRuleTables(ctx, conn, cfg, n)
 	if err != nil {
 		notes = append(notes, ruleNote{"could not check the table rules against the backend's tables", []any{"backend", cfg.Backend.Addr, "err", err}})
@@ -89,8 +89,8 @@ func readBackendNames(ctx context.Context, db *sql.DB, cfg *config.Config, fallb
 // pattern that matches none (a typo, or tables not created yet), and an
 // exact name whose table exists only in another case, on a backend that
 // tells the two apart (the rule does not fill it).
-func checkRuleTables(ctx context.Context, conn *sql.Conn, cfg *config.Config, lctn int) ([]ruleNote, error) {
-	c := tablematch.CaseOf(lctn)
+func checkRuleTables(ctx context.Context, conn *sql.Conn, cfg *config.Config, lowerCaseTableNames int) ([]ruleNote, error) {
+	c := tablematch.CaseOf(lowerCaseTableNames)
 	var notes []ruleNote
 	for i, r := range cfg.Tables {
 		name, err := tablematch.Parse(r.Table, c)
@@ -111,7 +111,7 @@ func checkRuleTables(ctx context.Context, conn *sql.Conn, cfg *config.Config, lc
 				r.Table, other, other), attrs})
 		case name.IsPattern():
 			notes = append(notes, ruleNote{fmt.Sprintf("table rule %q is a pattern that matches no table on the backend: nothing is filled by it until such a table exists; "+
-				"check it (names are %s on this backend, lower_case_table_names=%d; patterns: %s)", r.Table, c, lctn, tablematch.Syntax), attrs})
+				"check it (names are %s on this backend, lower_case_table_names=%d; patterns: %s)", r.Table, c, lowerCaseTableNames, tablematch.Syntax), attrs})
 		}
 	}
 	return notes, nil

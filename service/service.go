@@ -78,13 +78,17 @@ type Service struct {
 	version  string
 	started  time.Time
 
-	// live is the configuration in force: cfg as changed by Reload.
-	live *atomic.Pointer[config.Config]
+	// live is the configuration in force: cfg as changed by Reload;
+	// liveAlloc is its allocator part, which admin and the runway read.
+	live      *atomic.Pointer[config.Config]
+	liveAlloc *atomic.Pointer[allocator.Config]
 
-	reloads     *reloadState // what configuration reloads did (metrics)
-	mu          sync.Mutex
-	metricsAddr net.Addr
-	lctn        int // the backend's lower_case_table_names the rules were built with
+	reloads             *reloadState // what configuration reloads did (metrics)
+	mu                  sync.Mutex
+	metricsAddr         net.Addr
+	lowerCaseTableNames int // the backend's lower_case_table_names the rules were built with
+
+	life lifecycle // Serve calls in progress and Close
 }
 
 // New prepares the allocation store (creating its database, leaf_alloc,
@@ -143,7 +147,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	}
 	// Table names compare as the backend compares them (a server global,
 	// read once here); a backend not usable now gets Linux's default.
-	names := backendNames{lctn: 0, err: backendErr}
+	names := backendNames{lowerCaseTableNames: 0, err: backendErr}
 	if backendErr == nil {
 		names = readBackendNames(ctx, h.backend, cfg, 0)
 	}
@@ -152,7 +156,12 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		h.close()
 		return nil, fmt.Errorf("tables: %w", err)
 	}
-	seq, err := allocator.Open(ctx, cfg, log, append([]allocator.Option{allocator.WithInitStore()}, o.alloc...)...)
+	ac, err := AllocatorConfig(cfg)
+	if err != nil {
+		h.close()
+		return nil, err
+	}
+	seq, err := allocator.Open(ctx, ac, log, append([]allocator.Option{allocator.WithInitStore()}, o.alloc...)...)
 	if err != nil {
 		h.close()
 		err = explainStoreError(cfg, "start the ID generators", err)
@@ -171,12 +180,14 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	eng := engine.New(seq, rs, engine.WithPlanLimits(cfg.Limits.MaxPlanDepth, int64(cfg.Limits.PlanMemory)))
 	live := &atomic.Pointer[config.Config]{}
 	live.Store(cfg)
-	adm := admin.New(eng, seq, live.Load)
+	liveAlloc := &atomic.Pointer[allocator.Config]{}
+	liveAlloc.Store(&ac)
+	adm := admin.New(eng, seq, liveAlloc.Load)
 	ro := o.runway
 	if ro.Logger == nil {
 		ro.Logger = log.With("component", "runway")
 	}
-	mon := runway.New(seq, live.Load, ro)
+	mon := runway.New(seq, liveAlloc.Load, ro)
 	adm.SetRunway(mon.Get)
 	popts := []proxy.Option{proxy.WithLogger(log), proxy.WithInterceptor(adm), proxy.WithAuthMethod(cfg.AuthMethod)}
 	if cfg.Metrics.Listen == "" && !o.stats {
@@ -204,8 +215,10 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	reg.MustRegister(newCollector(seq, srv, configured, mon))
 	reg.MustRegister(newTrafficCollector(srv, eng, h.get, reloads, o.version))
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return &Service{Proxy: srv, Sequences: seq, Engine: eng, Runway: mon, log: log, cfg: cfg, registry: reg,
-		health: h, version: o.version, started: started, live: live, lctn: names.lctn, reloads: reloads}, nil
+	svc := &Service{Proxy: srv, Sequences: seq, Engine: eng, Runway: mon, log: log, cfg: cfg, registry: reg,
+		health: h, version: o.version, started: started, live: live, liveAlloc: liveAlloc, lowerCaseTableNames: names.lowerCaseTableNames, reloads: reloads}
+	svc.life.init()
+	return svc, nil
 }
 
 // sameCause reports whether two errors come from the same MySQL error
@@ -233,92 +246,6 @@ func (s *Service) MetricsAddr() net.Addr {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.metricsAddr
-}
-
-// startMetrics starts the endpoint when metrics.listen is set; the returned
-// stop (never nil) shuts it down.
-func (s *Service) startMetrics() (func(), error) {
-	if s.cfg.Metrics.Listen == "" {
-		return func() {}, nil
-	}
-	addr, stop, err := startMetrics(s.cfg.Metrics.Listen, s.handler(), s.log)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	s.metricsAddr = addr
-	s.mu.Unlock()
-	return func() {
-		stop()
-		s.mu.Lock()
-		s.metricsAddr = nil
-		s.mu.Unlock()
-	}, nil
-}
-
-// Serve runs the proxy on l until ctx ends, then shuts down gracefully and
-// releases the generators.
-// With metrics.listen set, /metrics, the status page (/), /status.json and
-// /healthz are served alongside and stopped with the proxy; failing to bind
-// it fails start-up.
-func (s *Service) Serve(ctx context.Context, l net.Listener) error {
-	defer s.health.close()
-	defer s.Sequences.Close()
-	stop, err := s.startMetrics()
-	if err != nil {
-		l.Close()
-		return err
-	}
-	defer stop()
-	defer s.runRunway()()
-	return s.Proxy.Serve(ctx, l)
-}
-
-// runRunway starts the runway monitor; the returned stop ends it and
-// waits.
-func (s *Service) runRunway() (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Runway.Run(ctx)
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
-}
-
-// ServeOn is Serve on listeners bound beforehand (Listen): the client
-// listener l and, when metrics.listen is set, the metrics endpoint's ml.
-func (s *Service) ServeOn(ctx context.Context, l, ml net.Listener) error {
-	defer s.health.close()
-	defer s.Sequences.Close()
-	stop := func() {}
-	if ml != nil {
-		addr, st := serveMetrics(ml, s.handler(), s.log)
-		s.mu.Lock()
-		s.metricsAddr = addr
-		s.mu.Unlock()
-		stop = st
-	}
-	defer stop()
-	defer s.runRunway()()
-	return s.Proxy.Serve(ctx, l)
-}
-
-// ListenAndServe listens on the configured address (and metrics.listen)
-// and serves until ctx ends.
-func (s *Service) ListenAndServe(ctx context.Context) error {
-	defer s.health.close()
-	defer s.Sequences.Close()
-	stop, err := s.startMetrics()
-	if err != nil {
-		return err
-	}
-	defer stop()
-	defer s.runRunway()()
-	return s.Proxy.ListenAndServe(ctx)
 }
 
 // configuredTags maps every tag the configuration names to its generator.

@@ -121,6 +121,7 @@ func TestMetricsListenBusy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer svc.Close()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

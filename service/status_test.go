@@ -31,33 +31,28 @@ type running struct {
 func startService(t *testing.T, cfg *config.Config) *running {
 	t.Helper()
 	cfg.DeclareRuleTags()
-	if err := cfg.Validate(); err != nil {
+	if err := service.ValidateConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	svc, err := service.New(ctx, cfg, nil, service.WithVersion("9.9.9-test"))
+	svc, err := service.New(context.Background(), cfg, nil, service.WithVersion("9.9.9-test"))
 	if err != nil {
-		cancel()
 		t.Fatal(err)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		cancel()
+		svc.Close()
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- svc.Serve(ctx, l) }()
+	go func() { done <- svc.Serve(context.Background(), l) }()
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Serve: %v", err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Error("service did not stop")
+			if err := svc.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+			if err := <-done; err != nil { // Close returns after Serve
+				t.Errorf("Serve: %v", err)
 			}
 		})
 	}
@@ -105,12 +100,12 @@ func get(t *testing.T, url string, v any) int {
 	return resp.StatusCode
 }
 
-// healthAfterCache waits out the health cache, then asks /healthz.
-func healthAfterCache(t *testing.T, base string) (int, service.Health) {
+// healthAfterCache ends the cached health result's life, then asks /healthz.
+func healthAfterCache(t *testing.T, r *running) (int, service.Health) {
 	t.Helper()
-	time.Sleep(1100 * time.Millisecond)
+	r.Svc.ExpireHealth()
 	var h service.Health
-	code := get(t, base+"/healthz", &h)
+	code := get(t, r.Base+"/healthz", &h)
 	return code, h
 }
 
@@ -132,7 +127,7 @@ func TestHealthz(t *testing.T) {
 
 	// A scrape storm: 100 requests within the cache's second cost at most
 	// one more probe.
-	time.Sleep(1100 * time.Millisecond)
+	r.Svc.ExpireHealth()
 	before := r.Svc.HealthProbes()
 	stormStart := time.Now()
 	var wg sync.WaitGroup
@@ -153,7 +148,7 @@ func TestHealthz(t *testing.T) {
 
 	backend.Stop(t)
 	start := time.Now()
-	code, h := healthAfterCache(t, r.Base)
+	code, h := healthAfterCache(t, r)
 	if code != http.StatusServiceUnavailable || h.OK || h.Status != "unavailable" || h.Backend.OK {
 		t.Fatalf("healthz with the backend stopped: %d %+v", code, h)
 	}
@@ -168,7 +163,7 @@ func TestHealthz(t *testing.T) {
 	}
 
 	backend.Restart(t)
-	code, h = healthAfterCache(t, r.Base)
+	code, h = healthAfterCache(t, r)
 	if code != http.StatusOK || !h.OK {
 		t.Fatalf("healthz after the backend came back: %d %+v", code, h)
 	}
@@ -196,7 +191,7 @@ func TestHealthzStoreApart(t *testing.T) {
 	}
 
 	store.Stop(t)
-	code, h := healthAfterCache(t, r.Base)
+	code, h := healthAfterCache(t, r)
 	if code != http.StatusServiceUnavailable || !h.Backend.OK || h.Store.OK {
 		t.Fatalf("healthz with the store stopped: %d %+v", code, h)
 	}

@@ -27,10 +27,14 @@ func InitStore(ctx context.Context, cfg *config.Config, report func(format strin
 			return explainStoreError(cfg, "create the allocation store's database", err)
 		}
 	}
-	if err := allocator.InitStore(ctx, cfg, report); err != nil {
+	ac, err := AllocatorConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if err := allocator.InitStore(ctx, &ac, report); err != nil {
 		return explainStoreError(cfg, "prepare the allocation store", err)
 	}
-	if err := allocator.CheckSnowflakeLayout(ctx, cfg, report); err != nil {
+	if err := allocator.CheckSnowflakeLayout(ctx, &ac, report); err != nil {
 		return explainStoreError(cfg, "record or check the snowflake layout", err)
 	}
 	return nil

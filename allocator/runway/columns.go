@@ -6,19 +6,18 @@ import (
 	"fmt"
 
 	"github.com/leafproxy/leafproxy/allocator"
-	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/tablematch"
 )
 
 // readColumns is Options.Columns' default: ReadColumns on the monitor's
 // own backend connection (opened on first use).
-func (m *Monitor) readColumns(ctx context.Context, cfg *config.Config) (map[string]Column, error) {
-	if len(cfg.Tables) == 0 {
+func (m *Monitor) readColumns(ctx context.Context, cfg *allocator.Config) (map[string]Column, error) {
+	if len(cfg.Rules) == 0 {
 		return map[string]Column{}, nil
 	}
 	m.mu.Lock()
 	if m.db == nil {
-		db, err := sql.Open("mysql", allocator.BackendDSN(cfg))
+		db, err := sql.Open("mysql", cfg.BackendDSN)
 		if err != nil {
 			m.mu.Unlock()
 			return nil, err
@@ -29,7 +28,7 @@ func (m *Monitor) readColumns(ctx context.Context, cfg *config.Config) (map[stri
 	}
 	db := m.db
 	m.mu.Unlock()
-	return ReadColumns(ctx, db, cfg)
+	return ReadColumns(ctx, db, cfg.Rules)
 }
 
 func (m *Monitor) closeDB() {
@@ -41,17 +40,17 @@ func (m *Monitor) closeDB() {
 	}
 }
 
-// ReadColumns finds, for each tag of cfg's rules, the key column with the
+// ReadColumns finds, for each tag of rules, the key column with the
 // smallest maximum among every table the rules naming the tag match on the
 // backend db (patterns too, as the rewriter matches them, with the
 // backend's lower_case_table_names), from information_schema.
-func ReadColumns(ctx context.Context, db *sql.DB, cfg *config.Config) (map[string]Column, error) {
+func ReadColumns(ctx context.Context, db *sql.DB, rules []allocator.Rule) (map[string]Column, error) {
 	c, _, err := allocator.NameCase(ctx, db)
 	if err != nil {
 		c = tablematch.Fold
 	}
 	out := map[string]Column{}
-	for _, r := range cfg.Tables {
+	for _, r := range rules {
 		tables, err := allocator.MatchingTables(ctx, db, r, c)
 		if err != nil {
 			return nil, fmt.Errorf("rule %s: %w", r.Table, err)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/leafproxy/leafproxy/allocator"
 	"github.com/leafproxy/leafproxy/allocator/snowflake"
-	"github.com/leafproxy/leafproxy/config"
 )
 
 // Estimate is one tag's runway at one instant.
@@ -61,7 +60,7 @@ type Options struct {
 	Logger       *slog.Logger
 	// Columns reads the smallest key column of each tag's rule tables;
 	// default: information_schema on the backend (ReadColumns).
-	Columns func(ctx context.Context, cfg *config.Config) (map[string]Column, error)
+	Columns func(ctx context.Context, cfg *allocator.Config) (map[string]Column, error)
 }
 
 // Monitor recomputes every tag's runway in the background: the rule
@@ -71,23 +70,23 @@ type Options struct {
 // every WarnEvery for each tag with less than WarnBelow left.
 type Monitor struct {
 	src  Source
-	cfg  func() *config.Config
+	cfg  func() *allocator.Config
 	opts Options
 	log  *slog.Logger
 	db   *sql.DB // the backend, for Columns' default
 
-	mu      sync.Mutex
-	est     map[string]Estimate
-	cols    map[string]Column
-	colsAt  time.Time
-	colsErr error
-	rates   map[string]*Rate
-	warned  map[string]time.Time
+	mu            sync.Mutex
+	estimates     map[string]Estimate  // by tag, from the last Refresh
+	columns       map[string]Column    // by tag: the smallest key column of its rules' tables
+	columnsReadAt time.Time            // when columns was read
+	columnsErr    error                // why the last read of columns failed
+	rates         map[string]*Rate     // by tag: the store's max_id over the window
+	warned        map[string]time.Time // by tag: when its runway was last warned about
 }
 
-// New builds a monitor over src for the configuration cfg returns (the
-// live one: rules change on reload). Run starts it.
-func New(src Source, cfg func() *config.Config, opts Options) *Monitor {
+// New builds a monitor over src for the allocator configuration cfg
+// returns (the one in force: rules change on reload). Run starts it.
+func New(src Source, cfg func() *allocator.Config, opts Options) *Monitor {
 	if opts.Interval <= 0 {
 		opts.Interval = time.Minute
 	}
@@ -110,7 +109,7 @@ func New(src Source, cfg func() *config.Config, opts Options) *Monitor {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	m := &Monitor{src: src, cfg: cfg, opts: opts, log: opts.Logger,
-		est: map[string]Estimate{}, rates: map[string]*Rate{}, warned: map[string]time.Time{}}
+		estimates: map[string]Estimate{}, rates: map[string]*Rate{}, warned: map[string]time.Time{}}
 	if opts.Columns == nil {
 		m.opts.Columns = m.readColumns
 	}
@@ -139,16 +138,16 @@ func (m *Monitor) Refresh(ctx context.Context) error {
 	now := m.opts.Now()
 	cfg := m.cfg()
 	m.mu.Lock()
-	stale := m.cols == nil || now.Sub(m.colsAt) >= m.opts.ColumnsEvery
+	stale := m.columns == nil || now.Sub(m.columnsReadAt) >= m.opts.ColumnsEvery
 	m.mu.Unlock()
 	if stale {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		cols, err := m.opts.Columns(cctx, cfg)
 		cancel()
 		m.mu.Lock()
-		m.colsErr = err
-		if err == nil || m.cols == nil {
-			m.cols, m.colsAt = cols, now
+		m.columnsErr = err
+		if err == nil || m.columns == nil {
+			m.columns, m.columnsReadAt = cols, now
 		}
 		m.mu.Unlock()
 		if err != nil {
@@ -180,7 +179,7 @@ func (m *Monitor) Refresh(ctx context.Context) error {
 		}
 		r.Add(now, row.MaxID)
 		e := Estimate{Tag: tag, Generator: "segment", Limit: math.MaxInt64, LimitedBy: "BIGINT", PerSecond: r.PerSecond(), At: now}
-		if c, ok := m.cols[tag]; ok {
+		if c, ok := m.columns[tag]; ok {
 			e.Limit, e.LimitedBy = c.Max, c.Name
 		}
 		e.IDsLeft, e.ExhaustedAt = Segment(now, row.MaxID, e.Limit, e.PerSecond)
@@ -192,7 +191,7 @@ func (m *Monitor) Refresh(ctx context.Context) error {
 			continue
 		}
 		e := Estimate{Tag: tag, Generator: "snowflake", Limit: l.MaxID(), LimitedBy: "layout " + l.String(), At: now}
-		if c, ok := m.cols[tag]; ok && c.Max < e.Limit {
+		if c, ok := m.columns[tag]; ok && c.Max < e.Limit {
 			e.Limit, e.LimitedBy = c.Max, c.Name
 		}
 		e.IDsLeft, e.ExhaustedAt = Snowflake(now, l, e.Limit)
@@ -203,7 +202,7 @@ func (m *Monitor) Refresh(ctx context.Context) error {
 			delete(m.rates, tag) // dropped
 		}
 	}
-	m.est = est
+	m.estimates = est
 	for _, tag := range slices.Sorted(maps.Keys(est)) {
 		m.warn(now, est[tag])
 	}
@@ -247,7 +246,7 @@ func humanDays(d time.Duration) string {
 func (m *Monitor) Get(tag string) (Estimate, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, ok := m.est[tag]
+	e, ok := m.estimates[tag]
 	return e, ok
 }
 
@@ -255,9 +254,9 @@ func (m *Monitor) Get(tag string) (Estimate, bool) {
 func (m *Monitor) All() []Estimate {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]Estimate, 0, len(m.est))
-	for _, tag := range slices.Sorted(maps.Keys(m.est)) {
-		out = append(out, m.est[tag])
+	out := make([]Estimate, 0, len(m.estimates))
+	for _, tag := range slices.Sorted(maps.Keys(m.estimates)) {
+		out = append(out, m.estimates[tag])
 	}
 	return out
 }

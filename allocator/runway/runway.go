@@ -113,8 +113,8 @@ func Snowflake(now time.Time, l snowflake.Layout, limit int64) (left int64, exha
 
 // sample is one reading of a counter.
 type sample struct {
-	at time.Time
-	v  int64
+	at    time.Time
+	value int64
 }
 
 // Rate is how fast a counter (a tag's max_id) moved over a window, from
@@ -131,7 +131,7 @@ func NewRate(window time.Duration) *Rate { return &Rate{window: window} }
 // and created again) starts over.
 func (r *Rate) Add(t time.Time, v int64) {
 	n := len(r.samples)
-	if n > 0 && (v < r.samples[n-1].v || t.Before(r.samples[n-1].at)) {
+	if n > 0 && (v < r.samples[n-1].value || t.Before(r.samples[n-1].at)) {
 		r.samples = r.samples[:0]
 		n = 0
 	}
@@ -159,5 +159,5 @@ func (r *Rate) PerSecond() float64 {
 	if d <= 0 {
 		return 0
 	}
-	return float64(last.v-first.v) / d
+	return float64(last.value-first.value) / d
 }

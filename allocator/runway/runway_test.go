@@ -12,7 +12,6 @@ import (
 
 	"github.com/leafproxy/leafproxy/allocator"
 	"github.com/leafproxy/leafproxy/allocator/snowflake"
-	"github.com/leafproxy/leafproxy/config"
 )
 
 func TestColumnMax(t *testing.T) {
@@ -171,8 +170,8 @@ func TestMonitorWarnsAtStartAndDaily(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	cols := map[string]Column{"small": {Name: "shop.small.id int(11)", Max: math.MaxInt32}, "web": {Name: "shop.web.id bigint(20)", Max: math.MaxInt64}}
 	reads := 0
-	m := New(src, func() *config.Config { return &config.Config{} }, Options{Now: clock, Logger: log,
-		Columns: func(context.Context, *config.Config) (map[string]Column, error) { reads++; return cols, nil }})
+	m := New(src, func() *allocator.Config { return &allocator.Config{} }, Options{Now: clock, Logger: log,
+		Columns: func(context.Context, *allocator.Config) (map[string]Column, error) { reads++; return cols, nil }})
 	step := func(d time.Duration, addSmall int64) {
 		now = now.Add(d)
 		src.mu.Lock()

@@ -43,7 +43,7 @@ func (a *Allocator) Block(ctx context.Context, tag string, n int64) (int64, erro
 	}
 	waited := false
 	for {
-		seg := t.cur.Load()
+		seg := t.current.Load()
 		v := seg.next.Load()
 		if v >= seg.end || seg.end-v < n {
 			if a.takeNext(t, seg, n) {
@@ -86,7 +86,7 @@ func (a *Allocator) Block(ctx context.Context, tag string, n int64) (int64, erro
 func (a *Allocator) takeNext(t *tagState, seg *segment, n int64) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.cur.Load() != seg {
+	if t.current.Load() != seg {
 		return true
 	}
 	nx := t.next
@@ -99,7 +99,7 @@ func (a *Allocator) takeNext(t *tagState, seg *segment, n int64) bool {
 	if nx.end-nx.next.Load() < n {
 		return false
 	}
-	t.cur.Store(nx)
+	t.current.Store(nx)
 	t.next = nil
 	return true
 }
@@ -123,7 +123,7 @@ func (a *Allocator) dedicated(ctx context.Context, t *tagState, n int64) (int64,
 		}
 		// Everything below this was reserved or read back before the
 		// fetch starts: a store that never moves back answers above it.
-		floor := max(t.hwm, t.seen, t.blockEnd, t.floor)
+		floor := max(t.highWater, t.seen, t.blockEnd, t.floor)
 		t.mu.Unlock()
 
 		r, err := a.fetch(t.name, n)
@@ -174,14 +174,14 @@ func (a *Allocator) dedicated(ctx context.Context, t *tagState, n int64) (int64,
 // lies below the block too; the loader fetches again, see load.) t.mu
 // must be held.
 func (a *Allocator) dropBuffersBelow(t *tagState, start int64) {
-	if cur := t.cur.Load(); cur.end <= start && cur.next.Load() < cur.end {
+	if cur := t.current.Load(); cur.end <= start && cur.next.Load() < cur.end {
 		cur.next.Store(cur.end)
-		t.cur.Store(newSegment(0, 0))
+		t.current.Store(newSegment(0, 0))
 	}
 	if t.next != nil && t.next.end <= start {
 		t.next = nil
 	}
-	if cur := t.cur.Load(); !t.loading && t.next == nil && cur.next.Load() >= cur.end {
+	if cur := t.current.Load(); !t.loading && t.next == nil && cur.next.Load() >= cur.end {
 		a.startLoad(t)
 	}
 }
@@ -212,7 +212,7 @@ func (a *Allocator) Advance(ctx context.Context, tag string, v int64) error {
 		}
 	}
 	for {
-		seg := t.cur.Load()
+		seg := t.current.Load()
 		n := seg.next.Load()
 		if v < n {
 			return nil // everything still to come is above v
@@ -225,7 +225,7 @@ func (a *Allocator) Advance(ctx context.Context, tag string, v int64) error {
 		}
 	}
 	t.mu.Lock()
-	cur := t.cur.Load()
+	cur := t.current.Load()
 	if cur.next.Load() > v {
 		t.mu.Unlock()
 		return nil // moved on meanwhile
@@ -240,7 +240,7 @@ func (a *Allocator) Advance(ctx context.Context, tag string, v int64) error {
 		t.mu.Unlock()
 		return nil
 	}
-	known := max(t.hwm, t.seen, t.blockEnd, t.floor)
+	known := max(t.highWater, t.seen, t.blockEnd, t.floor)
 	if v < known {
 		// Every buffered ID is below v and the store's max_id is at or
 		// above known: drop the buffers, the next fetch is above v.
@@ -267,9 +267,9 @@ func (a *Allocator) Advance(ctx context.Context, tag string, v int64) error {
 // buffered segments (all below it). t.mu must be held.
 func (t *tagState) dropBelow(floor int64) {
 	t.floor = max(t.floor, floor)
-	old := t.cur.Load()
+	old := t.current.Load()
 	old.next.Store(old.end)
-	t.cur.Store(newSegment(0, 0))
+	t.current.Store(newSegment(0, 0))
 	t.next = nil
 }
 
@@ -289,7 +289,7 @@ func (a *Allocator) repairCtx(ctx context.Context, tag string, floor int64) erro
 func (a *Allocator) Known(ctx context.Context, tag string) (bool, error) {
 	if t := (*a.tags.Load())[tag]; t != nil {
 		t.mu.Lock()
-		known := t.hwm > 0 || t.blockEnd > 0 || t.next != nil
+		known := t.highWater > 0 || t.blockEnd > 0 || t.next != nil
 		missing := t.unknown != nil && a.opts.Clock().Before(t.unknownUntil)
 		t.mu.Unlock()
 		if known || missing {

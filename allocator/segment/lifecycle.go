@@ -64,7 +64,7 @@ func (a *Allocator) Forget(tag string) {
 	}
 	a.tags.Store(&m)
 	t.mu.Lock()
-	cur := t.cur.Load()
+	cur := t.current.Load()
 	cur.next.Store(cur.end)
 	t.next = nil
 	t.unknown = &UnknownTagError{Tag: t.name}

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// TestSetTableStepAndForget (issue 20, item 5): ALTER ... STEP makes the
+// TestSetTableStepAndForget: ALTER ... STEP makes the
 // next fetch start from the new step (then grow as the dynamic step does);
 // DROP forgets the tag: its buffered IDs are not handed out, and the next
 // request asks the store again.

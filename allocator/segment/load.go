@@ -15,7 +15,7 @@ func (a *Allocator) prefetch(t *tagState, seg *segment) {
 		return
 	}
 	t.mu.Lock()
-	if t.cur.Load() == seg && t.next == nil && !t.loading {
+	if t.current.Load() == seg && t.next == nil && !t.loading {
 		a.startLoad(t)
 	}
 	t.mu.Unlock()
@@ -46,14 +46,14 @@ func (a *Allocator) advance(ctx context.Context, t *tagState, seg *segment) erro
 			t.mu.Unlock()
 			return ErrClosed
 		}
-		cur := t.cur.Load()
+		cur := t.current.Load()
 		if cur != seg && !cur.exhausted() {
 			t.mu.Unlock()
 			return nil // someone else switched already
 		}
 		seg = cur
 		if t.next != nil {
-			t.cur.Store(t.next)
+			t.current.Store(t.next)
 			t.next = nil
 			t.mu.Unlock()
 			return nil
@@ -126,7 +126,7 @@ func (a *Allocator) load(t *tagState) {
 		// A fetch that starts now, in a store that never moves back,
 		// returns a segment at or above everything reserved or read back
 		// so far.
-		floor := max(t.hwm, t.seen, t.blockEnd)
+		floor := max(t.highWater, t.seen, t.blockEnd)
 		t.mu.Unlock()
 
 		r, err := a.fetch(t.name, step)
@@ -164,7 +164,7 @@ func (a *Allocator) load(t *tagState) {
 			t.refused++
 			var stale *StaleSegmentError
 			if errors.As(err, &stale) {
-				to := max(t.hwm, t.seen, t.blockEnd) + max(a.opts.RepairMargin, 10*t.step)
+				to := max(t.highWater, t.seen, t.blockEnd) + max(a.opts.RepairMargin, 10*t.step)
 				t.mu.Unlock()
 				a.log.Error("leaf_alloc.max_id moved back below IDs already issued (failover to a stale replica? restored backup? manual edit?); "+
 					"segment refused, pushing max_id past the high-water mark",
@@ -225,7 +225,7 @@ func (a *Allocator) load(t *tagState) {
 			// the next one to find the buffer empty) ask again, so an idle
 			// tag does not poll a dead store.
 			t.loading = false
-			t.cur.Load().asked.Store(0)
+			t.current.Load().asked.Store(0)
 			t.mu.Unlock()
 			return
 		}
@@ -241,14 +241,14 @@ func (t *tagState) accept(r Range, now time.Time, floor int64) error {
 		return fmt.Errorf("store returned empty segment [%d, %d) for %q", r.Start, r.End, t.name)
 	}
 	start := max(r.Start, 1) // 0 and negatives are never IDs
-	if floor = max(floor, t.hwm); start < floor {
+	if floor = max(floor, t.highWater); start < floor {
 		return &StaleSegmentError{Tag: t.name, Got: r, HighWater: floor}
 	}
 	if start >= r.End {
 		return fmt.Errorf("store returned segment [%d, %d) for %q: no positive IDs", r.Start, r.End, t.name)
 	}
 	t.next = newSegment(start, r.End)
-	t.hwm = r.End
+	t.highWater = r.End
 	t.step = r.End - r.Start
 	t.tableStep = r.TableStep
 	t.lastFetch = now

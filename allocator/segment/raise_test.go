@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/leafproxy/leafproxy/internal/testdb"
 )
@@ -37,6 +36,8 @@ func TestRaise(t *testing.T) {
 		wg     sync.WaitGroup
 		stop   = make(chan struct{})
 		late   atomic.Int64 // IDs below the floor asked for after Raise returned
+		calls  atomic.Int64 // NextN calls that returned, all workers
+		callsA atomic.Int64 // of them, on a after Raise returned
 	)
 	const floor = 50_000
 	for w := range 8 {
@@ -68,15 +69,21 @@ func TestRaise(t *testing.T) {
 					late.Add(1)
 				}
 				local = append(local, got...)
+				calls.Add(1)
+				if after && alloc == a {
+					callsA.Add(1)
+				}
 			}
 		}()
 	}
-	time.Sleep(100 * time.Millisecond)
+	// Raise while both allocators are drawing, and keep drawing after it
+	// until a has answered many calls asked after Raise returned.
+	waitFor(t, "NextN traffic on both allocators", func() bool { return calls.Load() >= 200 })
 	if err := a.Raise(ctx, "order", floor); err != nil {
 		t.Fatalf("Raise: %v", err)
 	}
 	raised.Store(true)
-	time.Sleep(200 * time.Millisecond)
+	waitFor(t, "NextN calls on a after Raise", func() bool { return callsA.Load() >= 200 })
 	close(stop)
 	wg.Wait()
 	checkUnique(t, ids)

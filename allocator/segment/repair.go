@@ -40,7 +40,7 @@ func (a *Allocator) watch() {
 		m := *a.tags.Load()
 		for name, t := range m {
 			t.mu.Lock()
-			if f := max(t.hwm, t.seen, t.blockEnd); f > 0 {
+			if f := max(t.highWater, t.seen, t.blockEnd); f > 0 {
 				tags, floors = append(tags, name), append(floors, f)
 			}
 			t.mu.Unlock()
@@ -68,7 +68,7 @@ func (a *Allocator) watch() {
 				continue
 			}
 			t.mu.Lock()
-			to := max(t.hwm, t.seen, t.blockEnd) + max(a.opts.RepairMargin, 10*t.step)
+			to := max(t.highWater, t.seen, t.blockEnd) + max(a.opts.RepairMargin, 10*t.step)
 			t.mu.Unlock()
 			a.log.Error("leaf_alloc.max_id moved back below IDs already issued (failover to a stale replica? restored backup? manual edit?); "+
 				"pushing it past the high-water mark",
@@ -125,9 +125,9 @@ func (a *Allocator) Raise(ctx context.Context, tag string, floor int64) error {
 	// A request holding the old segment may still take an ID from it while
 	// this runs (it began before the SETVAL); none can after: the segment
 	// is marked used up, and a fetch still under way is dropped by load.
-	old := t.cur.Load()
+	old := t.current.Load()
 	old.next.Store(old.end)
-	t.cur.Store(newSegment(0, 0))
+	t.current.Store(newSegment(0, 0))
 	t.next = nil
 	t.unknown = nil
 	t.mu.Unlock()

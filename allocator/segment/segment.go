@@ -77,8 +77,8 @@ type Options struct {
 	WatchEvery time.Duration
 }
 
-// Defaults of Options' zero values, also the configuration's defaults
-// (config.Default).
+// Defaults of Options' zero values. The configuration file's defaults
+// are the same values (a test in service keeps them equal).
 const (
 	DefaultStep        = 1000
 	DefaultWaitTimeout = 2 * time.Second
@@ -150,24 +150,24 @@ func newSegment(start, end int64) *segment {
 
 func (s *segment) exhausted() bool { return s.next.Load() >= s.end }
 
-// tagState is one tag's double buffer. cur is read lock-free; everything
+// tagState is one tag's double buffer. current is read lock-free; everything
 // else is guarded by mu.
 type tagState struct {
-	name string
-	cur  atomic.Pointer[segment]
+	name    string
+	current atomic.Pointer[segment] // the segment IDs are drawn from
 
 	mu        sync.Mutex
-	next      *segment      // fetched, waiting to become cur
+	next      *segment      // fetched, waiting to become current
 	loading   bool          // a loader goroutine owns the fetch for this tag
 	waiters   int           // requests blocked in wait
 	changed   chan struct{} // closed and replaced when next arrives or the tag turns out unknown
 	step      int64         // step of the last accepted fetch; 0 before the first
 	tableStep int64
 	lastFetch time.Time
-	hwm       int64 // end of the highest segment accepted: nothing below may be served again
+	highWater int64 // end of the highest segment accepted: nothing below may be served again
 	floor     int64 // raised by Raise (SETVAL): segments ending at or below it are dropped
 	seen      int64 // highest max_id read back by the watch: no later fetch may start below it
-	blockEnd  int64 // end of the highest range fetched for a Block (not a segment: hwm stays the segments')
+	blockEnd  int64 // end of the highest range fetched for a Block (not a segment: highWater stays the segments')
 	blocks    uint64
 
 	unknownUntil time.Time // misses answered from memory until then
@@ -184,7 +184,7 @@ type tagState struct {
 
 func newTagState(name string) *tagState {
 	t := &tagState{name: name, changed: make(chan struct{})}
-	t.cur.Store(newSegment(0, 0)) // empty: the first request goes to the slow path
+	t.current.Store(newSegment(0, 0)) // empty: the first request goes to the slow path
 	return t
 }
 
@@ -250,7 +250,7 @@ func (a *Allocator) Close() {
 func (a *Allocator) Next(ctx context.Context, tag string) (int64, error) {
 	// The fast path: a map read, one atomic add, no lock, no allocation.
 	if t := (*a.tags.Load())[tag]; t != nil && !a.closed.Load() {
-		seg := t.cur.Load()
+		seg := t.current.Load()
 		if v := seg.next.Add(1) - 1; v < seg.end {
 			if v >= seg.trigger && seg.asked.Load() == 0 {
 				a.prefetch(t, seg)
@@ -287,7 +287,7 @@ func (a *Allocator) NextN(ctx context.Context, tag string, n int, dst []int64) (
 	orig := len(dst)
 	dst = slices.Grow(dst, n)
 	for n > 0 {
-		seg := t.cur.Load()
+		seg := t.current.Load()
 		want := int64(n)
 		v := seg.next.Add(want) - want
 		if v < seg.end {
@@ -346,7 +346,7 @@ func (a *Allocator) prune(m map[string]*tagState) {
 	now := a.opts.Clock()
 	for k, t := range m {
 		t.mu.Lock()
-		drop := t.hwm == 0 && t.blockEnd == 0 && !t.loading && t.waiters == 0 && t.unknown != nil && !now.Before(t.unknownUntil)
+		drop := t.highWater == 0 && t.blockEnd == 0 && !t.loading && t.waiters == 0 && t.unknown != nil && !now.Before(t.unknownUntil)
 		t.mu.Unlock()
 		if drop {
 			delete(m, k)

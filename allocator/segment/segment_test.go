@@ -169,8 +169,19 @@ func TestWaitRespectsContext(t *testing.T) {
 	a := New(store, Options{WaitTimeout: time.Hour})
 	defer a.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
-	_, err := a.Next(ctx, "t")
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Next(ctx, "t")
+		done <- err
+	}()
+	// Cancel once Next has started the fetch the gate holds and waits for it.
+	waitFor(t, "the fetch to start", func() bool {
+		var n int
+		store.get(func(s *memStore) { n = s.inflight })
+		return n > 0
+	})
+	cancel()
+	err := <-done
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Next with a cancelled context: %v, want context.Canceled", err)
 	}
@@ -229,154 +240,6 @@ func TestStoreFailure(t *testing.T) {
 	}
 }
 
-// TestStaleSegmentRefused: a store that moved back is refused, reported,
-// never served; the allocator resumes once the store is ahead again.
-func TestStaleSegmentRefused(t *testing.T) {
-	ctx := context.Background()
-	store := newMemStore(map[string]int64{"t": 100})
-	a := New(store, Options{MaxStep: 100, WaitTimeout: 300 * time.Millisecond})
-	defer a.Close()
-	served, err := a.NextN(ctx, "t", 150, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store.set(func(s *memStore) { s.stale = &Range{Start: 1, End: 101, TableStep: 100} })
-	for {
-		id, err := a.Next(ctx, "t")
-		if err != nil {
-			var ex *ExhaustedError
-			var stale *StaleSegmentError
-			if !errors.As(err, &ex) || !errors.As(err, &stale) {
-				t.Fatalf("got %v, want ExhaustedError with a StaleSegmentError", err)
-			}
-			if stale.HighWater != 201 || stale.Got.Start != 1 {
-				t.Errorf("stale error %+v", stale)
-			}
-			break
-		}
-		served = append(served, id)
-		if len(served) > 1000 {
-			t.Fatal("kept serving IDs from a stale store")
-		}
-	}
-	if len(served) != 200 {
-		t.Errorf("served %d IDs, want exactly the 200 fetched before the store moved back", len(served))
-	}
-	st, _ := a.Stats("t")
-	var stale *StaleSegmentError
-	if st.Refused == 0 || !errors.As(st.LastErr, &stale) || st.HighWater != 201 {
-		t.Errorf("stats do not report the refusal: %+v", st)
-	}
-	store.set(func(s *memStore) { s.stale = nil })
-	waitFor(t, "recovery", func() bool {
-		id, err := a.Next(ctx, "t")
-		if err == nil {
-			served = append(served, id)
-		}
-		return err == nil
-	})
-	if last := served[len(served)-1]; last < 201 {
-		t.Fatalf("after recovery served %d, below the high-water mark", last)
-	}
-	if !slices.IsSorted(served) || len(slices.Compact(slices.Clone(served))) != len(served) {
-		t.Fatal("IDs not strictly increasing")
-	}
-}
-
-// TestStoreMovedBackRepaired (issue 9, item 3): the store's max_id moves
-// back below what this allocator already issued (a failover to a stale
-// replica). The allocator refuses the stale segment, raises max_id past
-// its high-water mark plus the margin in one conditional update, fetches
-// again and goes on without a single failed request; other allocators on
-// the same store then receive ranges above the floor too.
-func TestStoreMovedBackRepaired(t *testing.T) {
-	ctx := context.Background()
-	store := newMemStore(map[string]int64{"t": 100})
-	a := New(store, Options{MaxStep: 100, RepairMargin: 5000, WaitTimeout: time.Second})
-	defer a.Close()
-	served, err := a.NextN(ctx, "t", 150, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "prefetch", func() bool { st, _ := a.Stats("t"); return st.NextReady })
-	st, _ := a.Stats("t")
-	hwm := st.HighWater
-	store.set(func(s *memStore) { s.rows["t"].maxID -= 1000 })
-	for range 1000 {
-		id, err := a.Next(ctx, "t")
-		if err != nil {
-			t.Fatalf("request failed while the allocator repaired the store: %v", err)
-		}
-		served = append(served, id)
-	}
-	st, _ = a.Stats("t")
-	if st.Repairs != 1 || st.Refused != 1 {
-		t.Fatalf("repairs %d refused %d, want 1 and 1", st.Repairs, st.Refused)
-	}
-	store.get(func(s *memStore) {
-		if len(s.raises) != 1 || s.raises[0] != hwm+5000 {
-			t.Errorf("raises %v, want [%d]", s.raises, hwm+5000)
-		}
-	})
-	if !slices.IsSorted(served) || len(slices.Compact(slices.Clone(served))) != len(served) {
-		t.Fatal("IDs not strictly increasing")
-	}
-	if served[len(served)-1] < hwm+5000 {
-		t.Fatalf("last id %d below the repaired floor %d", served[len(served)-1], hwm+5000)
-	}
-	// Another allocator that never saw the move gets ranges above the floor.
-	b := New(store, Options{MaxStep: 100})
-	defer b.Close()
-	if id, err := b.Next(ctx, "t"); err != nil || id < hwm+5000 {
-		t.Fatalf("second allocator: %d, %v", id, err)
-	}
-}
-
-// TestWatchSeesMoveBackOthersWereGiven: the store moves back to a value
-// above this allocator's own high-water mark but below ranges another
-// allocator was given. The high-water mark alone cannot see that; the
-// read-back of max_id can: it repairs the store before this allocator
-// fetches the re-issued range.
-func TestWatchSeesMoveBackOthersWereGiven(t *testing.T) {
-	ctx := context.Background()
-	store := newMemStore(map[string]int64{"t": 100})
-	a := New(store, Options{MaxStep: 100, RepairMargin: 5000, WatchEvery: 10 * time.Millisecond})
-	defer a.Close()
-	b := New(store, Options{MaxStep: 100, WatchEvery: -1})
-	defer b.Close()
-	if _, err := a.NextN(ctx, "t", 20, nil); err != nil { // [1,101) and the prefetched [101,201)
-		t.Fatal(err)
-	}
-	waitFor(t, "prefetch", func() bool { st, _ := a.Stats("t"); return st.NextReady })
-	bIDs, err := b.NextN(ctx, "t", 700, nil) // b takes [201, 1001) and more
-	if err != nil {
-		t.Fatal(err)
-	}
-	var top int64
-	store.get(func(s *memStore) { top = s.rows["t"].maxID })
-	waitFor(t, "read-back", func() bool {
-		var n int
-		store.get(func(s *memStore) { n = s.peeks })
-		return n >= 3
-	})
-	store.set(func(s *memStore) { s.rows["t"].maxID = 301 }) // above a's mark (201), inside b's ranges
-	waitFor(t, "repair", func() bool { st, _ := a.Stats("t"); return st.Repairs == 1 })
-	store.get(func(s *memStore) {
-		if s.rows["t"].maxID < top+5000 {
-			t.Errorf("max_id %d after repair, want at least %d (last read back + margin)", s.rows["t"].maxID, top+5000)
-		}
-	})
-	aIDs, err := a.NextN(ctx, "t", 500, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	all := append(slices.Clone(bIDs), aIDs...)
-	slices.Sort(all)
-	if len(slices.Compact(all)) != len(bIDs)+len(aIDs) {
-		t.Fatal("a re-issued IDs b was given")
-	}
-}
-
 func TestUnknownTagCachedBriefly(t *testing.T) {
 	ctx := context.Background()
 	clock := newFakeClock()
@@ -427,113 +290,6 @@ func TestUnknownTagsDoNotAccumulate(t *testing.T) {
 	}
 	if n := len(*a.tags.Load()); n > 200 {
 		t.Errorf("%d tag entries kept after 2000 distinct unknown tags", n)
-	}
-}
-
-func TestAutoCreate(t *testing.T) {
-	ctx := context.Background()
-	store := newMemStore(nil)
-	a := New(store, Options{AutoCreate: true, DefaultStep: 50})
-	defer a.Close()
-	if id, err := a.Next(ctx, "new"); err != nil || id != 1 {
-		t.Fatalf("auto-create: %d, %v", id, err)
-	}
-	var step int64
-	store.get(func(s *memStore) { step = s.rows["new"].step })
-	if step != 50 {
-		t.Errorf("created with step %d, want 50", step)
-	}
-}
-
-func TestNextNSpansSegments(t *testing.T) {
-	ctx := context.Background()
-	store := newMemStore(map[string]int64{"t": 10})
-	a := New(store, Options{MaxStep: 10})
-	defer a.Close()
-	dst := []int64{-7}
-	dst, err := a.NextN(ctx, "t", 35, dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []int64{-7}
-	for i := int64(1); i <= 35; i++ {
-		want = append(want, i)
-	}
-	if !slices.Equal(dst, want) {
-		t.Fatalf("NextN(35) = %v", dst)
-	}
-	if ids, err := a.NextN(ctx, "t", 0, nil); err != nil || len(ids) != 0 {
-		t.Fatalf("NextN(0) = %v, %v", ids, err)
-	}
-}
-
-func TestBoundedLoaders(t *testing.T) {
-	ctx := context.Background()
-	tags := map[string]int64{}
-	for i := 0; i < 8; i++ {
-		tags[string(rune('a'+i))] = 10
-	}
-	store := newMemStore(tags)
-	gate := make(chan struct{})
-	store.set(func(s *memStore) { s.gate = gate })
-	a := New(store, Options{MaxLoaders: 2, WaitTimeout: time.Minute})
-	defer a.Close()
-	var wg sync.WaitGroup
-	errs := make(chan error, len(tags))
-	for tag := range tags {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := a.Next(ctx, tag); err != nil {
-				errs <- err
-			}
-		}()
-	}
-	for range tags {
-		waitFor(t, "a fetch to start", func() bool {
-			var n int
-			store.get(func(s *memStore) { n = s.inflight })
-			return n > 0
-		})
-		time.Sleep(5 * time.Millisecond) // give an unbounded pool the chance to show itself
-		gate <- struct{}{}
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	store.get(func(s *memStore) {
-		if s.maxInflight > 2 {
-			t.Errorf("%d concurrent fetches with MaxLoaders 2", s.maxInflight)
-		}
-	})
-}
-
-func TestClose(t *testing.T) {
-	ctx := context.Background()
-	store := newMemStore(map[string]int64{"t": 10, "hang": 10})
-	a := New(store, Options{WaitTimeout: time.Hour})
-	if _, err := a.Next(ctx, "t"); err != nil {
-		t.Fatal(err)
-	}
-	store.set(func(s *memStore) { s.gate = make(chan struct{}) })
-	waiting := make(chan error, 1)
-	go func() { _, err := a.Next(ctx, "hang"); waiting <- err }()
-	waitFor(t, "the fetch", func() bool {
-		var n int
-		store.get(func(s *memStore) { n = s.inflight })
-		return n > 0
-	})
-	a.Close()
-	if err := <-waiting; !errors.Is(err, ErrClosed) {
-		t.Errorf("waiting call after Close: %v", err)
-	}
-	if _, err := a.Next(ctx, "t"); !errors.Is(err, ErrClosed) {
-		t.Errorf("Next after Close: %v", err)
-	}
-	if _, err := a.NextN(ctx, "t", 3, nil); !errors.Is(err, ErrClosed) {
-		t.Errorf("NextN after Close: %v", err)
 	}
 }
 

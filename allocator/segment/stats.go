@@ -58,7 +58,7 @@ func (a *Allocator) Stats(tag string) (TagStats, bool) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	cur := t.cur.Load()
+	cur := t.current.Load()
 	s := TagStats{
 		Tag:         tag,
 		Current:     Range{Start: cur.start, End: cur.end, TableStep: t.tableStep},
@@ -66,7 +66,7 @@ func (a *Allocator) Stats(tag string) (TagStats, bool) {
 		Loading:     t.loading,
 		Step:        t.step,
 		TableStep:   t.tableStep,
-		HighWater:   t.hwm,
+		HighWater:   t.highWater,
 		Blocks:      t.blocks,
 		BlockEnd:    t.blockEnd,
 		Fetches:     t.fetches,

@@ -4,10 +4,6 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	bwsnowflake "github.com/bwmarrin/snowflake"
-	sonyflake "github.com/sony/sonyflake"
-	sonyflakev2 "github.com/sony/sonyflake/v2"
 )
 
 // reportRate adds IDs per millisecond, the figure the sequence limit caps
@@ -45,60 +41,18 @@ func benchOurs(b *testing.B, layout Layout, parallel bool) {
 	reportRate(b, start)
 }
 
-// BenchmarkNext compares our Next with bwmarrin/snowflake and
-// sony/sonyflake in one run. "wide-sequence" (41/0/22: 4M IDs per ms) lifts
-// the sequence limit, showing what our code costs when it is not the cap.
+// BenchmarkNext is our Next with the default layout and with
+// "wide-sequence" (41/0/22: 4M IDs per ms), which lifts the sequence
+// limit, showing what our code costs when it is not the cap. The
+// comparison with bwmarrin/snowflake and sonyflake in one run is
+// bench's BenchmarkSnowflakeNext (a module of its own, so the product's
+// go.mod does not list them).
 func BenchmarkNext(b *testing.B) {
 	wide := Layout{TimeBits: 41, WorkerBits: 0, SequenceBits: 22}
 	b.Run("leafproxy/default", func(b *testing.B) { benchOurs(b, Layout{}, false) })
 	b.Run("leafproxy/default-parallel", func(b *testing.B) { benchOurs(b, Layout{}, true) })
 	b.Run("leafproxy/wide-sequence", func(b *testing.B) { benchOurs(b, wide, false) })
 	b.Run("leafproxy/wide-sequence-parallel", func(b *testing.B) { benchOurs(b, wide, true) })
-
-	b.Run("bwmarrin", func(b *testing.B) {
-		node, err := bwsnowflake.NewNode(1) // 41/10/12, 1 ms: the same shape as our default
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		b.ResetTimer()
-		start := time.Now()
-		for range b.N {
-			node.Generate()
-		}
-		reportRate(b, start)
-	})
-	b.Run("sonyflake-v1", func(b *testing.B) { // 39/16/8 bits, 10 ms: 25.6 IDs/ms by design
-		sf, err := sonyflake.New(sonyflake.Settings{MachineID: func() (uint16, error) { return 1, nil }})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		b.ResetTimer()
-		start := time.Now()
-		for range b.N {
-			if _, err := sf.NextID(); err != nil {
-				b.Fatal(err)
-			}
-		}
-		reportRate(b, start)
-	})
-	b.Run("sonyflake-v2-1ms-12seq", func(b *testing.B) { // configured to our default's shape
-		sf, err := sonyflakev2.New(sonyflakev2.Settings{BitsSequence: 12, BitsMachineID: 10, TimeUnit: time.Millisecond,
-			MachineID: func() (int, error) { return 1, nil }})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		b.ResetTimer()
-		start := time.Now()
-		for range b.N {
-			if _, err := sf.NextID(); err != nil {
-				b.Fatal(err)
-			}
-		}
-		reportRate(b, start)
-	})
 }
 
 // BenchmarkNextN draws IDs in batches of 100 (a multi-row INSERT) with the

@@ -17,12 +17,14 @@ import (
 type memLeaser struct {
 	ttl     time.Duration
 	failing atomic.Bool
+	renews  atomic.Int64 // Renew calls so far
 }
 
 func (m *memLeaser) Acquire(context.Context, int64, time.Time) (Lease, error) {
 	return Lease{Worker: 3, Token: "t"}, nil
 }
 func (m *memLeaser) Renew(context.Context, Lease, time.Time) error {
+	m.renews.Add(1)
 	if m.failing.Load() {
 		return errors.New("store unreachable (test)")
 	}
@@ -53,7 +55,14 @@ func TestFenceLoggedOnce(t *testing.T) {
 	if _, err := g.Next(context.Background()); !errors.Is(err, ErrFenced) {
 		t.Fatalf("Next while fenced: %v", err)
 	}
-	time.Sleep(300 * time.Millisecond) // several more failed renewals: nothing more at info level
+	// Several more failed renewals (the renewal loop logs one's outcome
+	// before it makes the next): nothing more at info level.
+	moreRenewals := func(n int64) {
+		t.Helper()
+		from := src.renews.Load()
+		waitFor(t, &logs, func() bool { return src.renews.Load() >= from+n })
+	}
+	moreRenewals(4)
 	if count(failed) != 1 || count(fenced) != 1 || count(unfenced) != 0 {
 		t.Fatalf("while fenced: %d failure, %d fenced, %d unfenced lines, want 1, 1, 0:\n%s",
 			count(failed), count(fenced), count(unfenced), logs.String())
@@ -62,7 +71,7 @@ func TestFenceLoggedOnce(t *testing.T) {
 	src.failing.Store(false)
 	waitFor(t, &logs, func() bool { return count(unfenced) == 1 })
 	mustNext(t, g)
-	time.Sleep(200 * time.Millisecond)
+	moreRenewals(3)
 	if count(failed) != 1 || count(fenced) != 1 || count(unfenced) != 1 || count(renewed) != 1 {
 		t.Fatalf("after: %d failure, %d fenced, %d unfenced, %d renewed lines, want 1 each:\n%s",
 			count(failed), count(fenced), count(unfenced), count(renewed), logs.String())

@@ -14,8 +14,8 @@ import (
 	"github.com/leafproxy/leafproxy/internal/nonblock"
 )
 
-// Defaults for Options' zero values, also the configuration's defaults
-// (config.Default).
+// Defaults for Options' zero values. The configuration file's defaults
+// are the same values (a test in service keeps them equal).
 const (
 	DefaultRandomStart  = 100
 	DefaultMaxBackward  = 5 * time.Second

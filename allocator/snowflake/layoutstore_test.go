@@ -11,7 +11,7 @@ import (
 	"github.com/leafproxy/leafproxy/allocator/schema"
 )
 
-// TestLayoutRecordedThenChecked (issue 19, item 8): a process with a
+// TestLayoutRecordedThenChecked: a process with a
 // 41/5/7 layout used to take a worker id and issue from a store whose
 // other processes used 41/10/12. The first generator now records its
 // layout in leaf_snowflake_layout, a second with the same layout starts,

@@ -35,7 +35,7 @@ func TestNamedLayouts(t *testing.T) {
 	}
 }
 
-// TestTagLayoutRows (issue 20, item 3): a tag's layout is recorded in its
+// TestTagLayoutRows: a tag's layout is recorded in its
 // own row; a process giving the tag another layout is refused, naming the
 // tag, both layouts, who recorded the row, and the live holders of the
 // recorded layout's worker ids (in that layout's own lease space).

@@ -329,7 +329,7 @@ func loadConfig(path, listen, backend string) (*config.Config, error) {
 		cfg = config.Default()
 	} else {
 		var err error
-		if cfg, err = config.Load(path); err != nil {
+		if cfg, err = service.LoadConfig(path); err != nil {
 			return nil, err
 		}
 	}
@@ -339,7 +339,7 @@ func loadConfig(path, listen, backend string) (*config.Config, error) {
 	if backend != "" {
 		cfg.Backend.Addr = backend
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := service.ValidateConfig(cfg); err != nil {
 		var ce *config.Error
 		if errors.As(err, &ce) {
 			for i, p := range ce.Problems {

@@ -176,7 +176,7 @@ func TestInitAdoptsExistingRows(t *testing.T) {
 	}
 }
 
-// TestSnowflakeLayoutMismatchExits2 (issue 19, item 8): `leafproxy init`
+// TestSnowflakeLayoutMismatchExits2: `leafproxy init`
 // records the snowflake layout in the store (and checks it the next time);
 // init and serve with another layout exit 2, the configuration error
 // status that systemd does not restart, naming both layouts.
@@ -225,7 +225,7 @@ func TestSnowflakeLayoutMismatchExits2(t *testing.T) {
 	}
 }
 
-// TestTagLayoutMismatchExits2 (issue 20, item 3): a snowflake tag's own
+// TestTagLayoutMismatchExits2: a snowflake tag's own
 // layout is recorded in the store like the global one; init and serve with
 // another layout for the tag exit 2, naming the tag and both layouts.
 func TestTagLayoutMismatchExits2(t *testing.T) {

@@ -27,6 +27,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, l, ml net.
 		}
 		return err
 	}
+	defer srv.Close() // whatever ServeOn did not stop (it fails before serving)
 	log.Info("leafproxy starting", "version", bi.Version, "commit", bi.ShortCommit(), "listen", cfg.Listen, "backend", cfg.Backend.Addr)
 	stopHUP := onReload(ctx, srv, log, reload)
 	defer stopHUP()

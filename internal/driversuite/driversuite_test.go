@@ -162,7 +162,7 @@ func startProxy(t *testing.T, backend string, backendTLS config.ClientTLS) strin
 	// throttle (proxy/throttle_login_test.go tests that).
 	cfg.Limits.LoginFailures = 100000
 	cfg.ApplyDefaults()
-	if err := cfg.Validate(); err != nil {
+	if err := service.ValidateConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
 	var logw = os.Stderr
@@ -175,20 +175,16 @@ func startProxy(t *testing.T, backend string, backendTLS config.ClientTLS) strin
 		logw = f
 	}
 	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ctx, cancel := context.WithCancel(context.Background())
-	svc, err := service.New(ctx, cfg, log)
+	svc, err := service.New(context.Background(), cfg, log)
 	if err != nil {
-		cancel()
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { svc.Close() }) // waits for Serve and all the service started
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		cancel()
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- svc.Serve(ctx, l) }()
-	t.Cleanup(func() { cancel(); <-done })
+	go svc.Serve(context.Background(), l)
 	return l.Addr().String()
 }
 

@@ -1,0 +1,128 @@
+package layering
+
+import (
+	"bufio"
+	"bytes"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/leafproxy/leafproxy"
+
+// mayImport is, for each package of the product, the packages of this
+// module it may import directly: the table of docs/ARCHITECTURE.md. A
+// package of the product missing here fails the test, so a new one is
+// placed in the layering when it is made. Test programs (integration,
+// bench, loadgen, cmd/leafbench, internal/driversuite) import as needed.
+var mayImport = map[string][]string{
+	"config":              {"internal/nearname"},
+	"allocator/schema":    nil,
+	"allocator/segment":   {"allocator/schema", "internal/edge", "internal/nonblock"},
+	"allocator/snowflake": {"internal/edge", "internal/nonblock"},
+	"allocator": {"allocator/schema", "allocator/segment", "allocator/snowflake",
+		"internal/nearname", "internal/nonblock", "internal/tablematch"},
+	"allocator/runway":  {"allocator", "allocator/snowflake", "internal/tablematch"},
+	"rewriter":          {"internal/sqltext", "internal/tablematch", "rewriter/loadfile"},
+	"rewriter/loadfile": nil,
+	"proxy":             {"internal/edge", "internal/metric", "internal/nonblock", "internal/sqltext"},
+	"engine":            {"internal/metric", "internal/sqltext", "proxy", "rewriter", "rewriter/loadfile"},
+	"admin": {"allocator", "allocator/runway", "allocator/schema", "allocator/segment",
+		"allocator/snowflake", "internal/sqltext", "proxy"},
+	"service": {"admin", "allocator", "allocator/runway", "allocator/schema", "allocator/snowflake",
+		"config", "engine", "internal/buildinfo", "internal/metric", "internal/tablematch", "proxy", "rewriter"},
+	"cmd/leafproxy":       {"allocator/snowflake", "config", "internal/buildinfo", "service"},
+	"cmd/leafproxy-demo":  {"demo", "internal/buildinfo", "service"},
+	"demo":                {"config", "service"},
+	"internal/buildinfo":  nil,
+	"internal/edge":       nil,
+	"internal/layering":   nil,
+	"internal/metric":     nil,
+	"internal/nearname":   nil,
+	"internal/nonblock":   nil,
+	"internal/sqltext":    nil,
+	"internal/tablematch": nil,
+	"internal/testdb":     nil,
+}
+
+// asNeeded are the test programs: they may import anything.
+var asNeeded = []string{"integration", "bench", "loadgen", "cmd/leafbench", "internal/driversuite"}
+
+// domain packages must not import config, not even in their tests: they
+// take their own options, which the service builds from the YAML.
+var domain = []string{"allocator", "allocator/runway", "allocator/schema", "allocator/segment",
+	"allocator/snowflake", "proxy", "engine", "rewriter", "rewriter/loadfile", "admin"}
+
+// pkg is one package as go list reports it, its imports of this module
+// only, relative to the module ("" for none).
+type pkg struct {
+	path        string
+	imports     []string // non-test files
+	testImports []string // _test.go files, in-package and external
+}
+
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to list the imports: %v", err)
+	}
+	cmd := exec.Command(gobin, "list", "-f",
+		"{{.ImportPath}}|{{join .Imports \" \"}}|{{join .TestImports \" \"}} {{join .XTestImports \" \"}}", module+"/...")
+	cmd.Dir = "../.."
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	own := func(list string) []string {
+		var rel []string
+		for _, p := range strings.Fields(list) {
+			if r, ok := strings.CutPrefix(p, module+"/"); ok && !slices.Contains(rel, r) {
+				rel = append(rel, r)
+			}
+		}
+		slices.Sort(rel)
+		return rel
+	}
+	var pkgs []pkg
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		parts := strings.SplitN(sc.Text(), "|", 3)
+		if len(parts) != 3 {
+			t.Fatalf("go list line %q", sc.Text())
+		}
+		path, _ := strings.CutPrefix(parts[0], module+"/")
+		pkgs = append(pkgs, pkg{path: path, imports: own(parts[1]), testImports: own(parts[2])})
+	}
+	if len(pkgs) < len(mayImport) {
+		t.Fatalf("go list found %d packages, fewer than the %d of the table", len(pkgs), len(mayImport))
+	}
+	return pkgs
+}
+
+// TestImportsRunOneWay: every package imports only what the table allows
+// (so config imports no domain package and no domain package imports
+// config), and no domain package's tests import config either.
+func TestImportsRunOneWay(t *testing.T) {
+	for _, p := range listPackages(t) {
+		if slices.Contains(asNeeded, p.path) {
+			continue
+		}
+		allowed, ok := mayImport[p.path]
+		if !ok {
+			t.Errorf("package %s is not in the layering table (internal/layering and docs/ARCHITECTURE.md): place it there", p.path)
+			continue
+		}
+		for _, imp := range p.imports {
+			if !slices.Contains(allowed, imp) {
+				t.Errorf("%s imports %s, which it may not (allowed: %v); see docs/ARCHITECTURE.md", p.path, imp, allowed)
+			}
+		}
+		if slices.Contains(domain, p.path) && slices.Contains(p.testImports, "config") {
+			t.Errorf("%s's tests import config: a domain package is tested through its own options", p.path)
+		}
+	}
+}

@@ -1,0 +1,49 @@
+package service_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/leafproxy/leafproxy/allocator/segment"
+	"github.com/leafproxy/leafproxy/allocator/snowflake"
+	"github.com/leafproxy/leafproxy/config"
+	"github.com/leafproxy/leafproxy/proxy"
+	"github.com/leafproxy/leafproxy/rewriter"
+	"github.com/leafproxy/leafproxy/service"
+)
+
+// TestConfigDefaultsAreTheDomainDefaults: the config package writes its
+// defaults as values (it imports no domain package); each must be the
+// default of the package that owns the setting, so a file that leaves a
+// key out gets what the package would pick for a zero option.
+func TestConfigDefaultsAreTheDomainDefaults(t *testing.T) {
+	c := config.Default()
+	for _, d := range []struct {
+		key         string
+		config, own any
+	}{
+		{"backend.connect_timeout", c.Backend.ConnectTimeout.D(), time.Duration(proxy.DefaultConnectTimeout)},
+		{"limits.max_handshakes", c.Limits.MaxHandshakes, proxy.DefaultMaxHandshakes},
+		{"limits.handshake_timeout", c.Limits.HandshakeTimeout.D(), time.Duration(proxy.DefaultHandshakeTimeout)},
+		{"limits.command_memory", int64(c.Limits.CommandMemory), int64(proxy.DefaultCommandMemory)},
+		{"limits.login_failures", c.Limits.LoginFailures, proxy.DefaultLoginFailures},
+		{"limits.login_failure_interval", c.Limits.LoginFailureInterval.D(), time.Duration(proxy.DefaultLoginFailureInterval)},
+		{"limits.login_block_max", c.Limits.LoginBlockMax.D(), time.Duration(proxy.DefaultLoginBlockMax)},
+		{"limits.max_plan_depth", c.Limits.MaxPlanDepth, rewriter.DefaultMaxDepth},
+		{"limits.plan_memory", int64(c.Limits.PlanMemory), int64(rewriter.DefaultPlanMemory)},
+		{"sequences.default_step", c.Sequences.DefaultStep, int64(segment.DefaultStep)},
+		{"sequences.wait_timeout", c.Sequences.WaitTimeout.D(), time.Duration(segment.DefaultWaitTimeout)},
+		{"sequences.max_loaders", c.Sequences.MaxLoaders, segment.DefaultMaxLoaders},
+		{"snowflake.random_start", *c.Snowflake.RandomStart, snowflake.DefaultRandomStart},
+		{"snowflake.max_backward", c.Snowflake.MaxBackward.D(), time.Duration(snowflake.DefaultMaxBackward)},
+		{"snowflake.lease_ttl", c.Snowflake.LeaseTTL.D(), time.Duration(snowflake.DefaultLeaseTTL)},
+	} {
+		if d.config != d.own {
+			t.Errorf("%s: config's default %v, the owning package's %v", d.key, d.config, d.own)
+		}
+	}
+	l, err := service.SnowflakeLayout(c.Snowflake)
+	if err != nil || l != snowflake.DefaultLayout() {
+		t.Errorf("snowflake section's default layout %v (%v), the snowflake package's %v", l, err, snowflake.DefaultLayout())
+	}
+}
