@@ -21,7 +21,8 @@
 # $TMPDIR, removed at the end unless LEAFPROXY_MTR_KEEP=1), LEAFPROXY_MTR_BATCH
 # (tests per pristine server, default 20), LEAFPROXY_MTR_OUT (a copy of the
 # report), LEAFPROXY_MTR_BUILD_THREAD (mtr's port block, default 311: ports
-# 19330-19359). Needs mariadb-test (apt-get install mariadb-test), mariadbd,
+# 19330-19359), LEAFPROXY_MTR_BINARY (a leafproxy binary to test instead of
+# building this checkout's). Needs mariadb-test (apt-get install mariadb-test), mariadbd,
 # perl and Go. Must not run as two copies with the same build thread.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -154,8 +155,12 @@ store_pid=$!
 wait_port "$store_port" "the store's mariadbd" "$store_pid"
 
 # --- leafproxy --------------------------------------------------------------
-echo "== building leafproxy"
-go build -o "$work/leafproxy" ./cmd/leafproxy
+if [ -n "${LEAFPROXY_MTR_BINARY:-}" ]; then
+	cp "$LEAFPROXY_MTR_BINARY" "$work/leafproxy"
+else
+	echo "== building leafproxy"
+	go build -o "$work/leafproxy" ./cmd/leafproxy
+fi
 proxy_port=$((port + 26))
 cat >"$work/leafproxy.yaml" <<EOF
 listen: 127.0.0.1:$proxy_port
