@@ -170,6 +170,9 @@ backend:
   password: ""
 sequences:
   store: "root@tcp(127.0.0.1:$store_port)/leafproxy"
+tls: # the server's own certificate (mtr's), so clients that verify it do so as directly
+  cert: $mtr_dir/std_data/server-cert.pem
+  key: $mtr_dir/std_data/server-key.pem
 limits:
   login_failures: 100000 # the tests log in with wrong passwords on purpose
 shutdown:
