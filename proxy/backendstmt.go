@@ -84,7 +84,7 @@ func (s *Session) RelayExecuteAfter(pre, pkt []byte) error {
 		_ = s.c.flush()
 		return s.setFatal(errQuit)
 	}
-	if _, err := s.walk(walkRelay, true); err != nil {
+	if _, err := s.walk(walkRelay, executeCursor(pkt)); err != nil {
 		return s.setFatal(err)
 	}
 	return s.setFatal(s.c.flush())

@@ -136,7 +136,7 @@ func (s *Session) relayWaiting(pkt []byte, kind int) (ok bool, err error) {
 		return false, s.setFatal(err)
 	}
 	var t respTracker
-	t.start(kind, kind == respExecute)
+	t.start(kind, kind == respExecute && executeCursor(pkt))
 	if _, err := s.walkFrom(&t, walkRelay); err != nil {
 		return false, s.setFatal(err)
 	}

@@ -74,7 +74,7 @@ func (s *Session) relayRetry(pkt []byte, kind int, a afterAction, retry func(cod
 		return retried, err
 	}
 	var t respTracker
-	t.start(kind, kind == respExecute)
+	t.start(kind, kind == respExecute && executeCursor(pkt))
 	if _, err := s.walkFrom(&t, walkRelay); err != nil {
 		return false, s.setFatal(err)
 	}

@@ -41,7 +41,7 @@ const (
 
 type respTracker struct {
 	kind   int
-	cursor bool // an execute: a cursor may end the response after the definitions
+	cursor bool // an execute that asked for a cursor: it may end after the definitions
 	phase  int
 	left   uint64 // packets left in phDefs and phPrepDefs
 	later  uint64 // phPrepDefs: packets of the column group once the parameters' are through
@@ -72,6 +72,21 @@ func (t *respTracker) start(kind int, cursor bool) {
 	default: // respNone: nothing comes back; relaying it succeeded
 		t.phase, t.ok = phDone, true
 	}
+}
+
+// Cursor types a COM_STMT_EXECUTE may ask for in its flags byte
+// (CURSOR_TYPE_READ_ONLY, FOR_UPDATE, SCROLLABLE); MariaDB's
+// PARAMETER_COUNT_AVAILABLE (0x08) shares the byte and is no cursor.
+const executeCursorTypes = 0x07
+
+// executeCursor says whether pkt, a COM_STMT_EXECUTE payload (command byte
+// first), asks the server for a cursor. Only then may the response end
+// after the column definitions: the status flag SERVER_STATUS_CURSOR_EXISTS
+// alone does not say so, because a stored procedure that has a cursor of
+// its own open (a FOR loop over a SELECT, OPEN c) leaves the flag set in
+// every EOF of the result sets its CALL returns.
+func executeCursor(pkt []byte) bool {
+	return len(pkt) > 5 && pkt[0] == mysql.COM_STMT_EXECUTE && pkt[5]&executeCursorTypes != 0
 }
 
 func (t *respTracker) done() bool { return t.phase == phDone }
@@ -113,7 +128,12 @@ func (t *respTracker) step(s *Session, head []byte, n int) (int, error) {
 		if !isEOF(head, n) {
 			return 0, protocolError("no EOF after column definitions")
 		}
-		if st := eofStatus(head); t.cursor && st&mysql.SERVER_STATUS_CURSOR_EXISTS != 0 {
+		// A cursor the server opened holds the statement's one result:
+		// the EOF says so and no more results follow. A CALL executed
+		// with a cursor asked for is answered without one, its result
+		// sets carrying the procedure's own cursor flag and MORE_RESULTS.
+		st := eofStatus(head)
+		if t.cursor && st&mysql.SERVER_STATUS_CURSOR_EXISTS != 0 && st&mysql.SERVER_MORE_RESULTS_EXISTS == 0 {
 			return t.endResult(s, st), nil
 		}
 		t.phase = phRows

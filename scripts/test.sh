@@ -131,3 +131,11 @@ if [ "$#" -eq 0 ] && [ -z "${LEAFPROXY_SKIP_DRIVER_SUITE:-}" ]; then
 	echo "== go-sql-driver's own suite, directly and through the proxy (scripts/driver-suite.sh)"
 	scripts/driver-suite.sh
 fi
+
+# MariaDB's own test suite (a selection of `main`, scripts/mtr-selection.txt),
+# directly and through the proxy, text and --ps-protocol: about 11 minutes on
+# two cores, so only when asked (CI runs it as a job of its own: scripts/mtr.sh).
+if [ "$#" -eq 0 ] && [ -n "${LEAFPROXY_MTR:-}" ]; then
+	echo "== MariaDB's main suite, directly and through the proxy (scripts/mtr.sh)"
+	scripts/mtr.sh
+fi
