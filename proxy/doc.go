@@ -59,10 +59,14 @@
 // CONNECTION_ID() returns); the KILL goes to that session's backend thread
 // only when the session belongs to the same proxy user or the caller's
 // account is admin. Any other id gets 1094 Unknown thread id: a KILL
-// through the proxy never reaches a thread the proxy did not open. KILL
-// USER, KILL QUERY ID, a KILL with an expression and a KILL inside a
-// multi-statement text get 1235 (from a client without multi-statements
-// the server itself rejects what follows a ';'). A KILL prepared with the
+// through the proxy never reaches a thread the proxy did not open. An id
+// written as an expression (KILL CONNECTION_ID(), KILL @id) is evaluated by
+// the session's backend first, then mapped (kill.go); KILL QUERY ID n is
+// relayed when the backend's processlist shows query n running in one of
+// the caller's sessions, else 1957; KILL USER u kills u's threads that run
+// the caller's sessions, one KILL each. A KILL inside a multi-statement
+// text gets 1235 (from a client without multi-statements the server itself
+// rejects what follows a ';'). A KILL prepared with the
 // binary protocol (COM_STMT_PREPARE of `KILL n` or `KILL ?`) is carried
 // out the same way at every execute, with the id the execute binds
 // (killstmt.go); the backend holds the prepared statement, but none of its
