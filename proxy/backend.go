@@ -33,6 +33,9 @@ type backendConn struct {
 	hello    *greeting // the backend's own greeting (thread id, capabilities)
 	ok       []byte    // the backend's final OK packet after authentication
 	threadID uint32
+	// compressed: the connection speaks the compressed protocol after the
+	// login OK, because the client asked for it on its own leg.
+	compressed bool
 }
 
 // dialBackend connects to backend.addr: a path (containing '/') is a Unix
@@ -108,6 +111,13 @@ func (s *Server) loginBackend(nc net.Conn, l backendLogin) (*backendConn, error)
 	}
 	resp.attrs = attrsWith(l.attrs, "_proxy", "leafproxy")
 	bc := &backendConn{conn: nc, hello: g, threadID: g.threadID}
+	// A client that compresses its leg gets a compressed backend leg too,
+	// so that the server's session says what the client asked for
+	// (SHOW STATUS LIKE 'Compression').
+	if l.clientCaps&mysql.CLIENT_COMPRESS != 0 && g.caps&mysql.CLIENT_COMPRESS != 0 {
+		resp.caps |= mysql.CLIENT_COMPRESS
+		bc.compressed = true
+	}
 	if s.backendTLS != nil {
 		if g.caps&mysql.CLIENT_SSL == 0 {
 			return nil, errors.New("backend.tls is enabled but the backend does not offer TLS")

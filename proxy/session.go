@@ -130,6 +130,9 @@ func (s *Session) setBackend(bc *backendConn) {
 	s.bconn = bc.conn
 	s.mu.Unlock()
 	s.b = newLeg("backend", bc.conn, backReadBuf, backWriteBuf)
+	if bc.compressed {
+		s.b.compress(true)
+	}
 	s.threadID.Store(bc.threadID)
 	s.status = mysql.SERVER_STATUS_AUTOCOMMIT
 	if _, _, st, _ := okInfo(bc.ok); len(bc.ok) >= 7 {
