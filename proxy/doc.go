@@ -37,7 +37,8 @@
 // INTERACTIVE, and MariaDB's STMT_BULK_OPERATIONS and EXTENDED_TYPE_INFO
 // (the proxy's own result sets are written in the negotiated format).
 // COMPRESS and SSL are per leg: the proxy speaks them with the client and
-// separately with the backend (backend.tls). Not advertised, because the
+// separately with the backend (backend.tls; the backend leg compresses
+// when its client's does, compress.go). Not advertised, because the
 // relay's response walker would misread them: DEPRECATE_EOF, MySQL 8's
 // QUERY_ATTRIBUTES / OPTIONAL_RESULTSET_METADATA / ZSTD, MariaDB's
 // PROGRESS, COM_MULTI, CACHE_METADATA and BULK_UNIT_RESULTS. Clients work
