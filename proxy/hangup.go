@@ -279,6 +279,9 @@ func newFDLook(c net.Conn) *fdLook {
 	if tc, ok := c.(*tls.Conn); ok {
 		c, l.tls = tc.NetConn(), true
 	}
+	if bc, ok := c.(*bufferedConn); ok { // TLS set up over the handshake's reader
+		c = bc.Conn
+	}
 	rc, ok := plainSocket(c)
 	if !ok {
 		return nil
