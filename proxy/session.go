@@ -63,7 +63,7 @@ type Session struct {
 	infile     InfileTransformer    // RelayQueryInfile: the file of the statement under way goes through it
 	infileErr  error                // its error, which the client gets as the answer
 	heldMem    int64                // bytes of the command memory budget the current command holds
-	cmdSeq     uint8                // the client leg's sequence id once the command was read
+	cmdSeq     uint8                // the client leg's sequence id once the command (or its LOCAL INFILE data) was read
 	largeHeld  bool                 // this session holds the server's slot for reading a 16 MiB+ command
 	parked     bool                 // idle: buffers given back (park)
 	bpeek      *socketPeeker        // the idle watch's look at bconn (nil: not a socket)
