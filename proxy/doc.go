@@ -58,8 +58,10 @@
 // the mariadb CLI's Ctrl-C, Connector/J's cancel(), PyMySQL and mysql2 use)
 // or the backend thread id of one of this proxy's sessions (what
 // CONNECTION_ID() returns); the KILL goes to that session's backend thread
-// only when the session belongs to the same proxy user or the caller's
-// account is admin. Any other id gets 1094 Unknown thread id: a KILL
+// only when the session belongs to the same proxy user, the caller's
+// account is admin, or the two sessions use different backend accounts
+// (the backend's privileges then decide, 1095 as directly). Any other id
+// gets 1094 Unknown thread id: a KILL
 // through the proxy never reaches a thread the proxy did not open. An id
 // written as an expression (KILL CONNECTION_ID(), KILL @id) is evaluated by
 // the session's backend first, then mapped (kill.go); KILL QUERY ID n is

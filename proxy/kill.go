@@ -164,10 +164,23 @@ func (s *Session) killThread(k killReq) error {
 	return s.setFatal(s.c.flush())
 }
 
-// mayKill reports whether this session may kill target's thread: a
-// session of the same proxy user, or any session for an admin.
+// mayKill reports whether this session's KILL may go to target's thread:
+// a session of the same proxy user, any session for an admin, and a
+// session logged in to the backend as another account, where the backend
+// decides with its own privileges (1095 without CONNECTION ADMIN, as
+// directly). Proxy users sharing one backend account cannot kill each
+// other's sessions: the backend could not tell them apart.
 func (s *Session) mayKill(target *Session) bool {
-	return target != nil && (target == s || target.userName() == s.user || s.account.Admin)
+	if target == nil {
+		return false
+	}
+	if target == s || s.account.Admin {
+		return true
+	}
+	target.mu.Lock()
+	user, backendUser := target.user, target.account.BackendUser
+	target.mu.Unlock()
+	return user == s.user || backendUser != s.account.BackendUser
 }
 
 // killQueryID carries out KILL [HARD|SOFT] QUERY ID n: the query is looked

@@ -53,7 +53,7 @@ func TestKillFormsAnswerAsServer(t *testing.T) {
 		"KILL HARD QUERY 999990 + 9", "KILL SOFT CONNECTION @@port * 0 + 999999", "KILL (SELECT 999999)",
 		"KILL foo", "KILL foo bar", "KILL 1 +", "KILL", "KILL ?",
 		"KILL (SELECT COUNT(*) FROM mysql.user)", "KILL 1 + (SELECT 1 FROM mysql.user LIMIT 1)",
-		"KILL QUERY ID 999999999", "KILL QUERY ID 999999999 + 1", "KILL QUERY ID foo", "KILL QUERY ID 'x'",
+		"KILL QUERY ID 999999999", "KILL QUERY ID 999999999 + 1", "KILL QUERY ID foo", "KILL QUERY ID '999999999x'",
 		"KILL USER nosuch", "KILL QUERY USER 'nosuch'@'%'", "KILL USER 'nosuch'@localhost",
 	} {
 		for _, prepared := range []bool{false, true} {
@@ -189,5 +189,56 @@ func TestKillFormsReachOwnSessions(t *testing.T) {
 	}
 	if err := stranger.PingContext(ctx); err != nil {
 		t.Errorf("KILL USER through the proxy ended a direct connection: %v", err)
+	}
+}
+
+// Proxy users logged in to the backend as different accounts: the backend
+// decides a KILL between them with its own privileges, as directly (1095
+// without CONNECTION ADMIN; allowed with it), while the proxy still keeps
+// KILLs from threads it did not open.
+func TestKillAcrossBackendAccounts(t *testing.T) {
+	t.Parallel()
+	shared.Exec(t, "CREATE USER IF NOT EXISTS kill_low@'%'", "GRANT SELECT ON *.* TO kill_low@'%'")
+	e := startProxy(t, shared.Addr, func(c *testConfig) {
+		c.Users = append(c.Users, Account{Name: "low", Password: "pw", BackendUser: "kill_low"})
+	})
+	open := func(user, pw string) *sql.DB {
+		d, err := sql.Open("mysql", e.dsn(user, pw, "", ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		return d
+	}
+	app, appID := backendThread(t, e.open(t, "", ""))
+	defer app.Close()
+	low, lowID := backendThread(t, open("low", "pw"))
+	defer low.Close()
+
+	// Directly, kill_low may not kill root's thread: 1095.
+	directLow, err := sql.Open("mysql", "kill_low@tcp("+shared.Addr+")/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer directLow.Close()
+	dl, _ := backendThread(t, directLow)
+	defer dl.Close()
+	q := fmt.Sprintf("KILL %d", appID)
+	wantCode, wantMsg := killAnswer(t, dl, q, false)
+	if wantCode != 1095 {
+		t.Fatalf("directly: %s as kill_low: %d %s, want 1095", q, wantCode, wantMsg)
+	}
+	if code, msg := killAnswer(t, low, q, false); code != wantCode || msg != wantMsg {
+		t.Errorf("through the proxy: %s as low: %d %q, directly %d %q", q, code, msg, wantCode, wantMsg)
+	}
+	if err := app.PingContext(context.Background()); err != nil {
+		t.Fatalf("app's session was killed: %v", err)
+	}
+	// root has CONNECTION ADMIN: app (not a proxy admin) may kill low's session.
+	if code, msg := killAnswer(t, app, fmt.Sprintf("KILL %d", lowID), false); code != 0 {
+		t.Fatalf("KILL of another backend account's session with CONNECTION ADMIN: %d %s", code, msg)
+	}
+	if err := low.PingContext(context.Background()); err == nil {
+		t.Error("the killed session still answers")
 	}
 }
