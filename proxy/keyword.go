@@ -74,6 +74,7 @@ type killReq struct {
 	queryID    bool   // KILL QUERY ID: the id names a query, not a thread
 	user       bool   // KILL [CONNECTION|QUERY] USER spec: every thread of an account
 	expr       []byte // not nil: the id (or the user spec) as written, for the backend to evaluate
+	text       []byte // with expr: the whole statement as the client sent it
 	refuse     string // non-empty: a KILL form the proxy will not relay
 }
 
@@ -100,13 +101,13 @@ func parseKillIn(q []byte, multi, prepared bool) (k killReq, ok bool) {
 	semi := bytes.IndexByte(q, ';') >= 0
 	switch {
 	case hasKeyword(w, "KILL") && !semi:
-		return parseKillArgs(skipSpace(w[4:]), prepared)
+		return withText(parseKillArgs(skipSpace(w[4:]), prepared))(q)
 	case hasKeyword(w, "KILL"):
 		stmts := splitStatements(q) // "KILL 5;" or KILL first among several: rare
 		if len(stmts) > 1 {
 			return killReq{refuse: killAmongStatements}, false
 		}
-		return parseKillArgs(skipSpace(firstWord(stmts[0])[4:]), prepared)
+		return withText(parseKillArgs(skipSpace(firstWord(stmts[0])[4:]), prepared))(q)
 	case (hasKeyword(w, "PREPARE") || hasKeyword(w, "EXECUTE")) && dynamicKill(w):
 		return killReq{refuse: killInDynamic}, false
 	case !semi || !multi:
@@ -123,6 +124,18 @@ func parseKillIn(q []byte, multi, prepared bool) (k killReq, ok bool) {
 		start = end + 1
 	}
 	return k, false
+}
+
+// withText keeps the statement's text in a KILL the backend must read (an
+// expression or an account), so that it validates the very text the
+// client sent (an error's line number and quoted text are the server's).
+func withText(k killReq, ok bool) func(q []byte) (killReq, bool) {
+	return func(q []byte) (killReq, bool) {
+		if ok && k.expr != nil {
+			k.text = append([]byte{}, q...)
+		}
+		return k, ok
+	}
 }
 
 const (

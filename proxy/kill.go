@@ -61,6 +61,13 @@ func (s *Session) kill(ctx context.Context, k killReq, validated bool) error {
 // session's backend and closes it again: preparing kills nothing, and a
 // statement the server cannot read fails here with the server's own error.
 func (s *Session) validateKill(ctx context.Context, k killReq) error {
+	if k.text != nil {
+		res, err := s.BackendPrepare(ctx, string(k.text))
+		if err != nil {
+			return err
+		}
+		return s.BackendCloseStmt(res.StmtID)
+	}
 	text := "KILL " + k.mode
 	switch {
 	case k.queryID:

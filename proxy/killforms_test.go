@@ -51,7 +51,7 @@ func TestKillFormsAnswerAsServer(t *testing.T) {
 	for _, q := range []string{
 		"KILL 999999 + 1", "KILL '999999'", "KILL -1", "KILL 2.5", "KILL 2.5e0", "KILL NULL", "KILL 'abc'",
 		"KILL HARD QUERY 999990 + 9", "KILL SOFT CONNECTION @@port * 0 + 999999", "KILL (SELECT 999999)",
-		"KILL foo", "KILL foo bar", "KILL 1 +", "KILL", "KILL ?",
+		"KILL foo", "KILL foo bar", "KILL 1 +", "KILL\n\n 1 +", "KILL", "KILL ?",
 		"KILL (SELECT COUNT(*) FROM mysql.user)", "KILL 1 + (SELECT 1 FROM mysql.user LIMIT 1)",
 		"KILL QUERY ID 999999999", "KILL QUERY ID 999999999 + 1", "KILL QUERY ID foo", "KILL QUERY ID '999999999x'",
 		"KILL USER nosuch", "KILL QUERY USER 'nosuch'@'%'", "KILL USER 'nosuch'@localhost",

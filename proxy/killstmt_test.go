@@ -75,6 +75,7 @@ func TestParsePreparedKill(t *testing.T) {
 		"KILL CONNECTION_ID()":     {connection: true, expr: []byte("CONNECTION_ID()")},
 	} {
 		k, ok := parsePreparedKill([]byte(q))
+		k.text = nil
 		if !ok || !reflect.DeepEqual(k, want) {
 			t.Errorf("parsePreparedKill(%q) = %+v, %v, want %+v", q, k, ok, want)
 		}
@@ -107,6 +108,10 @@ func TestParseKillForms(t *testing.T) {
 		"KILL (SELECT 1) -- comment\n ;": {connection: true, expr: []byte("(SELECT 1) -- comment")},
 	} {
 		k, ok := parseKill([]byte(q), false)
+		if k.expr != nil && string(k.text) != q {
+			t.Errorf("parseKill(%q) keeps the text %q", q, k.text)
+		}
+		k.text = nil
 		if !ok || !reflect.DeepEqual(k, want) {
 			t.Errorf("parseKill(%q) = %+v, %v, want %+v", q, k, ok, want)
 		}
