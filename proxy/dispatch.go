@@ -266,7 +266,7 @@ func (s *Session) changeUser(ctx context.Context, p []byte) error {
 	old := s.bconn
 	s.mu.Unlock()
 	_ = old.SetWriteDeadline(time.Now().Add(time.Second))
-	_, _ = old.Write([]byte{1, 0, 0, 0, mysql.COM_QUIT})
+	_, _ = old.Write(quitPacket(s.b))
 	old.Close()
 	s.log.Info("changed user", "from", s.user, "to", cu.user)
 	s.mu.Lock() // other goroutines read user (KILL, admin views) and account (abandon)
