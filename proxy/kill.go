@@ -57,28 +57,15 @@ func (s *Session) kill(ctx context.Context, k killReq, validated bool) error {
 	return s.killThread(k)
 }
 
-// validateKill prepares the KILL statement as the client wrote it on the
-// session's backend and closes it again: preparing kills nothing, and a
-// statement the server cannot read fails here with the server's own error.
+// validateKill prepares the KILL statement as the client wrote it (k.text)
+// on the session's backend and closes it again: preparing kills nothing,
+// and a statement the server cannot read fails here with the server's own
+// error, word for word.
 func (s *Session) validateKill(ctx context.Context, k killReq) error {
-	if k.text != nil {
-		res, err := s.BackendPrepare(ctx, string(k.text))
-		if err != nil {
-			return err
-		}
-		return s.BackendCloseStmt(res.StmtID)
+	if k.text == nil {
+		return nil // prepared by the client: the backend has read it already
 	}
-	text := "KILL " + k.mode
-	switch {
-	case k.queryID:
-		text += "QUERY ID "
-	case !k.connection:
-		text += "QUERY "
-	}
-	if k.user {
-		text += "USER "
-	}
-	res, err := s.BackendPrepare(ctx, text+string(k.expr))
+	res, err := s.BackendPrepare(ctx, string(k.text))
 	if err != nil {
 		return err
 	}
