@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
@@ -178,21 +179,32 @@ func (s *Session) mayKill(target *Session) bool {
 }
 
 // killQueryID carries out KILL [HARD|SOFT] QUERY ID n: the query is looked
-// up in the backend's processlist, and the KILL is relayed only when the
-// thread running it is one of this proxy's sessions the caller may kill
-// (query ids are unique server-wide, so the relayed KILL cannot reach
-// another query). Otherwise: 1957 Unknown query id, as the server says.
+// up in the backend's processlist (the caller's view, else the proxy
+// account's), and the KILL is relayed only when the thread running it is
+// one of this proxy's sessions the caller may kill (query ids are unique
+// server-wide, so the relayed KILL cannot reach another query; for another
+// backend account's query the backend answers, 1979 without the
+// privilege). Otherwise: 1957 Unknown query id, as the server says.
 func (s *Session) killQueryID(ctx context.Context, k killReq) error {
 	n := strconv.FormatUint(k.id, 10)
 	rows, err := s.BackendQuery(ctx, "SELECT ID FROM information_schema.PROCESSLIST WHERE QUERY_ID = "+n)
 	if err != nil {
 		return s.killFailed(err)
 	}
-	var target *Session
+	var tid uint32
 	if len(rows) == 1 && rows[0][0] != nil {
-		if tid, err := strconv.ParseUint(*rows[0][0], 10, 32); err == nil {
-			target = s.srv.lookupThread(uint32(tid))
+		if v, err := strconv.ParseUint(*rows[0][0], 10, 32); err == nil {
+			tid = uint32(v)
 		}
+	} else {
+		// Not in the caller's view: another account's query, which the
+		// backend may refuse in its own words if it runs in one of the
+		// proxy's sessions.
+		tid = s.srv.queryThread(ctx, n)
+	}
+	var target *Session
+	if tid != 0 {
+		target = s.srv.lookupThread(tid)
 	}
 	if !s.mayKill(target) {
 		return s.writeErrFlush(erNoSuchQuery, "HY000", "Unknown query id: "+n)
@@ -313,6 +325,48 @@ func hostOnly(h string) string {
 		}
 	}
 	return h
+}
+
+// queryThread looks query id n up in the backend's processlist as the
+// proxy's own account (backend.user), on a connection of its own: the
+// thread running it, or 0.
+func (srv *Server) queryThread(ctx context.Context, n string) uint32 {
+	timeout := srv.cfg.Backend.ConnectTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	bc, err := srv.connectBackend(ctx, backendLogin{user: srv.cfg.Backend.User, password: srv.cfg.Backend.Password, charset: 45})
+	if err != nil {
+		return 0
+	}
+	defer bc.conn.Close()
+	_ = bc.conn.SetDeadline(time.Now().Add(timeout))
+	l := newLeg("backend", bc.conn, 4<<10, 4<<10)
+	if l.writeCommand(append([]byte{mysql.COM_QUERY}, "SELECT ID FROM information_schema.PROCESSLIST WHERE QUERY_ID = "+n...)) != nil || l.flush() != nil {
+		return 0
+	}
+	var tid uint32
+	// column count, one column definition, EOF, rows, EOF (no DEPRECATE_EOF on this leg)
+	for i := 0; ; i++ {
+		p, err := l.readPacket(nil, 64<<10)
+		switch {
+		case err != nil || isErr(p) || i == 0 && (len(p) == 0 || p[0] == 0):
+			return 0
+		case i == 2 && !isEOF(p, len(p)):
+			return 0
+		case i > 2 && isEOF(p, len(p)):
+			_, _ = bc.conn.Write(comQuit[:])
+			return tid
+		case i > 2:
+			if row, err := textRow(p, 1); err == nil && row[0] != nil {
+				if v, err := strconv.ParseUint(*row[0], 10, 32); err == nil {
+					tid = uint32(v)
+				}
+			}
+		}
+	}
 }
 
 // lookupSession finds a session by proxy id, or else by backend thread id.

@@ -234,6 +234,36 @@ func TestKillAcrossBackendAccounts(t *testing.T) {
 	if err := app.PingContext(context.Background()); err != nil {
 		t.Fatalf("app's session was killed: %v", err)
 	}
+	// KILL QUERY ID of root's running query, which kill_low cannot see:
+	// the backend's 1979, as directly.
+	done := make(chan error, 1)
+	go func() {
+		var v int
+		done <- app.QueryRowContext(context.Background(), "SELECT SLEEP(66)").Scan(&v)
+	}()
+	waitForQuery(t, "SELECT SLEEP(66)")
+	var qid int64
+	if err := shared.Open(t, "").QueryRow("SELECT QUERY_ID FROM information_schema.PROCESSLIST WHERE INFO = 'SELECT SLEEP(66)'").Scan(&qid); err != nil {
+		t.Fatal(err)
+	}
+	q = fmt.Sprintf("KILL QUERY ID %d", qid)
+	wantCode, wantMsg = killAnswer(t, dl, q, false)
+	if wantCode != 1979 {
+		t.Fatalf("directly: %s as kill_low: %d %s, want 1979", q, wantCode, wantMsg)
+	}
+	if code, msg := killAnswer(t, low, q, false); code != wantCode || msg != wantMsg {
+		t.Errorf("through the proxy: %s as low: %d %q, directly %d %q", q, code, msg, wantCode, wantMsg)
+	}
+	other, _ := backendThread(t, e.open(t, "", ""))
+	defer other.Close()
+	if code, msg := killAnswer(t, other, q, false); code != 0 {
+		t.Fatalf("%s by another session of app: %d %s", q, code, msg)
+	}
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("KILL QUERY ID did not stop the query")
+	}
 	// root has CONNECTION ADMIN: app (not a proxy admin) may kill low's session.
 	if code, msg := killAnswer(t, app, fmt.Sprintf("KILL %d", lowID), false); code != 0 {
 		t.Fatalf("KILL of another backend account's session with CONNECTION ADMIN: %d %s", code, msg)
