@@ -33,6 +33,9 @@ type backendConn struct {
 	hello    *greeting // the backend's own greeting (thread id, capabilities)
 	ok       []byte    // the backend's final OK packet after authentication
 	threadID uint32
+	// compressed: the connection speaks the compressed protocol after the
+	// login OK, because the client asked for it on its own leg.
+	compressed bool
 }
 
 // dialBackend connects to backend.addr: a path (containing '/') is a Unix
@@ -159,6 +162,7 @@ func (s *Server) startBackendTLS(lg *leg, bc *backendConn, g *greeting, resp *ha
 func (s *Server) finishBackendLogin(lg *leg, g *greeting, l backendLogin) (*backendConn, error) {
 	resp := backendResponse(g, l)
 	bc := &backendConn{conn: lg.conn, hello: g, threadID: g.threadID}
+	compressLeg(resp, bc, g, l.clientCaps)
 	lg, err := s.startBackendTLS(lg, bc, g, resp)
 	if err != nil {
 		return nil, err
@@ -286,4 +290,15 @@ func trimNul(b []byte) []byte {
 		return b[:n-1]
 	}
 	return b
+}
+
+// compressLeg asks for the compressed protocol on the backend leg when the
+// client asked for it on its own (clientCaps) and the backend offers it, so
+// that the server's session says what the client asked for (SHOW STATUS
+// LIKE 'Compression'). The leg switches after the login OK (setBackend).
+func compressLeg(resp *handshakeResponse, bc *backendConn, g *greeting, clientCaps uint32) {
+	if clientCaps&mysql.CLIENT_COMPRESS != 0 && g.caps&mysql.CLIENT_COMPRESS != 0 {
+		resp.caps |= mysql.CLIENT_COMPRESS
+		bc.compressed = true
+	}
 }

@@ -13,8 +13,11 @@ import (
 // in frames: 3 bytes compressed length, 1 byte frame sequence id, 3 bytes
 // uncompressed length (0: stored as is), then the (zlib) payload holding any
 // number of ordinary packets or parts of them. The proxy speaks it on the
-// client leg only when the client asked for it; the backend leg stays plain,
-// so the relay underneath is unchanged.
+// client leg when the client asked for it, and then on that session's
+// backend leg too (so the server's session reports what the client chose);
+// each leg decompresses into the same packet stream, so the relay between
+// them is unchanged. Such a session stays on its goroutine (an event loop
+// relays raw bytes).
 
 // minCompress: shorter frames are sent stored, as servers do.
 const minCompress = 50
@@ -23,6 +26,9 @@ type compConn struct {
 	raw *bufio.Reader
 	dst net.Conn
 	seq uint8 // next frame sequence id to write; follows the last one read
+	// asClient: the proxy is the client on this connection (the backend
+	// leg), so each command starts a new frame sequence at 0.
+	asClient bool
 
 	// read state survives a read deadline in the middle of a frame
 	hdrOK   bool
@@ -37,12 +43,21 @@ type compConn struct {
 }
 
 // compress switches the leg to the compressed protocol; called right after
-// the login OK, which itself goes out uncompressed.
-func (l *leg) compress() {
-	cc := &compConn{raw: bufio.NewReaderSize(l.conn, clientReadBuf), dst: l.conn}
+// the login OK, which itself travels uncompressed. asClient is true for the
+// backend leg, where the proxy is the server's client.
+func (l *leg) compress(asClient bool) {
+	cc := &compConn{raw: bufio.NewReaderSize(l.conn, clientReadBuf), dst: l.conn, asClient: asClient}
 	l.comp = cc
 	l.r = bufio.NewReaderSize(cc, clientReadBuf)
 	l.w = bufio.NewWriterSize(cc, clientWriteBuf)
+}
+
+// newCommand notes that a command starts on this leg: as the client, its
+// first frame has sequence id 0, as the server expects of every command.
+func (c *compConn) newCommand() {
+	if c.asClient {
+		c.seq = 0
+	}
 }
 
 // Read returns decompressed bytes, reading the next frame when needed.

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
-	"strconv"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -48,7 +46,7 @@ func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 			if err := s.exec.mayWait(); err != nil {
 				return err
 			}
-			return s.kill(k)
+			return s.kill(ctx, k, false)
 		} else if k.refuse != "" {
 			return s.writeErrFlush(mysql.ER_NOT_SUPPORTED_YET, "42000", k.refuse)
 		}
@@ -73,7 +71,7 @@ func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 		return err
 	case mysql.COM_STMT_EXECUTE:
 		if ks := s.killStmtFor(pkt); ks != nil {
-			return s.executeKill(ks, pkt)
+			return s.executeKill(ctx, ks, pkt)
 		}
 		if ic != nil {
 			if done, err := s.intercepted(ic.Execute(ctx, s, s.stmtID(pkt), pkt)); done {
@@ -135,7 +133,10 @@ func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 		if len(pkt) < 5 {
 			return s.writeErrFlush(mysql.ER_MALFORMED_PACKET, "HY000", "Malformed communication packet")
 		}
-		return s.kill(killReq{id: binary.LittleEndian.Uint32(pkt[1:5]), connection: true})
+		if err := s.exec.mayWait(); err != nil {
+			return err
+		}
+		return s.kill(ctx, killReq{id: uint64(binary.LittleEndian.Uint32(pkt[1:5])), connection: true}, true)
 	case mysql.COM_PING, mysql.COM_SET_OPTION, mysql.COM_REFRESH, mysql.COM_DEBUG:
 		_, err := s.relay(pkt, respSimple)
 		return err
@@ -214,59 +215,6 @@ func (s *Session) setFatal(err error) error {
 		s.fatal = err
 	}
 	return err
-}
-
-// kill carries out KILL [CONNECTION|QUERY] n or COM_PROCESS_KILL through the
-// proxy. n is the id a client was greeted with (what the mariadb CLI's
-// Ctrl-C, Connector/J's cancel and mysql2 send) or a backend thread id one
-// of this proxy's sessions runs on (what CONNECTION_ID() returned). Either
-// way the KILL goes to that session's backend thread, and only when it
-// belongs to the same proxy user (or the caller is an admin). Any other id
-// is "Unknown thread id", as the server says for threads one may not see:
-// it never reaches a thread the proxy did not open.
-func (s *Session) kill(k killReq) error {
-	target := s.srv.lookupSession(k.id)
-	if target == nil || (target.userName() != s.user && !s.account.Admin) {
-		return s.writeErrFlush(mysql.ER_NO_SUCH_THREAD, "HY000", fmt.Sprintf("Unknown thread id: %d", k.id))
-	}
-	tid := target.threadID.Load()
-	what := "QUERY"
-	if k.connection {
-		what = "CONNECTION"
-	}
-	s.log.Info("kill", "target_session", target.id, "backend_thread", tid, "what", what)
-	stmt := "KILL " + k.mode + what + " " + strconv.FormatUint(uint64(tid), 10)
-	s.out = append(append(s.out[:0], mysql.COM_QUERY), stmt...)
-	ok, err := s.exec.relay(s, s.out, respResult, afterAction{})
-	s.trimOut()
-	if err != nil {
-		return err
-	}
-	if ok && k.connection && target != s {
-		// The backend has been told to end the target's thread; it does so
-		// on its own time and says nothing to an idle connection. Close an
-		// idle target's client now, before the killer hears OK, so its
-		// next command meets a closed connection (2013, which clients and
-		// pools treat as lost) as it would directly, not ERR 1158 from a
-		// proxy that has not yet noticed.
-		target.closeIfIdle()
-	}
-	return s.setFatal(s.c.flush())
-}
-
-// lookupSession finds a session by proxy id, or else by backend thread id.
-func (srv *Server) lookupSession(id uint32) *Session {
-	srv.mu.Lock()
-	defer srv.mu.Unlock()
-	if id >= sessionIDBase {
-		return srv.sessions[id]
-	}
-	for _, sess := range srv.sessions {
-		if sess.threadID.Load() == id {
-			return sess
-		}
-	}
-	return nil
 }
 
 type changeUserReq struct {

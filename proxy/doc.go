@@ -46,7 +46,8 @@
 // INTERACTIVE, and MariaDB's STMT_BULK_OPERATIONS and EXTENDED_TYPE_INFO
 // (the proxy's own result sets are written in the negotiated format).
 // COMPRESS and SSL are per leg: the proxy speaks them with the client and
-// separately with the backend (backend.tls). Not advertised, because the
+// separately with the backend (backend.tls; the backend leg compresses
+// when its client's does, compress.go). Not advertised, because the
 // relay's response walker would misread them: DEPRECATE_EOF, MySQL 8's
 // QUERY_ATTRIBUTES / OPTIONAL_RESULTSET_METADATA / ZSTD, MariaDB's
 // PROGRESS, COM_MULTI, CACHE_METADATA and BULK_UNIT_RESULTS. Clients work
@@ -69,12 +70,18 @@
 // the mariadb CLI's Ctrl-C, Connector/J's cancel(), PyMySQL and mysql2 use)
 // or the backend thread id of one of this proxy's sessions (what
 // CONNECTION_ID() returns); the KILL goes to that session's backend thread
-// only when the session belongs to the same proxy user or the caller's
-// account is admin. Any other id gets 1094 Unknown thread id: a KILL
-// through the proxy never reaches a thread the proxy did not open. KILL
-// USER, KILL QUERY ID, a KILL with an expression and a KILL inside a
-// multi-statement text get 1235 (from a client without multi-statements
-// the server itself rejects what follows a ';'). A KILL prepared with the
+// only when the session belongs to the same proxy user, the caller's
+// account is admin, or the two sessions use different backend accounts
+// (the backend's privileges then decide, 1095 as directly). Any other id
+// gets 1094 Unknown thread id: a KILL
+// through the proxy never reaches a thread the proxy did not open. An id
+// written as an expression (KILL CONNECTION_ID(), KILL @id) is evaluated by
+// the session's backend first, then mapped (kill.go); KILL QUERY ID n is
+// relayed when the backend's processlist shows query n running in one of
+// the caller's sessions, else 1957; KILL USER u kills u's threads that run
+// the caller's sessions, one KILL each. A KILL inside a multi-statement
+// text gets 1235 (from a client without multi-statements the server itself
+// rejects what follows a ';'). A KILL prepared with the
 // binary protocol (COM_STMT_PREPARE of `KILL n` or `KILL ?`) is carried
 // out the same way at every execute, with the id the execute binds
 // (killstmt.go); the backend holds the prepared statement, but none of its

@@ -42,6 +42,15 @@ import (
 // comQuit is a COM_QUIT packet.
 var comQuit = [5]byte{1, 0, 0, 0, mysql.COM_QUIT}
 
+// quitPacket is COM_QUIT as the backend leg l must frame it: in a stored
+// compressed frame (sequence 0, a new command) when the leg compresses.
+func quitPacket(l *leg) []byte {
+	if l == nil || l.comp == nil {
+		return comQuit[:]
+	}
+	return append(appendFrameHeader(make([]byte, 0, 12), len(comQuit), 0, 0), comQuit[:]...)
+}
+
 // What a session's goroutine does with its backend connection when it
 // ends (Session.ending).
 const (
@@ -71,7 +80,7 @@ func (s *Session) quitBackend() {
 		return
 	}
 	_ = bc.SetWriteDeadline(time.Now().Add(time.Second))
-	_, _ = bc.Write(comQuit[:])
+	_, _ = bc.Write(quitPacket(s.b))
 }
 
 // leftWithoutQuit reports a client connection that ended without COM_QUIT
@@ -281,6 +290,9 @@ func newFDLook(c net.Conn) *fdLook {
 	l := &fdLook{}
 	if tc, ok := c.(*tls.Conn); ok {
 		c, l.tls = tc.NetConn(), true
+	}
+	if bc, ok := c.(*bufferedConn); ok { // TLS set up over the handshake's reader
+		c = bc.Conn
 	}
 	rc, ok := plainSocket(c)
 	if !ok {

@@ -77,6 +77,7 @@ func (s *Session) relayLocalFileVia(t InfileTransformer) error {
 		if err != nil {
 			return err
 		}
+		s.cmdSeq = s.c.seq // the client has sent; nothing of the answer has reached it
 		if n == 0 && !cont {
 			break // the empty packet that ends the file
 		}

@@ -67,20 +67,24 @@ func containsFold(b []byte, w string) bool { return sqltext.ContainsFold(b, w) }
 
 // killReq is a KILL statement the proxy carries out itself.
 type killReq struct {
-	id         uint32
+	id         uint64
 	connection bool   // KILL [CONNECTION] n; false: KILL QUERY n
 	mode       string // "HARD ", "SOFT " or ""
 	param      bool   // a prepared KILL ?: the id is the execute's parameter
+	queryID    bool   // KILL QUERY ID: the id names a query, not a thread
+	user       bool   // KILL [CONNECTION|QUERY] USER spec: every thread of an account
+	expr       []byte // not nil: the id (or the user spec) as written, for the backend to evaluate
+	text       []byte // with expr: the whole statement as the client sent it
 	refuse     string // non-empty: a KILL form the proxy will not relay
 }
 
 // parseKill recognises KILL statements in a COM_QUERY text. ok means q is a
-// single KILL [HARD|SOFT] [CONNECTION|QUERY] <number>. A KILL the proxy
-// cannot map to one of its own sessions (KILL USER, KILL QUERY ID, an
-// expression, a KILL among several statements, a KILL in the literal text
-// of PREPARE ... FROM or EXECUTE IMMEDIATE) comes back with refuse set:
-// relayed as written it could reach a thread of a client that never went
-// through this proxy.
+// single KILL [HARD|SOFT] [CONNECTION|QUERY [ID]] followed by a number, an
+// expression (k.expr, evaluated by the backend before the proxy maps it)
+// or USER and an account (k.user). A KILL among several statements or in
+// the literal text of PREPARE ... FROM or EXECUTE IMMEDIATE comes back with
+// refuse set: relayed as written it could reach a thread of a client that
+// never went through this proxy.
 func parseKill(q []byte, multi bool) (k killReq, ok bool) { return parseKillIn(q, multi, false) }
 
 // parsePreparedKill is parseKill for a COM_STMT_PREPARE text, where the id
@@ -97,13 +101,13 @@ func parseKillIn(q []byte, multi, prepared bool) (k killReq, ok bool) {
 	semi := bytes.IndexByte(q, ';') >= 0
 	switch {
 	case hasKeyword(w, "KILL") && !semi:
-		return parseKillArgs(skipSpace(w[4:]), prepared)
+		return withText(parseKillArgs(skipSpace(w[4:]), prepared))(q)
 	case hasKeyword(w, "KILL"):
 		stmts := splitStatements(q) // "KILL 5;" or KILL first among several: rare
 		if len(stmts) > 1 {
 			return killReq{refuse: killAmongStatements}, false
 		}
-		return parseKillArgs(skipSpace(firstWord(stmts[0])[4:]), prepared)
+		return withText(parseKillArgs(skipSpace(firstWord(stmts[0])[4:]), prepared))(q)
 	case (hasKeyword(w, "PREPARE") || hasKeyword(w, "EXECUTE")) && dynamicKill(w):
 		return killReq{refuse: killInDynamic}, false
 	case !semi || !multi:
@@ -120,6 +124,18 @@ func parseKillIn(q []byte, multi, prepared bool) (k killReq, ok bool) {
 		start = end + 1
 	}
 	return k, false
+}
+
+// withText keeps the statement's text in a KILL the backend must read (an
+// expression or an account), so that it validates the very text the
+// client sent (an error's line number and quoted text are the server's).
+func withText(k killReq, ok bool) func(q []byte) (killReq, bool) {
+	return func(q []byte) (killReq, bool) {
+		if ok && k.expr != nil {
+			k.text = append([]byte{}, q...)
+		}
+		return k, ok
+	}
 }
 
 const (
@@ -162,20 +178,19 @@ func parseKillArgs(q []byte, prepared bool) (killReq, bool) {
 		k.mode = "SOFT "
 	}
 	switch {
-	case word("USER"):
-		return killReq{refuse: "leafproxy: KILL USER is not supported through the proxy; KILL each connection id"}, false
 	case word("CONNECTION"):
 	case word("QUERY"):
 		k.connection = false
-		if word("ID") {
-			return killReq{refuse: "leafproxy: KILL QUERY ID is not supported through the proxy; use KILL QUERY <connection id>"}, false
-		}
+		k.queryID = word("ID")
+	}
+	if !k.queryID && word("USER") {
+		k.user = true
 	}
 	i := 0
 	for i < len(q) && q[i] >= '0' && q[i] <= '9' {
 		i++
 	}
-	if prepared && i == 0 && len(q) > 0 && q[0] == '?' {
+	if prepared && !k.user && i == 0 && len(q) > 0 && q[0] == '?' {
 		if rest := skipSpace(q[1:]); len(rest) == 0 || len(skipSpace(rest[1:])) == 0 && rest[0] == ';' {
 			k.param = true
 			return k, true
@@ -185,23 +200,82 @@ func parseKillArgs(q []byte, prepared bool) (killReq, bool) {
 	for len(rest) > 0 && rest[0] == ';' {
 		rest = skipSpace(rest[1:])
 	}
-	if i == 0 || i > 10 || len(rest) > 0 {
-		return killReq{refuse: "leafproxy: KILL through the proxy takes a connection id number"}, false
+	if i > 0 && i <= 20 && len(rest) == 0 && !k.user {
+		if v, ok := parseUint64(q[:i]); ok {
+			k.id = v
+			return k, true
+		}
 	}
-	v, _ := strconvAtoi(q[:i])
-	if v > 1<<32-1 {
-		return killReq{refuse: "leafproxy: KILL through the proxy takes a connection id number"}, false
+	// Anything else is for the backend to read: an expression, an account,
+	// or a syntax error the server reports in its own words.
+	k.expr = append([]byte{}, trimStatementEnd(q)...) // q is the packet buffer: a prepared KILL keeps it
+	if prepared && hasParamMarker(k.expr) {
+		return killReq{refuse: "leafproxy: a prepared KILL takes its id as the only parameter (KILL ?), not inside an expression"}, false
 	}
-	k.id = uint32(v)
 	return k, true
 }
 
-func strconvAtoi(b []byte) (uint64, bool) {
+// parseUint64 reads a decimal number; ok is false when it overflows.
+func parseUint64(b []byte) (uint64, bool) {
 	var v uint64
 	for _, c := range b {
-		v = v*10 + uint64(c-'0')
+		d := uint64(c - '0')
+		if v > (1<<64-1-d)/10 {
+			return 0, false
+		}
+		v = v*10 + d
 	}
 	return v, true
+}
+
+// trimStatementEnd drops the statement's trailing semicolons and
+// whitespace (the server ignores them).
+func trimStatementEnd(q []byte) []byte {
+	q = bytes.TrimRight(q, " \t\r\n")
+	for len(q) > 0 && q[len(q)-1] == ';' {
+		q = bytes.TrimRight(q[:len(q)-1], " \t\r\n")
+	}
+	return q
+}
+
+// hasCodeWord reports whether q has one of words (upper case) as a word
+// outside quotes and comments.
+func hasCodeWord(q []byte, words ...string) bool {
+	for i := sqltext.SkipToCode(q, 0); i < len(q); i = sqltext.SkipToCode(q, i) {
+		switch c := q[i]; {
+		case c == '\'' || c == '"' || c == '`':
+			i, _ = sqltext.QuotedEnd(q, i, c != '`')
+		case sqltext.IsIdentByte(c):
+			j := i
+			for j < len(q) && sqltext.IsIdentByte(q[j]) {
+				j++
+			}
+			for _, w := range words {
+				if sqltext.EqualFold(q[i:j], w) {
+					return true
+				}
+			}
+			i = j
+		default:
+			i++
+		}
+	}
+	return false
+}
+
+// hasParamMarker reports whether q has a ? outside quotes and comments.
+func hasParamMarker(q []byte) bool {
+	for i := sqltext.SkipToCode(q, 0); i < len(q); i = sqltext.SkipToCode(q, i) {
+		switch c := q[i]; c {
+		case '\'', '"', '`':
+			i, _ = sqltext.QuotedEnd(q, i, c != '`')
+		case '?':
+			return true
+		default:
+			i++
+		}
+	}
+	return false
 }
 
 // firstWord skips whitespace, comments and executable-comment openers

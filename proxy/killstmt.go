@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"encoding/binary"
 	"math"
 
@@ -54,7 +55,7 @@ func (s *Session) killStmtFor(pkt []byte) *killStmt {
 // executeKill carries out a COM_STMT_EXECUTE of a prepared KILL. The
 // answer (OK, or the backend's or the proxy's ERR) has the shape of an
 // execute's answer to a statement without a result set.
-func (s *Session) executeKill(ks *killStmt, pkt []byte) error {
+func (s *Session) executeKill(ctx context.Context, ks *killStmt, pkt []byte) error {
 	if err := s.exec.mayWait(); err != nil {
 		return err
 	}
@@ -65,9 +66,9 @@ func (s *Session) executeKill(ks *killStmt, pkt []byte) error {
 		if msg != "" {
 			return s.writeErrFlush(code, "HY000", msg)
 		}
-		k.id = id
+		k.id = uint64(id)
 	}
-	return s.kill(k)
+	return s.kill(ctx, k, true)
 }
 
 const killIDNumber = "leafproxy: KILL through the proxy takes a connection id number"

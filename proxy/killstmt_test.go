@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"testing"
 	"time"
 
@@ -67,23 +68,74 @@ func TestParsePreparedKill(t *testing.T) {
 	for q, want := range map[string]killReq{
 		"KILL ?":                   {connection: true, param: true},
 		"KILL QUERY ?":             {param: true},
+		"KILL QUERY ID ?":          {param: true, queryID: true},
 		"kill hard connection ? ;": {connection: true, mode: "HARD ", param: true},
 		"KILL 12":                  {connection: true, id: 12},
 		"KILL QUERY 1073741825":    {id: 1073741825},
+		"KILL CONNECTION_ID()":     {connection: true, expr: []byte("CONNECTION_ID()")},
 	} {
 		k, ok := parsePreparedKill([]byte(q))
-		if !ok || k != want {
+		k.text = nil
+		if !ok || !reflect.DeepEqual(k, want) {
 			t.Errorf("parsePreparedKill(%q) = %+v, %v, want %+v", q, k, ok, want)
 		}
 	}
-	for _, q := range []string{"KILL ? + 1", "KILL USER ?", "KILL QUERY ID ?", "KILL ??", "KILL ?; SELECT 1"} {
+	for _, q := range []string{"KILL ? + 1", "KILL USER ?", "KILL ??", "KILL ?; SELECT 1"} {
 		if k, ok := parsePreparedKill([]byte(q)); ok || k.refuse == "" {
 			t.Errorf("parsePreparedKill(%q) = %+v, %v: want refused", q, k, ok)
 		}
 	}
-	// A COM_QUERY KILL ? is the server's syntax error, refused before.
-	if k, ok := parseKill([]byte("KILL ?"), false); ok || k.refuse == "" {
-		t.Errorf("parseKill(KILL ?) = %+v, %v", k, ok)
+}
+
+// Every form of KILL MariaDB reads: a number is mapped at once, anything
+// else is left for the backend to evaluate (or to reject in its own words).
+func TestParseKillForms(t *testing.T) {
+	for q, want := range map[string]killReq{
+		"KILL 5":                         {connection: true, id: 5},
+		"kill soft query 7 ;  ":          {mode: "SOFT ", id: 7},
+		"KILL 18446744073709551615":      {connection: true, id: 1<<64 - 1},
+		"KILL 18446744073709551616":      {connection: true, expr: []byte("18446744073709551616")},
+		"KILL CONNECTION_ID()":           {connection: true, expr: []byte("CONNECTION_ID()")},
+		"KILL QUERY CONNECTION_ID();":    {expr: []byte("CONNECTION_ID()")},
+		"KILL HARD CONNECTION @id + 1":   {connection: true, mode: "HARD ", expr: []byte("@id + 1")},
+		"KILL QUERY ID 42":               {queryID: true, id: 42},
+		"KILL QUERY ID @q":               {queryID: true, expr: []byte("@q")},
+		"KILL USER u1":                   {connection: true, user: true, expr: []byte("u1")},
+		"KILL SOFT QUERY USER 'a'@'%'":   {mode: "SOFT ", user: true, expr: []byte("'a'@'%'")},
+		"KILL ?":                         {connection: true, expr: []byte("?")},
+		"KILL":                           {connection: true, expr: []byte{}},
+		"KILL 5abc":                      {connection: true, expr: []byte("5abc")},
+		"KILL (SELECT 1) -- comment\n ;": {connection: true, expr: []byte("(SELECT 1) -- comment")},
+	} {
+		k, ok := parseKill([]byte(q), false)
+		if k.expr != nil && string(k.text) != q {
+			t.Errorf("parseKill(%q) keeps the text %q", q, k.text)
+		}
+		k.text = nil
+		if !ok || !reflect.DeepEqual(k, want) {
+			t.Errorf("parseKill(%q) = %+v, %v, want %+v", q, k, ok, want)
+		}
+	}
+	if k, ok := parseKill([]byte("KILL 5; SELECT 1"), true); ok || k.refuse != killAmongStatements {
+		t.Errorf("KILL among statements: %+v %v", k, ok)
+	}
+}
+
+func TestWildMatch(t *testing.T) {
+	for _, c := range []struct {
+		s, pat string
+		want   bool
+	}{
+		{"localhost", "%", true}, {"localhost", "LocalHost", true}, {"localhost", "local%", true},
+		{"127.0.0.1", "127.0.0._", true}, {"127.0.0.10", "127.0.0._", false}, {"localhost", "127.0.0.1", false},
+		{"a%b", "a\\%b", true}, {"axb", "a\\%b", false}, {"", "%", true}, {"x", "", false},
+	} {
+		if got := wildMatch(c.s, c.pat); got != c.want {
+			t.Errorf("wildMatch(%q, %q) = %v", c.s, c.pat, got)
+		}
+	}
+	if hostOnly("localhost:36698") != "localhost" || hostOnly("localhost") != "localhost" || hostOnly("::1:5000") != "::1" {
+		t.Error("hostOnly")
 	}
 }
 

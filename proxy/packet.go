@@ -152,6 +152,12 @@ func (l *leg) readHeader() (int, error) {
 	n := int(h[0]) | int(h[1])<<8 | int(h[2])<<16
 	seq := h[3]
 	_, _ = l.r.Discard(4)
+	if l.comp != nil && l.comp.asClient {
+		// A compressing server numbers the packets inside its frames
+		// on from the frame sequence (MariaDB: 3 after a command sent
+		// in 3 frames); clients take what comes.
+		l.seq = seq
+	}
 	if seq != l.seq {
 		return 0, l.fail(errSequence{got: seq, want: l.seq})
 	}
@@ -212,6 +218,9 @@ func (l *leg) writePacket(p []byte) error {
 // writeCommand sends a command packet with sequence id 0 (not flushed).
 func (l *leg) writeCommand(p []byte) error {
 	l.seq = 0
+	if l.comp != nil {
+		l.comp.newCommand()
+	}
 	return l.writePacket(p)
 }
 

@@ -19,7 +19,7 @@ import (
 // response is passed on with the client's user, auth data, database,
 // attributes (plus the proxy's mark) and plugin, and with the capability
 // flags the proxy needs on the backend leg (backendResponse: protocol 4.1,
-// its own TLS, no compression). Auth switches and extra auth data are then
+// its own TLS, compression when the client asked for it). Auth switches and extra auth data are then
 // relayed both ways until the backend says OK or ERR; the client gets that
 // answer. The connection that authenticated becomes the session's pinned
 // backend connection: there is no second login. A client's TLS ends at the
@@ -103,6 +103,7 @@ func (s *Server) passThroughHandshake(c *leg, id uint32) (*clientHello, *backend
 		resp.plugin = mysql.AUTH_NATIVE_PASSWORD // a 4.1 scramble answer
 	}
 	bc := &backendConn{conn: nc, hello: g, threadID: g.threadID}
+	compressLeg(resp, bc, g, cr.caps)
 	if b, err = s.startBackendTLS(b, bc, g, resp); err != nil {
 		nc.Close()
 		return nil, nil, s.backendRefusal(err)
@@ -122,6 +123,9 @@ func (s *Server) passThroughHandshake(c *leg, id uint32) (*clientHello, *backend
 		return nil, nil, s.authFailure(err, host)
 	}
 	bc.ok = ok
+	if bc.compressed && s.adminName(cr.user) {
+		b.compress(true) // the admin check's query is the leg's first command
+	}
 	admin, err := s.confirmAdmin(b, cr.user)
 	if err != nil {
 		bc.conn.Close()

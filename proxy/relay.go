@@ -309,6 +309,7 @@ func (s *Session) relayLocalFile() error {
 		if err != nil {
 			return err
 		}
+		s.cmdSeq = s.c.seq // the client has sent; nothing of the answer has reached it
 		if err := writeHeader(s.b.w, n, s.b.seq); err != nil {
 			return s.b.fail(err)
 		}

@@ -420,7 +420,7 @@ func (s *Server) handle(raw net.Conn) {
 		return
 	}
 	if h.resp.caps&mysql.CLIENT_COMPRESS != 0 {
-		c.compress()
+		c.compress(false)
 	} else {
 		c.grow(clientReadBuf, clientWriteBuf)
 	}

@@ -62,7 +62,7 @@ type Session struct {
 	infile     InfileTransformer    // RelayQueryInfile: the file of the statement under way goes through it
 	infileErr  error                // its error, which the client gets as the answer
 	heldMem    int64                // bytes of the command memory budget the current command holds
-	cmdSeq     uint8                // the client leg's sequence id once the command was read
+	cmdSeq     uint8                // the client leg's sequence id once the command (or its LOCAL INFILE data) was read
 	largeHeld  bool                 // this session holds the server's slot for reading a 16 MiB+ command
 	parked     bool                 // idle: buffers given back (park)
 	bpeek      *socketPeeker        // the idle watch's look at bconn (nil: not a socket)
@@ -133,6 +133,9 @@ func (s *Session) setBackend(bc *backendConn) {
 	s.bconn = bc.conn
 	s.mu.Unlock()
 	s.b = newLeg("backend", bc.conn, backReadBuf, backWriteBuf)
+	if bc.compressed {
+		s.b.compress(true)
+	}
 	s.threadID.Store(bc.threadID)
 	s.status = mysql.SERVER_STATUS_AUTOCOMMIT
 	if _, _, st, _ := okInfo(bc.ok); len(bc.ok) >= 7 {

@@ -1,0 +1,421 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/internal/sqltext"
+)
+
+// MariaDB's error codes for KILL that go-mysql does not name.
+const (
+	erNoSuchQuery            = 1957 // Unknown query id: %lld
+	erSubqueriesNotSupported = 1970 // %s does not support subqueries or stored functions
+)
+
+// KILL through the proxy: every form MariaDB accepts, answered as the
+// server answers it, but only ever reaching backend threads of this proxy's
+// own sessions (a KILL relayed as written could end a thread of a client
+// that never went through the proxy).
+//
+// The ids a client can name are the proxy's greeting ids and the backend
+// thread ids of the proxy's sessions (CONNECTION_ID()). An id written as an
+// expression (KILL CONNECTION_ID(), KILL @id, KILL 1+1) is evaluated by the
+// session's backend first: the statement is prepared there as written (so
+// a syntax error or an unknown column is the server's own error, word for
+// word), then the expression is evaluated as
+// EXECUTE IMMEDIATE 'SELECT CAST(? AS SIGNED)' USING <expr>, which converts
+// it as KILL does (Item::val_int: NULL and text that is not a number are 0,
+// a negative number wraps to a large unsigned one) and which, like KILL,
+// refuses subqueries, sequences and stored functions.
+
+// kill carries out a KILL statement (text or prepared) or COM_PROCESS_KILL.
+func (s *Session) kill(ctx context.Context, k killReq, validated bool) error {
+	if k.expr != nil || k.user {
+		if !validated {
+			if err := s.validateKill(ctx, k); err != nil {
+				return s.killFailed(err)
+			}
+		}
+		if k.user {
+			return s.killUser(ctx, k)
+		}
+		id, err := s.evalKillID(ctx, k.expr)
+		if err != nil {
+			return s.killFailed(err)
+		}
+		k.id = id
+	}
+	if k.queryID {
+		return s.killQueryID(ctx, k)
+	}
+	return s.killThread(k)
+}
+
+// validateKill prepares the KILL statement as the client wrote it (k.text)
+// on the session's backend and closes it again: preparing kills nothing,
+// and a statement the server cannot read fails here with the server's own
+// error, word for word.
+func (s *Session) validateKill(ctx context.Context, k killReq) error {
+	if k.text == nil {
+		return nil // prepared by the client: the backend has read it already
+	}
+	res, err := s.BackendPrepare(ctx, string(k.text))
+	if err != nil {
+		return err
+	}
+	return s.BackendCloseStmt(res.StmtID)
+}
+
+// killFailed answers a backend ERR met while reading a KILL, or ends the
+// session on a broken backend connection.
+func (s *Session) killFailed(err error) error {
+	var me *mysql.MyError
+	if errors.As(err, &me) {
+		return s.writeErrFlush(me.Code, me.State, me.Message)
+	}
+	return s.setFatal(err)
+}
+
+// killSubqueries is the server's message when a KILL's expression uses a
+// subquery, a sequence or a stored function (ER_SUBQUERIES_NOT_SUPPORTED).
+const killSubqueries = "KILL does not support subqueries or stored functions"
+
+// evalKillID has the backend evaluate a KILL's id expression.
+func (s *Session) evalKillID(ctx context.Context, expr []byte) (uint64, error) {
+	// The expression ends the statement, as in the KILL: a syntax error
+	// quotes the same text, a line comment ending it ends both.
+	rows, err := s.BackendQuery(ctx, "EXECUTE IMMEDIATE 'SELECT CAST(? AS SIGNED)' USING "+string(expr))
+	var me *mysql.MyError
+	if errors.As(err, &me) && me.Code == erSubqueriesNotSupported {
+		if hasCodeWord(expr, "FROM", "NEXTVAL", "LASTVAL", "SETVAL", "VALUE") {
+			return 0, &mysql.MyError{Code: me.Code, State: me.State, Message: killSubqueries}
+		}
+		// KILL takes a subquery that reads no table, (SELECT 5); USING
+		// takes none.
+		rows, err = s.BackendQuery(ctx, "SELECT CAST(("+string(expr)+"\n) AS SIGNED)")
+	}
+	if err != nil {
+		return 0, err
+	}
+	if len(rows) != 1 || len(rows[0]) != 1 {
+		return 0, protocolError("KILL id evaluation: %d rows", len(rows))
+	}
+	if rows[0][0] == nil {
+		return 0, nil
+	}
+	v, err := strconv.ParseInt(*rows[0][0], 10, 64)
+	if err != nil {
+		return 0, protocolError("KILL id evaluation: %v", err)
+	}
+	return uint64(v), nil
+}
+
+// killThread carries out KILL [CONNECTION|QUERY] n. n is the id a client was
+// greeted with (what the mariadb CLI's Ctrl-C, Connector/J's cancel and
+// mysql2 send) or a backend thread id one of this proxy's sessions runs on
+// (what CONNECTION_ID() returned). Either way the KILL goes to that
+// session's backend thread, and only when it belongs to the same proxy user
+// (or the caller is an admin). Any other id is "Unknown thread id", as the
+// server says for threads one may not see: it never reaches a thread the
+// proxy did not open. A session killing itself hears what the server says
+// (1927 Connection was killed, or 1317 for its own query) and is closed.
+func (s *Session) killThread(k killReq) error {
+	var target *Session
+	if k.id <= 1<<32-1 {
+		target = s.srv.lookupSession(uint32(k.id))
+	}
+	if !s.mayKill(target) {
+		return s.writeErrFlush(mysql.ER_NO_SUCH_THREAD, "HY000", fmt.Sprintf("Unknown thread id: %d", k.id))
+	}
+	tid := target.threadID.Load()
+	what := "QUERY"
+	if k.connection {
+		what = "CONNECTION"
+	}
+	s.log.Info("kill", "target_session", target.id, "backend_thread", tid, "what", what)
+	stmt := "KILL " + k.mode + what + " " + strconv.FormatUint(uint64(tid), 10)
+	s.out = append(append(s.out[:0], mysql.COM_QUERY), stmt...)
+	ok, err := s.exec.relay(s, s.out, respResult, afterAction{})
+	s.trimOut()
+	if err != nil {
+		return err
+	}
+	if ok && k.connection && target != s {
+		// The backend has been told to end the target's thread; it does so
+		// on its own time and says nothing to an idle connection. Close an
+		// idle target's client now, before the killer hears OK, so its
+		// next command meets a closed connection (2013, which clients and
+		// pools treat as lost) as it would directly, not ERR 1158 from a
+		// proxy that has not yet noticed.
+		target.closeIfIdle()
+	}
+	return s.setFatal(s.c.flush())
+}
+
+// mayKill reports whether this session's KILL may go to target's thread:
+// a session of the same proxy user, any session for an admin, and a
+// session logged in to the backend as another account, where the backend
+// decides with its own privileges (1095 without CONNECTION ADMIN, as
+// directly). Proxy users sharing one backend account cannot kill each
+// other's sessions: the backend could not tell them apart.
+func (s *Session) mayKill(target *Session) bool {
+	if target == nil {
+		return false
+	}
+	if target == s || s.account.Admin {
+		return true
+	}
+	target.mu.Lock()
+	user, backendUser := target.user, target.account.BackendUser
+	target.mu.Unlock()
+	return user == s.user || backendUser != s.account.BackendUser
+}
+
+// killQueryID carries out KILL [HARD|SOFT] QUERY ID n: the query is looked
+// up in the backend's processlist (the caller's view, else the proxy
+// account's), and the KILL is relayed only when the thread running it is
+// one of this proxy's sessions the caller may kill (query ids are unique
+// server-wide, so the relayed KILL cannot reach another query; for another
+// backend account's query the backend answers, 1979 without the
+// privilege). Otherwise: 1957 Unknown query id, as the server says.
+func (s *Session) killQueryID(ctx context.Context, k killReq) error {
+	n := strconv.FormatUint(k.id, 10)
+	rows, err := s.BackendQuery(ctx, "SELECT ID FROM information_schema.PROCESSLIST WHERE QUERY_ID = "+n)
+	if err != nil {
+		return s.killFailed(err)
+	}
+	var tid uint32
+	if len(rows) == 1 && rows[0][0] != nil {
+		if v, err := strconv.ParseUint(*rows[0][0], 10, 32); err == nil {
+			tid = uint32(v)
+		}
+	} else {
+		// Not in the caller's view: another account's query, which the
+		// backend may refuse in its own words if it runs in one of the
+		// proxy's sessions.
+		tid = s.srv.queryThread(ctx, n)
+	}
+	var target *Session
+	if tid != 0 {
+		target = s.srv.lookupThread(tid)
+	}
+	if !s.mayKill(target) {
+		return s.writeErrFlush(erNoSuchQuery, "HY000", "Unknown query id: "+n)
+	}
+	s.log.Info("kill", "target_session", target.id, "query_id", k.id, "what", "QUERY ID")
+	s.out = append(append(s.out[:0], mysql.COM_QUERY), "KILL "+k.mode+"QUERY ID "+n...)
+	_, err = s.relay(s.out, respResult)
+	s.trimOut()
+	return err
+}
+
+// killUser carries out KILL [HARD|SOFT] [CONNECTION|QUERY] USER account:
+// each thread of the account that the backend lists and that runs one of
+// this proxy's sessions the caller may kill is killed with a KILL of its
+// own; threads of clients that did not come through the proxy are left
+// alone, as the server leaves threads one may not see. The answer is the
+// server's: OK with the number of threads killed (a session killing its
+// own query counts itself, as the server does; one killing its own
+// connection hears the OK and is then closed).
+func (s *Session) killUser(ctx context.Context, k killReq) error {
+	user, host, err := s.killUserAccount(ctx, k.expr)
+	if err != nil {
+		return s.killFailed(err)
+	}
+	rows, err := s.BackendQuery(ctx, "SELECT ID, HOST FROM information_schema.PROCESSLIST WHERE USER = X'"+
+		fmt.Sprintf("%x", user)+"'")
+	if err != nil {
+		return s.killFailed(err)
+	}
+	what := "QUERY "
+	if k.connection {
+		what = "CONNECTION "
+	}
+	var killed uint64
+	self := false
+	for _, r := range rows {
+		if len(r) != 2 || r[0] == nil || r[1] == nil {
+			continue
+		}
+		tid, err := strconv.ParseUint(*r[0], 10, 32)
+		if err != nil || host != "" && !wildMatch(hostOnly(*r[1]), host) {
+			continue
+		}
+		target := s.srv.lookupThread(uint32(tid))
+		switch {
+		case !s.mayKill(target):
+			continue
+		case target == s:
+			self = true
+			killed++
+			continue
+		}
+		s.log.Info("kill", "target_session", target.id, "backend_thread", tid, "what", "USER "+what)
+		_, _, err = s.BackendExec(ctx, "KILL "+k.mode+what+*r[0])
+		var me *mysql.MyError
+		if errors.As(err, &me) && me.Code == mysql.ER_NO_SUCH_THREAD {
+			continue // it ended meanwhile
+		} else if err != nil {
+			return s.killFailed(err)
+		}
+		killed++
+		if k.connection {
+			target.closeIfIdle()
+		}
+	}
+	if err := s.WriteOK(killed, 0, 0); err != nil || !self || !k.connection {
+		return err
+	}
+	s.log.Info("kill", "target_session", s.id, "backend_thread", s.threadID.Load(), "what", "USER "+what)
+	_, _, _ = s.BackendExec(ctx, "KILL "+k.mode+"CONNECTION "+strconv.FormatUint(uint64(s.threadID.Load()), 10))
+	return errQuit
+}
+
+// killUserAccount reads the account of KILL USER: user[@host] (each part
+// a name or a quoted string; no host matches every host), or CURRENT_USER
+// (the backend's CURRENT_USER()). The statement has been validated by the
+// backend, so only its shapes are read.
+func (s *Session) killUserAccount(ctx context.Context, spec []byte) (user, host string, err error) {
+	if w := skipSpace(spec); hasKeyword(w, "CURRENT_USER") {
+		rows, err := s.BackendQuery(ctx, "SELECT CURRENT_USER()")
+		if err != nil || len(rows) != 1 || len(rows[0]) != 1 || rows[0][0] == nil {
+			return "", "", err
+		}
+		cu := *rows[0][0]
+		at := strings.LastIndexByte(cu, '@')
+		if at < 0 {
+			return cu, "", nil
+		}
+		return cu[:at], cu[at+1:], nil
+	}
+	part := func(q []byte) (string, []byte) {
+		q = skipSpace(q)
+		if len(q) == 0 {
+			return "", q
+		}
+		if c := q[0]; c == '\'' || c == '"' || c == '`' {
+			end, _ := sqltext.QuotedEnd(q, 0, c != '`')
+			return string(unescapeLiteral(nil, q[:end], c != '`')), q[end:]
+		}
+		i := 0
+		for i < len(q) && q[i] != '@' && !sqltext.IsSpace(q[i]) && q[i] != ';' {
+			i++
+		}
+		return string(q[:i]), q[i:]
+	}
+	user, rest := part(spec)
+	if rest = skipSpace(rest); len(rest) > 0 && rest[0] == '@' {
+		host, _ = part(rest[1:])
+	}
+	return user, host, nil
+}
+
+// hostOnly drops the :port the processlist adds to a TCP client's host.
+func hostOnly(h string) string {
+	if i := strings.LastIndexByte(h, ':'); i > 0 {
+		if _, err := strconv.Atoi(h[i+1:]); err == nil {
+			return h[:i]
+		}
+	}
+	return h
+}
+
+// queryThread looks query id n up in the backend's processlist as the
+// proxy's own account (backend.user), on a connection of its own: the
+// thread running it, or 0.
+func (srv *Server) queryThread(ctx context.Context, n string) uint32 {
+	timeout := srv.cfg.Backend.ConnectTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	bc, err := srv.connectBackend(ctx, backendLogin{user: srv.cfg.Backend.User, password: srv.cfg.Backend.Password, charset: 45})
+	if err != nil {
+		return 0
+	}
+	defer bc.conn.Close()
+	_ = bc.conn.SetDeadline(time.Now().Add(timeout))
+	l := newLeg("backend", bc.conn, 4<<10, 4<<10)
+	if l.writeCommand(append([]byte{mysql.COM_QUERY}, "SELECT ID FROM information_schema.PROCESSLIST WHERE QUERY_ID = "+n...)) != nil || l.flush() != nil {
+		return 0
+	}
+	var tid uint32
+	// column count, one column definition, EOF, rows, EOF (no DEPRECATE_EOF on this leg)
+	for i := 0; ; i++ {
+		p, err := l.readPacket(nil, 64<<10)
+		switch {
+		case err != nil || isErr(p) || i == 0 && (len(p) == 0 || p[0] == 0):
+			return 0
+		case i == 2 && !isEOF(p, len(p)):
+			return 0
+		case i > 2 && isEOF(p, len(p)):
+			_, _ = bc.conn.Write(comQuit[:])
+			return tid
+		case i > 2:
+			if row, err := textRow(p, 1); err == nil && row[0] != nil {
+				if v, err := strconv.ParseUint(*row[0], 10, 32); err == nil {
+					tid = uint32(v)
+				}
+			}
+		}
+	}
+}
+
+// lookupSession finds a session by proxy id, or else by backend thread id.
+func (srv *Server) lookupSession(id uint32) *Session {
+	if id >= sessionIDBase {
+		srv.mu.Lock()
+		defer srv.mu.Unlock()
+		return srv.sessions[id]
+	}
+	return srv.lookupThread(id)
+}
+
+// lookupThread finds the session running on a backend thread.
+func (srv *Server) lookupThread(tid uint32) *Session {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	for _, sess := range srv.sessions {
+		if sess.threadID.Load() == tid {
+			return sess
+		}
+	}
+	return nil
+}
+
+// wildMatch is the server's wild_case_compare for host names: % matches any
+// run, _ one character, \ escapes, letters compare without case.
+func wildMatch(s, pat string) bool {
+	s, pat = strings.ToLower(s), strings.ToLower(pat)
+	for len(pat) > 0 {
+		switch c := pat[0]; {
+		case c == '%':
+			for i := len(s); i >= 0; i-- {
+				if wildMatch(s[i:], pat[1:]) {
+					return true
+				}
+			}
+			return false
+		case len(s) == 0:
+			return false
+		case c == '_':
+		case c == '\\' && len(pat) > 1:
+			pat = pat[1:]
+			if pat[0] != s[0] {
+				return false
+			}
+		case c != s[0]:
+			return false
+		}
+		s, pat = s[1:], pat[1:]
+	}
+	return len(s) == 0
+}
