@@ -47,6 +47,8 @@ func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 				return err
 			}
 			return s.kill(ctx, k, false)
+		} else if k.prepareName != nil {
+			return s.prepareDynamicKill(ctx, pkt[1:], k.prepareName)
 		} else if k.refuse != "" {
 			return s.writeErrFlush(mysql.ER_NOT_SUPPORTED_YET, "42000", k.refuse)
 		}

@@ -76,6 +76,9 @@ type killReq struct {
 	expr       []byte // not nil: the id (or the user spec) as written, for the backend to evaluate
 	text       []byte // with expr: the whole statement as the client sent it
 	refuse     string // non-empty: a KILL form the proxy will not relay
+	// prepareName, with refuse: the statement is PREPARE prepareName FROM
+	// '<KILL>' on its own, which prepareDynamicKill carries out.
+	prepareName []byte
 }
 
 // parseKill recognises KILL statements in a COM_QUERY text. ok means q is a
@@ -109,7 +112,11 @@ func parseKillIn(q []byte, multi, prepared bool) (k killReq, ok bool) {
 		}
 		return withText(parseKillArgs(skipSpace(firstWord(stmts[0])[4:]), prepared))(q)
 	case (hasKeyword(w, "PREPARE") || hasKeyword(w, "EXECUTE")) && dynamicKill(w):
-		return killReq{refuse: killInDynamic}, false
+		k = killReq{refuse: killInDynamic}
+		if !prepared && hasKeyword(w, "PREPARE") && !moreStatements(q) {
+			k.prepareName = preparedName(w)
+		}
+		return k, false
 	case !semi || !multi:
 		return k, false
 	}

@@ -164,7 +164,11 @@ func (s *Session) killThread(k killReq) error {
 // session logged in to the backend as another account, where the backend
 // decides with its own privileges (1095 without CONNECTION ADMIN, as
 // directly). Proxy users sharing one backend account cannot kill each
-// other's sessions: the backend could not tell them apart.
+// other's sessions: the backend could not tell them apart. A session the
+// backend authenticated itself (backend-account mode) is logged in as the
+// client's own account, not as Account.BackendUser (which there only names
+// the proxy's side connections), so the backend tells every such session
+// apart and decides.
 func (s *Session) mayKill(target *Session) bool {
 	if target == nil {
 		return false
@@ -173,9 +177,19 @@ func (s *Session) mayKill(target *Session) bool {
 		return true
 	}
 	target.mu.Lock()
-	user, backendUser := target.user, target.account.BackendUser
+	user, targetLogin := target.user, target.account.backendLogin(target.user)
 	target.mu.Unlock()
-	return user == s.user || backendUser != s.account.BackendUser
+	return user == s.user || targetLogin != s.account.backendLogin(s.user)
+}
+
+// backendLogin is the account name a session of proxy user user is logged
+// in to the backend as: the client's own name when the backend
+// authenticated it, else BackendUser.
+func (a Account) backendLogin(user string) string {
+	if a.backendAuth {
+		return user
+	}
+	return a.BackendUser
 }
 
 // killQueryID carries out KILL [HARD|SOFT] QUERY ID n: the query is looked
