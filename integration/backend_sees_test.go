@@ -140,8 +140,8 @@ elif scenario == "kill":
     cur = c.cursor()
     out = {}
     out["execute_immediate"] = code(lambda: cur.execute("EXECUTE IMMEDIATE 'KILL %s'" % arg))
-    out["prepare_from"] = code(lambda: cur.execute("PREPARE s FROM 'KILL %s'" % arg))
-    out["prepare_concat"] = code(lambda: cur.execute("PREPARE s FROM CONCAT('KILL ', %s)" % arg))
+    out["prepare_from"] = code(lambda: cur.execute("PREPARE s FROM 'KILL %s'" % arg)) or code(lambda: cur.execute("EXECUTE s"))
+    out["prepare_concat"] = code(lambda: cur.execute("PREPARE s FROM CONCAT('KILL ', %s)" % arg)) or code(lambda: cur.execute("EXECUTE s"))
     out["kill"] = code(lambda: cur.execute("KILL %s" % arg))
     c.close()
     print(json.dumps(out))
@@ -178,11 +178,24 @@ func TestBackendSeesPreparedKill(t *testing.T) {
 		t.Errorf("prepared KILL <n> of a direct connection's thread: %v, want 1094", err)
 	}
 	kn.Close()
-	for _, q := range []string{"PREPARE s FROM 'KILL %d'", "EXECUTE IMMEDIATE 'KILL %d'", "PREPARE s FROM CONCAT('KILL ', %d)"} {
-		if _, err := db.Exec(fmt.Sprintf(q, strangerID)); !is(err, 1235) {
-			t.Errorf("%s: %v, want 1235", fmt.Sprintf(q, strangerID), err)
+	if _, err := db.Exec(fmt.Sprintf("EXECUTE IMMEDIATE 'KILL %d'", strangerID)); !is(err, 1235) {
+		t.Errorf("EXECUTE IMMEDIATE 'KILL %d': %v, want 1235", strangerID, err)
+	}
+	// PREPARE ... FROM a KILL answers as the server does, but what it
+	// prepared can never run the KILL: EXECUTE hears 1235.
+	kc, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"PREPARE s FROM 'KILL %d'", "PREPARE s FROM CONCAT('KILL ', %d)"} {
+		if _, err := kc.ExecContext(context.Background(), fmt.Sprintf(q, strangerID)); err != nil {
+			t.Errorf("%s: %v, want OK as directly", fmt.Sprintf(q, strangerID), err)
+		}
+		if _, err := kc.ExecContext(context.Background(), "EXECUTE s"); !is(err, 1235) {
+			t.Errorf("EXECUTE s after %s: %v, want 1235", fmt.Sprintf(q, strangerID), err)
 		}
 	}
+	kc.Close()
 	needPyMySQL(t)
 	var py struct {
 		ExecuteImmediate int `json:"execute_immediate"`
@@ -193,7 +206,7 @@ func TestBackendSeesPreparedKill(t *testing.T) {
 	script := writeScript(t, "backend_sees.py", pyBackendSees)
 	runJSON(t, 60*time.Second, &py, "", nil, systemPython, script, "kill", cp.host, cp.port, "app", "secret", "kdb", strconv.FormatInt(strangerID, 10))
 	if py.ExecuteImmediate != 1235 || py.PrepareFrom != 1235 || py.PrepareConcat != 1235 || py.Kill != 1094 {
-		t.Errorf("PyMySQL: EXECUTE IMMEDIATE 'KILL n' %d, PREPARE s FROM 'KILL n' %d, PREPARE s FROM CONCAT('KILL ', n) %d, KILL n %d; want 1235, 1235, 1235, 1094",
+		t.Errorf("PyMySQL: EXECUTE IMMEDIATE 'KILL n' %d, PREPARE s FROM 'KILL n' then EXECUTE s %d, PREPARE s FROM CONCAT('KILL ', n) then EXECUTE s %d, KILL n %d; want 1235, 1235, 1235, 1094",
 			py.ExecuteImmediate, py.PrepareFrom, py.PrepareConcat, py.Kill)
 	}
 	if err := stranger.PingContext(context.Background()); err != nil {
