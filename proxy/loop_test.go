@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 )
@@ -237,8 +238,15 @@ func testLoopSlowClient(t *testing.T, runners int) {
 	if loopsOn {
 		// The client's socket is full: the loop holds what it did not take
 		// and stops reading the backend, whose bytes wait in its socket.
-		waitFor(t, func() bool { held, unread := heldForClient(e); return held > 0 && unread > 0 },
-			"the loop holds bytes for the client and the result waits in the proxy's backend socket")
+		held, unread := 0, 0
+		deadline := time.Now().Add(20 * time.Second)
+		for held, unread = heldForClient(e); held == 0 || unread == 0; held, unread = heldForClient(e) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the loop holds %d bytes for the client, %d wait in the proxy's backend socket, %d in the client's; loop stats %+v",
+					held, unread, clientUnread(t, c), e.srv.LoopStats())
+			}
+			time.Sleep(5 * time.Millisecond) // a poll interval, not a wait
+		}
 	} else {
 		waitFor(t, func() bool { return clientUnread(t, c) >= 32<<10 }, "the result fills the client's socket")
 	}
