@@ -63,14 +63,14 @@ type pkg struct {
 	testImports []string // _test.go files, in-package and external
 }
 
-func listPackages(t *testing.T) []pkg {
+// goList runs go list -f format over every package of the module.
+func goList(t *testing.T, format string) []byte {
 	t.Helper()
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("the go command is needed to list the imports: %v", err)
 	}
-	cmd := exec.Command(gobin, "list", "-f",
-		"{{.ImportPath}}|{{join .Imports \" \"}}|{{join .TestImports \" \"}} {{join .XTestImports \" \"}}", module+"/...")
+	cmd := exec.Command(gobin, "list", "-f", format, module+"/...")
 	cmd.Dir = "../.."
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -78,6 +78,12 @@ func listPackages(t *testing.T) []pkg {
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, stderr.String())
 	}
+	return out
+}
+
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
+	out := goList(t, "{{.ImportPath}}|{{join .Imports \" \"}}|{{join .TestImports \" \"}} {{join .XTestImports \" \"}}")
 	own := func(list string) []string {
 		var rel []string
 		for _, p := range strings.Fields(list) {
@@ -132,19 +138,7 @@ func TestImportsRunOneWay(t *testing.T) {
 // whose files (tests included) import unsafe, so every use of it sits
 // behind one small, documented function.
 func TestOneUnsafePackage(t *testing.T) {
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("the go command is needed to list the imports: %v", err)
-	}
-	cmd := exec.Command(gobin, "list", "-f",
-		"{{.ImportPath}} {{join .Imports \" \"}} {{join .TestImports \" \"}} {{join .XTestImports \" \"}}", module+"/...")
-	cmd.Dir = "../.."
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, stderr.String())
-	}
+	out := goList(t, "{{.ImportPath}} {{join .Imports \" \"}} {{join .TestImports \" \"}} {{join .XTestImports \" \"}}")
 	var users []string
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)
