@@ -53,8 +53,14 @@ type builder struct {
 	counters       []Counter
 	countsExplicit bool
 	nstmts         int
-	// explicit: the largest explicit key per tag (noteExplicit).
+	// explicit: the largest explicit key per tag written before any key
+	// generated from the tag; marks: those written after one, in text
+	// order (noteExplicit); fillTags: the tags of the generated keys among
+	// edits[:scanned].
 	explicit []ExplicitKey
+	marks    []explicitMark
+	fillTags []string
+	scanned  int
 	// clientParams: a prepared Numbered plan's ? markers.
 	clientParams int
 	// idents: the sequence names written as identifiers (noteCall);

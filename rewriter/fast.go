@@ -56,7 +56,7 @@ func (b *builder) fastInsert(start, end int, rule Rule, db, table string) (ok bo
 // in the same mode, when the byte after VALUES cannot continue the word
 // (the Planner's memo, memo.go, relies on it).
 type insertHead struct {
-	replace               bool
+	replace, ignore       bool
 	colOpen               int // the column list's '('
 	columnCount, keyIndex int // the number of columns listed; the key column's index, -1: absent
 	end                   int // just past VALUES / VALUE
@@ -71,6 +71,7 @@ func (b *builder) fastHead(l *lexer, rule Rule) (h insertHead, ok bool) {
 	}
 	t = l.next()
 	if !h.replace && l.is(t, "IGNORE") {
+		h.ignore = true
 		t = l.next()
 	}
 	if l.is(t, "INTO") {
@@ -169,22 +170,23 @@ func (b *builder) fastRows(l *lexer, h insertHead, rule Rule, db, table string) 
 					if tokens != 1 {
 						return fail() // an expression: the parser decides
 					}
-					form := keyOther
+					form := keyLiteral
 					switch {
 					case l.is(v, "DEFAULT"):
 						form = keyDefault
 					case v.kind == tParam:
 						form = keyParam
 					case v.kind == tNumber || v.kind == tString || l.is(v, "NULL") || l.is(v, "TRUE") || l.is(v, "FALSE"):
-						form = keyLiteral
 					default:
 						return fail() // a name, a keyword: the parser decides
 					}
-					if fill, param := keyFills(l, v, form, mode, b.prepared); fill {
-						b.edits = append(b.edits, edit{start: v.start, end: v.end, tag: rule.Tag, key: true,
-							param: param, zeroIsNull: param && !mode.NoAutoValueOnZero})
-					} else if form == keyLiteral {
-						b.noteExplicit(l, v, rule.Tag)
+					kl := lexer{sql: l.sql, pos: v.end, mode: mode}
+					fill, param, _, err := b.keyFills(&kl, 0, v, form, rule, h.ignore)
+					if err != nil {
+						return fail() // the parser path says why
+					}
+					if fill {
+						b.edits = append(b.edits, edit{start: v.start, end: v.end, tag: rule.Tag, key: true, param: param})
 					}
 				}
 				n++

@@ -254,7 +254,7 @@ func TestFastPathOutput(t *testing.T) {
 		{"INSERT INTO `orders` (`name`,`note`) VALUES (?,?),(?,?)", true,
 			"INSERT INTO `orders` (`id`, `name`,`note`) VALUES (LAST_INSERT_ID(?), ?,?),(?, ?,?)"},
 		{"INSERT INTO `orders` (`id`,`name`) VALUES (?,?),(NULL,?)", true,
-			"INSERT INTO `orders` (`id`,`name`) VALUES (LAST_INSERT_ID(COALESCE(NULLIF(?,0),?)),?),(?,?)"},
+			"INSERT INTO `orders` (`id`,`name`) VALUES (COALESCE(?,LAST_INSERT_ID(?)),?),(?,?)"},
 		{"INSERT INTO orders (name) VALUES ('x')", false,
 			"INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(1001), 'x')"},
 		{"INSERT INTO orders () VALUES (),()", false,

@@ -195,7 +195,7 @@ func FuzzInsert(f *testing.F) {
 			case 4:
 				return "7"
 			case 5:
-				return "5+1"
+				return "-3"
 			case 6:
 				want++
 				return "NEXTVAL('x')"

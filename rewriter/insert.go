@@ -2,7 +2,6 @@ package rewriter
 
 import (
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/leafproxy/leafproxy/internal/sqltext"
@@ -180,8 +179,7 @@ func (s *stmtPlan) fillKey(ins *ast.InsertStmt, rule Rule, db, table string) err
 	col := quoteIdent(rule.Column)
 	if ins.Setlist {
 		if k := columnIndex(ins.Columns, rule.Column); k >= 0 {
-			s.keyValue(ins.Lists[0][k], rule)
-			return nil
+			return s.keyValue(ins.Lists[0][k], rule, ins.IgnoreErr)
 		}
 		if parts.setEnd < 0 {
 			return errorf(CodeNotSupported, "cannot find the SET list of this INSERT into %s", name)
@@ -238,7 +236,9 @@ func (s *stmtPlan) fillKey(ins *ast.InsertStmt, rule Rule, db, table string) err
 	}
 	if k >= 0 {
 		for _, row := range ins.Lists {
-			s.keyValue(row[k], rule)
+			if err := s.keyValue(row[k], rule, ins.IgnoreErr); err != nil {
+				return err
+			}
 		}
 		return nil
 	}
@@ -272,10 +272,12 @@ func allEmpty(rows [][]ast.ExprNode) bool {
 	return true
 }
 
-// keyValue fills the key value e when it is NULL, DEFAULT, 0 / '0' / FALSE
-// (unless NO_AUTO_VALUE_ON_ZERO) or, when preparing, a ?. A NEXTVAL call
-// there becomes the key's ID. Anything else is an explicit value and stays.
-func (s *stmtPlan) keyValue(e ast.ExprNode, rule Rule) {
+// keyValue fills the key value e when AUTO_INCREMENT would generate one
+// there (keyFills) or, when preparing, it is a ? (decided at each
+// EXECUTE). A NEXTVAL call there becomes the key's ID. A literal that is
+// kept moves the tag past it; an expression is refused: the proxy cannot
+// tell the key it stores.
+func (s *stmtPlan) keyValue(e ast.ExprNode, rule Rule, ignore bool) error {
 	pos := e.OriginTextPosition()
 	if i := s.callAt(pos); i >= 0 {
 		if _, ok := e.(ast.ValueExpr); ok && s.placed[i] {
@@ -283,85 +285,78 @@ func (s *stmtPlan) keyValue(e ast.ExprNode, rule Rule) {
 			s.consumed[i] = true
 			s.builder.edits = append(s.builder.edits, edit{start: c.start, end: c.end, tag: c.tag, key: true})
 		}
-		return
+		return nil
 	}
 	mode := s.builder.env.Mode
 	l := lexer{sql: s.text, pos: pos, mode: mode}
 	t := l.next()
-	if after := l.next(); !(after.kind == tEOF || l.isPunct(after, ',') || l.isPunct(after, ')') || l.is(after, "ON")) {
-		return // more than one token: an expression
-	}
-	form := keyOther
+	form := keyLiteral
 	switch v := e.(type) {
 	case *ast.DefaultExpr:
-		if v.Name == nil {
-			form = keyDefault
+		if v.Name == nil || strings.EqualFold(v.Name.Name.O, rule.Column) {
+			form = keyDefault // DEFAULT(id) is id's DEFAULT
+			if v.Name != nil {
+				l.skipParens(l.next()) // past (id)
+				t.end = l.pos
+			}
 		}
 	case ast.ParamMarkerExpr:
 		form = keyParam
-	case ast.ValueExpr:
-		form = keyLiteral
 	}
-	fill, param := keyFills(&l, t, form, mode, s.builder.prepared)
-	if !fill {
-		if form == keyLiteral {
-			s.builder.noteExplicit(&l, t, rule.Tag)
-		}
-		return
+	fill, param, end, err := s.builder.keyFills(&l, s.start, t, form, rule, ignore)
+	if err != nil {
+		return err
 	}
-	s.builder.edits = append(s.builder.edits, edit{start: s.start + t.start, end: s.start + t.end, tag: rule.Tag, key: true,
-		param: param, zeroIsNull: param && !mode.NoAutoValueOnZero})
+	if fill {
+		s.builder.edits = append(s.builder.edits, edit{start: s.start + t.start, end: s.start + end, tag: rule.Tag, key: true, param: param})
+	}
+	return nil
 }
 
-// keyForm is what a key value that is a single token was read as.
+// keyForm is how a key value was written.
 type keyForm uint8
 
 const (
-	keyOther   keyForm = iota
-	keyDefault         // DEFAULT (not DEFAULT(col))
-	keyParam           // ?
-	keyLiteral         // a literal: NULL, TRUE / FALSE, a number, a string
+	keyLiteral keyForm = iota // a literal, or (refused) an expression
+	keyDefault                // DEFAULT (not DEFAULT(col))
+	keyParam                  // ?
 )
 
-// keyFills decides whether the key value t, a single token read as form,
-// gets a generated ID: NULL, DEFAULT and, unless NO_AUTO_VALUE_ON_ZERO,
-// 0 / 0.0 / '0' / FALSE; when preparing, a ? (param: the bound value wins,
-// see edit.param). Both the parser path and the fast path decide here.
-func keyFills(l *lexer, t token, form keyForm, mode Mode, prepared bool) (fill, param bool) {
+// keyFills decides whether the key value starting at token t (read as
+// form) gets a generated ID, as AUTO_INCREMENT would: NULL; DEFAULT, and a
+// value that stores as 0 ('00', 0.4, -0, 0x00, ...: KeyValue), unless
+// NO_AUTO_VALUE_ON_ZERO; when preparing, a ? (param: the engine decides at
+// each EXECUTE from the bound value). A kept literal is noted for the tag
+// to move past. end is where the value ends in l's text. A value that is
+// not a literal is error 1235. Both the parser path and the fast path
+// decide here.
+func (b *builder) keyFills(l *lexer, base int, t token, form keyForm, rule Rule, ignore bool) (fill, param bool, end int, err error) {
+	mode := b.env.Mode
 	switch form {
 	case keyDefault:
-		return l.is(t, "DEFAULT"), false
+		// DEFAULT of an AUTO_INCREMENT column is 0 (MariaDB stores 0 under
+		// NO_AUTO_VALUE_ON_ZERO).
+		return !mode.NoAutoValueOnZero, false, t.end, nil
 	case keyParam:
-		return prepared && t.kind == tParam, true
-	case keyLiteral:
-		switch {
-		case l.is(t, "NULL"):
-		case mode.NoAutoValueOnZero:
-			return false, false
-		case l.is(t, "FALSE"):
-		case t.kind == tNumber && isZeroNumber(l.text(t)):
-		case t.kind == tString && unquote(l.text(t), t.kind, mode) == "0":
-		default:
-			return false, false
-		}
-		return true, false
+		return b.prepared && t.kind == tParam, true, t.end, nil
 	}
-	return false, false
-}
-
-// isZeroNumber reports whether a number token's value is zero (0, 00, 0.0,
-// .0, 0e5).
-func isZeroNumber(text string) bool {
-	for i := 0; i < len(text); i++ {
-		switch c := text[i]; {
-		case c == '0' || c == '.':
-		case c == 'e' || c == 'E':
-			return true
-		default:
-			return false
-		}
+	start := t.start
+	v, last, ok := readKeyLiteral(l, t)
+	if ok {
+		after := l.next()
+		ok = after.kind == tEOF || l.isPunct(after, ',') || l.isPunct(after, ')') || l.is(after, "ON") || l.is(after, "RETURNING")
 	}
-	return true
+	if !ok {
+		text := valueText(l.sql, start, l.mode)
+		return false, false, 0, errorf(CodeNotSupported, "the key column %s of a rule table is given as an expression (%s): the proxy cannot tell "+
+			"which key it stores, to generate one where AUTO_INCREMENT would or to move sequence %q past it; give the key as a literal, "+
+			"a ? bound at execute time, NULL or DEFAULT", rule.Column, strings.TrimSpace(text), rule.Tag)
+	}
+	if v.Generates(mode, ignore) {
+		return true, false, last.end, nil
+	}
+	b.noteExplicit(rule.Tag, v.Explicit(mode, ignore), base+start)
+	return false, false, last.end, nil
 }
 
 // ExplicitKey is the largest explicit integer key a plan's statement
@@ -372,21 +367,21 @@ type ExplicitKey struct {
 	Max int64
 }
 
-// noteExplicit records the key value t (a literal the planner keeps) when
-// it is a positive integer, written as a number or a string.
-func (b *builder) noteExplicit(l *lexer, t token, tag string) {
-	text := l.text(t)
-	switch t.kind {
-	case tString:
-		text = unquote(text, t.kind, l.mode)
-	case tNumber:
-	default:
+// noteExplicit records the explicit key v (when positive), written at
+// byte at of the text, for the tag to move past.
+func (b *builder) noteExplicit(tag string, v int64, at int) {
+	if v <= 0 {
 		return
 	}
-	v, err := strconv.ParseInt(text, 10, 64)
-	if err != nil || v <= 0 {
+	if b.filledBefore(tag) {
+		b.marks = append(b.marks, explicitMark{tag: tag, v: v, at: at})
 		return
 	}
+	b.noteMax(tag, v)
+}
+
+// noteMax raises tag's largest explicit key to v.
+func (b *builder) noteMax(tag string, v int64) {
 	for i := range b.explicit {
 		if b.explicit[i].Tag == tag {
 			b.explicit[i].Max = max(b.explicit[i].Max, v)
@@ -394,6 +389,51 @@ func (b *builder) noteExplicit(l *lexer, t token, tag string) {
 		}
 	}
 	b.explicit = append(b.explicit, ExplicitKey{Tag: tag, Max: v})
+}
+
+// filledBefore reports whether an ID of tag is generated earlier in the
+// text: an explicit key after it must not lift it (AUTO_INCREMENT gives
+// the rows before an explicit key keys below it). Edits come in text
+// order but for a fast path that declined (it drops its edits).
+func (b *builder) filledBefore(tag string) bool {
+	if b.scanned > len(b.edits) {
+		b.scanned, b.fillTags = 0, b.fillTags[:0]
+	}
+	for ; b.scanned < len(b.edits); b.scanned++ {
+		if e := &b.edits[b.scanned]; e.slot >= 0 && !slices.Contains(b.fillTags, e.tag) {
+			b.fillTags = append(b.fillTags, e.tag)
+		}
+	}
+	return slices.Contains(b.fillTags, tag)
+}
+
+// valueText is the value starting at start, up to the ',' or ')' that
+// ends it (at most 60 bytes), for a message.
+func valueText(sql string, start int, mode Mode) string {
+	l := lexer{sql: sql, pos: start, mode: mode}
+	end, depth := start, 0
+	for t := l.next(); t.kind != tEOF; t = l.next() {
+		if depth == 0 && (l.isPunct(t, ',') || l.isPunct(t, ')')) {
+			break
+		}
+		if l.isPunct(t, '(') {
+			depth++
+		} else if l.isPunct(t, ')') {
+			depth--
+		}
+		end = t.end
+	}
+	if end-start > 60 {
+		return sql[start:start+60] + "..."
+	}
+	return sql[start:end]
+}
+
+// explicitMark is one explicit key in the text, in text order.
+type explicitMark struct {
+	tag string
+	v   int64
+	at  int
 }
 
 // insertRule reads the target of an INSERT / REPLACE text and looks up

@@ -16,6 +16,10 @@ type Mode struct {
 	// NoAutoValueOnZero keeps an explicit 0 in a key column instead of
 	// filling it.
 	NoAutoValueOnZero bool
+	// Strict (STRICT_TRANS_TABLES or STRICT_ALL_TABLES): a key value that
+	// does not convert cleanly to an integer is an error, not a warning and
+	// a 0 (which AUTO_INCREMENT would generate a key for).
+	Strict bool
 	// PipesAsConcat, IgnoreSpace and HighNotPrecedence only change how the
 	// parser reads expressions; they are passed on so it reads them as the
 	// server does.
@@ -42,6 +46,9 @@ func ParseSQLMode(sqlMode string) Mode {
 			m.NoBackslashEscapes = true
 		case strings.EqualFold(name, "NO_AUTO_VALUE_ON_ZERO"):
 			m.NoAutoValueOnZero = true
+		case strings.EqualFold(name, "STRICT_TRANS_TABLES"), strings.EqualFold(name, "STRICT_ALL_TABLES"),
+			strings.EqualFold(name, "TRADITIONAL"):
+			m.Strict = true
 		case strings.EqualFold(name, "PIPES_AS_CONCAT"):
 			m.PipesAsConcat = true
 		case strings.EqualFold(name, "IGNORE_SPACE"):

@@ -259,7 +259,8 @@ func TestExplicitKeys(t *testing.T) {
 		{"INSERT INTO orders (id, name) VALUES (5, 'a'), (70, 'b'), (NULL, 'c')", 70},
 		{"INSERT INTO orders (id, name) VALUES ('42', 'a')", 42},
 		{"INSERT INTO orders SET id = 9, name = 'a'", 9},
-		{"INSERT INTO orders (id, name) VALUES (5 + 1, 'a')", 0},
+		{"INSERT INTO orders (id, name) VALUES ('6.5', 'a')", 7},
+		{"INSERT INTO orders (id, name) VALUES (NULL, 'a'), (5, 'b')", 0}, // after a generated key: an Advance
 		{"INSERT INTO orders (id, name) VALUES (-5, 'a')", 0},
 		{"INSERT INTO orders (name) VALUES ('a')", 0},
 	} {

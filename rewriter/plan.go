@@ -130,6 +130,12 @@ type Plan struct {
 	// statements write into rule tables, which the tag must move past as
 	// AUTO_INCREMENT would (a PassThrough plan may carry it too).
 	Explicit []ExplicitKey
+	// Advances (Rewrite only): the explicit keys written after an ID
+	// generated from their tag, in text order. The engine draws the After
+	// IDs of the tag before each first, then moves the tag past To, so
+	// the rows before an explicit key get keys below it, as with
+	// AUTO_INCREMENT (Explicit's keys come before every ID of their tag).
+	Advances []Advance
 	// Statements is how many statements the text holds (0 when it was
 	// not read that far: a text with nothing to plan).
 	Statements int
@@ -145,8 +151,17 @@ type Plan struct {
 	num      *numbering
 }
 
+// Advance is an explicit key the tag moves past after the tag's first
+// After IDs of the plan (see Plan.Advances); At is its offset in the text.
+type Advance struct {
+	Tag       string
+	To        int64
+	After, At int
+}
+
 // edit is one splice: replace text[start:end) with
-// pre [LAST_INSERT_ID(] [COALESCE(...,] value [)] [)] post,
+// pre [LAST_INSERT_ID(] value [)] post, or for a client's ?
+// pre COALESCE(?,[LAST_INSERT_ID(]value[)]) post,
 // where value is the slot's ID (or ? when prepared); without
 // a slot it is just pre.
 type edit struct {
@@ -155,8 +170,7 @@ type edit struct {
 	tag        string
 	key        bool
 	wrap       bool // LAST_INSERT_ID(...) around the value
-	param      bool // the value replaces a ? key: explicit wins
-	zeroIsNull bool // with param: an explicit 0 also means generate
+	param      bool // the value replaces a ? key: the engine decides at each EXECUTE
 	pre, post  string
 }
 
@@ -201,15 +215,17 @@ func (p *Plan) Render(dst []byte, sql string, ids []int64) []byte {
 		dst = append(dst, sql[last:e.start]...)
 		dst = append(dst, e.pre...)
 		if e.slot >= 0 {
-			if e.wrap {
+			switch {
+			case e.param && e.wrap:
+				// The client's value first: when it is not NULL the
+				// LAST_INSERT_ID(...) is not evaluated (COALESCE stops
+				// at the first non-NULL), so a kept key leaves
+				// LAST_INSERT_ID() alone, as AUTO_INCREMENT does.
+				dst = append(dst, "COALESCE(?,LAST_INSERT_ID("...)
+			case e.param:
+				dst = append(dst, "COALESCE(?,"...)
+			case e.wrap:
 				dst = append(dst, "LAST_INSERT_ID("...)
-			}
-			if e.param {
-				if e.zeroIsNull {
-					dst = append(dst, "COALESCE(NULLIF(?,0),"...)
-				} else {
-					dst = append(dst, "COALESCE(?,"...)
-				}
 			}
 			if p.prepared {
 				dst = append(dst, '?')
@@ -249,6 +265,11 @@ func plan(sql string, env *Env, prepared bool) (Plan, error) {
 
 // plan numbers the slots in text order and counts IDs per tag.
 func (b *builder) plan(slots []Slot, tags []TagCount) Plan {
+	if b.numbering != nil || len(b.edits) == 0 {
+		for _, m := range b.marks {
+			b.noteMax(m.tag, m.v)
+		}
+	}
 	if b.numbering != nil {
 		return Plan{Kind: Numbered, Counters: b.counters, CountsExplicit: b.countsExplicit, num: b.numbering, Filled: orNil(b.filled), Explicit: orNil(b.explicit),
 			Statements: b.nstmts, ClientParams: b.clientParams, Params: b.clientParams, prepared: b.prepared, Idents: orNil(b.idents), StringCalls: b.strCalls,
@@ -300,7 +321,29 @@ func (b *builder) plan(slots []Slot, tags []TagCount) Plan {
 	if b.prepared {
 		p.numberParams(b.sql, b.env.Mode)
 	}
+	if len(b.marks) > 0 {
+		p.Advances = advances(b.marks, p.Slots)
+	}
 	return p
+}
+
+// advances places the explicit marks (in text order) among the slots:
+// After counts the slots of the mark's tag before it.
+func advances(marks []explicitMark, slots []Slot) []Advance {
+	slices.SortStableFunc(marks, func(x, y explicitMark) int { return x.at - y.at })
+	out := make([]Advance, 0, len(marks))
+	var before map[string]int
+	k := 0
+	for _, m := range marks {
+		for ; k < len(slots) && slots[k].Start < m.at; k++ {
+			if before == nil {
+				before = make(map[string]int, 2)
+			}
+			before[slots[k].Tag]++
+		}
+		out = append(out, Advance{Tag: m.tag, To: m.v, After: before[m.tag], At: m.at})
+	}
+	return out
 }
 
 // numberParams sets Slots[i].Param, ClientParams and Params: the client's

@@ -119,6 +119,9 @@ func (pl *Planner) trim() {
 	if cap(b.explicit) > 1024 {
 		b.explicit = nil
 	}
+	if cap(b.marks) > 1024 {
+		b.marks = nil
+	}
 	if cap(b.idents) > 1024 {
 		b.idents = nil
 	}
@@ -130,11 +133,14 @@ func (pl *Planner) reset(sql string, env *Env, prepared, fast, seq bool, first f
 	clear(pl.builder.filled[:cap(pl.builder.filled)])
 	clear(pl.builder.calls[:cap(pl.builder.calls)])
 	clear(pl.builder.explicit[:cap(pl.builder.explicit)])
+	clear(pl.builder.marks[:cap(pl.builder.marks)])
+	clear(pl.builder.fillTags[:cap(pl.builder.fillTags)])
 	clear(pl.builder.idents[:cap(pl.builder.idents)])
 	clear(pl.slots[:cap(pl.slots)])
 	clear(pl.tags[:cap(pl.tags)])
 	pl.builder = builder{sql: sql, env: env, prepared: prepared, fast: fast, noSeq: !seq, first: first, charge: &pl.charge,
-		edits: pl.builder.edits[:0], filled: pl.builder.filled[:0], calls: pl.builder.calls[:0], explicit: pl.builder.explicit[:0], idents: pl.builder.idents[:0]}
+		edits: pl.builder.edits[:0], filled: pl.builder.filled[:0], calls: pl.builder.calls[:0], explicit: pl.builder.explicit[:0], idents: pl.builder.idents[:0],
+		marks: pl.builder.marks[:0], fillTags: pl.builder.fillTags[:0]}
 	return &pl.builder
 }
 

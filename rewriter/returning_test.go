@@ -90,9 +90,9 @@ func TestReturning(t *testing.T) {
 		{name: "prepared", prepared: true, sql: "INSERT INTO orders (name) VALUES (?), (?) RETURNING id, name",
 			want: "INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(?), ?), (?, ?) RETURNING id, name"},
 		{name: "prepared key param", prepared: true, sql: "INSERT INTO orders (id, name) VALUES (?, ?) RETURNING id, ? AS p",
-			want: "INSERT INTO orders (id, name) VALUES (LAST_INSERT_ID(COALESCE(NULLIF(?,0),?)), ?) RETURNING id, ? AS p"},
+			want: "INSERT INTO orders (id, name) VALUES (COALESCE(?,LAST_INSERT_ID(?)), ?) RETURNING id, ? AS p"},
 		{name: "prepared set", prepared: true, sql: "INSERT INTO orders SET name = ?, id = ? RETURNING id",
-			want: "INSERT INTO orders SET name = ?, id = LAST_INSERT_ID(COALESCE(NULLIF(?,0),?)) RETURNING id"},
+			want: "INSERT INTO orders SET name = ?, id = COALESCE(?,LAST_INSERT_ID(?)) RETURNING id"},
 
 		// Pass-through.
 		{name: "explicit key", sql: "INSERT INTO orders (id, name) VALUES (5, 'a') RETURNING id"},

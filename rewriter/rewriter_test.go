@@ -49,7 +49,7 @@ func TestParseSQLMode(t *testing.T) {
 		want Mode
 	}{
 		{"", Mode{}},
-		{"STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION", Mode{}},
+		{"STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION", Mode{Strict: true}},
 		{"ansi_quotes", Mode{ANSIQuotes: true}},
 		{"NO_BACKSLASH_ESCAPES, no_auto_value_on_zero", Mode{NoBackslashEscapes: true, NoAutoValueOnZero: true}},
 		{"ANSI", Mode{ANSIQuotes: true, PipesAsConcat: true, IgnoreSpace: true}},
