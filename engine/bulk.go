@@ -72,6 +72,12 @@ func (e *Engine) bulkRewrite(ctx context.Context, s Session, st *state, p *prepa
 	all := append([][]int64(nil), st.tagBatches...)
 	sub := make([][]int64, len(all))
 	var ids []int64
+	var mode rewriter.Mode
+	if pm.anyBound {
+		if mode, err = st.currentMode(ctx, s); err != nil {
+			return false, err
+		}
+	}
 	out := make([]byte, 0, len(pkt)+2*len(pm.hidden)+len(rows)*9*len(pm.hidden))
 	out = append(out, pkt[:5]...)
 	out = binary.LittleEndian.AppendUint16(out, flags|bulkSendTypes)
@@ -84,13 +90,37 @@ func (e *Engine) bulkRewrite(ctx context.Context, s Session, st *state, p *prepa
 		if ids, err = plan.AssignIDs(ids[:0], sub); err != nil {
 			return false, err
 		}
+		// A bound key the row's value keeps: its ID goes unused (a gap
+		// AUTO_INCREMENT would not leave) and the tag moves past it.
+		kept, err := bulkKept(p, mode, row)
+		if err != nil {
+			return false, err
+		}
+		for k, v := range kept {
+			if v != 0 {
+				ids[k] = 0
+				if v > 0 {
+					if err := e.advance(ctx, st.own(plan.Slots[k].Tag), v); err != nil {
+						return false, err
+					}
+				}
+			}
+		}
 		if r == 0 {
-			firstKey = firstRowKey(plan, pm, ids, row)
+			firstKey = firstRowKey(plan, ids)
 		}
 		for _, src := range pm.sourceOf {
 			if src < 0 {
-				out = append(out, 0)
-				out = binary.LittleEndian.AppendUint64(out, uint64(ids[-src-1]))
+				if id := ids[-src-1]; id != 0 {
+					out = append(out, 0)
+					out = binary.LittleEndian.AppendUint64(out, uint64(id))
+				} else {
+					out = append(out, 1) // NULL: the client's value is kept
+				}
+				continue
+			}
+			if pm.anyBound && pm.boundBy[src] != 0 && ids[pm.boundBy[src]-1] != 0 {
+				out = append(out, 1) // NULL: the key is generated
 				continue
 			}
 			out = append(out, row.raw[row.paramRanges[2*src]:row.paramRanges[2*src+1]]...)
@@ -114,22 +144,52 @@ func (e *Engine) bulkRewrite(ctx context.Context, s Session, st *state, p *prepa
 
 // firstRowKey is the key LAST_INSERT_ID(...) reports for the first row:
 // its first key slot's generated ID, or 0 (the backend's insert id is
-// passed on then) when that slot stands for the client's ? and the row
-// binds a value there, which may win.
-func firstRowKey(plan *rewriter.Plan, pm *paramMap, ids []int64, row bulkRow) int64 {
+// passed on then) when the row's bound value keeps that key.
+func firstRowKey(plan *rewriter.Plan, ids []int64) int64 {
 	for k, sl := range plan.Slots {
-		if !sl.Key {
-			continue
+		if sl.Key {
+			return ids[k]
 		}
-		if sl.Bound && sl.Param > 0 {
-			c := pm.sourceOf[sl.Param-1] // the client's ?, just before the generated one
-			if c >= 0 && row.raw[row.paramRanges[2*c]] == 0 {
-				return 0
-			}
-		}
-		return ids[k]
 	}
 	return 0
+}
+
+// bulkKept is keptKeys for one row of a bulk execute: per slot, 0 when
+// the key is generated, else the row's value keeps it (> 0: the tag moves
+// past it). Indicators DEFAULT and IGNORE are the column's default, 0.
+func bulkKept(p *prepared, mode rewriter.Mode, row bulkRow) ([]int64, error) {
+	pm := p.params
+	if !pm.anyBound {
+		return nil, nil
+	}
+	kept := make([]int64, len(p.plan.Slots))
+	for k, sl := range p.plan.Slots {
+		c := -1
+		if sl.Bound && sl.Param > 0 {
+			c = int(pm.sourceOf[sl.Param-1])
+		}
+		if c < 0 {
+			continue
+		}
+		var v rewriter.KeyValue
+		switch raw := row.raw[row.paramRanges[2*c]:row.paramRanges[2*c+1]]; raw[0] {
+		case 0:
+			var err error
+			if v, err = boundKeyValue(pm.types[2*c], pm.types[2*c+1], raw[1:]); err != nil {
+				return nil, err
+			}
+		case 1:
+			v.Null = true
+		}
+		switch {
+		case v.Generates(mode, sl.Ignore):
+		case v.Explicit(mode, sl.Ignore) > 0:
+			kept[k] = v.Explicit(mode, sl.Ignore)
+		default:
+			kept[k] = keptNone
+		}
+	}
+	return kept, nil
 }
 
 // bulkRow is one row of a bulk execute: raw holds the row's bytes

@@ -120,7 +120,10 @@ func (d *dupRetry) Redo(ctx context.Context) error {
 	if plan.Kind != rewriter.Rewrite {
 		return s.RelayQuery(d.text)
 	}
-	if err := st.draw(ctx, e, &plan); err != nil {
+	if err := e.advanceExplicit(ctx, st, plan.Explicit); err != nil {
+		return err
+	}
+	if err := st.drawPlan(ctx, e, &plan, nil); err != nil {
 		return err
 	}
 	st.rendered = plan.Render(st.rendered[:0], text, st.slotIDs)

@@ -86,6 +86,7 @@ type state struct {
 	owned       map[string]*tagEntry // tag names copied out of packet buffers, with the IDs drawn (own)
 	stmts       map[uint32]*prepared
 	slotIDs     []int64
+	kept        []int64 // keptKeys' answer, reused
 	tagBatches  [][]int64
 	drawnIDs    []int64
 	rendered    []byte
@@ -144,15 +145,22 @@ func (st *state) refreshEnv(ctx context.Context, s Session) error {
 		return err
 	}
 	st.env.DB = db
+	_, err = st.currentMode(ctx, s)
+	return err
+}
+
+// currentMode is the session's sql_mode now (an EXECUTE runs with the
+// mode of its time, not its PREPARE's).
+func (st *state) currentMode(ctx context.Context, s Session) (rewriter.Mode, error) {
 	mode, err := s.SQLMode(ctx)
 	if err != nil {
-		return fmt.Errorf("read sql_mode: %w", err)
+		return rewriter.Mode{}, fmt.Errorf("read sql_mode: %w", err)
 	}
 	if mode != st.sqlModeText || st.sqlModeText == "" {
 		st.sqlModeText = mode
 		st.env.Mode = rewriter.ParseSQLMode(mode)
 	}
-	return nil
+	return st.env.Mode, nil
 }
 
 // query plans a COM_QUERY and answers, rewrites or lets it pass.
@@ -195,13 +203,10 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 	if relay, err := e.nativeRelay(ctx, st, &plan); err != nil || relay {
 		return false, err
 	}
-	for _, x := range plan.Explicit {
-		// An explicit key moves its tag past it, as AUTO_INCREMENT's
-		// counter; before anything is sent, so that an ErrWouldBlock
-		// (the store must be raised) leaves nothing half done.
-		if err := e.advance(ctx, st.own(x.Tag), x.Max); err != nil {
-			return false, err
-		}
+	// An explicit key moves its tag past it, as AUTO_INCREMENT's counter
+	// (one written after a generated key of its tag: in drawPlan).
+	if err := e.advanceExplicit(ctx, st, plan.Explicit); err != nil {
+		return false, err
 	}
 	switch plan.Kind {
 	case rewriter.Numbered:
@@ -230,7 +235,7 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 		if err := e.checkKeys(ctx, s, &st.lastColumns, plan.Filled); err != nil {
 			return false, err
 		}
-		if err := st.draw(ctx, e, &plan); err != nil {
+		if err := st.drawPlan(ctx, e, &plan, nil); err != nil {
 			return false, err
 		}
 		st.rendered = plan.Render(st.rendered[:0], text, st.slotIDs)

@@ -36,6 +36,12 @@ type paramMap struct {
 	// last execute (or reset); their values are not in the execute packet.
 	long    []bool
 	anyLong bool
+	// boundBy: per client parameter, 1 + the slot whose COALESCE(?,...)
+	// holds it (a bound key), else 0; anyBound: some parameter is one.
+	// When the engine generates that key, the client's value is sent as
+	// NULL.
+	boundBy  []int32
+	anyBound bool
 }
 
 // newParamMap derives the mapping from a prepared Rewrite plan, or fails
@@ -65,6 +71,16 @@ func newParamMap(plan *rewriter.Plan) (*paramMap, error) {
 			pm.hidden = append(pm.hidden, j)
 		}
 	}
+	for i, sl := range plan.Slots {
+		if sl.Bound && sl.Param > 0 {
+			if c := pm.sourceOf[sl.Param-1]; c >= 0 {
+				if pm.boundBy == nil {
+					pm.boundBy = make([]int32, n)
+				}
+				pm.boundBy[c], pm.anyBound = int32(i+1), true
+			}
+		}
+	}
 	return pm, nil
 }
 
@@ -91,36 +107,34 @@ func malformedExecute(what string) error {
 	return &notSupportedError{msg: "leafproxy: malformed COM_STMT_EXECUTE (" + what + ")"}
 }
 
-// appendExecute appends to dst the backend's COM_STMT_EXECUTE for the
-// client's pkt, with ids[k] bound as the BIGINT parameter of slot k. The
-// types are always sent (the client sends them only when they change).
-// offs is scratch (2 ints per client parameter), returned for reuse.
-func (pm *paramMap) appendExecute(dst, pkt []byte, ids []int64, offs []int) ([]byte, []int, error) {
+// parseExecute reads the client's COM_STMT_EXECUTE pkt: its NULL bitmap,
+// its parameter values and, in offs (2 ints per client parameter, scratch
+// returned for reuse), each value's range in values (NULLs and long data
+// have none). The types are remembered in pm.types.
+func (pm *paramMap) parseExecute(pkt []byte, offs []int) (bitmap, values []byte, _ []int, _ error) {
 	if len(pkt) < execHeader {
-		return dst, offs, malformedExecute("short header")
+		return nil, nil, offs, malformedExecute("short header")
 	}
-	n, m := pm.clientParams, pm.backendParams
+	n := pm.clientParams
 	rest := pkt[execHeader:]
-	var bitmap []byte
 	if n > 0 {
 		bl := (n + 7) / 8
 		if len(rest) < bl+1 {
-			return dst, offs, malformedExecute("NULL bitmap")
+			return nil, nil, offs, malformedExecute("NULL bitmap")
 		}
 		bitmap, rest = rest[:bl], rest[bl:]
 		bound := rest[0]
 		rest = rest[1:]
 		if bound == 1 {
 			if len(rest) < 2*n {
-				return dst, offs, malformedExecute("parameter types")
+				return nil, nil, offs, malformedExecute("parameter types")
 			}
 			pm.types = append(pm.types[:0], rest[:2*n]...)
 			rest = rest[2*n:]
 		} else if len(pm.types) != 2*n {
-			return dst, offs, malformedExecute("no parameter types were ever sent for this statement")
+			return nil, nil, offs, malformedExecute("no parameter types were ever sent for this statement")
 		}
 	}
-	// The client's values, in order: NULLs and long data have none.
 	offs = offs[:0]
 	if cap(offs) < 2*n {
 		offs = make([]int, 0, 2*n)
@@ -133,17 +147,28 @@ func (pm *paramMap) appendExecute(dst, pkt []byte, ids []int64, offs []int) ([]b
 		}
 		l, err := binaryValueLen(rest[pos:], pm.types[2*i])
 		if err != nil {
-			return dst, offs, err
+			return nil, nil, offs, err
 		}
 		offs = append(offs, pos, pos+l)
 		pos += l
 	}
 	if pos != len(rest) {
-		return dst, offs, malformedExecute(fmt.Sprintf("%d bytes after the parameter values", len(rest)-pos))
+		return nil, nil, offs, malformedExecute(fmt.Sprintf("%d bytes after the parameter values", len(rest)-pos))
 	}
+	return bitmap, rest, offs, nil
+}
+
+// appendExecute appends to dst the backend's COM_STMT_EXECUTE for the
+// client's pkt (read by parseExecute into bitmap, values and offs), with
+// ids[k] bound as the BIGINT parameter of slot k; an ID of 0 is sent as
+// NULL (a bound key the client's value keeps), and a bound key the engine
+// generates (ids[k] != 0) has the client's value sent as NULL. The types
+// are always sent (the client sends them only when they change).
+func (pm *paramMap) appendExecute(dst, pkt, bitmap, values []byte, offs []int, ids []int64) []byte {
 	dst = append(dst, pkt[:execHeader]...)
+	m := pm.backendParams
 	if m == 0 {
-		return dst, offs, nil
+		return dst
 	}
 	bm := len(dst)
 	for range (m + 7) / 8 {
@@ -153,16 +178,20 @@ func (pm *paramMap) appendExecute(dst, pkt []byte, ids []int64, offs []int) ([]b
 	dst = pm.appendTypes(dst)
 	for j, src := range pm.sourceOf {
 		if src < 0 {
-			dst = binary.LittleEndian.AppendUint64(dst, uint64(ids[-src-1]))
+			if id := ids[-src-1]; id != 0 {
+				dst = binary.LittleEndian.AppendUint64(dst, uint64(id))
+			} else {
+				dst[bm+j/8] |= 1 << (j % 8)
+			}
 			continue
 		}
-		if bitmap[src/8]&(1<<(src%8)) != 0 {
+		if bitmap[src/8]&(1<<(src%8)) != 0 || pm.anyBound && pm.boundBy[src] != 0 && ids[pm.boundBy[src]-1] != 0 {
 			dst[bm+j/8] |= 1 << (j % 8)
 			continue
 		}
-		dst = append(dst, rest[offs[2*src]:offs[2*src+1]]...)
+		dst = append(dst, values[offs[2*src]:offs[2*src+1]]...)
 	}
-	return dst, offs, nil
+	return dst
 }
 
 // appendTypes appends the backend statement's parameter types: the

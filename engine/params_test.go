@@ -144,7 +144,7 @@ func TestAppendExecute(t *testing.T) {
 				c++
 			}
 			for round, sendTypes := range []bool{true, false, true} {
-				out, _, err := pm.appendExecute(nil, executePacket(tc.client, sendTypes), ids, nil)
+				out, _, err := pm.parseAndAppend(nil, executePacket(tc.client, sendTypes), ids, nil)
 				if err != nil {
 					t.Fatalf("round %d: %v", round, err)
 				}
@@ -170,7 +170,7 @@ func TestAppendExecuteLongData(t *testing.T) {
 	if j := pm.longData(3); j != 4 {
 		t.Fatalf("an index beyond the client's (3) maps to %d, want 4 (beyond the backend's)", j)
 	}
-	out, _, err := pm.appendExecute(nil, executePacket(client, true), []int64{99}, nil)
+	out, _, err := pm.parseAndAppend(nil, executePacket(client, true), []int64{99}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestAppendExecuteLongData(t *testing.T) {
 	}
 	// After the execute the long data is gone: the same packet is now short.
 	pm.resetLong()
-	if _, _, err := pm.appendExecute(nil, executePacket(client, true), []int64{99}, nil); err == nil {
+	if _, _, err := pm.parseAndAppend(nil, executePacket(client, true), []int64{99}, nil); err == nil {
 		t.Fatal("a packet without parameter 1's value was accepted after the long data was reset")
 	}
 }
@@ -203,7 +203,7 @@ func TestAppendExecuteErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pm := mapFor(t, 1, 0)
-			_, _, err := pm.appendExecute(nil, tc.pkt(), []int64{1}, nil)
+			_, _, err := pm.parseAndAppend(nil, tc.pkt(), []int64{1}, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err %v, want one mentioning %q", err, tc.want)
 			}
@@ -231,8 +231,18 @@ func TestAppendExecuteAllocs(t *testing.T) {
 	ids := []int64{1}
 	buf, offs := make([]byte, 0, 256), make([]int, 0, 8)
 	if a := testing.AllocsPerRun(100, func() {
-		buf, offs, _ = pm.appendExecute(buf[:0], pkt, ids, offs)
+		buf, offs, _ = pm.parseAndAppend(buf[:0], pkt, ids, offs)
 	}); a != 0 {
 		t.Fatalf("%v allocations per execute", a)
 	}
+}
+
+// parseAndAppend is parseExecute then appendExecute, as executeRewrite
+// runs them.
+func (pm *paramMap) parseAndAppend(dst, pkt []byte, ids []int64, offs []int) ([]byte, []int, error) {
+	bitmap, values, offs, err := pm.parseExecute(pkt, offs)
+	if err != nil {
+		return dst, offs, err
+	}
+	return pm.appendExecute(dst, pkt, bitmap, values, offs, ids), offs, nil
 }

@@ -59,7 +59,18 @@ func (e *Engine) prepare(ctx context.Context, s Session, sql []byte) (bool, erro
 	var backendText []byte
 	switch plan.Kind {
 	case rewriter.PassThrough:
-		return false, nil
+		if len(plan.Explicit) == 0 {
+			return false, nil
+		}
+		// Relayed as it is; its explicit keys move the tag at each EXECUTE.
+		res, err := s.RelayPrepare(sql)
+		if err != nil {
+			return true, err
+		}
+		if res.OK {
+			st.stmts[res.StmtID] = p
+		}
+		return true, nil
 	case rewriter.Sequence:
 		for _, c := range plan.Calls {
 			if c.ArgParam > 0 {
@@ -150,19 +161,10 @@ func (e *Engine) execute(ctx context.Context, s Session, stmtID uint32, pkt []by
 		st.countNextval(s)
 		return true, err
 	case rewriter.Rewrite:
-		if err := st.draw(ctx, e, &p.plan); err != nil {
-			return false, err
-		}
-		var err error
-		st.rendered, st.paramOffsets, err = p.params.appendExecute(st.rendered[:0], pkt, st.slotIDs, st.paramOffsets)
-		if err != nil {
-			return false, err
-		}
-		p.params.resetLong() // the server drops long data after an execute
-		st.countStmt(StmtFilled)
-		err = s.RelayExecute(st.rendered)
-		st.trim()
-		return true, err
+		return e.executeRewrite(ctx, s, st, p, pkt)
+	case rewriter.PassThrough:
+		// Explicit keys only: the tag moves past them at every EXECUTE.
+		return false, e.advanceExplicit(ctx, st, p.plan.Explicit)
 	case rewriter.Numbered:
 		handled, err := e.executeNumbered(ctx, s, st, p, pkt)
 		p.long = false
@@ -170,6 +172,54 @@ func (e *Engine) execute(ctx context.Context, s Session, stmtID uint32, pkt []by
 		return handled, err
 	}
 	return false, nil
+}
+
+// executeRewrite gives one EXECUTE of a Rewrite plan its IDs: the tag
+// moves past the statement's explicit keys, each bound key is generated or
+// kept by the value bound (as AUTO_INCREMENT would), and the rows get their
+// keys in text order.
+func (e *Engine) executeRewrite(ctx context.Context, s Session, st *state, p *prepared, pkt []byte) (bool, error) {
+	pm := p.params
+	bitmap, values, offs, err := pm.parseExecute(pkt, st.paramOffsets)
+	st.paramOffsets = offs
+	if err != nil {
+		return false, err
+	}
+	var kept []int64
+	if pm.anyBound {
+		mode, err := st.currentMode(ctx, s)
+		if err != nil {
+			return false, err
+		}
+		if kept, err = st.keptKeys(p, mode, bitmap, values, offs); err != nil {
+			return false, err
+		}
+	}
+	if err := e.advanceExplicit(ctx, st, p.plan.Explicit); err != nil {
+		return false, err
+	}
+	if err := st.drawPlan(ctx, e, &p.plan, kept); err != nil {
+		return false, err
+	}
+	st.rendered = pm.appendExecute(st.rendered[:0], pkt, bitmap, values, offs, st.slotIDs)
+	pm.resetLong() // the server drops long data after an execute
+	st.countStmt(StmtFilled)
+	err = s.RelayExecute(st.rendered)
+	st.trim()
+	return true, err
+}
+
+// advanceExplicit moves each tag past the explicit keys written before
+// any of its generated ones.
+func (e *Engine) advanceExplicit(ctx context.Context, st *state, explicit []rewriter.ExplicitKey) error {
+	for _, x := range explicit {
+		// Before anything is sent, so that an ErrWouldBlock (the store
+		// must be raised) leaves nothing half done.
+		if err := e.advance(ctx, st.own(x.Tag), x.Max); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // bulkExecute lets MariaDB's COM_STMT_BULK_EXECUTE through on statements

@@ -59,6 +59,9 @@ func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 		}
 		return s.relayQuery(pkt)
 	case mysql.COM_STMT_PREPARE:
+		if startsSet(pkt[1:]) && containsFold(skipSpace(pkt[1:]), "sql_mode") {
+			s.modeStmts = true // its EXECUTEs may change the mode
+		}
 		if k, ok := parsePreparedKill(pkt[1:]); ok {
 			return s.prepareKill(pkt, k)
 		} else if k.refuse != "" {
@@ -72,6 +75,9 @@ func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 		_, err := s.relayPrepare(pkt)
 		return err
 	case mysql.COM_STMT_EXECUTE:
+		if s.modeStmts {
+			s.modeOK = false
+		}
 		if ks := s.killStmtFor(pkt); ks != nil {
 			return s.executeKill(ctx, ks, pkt)
 		}

@@ -39,6 +39,10 @@ func (s *Session) queryAfter(pkt []byte) afterAction {
 		// sql_mode=... FOR, which changes nothing for the session: a
 		// needless re-read, cheap.
 		s.modeOK = false
+	case hasKeyword(q, "EXECUTE"):
+		// EXECUTE IMMEDIATE '<SET sql_mode=...>', or EXECUTE s of a
+		// statement PREPAREd from one: the proxy cannot see which.
+		s.modeOK = false
 	}
 	a.multi = s.caps&mysql.CLIENT_MULTI_STATEMENTS != 0 && moreStatements(q)
 	return a

@@ -48,13 +48,16 @@ type Session struct {
 	idle        atomic.Bool
 	since       atomic.Int64 // unix nanos when the current command (or idleness) began
 
-	ctx        context.Context
-	db         string
-	dbOK       bool // false: db must be re-read (after a multi-statement)
-	dbShared   atomic.Pointer[string]
-	status     uint16
-	mode       string
-	modeOK     bool
+	ctx      context.Context
+	db       string
+	dbOK     bool // false: db must be re-read (after a multi-statement)
+	dbShared atomic.Pointer[string]
+	status   uint16
+	mode     string
+	modeOK   bool
+	// modeStmts: the client prepared (COM_STMT_PREPARE) a SET naming
+	// sql_mode, so any COM_STMT_EXECUTE may change the mode.
+	modeStmts  bool
 	value      any
 	fatal      error
 	lastPrep   uint32 // the statement id the backend gave the last prepare

@@ -41,6 +41,9 @@ func (b *builder) dynamicStatement(start, end int) error {
 		}
 	} else {
 		if !l.is(l.next(), "IMMEDIATE") {
+			// EXECUTE s: s may be a SET of sql_mode prepared earlier,
+			// which the proxy did not see.
+			b.modeSet = true
 			return nil
 		}
 		what = "EXECUTE IMMEDIATE"

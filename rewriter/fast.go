@@ -186,7 +186,7 @@ func (b *builder) fastRows(l *lexer, h insertHead, rule Rule, db, table string) 
 						return fail() // the parser path says why
 					}
 					if fill {
-						b.edits = append(b.edits, edit{start: v.start, end: v.end, tag: rule.Tag, key: true, param: param})
+						b.edits = append(b.edits, edit{start: v.start, end: v.end, tag: rule.Tag, key: true, param: param, ignore: h.ignore})
 					}
 				}
 				n++

@@ -308,7 +308,7 @@ func (s *stmtPlan) keyValue(e ast.ExprNode, rule Rule, ignore bool) error {
 		return err
 	}
 	if fill {
-		s.builder.edits = append(s.builder.edits, edit{start: s.start + t.start, end: s.start + end, tag: rule.Tag, key: true, param: param})
+		s.builder.edits = append(s.builder.edits, edit{start: s.start + t.start, end: s.start + end, tag: rule.Tag, key: true, param: param, ignore: ignore})
 	}
 	return nil
 }

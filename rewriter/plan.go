@@ -84,6 +84,10 @@ type Slot struct {
 	// client's ? in a key column (COALESCE(NULLIF(?,0),id)): a value bound
 	// there wins.
 	Bound bool
+	// Ignore (with Bound): the statement is INSERT IGNORE, so a bound
+	// value that does not convert cleanly stores 0 with a warning (and
+	// AUTO_INCREMENT generates) even in strict mode: see KeyValue.
+	Ignore bool
 	// Param (PlanPrepare only) is the index of this slot's value among the
 	// backend statement's parameters: the client's ? markers and the
 	// generated ones, merged in text order (see Plan.Params).
@@ -171,6 +175,7 @@ type edit struct {
 	key        bool
 	wrap       bool // LAST_INSERT_ID(...) around the value
 	param      bool // the value replaces a ? key: the engine decides at each EXECUTE
+	ignore     bool // with param: the statement is INSERT IGNORE
 	pre, post  string
 }
 
@@ -316,7 +321,7 @@ func (b *builder) plan(slots []Slot, tags []TagCount) Plan {
 		}
 		p.Tags[t].N++
 		e.slot = len(p.Slots)
-		p.Slots = append(p.Slots, Slot{Tag: e.tag, Start: e.start, End: e.end, Key: e.key, Bound: e.param, tag: t})
+		p.Slots = append(p.Slots, Slot{Tag: e.tag, Start: e.start, End: e.end, Key: e.key, Bound: e.param, Ignore: e.ignore, tag: t})
 	}
 	if b.prepared {
 		p.numberParams(b.sql, b.env.Mode)
