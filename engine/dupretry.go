@@ -20,7 +20,8 @@ import (
 // filled (and past the conflicting one), and sends the statement once more
 // with fresh keys. The server rolled the failed statement back (InnoDB:
 // the statement, not the transaction), so nothing is written twice. Only a
-// text holding the one statement is retried, and only once.
+// text holding the one statement, or one EXECUTE, is retried, and only
+// once.
 
 // dupRetry is a session's proxy.Retrier for its filled INSERTs; it lives in
 // the session's state, so arming it allocates nothing once its buffers
@@ -34,6 +35,10 @@ type dupRetry struct {
 	filled  []rewriter.Filled
 	dupKey  int64 // the colliding key (Retry)
 	dupTag  string
+	// stmt and execute: a prepared statement's attempt (armExecute): the
+	// client's execute packet, executed again by Redo.
+	stmt    *prepared
+	execute []byte
 }
 
 var _ proxy.Retrier = (*dupRetry)(nil)
@@ -51,8 +56,20 @@ func (d *dupRetry) arm(e *Engine, st *state, text string, plan *rewriter.Plan, i
 		}
 	}
 	d.filled = append(d.filled[:0], plan.Filled...)
+	d.stmt, d.execute = nil, d.execute[:0]
 	if cap(d.text) > 1<<20 {
 		defer func() { d.text = nil }()
+	}
+}
+
+// armExecute remembers a prepared statement's attempt: the client's
+// execute packet pkt, the keys generated for it (ids[i] for its plan's
+// Slots[i]; 0 for a bound key kept).
+func (d *dupRetry) armExecute(e *Engine, st *state, p *prepared, pkt []byte, ids []int64) {
+	d.arm(e, st, "", &p.plan, ids)
+	d.stmt, d.execute = p, append(d.execute[:0], pkt...)
+	if cap(d.execute) > 1<<20 {
+		defer func() { d.execute = nil }()
 	}
 }
 
@@ -110,6 +127,11 @@ func (d *dupRetry) Redo(ctx context.Context) error {
 	if l := st.logger(); l != nil {
 		l.Warn("a generated key collided with a key written around the proxy; the sequence was moved past the table's largest key and the statement sent again",
 			"tag", d.dupTag, "key", d.dupKey, "moved_past", floor)
+	}
+	if d.stmt != nil {
+		// The same EXECUTE again, with fresh keys, not retried again.
+		_, err := e.executeRewrite(ctx, s, st, d.stmt, d.execute, false)
+		return err
 	}
 	text := raw.String(d.text)
 	st.ctx = ctx // the plan budget waits with it

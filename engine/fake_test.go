@@ -46,7 +46,8 @@ func (f *fakeSession) BackendExec(_ context.Context, sql string) (uint64, uint64
 	f.backend = append(f.backend, sql)
 	return 0, 0, nil
 }
-func (f *fakeSession) RelayExecute([]byte) error { return nil }
+func (f *fakeSession) RelayExecute([]byte) error                        { return nil }
+func (f *fakeSession) RelayExecuteOr(pkt []byte, _ proxy.Retrier) error { return f.RelayExecute(pkt) }
 func (f *fakeSession) BackendPrepare(context.Context, string) (proxy.PrepareResult, error) {
 	return proxy.PrepareResult{}, nil
 }

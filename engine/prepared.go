@@ -161,7 +161,7 @@ func (e *Engine) execute(ctx context.Context, s Session, stmtID uint32, pkt []by
 		st.countNextval(s)
 		return true, err
 	case rewriter.Rewrite:
-		return e.executeRewrite(ctx, s, st, p, pkt)
+		return e.executeRewrite(ctx, s, st, p, pkt, true)
 	case rewriter.PassThrough:
 		// Explicit keys only: the tag moves past them at every EXECUTE.
 		return false, e.advanceExplicit(ctx, st, p.plan.Explicit)
@@ -177,8 +177,10 @@ func (e *Engine) execute(ctx context.Context, s Session, stmtID uint32, pkt []by
 // executeRewrite gives one EXECUTE of a Rewrite plan its IDs: the tag
 // moves past the statement's explicit keys, each bound key is generated or
 // kept by the value bound (as AUTO_INCREMENT would), and the rows get their
-// keys in text order.
-func (e *Engine) executeRewrite(ctx context.Context, s Session, st *state, p *prepared, pkt []byte) (bool, error) {
+// keys in text order. With retry, a 1062 on a generated key (one written
+// around the proxy) moves the tag past the table's keys and executes once
+// more, as for a text statement (dupretry.go).
+func (e *Engine) executeRewrite(ctx context.Context, s Session, st *state, p *prepared, pkt []byte, retry bool) (bool, error) {
 	pm := p.params
 	bitmap, values, offs, err := pm.parseExecute(pkt, st.paramOffsets)
 	st.paramOffsets = offs
@@ -202,9 +204,15 @@ func (e *Engine) executeRewrite(ctx context.Context, s Session, st *state, p *pr
 		return false, err
 	}
 	st.rendered = pm.appendExecute(st.rendered[:0], pkt, bitmap, values, offs, st.slotIDs)
-	pm.resetLong() // the server drops long data after an execute
+	long := pm.anyLong // an execute sent again would lack it
+	pm.resetLong()     // the server drops long data after an execute
 	st.countStmt(StmtFilled)
-	err = s.RelayExecute(st.rendered)
+	if _, ok := e.idSource.(advancer); ok && retry && len(p.plan.Filled) > 0 && !long {
+		st.dup.armExecute(e, st, p, pkt, st.slotIDs)
+		err = s.RelayExecuteOr(st.rendered, &st.dup)
+	} else {
+		err = s.RelayExecute(st.rendered)
+	}
 	st.trim()
 	return true, err
 }

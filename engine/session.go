@@ -42,6 +42,8 @@ type Session interface {
 	// RelayQueryOr relays sql, or, when the answer is an ERR that
 	// r.Retry accepts, runs r.Redo instead (see proxy.Retrier).
 	RelayQueryOr(sql []byte, r proxy.Retrier) error
+	// RelayExecuteOr is RelayQueryOr for an execute packet.
+	RelayExecuteOr(pkt []byte, r proxy.Retrier) error
 	// RelayQueryInfile is RelayQuery for a LOAD DATA LOCAL INFILE whose
 	// file goes through t on its way to the backend.
 	RelayQueryInfile(sql []byte, t proxy.InfileTransformer) error

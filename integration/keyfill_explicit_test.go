@@ -167,3 +167,47 @@ func TestOtherErrorsRelayed(t *testing.T) {
 		})
 	}
 }
+
+// TestDuplicateGeneratedKeyRetriedPrepared: as TestDuplicateGeneratedKeyRetried,
+// for a server-side prepared INSERT (issue 28, item 9): the EXECUTE whose
+// generated key collides with keys written around the proxy is executed
+// once more with fresh keys, on the event loop and off it; a bound key
+// that collides is the client's 1062.
+func TestDuplicateGeneratedKeyRetriedPrepared(t *testing.T) {
+	for _, loops := range []bool{true, false} {
+		t.Run(fmt.Sprintf("loops=%v", loops), func(t *testing.T) {
+			backend, lf := explicitEnv(t, loops)
+			db := lf.open(t, "app", nil) // prepared statements: interpolateParams off
+			ctx := context.Background()
+			stmt, err := db.PrepareContext(ctx, "INSERT INTO orders (id, v) VALUES (?, ?)")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stmt.Close()
+			res, err := stmt.ExecContext(ctx, nil, "first")
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, _ := res.LastInsertId()
+			backend.Exec(t, fmt.Sprintf("INSERT INTO app.orders (id, v) SELECT %d + seq, CONCAT('import', seq) FROM app.seq_1_to_3000", first))
+			before := lf.svc.Engine.Stats().DuplicateKeyRetries
+			res, err = stmt.ExecContext(ctx, nil, "after-import")
+			if err != nil {
+				t.Fatalf("EXECUTE after the import: %v", err)
+			}
+			if id, _ := res.LastInsertId(); id <= first+3000 {
+				t.Fatalf("generated %d, inside the imported keys", id)
+			}
+			if got := lf.svc.Engine.Stats().DuplicateKeyRetries - before; got != 1 {
+				t.Fatalf("%d retries counted, want 1", got)
+			}
+			if _, err := stmt.ExecContext(ctx, first+10, "bound-dup"); func() uint16 { c, _ := myErr(err); return c }() != 1062 {
+				t.Fatalf("a bound key that collides: %v, want 1062", err)
+			}
+			direct := backend.Open(t, "app")
+			if n := scalar[int](t, direct, "SELECT COUNT(*) FROM orders"); n != 3002 {
+				t.Fatalf("%d rows, want 3002", n)
+			}
+		})
+	}
+}

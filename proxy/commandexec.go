@@ -22,8 +22,10 @@ type commandExec interface {
 	// relayPrepare is relay for a COM_STMT_PREPARE, with what the
 	// backend answered (on a loop: nothing yet).
 	relayPrepare(s *Session, pkt []byte) (PrepareResult, error)
-	// relayQueryOr is Session.RelayQueryOr.
+	// relayQueryOr is Session.RelayQueryOr; relayExecuteOr,
+	// Session.RelayExecuteOr.
 	relayQueryOr(s *Session, sql []byte, r Retrier) error
+	relayExecuteOr(s *Session, pkt []byte, r Retrier) error
 }
 
 // onGoroutine runs commands on the session's own goroutine, with blocking
@@ -57,6 +59,14 @@ func (onGoroutine) relayPrepare(s *Session, pkt []byte) (PrepareResult, error) {
 
 func (onGoroutine) relayQueryOr(s *Session, sql []byte, r Retrier) error {
 	retried, err := s.RelayQueryRetry(sql, r.Retry)
+	if err != nil || !retried {
+		return err
+	}
+	return r.Redo(s.ctx)
+}
+
+func (onGoroutine) relayExecuteOr(s *Session, pkt []byte, r Retrier) error {
+	retried, err := s.RelayExecuteRetry(pkt, r.Retry)
 	if err != nil || !retried {
 		return err
 	}

@@ -358,6 +358,16 @@ func (ln *lane) relayQueryOr(s *Session, sql []byte, r Retrier) error {
 	return err
 }
 
+// relayExecuteOr is relayQueryOr for an execute packet.
+func (ln *lane) relayExecuteOr(s *Session, pkt []byte, r Retrier) error {
+	ln.retrier = r
+	err := s.RelayExecute(pkt)
+	if !ln.busy {
+		ln.retrier = nil
+	}
+	return err
+}
+
 // send writes a command whose response the loop relays as it arrives.
 func (ln *lane) send(pkt []byte, kind int, a afterAction) error {
 	s := ln.s

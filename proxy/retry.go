@@ -29,6 +29,12 @@ func (s *Session) RelayQueryOr(sql []byte, r Retrier) error {
 	return s.exec.relayQueryOr(s, sql, r)
 }
 
+// RelayExecuteOr is RelayQueryOr for a COM_STMT_EXECUTE payload pkt
+// (command byte first).
+func (s *Session) RelayExecuteOr(pkt []byte, r Retrier) error {
+	return s.exec.relayExecuteOr(s, pkt, r)
+}
+
 // RelayQueryRetry sends sql as RelayQuery does, but looks at the first
 // packet of the backend's answer before relaying anything: when it is an
 // ERR and retry(code, message) says so, the ERR is read and dropped
