@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -59,13 +61,13 @@ func twinEnv(t *testing.T, keyType string) (direct, proxied *twinSide) {
 		t.Cleanup(func() { c.Close() })
 		return c
 	}
-	dsn := directDSN(backend, "app", "multiStatements=true")
+	dsn := directDSN(backend, "app", "multiStatements=true&allowAllFiles=true")
 	ddb, err := sql.Open("mysql", dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ddb.Close() })
-	pdb := lf.open(t, "app", map[string]string{"multiStatements": "true"})
+	pdb := lf.open(t, "app", map[string]string{"multiStatements": "true", "allowAllFiles": "true"})
 	direct = &twinSide{name: "direct", conn: conn(ddb), table: "t_ai"}
 	proxied = &twinSide{name: "proxy", conn: conn(pdb), table: "t_rule"}
 	for _, s := range []*twinSide{direct, proxied} {
@@ -229,6 +231,27 @@ func TestTwinRuntimeSQLMode(t *testing.T) {
 		q("SET sql_mode = ''"),
 		prep("SET sql_mode = ?", func(int64) []any { return []any{"NO_AUTO_VALUE_ON_ZERO"} }),
 		q("INSERT INTO {T} (id, b) VALUES (0, 'kept zero 2')"),
+	)
+}
+
+// Item 5: LOAD DATA LOCAL under NO_AUTO_VALUE_ON_ZERO keeps a 0 key field,
+// but with a SET clause of its own MariaDB generates for 0 and empty key
+// fields: the proxy does the same. (The proxy draws a load's keys in
+// doubling batches and may leave unused ones after it: a gap
+// AUTO_INCREMENT does not leave, so generated keys after a load are not
+// compared here.)
+func TestTwinLoadDataNoAutoValueOnZero(t *testing.T) {
+	direct, proxied := twinEnv(t, "BIGINT")
+	file := filepath.Join(t.TempDir(), "keys.csv")
+	if err := os.WriteFile(file, []byte("0,a\n,b\n0,d\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	load := "LOAD DATA LOCAL INFILE '" + file + "' INTO TABLE {T} FIELDS TERMINATED BY ','"
+	runTwins(t, direct, proxied,
+		q("SET sql_mode = 'NO_AUTO_VALUE_ON_ZERO'"),
+		q(load+" (id, b) SET b = UPPER(b)"),
+		q("DELETE FROM {T} WHERE id = 0"),
+		q(load+" (id, b)"),
 	)
 }
 

@@ -397,7 +397,10 @@ ignore:
 	first, final := "", key+" = "+gen
 	if keys == 1 {
 		first = key + " = IFNULL(@__leaf_v, 0)"
-		if b.env.Mode.NoAutoValueOnZero {
+		// NO_AUTO_VALUE_ON_ZERO keeps a 0 from the file, except that
+		// MariaDB (10.11) generates for 0 and empty key fields when the
+		// statement has a SET clause of its own: measured, and matched.
+		if b.env.Mode.NoAutoValueOnZero && !hasSet {
 			final = key + " = IF(@__leaf_v IS NULL, " + gen + ", " + key + ")"
 		} else {
 			final = key + " = IF(" + key + " = 0, " + gen + ", " + key + ")"
