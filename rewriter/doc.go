@@ -132,10 +132,15 @@
 // Rules says: exact names, then patterns; case as the backend compares)
 // the key is filled when it is absent (the column is added first in the
 // column list, or a SET item first in the SET list, or `(col)` before
-// VALUES () rows), or its value is a bare NULL, DEFAULT, or, unless
-// NO_AUTO_VALUE_ON_ZERO, a zero number, '0' or FALSE. Any other value,
-// including expressions such as 0+0 or (0), is explicit and kept; a NEXTVAL
-// in the key column is that row's key. Without a column list the table's
+// VALUES () rows), or its value is where AUTO_INCREMENT would generate
+// one: NULL, or, unless NO_AUTO_VALUE_ON_ZERO, DEFAULT (DEFAULT(key)) and
+// a literal that stores as 0 in an integer column, as KeyValue converts
+// it ('00', 0.4, -0, 0x00, b'0', 0.5e0; 'abc' and '' only where the
+// conversion is not an error: without Mode.Strict, or with IGNORE).
+// Other literals are explicit and kept (the tag moves past them: Explicit
+// and Advances). An expression (0+0, (0), @v, CAST(...)) is error 1235:
+// the proxy cannot tell which key it stores. A NEXTVAL in the key column
+// is that row's key. Without a column list the table's
 // columns come from Env.Columns; rows whose value count differs from the
 // column count are error 1136 (21S01, "Column count doesn't match value
 // count at row N"), never passed through unfilled.
@@ -143,7 +148,9 @@
 // its column list every row gets one; with it (or without a column list)
 // the rows whose key is NULL (or 0) do, and the largest explicit one is
 // counted for the tag to move past. Explicit integer keys of VALUES and SET
-// rows are reported in Plan.Explicit for the same reason.
+// rows are reported in Plan.Explicit (those written before every generated
+// key of their tag) and Plan.Advances (those after one, in text order, so
+// that the rows before them keep keys below them, as with AUTO_INCREMENT).
 //
 // In each statement the first generated key (first row's) is rendered as
 // LAST_INSERT_ID(id) so that the server reports it in the OK packet's
@@ -152,12 +159,12 @@
 // UPDATE or INSERT IGNORE the reported ID is the generated one even when
 // the row was not inserted.
 //
-// Prepared statements: a ? in the key column renders as
-// COALESCE(NULLIF(?,0),?) (COALESCE(?,?) under NO_AUTO_VALUE_ON_ZERO; the
-// client's marker first, Slot.Bound set), so a value bound at execute time
-// wins and NULL / 0 take the generated one. Caveats: when the first row's key is such a ?,
-// LAST_INSERT_ID() reports the explicit value if one is bound; a bound
-// value still consumes an ID.
+// Prepared statements: a ? in the key column renders as COALESCE(?,?),
+// the wrapped one as COALESCE(?,LAST_INSERT_ID(?)) (the client's marker
+// first, Slot.Bound set). The engine decides at each EXECUTE, from the
+// value bound and the sql_mode then, as for a literal: it sends either
+// the client's value as NULL and a generated key, or the client's value
+// and NULL (no ID drawn; COALESCE then never evaluates LAST_INSERT_ID).
 //
 // Executable comments: `/*!` and `/*!NNNNN` with a version below 50700
 // are run by every server and lexed as code. Whether the server runs
@@ -241,5 +248,6 @@
 // proxy plans) or a plain statement; a SET of sql_mode or a USE there
 // counts as above. PREPARE s FROM @var, EXECUTE IMMEDIATE @var and
 // EXECUTE s (of a statement prepared earlier) pass through unseen, as do
-// statements run by stored routines and triggers.
+// statements run by stored routines and triggers; as s may set sql_mode,
+// EXECUTE s counts as a SET of sql_mode for the rest of its text.
 package rewriter
