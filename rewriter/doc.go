@@ -135,7 +135,7 @@
 // VALUES () rows), or its value is where AUTO_INCREMENT would generate
 // one: NULL, or, unless NO_AUTO_VALUE_ON_ZERO, DEFAULT (DEFAULT(key)) and
 // a literal that stores as 0 in an integer column, as KeyValue converts
-// it ('00', 0.4, -0, 0x00, b'0', 0.5e0; 'abc' and ” only where the
+// it ('00', 0.4, -0, 0x00, b'0', 0.5e0; 'abc' and the empty string only where the
 // conversion is not an error: without Mode.Strict, or with IGNORE).
 // Other literals are explicit and kept (the tag moves past them: Explicit
 // and Advances). An expression (0+0, (0), @v, CAST(...)) is error 1235:
