@@ -198,7 +198,7 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 				return false, nerr
 			}
 		}
-		return false, err
+		return false, e.serverSyntax(ctx, s, err)
 	}
 	if relay, err := e.nativeRelay(ctx, st, &plan); err != nil || relay {
 		return false, err

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/mysql"
+
 	"github.com/leafproxy/leafproxy/proxy"
 	"github.com/leafproxy/leafproxy/rewriter"
 )
@@ -159,4 +161,33 @@ func (e *Engine) isNative(ctx context.Context, st *state, n rewriter.SeqName) (b
 	c.entries[rewriter.SeqName{DB: strings.Clone(key.DB), Name: strings.Clone(key.Name)}] = nativeEntry{native: native, checkedAt: time.Now()}
 	c.mu.Unlock()
 	return native, nil
+}
+
+// serverSyntax answers a statement the planner's parser could not read
+// (rewriter.Error.Unreadable) as the server would: the server prepares it
+// (COM_STMT_PREPARE runs nothing), and its error, a syntax error 1064
+// above all, is the client's, as it would be directly. When the server
+// can read it, the planner's own error stands (the proxy cannot plan what
+// its parser cannot read).
+func (e *Engine) serverSyntax(ctx context.Context, s Session, err error) error {
+	var re *rewriter.Error
+	if !errors.As(err, &re) || re.Unreadable() == "" {
+		return err
+	}
+	res, perr := s.BackendPrepare(ctx, re.Unreadable())
+	if errors.Is(perr, proxy.ErrWouldBlock) {
+		return perr
+	}
+	var me *mysql.MyError
+	switch {
+	case perr == nil:
+		if res.OK {
+			if cerr := s.BackendCloseStmt(res.StmtID); cerr != nil {
+				return cerr
+			}
+		}
+	case errors.As(perr, &me) && me.Code != mysql.ER_UNSUPPORTED_PS:
+		return me
+	}
+	return err
 }

@@ -50,7 +50,7 @@ func (e *Engine) prepare(ctx context.Context, s Session, sql []byte) (bool, erro
 				return false, nerr
 			}
 		}
-		return false, err
+		return false, e.serverSyntax(ctx, s, err)
 	}
 	if relay, err := e.nativeRelay(ctx, st, &plan); err != nil || relay {
 		return false, err

@@ -287,3 +287,16 @@ func TestExpressionKeyRefused(t *testing.T) {
 		t.Fatalf("%d rows (%v), want the first only", n, err)
 	}
 }
+
+// Item 8: a statement the proxy's parser cannot read gets the server's own
+// answer (1064 for a syntax error), as directly, not the proxy's 1235.
+func TestTwinSyntaxErrors(t *testing.T) {
+	direct, proxied := twinEnv(t, "BIGINT")
+	runTwins(t, direct, proxied,
+		q("INSERT INTO {T} (b) VALUES ('x'), ('y' 'z' WHERE"),
+		q("INSERT INTO {T} (b) VALUES ('x') AS new ON DUPLICATE KEY UPDATE b = new.b"),
+		q("SELECT NEXTVAL('twin') FROMM dual"),
+		prep("INSERT INTO {T} (b) VALUES (?) ORDER", func(int64) []any { return []any{"p"} }),
+		q("INSERT INTO {T} (b) VALUES ('after')"),
+	)
+}

@@ -410,10 +410,14 @@ func (b *builder) statement(raw, start, end int, first token) error {
 		if err == nil {
 			err = errorf(CodeNotSupported, "want one statement")
 		}
+		var e *Error
 		if hasRule {
-			return errorf(CodeNotSupported, "cannot read this statement on %s to fill its key column %s (%v); write it in a form the proxy understands or give the key explicitly", qualify(db, table), rule.Column, firstLine(err))
+			e = errorf(CodeNotSupported, "cannot read this statement on %s to fill its key column %s (%v); write it in a form the proxy understands or give the key explicitly", qualify(db, table), rule.Column, firstLine(err))
+		} else {
+			e = errorf(CodeNotSupported, "cannot read the statement around %s (%v)", b.sql[b.calls[0].start:b.calls[0].end], firstLine(err))
 		}
-		return errorf(CodeNotSupported, "cannot read the statement around %s (%v)", b.sql[b.calls[0].start:b.calls[0].end], firstLine(err))
+		e.unread = src
+		return e
 	}
 	for _, c := range b.calls {
 		if c.start >= start+cut {

@@ -39,7 +39,19 @@ type Error struct {
 	state string
 	msg   string
 	cause error
+	// unread: the statement the parser could not read (sequence calls
+	// replaced by literals), for the server to say whether it is its
+	// syntax error too (Unreadable).
+	unread string
 }
+
+// Unreadable is, for an error saying the planner's parser could not read
+// a statement, the statement as the parser saw it (sequence calls replaced
+// by same-length literals; one statement, no RETURNING cut): a caller may
+// ask the server to prepare it, and answer with the server's own error
+// (1064 for a syntax error, as directly) when it fails. "" for other
+// errors.
+func (e *Error) Unreadable() string { return e.unread }
 
 // Code is the MySQL error number.
 func (e *Error) Code() uint16 { return e.code }
