@@ -360,7 +360,9 @@ func TestKeyfillRefusals(t *testing.T) {
 	for _, tc := range []struct{ q, want string }{
 		{"INSERT INTO orders (v) SELECT v FROM plain WHERE v = NEXTVAL(order)", "NEXTVAL(order)"},
 		{"INSERT INTO orders (v) VALUES ('ret') RETURNING id, NEXTVAL(order)", "RETURNING"},
-		{"INSERT INTO orders (v) VALUES ('ret') AS new ON DUPLICATE KEY UPDATE n = new.n", "orders"},
+		// MySQL's row alias: MariaDB's own syntax error, as directly (the
+		// server prepares what the proxy's parser cannot read).
+		{"INSERT INTO orders (v) VALUES ('ret') AS new ON DUPLICATE KEY UPDATE n = new.n", "near 'AS new"},
 	} {
 		_, err := conn.ExecContext(ctx, tc.q)
 		code, _ := myErr(err)
