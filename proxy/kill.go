@@ -383,12 +383,16 @@ func (srv *Server) queryThread(ctx context.Context, n string) uint32 {
 	}
 }
 
-// lookupSession finds a session by proxy id, or else by backend thread id.
+// lookupSession finds a session by proxy id, or else by backend thread id
+// (the greeting's id in backend-account mode).
 func (srv *Server) lookupSession(id uint32) *Session {
 	if id >= sessionIDBase {
 		srv.mu.Lock()
-		defer srv.mu.Unlock()
-		return srv.sessions[id]
+		sess := srv.sessions[id]
+		srv.mu.Unlock()
+		if sess != nil && sess.clientID == id { // not a backend-account session (greeted with its thread id)
+			return sess
+		}
 	}
 	return srv.lookupThread(id)
 }

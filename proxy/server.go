@@ -351,7 +351,7 @@ func (s *Server) handle(raw net.Conn) {
 	var bc *backendConn // logged in already in backend-account mode
 	var err error
 	if s.users.Load().backendAuth {
-		h, bc, err = s.passThroughHandshake(c, id)
+		h, bc, err = s.passThroughHandshake(c)
 	} else {
 		hello, herr := s.hello(s.baseCtx)
 		if herr != nil {
@@ -375,6 +375,9 @@ func (s *Server) handle(raw net.Conn) {
 		return
 	}
 	log = log.With("user", h.resp.user)
+	if bc != nil {
+		log = log.With("backend_thread", bc.threadID)
+	}
 	_ = c.conn.SetDeadline(time.Time{})
 
 	if n := s.active.Add(1); s.cfg.Limits.MaxConnections > 0 && n > int64(s.cfg.Limits.MaxConnections) {
