@@ -59,6 +59,12 @@ func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 			return s.prepareDynamicKill(ctx, pkt[1:], k.prepareName)
 		} else if k.refuse != "" {
 			return s.writeErrFlush(mysql.ER_NOT_SUPPORTED_YET, "42000", k.refuse)
+		} else if k.multi {
+			q, refuse := s.mapMultiKill(pkt[1:])
+			if refuse != "" {
+				return s.writeErrFlush(mysql.ER_NOT_SUPPORTED_YET, "42000", refuse)
+			}
+			pkt = append([]byte{mysql.COM_QUERY}, q...)
 		}
 		if ic != nil {
 			if done, err := s.intercepted(ic.Query(ctx, s, pkt[1:])); done {
