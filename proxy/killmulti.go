@@ -19,7 +19,8 @@ import (
 //     own answer, 1094 Unknown thread id: n, which stops the text there as
 //     the server's error would.
 //
-// What the proxy cannot map before the text runs is refused as a whole
+// KILL [QUERY] CONNECTION_ID() names the session's own thread and goes on
+// as written. What the proxy cannot map before the text runs is refused as a whole
 // (1235, nothing of it runs): a KILL whose id is an expression (its value
 // may depend on the statements before it, SET @id = ...; KILL @id), KILL
 // QUERY ID (the query it names may not have started), KILL USER (the
@@ -105,6 +106,9 @@ func (s *Session) multiKillEdit(q []byte, at int) (killEdit, bool) {
 	if !word("CONNECTION") && word("QUERY") && hasKeyword(rest, "ID") {
 		return killEdit{}, false
 	}
+	if isConnectionID(rest) {
+		return killEdit{from: at, to: at}, true // the session's own thread, as written
+	}
 	n := 0
 	for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
 		n++
@@ -127,4 +131,17 @@ func (s *Session) multiKillEdit(q []byte, at int) (killEdit, bool) {
 	}
 	tid := target.threadID.Load()
 	return killEdit{from: from, to: from + n, with: strconv.FormatUint(uint64(tid), 10)}, true
+}
+
+// isConnectionID reports whether q is CONNECTION_ID() and nothing more.
+func isConnectionID(q []byte) bool {
+	if !hasKeyword(q, "CONNECTION_ID") {
+		return false
+	}
+	q = skipSpace(q[len("CONNECTION_ID"):])
+	if len(q) == 0 || q[0] != '(' {
+		return false
+	}
+	q = skipSpace(q[1:])
+	return len(q) > 0 && q[0] == ')' && len(skipSpace(q[1:])) == 0
 }

@@ -108,7 +108,7 @@ func TestKillInMultiStatementMapped(t *testing.T) {
 	// Not mappable before the text runs: refused whole, nothing runs.
 	for _, q := range []string{
 		"INSERT INTO t VALUES (9); KILL @id", "INSERT INTO t VALUES (9); KILL QUERY ID 5",
-		"INSERT INTO t VALUES (9); KILL USER app", "INSERT INTO t VALUES (9); KILL CONNECTION_ID()",
+		"INSERT INTO t VALUES (9); KILL USER app", "INSERT INTO t VALUES (9); KILL 1 + 1",
 	} {
 		if _, err := app.ExecContext(ctx, q); !errors.As(err, &me) || me.Number != gomysql.ER_NOT_SUPPORTED_YET {
 			t.Errorf("%s: %v, want 1235", q, err)
@@ -117,6 +117,16 @@ func TestKillInMultiStatementMapped(t *testing.T) {
 	if n := rows(); n != 11 {
 		t.Errorf("refused texts inserted rows: %d, want 11", n)
 	}
+
+	// KILL CONNECTION_ID() is the session's own: 1927, and it is gone.
+	self, _ := backendThread(t, app)
+	if code, msg := killAnswer(t, self, "DO 1; KILL CONNECTION_ID ( )", false); code != 1927 {
+		t.Errorf("DO 1; KILL CONNECTION_ID(): %d %s, want 1927", code, msg)
+	}
+	if err := self.PingContext(ctx); err == nil {
+		t.Error("the session that killed itself still answers")
+	}
+	self.Close()
 
 	// KILL CONNECTION of an idle app session in a multi-statement text
 	// closes that client.
