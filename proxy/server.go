@@ -374,10 +374,12 @@ func (s *Server) handle(raw net.Conn) {
 		}
 		return
 	}
-	log = log.With("user", h.resp.user)
 	if bc != nil {
-		log = log.With("backend_thread", bc.threadID)
+		// Backend-account mode: the client was greeted with its backend
+		// thread id, which is then the session's id in every log record.
+		log = s.log.With("session", bc.threadID, "remote", remote)
 	}
+	log = log.With("user", h.resp.user)
 	_ = c.conn.SetDeadline(time.Time{})
 
 	if n := s.active.Add(1); s.cfg.Limits.MaxConnections > 0 && n > int64(s.cfg.Limits.MaxConnections) {

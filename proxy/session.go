@@ -21,7 +21,7 @@ import (
 // goroutine; none of them is safe for use from other goroutines.
 type Session struct {
 	srv       *Server
-	id        uint32 // the proxy's session id: its key in Server.sessions and logs
+	id        uint32 // the proxy's session id: its key in Server.sessions
 	clientID  uint32 // the connection id the client was greeted with
 	log       *slog.Logger
 	user      string
