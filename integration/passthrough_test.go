@@ -156,6 +156,82 @@ print(json.dumps(out))
 		}
 	})
 
+	// Issue 30: the greeting's id (PyMySQL's thread_id()) is the backend
+	// thread's, as CONNECTION_ID() and SHOW PROCESSLIST say; KILL by it,
+	// as COM_PROCESS_KILL (conn.kill) and inside a multi-statement text,
+	// ends that connection, which the client notices as directly.
+	t.Run("PyMySQL connection ids and KILL", func(t *testing.T) {
+		needPyMySQL(t)
+		script := `
+import json, sys, time
+import pymysql
+from pymysql.constants import CLIENT
+host, port = sys.argv[1], int(sys.argv[2])
+out = {}
+def connect(user, pw="", multi=False):
+    return pymysql.connect(host=host, port=port, user=user, password=pw, connect_timeout=5,
+                           client_flag=CLIENT.MULTI_STATEMENTS if multi else 0)
+admin = connect("root", multi=True)
+for way in ("conn.kill", "multi-statement"):
+    victim = connect("u1")
+    cur = victim.cursor()
+    cur.execute("SELECT CONNECTION_ID()")
+    cid = cur.fetchone()[0]
+    cur.execute("SHOW PROCESSLIST")
+    listed = [r[0] for r in cur.fetchall() if r[7] == "SHOW PROCESSLIST"]
+    out[way] = {"thread_id": victim.thread_id(), "connection_id": cid, "processlist": listed}
+    if way == "conn.kill":
+        admin.kill(victim.thread_id())
+    else:
+        c = admin.cursor()
+        c.execute("KILL %s; SELECT 1" % victim.thread_id())
+        while c.nextset():
+            pass
+    try:
+        cur.execute("SELECT 1")
+        out[way]["after"] = "answered"
+    except pymysql.err.OperationalError as e:
+        out[way]["after"] = e.args[0]
+    gone = False
+    for _ in range(500):  # until the backend no longer lists the thread (5 s at most)
+        c = admin.cursor()
+        c.execute("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = %s", (victim.thread_id(),))
+        if c.fetchone()[0] == 0:
+            gone = True
+            break
+        time.sleep(0.01)
+    out[way]["gone"] = gone
+print(json.dumps(out))
+`
+		path := filepath.Join(t.TempDir(), "ids.py")
+		if err := os.WriteFile(path, []byte(script), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := exec.Command(systemPython, path, host, port).CombinedOutput()
+		if err != nil {
+			t.Fatalf("PyMySQL: %v\n%s", err, raw)
+		}
+		var got map[string]struct {
+			ThreadID     int64   `json:"thread_id"`
+			ConnectionID int64   `json:"connection_id"`
+			Processlist  []int64 `json:"processlist"`
+			After        any     `json:"after"`
+			Gone         bool    `json:"gone"`
+		}
+		if err := json.Unmarshal(raw, &got); err != nil {
+			t.Fatalf("PyMySQL output %s: %v", raw, err)
+		}
+		for _, way := range []string{"conn.kill", "multi-statement"} {
+			g := got[way]
+			if g.ThreadID != g.ConnectionID || len(g.Processlist) != 1 || g.Processlist[0] != g.ThreadID {
+				t.Errorf("%s: thread_id() %d, CONNECTION_ID() %d, SHOW PROCESSLIST %v: want one id", way, g.ThreadID, g.ConnectionID, g.Processlist)
+			}
+			if g.After == "answered" || !g.Gone {
+				t.Errorf("%s: after KILL the victim's next query: %v, thread gone from the processlist: %v", way, g.After, g.Gone)
+			}
+		}
+	})
+
 	t.Run("admin SQL", func(t *testing.T) {
 		for _, a := range []struct {
 			user, pass string

@@ -42,7 +42,15 @@ func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 	case mysql.COM_QUIT:
 		return errQuit
 	case mysql.COM_QUERY:
-		if k, ok := parseKill(pkt[1:], s.caps&mysql.CLIENT_MULTI_STATEMENTS != 0); ok {
+		if s.account.backendAuth {
+			// Backend-account mode: KILL is the backend's (killrelay.go).
+			if k, ok := parseKill(pkt[1:], false); ok && k.connection && k.expr == nil && !k.user {
+				if err := s.exec.mayWait(); err != nil {
+					return err
+				}
+				return s.relayKill(pkt, respResult, s.queryAfter(pkt), k.id)
+			}
+		} else if k, ok := parseKill(pkt[1:], s.caps&mysql.CLIENT_MULTI_STATEMENTS != 0); ok {
 			if err := s.exec.mayWait(); err != nil {
 				return err
 			}
@@ -51,6 +59,12 @@ func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 			return s.prepareDynamicKill(ctx, pkt[1:], k.prepareName)
 		} else if k.refuse != "" {
 			return s.writeErrFlush(mysql.ER_NOT_SUPPORTED_YET, "42000", k.refuse)
+		} else if k.multi {
+			q, refuse := s.mapMultiKill(pkt[1:])
+			if refuse != "" {
+				return s.writeErrFlush(mysql.ER_NOT_SUPPORTED_YET, "42000", refuse)
+			}
+			pkt = append([]byte{mysql.COM_QUERY}, q...)
 		}
 		if ic != nil {
 			if done, err := s.intercepted(ic.Query(ctx, s, pkt[1:])); done {
@@ -62,10 +76,12 @@ func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 		if startsSet(pkt[1:]) && containsFold(skipSpace(pkt[1:]), "sql_mode") {
 			s.modeStmts = true // its EXECUTEs may change the mode
 		}
-		if k, ok := parsePreparedKill(pkt[1:]); ok {
-			return s.prepareKill(pkt, k)
-		} else if k.refuse != "" {
-			return s.writeErrFlush(mysql.ER_NOT_SUPPORTED_YET, "42000", k.refuse)
+		if !s.account.backendAuth { // backend-account mode: relayed as any statement (killrelay.go)
+			if k, ok := parsePreparedKill(pkt[1:]); ok {
+				return s.prepareKill(pkt, k)
+			} else if k.refuse != "" {
+				return s.writeErrFlush(mysql.ER_NOT_SUPPORTED_YET, "42000", k.refuse)
+			}
 		}
 		if ic != nil {
 			if done, err := s.intercepted(ic.Prepare(ctx, s, pkt[1:])); done {
@@ -144,7 +160,11 @@ func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 		if err := s.exec.mayWait(); err != nil {
 			return err
 		}
-		return s.kill(ctx, killReq{id: uint64(binary.LittleEndian.Uint32(pkt[1:5])), connection: true}, true)
+		id := uint64(binary.LittleEndian.Uint32(pkt[1:5]))
+		if s.account.backendAuth {
+			return s.relayKill(pkt, respSimple, afterAction{}, id)
+		}
+		return s.kill(ctx, killReq{id: id, connection: true}, true)
 	case mysql.COM_PING, mysql.COM_SET_OPTION, mysql.COM_REFRESH, mysql.COM_DEBUG:
 		_, err := s.relay(pkt, respSimple)
 		return err

@@ -14,8 +14,11 @@
 // passthrough.go and passthrough_auth.go (logins the backend authenticates,
 // the auth exchange relayed), auth_changeuser.go (COM_CHANGE_USER),
 // session.go (lifecycle, idle watch), dispatch.go (commands, KILL, large
-// commands), killstmt.go (prepared KILL, KILL in PREPARE / EXECUTE
-// IMMEDIATE text), hangup.go (how a session's end reaches the backend),
+// commands), kill.go (KILL mapped to the proxy's sessions, with users),
+// killstmt.go and killdynamic.go (prepared KILL, KILL in PREPARE /
+// EXECUTE IMMEDIATE text), killmulti.go (KILL in a multi-statement text,
+// mapped in place), killrelay.go (KILL with backend accounts: relayed
+// untouched), hangup.go (how a session's end reaches the backend),
 // relay.go (the one response walker), infile.go (a LOCAL INFILE
 // file through an interceptor's transformer), seams.go (the Interceptor
 // contract and the Session methods it uses), backendstmt.go (statements the
@@ -59,13 +62,25 @@
 // naming the backend address when it cannot be reached. When no greeting can
 // be learned at all, the client gets that 1429 in place of a greeting.
 // Without users (backend-account mode) the backend connection comes first:
-// the client is greeted with its scramble and plugin, and the exchange is
-// relayed until the backend's OK or ERR (passthrough.go).
+// the client is greeted with its thread id, scramble and plugin, and the
+// exchange is relayed until the backend's OK or ERR (passthrough.go).
 //
 // # Connection ids and KILL
 //
-// Each session is greeted with a proxy id (from 2^30 up, so it never equals
-// a backend thread id). `KILL [HARD|SOFT] [CONNECTION|QUERY] n` and
+// In backend-account mode (no users) each session is greeted with its
+// backend connection's thread id, so the greeting, CONNECTION_ID() and the
+// processlist agree as directly, and every KILL (any form, also in a
+// multi-statement text, PREPARE ... FROM, EXECUTE IMMEDIATE) is relayed
+// untouched: the session is logged in as the client's own account and the
+// backend's privileges decide. A killed session's client loses its
+// connection: closed at once when idle and named by a lone KILL n or
+// COM_PROCESS_KILL the backend accepted, after a 1927 once the backend
+// connection ends, else when the proxy sees it end (killrelay.go). The rest
+// of this section is about sessions of configured users, which share
+// backend accounts.
+//
+// With users each session is greeted with a proxy id (from 2^30 up, so it
+// never equals a backend thread id). `KILL [HARD|SOFT] [CONNECTION|QUERY] n` and
 // COM_PROCESS_KILL are carried out by the proxy: n may be a proxy id (what
 // the mariadb CLI's Ctrl-C, Connector/J's cancel(), PyMySQL and mysql2 use)
 // or the backend thread id of one of this proxy's sessions (what
@@ -79,9 +94,12 @@
 // the session's backend first, then mapped (kill.go); KILL QUERY ID n is
 // relayed when the backend's processlist shows query n running in one of
 // the caller's sessions, else 1957; KILL USER u kills u's threads that run
-// the caller's sessions, one KILL each. A KILL inside a multi-statement
-// text gets 1235 (from a client without multi-statements the server itself
-// rejects what follows a ';'). A KILL prepared with the
+// the caller's sessions, one KILL each. A KILL n inside a multi-statement
+// text is mapped in place (killmulti.go): n becomes the target's thread id,
+// or the statement a SIGNAL of the server's 1094 when the caller may not
+// reach it; one whose id is an expression (but CONNECTION_ID()), QUERY ID
+// or USER gets 1235 for the whole text (from a client without
+// multi-statements the server itself rejects what follows a ';'). A KILL prepared with the
 // binary protocol (COM_STMT_PREPARE of `KILL n` or `KILL ?`) is carried
 // out the same way at every execute, with the id the execute binds
 // (killstmt.go); the backend holds the prepared statement, but none of its
@@ -256,6 +274,8 @@
 // (new connections are refused), pending handshakes and idle sessions close
 // at once, statements in flight finish within config Shutdown.Grace, then
 // the rest are cut off. listen and backend.addr may be Unix socket paths.
-// Logs are log/slog records with a "session" attribute (the proxy id);
+// Logs are log/slog records with a "session" attribute (the id the client
+// was greeted with; in backend-account mode, until the login is done, the
+// proxy's own number for the connection);
 // passwords and SQL text are never logged.
 package proxy

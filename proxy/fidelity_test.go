@@ -144,12 +144,13 @@ func TestKillMapsGreetingIDs(t *testing.T) {
 	if _, err := otherDB.Exec(fmt.Sprintf("KILL QUERY %d", victim.hello.threadID)); !errors.As(err, &me) || me.Number != gomysql.ER_NO_SUCH_THREAD {
 		t.Fatalf("KILL by another proxy user: %v, want 1094", err)
 	}
-	// A KILL among several statements is refused, not relayed (the other
-	// forms are killforms_test.go's).
+	// A KILL among several statements is mapped in place: a thread the
+	// proxy did not open is 1094 there too (killmulti_test.go has the
+	// rest; the other forms are killforms_test.go's).
 	multi := e.open(t, "", "multiStatements=true")
 	for _, q := range []string{"SELECT 1; KILL 5", "SELECT ';'; /* ; */ kill 5"} {
-		if _, err := multi.Exec(q); !errors.As(err, &me) || me.Number != gomysql.ER_NOT_SUPPORTED_YET {
-			t.Errorf("%s: %v, want 1235", q, err)
+		if _, err := multi.Exec(q); !errors.As(err, &me) || me.Number != gomysql.ER_NO_SUCH_THREAD || me.Message != "Unknown thread id: 5" {
+			t.Errorf("%s: %v, want 1094 Unknown thread id: 5", q, err)
 		}
 	}
 	// Without multi-statements the server reads one statement and

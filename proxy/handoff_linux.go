@@ -228,6 +228,9 @@ func (s *Session) fromLoop(ctx context.Context, m *handBack) bool {
 			s.endOnError(err)
 			return true
 		}
+		if s.endIfKilled() {
+			return true
+		}
 	case handBackResume:
 		s.srv.armHangupWatch()
 		err := s.resume(ctx, m)

@@ -76,6 +76,7 @@ type killReq struct {
 	expr       []byte // not nil: the id (or the user spec) as written, for the backend to evaluate
 	text       []byte // with expr: the whole statement as the client sent it
 	refuse     string // non-empty: a KILL form the proxy will not relay
+	multi      bool   // not ok: KILL among the statements of a multi-statement text (killmulti.go)
 	// prepareName, with refuse: the statement is PREPARE prepareName FROM
 	// '<KILL>' on its own, which prepareDynamicKill carries out.
 	prepareName []byte
@@ -84,10 +85,12 @@ type killReq struct {
 // parseKill recognises KILL statements in a COM_QUERY text. ok means q is a
 // single KILL [HARD|SOFT] [CONNECTION|QUERY [ID]] followed by a number, an
 // expression (k.expr, evaluated by the backend before the proxy maps it)
-// or USER and an account (k.user). A KILL among several statements or in
-// the literal text of PREPARE ... FROM or EXECUTE IMMEDIATE comes back with
-// refuse set: relayed as written it could reach a thread of a client that
-// never went through this proxy.
+// or USER and an account (k.user). A KILL among several statements of a
+// client with multi-statements comes back with multi set (its ids are
+// mapped in place, killmulti.go); one in the literal text of PREPARE ...
+// FROM or EXECUTE IMMEDIATE, or among statements the server would not run
+// as several, comes back with refuse set: relayed as written it could
+// reach a thread of a client that never went through this proxy.
 func parseKill(q []byte, multi bool) (k killReq, ok bool) { return parseKillIn(q, multi, false) }
 
 // parsePreparedKill is parseKill for a COM_STMT_PREPARE text, where the id
@@ -107,10 +110,11 @@ func parseKillIn(q []byte, multi, prepared bool) (k killReq, ok bool) {
 		return withText(parseKillArgs(skipSpace(w[4:]), prepared))(q)
 	case hasKeyword(w, "KILL"):
 		stmts := splitStatements(q) // "KILL 5;" or KILL first among several: rare
-		if len(stmts) > 1 {
+		if len(stmts) > 1 && !multi {
 			return killReq{refuse: killAmongStatements}, false
+		} else if len(stmts) == 1 {
+			return withText(parseKillArgs(skipSpace(firstWord(stmts[0])[4:]), prepared))(q)
 		}
-		return withText(parseKillArgs(skipSpace(firstWord(stmts[0])[4:]), prepared))(q)
 	case (hasKeyword(w, "PREPARE") || hasKeyword(w, "EXECUTE")) && dynamicKill(w):
 		k = killReq{refuse: killInDynamic}
 		if !prepared && hasKeyword(w, "PREPARE") && !moreStatements(q) {
@@ -124,7 +128,7 @@ func parseKillIn(q []byte, multi, prepared bool) (k killReq, ok bool) {
 		end := sqltext.StatementEnd(q, start, true)
 		switch w := firstWord(q[start:end]); {
 		case hasKeyword(w, "KILL"):
-			return killReq{refuse: killAmongStatements}, false
+			k.multi = true // mapped in place (killmulti.go)
 		case (hasKeyword(w, "PREPARE") || hasKeyword(w, "EXECUTE")) && dynamicKill(w):
 			return killReq{refuse: killInDynamic}, false
 		}

@@ -139,7 +139,7 @@ func (s *Session) killThread(k killReq) error {
 	if k.connection {
 		what = "CONNECTION"
 	}
-	s.log.Info("kill", "target_session", target.id, "backend_thread", tid, "what", what)
+	s.log.Info("kill", "target_session", target.clientID, "backend_thread", tid, "what", what)
 	stmt := "KILL " + k.mode + what + " " + strconv.FormatUint(uint64(tid), 10)
 	s.out = append(append(s.out[:0], mysql.COM_QUERY), stmt...)
 	ok, err := s.exec.relay(s, s.out, respResult, afterAction{})
@@ -223,7 +223,7 @@ func (s *Session) killQueryID(ctx context.Context, k killReq) error {
 	if !s.mayKill(target) {
 		return s.writeErrFlush(erNoSuchQuery, "HY000", "Unknown query id: "+n)
 	}
-	s.log.Info("kill", "target_session", target.id, "query_id", k.id, "what", "QUERY ID")
+	s.log.Info("kill", "target_session", target.clientID, "query_id", k.id, "what", "QUERY ID")
 	s.out = append(append(s.out[:0], mysql.COM_QUERY), "KILL "+k.mode+"QUERY ID "+n...)
 	_, err = s.relay(s.out, respResult)
 	s.trimOut()
@@ -271,7 +271,7 @@ func (s *Session) killUser(ctx context.Context, k killReq) error {
 			killed++
 			continue
 		}
-		s.log.Info("kill", "target_session", target.id, "backend_thread", tid, "what", "USER "+what)
+		s.log.Info("kill", "target_session", target.clientID, "backend_thread", tid, "what", "USER "+what)
 		_, _, err = s.BackendExec(ctx, "KILL "+k.mode+what+*r[0])
 		var me *mysql.MyError
 		if errors.As(err, &me) && me.Code == mysql.ER_NO_SUCH_THREAD {
@@ -287,7 +287,7 @@ func (s *Session) killUser(ctx context.Context, k killReq) error {
 	if err := s.WriteOK(killed, 0, 0); err != nil || !self || !k.connection {
 		return err
 	}
-	s.log.Info("kill", "target_session", s.id, "backend_thread", s.threadID.Load(), "what", "USER "+what)
+	s.log.Info("kill", "target_session", s.clientID, "backend_thread", s.threadID.Load(), "what", "USER "+what)
 	_, _, _ = s.BackendExec(ctx, "KILL "+k.mode+"CONNECTION "+strconv.FormatUint(uint64(s.threadID.Load()), 10))
 	return errQuit
 }
@@ -383,12 +383,16 @@ func (srv *Server) queryThread(ctx context.Context, n string) uint32 {
 	}
 }
 
-// lookupSession finds a session by proxy id, or else by backend thread id.
+// lookupSession finds a session by proxy id, or else by backend thread id
+// (the greeting's id in backend-account mode).
 func (srv *Server) lookupSession(id uint32) *Session {
 	if id >= sessionIDBase {
 		srv.mu.Lock()
-		defer srv.mu.Unlock()
-		return srv.sessions[id]
+		sess := srv.sessions[id]
+		srv.mu.Unlock()
+		if sess != nil && sess.clientID == id { // not a backend-account session (greeted with its thread id)
+			return sess
+		}
 	}
 	return srv.lookupThread(id)
 }

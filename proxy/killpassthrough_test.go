@@ -11,7 +11,8 @@ import (
 // client's own account: KILL between two accounts gets the backend's own
 // answer (1095 without CONNECTION ADMIN, as directly), and KILL USER by an
 // account with CONNECTION ADMIN ends the other account's sessions and
-// counts them, as the server does.
+// counts them, as the server does: the KILL is the backend's, untouched
+// (killrelay.go).
 func TestKillPassThroughAccounts(t *testing.T) {
 	t.Parallel()
 	shared.Exec(t,
@@ -53,11 +54,14 @@ func TestKillPassThroughAccounts(t *testing.T) {
 		t.Fatalf("kpt_a's session was killed by kpt_b: %v", err)
 	}
 
-	// root (CONNECTION ADMIN) kills kpt_b's query and every kpt_a session.
+	// root (CONNECTION ADMIN) kills kpt_b's queries and every kpt_a
+	// session. The KILL reaches the backend untouched: kpt_b's two
+	// threads are counted, the proxy session's and the direct one's, as
+	// directly.
 	for _, c := range []struct {
 		stmt string
 		want int64
-	}{{"KILL QUERY USER kpt_b@'%'", 1}, {"KILL HARD CONNECTION USER kpt_a", 2}} {
+	}{{"KILL QUERY USER kpt_b@'%'", 2}, {"KILL HARD CONNECTION USER kpt_a", 2}} {
 		res, err := root.ExecContext(context.Background(), c.stmt)
 		if err != nil {
 			t.Fatalf("%s: %v", c.stmt, err)

@@ -116,8 +116,14 @@ func TestParseKillForms(t *testing.T) {
 			t.Errorf("parseKill(%q) = %+v, %v, want %+v", q, k, ok, want)
 		}
 	}
-	if k, ok := parseKill([]byte("KILL 5; SELECT 1"), true); ok || k.refuse != killAmongStatements {
-		t.Errorf("KILL among statements: %+v %v", k, ok)
+	if k, ok := parseKill([]byte("KILL 5; SELECT 1"), true); ok || !k.multi || k.refuse != "" {
+		t.Errorf("KILL among statements: %+v %v, want multi (mapped in place)", k, ok)
+	}
+	if k, ok := parseKill([]byte("SELECT 1; KILL 5"), true); ok || !k.multi || k.refuse != "" {
+		t.Errorf("KILL after a statement: %+v %v, want multi (mapped in place)", k, ok)
+	}
+	if k, ok := parseKill([]byte("KILL 5; SELECT 1"), false); ok || k.refuse != killAmongStatements {
+		t.Errorf("KILL among statements without multi-statements: %+v %v", k, ok)
 	}
 }
 
@@ -262,9 +268,9 @@ func TestPreparedKill(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		var v int
-		done <- victim.QueryRowContext(context.Background(), "SELECT SLEEP(60)").Scan(&v)
+		done <- victim.QueryRowContext(context.Background(), "SELECT SLEEP(59)").Scan(&v)
 	}()
-	waitForQuery(t, "SELECT SLEEP(60)")
+	waitForQuery(t, "SELECT SLEEP(59)")
 	kq, err := db.Prepare("KILL QUERY ?")
 	if err != nil {
 		t.Fatal(err)

@@ -116,7 +116,7 @@ func (ln *lane) relayBackend(buf []byte) {
 				return
 			}
 			if ev == evErr {
-				s.countErrPacket(buf[pos+4 : pos+4+h])
+				s.relayedErr(buf[pos+4 : pos+4+h])
 			}
 			ln.packetKind = ev
 		}

@@ -59,7 +59,7 @@ func (s *Server) backendAccount(user string, admin bool) Account {
 // its own (backend-account mode). It returns the client's hello and the
 // logged-in backend connection, or a *loginError to tell the client (any
 // other error: the client went away or broke the protocol).
-func (s *Server) passThroughHandshake(c *leg, id uint32) (*clientHello, *backendConn, error) {
+func (s *Server) passThroughHandshake(c *leg) (*clientHello, *backendConn, error) {
 	timeout := s.cfg.Backend.ConnectTimeout
 	ctx, cancel := context.WithTimeout(s.baseCtx, timeout)
 	nc, err := dialBackend(ctx, s.cfg.Backend.Addr, timeout)
@@ -80,7 +80,9 @@ func (s *Server) passThroughHandshake(c *leg, id uint32) (*clientHello, *backend
 	}
 	s.noteGreeting(g)
 
-	cg := s.greetingFor(id, g)
+	// The client is greeted with the backend connection's own thread id,
+	// which is what CONNECTION_ID() and the processlist show it (killconn.go).
+	cg := s.greetingFor(g.threadID, g)
 	cg.scramble, cg.plugin = g.scramble, g.plugin
 	h, err := s.greetClient(c, cg)
 	if err != nil {

@@ -246,7 +246,7 @@ func (s *Session) walkFrom(t *respTracker, mode int) (walkResult, error) {
 			if mode != walkRelay {
 				r.err = parseErr(head)
 			} else {
-				s.countErrPacket(head)
+				s.relayedErr(head)
 			}
 		case evRow:
 			if mode == walkCollect {

@@ -85,9 +85,10 @@ type PrepareResult struct {
 	Columns uint16
 }
 
-// ID is the proxy's session id: the connection id the client was greeted
-// with (and the "session" attribute in logs).
-func (s *Session) ID() uint32 { return s.id }
+// ID is the connection id the client was greeted with: a proxy session id
+// (from 2^30 up) with users configured, the backend thread id in
+// backend-account mode.
+func (s *Session) ID() uint32 { return s.clientID }
 
 // ThreadID is the backend connection's thread id (CONNECTION_ID()).
 func (s *Session) ThreadID() uint32 { return s.threadID.Load() }

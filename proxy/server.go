@@ -351,7 +351,7 @@ func (s *Server) handle(raw net.Conn) {
 	var bc *backendConn // logged in already in backend-account mode
 	var err error
 	if s.users.Load().backendAuth {
-		h, bc, err = s.passThroughHandshake(c, id)
+		h, bc, err = s.passThroughHandshake(c)
 	} else {
 		hello, herr := s.hello(s.baseCtx)
 		if herr != nil {
@@ -373,6 +373,11 @@ func (s *Server) handle(raw net.Conn) {
 			log.Info("client handshake failed", "err", oneLine(err))
 		}
 		return
+	}
+	if bc != nil {
+		// Backend-account mode: the client was greeted with its backend
+		// thread id, which is then the session's id in every log record.
+		log = s.log.With("session", bc.threadID, "remote", remote)
 	}
 	log = log.With("user", h.resp.user)
 	_ = c.conn.SetDeadline(time.Time{})

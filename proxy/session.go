@@ -21,7 +21,8 @@ import (
 // goroutine; none of them is safe for use from other goroutines.
 type Session struct {
 	srv       *Server
-	id        uint32 // the connection id the client was greeted with
+	id        uint32 // the proxy's session id: its key in Server.sessions
+	clientID  uint32 // the connection id the client was greeted with
 	log       *slog.Logger
 	user      string
 	account   Account
@@ -71,6 +72,7 @@ type Session struct {
 	bpeek      *socketPeeker        // the idle watch's look at bconn (nil: not a socket)
 	bpeekConn  net.Conn             // the connection bpeek was made for
 	kills      map[uint32]*killStmt // KILLs the client prepared, by statement id (killstmt.go)
+	connKilled bool                 // the last response relayed ended in 1927 (killrelay.go)
 
 	changeUserFails uint8 // refused COM_CHANGE_USERs (auth_changeuser.go)
 
@@ -111,7 +113,7 @@ const (
 
 func newSession(srv *Server, id uint32, log *slog.Logger, c *leg, h *clientHello, bc *backendConn) *Session {
 	s := &Session{
-		srv: srv, id: id, log: log, user: h.resp.user, account: h.account,
+		srv: srv, id: id, clientID: id, log: log, user: h.resp.user, account: h.account,
 		caps: h.resp.caps, extCaps: h.resp.extCaps, collation: h.resp.charset,
 		scramble: h.scramble, attrs: h.resp.attrs,
 		c:     c,
@@ -125,6 +127,9 @@ func newSession(srv *Server, id uint32, log *slog.Logger, c *leg, h *clientHello
 		s.remote = a.String()
 	}
 	s.setBackend(bc)
+	if h.account.backendAuth {
+		s.clientID = bc.threadID // greeted with its backend thread id (passThroughHandshake)
+	}
 	s.since.Store(time.Now().UnixNano())
 	return s
 }
@@ -241,7 +246,7 @@ func (s *Session) serve(base context.Context) {
 			s.endOnError(err)
 			return
 		}
-		if s.endIfAbandoned() {
+		if s.endIfAbandoned() || s.endIfKilled() {
 			return
 		}
 	}
@@ -394,7 +399,7 @@ func (s *Session) info() SessionInfo {
 	if p := s.dbShared.Load(); p != nil {
 		db = *p
 	}
-	return SessionInfo{ID: s.id, ThreadID: s.threadID.Load(), User: s.userName(), Remote: s.remote,
+	return SessionInfo{ID: s.clientID, ThreadID: s.threadID.Load(), User: s.userName(), Remote: s.remote,
 		DB: db, Command: cmd, Since: time.Unix(0, s.since.Load())}
 }
 
