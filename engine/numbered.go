@@ -85,6 +85,10 @@ func (e *Engine) numberedAttempts(ctx context.Context, s Session, st *state, pla
 	if err := st.resolveLast(ctx); err != nil {
 		return false, err
 	}
+	var err error
+	if st.limits, err = e.keyLimits(ctx, s, &st.lastColumns, plan.Filled, st.limits[:0]); err != nil {
+		return false, err
+	}
 	blocks := make([]rewriter.Block, len(plan.Counters))
 	room := make([]int64, len(plan.Counters))
 	for attempt := 1; ; attempt++ {
@@ -117,6 +121,11 @@ func (e *Engine) numberedAttempts(ctx context.Context, s Session, st *state, pla
 			}
 			st.countIDs(te, n)
 			blocks[i] = rewriter.Block{First: first, N: n, Run: runLen, Stride: stride}
+			if c.Key && len(st.limits) > 0 {
+				if err := checkBlock(st.limits, tag, blocks[i]); err != nil {
+					return false, err
+				}
+			}
 		}
 		if attempt == 1 {
 			st.countStmt(StmtNumbered)

@@ -1,0 +1,158 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/leafproxy/leafproxy/rewriter"
+)
+
+// The end of a key column. AUTO_INCREMENT on a full column answers 167
+// (SQLSTATE 22003, "Out of range value for column 'id' at row N") and
+// writes nothing; a generated key past the column's maximum sent to the
+// server instead would be clamped to the maximum in a non-strict sql_mode
+// (REPLACE then replaces that row, ODKU updates it) or refused with 1264.
+// So the engine compares every drawn key with the largest value of the
+// column it fills, after drawing and before anything is sent, and answers
+// 167 itself.
+
+// colMax is the largest value a column of type t holds, at most
+// math.MaxInt64 (IDs are BIGINT); false for a type that holds no IDs
+// (checkKeys refuses those).
+func colMax(t colType) (int64, bool) {
+	unsigned := strings.Contains(t.columnType, "unsigned")
+	bits := map[string]uint{"tinyint": 7, "smallint": 15, "mediumint": 23, "int": 31, "integer": 31, "bigint": 63}
+	if b, ok := bits[t.dataType]; ok {
+		if unsigned {
+			b++
+		}
+		if b >= 63 {
+			return math.MaxInt64, true
+		}
+		return 1<<b - 1, true
+	}
+	if t.dataType == "decimal" || t.dataType == "numeric" {
+		if t.scale != 0 || t.precision <= 0 {
+			return 0, false
+		}
+		if t.precision >= 19 {
+			return math.MaxInt64, true
+		}
+		return int64(math.Pow10(int(t.precision))) - 1, true
+	}
+	return 0, false
+}
+
+// keyLimit is the largest key the columns a statement fills from tag can
+// hold: the smallest of them (col names it).
+type keyLimit struct {
+	tag    string
+	max    int64
+	db     string
+	table  string
+	column string
+	typ    string
+}
+
+// keyLimits appends to dst the limit of every tag whose IDs fill a key
+// column of filled. An entry the cache holds is used at any age (a key
+// column's type changes only by DDL, which drops the entry when this
+// proxy sees it; the runway re-reads the others); only a table not cached
+// is read, before any ID is drawn.
+func (e *Engine) keyLimits(ctx context.Context, s Session, memo *colMemo, filled []rewriter.Filled, dst []keyLimit) ([]keyLimit, error) {
+	for _, f := range filled {
+		ent, ok := e.columns.cached(memo, f.DB, f.Table)
+		if !ok {
+			var err error
+			if ent, err = e.columns.entry(ctx, s, memo, f.DB, f.Table); err != nil {
+				return dst, err
+			}
+		}
+		for i, c := range ent.cols {
+			if !strings.EqualFold(c, f.Column) {
+				continue
+			}
+			mx, ok := colMax(ent.types[i])
+			if !ok || mx == math.MaxInt64 {
+				break
+			}
+			found := false
+			for j := range dst {
+				if dst[j].tag == f.Tag {
+					found = true
+					if mx < dst[j].max {
+						dst[j] = keyLimit{tag: f.Tag, max: mx, db: f.DB, table: f.Table, column: c, typ: ent.types[i].columnType}
+					}
+				}
+			}
+			if !found {
+				dst = append(dst, keyLimit{tag: f.Tag, max: mx, db: f.DB, table: f.Table, column: c, typ: ent.types[i].columnType})
+			}
+			break
+		}
+	}
+	return dst, nil
+}
+
+// checkIDs returns a 167 when an ID of ids (drawn from tag, in row order)
+// is beyond tag's limit in limits; first is the number of the row ids
+// start at (1 for a statement's first).
+func checkIDs(limits []keyLimit, tag string, ids []int64, first int) error {
+	for i := range limits {
+		l := &limits[i]
+		if l.tag != tag {
+			continue
+		}
+		for k, id := range ids {
+			if id > l.max {
+				return l.outOfRange(first+k, id)
+			}
+		}
+	}
+	return nil
+}
+
+// outOfRange is the 167 for id, the key of row row.
+func (l *keyLimit) outOfRange(row int, id int64) error {
+	return &OutOfRangeError{Tag: l.tag, Column: l.column, Table: l.db + "." + l.table, Type: l.typ, Max: l.max, ID: id, Row: row}
+}
+
+// OutOfRangeError is AUTO_INCREMENT's answer on a full key column, 167
+// (SQLSTATE 22003) with the server's words, and what the proxy adds: the
+// tag and the column it has run past. Nothing was sent.
+type OutOfRangeError struct {
+	Tag, Table, Column, Type string
+	Max, ID                  int64
+	Row                      int
+}
+
+func (e *OutOfRangeError) Error() string {
+	return "Out of range value for column '" + e.Column + "' at row " + strconv.Itoa(e.Row) +
+		fmt.Sprintf(" (leafproxy: tag '%s' is past the end of %s.%s %s, which holds at most %d: the next key would be %d; "+
+			"nothing was written; widen the column, e.g. to BIGINT, or move the rule to a new tag)", e.Tag, e.Table, e.Column, e.Type, e.Max, e.ID)
+}
+
+func (e *OutOfRangeError) Code() uint16     { return 167 }
+func (e *OutOfRangeError) SQLState() string { return "22003" }
+
+// checkBlock is checkIDs for a numbered block: every ID reserved, as any
+// may number a row.
+func checkBlock(limits []keyLimit, tag string, b rewriter.Block) error {
+	if b.N <= 0 {
+		return nil
+	}
+	for i := range limits {
+		l := &limits[i]
+		if l.tag != tag || b.At(b.N-1) <= l.max {
+			continue
+		}
+		// The first row past the end (IDs ascend within a block).
+		k := sort.Search(int(b.N), func(k int) bool { return b.At(int64(k)) > l.max })
+		return l.outOfRange(k+1, b.At(int64(k)))
+	}
+	return nil
+}

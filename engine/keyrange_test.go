@@ -1,0 +1,64 @@
+package engine
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/leafproxy/leafproxy/proxy"
+	"github.com/leafproxy/leafproxy/rewriter"
+)
+
+func TestColMax(t *testing.T) {
+	for _, tc := range []struct {
+		data, column string
+		prec, scale  int64
+		max          int64
+		ok           bool
+	}{
+		{"tinyint", "tinyint(4)", 0, 0, 127, true},
+		{"tinyint", "tinyint(3) unsigned", 0, 0, 255, true},
+		{"smallint", "smallint(6)", 0, 0, 32767, true},
+		{"smallint", "smallint(5) unsigned", 0, 0, 65535, true},
+		{"mediumint", "mediumint(9)", 0, 0, 8388607, true},
+		{"mediumint", "mediumint(8) unsigned", 0, 0, 16777215, true},
+		{"int", "int(11)", 0, 0, math.MaxInt32, true},
+		{"int", "int(10) unsigned", 0, 0, math.MaxUint32, true},
+		{"bigint", "bigint(20)", 0, 0, math.MaxInt64, true},
+		{"bigint", "bigint(20) unsigned", 0, 0, math.MaxInt64, true},
+		{"decimal", "decimal(10,0)", 10, 0, 9_999_999_999, true},
+		{"decimal", "decimal(20,0)", 20, 0, math.MaxInt64, true},
+		{"decimal", "decimal(10,2)", 10, 2, 0, false},
+		{"varchar", "varchar(20)", 0, 0, 0, false},
+	} {
+		got, ok := colMax(colType{dataType: tc.data, columnType: tc.column, precision: tc.prec, scale: tc.scale})
+		if got != tc.max || ok != tc.ok {
+			t.Errorf("%s: %d %v, want %d %v", tc.column, got, ok, tc.max, tc.ok)
+		}
+	}
+}
+
+func TestCheckIDs(t *testing.T) {
+	limits := []keyLimit{{tag: "small", max: math.MaxInt32, db: "shop", table: "t", column: "id", typ: "int(11)"}}
+	if err := checkIDs(limits, "small", []int64{math.MaxInt32 - 1, math.MaxInt32}, 1); err != nil {
+		t.Fatalf("the last value fits: %v", err)
+	}
+	if err := checkIDs(limits, "other", []int64{math.MaxInt32 + 5}, 1); err != nil {
+		t.Fatalf("another tag: %v", err)
+	}
+	err := checkIDs(limits, "small", []int64{math.MaxInt32, math.MaxInt32 + 1}, 3)
+	var se proxy.SQLError
+	if !errors.As(err, &se) || se.Code() != 167 || se.SQLState() != "22003" ||
+		!strings.HasPrefix(err.Error(), "Out of range value for column 'id' at row 4 (leafproxy: tag 'small'") ||
+		!strings.Contains(err.Error(), "shop.t.id int(11)") {
+		t.Fatalf("past the end: %v", err)
+	}
+	b := rewriter.Block{First: math.MaxInt32 - 1, N: 5}
+	if err := checkBlock(limits, "small", b); err == nil || !strings.Contains(err.Error(), "at row 3 ") {
+		t.Fatalf("block: %v", err)
+	}
+	if err := checkBlock(limits, "small", rewriter.Block{First: 1, N: 5}); err != nil {
+		t.Fatalf("block that fits: %v", err)
+	}
+}
