@@ -50,6 +50,7 @@ type Engine struct {
 	idSource IDSource
 	rules    atomic.Pointer[rewriter.Rules] // swapped whole on a configuration reload
 	columns  *columnCache
+	onDDL    func() // OnDDL
 	// What planning with the parser may cost (WithPlanLimits, planmem.go).
 	maxDepth int
 	plans    *planBudget
@@ -274,6 +275,9 @@ func (st *state) draw(ctx context.Context, e *Engine, plan *rewriter.Plan) error
 		tag := te.name
 		st.drawnIDs, err = e.idSource.NextN(ctx, tag, tc.N, st.drawnIDs)
 		if err != nil {
+			if oe := atEnd(st.limits, tag, err); oe != nil {
+				return oe
+			}
 			return fmt.Errorf("generate %d ID(s) for %q: %w", tc.N, tag, err)
 		}
 		st.countIDs(te, int64(tc.N))

@@ -2,12 +2,14 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/leafproxy/leafproxy/proxy"
 	"github.com/leafproxy/leafproxy/rewriter"
 )
 
@@ -128,9 +130,15 @@ type OutOfRangeError struct {
 	Tag, Table, Column, Type string
 	Max, ID                  int64
 	Row                      int
+	// Cause: the ID source's own 167 (it fetches nothing past the
+	// widest key column filled from the tag), when no ID was drawn.
+	Cause error
 }
 
 func (e *OutOfRangeError) Error() string {
+	if e.Cause != nil {
+		return "Out of range value for column '" + e.Column + "' at row " + strconv.Itoa(e.Row) + " (leafproxy: " + e.Cause.Error() + ")"
+	}
 	return "Out of range value for column '" + e.Column + "' at row " + strconv.Itoa(e.Row) +
 		fmt.Sprintf(" (leafproxy: tag '%s' is past the end of %s.%s %s, which holds at most %d: the next key would be %d; "+
 			"nothing was written; widen the column, e.g. to BIGINT, or move the rule to a new tag)", e.Tag, e.Table, e.Column, e.Type, e.Max, e.ID)
@@ -153,6 +161,22 @@ func checkBlock(limits []keyLimit, tag string, b rewriter.Block) error {
 		// The first row past the end (IDs ascend within a block).
 		k := sort.Search(int(b.N), func(k int) bool { return b.At(int64(k)) > l.max })
 		return l.outOfRange(k+1, b.At(int64(k)))
+	}
+	return nil
+}
+
+// atEnd turns the ID source's 167 (the tag is at its end: no segment past
+// the widest key column filled from it) into the statement's, naming the
+// column; nil for any other error, or a tag without a limit here.
+func atEnd(limits []keyLimit, tag string, err error) *OutOfRangeError {
+	var se proxy.SQLError
+	if err == nil || !errors.As(err, &se) || se.Code() != 167 {
+		return nil
+	}
+	for i := range limits {
+		if l := &limits[i]; l.tag == tag {
+			return &OutOfRangeError{Tag: l.tag, Column: l.column, Table: l.db + "." + l.table, Type: l.typ, Max: l.max, Row: 1, Cause: err}
+		}
 	}
 	return nil
 }

@@ -105,6 +105,10 @@ func (k *keyFeed) Next() (int64, error) {
 
 func (k *keyFeed) draw(n int) error {
 	b, err := k.engine.idSource.NextN(k.ctx, k.tag, n, k.batch[:0])
+	if oe := atEnd(k.limits, k.tag, err); oe != nil {
+		oe.Row = k.drawn + 1
+		return oe
+	}
 	if err != nil {
 		e := &loadKeyError{code: 1105, state: "HY000",
 			msg: fmt.Sprintf("leafproxy: LOAD DATA into %s failed: no keys from tag %q for its rows, so the statement was refused: %v", k.table, k.tag, err)}
