@@ -233,6 +233,9 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 			return false, err
 		}
 		if err := st.draw(ctx, e, &plan); err != nil {
+			if w := ignoreWarning(text, plan.Statements, err); w != "" {
+				return true, s.RelayQuery([]byte(w))
+			}
 			return false, err
 		}
 		st.rendered = plan.Render(st.rendered[:0], text, st.slotIDs)

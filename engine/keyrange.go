@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"github.com/leafproxy/leafproxy/proxy"
 	"github.com/leafproxy/leafproxy/rewriter"
 )
@@ -137,7 +138,10 @@ type OutOfRangeError struct {
 
 func (e *OutOfRangeError) Error() string {
 	if e.Cause != nil {
-		return "Out of range value for column '" + e.Column + "' at row " + strconv.Itoa(e.Row) + " (leafproxy: " + e.Cause.Error() + ")"
+		return "Out of range value for column '" + e.Column + "' at row " + strconv.Itoa(e.Row) +
+			fmt.Sprintf(" (leafproxy: tag '%s' is at the end of %s.%s %s, which holds at most %d: it has no ID left that fits "+
+				"and fetches no segment past the widest key column filled from it; nothing was written; "+
+				"widen the column, e.g. to BIGINT, or move the rule to a new tag)", e.Tag, e.Table, e.Column, e.Type, e.Max)
 	}
 	return "Out of range value for column '" + e.Column + "' at row " + strconv.Itoa(e.Row) +
 		fmt.Sprintf(" (leafproxy: tag '%s' is past the end of %s.%s %s, which holds at most %d: the next key would be %d; "+
@@ -179,4 +183,35 @@ func atEnd(limits []keyLimit, tag string, err error) *OutOfRangeError {
 		}
 	}
 	return nil
+}
+
+// ignoreWarning is what an INSERT IGNORE whose key is past its column's
+// end is answered with, as AUTO_INCREMENT answers it: no row, no error,
+// warning 167. The server raises it itself (SIGNAL with a warning's
+// SQLSTATE class), so SHOW WARNINGS shows it; "" when text is not a lone
+// INSERT IGNORE or err is not a 167 on a key.
+func ignoreWarning(text string, statements int, err error) string {
+	var oe *OutOfRangeError
+	if statements != 1 || !errors.As(err, &oe) || !insertIgnore(text) || strings.ContainsAny(oe.Column, "\\'\x00") {
+		return ""
+	}
+	return "SIGNAL SQLSTATE '01000' SET MYSQL_ERRNO = 167, MESSAGE_TEXT = 'Out of range value for column ''" +
+		oe.Column + "'' at row " + strconv.Itoa(oe.Row) + "'"
+}
+
+// insertIgnore reports whether text starts with INSERT [LOW_PRIORITY |
+// DELAYED | HIGH_PRIORITY] IGNORE.
+func insertIgnore(text string) bool {
+	i := sqltext.SkipToCode(text, 0)
+	if !sqltext.HasKeyword(text[i:], "INSERT") {
+		return false
+	}
+	i = sqltext.SkipToCode(text, i+len("INSERT"))
+	for _, kw := range [...]string{"LOW_PRIORITY", "DELAYED", "HIGH_PRIORITY"} {
+		if sqltext.HasKeyword(text[i:], kw) {
+			i = sqltext.SkipToCode(text, i+len(kw))
+			break
+		}
+	}
+	return sqltext.HasKeyword(text[i:], "IGNORE")
 }

@@ -46,7 +46,7 @@ func (e *Engine) runNumbered(ctx context.Context, s Session, st *state, plan *re
 	if err := e.checkKeys(ctx, s, &st.lastColumns, plan.Filled); err != nil {
 		return false, err
 	}
-	return e.numberedAttempts(ctx, s, st, plan, numberedRun{
+	handled, err := e.numberedAttempts(ctx, s, st, plan, numberedRun{
 		count: func() ([][]*string, error) {
 			if _, _, err := s.BackendExec(ctx, plan.InitQuery()); err != nil {
 				return nil, fmt.Errorf("leafproxy: set the row counters: %w", err)
@@ -64,6 +64,10 @@ func (e *Engine) runNumbered(ctx context.Context, s Session, st *state, plan *re
 			return retried, err
 		},
 	})
+	if w := ignoreWarning(text, plan.Statements, err); w != "" {
+		return true, s.RelayQuery([]byte(w)) // keys past the column's end: nothing was sent
+	}
+	return handled, err
 }
 
 // numberedRun is what differs between a text and a prepared numbered
