@@ -191,12 +191,37 @@ func atEnd(limits []keyLimit, tag string, err error) *OutOfRangeError {
 // SQLSTATE class), so SHOW WARNINGS shows it; "" when text is not a lone
 // INSERT IGNORE or err is not a 167 on a key.
 func ignoreWarning(text string, statements int, err error) string {
+	if statements != 1 || !insertIgnore(text) {
+		return ""
+	}
+	return signalWarning(err)
+}
+
+// signalWarning is the statement that makes the server answer OK with
+// warning 167 for err, an OutOfRangeError ("" for any other error).
+func signalWarning(err error) string {
 	var oe *OutOfRangeError
-	if statements != 1 || !errors.As(err, &oe) || !insertIgnore(text) || strings.ContainsAny(oe.Column, "\\'\x00") {
+	if !errors.As(err, &oe) || strings.ContainsAny(oe.Column, "\\'\x00") {
 		return ""
 	}
 	return "SIGNAL SQLSTATE '01000' SET MYSQL_ERRNO = 167, MESSAGE_TEXT = 'Out of range value for column ''" +
 		oe.Column + "'' at row " + strconv.Itoa(oe.Row) + "'"
+}
+
+// loadReplace reports whether a LOAD DATA statement says REPLACE after
+// its file name (escapes: backslashes escape in string literals).
+func loadReplace(text string, escapes bool) bool {
+	i := sqltext.SkipToCode(text, 0)
+	for _, kw := range [...]string{"LOAD", "DATA", "LOW_PRIORITY", "CONCURRENT", "LOCAL", "INFILE"} {
+		if sqltext.HasKeyword(text[i:], kw) {
+			i = sqltext.SkipToCode(text, i+len(kw))
+		}
+	}
+	if i >= len(text) || text[i] != '\'' && text[i] != '"' {
+		return false
+	}
+	end, _ := sqltext.QuotedEnd(text, i, escapes)
+	return sqltext.HasKeyword(text[sqltext.SkipToCode(text, end):], "REPLACE")
 }
 
 // insertIgnore reports whether text starts with INSERT [LOW_PRIORITY |

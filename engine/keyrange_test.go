@@ -62,3 +62,34 @@ func TestCheckIDs(t *testing.T) {
 		t.Fatalf("block that fits: %v", err)
 	}
 }
+
+func TestEndStatements(t *testing.T) {
+	for text, want := range map[string]bool{
+		"INSERT IGNORE INTO t VALUES (1)":                          true,
+		"/* x */ insert low_priority ignore into t (a) values (1)": true,
+		"INSERT INTO t VALUES (1)":                                 false,
+		"REPLACE INTO t VALUES (1)":                                false,
+		"INSERT INTO ignore_me VALUES (1)":                         false,
+	} {
+		if got := insertIgnore(text); got != want {
+			t.Errorf("insertIgnore(%q) = %v", text, got)
+		}
+	}
+	for text, want := range map[string]bool{
+		"LOAD DATA LOCAL INFILE 'f' REPLACE INTO TABLE t":               true,
+		"load data low_priority local infile 'f''replace' into table t": false,
+		"LOAD DATA LOCAL INFILE 'a\\' REPLACE' IGNORE INTO TABLE t":     false,
+		"LOAD DATA LOCAL INFILE 'f' INTO TABLE t":                       false,
+	} {
+		if got := loadReplace(text, true); got != want {
+			t.Errorf("loadReplace(%q) = %v", text, got)
+		}
+	}
+	err := &OutOfRangeError{Tag: "t", Column: "id", Row: 2}
+	if w := ignoreWarning("INSERT IGNORE INTO t (b) VALUES (1)", 1, err); w != "SIGNAL SQLSTATE '01000' SET MYSQL_ERRNO = 167, MESSAGE_TEXT = 'Out of range value for column ''id'' at row 2'" {
+		t.Errorf("warning: %s", w)
+	}
+	if w := ignoreWarning("INSERT INTO t (b) VALUES (1)", 1, err); w != "" {
+		t.Errorf("not IGNORE: %s", w)
+	}
+}

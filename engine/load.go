@@ -45,6 +45,15 @@ func (e *Engine) load(ctx context.Context, s Session, st *state, plan *rewriter.
 	f.Charset = kind
 	te := st.ownTag(ld.Filled.Tag)
 	feed := &keyFeed{ctx: ctx, engine: e, session: st, entry: te, tag: te.name, table: ld.Filled.DB + "." + ld.Filled.Table, limits: limits}
+	// The first key before the statement: a tag at its column's end is
+	// answered as AUTO_INCREMENT answers, before anything is sent (LOCAL
+	// implies IGNORE: OK with warning 167; REPLACE: error 167).
+	if err := feed.draw(1); err != nil {
+		if w := signalWarning(err); w != "" && !loadReplace(text, !st.env.Mode.NoBackslashEscapes) {
+			return true, s.RelayQuery([]byte(w))
+		}
+		return false, err
+	}
 	st.rendered = ld.Render(st.rendered[:0], text)
 	st.countStmt(StmtLoadData)
 	err = s.RelayQueryInfile(st.rendered, loadfile.New(f, feed))
