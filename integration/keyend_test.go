@@ -116,6 +116,7 @@ func TestKeyColumnEnd(t *testing.T) {
 		"INSERT IGNORE INTO %s (b, u) VALUES ('ig', 66)",
 		"INSERT IGNORE INTO %s (b, u) SELECT b, u FROM src WHERE u = 91",
 		"LOAD DATA LOCAL INFILE '" + file + "' INTO TABLE %s (b, u)", // LOCAL: IGNORE
+		"prepared",
 	}
 	before := keyRows(t, direct, "r")
 	twinBefore := keyRows(t, direct, "a")
@@ -140,18 +141,29 @@ func TestKeyColumnEnd(t *testing.T) {
 			}
 		}
 		// Prepared (the driver prepares statements with arguments).
-		_, perr := pc.ExecContext(t.Context(), "INSERT INTO r (b, u) VALUES (?, ?)", "p", 55)
-		_, derr := dc.ExecContext(t.Context(), "INSERT INTO a (b, u) VALUES (?, ?)", "p", 55)
-		if pcode, _ := myErr(perr); pcode != 167 {
-			t.Errorf("mode %s: prepared: proxy %v, AUTO_INCREMENT %v", mode, perr, derr)
-		} else if dcode, _ := myErr(derr); dcode != 167 {
-			t.Errorf("mode %s: prepared: AUTO_INCREMENT %v", mode, derr)
+		for _, s := range []string{
+			"INSERT INTO %s (b, u) VALUES (?, 55)",
+			"REPLACE INTO %s (b, u) VALUES (?, 3)",
+			"INSERT INTO %s (b, u) VALUES (?, 3) ON DUPLICATE KEY UPDATE b = 'upd'",
+			"INSERT INTO %s (b, u) SELECT ?, u + 100 FROM src",
+		} {
+			_, perr := pc.ExecContext(t.Context(), fmt.Sprintf(s, "r"), "p")
+			_, derr := dc.ExecContext(t.Context(), fmt.Sprintf(s, "a"), "p")
+			if pcode, _ := myErr(perr); pcode != 167 {
+				t.Errorf("mode %s: prepared %s: proxy %v, AUTO_INCREMENT %v", mode, s, perr, derr)
+			} else if dcode, _ := myErr(derr); dcode != 167 {
+				t.Errorf("mode %s: prepared %s: AUTO_INCREMENT %v", mode, s, derr)
+			}
 		}
 		// INSERT IGNORE: AUTO_INCREMENT skips the row with a warning 167.
 		for _, s := range ignores {
-			pres, perr := pc.ExecContext(t.Context(), fmt.Sprintf(s, "r"))
+			var args []any
+			if s == "prepared" {
+				s, args = "INSERT IGNORE INTO %s (b, u) VALUES (?, ?)", []any{"pi", 67}
+			}
+			pres, perr := pc.ExecContext(t.Context(), fmt.Sprintf(s, "r"), args...)
 			pw := warningCodes(t, pc)
-			dres, derr := dc.ExecContext(t.Context(), fmt.Sprintf(s, "a"))
+			dres, derr := dc.ExecContext(t.Context(), fmt.Sprintf(s, "a"), args...)
 			dw := warningCodes(t, dc)
 			if strings.HasPrefix(dw, "Warning 167; Warning 167") {
 				dw = "Warning 167" // LOAD DATA: one per row; the proxy gives one (README)
