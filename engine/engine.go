@@ -278,7 +278,7 @@ func (st *state) draw(ctx context.Context, e *Engine, plan *rewriter.Plan) error
 		tag := te.name
 		st.drawnIDs, err = e.idSource.NextN(ctx, tag, tc.N, st.drawnIDs)
 		if err != nil {
-			if oe := atEnd(st.limits, tag, err); oe != nil {
+			if oe := atEnd(st.limits, tag, tc.N, err); oe != nil {
 				return oe
 			}
 			return fmt.Errorf("generate %d ID(s) for %q: %w", tc.N, tag, err)

@@ -112,7 +112,9 @@ func checkIDs(limits []keyLimit, tag string, ids []int64, first int) error {
 		}
 		for k, id := range ids {
 			if id > l.max {
-				return l.outOfRange(first+k, id)
+				oe := l.outOfRange(first+k, id)
+				oe.AllPast = first+k == 1
+				return oe
 			}
 		}
 	}
@@ -120,7 +122,7 @@ func checkIDs(limits []keyLimit, tag string, ids []int64, first int) error {
 }
 
 // outOfRange is the 167 for id, the key of row row.
-func (l *keyLimit) outOfRange(row int, id int64) error {
+func (l *keyLimit) outOfRange(row int, id int64) *OutOfRangeError {
 	return &OutOfRangeError{Tag: l.tag, Column: l.column, Table: l.db + "." + l.table, Type: l.typ, Max: l.max, ID: id, Row: row}
 }
 
@@ -134,6 +136,11 @@ type OutOfRangeError struct {
 	// Cause: the ID source's own 167 (it fetches nothing past the
 	// widest key column filled from the tag), when no ID was drawn.
 	Cause error
+	// AllPast: every key of the statement from the tag is past the end
+	// (no row would have been written): an INSERT IGNORE is then answered
+	// with a warning, as AUTO_INCREMENT answers it; when some would fit,
+	// with this error (AUTO_INCREMENT would write those rows).
+	AllPast bool
 }
 
 func (e *OutOfRangeError) Error() string {
@@ -164,7 +171,9 @@ func checkBlock(limits []keyLimit, tag string, b rewriter.Block) error {
 		}
 		// The first row past the end (IDs ascend within a block).
 		k := sort.Search(int(b.N), func(k int) bool { return b.At(int64(k)) > l.max })
-		return l.outOfRange(k+1, b.At(int64(k)))
+		oe := l.outOfRange(k+1, b.At(int64(k)))
+		oe.AllPast = k == 0
+		return oe
 	}
 	return nil
 }
@@ -172,14 +181,16 @@ func checkBlock(limits []keyLimit, tag string, b rewriter.Block) error {
 // atEnd turns the ID source's 167 (the tag is at its end: no segment past
 // the widest key column filled from it) into the statement's, naming the
 // column; nil for any other error, or a tag without a limit here.
-func atEnd(limits []keyLimit, tag string, err error) *OutOfRangeError {
+//
+// n is how many IDs were asked for: with one, no key of the statement fit.
+func atEnd(limits []keyLimit, tag string, n int, err error) *OutOfRangeError {
 	var se proxy.SQLError
 	if err == nil || !errors.As(err, &se) || se.Code() != 167 {
 		return nil
 	}
 	for i := range limits {
 		if l := &limits[i]; l.tag == tag {
-			return &OutOfRangeError{Tag: l.tag, Column: l.column, Table: l.db + "." + l.table, Type: l.typ, Max: l.max, Row: 1, Cause: err}
+			return &OutOfRangeError{Tag: l.tag, Column: l.column, Table: l.db + "." + l.table, Type: l.typ, Max: l.max, Row: 1, Cause: err, AllPast: n == 1}
 		}
 	}
 	return nil
@@ -198,10 +209,11 @@ func ignoreWarning(text string, statements int, err error) string {
 }
 
 // signalWarning is the statement that makes the server answer OK with
-// warning 167 for err, an OutOfRangeError ("" for any other error).
+// warning 167 for err, an OutOfRangeError where no key fit ("" for any
+// other error).
 func signalWarning(err error) string {
 	var oe *OutOfRangeError
-	if !errors.As(err, &oe) || strings.ContainsAny(oe.Column, "\\'\x00") {
+	if !errors.As(err, &oe) || !oe.AllPast || strings.ContainsAny(oe.Column, "\\'\x00") {
 		return ""
 	}
 	return "SIGNAL SQLSTATE '01000' SET MYSQL_ERRNO = 167, MESSAGE_TEXT = 'Out of range value for column ''" +

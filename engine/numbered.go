@@ -121,7 +121,7 @@ func (e *Engine) numberedAttempts(ctx context.Context, s Session, st *state, pla
 			tag := te.name
 			first, runLen, stride, err := bl.Block(ctx, tag, n)
 			if err != nil {
-				if oe := atEnd(st.limits, tag, err); oe != nil && c.Key {
+				if oe := atEnd(st.limits, tag, int(n), err); oe != nil && c.Key {
 					return false, oe
 				}
 				return false, fmt.Errorf("reserve %d ID(s) of %q: %w", n, tag, err)

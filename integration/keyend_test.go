@@ -244,6 +244,21 @@ func TestKeyColumnEnd(t *testing.T) {
 	if r := seqRow(t, ops, "late"); r["limited_by"] != "shop.late.id int(11)" {
 		t.Errorf("late after the reload: %v", r)
 	}
+
+	// An INSERT IGNORE whose first row fits and second does not:
+	// AUTO_INCREMENT would write the first and warn about the second; the
+	// proxy refuses the statement with 167, writing nothing (README).
+	if _, err := store.Exec("UPDATE leaf_alloc SET max_id = 2147483647 WHERE biz_tag = 'late'"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = app.Exec("INSERT IGNORE INTO late (v) VALUES (1), (2)")
+	if code, _ := myErr(err); code != 167 || !strings.Contains(err.Error(), "at row 2") {
+		t.Errorf("straddling INSERT IGNORE: %v", err)
+	}
+	var n int
+	if err := direct.QueryRow("SELECT COUNT(*) FROM late").Scan(&n); err != nil || n != 0 {
+		t.Errorf("late has %d rows (%v)", n, err)
+	}
 }
 
 // oneConn is one connection of db, for session state (sql_mode).
