@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -68,9 +69,9 @@ func LevelOf(left, limit int64) string {
 	return LevelOK
 }
 
-// levelRank orders the levels, worst last.
+// levelRank orders the levels, worst last (a "+soon" suffix aside).
 func levelRank(l string) int {
-	switch l {
+	switch strings.TrimSuffix(l, "+soon") {
 	case LevelLow:
 		return 1
 	case LevelCritical:
@@ -307,11 +308,15 @@ func (m *Monitor) warn(now time.Time, e Estimate) {
 		return
 	}
 	last, ok := m.warned[e.Tag]
-	worse := levelRank(e.Level) > levelRank(m.warnedLevel[e.Tag])
+	was := m.warnedLevel[e.Tag]
+	worse := levelRank(e.Level) > levelRank(was) || soon && !strings.HasSuffix(was, "+soon")
 	if ok && now.Sub(last) < m.opts.WarnEvery && !worse {
 		return
 	}
 	m.warned[e.Tag], m.warnedLevel[e.Tag] = now, e.Level
+	if soon {
+		m.warnedLevel[e.Tag] += "+soon" // a date within WarnBelow was warned about
+	}
 	attrs := []any{"tag", e.Tag, "generator", e.Generator, "ids_left", e.IDsLeft, "limited_by", e.LimitedBy, "level", e.Level}
 	if !e.ExhaustedAt.IsZero() {
 		attrs = append(attrs, "exhausted_at", e.ExhaustedAt.UTC().Format(time.RFC3339))
