@@ -96,18 +96,6 @@ func (c *columnCache) forget(refs []rewriter.SchemaRef) {
 	c.mu.Unlock()
 }
 
-// cached returns the table's entry when the cache (or memo) holds one, at
-// any age, without reading information_schema.
-func (c *columnCache) cached(memo *colMemo, db, table string) (colEntry, bool) {
-	if memo != nil && memo.generation == c.generation.Load() && memo.db == db && memo.table == table {
-		return memo.entry, true
-	}
-	c.mu.RLock()
-	e, ok := c.entries[colKey{db, table}]
-	c.mu.RUnlock()
-	return e, ok && len(e.cols) > 0
-}
-
 func (c *columnCache) get(ctx context.Context, s Session, db, table string) ([]string, error) {
 	e, err := c.entry(ctx, s, nil, db, table)
 	if err != nil {

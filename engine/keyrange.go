@@ -62,18 +62,14 @@ type keyLimit struct {
 }
 
 // keyLimits appends to dst the limit of every tag whose IDs fill a key
-// column of filled. An entry the cache holds is used at any age (a key
-// column's type changes only by DDL, which drops the entry when this
-// proxy sees it; the runway re-reads the others); only a table not cached
-// is read, before any ID is drawn.
+// column of filled, from the column cache (as checkKeys reads it: an
+// entry older than the cache's TTL is read again), before any ID is
+// drawn: on an event loop a read is ErrWouldBlock with nothing drawn.
 func (e *Engine) keyLimits(ctx context.Context, s Session, memo *colMemo, filled []rewriter.Filled, dst []keyLimit) ([]keyLimit, error) {
 	for _, f := range filled {
-		ent, ok := e.columns.cached(memo, f.DB, f.Table)
-		if !ok {
-			var err error
-			if ent, err = e.columns.entry(ctx, s, memo, f.DB, f.Table); err != nil {
-				return dst, err
-			}
+		ent, err := e.columns.entry(ctx, s, memo, f.DB, f.Table)
+		if err != nil {
+			return dst, err
 		}
 		for i, c := range ent.cols {
 			if !strings.EqualFold(c, f.Column) {
