@@ -183,6 +183,7 @@ func (m *Monitor) Run(ctx context.Context) {
 	t := time.NewTicker(m.opts.Interval)
 	defer t.Stop()
 	for {
+		began := time.Now()
 		if err := m.Refresh(ctx); err != nil && ctx.Err() == nil {
 			m.log.Debug("runway: could not recompute", "err", err)
 		}
@@ -191,6 +192,17 @@ func (m *Monitor) Run(ctx context.Context) {
 			return
 		case <-t.C:
 		case <-m.kick:
+			// At most one recomputation a second however many DDL
+			// statements ask for one.
+			if wait := time.Second - time.Since(began); wait > 0 {
+				pause := time.NewTimer(wait)
+				select {
+				case <-ctx.Done():
+					pause.Stop()
+					return
+				case <-pause.C:
+				}
+			}
 		}
 	}
 }
