@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"math"
 	"strings"
@@ -95,5 +96,36 @@ func TestEndStatements(t *testing.T) {
 	}
 	if w := ignoreWarning("INSERT INTO t (b) VALUES (1)", 1, err); w != "" {
 		t.Errorf("not IGNORE: %s", w)
+	}
+}
+
+// TestQueryPastColumnEnd: through the engine with no proxy, an INT key
+// column takes the last value it holds; a statement with a key past it
+// is refused with 167 and nothing is relayed; an INSERT IGNORE with
+// every key past it is answered by the server's SIGNAL of warning 167.
+func TestQueryPastColumnEnd(t *testing.T) {
+	rules, err := rewriter.NewRules([]rewriter.Rule{{Table: "orders", Column: "id", Tag: "order"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New(&counter{next: math.MaxInt32 - 2}, rules)
+	s := &fakeSession{db: "shop", columns: map[string][][2]string{"orders": {{"id", "int"}, {"item", "varchar"}}}}
+	ctx := context.Background()
+	if _, err := e.query(ctx, s, []byte("INSERT INTO orders (item) VALUES ('a')")); err != nil || len(s.relayed) != 1 ||
+		!strings.Contains(s.relayed[0], "2147483646") {
+		t.Fatalf("fits: %v %q", err, s.relayed)
+	}
+	_, err = e.query(ctx, s, []byte("INSERT INTO orders (item) VALUES ('b'), ('c')"))
+	var oe *OutOfRangeError
+	if !errors.As(err, &oe) || oe.Row != 2 || oe.ID != math.MaxInt32+1 || oe.AllPast || len(s.relayed) != 1 {
+		t.Fatalf("straddling: %v %q", err, s.relayed)
+	}
+	_, err = e.query(ctx, s, []byte("INSERT IGNORE INTO orders (item) VALUES ('d')"))
+	if err != nil || len(s.relayed) != 2 || !strings.HasPrefix(s.relayed[1], "SIGNAL SQLSTATE '01000' SET MYSQL_ERRNO = 167") {
+		t.Fatalf("IGNORE past the end: %v %q", err, s.relayed)
+	}
+	_, err = e.query(ctx, s, []byte("REPLACE INTO orders (item) VALUES ('e')"))
+	if !errors.As(err, &oe) || oe.Row != 1 || !oe.AllPast || len(s.relayed) != 2 {
+		t.Fatalf("REPLACE past the end: %v %q", err, s.relayed)
 	}
 }
