@@ -4,18 +4,18 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/leafproxy/leafproxy/allocator"
 	"github.com/leafproxy/leafproxy/allocator/runway"
-	"github.com/leafproxy/leafproxy/allocator/segment"
 )
 
 // segmentLimits is the runway's reading of the key columns as the segment
 // allocator's limits: per tag the widest key column filled from it, past
 // which no segment is fetched (none for a BIGINT one).
-func segmentLimits(cols map[string]runway.Column) map[string]segment.Limit {
-	out := make(map[string]segment.Limit, len(cols))
+func segmentLimits(cols map[string]runway.Column) map[string]allocator.KeyLimit {
+	out := make(map[string]allocator.KeyLimit, len(cols))
 	for tag, c := range cols {
 		if c.Widest > 0 && c.Widest < math.MaxInt64 {
-			out[tag] = segment.Limit{Max: c.Widest, By: c.WidestName}
+			out[tag] = allocator.KeyLimit{Max: c.Widest, By: c.WidestName}
 		}
 	}
 	return out

@@ -188,7 +188,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		ro.Logger = log.With("component", "runway")
 	}
 	if ro.Limits == nil {
-		ro.Limits = func(cols map[string]runway.Column) { seq.Segments().SetLimits(segmentLimits(cols)) }
+		ro.Limits = func(cols map[string]runway.Column) { seq.SetKeyLimits(segmentLimits(cols)) }
 	}
 	mon := runway.New(seq, liveAlloc.Load, ro)
 	adm.SetRunway(mon.Get)
