@@ -179,6 +179,14 @@ func TestKeyColumnEnd(t *testing.T) {
 			}
 		}
 	}
+	// A Connector/J batch: one COM_STMT_BULK_EXECUTE.
+	t.Run("bulk", func(t *testing.T) {
+		proxied := strings.TrimSpace(runJava(t, "BulkEnd", jdbcURL(lf.addr, "shop", "app", "secret"), "r", "3"))
+		twin := strings.TrimSpace(runJava(t, "BulkEnd", jdbcURL(backend.Addr, "shop", "root", ""), "a", "3"))
+		if proxied != twin || !strings.HasPrefix(proxied, "error 167 ") {
+			t.Errorf("bulk: proxy %q, AUTO_INCREMENT %q", proxied, twin)
+		}
+	})
 	if got := keyRows(t, direct, "r"); got != before {
 		t.Errorf("the rule table changed:\n%s\nwas\n%s", got, before)
 	}
