@@ -27,10 +27,21 @@ import (
 // math.MaxInt64 (IDs are BIGINT); false for a type that holds no IDs
 // (checkKeys refuses those).
 func colMax(t colType) (int64, bool) {
-	unsigned := strings.Contains(t.columnType, "unsigned")
-	bits := map[string]uint{"tinyint": 7, "smallint": 15, "mediumint": 23, "int": 31, "integer": 31, "bigint": 63}
-	if b, ok := bits[t.dataType]; ok {
-		if unsigned {
+	var b uint
+	switch t.dataType {
+	case "tinyint":
+		b = 7
+	case "smallint":
+		b = 15
+	case "mediumint":
+		b = 23
+	case "int", "integer":
+		b = 31
+	case "bigint":
+		b = 63
+	}
+	if b > 0 {
+		if strings.Contains(t.columnType, "unsigned") {
 			b++
 		}
 		if b >= 63 {
@@ -75,8 +86,8 @@ func (e *Engine) keyLimits(ctx context.Context, s Session, memo *colMemo, filled
 			if !strings.EqualFold(c, f.Column) {
 				continue
 			}
-			mx, ok := colMax(ent.types[i])
-			if !ok || mx == math.MaxInt64 {
+			mx := ent.maxes[i]
+			if mx <= 0 || mx == math.MaxInt64 {
 				break
 			}
 			found := false
