@@ -86,6 +86,9 @@ func (e *Engine) keyLimits(ctx context.Context, s Session, memo *colMemo, filled
 			if !strings.EqualFold(c, f.Column) {
 				continue
 			}
+			if i >= len(ent.maxes) {
+				break
+			}
 			mx := ent.maxes[i]
 			if mx <= 0 || mx == math.MaxInt64 {
 				break
