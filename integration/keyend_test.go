@@ -329,3 +329,23 @@ func warningCodes(t *testing.T, c *sql.Conn) string {
 	}
 	return strings.Join(out, "; ")
 }
+
+// TestRunwayWarnsFreshProxy: a proxy that starts with 367 IDs left of an
+// INT key (the tag adopted above the table's largest key) and no rate yet
+// warns at its first computation, by what is left.
+func TestRunwayWarnsFreshProxy(t *testing.T) {
+	backend := testdb.Start(t)
+	backend.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.near (id INT PRIMARY KEY, v INT)",
+		"INSERT INTO shop.near VALUES (2147483280, 1)")
+	cfg := layoutConfig(t, backend)
+	cfg.Tables = []config.Table{{Table: "shop.near", Column: "id", Tag: "near"}}
+	var logs testdb.LockedBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	lf := startLeafOpts(t, cfg, log)
+	waitFor(t, "the warning", func() bool {
+		return strings.Contains(logs.String(), "less than 1% of its key column's range left") && strings.Contains(logs.String(), "ids_left=367 ")
+	})
+	if r := seqRow(t, opsDB(t, lf), "near"); r["ids_left"] != "367" || r["exhausted_at"] != "NULL" || r["end"] != "near end: under 1% left" {
+		t.Errorf("near: %v", r)
+	}
+}
