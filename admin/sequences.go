@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/leafproxy/leafproxy/allocator/runway"
 	"github.com/leafproxy/leafproxy/allocator/snowflake"
 )
 
@@ -15,11 +16,13 @@ import (
 // lease_lost: the snowflake layout, the runway (IDs left before the
 // smallest key column filled from the tag, or the layout, ends; IDs per
 // second over the last hour; when they run out at that rate; what sets
-// the limit) and the store row's description. Clients read them by name;
+// the limit), the store row's description and how near its end the tag is
+// (end: ok, "near end: under 10% left", "near end: under 1% left", "at
+// end: inserts fail with 167"). Clients read them by name;
 // new columns go at the end.
 var sequenceColumns = []string{"tag", "generator", "last_value", "next_value", "buffered", "next_ready", "step",
 	"store_max_id", "fetches", "fetch_errors", "last_error", "worker_id", "lease_expires", "fenced", "lease_lost",
-	"layout", "ids_left", "ids_per_second", "exhausted_at", "limited_by", "description"}
+	"layout", "ids_left", "ids_per_second", "exhausted_at", "limited_by", "description", "end"}
 
 const (
 	colLayout = 15 + iota
@@ -28,6 +31,7 @@ const (
 	colExhausted
 	colLimitedBy
 	colDescription
+	colEnd
 )
 
 // LayoutText is how views show a snowflake layout: its name (default,
@@ -134,6 +138,9 @@ func (a *Interceptor) sequences(ctx context.Context) ([]string, [][]*string, err
 			if st.LastErr != nil {
 				row[10] = str(st.LastErr.Error())
 			}
+			if err := segs.PastEnd(t); err != nil {
+				row[colEnd], row[10] = str(endAt), str(err.Error())
+			}
 		} else if ok {
 			row[8], row[9] = num(int64(st.Fetches)), num(int64(st.FetchErrors))
 			if st.LastErr != nil {
@@ -178,4 +185,17 @@ func (a *Interceptor) runwayCells(tag string, row []*string, num func(int64) *st
 		row[colExhausted] = str(e.ExhaustedAt.UTC().Format("2006-01-02 15:04:05"))
 	}
 	row[colLimitedBy] = str(e.LimitedBy)
+	switch e.Level {
+	case runway.LevelExhausted:
+		row[colEnd] = str(endAt)
+	case runway.LevelCritical:
+		row[colEnd] = str("near end: under 1% left")
+	case runway.LevelLow:
+		row[colEnd] = str("near end: under 10% left")
+	case runway.LevelOK:
+		row[colEnd] = str("ok")
+	}
 }
+
+// endAt is the end column of a tag with no ID left its key column holds.
+const endAt = "at end: inserts fail with 167"

@@ -66,7 +66,7 @@ func (e *Engine) bulkRewrite(ctx context.Context, s Session, st *state, p *prepa
 		perRow[i] = tc.N
 		whole[i] = rewriter.TagCount{Tag: tc.Tag, N: tc.N * len(rows)}
 	}
-	if err := st.draw(ctx, e, &rewriter.Plan{Kind: rewriter.Rewrite, Tags: whole}); err != nil {
+	if err := st.draw(ctx, e, &rewriter.Plan{Kind: rewriter.Rewrite, Tags: whole, Filled: plan.Filled}); err != nil {
 		return false, err
 	}
 	all := append([][]int64(nil), st.tagBatches...)

@@ -40,6 +40,7 @@ type colMemo struct {
 type colEntry struct {
 	cols  []string
 	types []colType // parallel to cols
+	maxes []int64   // parallel to cols: the largest value each holds, 0 for no integer type (colMax)
 	// visible: cols without INVISIBLE ones (MariaDB 10.3+, MySQL 8.0.23+),
 	// which INSERT and LOAD DATA without a column list leave out.
 	visible  []string
@@ -174,6 +175,8 @@ func (c *columnCache) entry(ctx context.Context, s Session, memo *colMemo, db, t
 		t.scale, _ = strconv.ParseInt(str(r[4]), 10, 64)
 		e.cols = append(e.cols, *r[0])
 		e.types = append(e.types, t)
+		mx, _ := colMax(t)
+		e.maxes = append(e.maxes, mx)
 		if len(r) < 6 || !strings.Contains(strings.ToUpper(str(r[5])), "INVISIBLE") {
 			e.visible = append(e.visible, *r[0])
 		}

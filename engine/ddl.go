@@ -34,6 +34,7 @@ func (e *Engine) ddl(ctx context.Context, s Session, sql []byte, text string) (b
 	}
 	defer forget()
 	defer e.natives.invalidate() // CREATE / DROP SEQUENCE
+	defer e.ddlSeen()
 	if loneStatement(text) {
 		return true, s.RelayQuery(sql)
 	}
@@ -120,4 +121,19 @@ func isDDL(text string) bool {
 		}
 	}
 	return false
+}
+
+// OnDDL sets what the engine calls after a statement that may have changed
+// a table's columns has run (the runway re-reads the key columns' types).
+// Set it before serving.
+func (e *Engine) OnDDL(f func()) { e.onDDL = f }
+
+// ForgetColumns drops every cached column list and type (a configuration
+// reload: the rules may name other tables now).
+func (e *Engine) ForgetColumns() { e.columns.invalidate() }
+
+func (e *Engine) ddlSeen() {
+	if e.onDDL != nil {
+		e.onDDL()
+	}
 }

@@ -50,6 +50,7 @@ type Engine struct {
 	idSource IDSource
 	rules    atomic.Pointer[rewriter.Rules] // swapped whole on a configuration reload
 	columns  *columnCache
+	onDDL    func() // OnDDL
 	// What planning with the parser may cost (WithPlanLimits, planmem.go).
 	maxDepth int
 	plans    *planBudget
@@ -101,7 +102,8 @@ type state struct {
 	decodedRows  [1][]proxy.Value
 	paramOffsets []int // scratch for execute rewriting
 	idents       []rewriter.SeqName
-	lastColumns  colMemo // the last table checkKeys found in the column cache
+	lastColumns  colMemo    // the last table checkKeys found in the column cache
+	limits       []keyLimit // the ends of the key columns a statement fills (keyrange.go)
 	// pending: LASTVALs a numbered statement left in its counters
 	// (numbered.go), read when asked for.
 	pending map[string]pendingLast
@@ -236,6 +238,9 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 			return false, err
 		}
 		if err := st.drawPlan(ctx, e, &plan, nil); err != nil {
+			if w := ignoreWarning(text, plan.Statements, err); w != "" {
+				return true, s.RelayQuery([]byte(w))
+			}
 			return false, err
 		}
 		st.rendered = plan.Render(st.rendered[:0], text, st.slotIDs)
@@ -267,23 +272,34 @@ func (st *state) draw(ctx context.Context, e *Engine, plan *rewriter.Plan) error
 		st.drawnIDs = make([]int64, 0, total)
 	}
 	st.tagBatches = st.tagBatches[:0]
+	// The key columns' ends, before any ID is drawn (keyrange.go).
+	var err error
+	if st.limits, err = e.keyLimits(ctx, st.session, &st.lastColumns, plan.Filled, st.limits[:0]); err != nil {
+		return err
+	}
 	for _, tc := range plan.Tags {
 		start := len(st.drawnIDs)
-		var err error
 		te := st.ownTag(tc.Tag)
 		tag := te.name
 		st.drawnIDs, err = e.idSource.NextN(ctx, tag, tc.N, st.drawnIDs)
 		if err != nil {
+			if oe := atEnd(st.limits, tag, tc.N, err); oe != nil {
+				return oe
+			}
 			return fmt.Errorf("generate %d ID(s) for %q: %w", tc.N, tag, err)
 		}
 		st.countIDs(te, int64(tc.N))
 		batch := st.drawnIDs[start:len(st.drawnIDs):len(st.drawnIDs)]
+		if len(st.limits) > 0 {
+			if err := checkIDs(st.limits, tag, batch, 1); err != nil {
+				return err
+			}
+		}
 		st.tagBatches = append(st.tagBatches, batch)
 		if tc.N > 0 {
 			st.setLast(tag, batch[len(batch)-1])
 		}
 	}
-	var err error
 	st.slotIDs, err = plan.AssignIDs(st.slotIDs[:0], st.tagBatches)
 	return err
 }

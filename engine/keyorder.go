@@ -49,6 +49,11 @@ func (st *state) drawOrdered(ctx context.Context, e *Engine, plan *rewriter.Plan
 	}
 	st.slotIDs = st.slotIDs[:n]
 	clear(st.slotIDs)
+	// The key columns' ends, before any ID is drawn (keyrange.go).
+	var err error
+	if st.limits, err = e.keyLimits(ctx, st.session, &st.lastColumns, plan.Filled, st.limits[:0]); err != nil {
+		return err
+	}
 	var runs []tagRun
 	flush := func(tag string) error {
 		for i := range runs {
@@ -56,9 +61,17 @@ func (st *state) drawOrdered(ctx context.Context, e *Engine, plan *rewriter.Plan
 				te := st.ownTag(r.tag)
 				ids, err := e.idSource.NextN(ctx, te.name, len(r.slots), st.drawnIDs[:0])
 				if err != nil {
+					if oe := atEnd(st.limits, te.name, len(r.slots), err); oe != nil {
+						return oe
+					}
 					return fmt.Errorf("generate %d ID(s) for %q: %w", len(r.slots), te.name, err)
 				}
 				st.drawnIDs = ids
+				if len(st.limits) > 0 {
+					if err := checkIDs(st.limits, te.name, ids, r.slots[0]+1); err != nil {
+						return err
+					}
+				}
 				for j, k := range r.slots {
 					st.slotIDs[k] = ids[j]
 				}

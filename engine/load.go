@@ -26,6 +26,10 @@ func (e *Engine) load(ctx context.Context, s Session, st *state, plan *rewriter.
 	if err := e.checkKeys(ctx, s, &st.lastColumns, plan.Filled); err != nil {
 		return false, err
 	}
+	limits, err := e.keyLimits(ctx, s, &st.lastColumns, plan.Filled, nil)
+	if err != nil {
+		return false, err
+	}
 	f := ld.Format
 	cs, err := loadPrelude(ctx, s, ld.Charset)
 	if err != nil {
@@ -40,7 +44,16 @@ func (e *Engine) load(ctx context.Context, s Session, st *state, plan *rewriter.
 	}
 	f.Charset = kind
 	te := st.ownTag(ld.Filled.Tag)
-	feed := &keyFeed{ctx: ctx, engine: e, session: st, entry: te, tag: te.name, table: ld.Filled.DB + "." + ld.Filled.Table}
+	feed := &keyFeed{ctx: ctx, engine: e, session: st, entry: te, tag: te.name, table: ld.Filled.DB + "." + ld.Filled.Table, limits: limits}
+	// The first key before the statement: a tag at its column's end is
+	// answered as AUTO_INCREMENT answers, before anything is sent (LOCAL
+	// implies IGNORE: OK with warning 167; REPLACE: error 167).
+	if err := feed.draw(1); err != nil {
+		if w := signalWarning(err); w != "" && !loadReplace(text, !st.env.Mode.NoBackslashEscapes) {
+			return true, s.RelayQuery([]byte(w))
+		}
+		return false, err
+	}
 	st.rendered = ld.Render(st.rendered[:0], text)
 	st.countStmt(StmtLoadData)
 	err = s.RelayQueryInfile(st.rendered, loadfile.New(f, feed))
@@ -83,6 +96,7 @@ type keyFeed struct {
 	entry   *tagEntry // tag's entry (IDs drawn)
 	tag     string
 	table   string
+	limits  []keyLimit // the key column's end (keyrange.go)
 	batch   []int64
 	next    int
 	drawn   int
@@ -100,6 +114,11 @@ func (k *keyFeed) Next() (int64, error) {
 
 func (k *keyFeed) draw(n int) error {
 	b, err := k.engine.idSource.NextN(k.ctx, k.tag, n, k.batch[:0])
+	if oe := atEnd(k.limits, k.tag, n, err); oe != nil {
+		oe.Row = k.drawn + 1
+		oe.AllPast = k.drawn == 0 && n == 1
+		return oe
+	}
 	if err != nil {
 		e := &loadKeyError{code: 1105, state: "HY000",
 			msg: fmt.Sprintf("leafproxy: LOAD DATA into %s failed: no keys from tag %q for its rows, so the statement was refused: %v", k.table, k.tag, err)}
@@ -109,8 +128,11 @@ func (k *keyFeed) draw(n int) error {
 		}
 		return e
 	}
-	k.batch, k.next, k.drawn = b, 0, k.drawn+n
 	k.session.countIDs(k.entry, int64(n))
+	if err := checkIDs(k.limits, k.tag, b, k.drawn+1); err != nil {
+		return err
+	}
+	k.batch, k.next, k.drawn = b, 0, k.drawn+n
 	k.session.setLast(k.tag, b[len(b)-1])
 	return nil
 }

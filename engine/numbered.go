@@ -46,7 +46,7 @@ func (e *Engine) runNumbered(ctx context.Context, s Session, st *state, plan *re
 	if err := e.checkKeys(ctx, s, &st.lastColumns, plan.Filled); err != nil {
 		return false, err
 	}
-	return e.numberedAttempts(ctx, s, st, plan, numberedRun{
+	handled, err := e.numberedAttempts(ctx, s, st, plan, numberedRun{
 		count: func() ([][]*string, error) {
 			if _, _, err := s.BackendExec(ctx, plan.InitQuery()); err != nil {
 				return nil, fmt.Errorf("leafproxy: set the row counters: %w", err)
@@ -64,6 +64,10 @@ func (e *Engine) runNumbered(ctx context.Context, s Session, st *state, plan *re
 			return retried, err
 		},
 	})
+	if w := ignoreWarning(text, plan.Statements, err); w != "" {
+		return true, s.RelayQuery([]byte(w)) // keys past the column's end: nothing was sent
+	}
+	return handled, err
 }
 
 // numberedRun is what differs between a text and a prepared numbered
@@ -83,6 +87,10 @@ func (e *Engine) numberedAttempts(ctx context.Context, s Session, st *state, pla
 		return false, &notSupportedError{msg: "leafproxy: this ID source cannot reserve blocks of IDs for statements that number many rows"}
 	}
 	if err := st.resolveLast(ctx); err != nil {
+		return false, err
+	}
+	var err error
+	if st.limits, err = e.keyLimits(ctx, s, &st.lastColumns, plan.Filled, st.limits[:0]); err != nil {
 		return false, err
 	}
 	blocks := make([]rewriter.Block, len(plan.Counters))
@@ -113,10 +121,18 @@ func (e *Engine) numberedAttempts(ctx context.Context, s Session, st *state, pla
 			tag := te.name
 			first, runLen, stride, err := bl.Block(ctx, tag, n)
 			if err != nil {
+				if oe := atEnd(st.limits, tag, int(n), err); oe != nil && c.Key {
+					return false, oe
+				}
 				return false, fmt.Errorf("reserve %d ID(s) of %q: %w", n, tag, err)
 			}
 			st.countIDs(te, n)
 			blocks[i] = rewriter.Block{First: first, N: n, Run: runLen, Stride: stride}
+			if c.Key && len(st.limits) > 0 {
+				if err := checkBlock(st.limits, tag, blocks[i]); err != nil {
+					return false, err
+				}
+			}
 		}
 		if attempt == 1 {
 			st.countStmt(StmtNumbered)

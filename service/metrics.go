@@ -33,6 +33,7 @@ type collector struct {
 	worker, fenced, lost                                               *prometheus.Desc
 	layoutWorker, layoutFenced                                         *prometheus.Desc
 	idsLeft, exhaustedAt, idsPerSecond                                 *prometheus.Desc
+	rangeLeft, atEnd                                                   *prometheus.Desc
 	sessions, accepted                                                 *prometheus.Desc
 	loops, loopSessions, loopMoves, loopHandoffs                       *prometheus.Desc
 	loginFailures, loginThrottled, blockedHosts, handshakesDropped     *prometheus.Desc
@@ -53,6 +54,10 @@ func newCollector(seq *allocator.Sequences, srv *proxy.Server, configured map[st
 			"IDs the tag can still issue before the smallest key column filled from it overflows (segment: from leaf_alloc.max_id; snowflake: from now's tick to the end of the layout or the column).", tag, nil),
 		exhaustedAt: prometheus.NewDesc("leafproxy_sequence_exhausted_timestamp_seconds",
 			"Unix time when the tag runs out of IDs at the rate of the last hour (snowflake: when its time bits end); absent when it does not at that rate.", tag, nil),
+		rangeLeft: prometheus.NewDesc("leafproxy_sequence_range_left_ratio",
+			"Share of the tag's range (1 to the largest value of the smallest key column filled from it, or BIGINT's) still left: under 0.1 the tag is near its end (the log warns), 0 at it.", tag, nil),
+		atEnd: prometheus.NewDesc("leafproxy_sequence_at_end",
+			"1 while the tag has no ID left that its key column holds (inserts that need a key from it fail with 167), else 0.", tag, nil),
 		idsPerSecond: prometheus.NewDesc("leafproxy_sequence_ids_per_second",
 			"How fast the segment tag's leaf_alloc.max_id moved over the last hour, in IDs per second (all proxies sharing the store).", tag, nil),
 		remaining: prometheus.NewDesc("leafproxy_segment_remaining_ids",
@@ -100,7 +105,7 @@ func newCollector(seq *allocator.Sequences, srv *proxy.Server, configured map[st
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.remaining, c.nextReady, c.step, c.fetches, c.fetchErrors, c.refused, c.repairs,
-		c.worker, c.fenced, c.lost, c.layoutWorker, c.layoutFenced, c.idsLeft, c.exhaustedAt, c.idsPerSecond,
+		c.worker, c.fenced, c.lost, c.layoutWorker, c.layoutFenced, c.idsLeft, c.exhaustedAt, c.idsPerSecond, c.rangeLeft, c.atEnd,
 		c.sessions, c.accepted, c.loops, c.loopSessions, c.loopMoves, c.loopHandoffs,
 		c.loginFailures, c.loginThrottled, c.blockedHosts, c.handshakesDropped} {
 		ch <- d
@@ -163,6 +168,14 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 				continue
 			}
 			gauge(c.idsLeft, float64(e.IDsLeft), e.Tag)
+			if e.Limit > 0 {
+				gauge(c.rangeLeft, float64(e.IDsLeft)/float64(e.Limit), e.Tag)
+			}
+			atEnd := e.Level == runway.LevelExhausted
+			if e.Generator == "segment" && c.seq.Segments().PastEnd(e.Tag) != nil {
+				atEnd = true
+			}
+			gauge(c.atEnd, b2f(atEnd), e.Tag)
 			if !e.ExhaustedAt.IsZero() {
 				gauge(c.exhaustedAt, float64(e.ExhaustedAt.UnixMilli())/1000, e.Tag)
 			}

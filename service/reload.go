@@ -123,6 +123,10 @@ func (s *Service) reload(ctx context.Context, next *config.Config) (changes []st
 	}
 	s.live.Store(&applied)
 	s.liveAlloc.Store(&appliedAlloc)
+	// The rules may name other tables, or the tables other types: the
+	// engine and the runway read the key columns again now.
+	s.Engine.ForgetColumns()
+	s.Runway.Invalidate()
 
 	// What a restart would pick up.
 	restart := *next

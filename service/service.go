@@ -187,8 +187,12 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if ro.Logger == nil {
 		ro.Logger = log.With("component", "runway")
 	}
+	if ro.Limits == nil {
+		ro.Limits = func(cols map[string]runway.Column) { seq.SetKeyLimits(segmentLimits(cols)) }
+	}
 	mon := runway.New(seq, liveAlloc.Load, ro)
 	adm.SetRunway(mon.Get)
+	eng.OnDDL(mon.Invalidate) // a key column widened through the proxy is seen at once
 	popts := []proxy.Option{proxy.WithLogger(log), proxy.WithInterceptor(adm), proxy.WithAuthMethod(cfg.AuthMethod)}
 	if cfg.Metrics.Listen == "" && !o.stats {
 		// Nobody scrapes: the sessions count nothing.

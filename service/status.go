@@ -25,6 +25,9 @@ type Status struct {
 	Sessions      Sessions   `json:"sessions"`
 	Health        Health     `json:"health"`
 	Tags          []TagState `json:"tags"`
+	// Problems: tags at or near the end of their key column (the status
+	// page's health card says "degraded" while one is at its end).
+	Problems []string `json:"problems,omitempty"`
 	// Snowflake is the generator of the snowflake section's layout (or,
 	// when no tag uses it, of the first other one); SnowflakeLayouts is
 	// every layout's, one generator and worker id each.
@@ -44,7 +47,9 @@ type TagState struct {
 	Tag       string   `json:"tag"`
 	Generator string   `json:"generator"`
 	Tables    []string `json:"tables,omitempty"` // rules filling keys from this tag
-	// State: serving, not used yet, error (segment tags) or snowflake.
+	// State: serving, not used yet, error (segment tags) or snowflake;
+	// "near end" (under 10% of the key column's range left) or "at end"
+	// (no ID left that the column holds: inserts fail with 167) instead.
 	State   string        `json:"state"`
 	Segment *SegmentState `json:"segment,omitempty"`
 	// Layout is a snowflake tag's (name, bits, tick, epoch); WorkerID the
@@ -64,6 +69,10 @@ type Runway struct {
 	LimitedBy    string  `json:"limited_by"`
 	// LessThanAYear: what the log warns about daily.
 	LessThanAYear bool `json:"less_than_a_year"`
+	// Level: ok, low (under 10% of the range left), critical (under 1%)
+	// or exhausted; RangeLeft the share left.
+	Level     string  `json:"level,omitempty"`
+	RangeLeft float64 `json:"range_left"`
 }
 
 // SegmentState is a segment tag's double buffer.
@@ -172,9 +181,16 @@ func (s *Service) Status(ctx context.Context) Status {
 			st.Tags = append(st.Tags, ts)
 			continue
 		}
+		end, why := s.tagEnd(tag)
+		if why != "" {
+			st.Problems = append(st.Problems, why)
+		}
 		t, ok := segs.Stats(tag)
 		if !ok || t.Fetches == 0 && t.FetchErrors == 0 && t.Refused == 0 {
 			ts.State = "not used yet"
+			if end != "" {
+				ts.State = end
+			}
 			st.Tags = append(st.Tags, ts)
 			continue
 		}
@@ -199,6 +215,9 @@ func (s *Service) Status(ctx context.Context) Status {
 		ts.State = "serving"
 		if t.Fetches == 0 || t.Remaining == 0 && !t.NextReady && t.LastErr != nil {
 			ts.State = "error"
+		}
+		if end != "" {
+			ts.State = end
 		}
 		ts.Segment = seg
 		st.Tags = append(st.Tags, ts)
@@ -238,10 +257,13 @@ func (s *Service) runwayState(tag string) *Runway {
 	if !ok {
 		return nil
 	}
-	r := &Runway{IDsLeft: e.IDsLeft, IDsPerSecond: e.PerSecond, LimitedBy: e.LimitedBy,
+	r := &Runway{IDsLeft: e.IDsLeft, IDsPerSecond: e.PerSecond, LimitedBy: e.LimitedBy, Level: e.Level,
 		LessThanAYear: e.IDsLeft == 0 || !e.ExhaustedAt.IsZero() && e.ExhaustedAt.Sub(e.At) < 365*24*time.Hour}
 	if !e.ExhaustedAt.IsZero() {
 		r.ExhaustedAt = e.ExhaustedAt.UTC().Format(time.RFC3339)
+	}
+	if e.Limit > 0 {
+		r.RangeLeft = float64(e.IDsLeft) / float64(e.Limit)
 	}
 	return r
 }

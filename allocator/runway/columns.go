@@ -60,9 +60,18 @@ func ReadColumns(ctx context.Context, db *sql.DB, rules []allocator.Rule) (map[s
 			if !ok {
 				continue
 			}
-			if cur, seen := out[r.Tag]; !seen || mx < cur.Max {
-				out[r.Tag] = Column{Name: fmt.Sprintf("%s.%s.%s %s", t.DB, t.Table, t.Column, t.Type), Max: mx}
+			name := fmt.Sprintf("%s.%s.%s %s", t.DB, t.Table, t.Column, t.Type)
+			cur, seen := out[r.Tag]
+			if !seen {
+				cur = Column{Name: name, Max: mx, Widest: mx, WidestName: name}
 			}
+			if mx < cur.Max {
+				cur.Name, cur.Max = name, mx
+			}
+			if mx > cur.Widest {
+				cur.Widest, cur.WidestName = mx, name
+			}
+			out[r.Tag] = cur
 		}
 	}
 	return out, nil

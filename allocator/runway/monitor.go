@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,6 +33,53 @@ type Estimate struct {
 	// its time bits end); zero when never at the current rate.
 	ExhaustedAt time.Time
 	At          time.Time
+	// Level is how near the end the tag is by what is left of Limit,
+	// whatever the rate: LevelOK, LevelLow (under 10%), LevelCritical
+	// (under 1%) or LevelExhausted (nothing left).
+	Level string
+}
+
+// The levels of Estimate.Level.
+const (
+	LevelOK        = "ok"
+	LevelLow       = "low"       // under LowFraction of the range left
+	LevelCritical  = "critical"  // under CriticalFraction left
+	LevelExhausted = "exhausted" // nothing left
+)
+
+// The shares of a tag's range (1 to its Limit) under which it is LevelLow
+// and LevelCritical.
+const (
+	LowFraction      = 0.10
+	CriticalFraction = 0.01
+)
+
+// LevelOf is the level of a tag with left of limit IDs left.
+func LevelOf(left, limit int64) string {
+	switch {
+	case left <= 0:
+		return LevelExhausted
+	case limit <= 0:
+		return LevelOK
+	case float64(left) < CriticalFraction*float64(limit):
+		return LevelCritical
+	case float64(left) < LowFraction*float64(limit):
+		return LevelLow
+	}
+	return LevelOK
+}
+
+// levelRank orders the levels, worst last (a "+soon" suffix aside).
+func levelRank(l string) int {
+	switch strings.TrimSuffix(l, "+soon") {
+	case LevelLow:
+		return 1
+	case LevelCritical:
+		return 2
+	case LevelExhausted:
+		return 3
+	}
+	return 0
 }
 
 // Column is a key column filled from a tag, with the largest value its
@@ -39,6 +87,11 @@ type Estimate struct {
 type Column struct {
 	Name string // db.table.column type
 	Max  int64
+	// Widest is the largest Max among the tag's key columns (WidestName
+	// names it): past it no column filled from the tag holds an ID, so
+	// the allocator fetches no segment beyond it (Options.Limits).
+	Widest     int64
+	WidestName string
 }
 
 // Source is what the monitor reads from the allocator
@@ -61,6 +114,10 @@ type Options struct {
 	// Columns reads the smallest key column of each tag's rule tables;
 	// default: information_schema on the backend (ReadColumns).
 	Columns func(ctx context.Context, cfg *allocator.Config) (map[string]Column, error)
+	// Limits, if set, is given every successful read of the columns, by
+	// tag (a tag without rule tables has none): the allocator stops
+	// fetching segments past a tag's Widest.
+	Limits func(map[string]Column)
 }
 
 // Monitor recomputes every tag's runway in the background: the rule
@@ -80,8 +137,11 @@ type Monitor struct {
 	columns       map[string]Column    // by tag: the smallest key column of its rules' tables
 	columnsReadAt time.Time            // when columns was read
 	columnsErr    error                // why the last read of columns failed
+	columnsStale  bool                 // Invalidate: read them at the next computation
 	rates         map[string]*Rate     // by tag: the store's max_id over the window
 	warned        map[string]time.Time // by tag: when its runway was last warned about
+	warnedLevel   map[string]string    // by tag: the level it was last warned about at
+	kick          chan struct{}        // Invalidate asks Run to recompute now
 }
 
 // New builds a monitor over src for the allocator configuration cfg
@@ -109,7 +169,8 @@ func New(src Source, cfg func() *allocator.Config, opts Options) *Monitor {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	m := &Monitor{src: src, cfg: cfg, opts: opts, log: opts.Logger,
-		estimates: map[string]Estimate{}, rates: map[string]*Rate{}, warned: map[string]time.Time{}}
+		estimates: map[string]Estimate{}, rates: map[string]*Rate{}, warned: map[string]time.Time{},
+		warnedLevel: map[string]string{}, kick: make(chan struct{}, 1)}
 	if opts.Columns == nil {
 		m.opts.Columns = m.readColumns
 	}
@@ -122,6 +183,7 @@ func (m *Monitor) Run(ctx context.Context) {
 	t := time.NewTicker(m.opts.Interval)
 	defer t.Stop()
 	for {
+		began := time.Now()
 		if err := m.Refresh(ctx); err != nil && ctx.Err() == nil {
 			m.log.Debug("runway: could not recompute", "err", err)
 		}
@@ -129,7 +191,33 @@ func (m *Monitor) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-m.kick:
+			// At most one recomputation a second however many DDL
+			// statements ask for one.
+			if wait := time.Second - time.Since(began); wait > 0 {
+				pause := time.NewTimer(wait)
+				select {
+				case <-ctx.Done():
+					pause.Stop()
+					return
+				case <-pause.C:
+				}
+			}
 		}
+	}
+}
+
+// Invalidate makes the next computation re-read the key column types
+// (a configuration reload changed the rules, or a DDL statement went
+// through the proxy) and asks Run for it now.
+func (m *Monitor) Invalidate() {
+	m.mu.Lock()
+	m.columnsReadAt = time.Time{}
+	m.columnsStale = true
+	m.mu.Unlock()
+	select {
+	case m.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -138,7 +226,8 @@ func (m *Monitor) Refresh(ctx context.Context) error {
 	now := m.opts.Now()
 	cfg := m.cfg()
 	m.mu.Lock()
-	stale := m.columns == nil || now.Sub(m.columnsReadAt) >= m.opts.ColumnsEvery
+	stale := m.columns == nil || m.columnsStale || now.Sub(m.columnsReadAt) >= m.opts.ColumnsEvery
+	m.columnsStale = false
 	m.mu.Unlock()
 	if stale {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -149,7 +238,13 @@ func (m *Monitor) Refresh(ctx context.Context) error {
 		if err == nil || m.columns == nil {
 			m.columns, m.columnsReadAt = cols, now
 		}
+		if err != nil {
+			m.columnsStale = true // try again at the next computation
+		}
 		m.mu.Unlock()
+		if err == nil && m.opts.Limits != nil {
+			m.opts.Limits(cols)
+		}
 		if err != nil {
 			m.log.Warn("runway: could not read the key column types of the rule tables (information_schema on the backend); "+
 				"ids_left counts to BIGINT's maximum until it can", "err", err)
@@ -183,6 +278,7 @@ func (m *Monitor) Refresh(ctx context.Context) error {
 			e.Limit, e.LimitedBy = c.Max, c.Name
 		}
 		e.IDsLeft, e.ExhaustedAt = Segment(now, row.MaxID, e.Limit, e.PerSecond)
+		e.Level = LevelOf(e.IDsLeft, e.Limit)
 		est[tag] = e
 	}
 	for tag := range snow {
@@ -195,6 +291,10 @@ func (m *Monitor) Refresh(ctx context.Context) error {
 			e.Limit, e.LimitedBy = c.Max, c.Name
 		}
 		e.IDsLeft, e.ExhaustedAt = Snowflake(now, l, e.Limit)
+		e.Level = LevelOK // a snowflake tag's range is time: it warns by date
+		if e.IDsLeft == 0 {
+			e.Level = LevelExhausted
+		}
 		est[tag] = e
 	}
 	for tag := range m.rates {
@@ -209,27 +309,44 @@ func (m *Monitor) Refresh(ctx context.Context) error {
 	return nil
 }
 
-// warn logs a tag with less than WarnBelow left, at most every WarnEvery.
+// warn logs a tag with less than WarnBelow left, or under 10% or 1% of
+// its range left (whatever the rate: a fresh proxy has none), at once
+// when it reaches a worse level and otherwise at most every WarnEvery.
 func (m *Monitor) warn(now time.Time, e Estimate) {
-	short := e.IDsLeft == 0 || !e.ExhaustedAt.IsZero() && e.ExhaustedAt.Sub(now) < m.opts.WarnBelow
-	if !short {
+	soon := !e.ExhaustedAt.IsZero() && e.ExhaustedAt.Sub(now) < m.opts.WarnBelow
+	if !soon && e.Level == LevelOK {
 		delete(m.warned, e.Tag)
+		delete(m.warnedLevel, e.Tag)
 		return
 	}
-	if last, ok := m.warned[e.Tag]; ok && now.Sub(last) < m.opts.WarnEvery {
+	last, ok := m.warned[e.Tag]
+	was := m.warnedLevel[e.Tag]
+	worse := levelRank(e.Level) > levelRank(was) || soon && !strings.HasSuffix(was, "+soon")
+	if ok && now.Sub(last) < m.opts.WarnEvery && !worse {
 		return
 	}
-	m.warned[e.Tag] = now
-	attrs := []any{"tag", e.Tag, "generator", e.Generator, "ids_left", e.IDsLeft, "limited_by", e.LimitedBy,
-		"exhausted_at", e.ExhaustedAt.UTC().Format(time.RFC3339)}
+	m.warned[e.Tag], m.warnedLevel[e.Tag] = now, e.Level
+	if soon {
+		m.warnedLevel[e.Tag] += "+soon" // a date within WarnBelow was warned about
+	}
+	attrs := []any{"tag", e.Tag, "generator", e.Generator, "ids_left", e.IDsLeft, "limited_by", e.LimitedBy, "level", e.Level}
+	if !e.ExhaustedAt.IsZero() {
+		attrs = append(attrs, "exhausted_at", e.ExhaustedAt.UTC().Format(time.RFC3339))
+	}
 	if e.Generator == "segment" {
 		attrs = append(attrs, "ids_per_second", fmt.Sprintf("%.3g", e.PerSecond))
 	}
-	if e.IDsLeft == 0 {
-		m.log.Warn("sequence has no IDs left: widen the key column (e.g. to BIGINT) or move the rule to a new tag", attrs...)
-		return
+	switch {
+	case e.IDsLeft == 0:
+		m.log.Warn("sequence has no IDs left: inserts that need a key from it fail with 167; "+
+			"widen the key column (e.g. to BIGINT) or move the rule to a new tag", attrs...)
+	case soon:
+		m.log.Warn(fmt.Sprintf("sequence runs out of IDs in less than %s", humanDays(m.opts.WarnBelow)), attrs...)
+	case e.Level == LevelCritical:
+		m.log.Warn("sequence has less than 1% of its key column's range left: widen the key column (e.g. to BIGINT) or move the rule to a new tag", attrs...)
+	default:
+		m.log.Warn("sequence has less than 10% of its key column's range left: widen the key column (e.g. to BIGINT) or move the rule to a new tag", attrs...)
 	}
-	m.log.Warn(fmt.Sprintf("sequence runs out of IDs in less than %s", humanDays(m.opts.WarnBelow)), attrs...)
 }
 
 func humanDays(d time.Duration) string {

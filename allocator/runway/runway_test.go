@@ -163,7 +163,7 @@ func TestMonitorWarnsAtStartAndDaily(t *testing.T) {
 	now := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	src := &fakeSource{
-		rows: map[string]allocator.StoreRow{"small": {MaxID: 2_000_000_001}, "big": {MaxID: 1}},
+		rows: map[string]allocator.StoreRow{"small": {MaxID: 1_000_000_001}, "big": {MaxID: 1}},
 		snow: map[string]snowflake.Layout{"web": snowflake.JSSafeLayout()},
 	}
 	var logs bytes.Buffer
@@ -185,16 +185,16 @@ func TestMonitorWarnsAtStartAndDaily(t *testing.T) {
 	}
 	step(0, 0)
 	e, ok := m.Get("small")
-	if !ok || e.IDsLeft != math.MaxInt32-2_000_000_000 || e.LimitedBy != "shop.small.id int(11)" || !e.ExhaustedAt.IsZero() {
+	if !ok || e.IDsLeft != math.MaxInt32-1_000_000_000 || e.LimitedBy != "shop.small.id int(11)" || !e.ExhaustedAt.IsZero() {
 		t.Fatalf("small at start: %+v", e)
 	}
 	if strings.Contains(logs.String(), "tag=small") {
 		t.Fatalf("warned without a rate:\n%s", logs.String())
 	}
-	// 1000 IDs a second: 147,483,647 left last 1.7 days.
+	// 1000 IDs a second: 1,147,483,647 left last 13.3 days.
 	step(time.Minute, 60_000)
 	e, _ = m.Get("small")
-	if math.Abs(e.PerSecond-1000) > 1 || e.ExhaustedAt.Sub(now) < 40*time.Hour || e.ExhaustedAt.Sub(now) > 42*time.Hour {
+	if math.Abs(e.PerSecond-1000) > 1 || e.ExhaustedAt.Sub(now) < 318*time.Hour || e.ExhaustedAt.Sub(now) > 320*time.Hour {
 		t.Fatalf("small at 1000/s: %+v", e)
 	}
 	if n := strings.Count(logs.String(), "tag=small"); n != 1 || !strings.Contains(logs.String(), "runs out of IDs in less than a year") {
@@ -230,5 +230,84 @@ func TestMonitorWarnsAtStartAndDaily(t *testing.T) {
 	}
 	if len(m.All()) != 3 {
 		t.Errorf("All: %v", m.All())
+	}
+}
+
+// TestMonitorWarnsByWhatIsLeft: a fresh monitor (no rate yet) warns about
+// a tag with under 1% of its column's range left, says so in Level, warns
+// again at once when the tag runs out, and re-reads the column types
+// after Invalidate (a reload, a DDL statement), passing them to Limits.
+func TestMonitorWarnsByWhatIsLeft(t *testing.T) {
+	now := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	src := &fakeSource{rows: map[string]allocator.StoreRow{"small": {MaxID: math.MaxInt32 - 366}, "mid": {MaxID: 2_000_000_001}}}
+	var logs bytes.Buffer
+	cols := map[string]Column{
+		"small": {Name: "shop.small.id int(11)", Max: math.MaxInt32, Widest: math.MaxInt32, WidestName: "shop.small.id int(11)"},
+		"mid":   {Name: "shop.mid.id int(11)", Max: math.MaxInt32, Widest: math.MaxInt64, WidestName: "shop.big.id bigint(20)"},
+	}
+	var mu sync.Mutex
+	reads, limits := 0, map[string]Column(nil)
+	m := New(src, func() *allocator.Config { return &allocator.Config{} }, Options{
+		Now: func() time.Time { return now }, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		Columns: func(context.Context, *allocator.Config) (map[string]Column, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			reads++
+			return cols, nil
+		},
+		Limits: func(c map[string]Column) { limits = c },
+	})
+	if err := m.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := m.Get("small")
+	if e.IDsLeft != 367 || e.Level != LevelCritical || !e.ExhaustedAt.IsZero() {
+		t.Fatalf("small: %+v", e)
+	}
+	if !strings.Contains(logs.String(), "less than 1% of its key column's range left") || !strings.Contains(logs.String(), "tag=small") {
+		t.Fatalf("no warning for 367 IDs left without a rate:\n%s", logs.String())
+	}
+	if e, _ := m.Get("mid"); e.Level != LevelLow || !strings.Contains(logs.String(), "less than 10%") {
+		t.Fatalf("mid: %+v\n%s", e, logs.String())
+	}
+	if limits["mid"].Widest != math.MaxInt64 || limits["small"].Widest != math.MaxInt32 {
+		t.Fatalf("limits: %+v", limits)
+	}
+	// Used up within the day: warned again at once.
+	src.rows["small"] = allocator.StoreRow{MaxID: math.MaxInt32 + 1}
+	now = now.Add(time.Minute)
+	m.Refresh(context.Background())
+	if e, _ := m.Get("small"); e.Level != LevelExhausted || !strings.Contains(logs.String(), "sequence has no IDs left") {
+		t.Fatalf("used up: %+v\n%s", e, logs.String())
+	}
+	n := strings.Count(logs.String(), "tag=small")
+	now = now.Add(time.Minute)
+	m.Refresh(context.Background())
+	if strings.Count(logs.String(), "tag=small") != n {
+		t.Fatalf("warned again within the day:\n%s", logs.String())
+	}
+	// A reload: the column was widened; read again before ColumnsEvery.
+	mu.Lock()
+	cols = map[string]Column{"small": {Name: "shop.small.id bigint(20)", Max: math.MaxInt64, Widest: math.MaxInt64}}
+	r0 := reads
+	mu.Unlock()
+	m.Invalidate()
+	m.Refresh(context.Background())
+	if e, _ := m.Get("small"); reads != r0+1 || e.Level != LevelOK || e.LimitedBy != "shop.small.id bigint(20)" {
+		t.Fatalf("after Invalidate (%d reads): %+v", reads-r0, e)
+	}
+	if _, ok := limits["mid"]; ok {
+		t.Fatalf("limits kept a tag without rules: %+v", limits)
+	}
+}
+
+func TestLevelOf(t *testing.T) {
+	for _, tc := range []struct {
+		left, limit int64
+		want        string
+	}{{0, 100, LevelExhausted}, {1, 1000, LevelCritical}, {9, 1000, LevelCritical}, {10, 1000, LevelLow}, {99, 1000, LevelLow}, {100, 1000, LevelOK}, {5, 0, LevelOK}} {
+		if got := LevelOf(tc.left, tc.limit); got != tc.want {
+			t.Errorf("LevelOf(%d, %d) = %s, want %s", tc.left, tc.limit, got, tc.want)
+		}
 	}
 }

@@ -124,6 +124,10 @@ func (a *Allocator) dedicated(ctx context.Context, t *tagState, n int64) (int64,
 		// Everything below this was reserved or read back before the
 		// fetch starts: a store that never moves back answers above it.
 		floor := max(t.highWater, t.seen, t.blockEnd, t.floor)
+		if pe := a.pastLimit(t, floor); pe != nil {
+			t.mu.Unlock()
+			return 0, pe
+		}
 		t.mu.Unlock()
 
 		r, err := a.fetch(t.name, n, floor)

@@ -63,6 +63,11 @@ func (a *Allocator) advance(ctx context.Context, t *tagState, seg *segment) erro
 			t.mu.Unlock()
 			return err
 		}
+		if t.pastEnd != nil {
+			err := t.pastEnd
+			t.mu.Unlock()
+			return err
+		}
 		if !t.loading {
 			a.startLoad(t)
 		}
@@ -127,6 +132,13 @@ func (a *Allocator) load(t *tagState) {
 		// returns a segment at or above everything reserved or read back
 		// so far.
 		floor := max(t.highWater, t.seen, t.blockEnd)
+		if pe := a.pastLimit(t, floor); pe != nil {
+			// Every ID of the next segment would be past the widest
+			// key column filled from the tag: fetch none.
+			a.stopAtEnd(t, pe)
+			t.mu.Unlock()
+			return
+		}
 		t.mu.Unlock()
 
 		r, err := a.fetch(t.name, step, floor)
@@ -155,6 +167,15 @@ func (a *Allocator) load(t *tagState) {
 		}
 		if err == nil && r.Start < t.floor {
 			r.Start = t.floor
+		}
+		if err == nil {
+			if pe := a.pastLimit(t, max(r.Start, 1)); pe != nil {
+				// Another proxy took the IDs up to the limit: this
+				// segment holds none of use. Drop it, fetch no more.
+				a.stopAtEnd(t, pe)
+				t.mu.Unlock()
+				return
+			}
 		}
 		var refusedAttrs []any // what the error log says about the refused fetch
 		if movedBack {
@@ -302,4 +323,16 @@ func (a *Allocator) create(tag string) error {
 	}
 	a.log.Info("sequence auto-created", "tag", tag, "step", a.opts.DefaultStep)
 	return nil
+}
+
+// stopAtEnd stops tag's loading at its limit: waiting and later requests
+// get pe once the buffered IDs are gone. t.mu must be held.
+func (a *Allocator) stopAtEnd(t *tagState, pe *PastEndError) {
+	if t.pastEnd == nil {
+		a.log.Warn("sequence is at its end: no segment fetched beyond the widest key column filled from it",
+			"tag", t.name, "limit", pe.Limit.Max, "limited_by", pe.Limit.By, "next", pe.Next)
+	}
+	t.pastEnd = pe
+	t.loading = false
+	t.broadcast()
 }

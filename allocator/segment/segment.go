@@ -174,6 +174,7 @@ type tagState struct {
 
 	unknownUntil time.Time // misses answered from memory until then
 	unknown      *UnknownTagError
+	pastEnd      *PastEndError // the tag is at its Limit: no fetch (limit.go)
 
 	failing     int // consecutive failed fetches (0 once one succeeds)
 	lastErr     error
@@ -197,6 +198,7 @@ type Allocator struct {
 	log   *slog.Logger
 
 	tags      atomic.Pointer[map[string]*tagState] // copy-on-write: tags are added rarely, read on every call
+	limits    atomic.Pointer[map[string]Limit]     // by tag: SetLimits (limit.go)
 	closed    atomic.Bool
 	storeDown edge.Tracker // the last fetch found the store unreachable (storestate.go)
 
