@@ -139,11 +139,12 @@ func (a *Allocator) dedicated(ctx context.Context, t *tagState, n int64) (int64,
 					continue
 				}
 			} else {
+				miss := &UnknownTagError{Tag: t.name}
 				t.mu.Lock()
-				t.unknown = &UnknownTagError{Tag: t.name}
+				t.unknown = miss
 				t.unknownUntil = a.opts.Clock().Add(a.opts.UnknownTTL)
 				t.mu.Unlock()
-				return 0, t.unknown
+				return 0, miss // not t.unknown: the loader may set it meanwhile
 			}
 		}
 		if err != nil {

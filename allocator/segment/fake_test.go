@@ -16,6 +16,7 @@ type memStore struct {
 	rows    map[string]*memRow
 	steps   []int64 // step argument of every fetch
 	fetches int
+	tagged  map[string]int // fetches per tag
 	fail    error         // returned by Fetch while set
 	gate    chan struct{} // while set, each Fetch waits for one receive
 	// after, while set, runs after a Fetch has taken its range, before it
@@ -31,6 +32,13 @@ type memStore struct {
 
 type memRow struct{ maxID, step int64 }
 
+// fetchesOf is how many fetches asked for tag.
+func (s *memStore) fetchesOf(tag string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tagged[tag]
+}
+
 func newMemStore(tags map[string]int64) *memStore {
 	s := &memStore{rows: map[string]*memRow{}}
 	for tag, step := range tags {
@@ -42,6 +50,10 @@ func newMemStore(tags map[string]int64) *memStore {
 func (s *memStore) Fetch(ctx context.Context, tag string, step, floor int64) (Range, error) {
 	s.mu.Lock()
 	s.fetches++
+	if s.tagged == nil {
+		s.tagged = map[string]int{}
+	}
+	s.tagged[tag]++
 	s.steps = append(s.steps, step)
 	s.inflight++
 	s.maxInflight = max(s.maxInflight, s.inflight)
