@@ -175,6 +175,7 @@ func (pm *paramMap) appendExecute(dst, pkt, bitmap, values []byte, offs []int, i
 		dst = append(dst, 0)
 	}
 	dst = append(dst, 1)
+	types := len(dst)
 	dst = pm.appendTypes(dst)
 	for j, src := range pm.sourceOf {
 		if src < 0 {
@@ -182,10 +183,18 @@ func (pm *paramMap) appendExecute(dst, pkt, bitmap, values []byte, offs []int, i
 				dst = binary.LittleEndian.AppendUint64(dst, uint64(id))
 			} else {
 				dst[bm+j/8] |= 1 << (j % 8)
+				dst[types+2*j] = mysql.MYSQL_TYPE_NULL
 			}
 			continue
 		}
-		if bitmap[src/8]&(1<<(src%8)) != 0 || pm.anyBound && pm.boundBy[src] != 0 && ids[pm.boundBy[src]-1] != 0 {
+		if pm.anyBound && pm.boundBy[src] != 0 && ids[pm.boundBy[src]-1] != 0 {
+			// Typed NULL too: COALESCE(<client's DOUBLE>, <BIGINT>) would
+			// make the generated key a DOUBLE, exact only below 2^53.
+			dst[bm+j/8] |= 1 << (j % 8)
+			dst[types+2*j], dst[types+2*j+1] = mysql.MYSQL_TYPE_NULL, 0
+			continue
+		}
+		if bitmap[src/8]&(1<<(src%8)) != 0 {
 			dst[bm+j/8] |= 1 << (j % 8)
 			continue
 		}

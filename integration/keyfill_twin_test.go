@@ -300,3 +300,28 @@ func TestTwinSyntaxErrors(t *testing.T) {
 		q("INSERT INTO {T} (b) VALUES ('after')"),
 	)
 }
+
+// A key bound as a DOUBLE 0 (node mysql2 binds every JS number so) is
+// generated, and the generated key reaches the column exactly even where
+// a DOUBLE could not hold it (above 2^53): the client's value goes as a
+// NULL of type NULL, so COALESCE does not make the key a DOUBLE.
+func TestBoundDoubleZeroBigKey(t *testing.T) {
+	_, proxied := twinEnv(t, "BIGINT")
+	ctx := context.Background()
+	const base = int64(1)<<60 + 12345
+	if _, err := proxied.conn.ExecContext(ctx, fmt.Sprintf("INSERT INTO t_rule (id, b) VALUES (%d, 'explicit')", base)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := proxied.conn.ExecContext(ctx, "INSERT INTO t_rule (id, b) VALUES (?, ?)", float64(0), "double zero")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := res.LastInsertId()
+	var stored int64
+	if err := proxied.conn.QueryRowContext(ctx, "SELECT id FROM t_rule WHERE b = 'double zero'").Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored != base+1 || stored != id {
+		t.Fatalf("stored %d, insert id %d; want the key after %d, exactly", stored, id, base)
+	}
+}
