@@ -51,6 +51,7 @@ type Config struct {
 	Log        Log       `yaml:"log"`
 	Limits     Limits    `yaml:"limits"`
 	Metrics    Metrics   `yaml:"metrics"`
+	IDAPI      IDAPI     `yaml:"id_api"`
 	// Path is the file the configuration came from ("" for defaults).
 	Path string `yaml:"-"`
 
@@ -160,6 +161,29 @@ type Metrics struct {
 	// no endpoint.
 	Listen string `yaml:"listen"`
 }
+
+// IDAPI is the optional HTTP ID service (Leaf's /api/segment/get/{tag},
+// /api/snowflake/get/{tag}, and /api/decode/{tag}/{id}).
+type IDAPI struct {
+	// Listen is the host:port it serves on; empty (the default) means off.
+	Listen string `yaml:"listen"`
+	// Tokens are the bearer tokens callers send, each with its tags.
+	Tokens []APIToken `yaml:"tokens"`
+}
+
+// APIToken is one caller of the ID API: a name (the audit log's), its
+// token given as token, token_env or token_file (as passwords are), and
+// the tags it may use ("*": every tag).
+type APIToken struct {
+	Name      string   `yaml:"name"`
+	Token     string   `yaml:"token"`
+	TokenEnv  string   `yaml:"token_env"`
+	TokenFile string   `yaml:"token_file"`
+	Tags      []string `yaml:"tags"`
+}
+
+// MinTokenLength is the shortest id_api token accepted.
+const MinTokenLength = 16
 
 // A Check is a validation the config package cannot make itself because a
 // domain package owns the rule (service.DomainRules runs them all). It
@@ -432,6 +456,7 @@ func (c *Config) Validate(checks ...Check) error {
 			add("metrics.listen", "%q is not host:port (empty disables the endpoint)", c.Metrics.Listen)
 		}
 	}
+	c.validateIDAPI(add)
 	if c.Limits.MaxPlanDepth < 1 {
 		add("limits.max_plan_depth", "%d: must be at least 1 (default %d)", c.Limits.MaxPlanDepth, DefaultMaxPlanDepth)
 	}

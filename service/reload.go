@@ -97,6 +97,16 @@ func (s *Service) reload(ctx context.Context, next *config.Config) (changes []st
 		}
 	}
 	changes = append(changes, diffNames("table rule", ruleNames(cur.Tables), ruleNames(next.Tables))...)
+	if s.IDAPI != nil {
+		changes = append(changes, diffNames("id_api token", apiTokenNames(cur.IDAPI.Tokens), apiTokenNames(next.IDAPI.Tokens))...)
+		for _, t := range next.IDAPI.Tokens {
+			for _, o := range cur.IDAPI.Tokens {
+				if o.Name == t.Name && !reflect.DeepEqual(o, t) {
+					changes = append(changes, fmt.Sprintf("id_api token %q changed", t.Name))
+				}
+			}
+		}
+	}
 	changes = append(changes, diffNames("tag", slices.Collect(maps.Keys(cur.Sequences.Tags)), slices.Collect(maps.Keys(next.Sequences.Tags)))...)
 	for _, name := range slices.Sorted(maps.Keys(next.Sequences.Tags)) {
 		t, old := next.Sequences.Tags[name], cur.Sequences.Tags[name]
@@ -111,12 +121,18 @@ func (s *Service) reload(ctx context.Context, next *config.Config) (changes []st
 	s.Proxy.SetUsers(Accounts(next.Users))
 	s.Proxy.SetAdmins(next.Admins)
 	s.Engine.SetRules(rs)
+	if s.IDAPI != nil {
+		s.IDAPI.SetTokens(IDAPITokens(next))
+	}
 	s.mu.Lock()
 	s.lowerCaseTableNames = bn.lowerCaseTableNames
 	s.mu.Unlock()
 	bn.log(s.log, next)
 	applied := *cur
 	applied.Users, applied.Admins, applied.Tables, applied.Sequences.Tags = next.Users, next.Admins, next.Tables, next.Sequences.Tags
+	if s.IDAPI != nil {
+		applied.IDAPI.Tokens = next.IDAPI.Tokens
+	}
 	appliedAlloc, err := AllocatorConfig(&applied)
 	if err != nil {
 		return nil, err
@@ -127,6 +143,9 @@ func (s *Service) reload(ctx context.Context, next *config.Config) (changes []st
 	// What a restart would pick up.
 	restart := *next
 	restart.Users, restart.Admins, restart.Tables, restart.Sequences.Tags, restart.Path = cur.Users, cur.Admins, cur.Tables, cur.Sequences.Tags, cur.Path
+	if s.IDAPI != nil {
+		restart.IDAPI.Tokens = cur.IDAPI.Tokens
+	}
 	for _, f := range changedKeys(*cur, restart) {
 		changes = append(changes, f+": needs a restart, not applied")
 	}
@@ -147,6 +166,14 @@ func names(us []config.User) []string {
 	out := make([]string, 0, len(us))
 	for _, u := range us {
 		out = append(out, u.Name)
+	}
+	return out
+}
+
+func apiTokenNames(ts []config.APIToken) []string {
+	out := make([]string, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, t.Name)
 	}
 	return out
 }
@@ -215,7 +242,7 @@ func changedKeys(a, b config.Config) []string {
 
 // secretKey says a key's value is not to be logged.
 func secretKey(path string) bool {
-	return strings.Contains(path, "password") || path == "sequences.store"
+	return strings.Contains(path, "password") || path == "sequences.store" || strings.HasPrefix(path, "id_api.tokens")
 }
 
 // show is a value as a person reads it in a log line.
