@@ -32,7 +32,7 @@ var mayImport = map[string][]string{
 		"allocator/snowflake", "internal/sqltext", "proxy"},
 	"service": {"admin", "allocator", "allocator/runway", "allocator/schema", "allocator/snowflake",
 		"config", "engine", "idapi", "internal/buildinfo", "internal/metric", "internal/tablematch", "proxy", "rewriter"},
-	"idapi": nil,
+	"idapi":               nil,
 	"cmd/leafproxy":       {"allocator/snowflake", "config", "internal/buildinfo", "service"},
 	"cmd/leafproxy-demo":  {"demo", "internal/buildinfo", "service"},
 	"demo":                {"config", "service"},
