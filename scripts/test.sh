@@ -124,7 +124,7 @@ fi
 # long end-to-end tests) run without it, which keeps the suite inside CI's
 # time on two cores. (engine, rewriter, admin and service under -race: 20 s
 # of wall time against 10 s without, on two cores.)
-race_pkgs=$(go list ./allocator/... ./proxy/... ./config/... ./engine/... ./service/... ./rewriter/... ./admin/... ./internal/metric/... ./internal/edge/... ./internal/raw/... 2>/dev/null | tr '\n' ' ')
+race_pkgs=$(go list ./allocator/... ./proxy/... ./config/... ./engine/... ./service/... ./idapi/... ./rewriter/... ./admin/... ./internal/metric/... ./internal/edge/... ./internal/raw/... 2>/dev/null | tr '\n' ' ')
 echo "== go test -race ${race_pkgs}"
 go test -race -count=1 -timeout 30m "$@" $race_pkgs
 
