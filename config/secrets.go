@@ -181,8 +181,11 @@ func (c *Config) SecretWarnings() []string {
 		case words["token"]:
 			word = "token"
 		}
-		check(c.Path, "a plaintext "+word+" ("+strings.Join(c.inlineSecrets, ", ")+")",
-			"chmod o-r,g-r it (or give it to leafproxy's group, mode 0640), or move the passwords to *_file / *_env keys (users: password_hash)")
+		fix := "chmod o-r,g-r it (or give it to leafproxy's group, mode 0640), or move the passwords to *_file / *_env keys (users: password_hash)"
+		if word == "token" {
+			fix = "chmod o-r,g-r it (or give it to leafproxy's group, mode 0640), or move the tokens to token_file / token_env"
+		}
+		check(c.Path, "a plaintext "+word+" ("+strings.Join(c.inlineSecrets, ", ")+")", fix)
 	}
 	for _, f := range c.secretFiles {
 		check(f.path, "a "+secretWord(strings.TrimSuffix(f.key, "_file"))+" ("+f.key+")", "chmod 0600 it (or 0640 in leafproxy's group)")
