@@ -1,7 +1,7 @@
 // Package admin answers leafproxy's own SQL for operators, through the
 // proxy port, for accounts marked admin: true (others get 1227):
 //
-//	SHOW LEAFPROXY SEQUENCES                   -- one row per tag: buffers, layout, runway, the store's row
+//	SHOW LEAFPROXY SEQUENCES [LIKE 'pat' | WHERE expr] -- one row per tag: buffers, layout, runway, the store's row
 //	SHOW LEAFPROXY SESSIONS                    -- the proxy's client sessions and their backend threads
 //	CREATE LEAFPROXY SEQUENCE [IF NOT EXISTS] tag [STEP n]
 //	CREATE LEAFPROXY SEQUENCE [IF NOT EXISTS] tag SNOWFLAKE
@@ -89,6 +89,11 @@ func (a *Interceptor) run(ctx context.Context, s *proxy.Session, st stmt) (handl
 		cols, rows, err := a.sequences(ctx)
 		if err != nil {
 			return false, "", err
+		}
+		if st.filter != "" {
+			if rows, err = filterRows(ctx, s, cols, rows, st.filter); err != nil {
+				return false, "", err
+			}
 		}
 		return true, "ok", s.WriteTextResultSet(cols, rows)
 	case showSessions:

@@ -34,8 +34,11 @@ type stmt struct {
 	bits      [3]int
 	hasBits   bool
 	epoch     string
-	err       string
-	badArg    bool
+	// filter: SHOW LEAFPROXY SEQUENCES LIKE/WHERE as a WHERE expression
+	// over its columns (show.go).
+	filter string
+	err    string
+	badArg bool
 }
 
 func (s stmt) what() string {
@@ -73,6 +76,9 @@ func parse(sql []byte) (stmt, bool) {
 	if !secondWordIsLeafproxy(sql[i:]) {
 		return stmt{}, false // every SELECT and SHOW: no tokens, no allocation
 	}
+	if f, ok := showFilter(string(sql[i:])); ok {
+		return stmt{kind: showSequences, filter: f}, true
+	}
 	toks, ok := tokens(string(sql[i:]))
 	if !ok || len(toks) < 2 || !strings.EqualFold(toks[1], "LEAFPROXY") {
 		return stmt{}, false
@@ -88,7 +94,7 @@ func parse(sql []byte) (stmt, bool) {
 		if len(rest) == 1 && (strings.EqualFold(rest[0], "SESSIONS") || strings.EqualFold(rest[0], "PROCESSLIST")) {
 			return stmt{kind: showSessions}, true
 		}
-		return bad("leafproxy: SHOW LEAFPROXY takes SEQUENCES or SESSIONS")
+		return bad("leafproxy: SHOW LEAFPROXY takes SEQUENCES [LIKE 'pattern' | WHERE expr] or SESSIONS")
 	case "CREATE":
 		return parseCreate(rest)
 	case "ALTER":

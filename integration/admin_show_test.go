@@ -1,0 +1,78 @@
+package integration
+
+import (
+	"database/sql"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/leafproxy/leafproxy/config"
+	"github.com/leafproxy/leafproxy/internal/testdb"
+)
+
+// SHOW LEAFPROXY SEQUENCES LIKE 'pat' / WHERE expr, as SHOW ... LIKE and
+// WHERE work in MariaDB (the backend evaluates them).
+func TestAdminShowSequencesFilter(t *testing.T) {
+	backend := testdb.Start(t)
+	cfg := leafConfig(t, backend, nil)
+	cfg.Users = append(cfg.Users, config.User{Name: "ops", Password: "opspw", Admin: true})
+	cfg.Sequences.Tags = map[string]config.Tag{"order": {Generator: "segment", Step: 100}, "orders2": {Generator: "segment", Step: 7},
+		"msg": {Generator: "snowflake"}}
+	cfg.Snowflake.WorkerID = "5"
+	lf := startLeaf(t, cfg)
+	app := lf.open(t, "", nil)
+	ops, _ := sql.Open("mysql", "ops:opspw@tcp("+lf.addr+")/")
+	ops.SetMaxOpenConns(1)
+	t.Cleanup(func() { ops.Close() })
+	var id int64
+	for _, q := range []string{"SELECT NEXTVAL('order')", "SELECT NEXTVAL('orders2')", "SELECT NEXTVAL('msg')"} {
+		if err := app.QueryRow(q).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tags := func(q string) []string {
+		t.Helper()
+		var out []string
+		for _, r := range queryMaps(t, ops, q) {
+			out = append(out, r["tag"])
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		q    string
+		want []string
+	}{
+		{"SHOW LEAFPROXY SEQUENCES LIKE 'ord%'", []string{"order", "orders2"}},
+		{"show leafproxy sequences like 'ORDER'", []string{"order"}},
+		{"SHOW LEAFPROXY SEQUENCES LIKE 'ms_';", []string{"msg"}},
+		{"SHOW LEAFPROXY SEQUENCES LIKE 'nothing%'", nil},
+		{"SHOW LEAFPROXY SEQUENCES LIKE 'order!_%' ESCAPE '!'", nil},
+		{"SHOW LEAFPROXY SEQUENCES WHERE generator = 'snowflake'", []string{"msg"}},
+		{"SHOW LEAFPROXY SEQUENCES WHERE step < 50 AND generator <> 'snowflake'", []string{"orders2"}},
+		{"SHOW LEAFPROXY SEQUENCES WHERE worker_id = 5 OR `tag` IN ('order')", []string{"msg", "order"}},
+	} {
+		got := tags(tc.q)
+		slices.Sort(got)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.q, got, tc.want)
+		}
+	}
+	// The session's sql_mode changes nothing about how rows are sent.
+	if _, err := ops.Exec("SET SESSION sql_mode = 'ANSI_QUOTES,NO_BACKSLASH_ESCAPES'"); err != nil {
+		t.Fatal(err)
+	}
+	if got := tags("SHOW LEAFPROXY SEQUENCES LIKE 'msg'"); !slices.Equal(got, []string{"msg"}) {
+		t.Errorf("under ANSI_QUOTES: %q", got)
+	}
+	// Errors are the backend's, as for SHOW ... WHERE in MariaDB.
+	if _, err := ops.Query("SHOW LEAFPROXY SEQUENCES WHERE nosuch = 1"); err == nil || !strings.Contains(err.Error(), "1054") {
+		t.Errorf("unknown column: %v, want 1054", err)
+	}
+	if _, err := app.Query("SHOW LEAFPROXY SEQUENCES LIKE 'o%'"); err == nil || !strings.Contains(err.Error(), "1227") {
+		t.Errorf("non-admin: %v, want 1227", err)
+	}
+	// The session is usable afterwards.
+	if err := ops.QueryRow("SELECT 41 + 1").Scan(&id); err != nil || id != 42 {
+		t.Errorf("after the filters: %d, %v", id, err)
+	}
+}
