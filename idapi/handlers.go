@@ -160,13 +160,13 @@ func (a *API) decode(w http.ResponseWriter, r *http.Request) {
 		created = created.UTC()
 		d.CreatedAt, d.WorkerID, d.Sequence = &created, &worker, &seq
 	} else {
-		if id < 0 {
-			a.fail(w, epDecode, http.StatusBadRequest, fmt.Sprintf("Incorrect arguments to LEAFPROXY_DECODE: %d is not an ID of sequence '%s': its IDs are positive", id, tag), start)
-			return
-		}
 		maxID, err := a.src.MaxID(r.Context(), tag)
 		if err != nil {
 			a.fail(w, epDecode, statusOf(err), err.Error(), start)
+			return
+		}
+		if id < 1 {
+			a.fail(w, epDecode, http.StatusBadRequest, fmt.Sprintf("Incorrect arguments to LEAFPROXY_DECODE: %d is not an ID of sequence '%s': its IDs start at 1", id, tag), start)
 			return
 		}
 		handed := 0
