@@ -76,3 +76,50 @@ func TestAdminShowSequencesFilter(t *testing.T) {
 		t.Errorf("after the filters: %d, %v", id, err)
 	}
 }
+
+// SHOW WARNINGS after an admin statement answered with a warning (IF NOT
+// EXISTS / IF EXISTS with nothing to do) shows that warning with its text.
+func TestAdminWarningsShown(t *testing.T) {
+	backend := testdb.Start(t)
+	cfg := leafConfig(t, backend, nil)
+	cfg.Users = append(cfg.Users, config.User{Name: "ops", Password: "opspw", Admin: true})
+	lf := startLeaf(t, cfg)
+	ops, _ := sql.Open("mysql", "ops:opspw@tcp("+lf.addr+")/")
+	t.Cleanup(func() { ops.Close() })
+	conn, err := ops.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	warnings := func() []string {
+		t.Helper()
+		rows, err := conn.QueryContext(t.Context(), "SHOW WARNINGS")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var level, code, msg string
+			if err := rows.Scan(&level, &code, &msg); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, level+" "+code+" "+msg)
+		}
+		return out
+	}
+	for _, tc := range []struct{ q, want string }{
+		{"CREATE LEAFPROXY SEQUENCE inv STEP 10", ""},
+		{"CREATE LEAFPROXY SEQUENCE IF NOT EXISTS inv", "Warning 1050 Sequence 'inv' already exists"},
+		{"DROP LEAFPROXY SEQUENCE inv", ""},
+		{"DROP LEAFPROXY SEQUENCE IF EXISTS inv", "Warning 4091 Unknown SEQUENCE: 'inv'"},
+	} {
+		if _, err := conn.ExecContext(t.Context(), tc.q); err != nil {
+			t.Fatalf("%s: %v", tc.q, err)
+		}
+		got := strings.Join(warnings(), "; ")
+		if tc.want != "" && got != tc.want {
+			t.Errorf("SHOW WARNINGS after %s: %q, want %q", tc.q, got, tc.want)
+		}
+	}
+}
