@@ -90,7 +90,7 @@ func (a *Interceptor) create(ctx context.Context, s *proxy.Session, st stmt) (st
 		}
 		created, err = a.idSequences.CreateSnowflake(ctx, st.tag, &l, a.description(s, st))
 	} else {
-		created, err = a.idSequences.CreateSegment(ctx, st.tag, st.step, a.description(s, st))
+		created, err = a.idSequences.CreateSegment(ctx, st.tag, st.step, st.start, a.description(s, st))
 	}
 	if err != nil {
 		return "", fmt.Errorf("create sequence '%s': %w", st.tag, err)

@@ -123,3 +123,37 @@ func TestAdminWarningsShown(t *testing.T) {
 		}
 	}
 }
+
+// CREATE LEAFPROXY SEQUENCE ... START WITH n: the tag's first ID is n.
+func TestAdminCreateStartWith(t *testing.T) {
+	backend := testdb.Start(t)
+	cfg := leafConfig(t, backend, nil)
+	cfg.Users = append(cfg.Users, config.User{Name: "ops", Password: "opspw", Admin: true})
+	lf := startLeaf(t, cfg)
+	app := lf.open(t, "", nil)
+	ops, _ := sql.Open("mysql", "ops:opspw@tcp("+lf.addr+")/")
+	t.Cleanup(func() { ops.Close() })
+	for _, q := range []string{"CREATE LEAFPROXY SEQUENCE inv START WITH 5000 STEP 10", "CREATE LEAFPROXY SEQUENCE inv2 START 77"} {
+		if _, err := ops.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	for tag, want := range map[string]int64{"inv": 5000, "inv2": 77} {
+		var id int64
+		if err := app.QueryRow("SELECT NEXTVAL('" + tag + "')").Scan(&id); err != nil || id != want {
+			t.Errorf("first NEXTVAL('%s') = %d, %v; want %d", tag, id, err, want)
+		}
+	}
+	for _, tc := range []struct {
+		q    string
+		code string
+	}{
+		{"CREATE LEAFPROXY SEQUENCE bad START WITH 0", "1210"},
+		{"CREATE LEAFPROXY SEQUENCE bad MAXVALUE 100", "1235"},
+		{"CREATE LEAFPROXY SEQUENCE bad START WITH 5 START WITH 6", "1064"},
+	} {
+		if _, err := ops.Exec(tc.q); err == nil || !strings.Contains(err.Error(), tc.code) {
+			t.Errorf("%s: %v, want %s", tc.q, err, tc.code)
+		}
+	}
+}
