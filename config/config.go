@@ -216,33 +216,40 @@ func Parse(b []byte, checks ...Check) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	var probs []Problem
+	// The file's own problems (unknown keys, values of the wrong type)
+	// and what validation finds in the rest are reported together: one
+	// run of check names every problem. A key whose value did not decode
+	// is not validated again.
+	var fileProbs []Problem
 	if len(root.Content) > 0 {
-		probs = checkKeys(root)
+		fileProbs = checkKeys(root)
 		if err := root.Decode(c); err != nil {
 			for _, p := range decodeProblems(err) {
 				if p.Key == "" {
 					p.Key = keyAtLine(root, p.Line)
 				}
-				probs = append(probs, p)
+				fileProbs = append(fileProbs, p)
 			}
 		}
 	}
-	if len(probs) > 0 {
-		return nil, &Error{Problems: probs}
+	badKeys := map[string]bool{}
+	for _, p := range fileProbs {
+		badKeys[p.Key] = true
 	}
 	c.ApplyDefaults()
-	probs = c.ResolveSecrets()
+	probs := c.ResolveSecrets()
 	if err := c.Validate(checks...); err != nil {
 		var ce *Error
 		if errors.As(err, &ce) {
 			probs = append(probs, ce.Problems...)
 		}
 	}
+	probs = slices.DeleteFunc(probs, func(p Problem) bool { return badKeys[p.Key] })
+	for i, p := range probs {
+		probs[i].Line = lineOf(root, p.Key)
+	}
+	probs = append(fileProbs, probs...)
 	if len(probs) > 0 {
-		for i, p := range probs {
-			probs[i].Line = lineOf(root, p.Key)
-		}
 		sort.SliceStable(probs, func(i, j int) bool { return probs[i].Line < probs[j].Line })
 		return nil, &Error{Problems: probs}
 	}
