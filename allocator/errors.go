@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/leafproxy/leafproxy/allocator/schema"
 	"github.com/leafproxy/leafproxy/allocator/segment"
@@ -89,9 +90,9 @@ func (e *UnknownTagError) Unwrap() error { return e.UnknownTagError }
 // suggest is the tag one typo away from tag among those this proxy knows:
 // declared (sequences.tags, table rules), snowflake tags, and segment tags
 // it has fetched from the store; "" when none is, or tag is shorter than
-// 3 bytes.
+// 3 characters.
 func (s *Sequences) suggest(tag string) string {
-	if len(tag) < 3 {
+	if utf8.RuneCountInString(tag) < 3 {
 		return "" // one edit from a short name is almost any short name
 	}
 	var known []string
