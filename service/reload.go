@@ -97,7 +97,10 @@ func (s *Service) reload(ctx context.Context, next *config.Config) (changes []st
 		}
 	}
 	changes = append(changes, diffNames("table rule", ruleNames(cur.Tables), ruleNames(next.Tables))...)
-	if s.IDAPI != nil {
+	// ID API tokens apply at once while the API runs and stays configured
+	// (a changed or emptied id_api.listen needs a restart, tokens too).
+	tokens := s.IDAPI != nil && next.IDAPI.Listen != ""
+	if tokens {
 		changes = append(changes, diffNames("id_api token", apiTokenNames(cur.IDAPI.Tokens), apiTokenNames(next.IDAPI.Tokens))...)
 		for _, t := range next.IDAPI.Tokens {
 			for _, o := range cur.IDAPI.Tokens {
@@ -121,7 +124,7 @@ func (s *Service) reload(ctx context.Context, next *config.Config) (changes []st
 	s.Proxy.SetUsers(Accounts(next.Users))
 	s.Proxy.SetAdmins(next.Admins)
 	s.Engine.SetRules(rs)
-	if s.IDAPI != nil {
+	if tokens {
 		s.IDAPI.SetTokens(IDAPITokens(next))
 	}
 	s.mu.Lock()
@@ -130,7 +133,7 @@ func (s *Service) reload(ctx context.Context, next *config.Config) (changes []st
 	bn.log(s.log, next)
 	applied := *cur
 	applied.Users, applied.Admins, applied.Tables, applied.Sequences.Tags = next.Users, next.Admins, next.Tables, next.Sequences.Tags
-	if s.IDAPI != nil {
+	if tokens {
 		applied.IDAPI.Tokens = next.IDAPI.Tokens
 	}
 	appliedAlloc, err := AllocatorConfig(&applied)
@@ -143,7 +146,7 @@ func (s *Service) reload(ctx context.Context, next *config.Config) (changes []st
 	// What a restart would pick up.
 	restart := *next
 	restart.Users, restart.Admins, restart.Tables, restart.Sequences.Tags, restart.Path = cur.Users, cur.Admins, cur.Tables, cur.Sequences.Tags, cur.Path
-	if s.IDAPI != nil {
+	if tokens {
 		restart.IDAPI.Tokens = cur.IDAPI.Tokens
 	}
 	for _, f := range changedKeys(*cur, restart) {
