@@ -217,8 +217,10 @@ func (a *API) audit(r *http.Request, name, tag string, code int, why string) {
 type coded interface{ Code() uint16 }
 
 // statusOf maps an allocator error to an HTTP status: an unknown sequence
-// 404, an ID store that cannot give IDs now (1105) 503, another refusal
-// with a MySQL code (a bad name, a bad argument) 400, anything else 500.
+// 404, another refusal with a MySQL code (a bad name, a bad argument) 400
+// but 1105 (no ID now: the store down with the buffers empty, a fenced
+// snowflake generator) 503, and anything else (the store not answering a
+// lookup) 503 too.
 func statusOf(err error) int {
 	var c coded
 	if errors.As(err, &c) {
@@ -230,10 +232,7 @@ func statusOf(err error) int {
 		}
 		return http.StatusBadRequest
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
+	return http.StatusServiceUnavailable
 }
 
 // fail answers an error in plain text (the get endpoints' form) and counts it.
