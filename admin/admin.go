@@ -1,9 +1,9 @@
 // Package admin answers leafproxy's own SQL for operators, through the
 // proxy port, for accounts marked admin: true (others get 1227):
 //
-//	SHOW LEAFPROXY SEQUENCES                   -- one row per tag: buffers, layout, runway, the store's row
+//	SHOW LEAFPROXY SEQUENCES [LIKE 'pat' | WHERE expr] -- one row per tag: buffers, layout, runway, the store's row
 //	SHOW LEAFPROXY SESSIONS                    -- the proxy's client sessions and their backend threads
-//	CREATE LEAFPROXY SEQUENCE [IF NOT EXISTS] tag [STEP n]
+//	CREATE LEAFPROXY SEQUENCE [IF NOT EXISTS] tag [START [WITH] n] [STEP n]
 //	CREATE LEAFPROXY SEQUENCE [IF NOT EXISTS] tag SNOWFLAKE
 //	       [LAYOUT js_safe | LAYOUT default | LAYOUT (time_bits, worker_bits, sequence_bits)] [EPOCH 'time']
 //	ALTER LEAFPROXY SEQUENCE tag STEP n
@@ -75,11 +75,14 @@ func (a *Interceptor) Query(ctx context.Context, s *proxy.Session, sql []byte) (
 // run carries out an admin statement; result says what it did (see
 // audit), err is what the client is told instead of an answer.
 func (a *Interceptor) run(ctx context.Context, s *proxy.Session, st stmt) (handled bool, result string, err error) {
-	if st.err != "" && !st.badArg {
+	if st.err != "" && !st.badArg && !st.unsupported {
 		return false, "", &mysql.MyError{Code: mysql.ER_PARSE_ERROR, State: "42000", Message: st.err}
 	}
 	if !s.Admin() {
 		return false, "", proxy.ErrNeedAdmin(st.what())
+	}
+	if st.unsupported {
+		return false, "", &mysql.MyError{Code: mysql.ER_NOT_SUPPORTED_YET, State: "42000", Message: st.err}
 	}
 	if st.err != "" {
 		return false, "", badArgument(st.err)
@@ -89,6 +92,11 @@ func (a *Interceptor) run(ctx context.Context, s *proxy.Session, st stmt) (handl
 		cols, rows, err := a.sequences(ctx)
 		if err != nil {
 			return false, "", err
+		}
+		if st.filter != "" {
+			if rows, err = filterRows(ctx, s, cols, rows, st.filter); err != nil {
+				return false, "", err
+			}
 		}
 		return true, "ok", s.WriteTextResultSet(cols, rows)
 	case showSessions:

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"strings"
@@ -72,7 +73,7 @@ func (a *Interceptor) create(ctx context.Context, s *proxy.Session, st stmt) (st
 		// A configured tag exists by configuration; a snowflake one has
 		// its row already, a segment one must not get one.
 		if st.ifNotExists {
-			return "unchanged", s.WriteOK(0, 0, 1)
+			return "unchanged", warnOK(ctx, s, mysql.ER_TABLE_EXISTS_ERROR, fmt.Sprintf("Sequence '%s' already exists", st.tag))
 		}
 		return "", &mysql.MyError{Code: mysql.ER_TABLE_EXISTS_ERROR, State: "42S01", Message: fmt.Sprintf(
 			"Sequence '%s' already exists (a %s sequence in this proxy's configuration)", st.tag, gen)}
@@ -89,14 +90,14 @@ func (a *Interceptor) create(ctx context.Context, s *proxy.Session, st stmt) (st
 		}
 		created, err = a.idSequences.CreateSnowflake(ctx, st.tag, &l, a.description(s, st))
 	} else {
-		created, err = a.idSequences.CreateSegment(ctx, st.tag, st.step, a.description(s, st))
+		created, err = a.idSequences.CreateSegment(ctx, st.tag, st.step, st.start, a.description(s, st))
 	}
 	if err != nil {
 		return "", fmt.Errorf("create sequence '%s': %w", st.tag, err)
 	}
 	if !created {
 		if st.ifNotExists {
-			return "unchanged", s.WriteOK(0, 0, 1)
+			return "unchanged", warnOK(ctx, s, mysql.ER_TABLE_EXISTS_ERROR, fmt.Sprintf("Sequence '%s' already exists", st.tag))
 		}
 		kind, err := a.idSequences.TagKind(ctx, st.tag)
 		if err != nil {
@@ -187,9 +188,22 @@ func (a *Interceptor) drop(ctx context.Context, s *proxy.Session, st stmt) (stri
 	}
 	if !found {
 		if st.ifExists {
-			return "unchanged", s.WriteOK(0, 0, 1)
+			return "unchanged", warnOK(ctx, s, segment.ErrCodeUnknownSequence, fmt.Sprintf("Unknown SEQUENCE: '%s'", st.tag))
 		}
 		return "", &segment.UnknownTagError{Tag: st.tag}
 	}
 	return "dropped", s.WriteOK(0, 0, 0)
+}
+
+// warnOK answers OK with one warning, and leaves that warning (code, msg)
+// in the session's backend connection, where the client's SHOW WARNINGS
+// goes next: a SIGNAL of SQLSTATE 01000 is a warning, not an error. If the
+// backend cannot hold it (an old server), the client still gets its OK.
+func warnOK(ctx context.Context, s *proxy.Session, code uint16, msg string) error {
+	sig := fmt.Sprintf("SIGNAL SQLSTATE '01000' SET MYSQL_ERRNO = %d, MESSAGE_TEXT = _utf8mb4 X'%s'", code, hex.EncodeToString([]byte(msg)))
+	_, _, err := s.BackendExec(ctx, sig)
+	if err != nil {
+		s.Logger().Debug("could not leave the warning for SHOW WARNINGS on the backend connection", "err", err)
+	}
+	return s.WriteOK(0, 0, 1)
 }

@@ -34,8 +34,14 @@ type stmt struct {
 	bits      [3]int
 	hasBits   bool
 	epoch     string
-	err       string
-	badArg    bool
+	// filter: SHOW LEAFPROXY SEQUENCES LIKE/WHERE as a WHERE expression
+	// over its columns (show.go).
+	filter string
+	start  int64 // CREATE ... START WITH: the segment tag's first ID (0: 1, or above its tables' keys)
+	err    string
+	// unsupported: err is a 1235 (a MariaDB option the proxy does not take).
+	unsupported bool
+	badArg      bool
 }
 
 func (s stmt) what() string {
@@ -73,6 +79,9 @@ func parse(sql []byte) (stmt, bool) {
 	if !secondWordIsLeafproxy(sql[i:]) {
 		return stmt{}, false // every SELECT and SHOW: no tokens, no allocation
 	}
+	if f, ok := showFilter(string(sql[i:])); ok {
+		return stmt{kind: showSequences, filter: f}, true
+	}
 	toks, ok := tokens(string(sql[i:]))
 	if !ok || len(toks) < 2 || !strings.EqualFold(toks[1], "LEAFPROXY") {
 		return stmt{}, false
@@ -88,7 +97,7 @@ func parse(sql []byte) (stmt, bool) {
 		if len(rest) == 1 && (strings.EqualFold(rest[0], "SESSIONS") || strings.EqualFold(rest[0], "PROCESSLIST")) {
 			return stmt{kind: showSessions}, true
 		}
-		return bad("leafproxy: SHOW LEAFPROXY takes SEQUENCES or SESSIONS")
+		return bad("leafproxy: SHOW LEAFPROXY takes SEQUENCES [LIKE 'pattern' | WHERE expr] or SESSIONS")
 	case "CREATE":
 		return parseCreate(rest)
 	case "ALTER":
@@ -123,7 +132,7 @@ func parse(sql []byte) (stmt, bool) {
 //	SEQUENCE [IF NOT EXISTS] tag [STEP n]
 //	SEQUENCE [IF NOT EXISTS] tag SNOWFLAKE [LAYOUT name | LAYOUT (t, w, s)] [EPOCH 'time']
 func parseCreate(rest []string) (stmt, bool) {
-	usage := "leafproxy: the syntax is CREATE LEAFPROXY SEQUENCE [IF NOT EXISTS] tag [STEP n] " +
+	usage := "leafproxy: the syntax is CREATE LEAFPROXY SEQUENCE [IF NOT EXISTS] tag [START [WITH] n] [STEP n] " +
 		"or CREATE LEAFPROXY SEQUENCE [IF NOT EXISTS] tag SNOWFLAKE [LAYOUT js_safe | LAYOUT default | LAYOUT (time_bits, worker_bits, sequence_bits)] [EPOCH 'RFC 3339 time']"
 	bad := func() (stmt, bool) { return stmt{err: usage}, true }
 	if len(rest) < 2 || !strings.EqualFold(rest[0], "SEQUENCE") {
@@ -140,13 +149,8 @@ func parseCreate(rest []string) (stmt, bool) {
 	}
 	st.tag = unquote(rest[0])
 	rest = rest[1:]
-	switch {
-	case len(rest) == 0:
-		return st, true
-	case len(rest) == 2 && strings.EqualFold(rest[0], "STEP"):
-		return st.withStep(rest[1], usage), true
-	case !strings.EqualFold(rest[0], "SNOWFLAKE"):
-		return bad()
+	if len(rest) == 0 || !strings.EqualFold(rest[0], "SNOWFLAKE") {
+		return st.segmentOptions(rest, usage), true
 	}
 	st.snowflake = true
 	rest = rest[1:]
@@ -180,6 +184,50 @@ func parseCreate(rest []string) (stmt, bool) {
 		return bad()
 	}
 	return st, true
+}
+
+// segmentOptions reads a segment tag's options, in any order, each once:
+// STEP n, START [WITH] n (MariaDB's CREATE SEQUENCE words; the tag's first
+// ID). MAXVALUE is refused as not supported (1235): a segment tag ends
+// where the key columns it fills end (see its runway).
+func (st stmt) segmentOptions(rest []string, usage string) stmt {
+	seen := map[string]bool{}
+	for len(rest) > 0 {
+		word := strings.ToUpper(rest[0])
+		if seen[word] {
+			return stmt{err: usage}
+		}
+		seen[word] = true
+		switch word {
+		case "STEP":
+			if len(rest) < 2 {
+				return stmt{err: usage}
+			}
+			if st = st.withStep(rest[1], usage); st.err != "" {
+				return st
+			}
+			rest = rest[2:]
+		case "START":
+			rest = rest[1:]
+			if len(rest) > 0 && strings.EqualFold(rest[0], "WITH") {
+				rest = rest[1:]
+			}
+			if len(rest) == 0 || !isNumber(rest[0]) {
+				return stmt{err: usage}
+			}
+			n, err := strconv.ParseInt(rest[0], 10, 64)
+			if err != nil || n < 1 {
+				return stmt{err: fmt.Sprintf("Incorrect arguments to %s: START WITH %s: the first ID must be 1 to 9223372036854775807", st.what(), rest[0]), badArg: true}
+			}
+			st.start = n
+			rest = rest[1:]
+		case "MAXVALUE", "NOMAXVALUE", "MINVALUE", "INCREMENT", "CYCLE", "CACHE":
+			return stmt{err: fmt.Sprintf("leafproxy: CREATE LEAFPROXY SEQUENCE takes no %s: a segment sequence counts up by 1 and ends where the key columns it fills end (SHOW LEAFPROXY SEQUENCES: ids_left)", word), unsupported: true}
+		default:
+			return stmt{err: usage}
+		}
+	}
+	return st
 }
 
 // withStep sets the STEP: a number that is not 1 to 2147483647 (the

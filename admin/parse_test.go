@@ -22,6 +22,12 @@ func TestParse(t *testing.T) {
 		{"CREATE LEAFPROXY SEQUENCE IF NOT EXISTS `a``b` STEP 500", true, stmt{kind: createSequence, tag: "a`b", step: 500, ifNotExists: true}, false},
 		{"create leafproxy sequence '订单' step 10", true, stmt{kind: createSequence, tag: "订单", step: 10}, false},
 		{"CREATE LEAFPROXY SEQUENCE x STEP 0", true, stmt{}, true},
+		{"CREATE LEAFPROXY SEQUENCE x START WITH 1000 STEP 10", true, stmt{kind: createSequence, tag: "x", step: 10, start: 1000}, false},
+		{"create leafproxy sequence x step 10 start 7", true, stmt{kind: createSequence, tag: "x", step: 10, start: 7}, false},
+		{"CREATE LEAFPROXY SEQUENCE x START WITH 0", true, stmt{}, true},
+		{"CREATE LEAFPROXY SEQUENCE x START WITH", true, stmt{}, true},
+		{"CREATE LEAFPROXY SEQUENCE x STEP 1 STEP 2", true, stmt{}, true},
+		{"CREATE LEAFPROXY SEQUENCE x MAXVALUE 100", true, stmt{}, true},
 		{"CREATE LEAFPROXY SEQUENCE x STEP", true, stmt{}, true},
 		{"CREATE LEAFPROXY SEQUENCE", true, stmt{}, true},
 		{"CREATE TABLE leafproxy (id INT)", false, stmt{}, false},
@@ -94,6 +100,12 @@ func TestParse(t *testing.T) {
 // TestParseBadArguments: values out of range are 1210 (bad argument), not
 // 1064 (syntax).
 func TestParseBadArguments(t *testing.T) {
+	if st, _ := parse([]byte("CREATE LEAFPROXY SEQUENCE x START WITH -5")); !st.badArg {
+		t.Errorf("START WITH -5: %+v, want a bad argument", st)
+	}
+	if st, _ := parse([]byte("CREATE LEAFPROXY SEQUENCE x START 1 MAXVALUE 9")); !st.unsupported || !strings.Contains(st.err, "takes no MAXVALUE") {
+		t.Errorf("MAXVALUE: %+v, want unsupported", st)
+	}
 	for _, q := range []string{"CREATE LEAFPROXY SEQUENCE x STEP 0", "ALTER LEAFPROXY SEQUENCE x STEP -3",
 		"ALTER LEAFPROXY SEQUENCE x STEP 2147483648", "CREATE LEAFPROXY SEQUENCE x STEP 99999999999999999999"} {
 		st, ok := parse([]byte(q))

@@ -61,7 +61,7 @@ func (s *Sequences) DecodeSnowflake(tag string, id int64) (created time.Time, wo
 func (s *Sequences) MaxID(ctx context.Context, tag string) (int64, error) {
 	v, err := s.segments.MaxID(ctx, tag)
 	if err != nil {
-		return 0, nameError(tag, err)
+		return 0, s.nameError(tag, err)
 	}
 	return v, nil
 }

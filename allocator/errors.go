@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/leafproxy/leafproxy/allocator/schema"
 	"github.com/leafproxy/leafproxy/allocator/segment"
+	"github.com/leafproxy/leafproxy/internal/nearname"
 )
 
 // SetVal is SETVAL(tag, n[, used]) for a segment tag: afterwards the
@@ -68,3 +71,43 @@ func (e *UnavailableError) Error() string {
 func (e *UnavailableError) Unwrap() error    { return e.Err }
 func (e *UnavailableError) Code() uint16     { return 1105 }
 func (e *UnavailableError) SQLState() string { return "HY000" }
+
+// UnknownTagError is MariaDB's 4091 Unknown SEQUENCE for a name one typo
+// away from a tag this proxy knows, with that tag: "Unknown SEQUENCE:
+// 'ordr' (did you mean 'order'?)". It unwraps to the segment allocator's
+// error.
+type UnknownTagError struct {
+	*segment.UnknownTagError
+	Near string
+}
+
+func (e *UnknownTagError) Error() string {
+	return fmt.Sprintf("%s (did you mean '%s'?)", e.UnknownTagError.Error(), e.Near)
+}
+
+func (e *UnknownTagError) Unwrap() error { return e.UnknownTagError }
+
+// suggest is the tag one typo away from tag among those this proxy knows:
+// declared (sequences.tags, table rules), snowflake tags, and segment tags
+// it has fetched from the store; "" when none is, or tag is shorter than
+// 3 characters.
+func (s *Sequences) suggest(tag string) string {
+	if utf8.RuneCountInString(tag) < 3 {
+		return "" // one edit from a short name is almost any short name
+	}
+	var known []string
+	for name := range s.cfg.Tags {
+		known = append(known, name)
+	}
+	for _, r := range s.cfg.Rules {
+		known = append(known, r.Tag)
+	}
+	known = append(known, s.SnowflakeTags()...)
+	for _, t := range s.segments.Tags() {
+		if st, ok := s.segments.Stats(t); ok && st.Fetches > 0 {
+			known = append(known, t)
+		}
+	}
+	known = slices.DeleteFunc(known, func(k string) bool { return k == tag })
+	return nearname.Suggest(tag, known)
+}

@@ -44,14 +44,22 @@ func (s *Sequences) TagKind(ctx context.Context, tag string) (string, error) {
 // CreateSegment creates a segment tag (a leaf_alloc row with step, above
 // the keys of the rule tables it fills) with description; false when the
 // store already has the tag (either kind: TagKind says which).
-func (s *Sequences) CreateSegment(ctx context.Context, tag string, step int64, description string) (bool, error) {
+// start > 1 is its first ID (START WITH; higher when the keys of its rule
+// tables are).
+func (s *Sequences) CreateSegment(ctx context.Context, tag string, step, start int64, description string) (bool, error) {
 	if err := schema.CheckTag(tag); err != nil {
 		return false, err
 	}
 	if kind, err := s.TagKind(ctx, tag); err != nil || kind != "" {
 		return false, err
 	}
-	if err := s.segments.CreateDescribed(ctx, tag, step, description); err != nil {
+	create := s.segments.CreateDescribed
+	if start > 1 {
+		create = func(ctx context.Context, tag string, step int64, description string) error {
+			return s.segments.CreateStarting(ctx, tag, step, start, description)
+		}
+	}
+	if err := create(ctx, tag, step, description); err != nil {
 		return false, err
 	}
 	kind, err := s.TagKind(ctx, tag)

@@ -329,7 +329,7 @@ func (s *Sequences) Next(ctx context.Context, tag string) (int64, error) {
 		} else if lerr != nil {
 			return 0, lerr
 		}
-		return 0, nameError(tag, err)
+		return 0, s.nameError(tag, err)
 	}
 	return v, nil
 }
@@ -354,7 +354,7 @@ func (s *Sequences) NextN(ctx context.Context, tag string, n int, dst []int64) (
 		} else if lerr != nil {
 			return out, lerr
 		}
-		return out, nameError(tag, err)
+		return out, s.nameError(tag, err)
 	}
 	return out, nil
 }
@@ -382,7 +382,7 @@ func (s *Sequences) Block(ctx context.Context, tag string, n int64) (first, run,
 		} else if lerr != nil {
 			return 0, 0, 0, lerr
 		}
-		return 0, 0, 0, nameError(tag, err)
+		return 0, 0, 0, s.nameError(tag, err)
 	}
 	return first, 0, 0, nil
 }
@@ -418,13 +418,17 @@ func (s *Sequences) Advance(ctx context.Context, tag string, v int64) error {
 
 // nameError turns the segment allocator's "unknown" for a name that
 // cannot be a tag at all (empty, not UTF-8, too long: refused before any
-// store query) into the error saying what is wrong with it. Checked only
-// on the error path, so valid tags pay nothing.
-func nameError(tag string, err error) error {
+// store query) into the error saying what is wrong with it, and adds to
+// the "unknown" of a valid name the tag one typo away, if any (see
+// suggest). Checked only on the error path, so valid tags pay nothing.
+func (s *Sequences) nameError(tag string, err error) error {
 	var unknown *segment.UnknownTagError
 	if errors.As(err, &unknown) {
 		if nerr := schema.CheckTag(tag); nerr != nil {
 			return nerr
+		}
+		if near := s.suggest(tag); near != "" {
+			return &UnknownTagError{UnknownTagError: unknown, Near: near}
 		}
 	}
 	return err

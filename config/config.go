@@ -51,6 +51,7 @@ type Config struct {
 	Log        Log       `yaml:"log"`
 	Limits     Limits    `yaml:"limits"`
 	Metrics    Metrics   `yaml:"metrics"`
+	IDAPI      IDAPI     `yaml:"id_api"`
 	// Path is the file the configuration came from ("" for defaults).
 	Path string `yaml:"-"`
 
@@ -161,6 +162,29 @@ type Metrics struct {
 	Listen string `yaml:"listen"`
 }
 
+// IDAPI is the optional HTTP ID service (Leaf's /api/segment/get/{tag},
+// /api/snowflake/get/{tag}, and /api/decode/{tag}/{id}).
+type IDAPI struct {
+	// Listen is the host:port it serves on; empty (the default) means off.
+	Listen string `yaml:"listen"`
+	// Tokens are the bearer tokens callers send, each with its tags.
+	Tokens []APIToken `yaml:"tokens"`
+}
+
+// APIToken is one caller of the ID API: a name (the audit log's), its
+// token given as token, token_env or token_file (as passwords are), and
+// the tags it may use ("*": every tag).
+type APIToken struct {
+	Name      string   `yaml:"name"`
+	Token     string   `yaml:"token"`
+	TokenEnv  string   `yaml:"token_env"`
+	TokenFile string   `yaml:"token_file"`
+	Tags      []string `yaml:"tags"`
+}
+
+// MinTokenLength is the shortest id_api token accepted.
+const MinTokenLength = 16
+
 // A Check is a validation the config package cannot make itself because a
 // domain package owns the rule (service.DomainRules runs them all). It
 // reports each problem with its key; Parse adds the line.
@@ -192,33 +216,40 @@ func Parse(b []byte, checks ...Check) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	var probs []Problem
+	// The file's own problems (unknown keys, values of the wrong type)
+	// and what validation finds in the rest are reported together: one
+	// run of check names every problem. A key whose value did not decode
+	// is not validated again.
+	var fileProbs []Problem
 	if len(root.Content) > 0 {
-		probs = checkKeys(root)
+		fileProbs = checkKeys(root)
 		if err := root.Decode(c); err != nil {
 			for _, p := range decodeProblems(err) {
 				if p.Key == "" {
 					p.Key = keyAtLine(root, p.Line)
 				}
-				probs = append(probs, p)
+				fileProbs = append(fileProbs, p)
 			}
 		}
 	}
-	if len(probs) > 0 {
-		return nil, &Error{Problems: probs}
+	badKeys := map[string]bool{}
+	for _, p := range fileProbs {
+		badKeys[p.Key] = true
 	}
 	c.ApplyDefaults()
-	probs = c.ResolveSecrets()
+	probs := c.ResolveSecrets()
 	if err := c.Validate(checks...); err != nil {
 		var ce *Error
 		if errors.As(err, &ce) {
 			probs = append(probs, ce.Problems...)
 		}
 	}
+	probs = slices.DeleteFunc(probs, func(p Problem) bool { return badKeys[p.Key] })
+	for i, p := range probs {
+		probs[i].Line = lineOf(root, p.Key)
+	}
+	probs = append(fileProbs, probs...)
 	if len(probs) > 0 {
-		for i, p := range probs {
-			probs[i].Line = lineOf(root, p.Key)
-		}
 		sort.SliceStable(probs, func(i, j int) bool { return probs[i].Line < probs[j].Line })
 		return nil, &Error{Problems: probs}
 	}
@@ -432,6 +463,7 @@ func (c *Config) Validate(checks ...Check) error {
 			add("metrics.listen", "%q is not host:port (empty disables the endpoint)", c.Metrics.Listen)
 		}
 	}
+	c.validateIDAPI(add)
 	if c.Limits.MaxPlanDepth < 1 {
 		add("limits.max_plan_depth", "%d: must be at least 1 (default %d)", c.Limits.MaxPlanDepth, DefaultMaxPlanDepth)
 	}

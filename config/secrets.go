@@ -75,12 +75,12 @@ func (c *Config) ResolveSecrets() []Problem {
 		case file != "":
 			b, err := os.ReadFile(file)
 			if err != nil {
-				add(key+"_file", "cannot read the password: %v", err)
+				add(key+"_file", "cannot read the %s: %v", secretWord(key), err)
 				return
 			}
 			s := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
 			if strings.ContainsAny(s, "\n") {
-				add(key+"_file", "%s holds more than one line: write the password alone on its line", file)
+				add(key+"_file", "%s holds more than one line: write the %s alone on its line", file, secretWord(key))
 				return
 			}
 			*value = s
@@ -100,6 +100,10 @@ func (c *Config) ResolveSecrets() []Problem {
 			}
 		}
 		resolve(key+".backend_password", &u.BackendPassword, u.BackendPasswordEnv, u.BackendPasswordFile)
+	}
+	for i := range c.IDAPI.Tokens {
+		t := &c.IDAPI.Tokens[i]
+		resolve(fmt.Sprintf("id_api.tokens[%d].token", i), &t.Token, t.TokenEnv, t.TokenFile)
 	}
 	s := &c.Sequences
 	if s.StorePasswordEnv != "" || s.StorePasswordFile != "" {
@@ -121,6 +125,14 @@ func (c *Config) ResolveSecrets() []Problem {
 		c.inlineSecrets = append(c.inlineSecrets, "sequences.store")
 	}
 	return probs
+}
+
+// secretWord is what a secret key holds: a password or a token.
+func secretWord(key string) string {
+	if strings.HasSuffix(key, ".token") {
+		return "token"
+	}
+	return "password"
 }
 
 func last(key string) string {
@@ -158,11 +170,25 @@ func (c *Config) SecretWarnings() []string {
 		out = append(out, fmt.Sprintf("%s holds %s and is readable by %s (mode %04o): %s", path, holds, who, mode, fix))
 	}
 	if c.Path != "" && len(c.inlineSecrets) > 0 {
-		check(c.Path, "a plaintext password ("+strings.Join(c.inlineSecrets, ", ")+")",
-			"chmod o-r,g-r it (or give it to leafproxy's group, mode 0640), or move the passwords to *_file / *_env keys (users: password_hash)")
+		words := map[string]bool{}
+		for _, k := range c.inlineSecrets {
+			words[secretWord(k)] = true
+		}
+		word := "password"
+		switch {
+		case words["token"] && words["password"]:
+			word = "password and token"
+		case words["token"]:
+			word = "token"
+		}
+		fix := "chmod o-r,g-r it (or give it to leafproxy's group, mode 0640), or move the passwords to *_file / *_env keys (users: password_hash)"
+		if word == "token" {
+			fix = "chmod o-r,g-r it (or give it to leafproxy's group, mode 0640), or move the tokens to token_file / token_env"
+		}
+		check(c.Path, "a plaintext "+word+" ("+strings.Join(c.inlineSecrets, ", ")+")", fix)
 	}
 	for _, f := range c.secretFiles {
-		check(f.path, "a password ("+f.key+")", "chmod 0600 it (or 0640 in leafproxy's group)")
+		check(f.path, "a "+secretWord(strings.TrimSuffix(f.key, "_file"))+" ("+f.key+")", "chmod 0600 it (or 0640 in leafproxy's group)")
 	}
 	return out
 }

@@ -222,3 +222,27 @@ func TestSyntaxErrorLine(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownKeysAndInvalidValuesAtOnce: an unknown key does not hide the
+// other problems (leafproxy check names every problem in one run), and a
+// value of the wrong type is reported once, not again by validation.
+func TestUnknownKeysAndInvalidValuesAtOnce(t *testing.T) {
+	_, err := Parse([]byte("listen: x\nbakend: {addr: y}\nlog: {level: loud}\nlimits: {max_connections: many}\n"))
+	var ce *Error
+	if !errors.As(err, &ce) {
+		t.Fatalf("err %v", err)
+	}
+	var got []string
+	for _, p := range ce.Problems {
+		got = append(got, p.String())
+	}
+	all := strings.Join(got, "\n")
+	for _, w := range []string{`line 1: listen: "x" is neither host:port`, `line 2: unknown key "bakend"`, `line 3: log.level: "loud"`, "line 4: limits.max_connections"} {
+		if !strings.Contains(all, w) {
+			t.Errorf("problems lack %q:\n%s", w, all)
+		}
+	}
+	if len(got) != 4 {
+		t.Errorf("%d problems, want 4:\n%s", len(got), all)
+	}
+}

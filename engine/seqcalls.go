@@ -119,6 +119,11 @@ func (e *Engine) decode(ctx context.Context, s Session, st *state, c rewriter.Ca
 		if err != nil {
 			return err
 		}
+		if c.ID < 1 {
+			// No segment ever starts below 1: such an ID was never made
+			// by the proxy, so there is nothing to decode.
+			return &wrongArgumentsError{msg: fmt.Sprintf("Incorrect arguments to LEAFPROXY_DECODE: %d is not an ID of sequence '%s': its IDs start at 1", c.ID, tag)}
+		}
 		handed := int64(0)
 		if c.ID >= 1 && c.ID < maxID {
 			handed = 1

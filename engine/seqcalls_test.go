@@ -260,13 +260,17 @@ func TestDecodeThroughFakeSession(t *testing.T) {
 		{fmt.Sprintf("SELECT LEAFPROXY_DECODE('snow', %d)", id), fmt.Sprintf("tag=snow generator=snowflake id=%d created_at=2020-01-01 00:00:01.500 worker_id=7 sequence=42 handed_out=NULL max_id=NULL", id)},
 		{"SELECT LEAFPROXY_DECODE('t', 4999)", "tag=t generator=segment id=4999 created_at=NULL worker_id=NULL sequence=NULL handed_out=1 max_id=5000"},
 		{"SELECT LEAFPROXY_DECODE(t, '5000')", "tag=t generator=segment id=5000 created_at=NULL worker_id=NULL sequence=NULL handed_out=0 max_id=5000"},
-		{"SELECT LEAFPROXY_DECODE('t', -1)", "tag=t generator=segment id=-1 created_at=NULL worker_id=NULL sequence=NULL handed_out=0 max_id=5000"},
 	} {
 		if handled, err := e.query(ctx, s, []byte(tc.sql)); err != nil || !handled {
 			t.Fatalf("%s: %v %v", tc.sql, handled, err)
 		}
 		if got := row(); got != tc.want {
 			t.Errorf("%s:\n got %s\nwant %s", tc.sql, got, tc.want)
+		}
+	}
+	for _, q := range []string{"SELECT LEAFPROXY_DECODE('t', -1)", "SELECT LEAFPROXY_DECODE('t', 0)"} {
+		if _, err := e.query(ctx, s, []byte(q)); errCode(err) != 1210 || !strings.Contains(err.Error(), "is not an ID of sequence 't': its IDs start at 1") {
+			t.Errorf("%s: %v, want 1210", q, err)
 		}
 	}
 	if _, err := e.query(ctx, s, []byte("SELECT LEAFPROXY_DECODE('nope', 1)")); errCode(err) != 4091 {

@@ -128,7 +128,7 @@ func TestDecode(t *testing.T) {
 			for _, tc := range []struct {
 				id     any
 				handed string
-			}{{seg, "1"}, {maxID - 1, "1"}, {maxID, "0"}, {maxID + 1000, "0"}, {strconv.FormatInt(seg, 10), "1"}, {0, "0"}} {
+			}{{seg, "1"}, {maxID - 1, "1"}, {maxID, "0"}, {maxID + 1000, "0"}, {strconv.FormatInt(seg, 10), "1"}} {
 				cols, row := decodeAll(t, conn, "SELECT LEAFPROXY_DECODE('t', ?)", tc.id)
 				if cols != decodeCols {
 					t.Errorf("columns %s", cols)
@@ -149,6 +149,8 @@ func TestDecode(t *testing.T) {
 				{"SELECT LEAFPROXY_DECODE('t', ?)", []any{"abc"}, 1210, "Incorrect arguments to LEAFPROXY_DECODE"},
 				{"SELECT LEAFPROXY_DECODE('t', ?)", []any{1.5}, 1210, "Incorrect arguments to LEAFPROXY_DECODE"},
 				{"SELECT LEAFPROXY_DECODE('snow', ?)", []any{-1}, 1210, "is not an ID of snowflake sequence 'snow'"},
+				{"SELECT LEAFPROXY_DECODE('t', ?)", []any{-1}, 1210, "is not an ID of sequence 't': its IDs start at 1"},
+				{"SELECT LEAFPROXY_DECODE('t', ?)", []any{0}, 1210, "is not an ID of sequence 't': its IDs start at 1"},
 				{"SELECT LEAFPROXY_DECODE('t', 1) AS x", nil, 1235, "takes no alias"},
 				{"SELECT LEAFPROXY_DECODE('t', id) FROM leafproxy.leaf_alloc", nil, 1235, "statement of its own"},
 			} {

@@ -85,6 +85,8 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
 	command -v node >/dev/null || missing+=(nodejs)
 	command -v npm >/dev/null || missing+=(npm)
 	command -v script >/dev/null || missing+=(bsdutils)
+	# promtool (Debian's prometheus package): checks and unit-tests deploy/prometheus's alert rules
+	command -v promtool >/dev/null || missing+=(prometheus)
 	if [ ${#missing[@]} -gt 0 ]; then
 		echo "== installing client test dependencies: ${missing[*]}"
 		export DEBIAN_FRONTEND=noninteractive
@@ -102,11 +104,27 @@ go vet ./...
 echo "== (cd bench && go vet ./...)"
 (cd bench && go vet ./...)
 
+# deploy/: the alert rules, checked and unit-tested by promtool where it is
+# installed (root installs Debian's prometheus package above); the container
+# image built (scripts/build-image.sh) where podman or a running docker is.
+if command -v promtool >/dev/null; then
+	echo "== promtool check rules / test rules (deploy/prometheus)"
+	(cd deploy/prometheus && promtool check rules leafproxy-alerts.yml && promtool test rules leafproxy-alerts.test.yml)
+else
+	echo "== promtool not found: alert rules not checked (skipped; apt-get install prometheus)" >&2
+fi
+if command -v podman >/dev/null || { command -v docker >/dev/null && docker info >/dev/null 2>&1; }; then
+	echo "== container image (scripts/build-image.sh, LEAFPROXY_IMAGE_SMOKE=1)"
+	LEAFPROXY_IMAGE_SMOKE=1 scripts/build-image.sh localhost/leafproxy:test
+else
+	echo "== neither podman nor a running docker found: container image not built (skipped; apt-get install podman)" >&2
+fi
+
 # Packages with concurrency run under the race detector; the rest (and the
 # long end-to-end tests) run without it, which keeps the suite inside CI's
 # time on two cores. (engine, rewriter, admin and service under -race: 20 s
 # of wall time against 10 s without, on two cores.)
-race_pkgs=$(go list ./allocator/... ./proxy/... ./config/... ./engine/... ./service/... ./rewriter/... ./admin/... ./internal/metric/... ./internal/edge/... ./internal/raw/... 2>/dev/null | tr '\n' ' ')
+race_pkgs=$(go list ./allocator/... ./proxy/... ./config/... ./engine/... ./service/... ./idapi/... ./rewriter/... ./admin/... ./internal/metric/... ./internal/edge/... ./internal/raw/... 2>/dev/null | tr '\n' ' ')
 echo "== go test -race ${race_pkgs}"
 go test -race -count=1 -timeout 30m "$@" $race_pkgs
 

@@ -164,21 +164,29 @@ func storeLogin(ctx context.Context, dsn string, timeout time.Duration) error {
 }
 
 // Listen binds the client listener (listen: host:port or a Unix socket
-// path) and, when metrics.listen is set, the metrics endpoint's, before
-// any start-up work: an address that cannot be served fails at once,
-// naming its key.
-func Listen(cfg *config.Config) (client, metrics net.Listener, err error) {
-	client, err = proxy.Listen(cfg.Listen)
+// path) and, when metrics.listen and id_api.listen are set, the metrics
+// endpoint's and the ID API's, before any start-up work: an address that
+// cannot be served fails at once, naming its key.
+func Listen(cfg *config.Config) (Listeners, error) {
+	var ls Listeners
+	var err error
+	ls.Client, err = proxy.Listen(cfg.Listen)
 	if err != nil {
-		return nil, nil, &ConfigError{Key: "listen", Msg: fmt.Sprintf("cannot listen on %s", cfg.Listen), Err: err,
+		return Listeners{}, &ConfigError{Key: "listen", Msg: fmt.Sprintf("cannot listen on %s", cfg.Listen), Err: err,
 			Fix: "free the address or choose another"}
 	}
 	if cfg.Metrics.Listen != "" {
-		if metrics, err = net.Listen("tcp", cfg.Metrics.Listen); err != nil {
-			client.Close()
-			return nil, nil, &ConfigError{Key: "metrics.listen", Msg: fmt.Sprintf("cannot serve metrics on %s", cfg.Metrics.Listen), Err: err,
+		if ls.Metrics, err = net.Listen("tcp", cfg.Metrics.Listen); err != nil {
+			ls.Close()
+			return Listeners{}, &ConfigError{Key: "metrics.listen", Msg: fmt.Sprintf("cannot serve metrics on %s", cfg.Metrics.Listen), Err: err,
 				Fix: "free the address, choose another, or leave metrics.listen empty"}
 		}
 	}
-	return client, metrics, nil
+	if cfg.IDAPI.Listen != "" {
+		if ls.IDAPI, err = net.Listen("tcp", cfg.IDAPI.Listen); err != nil {
+			ls.Close()
+			return Listeners{}, idapiListenError(cfg, err)
+		}
+	}
+	return ls, nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/leafproxy/leafproxy/allocator/segment"
 	"github.com/leafproxy/leafproxy/allocator/snowflake"
 	"github.com/leafproxy/leafproxy/config"
+	"github.com/leafproxy/leafproxy/idapi"
 	"github.com/leafproxy/leafproxy/proxy"
 	"github.com/leafproxy/leafproxy/rewriter"
 	"github.com/leafproxy/leafproxy/service"
@@ -41,6 +42,14 @@ func TestConfigDefaultsAreTheDomainDefaults(t *testing.T) {
 		if d.config != d.own {
 			t.Errorf("%s: config's default %v, the owning package's %v", d.key, d.config, d.own)
 		}
+	}
+	// The HTTP ID API's largest ?count is NEXTVAL's largest block.
+	if idapi.DefaultMaxCount != rewriter.MaxBlock {
+		t.Errorf("idapi.DefaultMaxCount %d, rewriter.MaxBlock %d", idapi.DefaultMaxCount, rewriter.MaxBlock)
+	}
+	// id_api is off by default.
+	if c.IDAPI.Listen != "" || len(c.IDAPI.Tokens) != 0 {
+		t.Errorf("id_api on by default: %+v", c.IDAPI)
 	}
 	l, err := service.SnowflakeLayout(c.Snowflake)
 	if err != nil || l != snowflake.DefaultLayout() {

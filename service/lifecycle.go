@@ -101,34 +101,45 @@ func (s *Service) Serve(ctx context.Context, l net.Listener) error {
 		return err
 	}
 	defer stop()
+	stopAPI, err := s.startIDAPI()
+	if err != nil {
+		l.Close()
+		return err
+	}
+	defer stopAPI()
 	defer s.runRunway()()
 	return s.Proxy.Serve(ctx, l)
 }
 
 // ServeOn is Serve on listeners bound beforehand (Listen): the client
-// listener l and, when metrics.listen is set, the metrics endpoint's ml.
-func (s *Service) ServeOn(ctx context.Context, l, ml net.Listener) error {
+// listener and, when metrics.listen and id_api.listen are set, the
+// metrics endpoint's and the ID API's.
+func (s *Service) ServeOn(ctx context.Context, ls Listeners) error {
 	ctx, done, err := s.begin(ctx)
 	if err != nil {
-		l.Close()
-		if ml != nil {
-			ml.Close()
-		}
+		ls.Close()
 		return err
 	}
 	defer done()
 	defer s.release()
 	stop := func() {}
-	if ml != nil {
-		addr, st := serveMetrics(ml, s.handler(), s.log)
+	if ls.Metrics != nil {
+		addr, st := serveMetrics(ls.Metrics, s.handler(), s.log)
 		s.mu.Lock()
 		s.metricsAddr = addr
 		s.mu.Unlock()
 		stop = st
 	}
 	defer stop()
+	if ls.IDAPI != nil {
+		if s.IDAPI == nil {
+			ls.IDAPI.Close()
+		} else {
+			defer s.serveIDAPI(ls.IDAPI)()
+		}
+	}
 	defer s.runRunway()()
-	return s.Proxy.Serve(ctx, l)
+	return s.Proxy.Serve(ctx, ls.Client)
 }
 
 // ListenAndServe listens on the configured address (and metrics.listen)
@@ -145,6 +156,11 @@ func (s *Service) ListenAndServe(ctx context.Context) error {
 		return err
 	}
 	defer stop()
+	stopAPI, err := s.startIDAPI()
+	if err != nil {
+		return err
+	}
+	defer stopAPI()
 	defer s.runRunway()()
 	return s.Proxy.ListenAndServe(ctx)
 }

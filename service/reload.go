@@ -97,6 +97,19 @@ func (s *Service) reload(ctx context.Context, next *config.Config) (changes []st
 		}
 	}
 	changes = append(changes, diffNames("table rule", ruleNames(cur.Tables), ruleNames(next.Tables))...)
+	// ID API tokens apply at once while the API runs and stays configured
+	// (a changed or emptied id_api.listen needs a restart, tokens too).
+	tokens := s.IDAPI != nil && next.IDAPI.Listen != ""
+	if tokens {
+		changes = append(changes, diffNames("id_api token", apiTokenNames(cur.IDAPI.Tokens), apiTokenNames(next.IDAPI.Tokens))...)
+		for _, t := range next.IDAPI.Tokens {
+			for _, o := range cur.IDAPI.Tokens {
+				if o.Name == t.Name && !reflect.DeepEqual(o, t) {
+					changes = append(changes, fmt.Sprintf("id_api token %q changed", t.Name))
+				}
+			}
+		}
+	}
 	changes = append(changes, diffNames("tag", slices.Collect(maps.Keys(cur.Sequences.Tags)), slices.Collect(maps.Keys(next.Sequences.Tags)))...)
 	for _, name := range slices.Sorted(maps.Keys(next.Sequences.Tags)) {
 		t, old := next.Sequences.Tags[name], cur.Sequences.Tags[name]
@@ -111,12 +124,18 @@ func (s *Service) reload(ctx context.Context, next *config.Config) (changes []st
 	s.Proxy.SetUsers(Accounts(next.Users))
 	s.Proxy.SetAdmins(next.Admins)
 	s.Engine.SetRules(rs)
+	if tokens {
+		s.IDAPI.SetTokens(IDAPITokens(next))
+	}
 	s.mu.Lock()
 	s.lowerCaseTableNames = bn.lowerCaseTableNames
 	s.mu.Unlock()
 	bn.log(s.log, next)
 	applied := *cur
 	applied.Users, applied.Admins, applied.Tables, applied.Sequences.Tags = next.Users, next.Admins, next.Tables, next.Sequences.Tags
+	if tokens {
+		applied.IDAPI.Tokens = next.IDAPI.Tokens
+	}
 	appliedAlloc, err := AllocatorConfig(&applied)
 	if err != nil {
 		return nil, err
@@ -131,6 +150,9 @@ func (s *Service) reload(ctx context.Context, next *config.Config) (changes []st
 	// What a restart would pick up.
 	restart := *next
 	restart.Users, restart.Admins, restart.Tables, restart.Sequences.Tags, restart.Path = cur.Users, cur.Admins, cur.Tables, cur.Sequences.Tags, cur.Path
+	if tokens {
+		restart.IDAPI.Tokens = cur.IDAPI.Tokens
+	}
 	for _, f := range changedKeys(*cur, restart) {
 		changes = append(changes, f+": needs a restart, not applied")
 	}
@@ -151,6 +173,14 @@ func names(us []config.User) []string {
 	out := make([]string, 0, len(us))
 	for _, u := range us {
 		out = append(out, u.Name)
+	}
+	return out
+}
+
+func apiTokenNames(ts []config.APIToken) []string {
+	out := make([]string, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, t.Name)
 	}
 	return out
 }
@@ -219,7 +249,7 @@ func changedKeys(a, b config.Config) []string {
 
 // secretKey says a key's value is not to be logged.
 func secretKey(path string) bool {
-	return strings.Contains(path, "password") || path == "sequences.store"
+	return strings.Contains(path, "password") || path == "sequences.store" || strings.HasPrefix(path, "id_api.tokens")
 }
 
 // show is a value as a person reads it in a log line.

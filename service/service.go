@@ -24,7 +24,9 @@ import (
 	"github.com/leafproxy/leafproxy/allocator/runway"
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/engine"
+	"github.com/leafproxy/leafproxy/idapi"
 	"github.com/leafproxy/leafproxy/proxy"
+	"github.com/leafproxy/leafproxy/rewriter"
 )
 
 // Option adjusts New (tests and benchmarks).
@@ -70,7 +72,9 @@ type Service struct {
 	Engine    *engine.Engine
 	// Runway recomputes each tag's runway in the background while the
 	// service serves.
-	Runway   *runway.Monitor
+	Runway *runway.Monitor
+	// IDAPI is the HTTP ID API (nil unless id_api.listen is set).
+	IDAPI    *idapi.API
 	log      *slog.Logger
 	cfg      *config.Config
 	registry *prometheus.Registry
@@ -86,6 +90,7 @@ type Service struct {
 	reloads             *reloadState // what configuration reloads did (metrics)
 	mu                  sync.Mutex
 	metricsAddr         net.Addr
+	idapiAddr           net.Addr
 	lowerCaseTableNames int // the backend's lower_case_table_names the rules were built with
 
 	life lifecycle // Serve calls in progress and Close
@@ -219,7 +224,14 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	reg.MustRegister(newCollector(seq, srv, configured, mon))
 	reg.MustRegister(newTrafficCollector(srv, eng, h.get, reloads, o.version))
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	svc := &Service{Proxy: srv, Sequences: seq, Engine: eng, Runway: mon, log: log, cfg: cfg, registry: reg,
+	var api *idapi.API
+	if cfg.IDAPI.Listen != "" {
+		// The same allocators as SQL's NEXTVAL: SQL and HTTP callers
+		// never get the same ID.
+		api = idapi.New(seq, IDAPITokens(cfg), idapi.Options{MaxCount: rewriter.MaxBlock, Logger: log.With("component", "id_api")})
+		reg.MustRegister(api.Collectors()...)
+	}
+	svc := &Service{IDAPI: api, Proxy: srv, Sequences: seq, Engine: eng, Runway: mon, log: log, cfg: cfg, registry: reg,
 		health: h, version: o.version, started: started, live: live, liveAlloc: liveAlloc, lowerCaseTableNames: names.lowerCaseTableNames, reloads: reloads}
 	svc.life.init()
 	return svc, nil

@@ -15,6 +15,24 @@ type Describer interface {
 	CreateDescribed(ctx context.Context, tag string, step int64, description string) error
 }
 
+// Starter is a Store that can create a tag whose first ID is given
+// (MySQLStore).
+type Starter interface {
+	CreateStarting(ctx context.Context, tag string, step, start int64, description string) error
+}
+
+// CreateStarting is CreateDescribed with the tag's first ID (at least; see
+// MySQLStore.CreateStarting); a store that cannot is an error.
+func (a *Allocator) CreateStarting(ctx context.Context, tag string, step, start int64, description string) error {
+	if step <= 0 {
+		step = a.opts.DefaultStep
+	}
+	if d, ok := a.store.(Starter); ok {
+		return d.CreateStarting(ctx, tag, step, start, description)
+	}
+	return fmt.Errorf("create tag %q starting at %d: this store cannot", tag, start)
+}
+
 // CreateDescribed is Create with the row's description (when the store
 // keeps one), e.g. "created by app@10.0.0.1 with CREATE LEAFPROXY SEQUENCE
 // at ...".
@@ -84,7 +102,15 @@ const (
 // ... SNOWFLAKE: auto_create must not turn it into a segment tag). A store
 // without leaf_snowflake_layout (Leaf's own tables) has no snowflake tags.
 func (s *MySQLStore) CreateDescribed(ctx context.Context, tag string, step int64, description string) error {
-	first := int64(1)
+	return s.CreateStarting(ctx, tag, step, 1, description)
+}
+
+// CreateStarting is CreateDescribed whose first ID is start (CREATE
+// LEAFPROXY SEQUENCE ... START WITH), or just above CreateFloor's answer
+// when that is higher: a tag never starts below the keys of the tables
+// its rules fill.
+func (s *MySQLStore) CreateStarting(ctx context.Context, tag string, step, start int64, description string) error {
+	first := max(start, 1)
 	if s.CreateFloor != nil {
 		floor, err := s.CreateFloor(ctx, tag)
 		if err != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/service"
@@ -44,14 +43,14 @@ func runCheck(ctx context.Context, cfg *config.Config, path string, stdout, stde
 // refused login or an undeclared tag exits 2 (restarting cannot fix the
 // file; the systemd unit does not restart on 2), a server that does not
 // answer is a warning (the proxy starts and serves once it is up).
-func prepareServe(ctx context.Context, cfg *config.Config, log *slog.Logger, stderr io.Writer) (l, ml net.Listener, code int) {
+func prepareServe(ctx context.Context, cfg *config.Config, log *slog.Logger, stderr io.Writer) (ls service.Listeners, code int) {
 	for _, w := range cfg.SecretWarnings() {
 		log.Warn(w)
 	}
-	l, ml, err := service.Listen(cfg)
+	ls, err := service.Listen(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "leafproxy serve: %v\n", err)
-		return nil, nil, 2
+		return service.Listeners{}, 2
 	}
 	var fatal []service.Finding
 	for _, f := range service.CheckConfig(ctx, cfg) {
@@ -62,15 +61,12 @@ func prepareServe(ctx context.Context, cfg *config.Config, log *slog.Logger, std
 		fatal = append(fatal, f)
 	}
 	if len(fatal) == 0 {
-		return l, ml, 0
+		return ls, 0
 	}
-	l.Close()
-	if ml != nil {
-		ml.Close()
-	}
+	ls.Close()
 	for _, f := range fatal {
 		fmt.Fprintf(stderr, "leafproxy serve: %s\n", f)
 	}
 	fmt.Fprintf(stderr, "leafproxy serve: nothing started: fix the configuration (leafproxy check --config FILE lists every problem)\n")
-	return nil, nil, 2
+	return service.Listeners{}, 2
 }

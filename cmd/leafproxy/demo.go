@@ -26,10 +26,6 @@ embedded MySQL-compatible server. From a checkout of the repository, run:
 
   %s
 
-or, anywhere with Go installed:
-
-  go run github.com/leafproxy/leafproxy/cmd/leafproxy-demo@latest
-
 It needs no MySQL or MariaDB: it prints a mariadb command line to connect with.
 `, demoCommand(args))
 	return 0

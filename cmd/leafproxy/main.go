@@ -227,7 +227,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "serve":
 		log := newLogger(cfg, stderr)
 		service.RouteDriverLog(log)
-		l, ml, code := prepareServe(ctx, cfg, log, stderr)
+		ls, code := prepareServe(ctx, cfg, log, stderr)
 		if code != 0 {
 			return code
 		}
@@ -242,7 +242,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			exit(1)
 		})
 		defer stop()
-		err = serve(ctx, cfg, log, l, ml, func() (*config.Config, error) {
+		err = serve(ctx, cfg, log, ls, func() (*config.Config, error) {
 			return loadConfig(get("config"), get("listen"), get("backend"))
 		})
 	case "init":

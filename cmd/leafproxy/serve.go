@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -17,21 +16,18 @@ import (
 // serve runs the proxy until ctx ends (SIGINT/SIGTERM), then shuts down
 // gracefully within shutdown.grace. SIGHUP re-reads the configuration with
 // reload and applies its users, tables and tags (service.Reload).
-func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, l, ml net.Listener, reload func() (*config.Config, error)) error {
+func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, ls service.Listeners, reload func() (*config.Config, error)) error {
 	bi := buildinfo.Read(version)
 	srv, err := service.New(ctx, cfg, log, service.WithVersion(bi.Version))
 	if err != nil {
-		l.Close()
-		if ml != nil {
-			ml.Close()
-		}
+		ls.Close()
 		return err
 	}
 	defer srv.Close() // whatever ServeOn did not stop (it fails before serving)
 	log.Info("leafproxy starting", "version", bi.Version, "commit", bi.ShortCommit(), "listen", cfg.Listen, "backend", cfg.Backend.Addr)
 	stopHUP := onReload(ctx, srv, log, reload)
 	defer stopHUP()
-	if err := srv.ServeOn(ctx, l, ml); err != nil {
+	if err := srv.ServeOn(ctx, ls); err != nil {
 		return err
 	}
 	log.Info("leafproxy stopped")

@@ -1,0 +1,255 @@
+// Package idapi is leafproxy's HTTP ID service: Meituan Leaf's
+// GET /api/segment/get/{tag} and GET /api/snowflake/get/{tag} (the body is
+// the ID, as Leaf writes it; ?count=n a block of n IDs, one per line, the
+// same blocks NEXTVAL('tag', n) takes) and GET /api/decode/{tag}/{id} (what
+// LEAFPROXY_DECODE answers, as JSON), behind bearer tokens each limited to
+// its tags. IDs come from the same Source as SQL's NEXTVAL (the service
+// passes its allocator.Sequences), so SQL and HTTP callers never share an
+// ID. Requests are counted in Prometheus collectors (Collectors); refusals
+// (401, 403) are written to the audit log.
+package idapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Source is what the API draws from and asks about: allocator.Sequences.
+type Source interface {
+	// Generator names the generator serving tag: segment or snowflake.
+	Generator(tag string) string
+	// Known reports whether tag is a sequence (and learns a snowflake
+	// tag made in SQL elsewhere).
+	Known(ctx context.Context, tag string) (bool, error)
+	// Block reserves n IDs: first..first+n-1 when run is 0 (segment),
+	// else runs of run consecutive IDs stride apart (snowflake ticks).
+	Block(ctx context.Context, tag string, n int64) (first, run, stride int64, err error)
+	// BlockLimit is the largest consecutive block of tag (0: none) and why.
+	BlockLimit(tag string) (limit int64, why string)
+	DecodeSnowflake(tag string, id int64) (created time.Time, worker, seq int64, err error)
+	MaxID(ctx context.Context, tag string) (int64, error)
+}
+
+// Token is one caller's credential: its name (for the audit log), the
+// secret it sends as "Authorization: Bearer <secret>", and the tags it
+// may use ("*" for every tag).
+type Token struct {
+	Name   string
+	Secret string
+	Tags   []string
+}
+
+// AllTags in a Token's Tags lets it use every tag.
+const AllTags = "*"
+
+// Options tune the API.
+type Options struct {
+	// MaxCount is the largest ?count (NEXTVAL's largest block); 0 means
+	// DefaultMaxCount.
+	MaxCount int64
+	// Logger receives the audit lines of refusals; nil discards them.
+	Logger *slog.Logger
+}
+
+// DefaultMaxCount is NEXTVAL('tag', n)'s largest n (rewriter.MaxBlock).
+const DefaultMaxCount = 1_000_000
+
+// API is the HTTP handler.
+type API struct {
+	src    Source
+	opts   Options
+	log    *slog.Logger
+	tokens atomic.Pointer[tokenSet]
+	mux    *http.ServeMux
+	m      *metrics
+}
+
+// tokenSet holds the tokens by the SHA-256 of their secret: a lookup
+// compares digests, so its timing says nothing about a secret.
+type tokenSet struct {
+	bySum map[[32]byte]*token
+}
+
+type token struct {
+	name string
+	all  bool
+	tags map[string]bool
+}
+
+// New returns the API over src with tokens.
+func New(src Source, tokens []Token, o Options) *API {
+	if o.MaxCount <= 0 {
+		o.MaxCount = DefaultMaxCount
+	}
+	a := &API{src: src, opts: o, log: o.Logger, m: newMetrics()}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	a.SetTokens(tokens)
+	a.mux = http.NewServeMux()
+	a.mux.HandleFunc("GET /api/segment/get/{tag}", func(w http.ResponseWriter, r *http.Request) { a.get(w, r, epSegment) })
+	a.mux.HandleFunc("GET /api/snowflake/get/{tag}", func(w http.ResponseWriter, r *http.Request) { a.get(w, r, epSnowflake) })
+	a.mux.HandleFunc("GET /api/decode/{tag}/{id}", a.decode)
+	return a
+}
+
+// SetTokens replaces the tokens (a configuration reload); requests in
+// flight finish with the old ones.
+func (a *API) SetTokens(tokens []Token) {
+	ts := &tokenSet{bySum: make(map[[32]byte]*token, len(tokens))}
+	for _, t := range tokens {
+		tk := &token{name: t.Name, tags: map[string]bool{}}
+		for _, tag := range t.Tags {
+			if tag == AllTags {
+				tk.all = true
+			}
+			tk.tags[tag] = true
+		}
+		ts.bySum[sha256.Sum256([]byte(t.Secret))] = tk
+	}
+	a.tokens.Store(ts)
+}
+
+// ServeHTTP routes a request; a path the API does not serve is 404 and
+// a method other than GET 405, counted as endpoint "other".
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := a.mux.Handler(r); pattern == "" {
+		start := time.Now()
+		rec := &statusWriter{ResponseWriter: w}
+		a.mux.ServeHTTP(rec, r)
+		a.m.done(epOther, rec.status(), start)
+		return
+	}
+	a.mux.ServeHTTP(w, r)
+}
+
+// statusWriter records the status a handler wrote.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.code == 0 {
+		s.code = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) status() int {
+	if s.code == 0 {
+		return http.StatusOK
+	}
+	return s.code
+}
+
+// authorize returns the request's token, allowed to use tag; otherwise it
+// answers 401 (no token, or an unknown one) or 403 (tag not among the
+// token's), writes the refusal to the audit log, and returns nil.
+func (a *API) authorize(w http.ResponseWriter, r *http.Request, ep endpoint, tag string, start time.Time) *token {
+	secret, ok := bearer(r)
+	var t *token
+	if ok {
+		t = a.tokens.Load().bySum[sha256.Sum256([]byte(secret))]
+	}
+	if t == nil {
+		why := "no bearer token (send Authorization: Bearer <token>)"
+		if ok {
+			why = "the bearer token is not one of id_api.tokens"
+		}
+		a.audit(r, "", tag, http.StatusUnauthorized, why)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="leafproxy"`)
+		a.fail(w, ep, http.StatusUnauthorized, "leafproxy: "+why, start)
+		return nil
+	}
+	if !t.all && !t.tags[tag] {
+		msg := fmt.Sprintf("token %q may not use sequence '%s' (id_api.tokens[].tags)", t.name, tag)
+		a.audit(r, t.name, tag, http.StatusForbidden, msg)
+		a.fail(w, ep, http.StatusForbidden, "leafproxy: "+msg, start)
+		return nil
+	}
+	return t
+}
+
+// bearer is the token of an "Authorization: Bearer" header, or of an
+// access_token query parameter (RFC 6750 2.3, for clients that cannot set
+// headers).
+func bearer(r *http.Request) (string, bool) {
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, tok, ok := strings.Cut(h, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") {
+			return "", false
+		}
+		tok = strings.TrimSpace(tok)
+		return tok, tok != ""
+	}
+	if tok := r.URL.Query().Get("access_token"); tok != "" {
+		return tok, true
+	}
+	return "", false
+}
+
+// audit writes one refusal: who (the token's name, or "-" without a valid
+// one, and the client's host), what and why, as the admin SQL's audit
+// lines are written.
+func (a *API) audit(r *http.Request, name, tag string, code int, why string) {
+	host := r.RemoteAddr
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	if name == "" {
+		name = "-"
+	}
+	a.log.Warn("audit", "who", "id_api:"+name+"@"+host, "action", "HTTP "+r.Method+" "+r.URL.Path,
+		"tag", tag, "result", "denied", "code", code, "err", why)
+}
+
+// coded is an error carrying a MySQL error code (the allocator's).
+type coded interface{ Code() uint16 }
+
+// statusOf maps an allocator error to an HTTP status: an unknown sequence
+// 404, another refusal with a MySQL code (a bad name, a bad argument) 400
+// but 1105 (no ID now: the store down with the buffers empty, a fenced
+// snowflake generator) 503, and anything else (the store not answering a
+// lookup) 503 too.
+func statusOf(err error) int {
+	var c coded
+	if errors.As(err, &c) {
+		switch c.Code() {
+		case 4091:
+			return http.StatusNotFound
+		case 1105:
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusBadRequest
+	}
+	return http.StatusServiceUnavailable
+}
+
+// fail answers an error in plain text (the get endpoints' form) and counts it.
+func (a *API) fail(w http.ResponseWriter, ep endpoint, code int, msg string, start time.Time) {
+	h := w.Header()
+	if ep == epDecode {
+		h.Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(struct {
+			Error  string `json:"error"`
+			Status int    `json:"status"`
+		}{msg, code})
+	} else {
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+		h.Set("X-Content-Type-Options", "nosniff")
+		w.WriteHeader(code)
+		fmt.Fprintln(w, msg)
+	}
+	a.m.done(ep, code, start)
+}

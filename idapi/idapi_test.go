@@ -1,0 +1,116 @@
+package idapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fake is a Source: tag "seg" a segment tag counting from 100, "snow" a
+// snowflake tag with 8-ID ticks, "down" a segment tag whose store is down;
+// anything else unknown.
+type fake struct{ next int64 }
+
+type codedErr struct {
+	code uint16
+	msg  string
+}
+
+func (e *codedErr) Error() string { return e.msg }
+func (e *codedErr) Code() uint16  { return e.code }
+
+func (f *fake) Generator(tag string) string {
+	if tag == "snow" {
+		return "snowflake"
+	}
+	return "segment"
+}
+
+func (f *fake) Known(_ context.Context, tag string) (bool, error) {
+	return tag == "seg" || tag == "snow" || tag == "down", nil
+}
+
+func (f *fake) Block(_ context.Context, tag string, n int64) (int64, int64, int64, error) {
+	switch tag {
+	case "seg":
+		first := 100 + f.next
+		f.next += n
+		return first, 0, 0, nil
+	case "snow":
+		return 1 << 22, 8, 1 << 22, nil
+	case "down":
+		return 0, 0, 0, &codedErr{1105, "no ID for sequence \"down\" after waiting 2s: the ID store is failing"}
+	}
+	return 0, 0, 0, &codedErr{4091, fmt.Sprintf("Unknown SEQUENCE: '%s'", tag)}
+}
+
+func (f *fake) BlockLimit(tag string) (int64, string) {
+	if tag == "snow" {
+		return 8, "one tick"
+	}
+	return 0, ""
+}
+
+func (f *fake) DecodeSnowflake(string, int64) (time.Time, int64, int64, error) {
+	return time.Time{}, 0, 0, errors.New("unused")
+}
+
+func (f *fake) MaxID(context.Context, string) (int64, error) { return 0, errors.New("unused") }
+
+func do(t *testing.T, h http.Handler, method, target, auth string) (int, string) {
+	t.Helper()
+	req := httptest.NewRequest(method, target, nil)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec.Code, rec.Body.String()
+}
+
+func TestAPI(t *testing.T) {
+	const tok = "0123456789abcdef"
+	a := New(&fake{}, []Token{{Name: "x", Secret: tok, Tags: []string{"seg", "snow", "down", "nosuch"}}}, Options{MaxCount: 10})
+	for _, tc := range []struct {
+		method, target, auth string
+		code                 int
+		body                 string
+	}{
+		{"GET", "/api/segment/get/seg", "Bearer " + tok, 200, "100"},
+		{"GET", "/api/segment/get/seg", "bearer  " + tok + " ", 200, "101"},
+		{"GET", "/api/segment/get/seg?count=3", "Bearer " + tok, 200, "102\n103\n104\n"},
+		{"GET", "/api/segment/get/seg?count=11", "Bearer " + tok, 400, "a block is 1 to 10 IDs"},
+		{"GET", "/api/segment/get/seg", "Basic " + tok, 401, "no bearer token"},
+		{"GET", "/api/segment/get/seg", tok, 401, "no bearer token"},
+		{"GET", "/api/segment/get/seg", "Bearer", 401, "no bearer token"},
+		{"GET", "/api/segment/get/seg", "Bearer " + tok + "x", 401, "not one of id_api.tokens"},
+		{"GET", "/api/segment/get/other", "Bearer " + tok, 403, `token "x" may not use sequence 'other'`},
+		{"GET", "/api/segment/get/nosuch", "Bearer " + tok, 404, "Unknown SEQUENCE: 'nosuch'"},
+		{"GET", "/api/snowflake/get/nosuch", "Bearer " + tok, 404, "Unknown SEQUENCE: 'nosuch'"},
+		{"GET", "/api/segment/get/down", "Bearer " + tok, 503, "the ID store is failing"},
+		{"GET", "/api/snowflake/get/snow?count=8", "Bearer " + tok, 200, "4194304\n"},
+		{"GET", "/api/snowflake/get/snow?count=9", "Bearer " + tok, 400, "at most 8 consecutive IDs"},
+		{"GET", "/api/segment/get/snow", "Bearer " + tok, 400, "uses the snowflake generator"},
+		{"GET", "/api/snowflake/get/seg", "Bearer " + tok, 400, "uses the segment generator"},
+		{"GET", "/api/decode/seg/x1", "Bearer " + tok, 400, `"error":"Incorrect arguments to LEAFPROXY_DECODE: \"x1\" is not an integer ID"`},
+		{"PUT", "/api/segment/get/seg", "Bearer " + tok, 405, ""},
+	} {
+		code, body := do(t, a, tc.method, tc.target, tc.auth)
+		if code != tc.code || !strings.Contains(body, tc.body) {
+			t.Errorf("%s %s (%q): %d %q, want %d with %q", tc.method, tc.target, tc.auth, code, body, tc.code, tc.body)
+		}
+	}
+	// Tokens replaced: the old one is refused at once.
+	a.SetTokens([]Token{{Name: "y", Secret: tok + "-new", Tags: []string{AllTags}}})
+	if code, _ := do(t, a, "GET", "/api/segment/get/seg", "Bearer "+tok); code != 401 {
+		t.Errorf("old token after SetTokens: %d", code)
+	}
+	if code, body := do(t, a, "GET", "/api/segment/get/seg?access_token="+tok+"-new", ""); code != 200 {
+		t.Errorf("new token (query parameter) after SetTokens: %d %q", code, body)
+	}
+}
