@@ -96,26 +96,39 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
 	fi
 fi
 
-echo "== go vet ./..."
-go vet ./...
+# Every step runs even when an earlier one failed (so one failing package
+# does not hide the others); the last line sums them up, and the exit
+# status is non-zero when any failed.
+passed=0
+failed=()
+step() { # step LABEL COMMAND...: run COMMAND, count it under LABEL
+	local label=$1
+	shift
+	echo "== $label"
+	if "$@"; then
+		passed=$((passed + 1))
+	else
+		echo "== FAILED: $label" >&2
+		failed+=("$label")
+	fi
+}
+
+step "go vet ./..." go vet ./...
 # bench/ is a module of its own (its baselines, bwmarrin/snowflake and
 # sonyflake, stay out of the product's go.mod); it uses this checkout
 # through a replace directive.
-echo "== (cd bench && go vet ./...)"
-(cd bench && go vet ./...)
+step "(cd bench && go vet ./...)" bash -c 'cd bench && go vet ./...'
 
 # deploy/: the alert rules, checked and unit-tested by promtool where it is
 # installed (root installs Debian's prometheus package above); the container
 # image built (scripts/build-image.sh) where podman or a running docker is.
 if command -v promtool >/dev/null; then
-	echo "== promtool check rules / test rules (deploy/prometheus)"
-	(cd deploy/prometheus && promtool check rules leafproxy-alerts.yml && promtool test rules leafproxy-alerts.test.yml)
+	step "promtool check rules / test rules (deploy/prometheus)" bash -c 'cd deploy/prometheus && promtool check rules leafproxy-alerts.yml && promtool test rules leafproxy-alerts.test.yml'
 else
 	echo "== promtool not found: alert rules not checked (skipped; apt-get install prometheus)" >&2
 fi
 if command -v podman >/dev/null || { command -v docker >/dev/null && docker info >/dev/null 2>&1; }; then
-	echo "== container image (scripts/build-image.sh, LEAFPROXY_IMAGE_SMOKE=1)"
-	LEAFPROXY_IMAGE_SMOKE=1 scripts/build-image.sh localhost/leafproxy:test
+	step "container image (scripts/build-image.sh, LEAFPROXY_IMAGE_SMOKE=1)" env LEAFPROXY_IMAGE_SMOKE=1 scripts/build-image.sh localhost/leafproxy:test
 else
 	echo "== neither podman nor a running docker found: container image not built (skipped; apt-get install podman)" >&2
 fi
@@ -125,8 +138,8 @@ fi
 # time on two cores. (engine, rewriter, admin and service under -race: 20 s
 # of wall time against 10 s without, on two cores.)
 race_pkgs=$(go list ./allocator/... ./proxy/... ./config/... ./engine/... ./service/... ./idapi/... ./rewriter/... ./admin/... ./internal/metric/... ./internal/edge/... ./internal/raw/... 2>/dev/null | tr '\n' ' ')
-echo "== go test -race ${race_pkgs}"
-go test -race -count=1 -timeout 30m "$@" $race_pkgs
+# shellcheck disable=SC2086 # word splitting of the package lists is meant
+step "go test -race ${race_pkgs}" go test -race -count=1 -timeout 30m "$@" $race_pkgs
 
 # The proxy's socket I/O (internal/raw, race-annotated) is the same code
 # under -race as in release builds. Two more runs of proxy's
@@ -134,26 +147,28 @@ go test -race -count=1 -timeout 30m "$@" $race_pkgs
 # at release-build speed), and with every session on its own goroutine
 # (LEAFPROXY_LOOP=0; TLS and compressed sessions, and commands a loop hands
 # back, take that path, so it is tested whole too).
-echo "== go test ./proxy (raw socket I/O, event loops)"
-go test -count=1 -timeout 30m "$@" ./proxy
-echo "== LEAFPROXY_LOOP=0 go test ./proxy (raw socket I/O, a goroutine per session)"
-LEAFPROXY_LOOP=0 go test -count=1 -timeout 30m "$@" ./proxy
+step "go test ./proxy (raw socket I/O, event loops)" go test -count=1 -timeout 30m "$@" ./proxy
+step "LEAFPROXY_LOOP=0 go test ./proxy (raw socket I/O, a goroutine per session)" env LEAFPROXY_LOOP=0 go test -count=1 -timeout 30m "$@" ./proxy
 
 other_pkgs=$(go list ./... | grep -v -x -F -f <(printf '%s\n' $race_pkgs) | tr '\n' ' ')
-echo "== go test ${other_pkgs}"
-go test -count=1 -timeout 45m "$@" $other_pkgs
-echo "== (cd bench && go test ./...)  (the suites skip without LEAFPROXY_BENCH=1)"
-(cd bench && go test -count=1 -timeout 45m "$@" ./...)
+# shellcheck disable=SC2086
+step "go test ${other_pkgs}" go test -count=1 -timeout 45m "$@" $other_pkgs
+step "(cd bench && go test ./...)  (the suites skip without LEAFPROXY_BENCH=1)" bash -c 'cd bench && go test -count=1 -timeout 45m "$@" ./...' bench "$@"
 
 if [ "$#" -eq 0 ] && [ -z "${LEAFPROXY_SKIP_DRIVER_SUITE:-}" ]; then
-	echo "== go-sql-driver's own suite, directly and through the proxy (scripts/driver-suite.sh)"
-	scripts/driver-suite.sh
+	step "go-sql-driver's own suite, directly and through the proxy (scripts/driver-suite.sh)" scripts/driver-suite.sh
 fi
 
 # MariaDB's own test suite (a selection of `main`, scripts/mtr-selection.txt),
 # directly and through the proxy, text and --ps-protocol: about 11 minutes on
 # two cores, so only when asked (CI runs it as a job of its own: scripts/mtr.sh).
 if [ "$#" -eq 0 ] && [ -n "${LEAFPROXY_MTR:-}" ]; then
-	echo "== MariaDB's main suite, directly and through the proxy (scripts/mtr.sh)"
-	scripts/mtr.sh
+	step "MariaDB's main suite, directly and through the proxy (scripts/mtr.sh)" scripts/mtr.sh
 fi
+
+if [ ${#failed[@]} -gt 0 ]; then
+	printf '== failed steps:\n' >&2
+	printf '   %s\n' "${failed[@]}" >&2
+fi
+echo "summary: ${passed} passed, ${#failed[@]} failed"
+[ ${#failed[@]} -eq 0 ]
