@@ -30,16 +30,6 @@ func ParsePasswordHash(s string) ([]byte, error) {
 	return hex.DecodeString(s[1:])
 }
 
-// secretSource is one password with its three ways of being given.
-type secretSource struct {
-	key        string // e.g. backend.password
-	value      *string
-	env, file  string
-	envKey     string
-	fileKey    string
-	inlineOnly bool // store: the password sits in the DSN
-}
-
 // ResolveSecrets reads every password_env and password_file into the
 // password it stands for (once: a second call does nothing), and notes
 // which passwords are written inline in the file. Problems name the key.

@@ -214,7 +214,3 @@ func TestTagsCrossTheBoundaryOwned(t *testing.T) {
 		t.Error("own copied a tag name the session already owns")
 	}
 }
-
-// fakeStart is every fake command's arrival (the proxy's is a load of the
-// time its command path read already).
-var fakeStart = time.Now().UnixNano()

@@ -277,13 +277,6 @@ func (st *state) resolveLast(ctx context.Context) error {
 	return nil
 }
 
-// forgetPending drops tag's pending LASTVAL: a newer value replaced it.
-func (st *state) forgetPending(tag string) {
-	if st.pending != nil {
-		delete(st.pending, tag)
-	}
-}
-
 // transactional engines roll a failed statement back, so a numbered
 // statement whose rows outgrew the count can be sent again.
 var transactional = map[string]bool{"innodb": true, "xtradb": true, "rocksdb": true, "tokudb": true, "ndbcluster": true, "ndb": true}

@@ -323,7 +323,7 @@ func TestInsertSelectPrepared(t *testing.T) {
 	if n := scalar[int](t, direct, "SELECT COUNT(*) FROM orders WHERE v LIKE 'p3-%' AND id > 9000300"); n != 9 {
 		t.Fatalf("%d generated keys of the last execute above its explicit key, want 9", n)
 	}
-	res, err = db.ExecContext(ctx, "UPDATE src SET k = NEXTVAL(other) WHERE n > ?", 45)
+	_, err = db.ExecContext(ctx, "UPDATE src SET k = NEXTVAL(other) WHERE n > ?", 45)
 	if err != nil {
 		t.Fatal(err)
 	}

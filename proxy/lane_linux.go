@@ -204,7 +204,7 @@ func (ln *lane) check() {
 		ln.teardown()
 		return
 	}
-	if limit := s.srv.cfg.Limits.IdleTimeout; limit > 0 && time.Now().Sub(time.Unix(0, s.since.Load())) >= limit {
+	if limit := s.srv.cfg.Limits.IdleTimeout; limit > 0 && time.Since(time.Unix(0, s.since.Load())) >= limit {
 		s.endOnClientError(os.ErrDeadlineExceeded)
 		ln.teardown()
 	}

@@ -200,17 +200,6 @@ func (r *rawIO) Write(p []byte) (int, error) {
 	return nn, err
 }
 
-// errnoOf is err's errno (EIO for an error that carries none).
-func errnoOf(err error) unix.Errno {
-	if err == nil {
-		return 0
-	}
-	if e, ok := err.(unix.Errno); ok {
-		return e
-	}
-	return unix.EIO
-}
-
 // socketState is what a socketPeeker saw.
 type socketState int
 

@@ -79,7 +79,6 @@ type numbering struct {
 	// variables, read by CountsQuery) and counters are rendered over the
 	// variables BlockVars sets.
 	prepared bool
-	reads    string
 }
 
 // numberedEdit replaces text[start:end) with pre [counter expression] post.

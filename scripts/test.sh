@@ -118,6 +118,9 @@ step "go vet ./..." go vet ./...
 # sonyflake, stay out of the product's go.mod); it uses this checkout
 # through a replace directive.
 step "(cd bench && go vet ./...)" bash -c 'cd bench && go vet ./...'
+# staticcheck, pinned, fetched through the Go module proxy (kept out of
+# go.mod: a tool, not a dependency of the product).
+step "staticcheck ./..." go run honnef.co/go/tools/cmd/staticcheck@v0.6.1 ./...
 
 # deploy/: the alert rules, checked and unit-tested by promtool where it is
 # installed (root installs Debian's prometheus package above); the container
