@@ -121,7 +121,8 @@ func TestVsHaproxy(t *testing.T) {
 	for _, v := range variants {
 		dsn := at("tcp", v.addr, "app", "secret")
 		selVariants = append(selVariants, vcase{name: "leafproxy " + v.name, cfg: loadgen.Config{DSN: dsn, Query: "SELECT 1", Mode: q}, relay: v.pid})
-		insVariants = append(insVariants, vcase{name: "leafproxy filled " + v.name, cfg: loadgen.Config{DSN: dsn, Query: ins("orders"), Args: seq, Mode: x}, relay: v.pid, before: truncate("orders")})
+		insVariants = append(insVariants, vcase{name: "leafproxy filled " + v.name, cfg: loadgen.Config{DSN: dsn, Query: ins("orders"), Args: seq, Mode: x}, relay: v.pid, before: truncate("orders")},
+			vcase{name: "leafproxy filled (prepared) " + v.name, cfg: loadgen.Config{DSN: dsn, Query: ins("orders"), Args: seq, Mode: x, Prepare: true}, relay: v.pid, before: truncate("orders")})
 	}
 	groups := []vgroup{
 		{"SELECT 1", []vcase{
