@@ -251,6 +251,13 @@ func keyFeats(keys []keyVal) []string {
 	}
 	if anyGen {
 		f = append(f, "gen")
+	} else {
+		f = append(f, "no-gen")
+	}
+	for _, k := range keys {
+		if k.expl {
+			return append(f, "has-explicit")
+		}
 	}
 	return f
 }
@@ -273,12 +280,14 @@ func (g *diffGen) insertValues(prep bool) diffStep {
 	nrows := 1
 	if r.Intn(3) == 0 {
 		nrows = 2 + r.Intn(3)
-		feats = append(feats, "multi-row")
 	}
 	var args []any
 	var keys []keyVal
 	var rows []string
 	shape := r.Intn(10)
+	if nrows > 1 && shape != 3 {
+		feats = append(feats, "multi-row")
+	}
 	switch {
 	case shape < 3: // key absent
 		for range nrows {
