@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 	"strings"
 )
 
@@ -255,6 +256,12 @@ func keyFeats(keys []keyVal) []string {
 		f = append(f, "no-gen")
 	}
 	for _, k := range keys {
+		if k.expl && k.text != "?" && !slices.Contains(k.feats, "expr-key") {
+			f = append(f, "literal-key")
+			break
+		}
+	}
+	for _, k := range keys {
 		if k.expl {
 			return append(f, "has-explicit")
 		}
@@ -418,11 +425,15 @@ func (g *diffGen) step() diffStep {
 		k := 2 + r.Intn(2)
 		var qs []string
 		feats := []string{"multi-statement"}
-		sawGen := false
+		sawGen, sawMode := false, false
 		for range k {
 			s := g.statement(false)
 			qs = append(qs, s.sql)
 			feats = append(feats, s.feats...)
+			if sawMode && (s.has("gen") || s.has("no-gen") || s.has("insert-select")) {
+				feats = append(feats, "insert-after-mode-set")
+			}
+			sawMode = sawMode || s.has("mode-change") || s.has("dynamic-mode")
 			if sawGen && (s.has("all-explicit") || s.has("explicit-after-gen")) {
 				feats = append(feats, "explicit-after-gen-stmt")
 			}
@@ -435,6 +446,9 @@ func (g *diffGen) step() diffStep {
 		s := g.statement(true)
 		if s.prep {
 			s.feats = append(s.feats, "prepared")
+			if s.has("literal-key") {
+				s.feats = append(s.feats, "prepared-literal-key")
+			}
 		}
 		return s
 	}
