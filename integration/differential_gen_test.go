@@ -252,6 +252,12 @@ func keyFeats(keys []keyVal) []string {
 	}
 	if anyGen {
 		f = append(f, "gen")
+		for _, k := range keys {
+			if !k.gen {
+				f = append(f, "mixed") // generated and given keys in one statement
+				break
+			}
+		}
 	} else {
 		f = append(f, "no-gen")
 	}

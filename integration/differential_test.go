@@ -59,7 +59,7 @@ func TestDifferential(t *testing.T) {
 	// for every row of a multi-row INSERT that mixes explicit and generated
 	// keys, and batches for INSERT ... SELECT, leaving gaps no client can
 	// predict.
-	backend := testdb.StartWith(t, "--innodb-autoinc-lock-mode=0")
+	backend := testdb.StartWith(t, fmt.Sprintf("--innodb-autoinc-lock-mode=%d", diffEnvInt(t, "LEAFPROXY_DIFF_LOCK_MODE", 1)))
 	admin := backend.Open(t, "app")
 	cfg := leafConfig(t, backend, nil)
 	for _, w := range workloads {
