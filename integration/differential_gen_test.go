@@ -34,6 +34,7 @@ type diffStep struct {
 	sql   string // {T} is the table
 	args  []any  // bound values (prepared only)
 	prep  bool   // server-side prepared (COM_STMT_PREPARE + EXECUTE)
+	inTx  bool   // a transaction is open after it
 	feats []string
 }
 
@@ -474,7 +475,9 @@ func newDiffWorkload(seed int64, nsteps int) *diffWorkload {
 		w.steps = append(w.steps, diffStep{sql: s})
 	}
 	for len(w.steps) < nsteps {
-		w.steps = append(w.steps, g.step())
+		st := g.step()
+		st.inTx = g.inTx
+		w.steps = append(w.steps, st)
 	}
 	if g.inTx {
 		w.steps = append(w.steps, diffStep{sql: "COMMIT", feats: []string{"tx-end"}})

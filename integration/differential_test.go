@@ -89,12 +89,18 @@ func TestDifferential(t *testing.T) {
 	// A session ends with its workload: nothing (LAST_INSERT_ID(), sql_mode) carries over.
 	direct.SetMaxIdleConns(0)
 	proxied.SetMaxIdleConns(0)
+	pa, err := lf.open(t, "app", nil).Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pa.Close() })
+	env := &diffEnv{admin: admin, direct: direct, proxied: proxied, proxyAdmin: pa}
 
 	classes := map[string]int{}
 	var statements, clean int
 	for _, w := range workloads {
 		diverged := false
-		statements += runDiffWorkload(t, w, direct, proxied, one, func(d *diffDivergence) {
+		statements += runDiffWorkload(t, env, w, one, func(d *diffDivergence) {
 			diverged = true
 			k := d.classify()
 			if k == nil {
@@ -145,17 +151,18 @@ func diffEnvInt(t *testing.T, name string, def int) int {
 // found. A divergence only in what is reported (insert id,
 // LAST_INSERT_ID(), warnings, an error's message) leaves both tables
 // equal, so the workload goes on, and a LAST_INSERT_ID() difference that
-// merely persists from that step is not reported again; any other
-// divergence ends the workload (the tables differ from then on).
-func runDiffWorkload(t *testing.T, w *diffWorkload, direct, proxied *sql.DB, verbose bool, found func(*diffDivergence)) int {
+// merely persists from that step is not reported again. After any other
+// divergence the sides are made equal again (resync) and the workload goes
+// on; inside a transaction it ends there.
+func runDiffWorkload(t *testing.T, env *diffEnv, w *diffWorkload, verbose bool, found func(*diffDivergence)) int {
 	t.Helper()
 	ctx := context.Background()
-	dc, err := direct.Conn(ctx)
+	dc, err := env.direct.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer dc.Close()
-	pc, err := proxied.Conn(ctx)
+	pc, err := env.proxied.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,6 +171,7 @@ func runDiffWorkload(t *testing.T, w *diffWorkload, direct, proxied *sql.DB, ver
 	ps := &diffSide{name: "proxy", conn: pc, table: fmt.Sprintf("r_%d", w.seed)}
 	var carried [2]string // a LAST_INSERT_ID() difference already reported
 	var failed []bool     // per step: it failed directly
+	from := 0             // the first step after the last resync
 	for i, st := range w.steps {
 		do, err := ds.observe(ctx, st)
 		if err != nil {
@@ -186,22 +194,80 @@ func runDiffWorkload(t *testing.T, w *diffWorkload, direct, proxied *sql.DB, ver
 		if len(f) == 0 {
 			continue
 		}
-		d := &diffDivergence{w: w, at: i, fields: f, d: do, p: po, failed: failed}
+		d := &diffDivergence{w: w, at: i, from: from, fields: f, d: do, p: po, failed: failed}
 		found(d)
-		if !d.only("insert-id", "last-insert-id", "warnings", "error-message") {
+		if d.only("insert-id", "last-insert-id", "warnings", "error-message") {
+			if d.has("last-insert-id") {
+				carried = [2]string{do.lastID, po.lastID}
+			}
+			continue
+		}
+		if st.inTx || i == len(w.steps)-1 {
 			return i + 1
 		}
-		if d.has("last-insert-id") {
-			carried = [2]string{do.lastID, po.lastID}
+		if err := env.resync(ctx, w, ps, do.lastID); err != nil {
+			t.Fatalf("%s: resync after step %d: %v", w.describe(), i+1, err)
 		}
+		if verbose {
+			t.Logf("resync after step %d", i+1)
+		}
+		carried, from = [2]string{}, i+1
 	}
 	return len(w.steps)
+}
+
+// diffEnv: the backend (root, directly), the proxy, and the handles the
+// workloads' sessions come from.
+type diffEnv struct {
+	admin, direct, proxied *sql.DB
+	proxyAdmin             *sql.Conn // a session of its own through the proxy
+}
+
+// resync makes the two sides equal again after a divergence in the rows:
+// the rule table gets the twin's rows, the tag and AUTO_INCREMENT the same
+// next key (the larger of the two), the proxy session the direct session's
+// LAST_INSERT_ID().
+func (e *diffEnv) resync(ctx context.Context, w *diffWorkload, ps *diffSide, lastID string) error {
+	a, r, tag := fmt.Sprintf("a_%d", w.seed), fmt.Sprintf("r_%d", w.seed), fmt.Sprintf("diff%d", w.seed)
+	for _, q := range []string{"DELETE FROM " + r, "INSERT INTO " + r + " SELECT * FROM " + a} {
+		if _, err := e.admin.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	var aiNext int64
+	if err := e.admin.QueryRowContext(ctx, "SELECT AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'app' AND TABLE_NAME = ?", a).Scan(&aiNext); err != nil {
+		return fmt.Errorf("AUTO_INCREMENT of %s: %w", a, err)
+	}
+	// An explicit key moves the tag past it (a text INSERT IGNORE through
+	// the proxy, its row, if any, deleted at once).
+	if aiNext > 1 {
+		q := fmt.Sprintf("INSERT IGNORE INTO %s (id, u, v) VALUES (%d, 'resync', 0)", r, aiNext-1)
+		if _, err := e.proxyAdmin.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+		if _, err := e.admin.ExecContext(ctx, "DELETE FROM "+r+" WHERE u = 'resync'"); err != nil {
+			return err
+		}
+	}
+	var next int64
+	if err := e.proxyAdmin.QueryRowContext(ctx, "SELECT NEXTVAL('"+tag+"')").Scan(&next); err != nil {
+		return fmt.Errorf("NEXTVAL(%s): %w", tag, err)
+	}
+	if _, err := e.admin.ExecContext(ctx, fmt.Sprintf("ALTER TABLE %s AUTO_INCREMENT = %d", a, next+1)); err != nil {
+		return err
+	}
+	if lastID == "" {
+		lastID = "0"
+	}
+	_, err := ps.conn.ExecContext(ctx, "DO LAST_INSERT_ID("+lastID+")")
+	return err
 }
 
 // diffDivergence is a step of a workload where the sides differ.
 type diffDivergence struct {
 	w      *diffWorkload
 	at     int // index in w.steps
+	from   int // the first step after the last resync
 	fields []string
 	d, p   diffObs
 	failed []bool // per step up to at: it failed directly
@@ -210,8 +276,8 @@ type diffDivergence struct {
 // failedWith: a step before the diverging one failed directly and had
 // feature f.
 func (d *diffDivergence) failedWith(f string) bool {
-	for i, s := range d.w.steps[:d.at] {
-		if d.failed[i] && s.has(f) {
+	for i := d.from; i < d.at; i++ {
+		if d.failed[i] && d.w.steps[i].has(f) {
 			return true
 		}
 	}
@@ -223,9 +289,10 @@ func (d *diffDivergence) step() diffStep { return d.w.steps[d.at] }
 // now: the diverging step has feature f.
 func (d *diffDivergence) now(f string) bool { return d.step().has(f) }
 
-// before: a step before the diverging one, or it, has feature f.
+// before: a step since the last resync, up to the diverging one, has
+// feature f.
 func (d *diffDivergence) before(f string) bool {
-	for _, s := range d.w.steps[:d.at+1] {
+	for _, s := range d.w.steps[d.from : d.at+1] {
 		if s.has(f) {
 			return true
 		}
@@ -233,7 +300,8 @@ func (d *diffDivergence) before(f string) bool {
 	return false
 }
 
-// earlier: a step before the diverging one has feature f.
+// earlier: a step before the diverging one has feature f (since the
+// workload began: the tag's history).
 func (d *diffDivergence) earlier(f string) bool {
 	for _, s := range d.w.steps[:d.at] {
 		if s.has(f) {
