@@ -347,6 +347,12 @@ func (g *diffGen) insertSelect(prep bool) diffStep {
 	verb := []string{"INSERT", "INSERT", "INSERT IGNORE", "REPLACE"}[r.Intn(4)]
 	n := 1 + r.Intn(4)
 	feats := []string{"insert-select"}
+	switch verb {
+	case "INSERT IGNORE":
+		feats = append(feats, "ignore")
+	case "REPLACE":
+		feats = append(feats, "replace")
+	}
 	var q string
 	switch r.Intn(6) {
 	case 0:
@@ -441,7 +447,7 @@ func (g *diffGen) step() diffStep {
 				feats = append(feats, "insert-after-mode-set")
 			}
 			sawMode = sawMode || s.has("mode-change") || s.has("dynamic-mode")
-			if sawGen && (s.has("all-explicit") || s.has("explicit-after-gen")) {
+			if sawGen && s.has("has-explicit") {
 				feats = append(feats, "explicit-after-gen-stmt")
 			}
 			if s.has("gen") || s.has("insert-select") {

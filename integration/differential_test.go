@@ -205,7 +205,7 @@ func runDiffWorkload(t *testing.T, env *diffEnv, w *diffWorkload, verbose bool, 
 		if st.inTx || i == len(w.steps)-1 {
 			return i + 1
 		}
-		if err := env.resync(ctx, w, ps, do.lastID); err != nil {
+		if err := env.resync(ctx, w, ds, ps, do.lastID); err != nil {
 			t.Fatalf("%s: resync after step %d: %v", w.describe(), i+1, err)
 		}
 		if verbose {
@@ -226,8 +226,8 @@ type diffEnv struct {
 // resync makes the two sides equal again after a divergence in the rows:
 // the rule table gets the twin's rows, the tag and AUTO_INCREMENT the same
 // next key (the larger of the two), the proxy session the direct session's
-// LAST_INSERT_ID().
-func (e *diffEnv) resync(ctx context.Context, w *diffWorkload, ps *diffSide, lastID string) error {
+// LAST_INSERT_ID(), sql_mode and @f.
+func (e *diffEnv) resync(ctx context.Context, w *diffWorkload, ds, ps *diffSide, lastID string) error {
 	a, r, tag := fmt.Sprintf("a_%d", w.seed), fmt.Sprintf("r_%d", w.seed), fmt.Sprintf("diff%d", w.seed)
 	for _, q := range []string{"DELETE FROM " + r, "INSERT INTO " + r + " SELECT * FROM " + a} {
 		if _, err := e.admin.ExecContext(ctx, q); err != nil {
@@ -259,8 +259,22 @@ func (e *diffEnv) resync(ctx context.Context, w *diffWorkload, ps *diffSide, las
 	if lastID == "" {
 		lastID = "0"
 	}
-	_, err := ps.conn.ExecContext(ctx, "DO LAST_INSERT_ID("+lastID+")")
-	return err
+	// The session state a refused text may have left different.
+	var mode string
+	var f sql.NullInt64
+	if err := ds.conn.QueryRowContext(ctx, "SELECT @@SESSION.sql_mode, @f").Scan(&mode, &f); err != nil {
+		return err
+	}
+	fv := "NULL"
+	if f.Valid {
+		fv = fmt.Sprint(f.Int64)
+	}
+	for _, q := range []string{"SET sql_mode = '" + mode + "'", "SET @f = " + fv, "DO LAST_INSERT_ID(" + lastID + ")"} {
+		if _, err := ps.conn.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	return nil
 }
 
 // diffDivergence is a step of a workload where the sides differ.
