@@ -94,6 +94,9 @@ type diffGen struct {
 	mode int // current sql_mode (the workload may change it)
 	inTx bool
 	fSet bool // @f is set
+	// modeUnsure: the last step was a text with a SET sql_mode that a
+	// failing statement before it may have skipped
+	modeUnsure bool
 }
 
 // keyVal is the value written for the key in one row.
@@ -424,6 +427,14 @@ func (g *diffGen) statement(prep bool) diffStep {
 // step is the next step of the workload.
 func (g *diffGen) step() diffStep {
 	r := g.r
+	if g.modeUnsure {
+		g.modeUnsure = false
+		set := diffModes[g.mode].set
+		if set == "" {
+			set = "SET sql_mode = DEFAULT"
+		}
+		return diffStep{sql: set}
+	}
 	n := r.Intn(100)
 	switch {
 	case n < 5:
@@ -454,6 +465,9 @@ func (g *diffGen) step() diffStep {
 				sawGen = true
 			}
 		}
+		// A statement before the SET may fail and leave the sql_mode
+		// as it was: the next step says it again.
+		g.modeUnsure = sawMode
 		return diffStep{sql: strings.Join(qs, "; "), feats: feats}
 	case n < 45:
 		s := g.statement(true)
