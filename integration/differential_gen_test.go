@@ -31,11 +31,13 @@ var diffModes = []diffMode{
 
 // diffStep is one statement (or one multi-statement text).
 type diffStep struct {
-	sql   string // {T} is the table
-	args  []any  // bound values (prepared only)
-	prep  bool   // server-side prepared (COM_STMT_PREPARE + EXECUTE)
-	inTx  bool   // a transaction is open after it
-	feats []string
+	sql    string // {T} is the table
+	args   []any  // bound values (prepared only)
+	prep   bool   // server-side prepared (COM_STMT_PREPARE + EXECUTE)
+	inTx   bool   // a transaction is open after it
+	load   []byte // LOAD DATA LOCAL: the file, served as Reader::<reader>
+	reader string
+	feats  []string
 }
 
 func (s diffStep) has(f string) bool {
@@ -48,6 +50,9 @@ func (s diffStep) has(f string) bool {
 }
 
 func (s diffStep) String() string {
+	if s.load != nil {
+		return fmt.Sprintf("%s  -- file %q", s.sql, s.load)
+	}
 	if !s.prep {
 		return s.sql
 	}
@@ -97,6 +102,7 @@ type diffGen struct {
 	// modeUnsure: the last step was a text with a SET sql_mode that a
 	// failing statement before it may have skipped
 	modeUnsure bool
+	inText     bool // building a multi-statement text
 }
 
 // keyVal is the value written for the key in one row.
@@ -388,6 +394,77 @@ func (g *diffGen) insertSelect(prep bool) diffStep {
 	return diffStep{sql: q, prep: prep, feats: feats}
 }
 
+// loadData: LOAD DATA LOCAL INFILE in a random format, the file served by
+// a go-sql-driver reader handler (registered by the runner).
+func (g *diffGen) loadData() diffStep {
+	r := g.r
+	sep := []string{",", "\t", ";"}[r.Intn(3)]
+	sepSQL := map[string]string{",": "','", "\t": "'\\t'", ";": "';'"}[sep]
+	enc := r.Intn(3) == 0
+	eol := []string{"\n", "\r\n"}[r.Intn(2)]
+	withKey := r.Intn(2) == 0
+	feats := []string{"load"}
+	var b strings.Builder
+	q := "LOAD DATA LOCAL INFILE 'Reader::" + fmt.Sprintf("diff%d_%d", g.w.seed, len(g.w.steps)) + "' "
+	switch r.Intn(4) {
+	case 0:
+		q += "REPLACE "
+		feats = append(feats, "replace")
+	case 1:
+		q += "IGNORE "
+	}
+	q += "INTO TABLE {T} FIELDS TERMINATED BY " + sepSQL
+	if enc {
+		q += ` OPTIONALLY ENCLOSED BY '"'`
+	}
+	q += " LINES TERMINATED BY '" + strings.NewReplacer("\r", "\\r", "\n", "\\n").Replace(eol) + "'"
+	if r.Intn(4) == 0 {
+		q += " IGNORE 1 LINES"
+		b.WriteString("header" + sep + "line" + eol)
+	}
+	if withKey {
+		q += " (id, u, v)"
+	} else {
+		q += " (u, v)"
+		feats = append(feats, "gen")
+	}
+	set := r.Intn(3) == 0
+	if set {
+		q += " SET w = 'ld'"
+	}
+	for range 1 + r.Intn(4) {
+		if withKey {
+			switch n := r.Intn(10); {
+			case n < 3:
+				b.WriteString("\\N")
+				feats = append(feats, "gen")
+			case n < 5:
+				feats = append(feats, "load-zero")
+				if !g.navoz() {
+					feats = append(feats, "gen")
+				} else if set {
+					feats = append(feats, "load-navoz-set")
+				}
+				if n == 3 {
+					b.WriteString("0")
+				} else if r.Intn(2) == 0 {
+					b.WriteString("abc")
+				}
+			default:
+				fmt.Fprint(&b, 1+r.Intn(40))
+				feats = append(feats, "load-explicit")
+			}
+			b.WriteString(sep)
+		}
+		u := []string{"a", "b", "c", "d", "e", "\\N"}[r.Intn(6)]
+		if enc && u != "\\N" {
+			u = `"` + u + `"`
+		}
+		fmt.Fprintf(&b, "%s%s%d%s", u, sep, r.Intn(10), eol)
+	}
+	return diffStep{sql: q, feats: feats, load: []byte(b.String()), reader: fmt.Sprintf("diff%d_%d", g.w.seed, len(g.w.steps))}
+}
+
 // statement is one single statement of any kind.
 func (g *diffGen) statement(prep bool) diffStep {
 	r := g.r
@@ -400,6 +477,8 @@ func (g *diffGen) statement(prep bool) diffStep {
 	case n < 83:
 		g.fSet = true
 		return diffStep{sql: fmt.Sprintf("SET @f = %d", 1+r.Intn(40))}
+	case n < 86 && !prep && !g.inText:
+		return g.loadData()
 	case n < 88:
 		return diffStep{sql: fmt.Sprintf("DELETE FROM {T} WHERE id = %d", 1+r.Intn(20)), prep: prep}
 	case n < 92:
@@ -450,6 +529,8 @@ func (g *diffGen) step() diffStep {
 		var qs []string
 		feats := []string{"multi-statement"}
 		sawGen, sawMode := false, false
+		g.inText = true
+		defer func() { g.inText = false }()
 		for range k {
 			s := g.statement(false)
 			qs = append(qs, s.sql)
