@@ -1,15 +1,19 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/testdb"
@@ -32,12 +36,12 @@ import (
 // knownDivergences (differential_known_test.go) and only logged; any
 // other fails the test.
 //
-//	LEAFPROXY_DIFF_N=5000     statements in all (default 300)
+//	LEAFPROXY_DIFF_N=5000     statements in all (default 600)
 //	LEAFPROXY_DIFF_FROM=1000  first workload seed (default 1)
 //	LEAFPROXY_DIFF_SEED=17    only workload 17, every step logged
 //	LEAFPROXY_DIFF_STRICT=1   classified divergences fail the test too
 func TestDifferential(t *testing.T) {
-	n := diffEnvInt(t, "LEAFPROXY_DIFF_N", 300)
+	n := diffEnvInt(t, "LEAFPROXY_DIFF_N", 600)
 	from := diffEnvInt(t, "LEAFPROXY_DIFF_FROM", 1)
 	strict := os.Getenv("LEAFPROXY_DIFF_STRICT") == "1"
 	one := os.Getenv("LEAFPROXY_DIFF_SEED") != ""
@@ -173,6 +177,11 @@ func runDiffWorkload(t *testing.T, env *diffEnv, w *diffWorkload, verbose bool, 
 	var failed []bool     // per step: it failed directly
 	from := 0             // the first step after the last resync
 	for i, st := range w.steps {
+		if st.load != nil {
+			data := st.load
+			mysql.RegisterReaderHandler(st.reader, func() io.Reader { return bytes.NewReader(data) })
+			defer mysql.DeregisterReaderHandler(st.reader)
+		}
 		do, err := ds.observe(ctx, st)
 		if err != nil {
 			t.Fatalf("%s step %d %s: %v", w.describe(), i+1, st, err)
