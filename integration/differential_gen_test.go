@@ -382,8 +382,12 @@ func (g *diffGen) statement(prep bool) diffStep {
 		if set == "" {
 			set = "SET sql_mode = DEFAULT"
 		}
+		f := "dynamic-mode" // NO_AUTO_VALUE_ON_ZERO turned on or off unseen
+		if diffModes[m].navoz == g.navoz() {
+			f = "dynamic-mode-same"
+		}
 		g.mode = m
-		return diffStep{sql: "EXECUTE IMMEDIATE \"" + set + "\"", feats: []string{"dynamic-mode"}}
+		return diffStep{sql: "EXECUTE IMMEDIATE \"" + set + "\"", feats: []string{f}}
 	}
 	return g.insertValues(prep)
 }
@@ -423,7 +427,7 @@ func (g *diffGen) step() diffStep {
 			if sawMode && (s.has("gen") || s.has("no-gen") || s.has("insert-select")) {
 				feats = append(feats, "insert-after-mode-set")
 			}
-			sawMode = sawMode || s.has("mode-change") || s.has("dynamic-mode")
+			sawMode = sawMode || s.has("mode-change") || s.has("dynamic-mode") || s.has("dynamic-mode-same")
 			if sawGen && s.has("has-explicit") {
 				feats = append(feats, "explicit-after-gen-stmt")
 			}
