@@ -205,6 +205,8 @@ func (g *diffGen) boundKey() keyVal {
 			f = "bound-zerolike-navoz"
 		}
 		return keyVal{text: "?", arg: z, gen: !g.navoz(), feats: []string{f}}
+	case n < 6 && r.Intn(3) == 0:
+		return keyVal{text: "?", arg: int64(-1 - r.Intn(3)), feats: []string{"bound-negative"}}
 	default:
 		return keyVal{text: "?", arg: int64(1 + r.Intn(40)), expl: true, feats: []string{"bound-key"}}
 	}

@@ -62,8 +62,9 @@ func TestDifferential(t *testing.T) {
 
 // runDiffWorkloads runs workloads (each on its own pair of tables and its
 // own tag) and fails on unclassified divergences (strict: on all); verbose
-// logs every step.
-func runDiffWorkloads(t *testing.T, workloads []*diffWorkload, strict, verbose bool) {
+// logs every step. It returns the classes each workload's divergences
+// fell in, by seed.
+func runDiffWorkloads(t *testing.T, workloads []*diffWorkload, strict, verbose bool) map[int64][]string {
 	t.Helper()
 	// MariaDB's default innodb_autoinc_lock_mode=1 ("consecutive"), what
 	// users run; LEAFPROXY_DIFF_LOCK_MODE=0 ("traditional": one value per
@@ -107,6 +108,7 @@ func runDiffWorkloads(t *testing.T, workloads []*diffWorkload, strict, verbose b
 	env := &diffEnv{admin: admin, direct: direct, proxied: proxied, proxyAdmin: pa}
 
 	classes := map[string]int{}
+	bySeed := map[int64][]string{}
 	var statements, clean int
 	for _, w := range workloads {
 		diverged := false
@@ -116,9 +118,11 @@ func runDiffWorkloads(t *testing.T, workloads []*diffWorkload, strict, verbose b
 			if k == nil {
 				t.Errorf("unclassified divergence:\n%s", d.report())
 				classes["unclassified"]++
+				bySeed[w.seed] = append(bySeed[w.seed], "unclassified")
 				return
 			}
 			classes[k.name]++
+			bySeed[w.seed] = append(bySeed[w.seed], k.name)
 			if strict || verbose {
 				msg := fmt.Sprintf("divergence known as %q (issue 28 item %s: %s):\n%s", k.name, k.item, k.reason, d.report())
 				if strict {
@@ -143,6 +147,7 @@ func runDiffWorkloads(t *testing.T, workloads []*diffWorkload, strict, verbose b
 	}
 	t.Logf("%d workloads (seeds %d..%d), %d statements run; %d workloads without divergence; divergences by class:%s",
 		len(workloads), workloads[0].seed, workloads[len(workloads)-1].seed, statements, clean, b.String())
+	return bySeed
 }
 
 func diffEnvInt(t *testing.T, name string, def int) int {
