@@ -131,6 +131,28 @@ func (d *diffDivergence) beforeAny(fs ...string) bool {
 
 var knownDivergences = append([]knownDivergence{
 	{
+		name:   "INSERT ... SELECT in a multi-statement text",
+		item:   "gap",
+		reason: "refused (1235) before anything is written: the proxy counts the SELECT's rows first",
+		match: func(d *diffDivergence) bool {
+			return d.now("multi-statement") && d.now("insert-select") && errCode(d.p.err) == "1235"
+		},
+	},
+	{
+		name:   "INSERT after SET sql_mode in one text",
+		item:   "gap",
+		reason: "refused (1235) before anything is written: the proxy plans a text with the sql_mode from before it",
+		match: func(d *diffDivergence) bool {
+			return d.now("insert-after-mode-set") && errCode(d.p.err) == "1235"
+		},
+	},
+	{
+		name:   "sql_mode set by EXECUTE IMMEDIATE",
+		item:   "6",
+		reason: "the proxy does not see a sql_mode set by dynamic SQL",
+		match:  func(d *diffDivergence) bool { return d.before("dynamic-mode") },
+	},
+	{
 		name:   "bound key then generated key",
 		item:   "1",
 		reason: "a key bound to ? in a prepared INSERT does not move the tag; AUTO_INCREMENT's counter moves past it",
@@ -169,12 +191,6 @@ var knownDivergences = append([]knownDivergence{
 		},
 	},
 	{
-		name:   "INSERT ... SELECT giving key 0 under NO_AUTO_VALUE_ON_ZERO",
-		item:   "3",
-		reason: "MariaDB keeps the SELECT's 0 (a second row is a 1062); the proxy fills it",
-		match:  func(d *diffDivergence) bool { return d.now("select-zero-navoz") },
-	},
-	{
 		name:   "INT key past 2147483647",
 		item:   "4",
 		reason: "AUTO_INCREMENT answers 167 at the end of an INT column; the proxy sends keys the column cannot hold (1264, or a clamped 2147483647 under IGNORE) and LAST_INSERT_ID() reports them",
@@ -208,12 +224,6 @@ var knownDivergences = append([]knownDivergence{
 		item:   "5",
 		reason: "MariaDB generates keys for empty and 0 key fields when the statement has a SET clause; the proxy keeps 0 and LOCAL's implied IGNORE drops the duplicates",
 		match:  func(d *diffDivergence) bool { return d.now("load-navoz-set") },
-	},
-	{
-		name:   "sql_mode set by EXECUTE IMMEDIATE",
-		item:   "6",
-		reason: "the proxy does not see a sql_mode set by dynamic SQL",
-		match:  func(d *diffDivergence) bool { return d.before("dynamic-mode") },
 	},
 	{
 		name:   "explicit key after a generated row",
@@ -258,14 +268,7 @@ var knownDivergences = append([]knownDivergence{
 			return (d.now("ignore") || d.now("odku")) && d.only("insert-id", "last-insert-id")
 		},
 	},
-	{
-		name:   "INSERT ... SELECT in a multi-statement text",
-		item:   "gap",
-		reason: "refused (1235) before anything is written: the proxy counts the SELECT's rows first",
-		match: func(d *diffDivergence) bool {
-			return d.now("multi-statement") && d.now("insert-select") && errCode(d.p.err) == "1235"
-		},
-	},
+
 	{
 		name:   "LOAD DATA: keys given in the file do not move the tag",
 		item:   "gap",
@@ -274,14 +277,7 @@ var knownDivergences = append([]knownDivergence{
 			return d.before("load-explicit") && (d.keys() || d.has("warnings")) && !d.proxyAhead()
 		},
 	},
-	{
-		name:   "INSERT after SET sql_mode in one text",
-		item:   "gap",
-		reason: "refused (1235) before anything is written: the proxy plans a text with the sql_mode from before it",
-		match: func(d *diffDivergence) bool {
-			return d.now("insert-after-mode-set") && errCode(d.p.err) == "1235"
-		},
-	},
+
 	{
 		name:   "INSERT ... SELECT as the tag's first use",
 		item:   "gap",
