@@ -95,9 +95,11 @@ var diffRepros = []diffRepro{
 		rt("INSERT INTO {T} (u, v) SELECT CONCAT('s', seq), seq FROM seq_1_to_2", "insert-select")}},
 	{class: "AUTO_INCREMENT reserves values it does not use (innodb_autoinc_lock_mode=1)", steps: []diffStep{
 		rGenA, rt("INSERT INTO {T} (u, v) SELECT CONCAT('s', seq), seq FROM seq_1_to_4", "insert-select"), rGenB}},
-	{class: "key 0 kept under NO_AUTO_VALUE_ON_ZERO spends an AUTO_INCREMENT value", mode: navozMode, steps: []diffStep{
+	{class: "a key 0 or below written: MariaDB spends an AUTO_INCREMENT value", mode: navozMode, steps: []diffStep{
 		rt(diffModes[navozMode].set), rGenA, rt("INSERT INTO {T} (id, u, v) VALUES (0, 'b', 1), (-2, 'c', 2)", "multi-row", "zero-kept", "negative", "no-gen"),
 		rt("INSERT INTO {T} (u, v) VALUES ('d', 1)", "absent", "gen")}},
+	{class: "a key 0 or below written: MariaDB spends an AUTO_INCREMENT value", steps: []diffStep{
+		rGenA, rt("INSERT INTO {T} (id, u, v) VALUES (-2, 'b', 1)", "negative", "no-gen"), rGenC}},
 	{class: "explicit key of a failed statement moves the tag", steps: []diffStep{
 		rGenA, rt("INSERT INTO {T} (id, u, v) VALUES (50, 'a', 1)", "literal-key", "no-gen", "all-explicit", "has-explicit"), rGenB}},
 	{class: "bound negative key", steps: []diffStep{
