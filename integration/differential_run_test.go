@@ -182,8 +182,8 @@ func runDiffWorkload(t *testing.T, env *diffEnv, w *diffWorkload, verbose bool, 
 		t.Fatal(err)
 	}
 	defer pc.Close()
-	ds := &diffSide{name: "direct", conn: dc, table: fmt.Sprintf("a_%d", w.seed)}
-	ps := &diffSide{name: "proxy", conn: pc, table: fmt.Sprintf("r_%d", w.seed)}
+	ds := &diffSide{name: "direct", conn: dc, admin: env.admin, table: fmt.Sprintf("a_%d", w.seed)}
+	ps := &diffSide{name: "proxy", conn: pc, admin: env.admin, table: fmt.Sprintf("r_%d", w.seed)}
 	var carried [2]string // a LAST_INSERT_ID() difference already reported
 	var failed []bool     // per step: it failed directly
 	from := 0             // the first step after the last resync
