@@ -353,6 +353,10 @@ func (g *diffGen) insertValues(prep bool) diffStep {
 		keys = append(keys, k)
 		rows = append(rows, g.row(k, true, false, prep, &args))
 	}
+	if tail == "" && r.Intn(8) == 0 {
+		tail = " RETURNING id, u"
+		feats = append(feats, "returning")
+	}
 	return diffStep{sql: verb + " INTO {T} (id, u, v) VALUES " + strings.Join(rows, ", ") + tail, args: args, prep: prep, feats: append(feats, keyFeats(keys)...)}
 }
 
@@ -445,7 +449,7 @@ func (g *diffGen) step() diffStep {
 		// as it was: the next step says it again.
 		g.modeUnsure = sawMode
 		return diffStep{sql: strings.Join(qs, "; "), feats: feats}
-	case n < 17:
+	case n < 17 && !g.inTx: // (inside the session's transaction it would wait for its locks)
 		// Keys written around the proxy, as by a bulk import: AUTO_INCREMENT's
 		// counter moves past them, the tag does not (README, Write paths).
 		k := 1 + r.Intn(60)

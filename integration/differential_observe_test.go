@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
 
@@ -16,9 +17,10 @@ import (
 
 // diffObs is what one side saw of one step.
 type diffObs struct {
-	err      string  // "" or "<code>: <message>" (table names normalised)
-	affected []int64 // per statement of the text
-	insertID []int64 // the OK packets' insert ids, per statement
+	err      string   // "" or "<code>: <message>" (table names normalised)
+	affected []int64  // per statement of the text
+	insertID []int64  // the OK packets' insert ids, per statement
+	returned []string // the rows of INSERT ... RETURNING
 	warnings []string
 	lastID   string // SELECT LAST_INSERT_ID()
 	rows     []string
@@ -46,52 +48,74 @@ func (s *diffSide) errText(err error) string {
 
 // exec runs q (prepared when prep) on the raw driver connection, so that
 // every statement's affected rows and insert id are seen (mysql.Result).
-func (s *diffSide) exec(ctx context.Context, st diffStep) (aff, ids []int64, err error) {
+func (s *diffSide) exec(ctx context.Context, st diffStep) (aff, ids []int64, returned []string, err error) {
 	q := strings.ReplaceAll(st.sql, "{T}", s.table)
 	if st.around {
 		// Written straight to the backend by another session, around the
 		// proxy (a bulk import): only its success is observed.
 		_, err := s.admin.ExecContext(ctx, q)
-		return []int64{}, []int64{}, err
+		return []int64{}, []int64{}, nil, err
 	}
 	err = s.conn.Raw(func(dc any) error {
 		var res driver.Result
+		var rows driver.Rows
 		var err error
-		if !st.prep {
+		returning := strings.Contains(q, " RETURNING ")
+		nv := make([]driver.NamedValue, len(st.args))
+		for i, a := range st.args {
+			nv[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
+		}
+		switch {
+		case !st.prep && returning:
+			rows, err = dc.(driver.QueryerContext).QueryContext(ctx, q, nil)
+		case !st.prep:
 			res, err = dc.(driver.ExecerContext).ExecContext(ctx, q, nil)
-		} else {
+		default:
 			var ps driver.Stmt
 			ps, err = dc.(driver.ConnPrepareContext).PrepareContext(ctx, q)
 			if err != nil {
 				return err
 			}
 			defer ps.Close()
-			nv := make([]driver.NamedValue, len(st.args))
-			for i, a := range st.args {
-				nv[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
+			if returning {
+				rows, err = ps.(driver.StmtQueryContext).QueryContext(ctx, nv)
+			} else {
+				res, err = ps.(driver.StmtExecContext).ExecContext(ctx, nv)
 			}
-			res, err = ps.(driver.StmtExecContext).ExecContext(ctx, nv)
 		}
 		if err != nil {
 			return err
+		}
+		if rows != nil {
+			defer rows.Close()
+			vals := make([]driver.Value, len(rows.Columns()))
+			for {
+				if err := rows.Next(vals); err == io.EOF {
+					break
+				} else if err != nil {
+					return err
+				}
+				returned = append(returned, fmt.Sprintf("%s", vals))
+			}
+			return nil
 		}
 		if mr, ok := res.(mysql.Result); ok {
 			aff, ids = mr.AllRowsAffected(), mr.AllLastInsertIds()
 		}
 		return nil
 	})
-	return aff, ids, err
+	return aff, ids, returned, err
 }
 
 // observe runs st and reads the session's warnings, LAST_INSERT_ID() and
 // the table (in the same session: a transaction's own rows count).
 func (s *diffSide) observe(ctx context.Context, st diffStep) (diffObs, error) {
 	var o diffObs
-	aff, ids, err := s.exec(ctx, st)
+	aff, ids, ret, err := s.exec(ctx, st)
 	if err != nil {
 		o.err = s.errText(err)
 	}
-	o.affected, o.insertID = aff, ids
+	o.affected, o.insertID, o.returned = aff, ids, ret
 	rows, err := s.conn.QueryContext(ctx, "SHOW WARNINGS")
 	if err != nil {
 		return o, fmt.Errorf("%s: SHOW WARNINGS: %w", s.name, err)
@@ -148,6 +172,9 @@ func diffFields(d, p diffObs) []string {
 	if fmt.Sprint(d.affected) != fmt.Sprint(p.affected) {
 		f = append(f, "affected")
 	}
+	if fmt.Sprint(d.returned) != fmt.Sprint(p.returned) {
+		f = append(f, "returning")
+	}
 	if fmt.Sprint(d.insertID) != fmt.Sprint(p.insertID) {
 		f = append(f, "insert-id")
 	}
@@ -177,6 +204,9 @@ func (o diffObs) String() string {
 	e := o.err
 	if e == "" {
 		e = "ok"
+	}
+	if o.returned != nil {
+		e += fmt.Sprintf(" returning=%s", o.returned)
 	}
 	return fmt.Sprintf("result=%s affected=%v insert_id=%v warnings=%q LAST_INSERT_ID()=%s\n      rows=%s",
 		e, o.affected, o.insertID, o.warnings, o.lastID, strings.Join(o.rows, " "))

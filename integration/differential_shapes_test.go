@@ -21,7 +21,13 @@ func (g *diffGen) insertSelect(prep bool) diffStep {
 		feats = append(feats, "replace")
 	}
 	var q string
-	switch r.Intn(6) {
+	switch r.Intn(8) {
+	case 6:
+		q = fmt.Sprintf("%s INTO {T} (u, v) SELECT CONCAT('a', seq), seq FROM seq_1_to_%d UNION ALL SELECT CONCAT('b', seq), seq FROM seq_1_to_2", verb, n)
+		feats = append(feats, "union")
+	case 7:
+		q = fmt.Sprintf("%s INTO {T} (u, v) WITH c AS (SELECT seq FROM seq_1_to_%d) SELECT CONCAT('w', seq), seq FROM c ORDER BY seq DESC LIMIT 2", verb, n)
+		feats = append(feats, "with")
 	case 0:
 		q = fmt.Sprintf("%s INTO {T} (u, v) SELECT CONCAT('s', seq), seq FROM seq_1_to_%d", verb, n)
 	case 1:
