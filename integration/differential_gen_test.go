@@ -179,9 +179,11 @@ func (g *diffGen) explicitKey() keyVal {
 func (g *diffGen) exprKey() keyVal {
 	r := g.r
 	var t string
-	switch n := r.Intn(4); {
+	switch n := r.Intn(5); {
 	case n == 0 && g.fSet:
 		t = "@f + 2"
+	case n == 4:
+		return keyVal{text: "@unset + 1", gen: true, feats: []string{"expr-key", "expr-null"}} // NULL: AUTO_INCREMENT generates
 	case n == 1:
 		t = fmt.Sprintf("1000 + %d", r.Intn(20))
 	case n == 2:

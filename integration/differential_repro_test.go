@@ -53,6 +53,10 @@ var diffRepros = []diffRepro{
 		rGenA, rp("INSERT INTO {T} (id, u, v) VALUES (5, 'b', ?)", []any{int64(1)}, "literal-key", "prepared-literal-key", "no-gen", "all-explicit", "has-explicit"), rGenC}},
 	{class: "expression key then generated key", steps: []diffStep{
 		rGenA, rt("INSERT INTO {T} (id, u, v) VALUES (1000 + 1, 'b', 1)", "expr-key", "no-gen", "all-explicit", "has-explicit"), rGenC}},
+	{class: "expression key that is NULL", steps: []diffStep{
+		rt("INSERT INTO {T} (id, u, v) VALUES (@unset + 1, 'a', 1)", "expr-key", "expr-null", "gen")}},
+	{class: "keys written around the proxy", steps: []diffStep{
+		rGenA, rAround23, rp("INSERT INTO {T} (u, v) VALUES (?, 2) ON DUPLICATE KEY UPDATE w = 'dup'", []any{"x"}, "odku", "absent", "gen", "prepared")}},
 	{class: "zero-like key '00'", steps: []diffStep{
 		rt("INSERT INTO {T} (id, u, v) VALUES ('00', 'a', 1)", "zerolike", "zerolike:'00'", "gen")}},
 	{class: "zero-like key 'abc'", mode: emptyMode, steps: []diffStep{
