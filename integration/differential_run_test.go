@@ -31,15 +31,18 @@ import (
 // one session per tag, so the tag hands out 1, 2, 3, ... as
 // auto_increment_increment=1 does.
 //
-// A workload stops at its first divergence (the tables differ from then
-// on). Divergences that today's code is known to have are classified by
-// knownDivergences (differential_known_test.go) and only logged; any
-// other fails the test.
+// After a divergence in the rows both sides are made equal again (rows,
+// next key, sql_mode, @f, LAST_INSERT_ID()) and the workload goes on
+// (runDiffWorkload). Divergences that today's code is known to have are
+// classified by knownDivergences (differential_known_test.go) and only
+// counted; any other fails the test, reported with its seed, the steps
+// before it and both sides' observations.
 //
-//	LEAFPROXY_DIFF_N=5000     statements in all (default 600)
-//	LEAFPROXY_DIFF_FROM=1000  first workload seed (default 1)
-//	LEAFPROXY_DIFF_SEED=17    only workload 17, every step logged
-//	LEAFPROXY_DIFF_STRICT=1   classified divergences fail the test too
+//	LEAFPROXY_DIFF_N=5000       statements in all (default 600)
+//	LEAFPROXY_DIFF_FROM=1000    first workload seed (default 1)
+//	LEAFPROXY_DIFF_SEED=17      only workload 17, every step logged
+//	LEAFPROXY_DIFF_STRICT=1     classified divergences fail the test too
+//	LEAFPROXY_DIFF_LOCK_MODE=0  the twin's innodb_autoinc_lock_mode (default 1, MariaDB's)
 func TestDifferential(t *testing.T) {
 	n := diffEnvInt(t, "LEAFPROXY_DIFF_N", 600)
 	from := diffEnvInt(t, "LEAFPROXY_DIFF_FROM", 1)
