@@ -9,7 +9,10 @@ import (
 // knownDivergence is a difference from AUTO_INCREMENT that today's code is
 // known to have (issue 28's items, or a documented gap). Each is narrow:
 // when an item is fixed, delete its rows and TestDifferential proves the
-// fix (LEAFPROXY_DIFF_STRICT=1 shows the classified ones too).
+// fix (LEAFPROXY_DIFF_STRICT=1 shows the classified ones too). The first
+// row that matches wins: refusals and sql_mode changes the proxy missed
+// come first, "only the numbering differs" last. Features (diffStep.feats)
+// say what a step's keys are; before() looks back to the last resync.
 type knownDivergence struct {
 	name   string
 	item   string // issue 28's item, or "gap" (README, Write paths)
