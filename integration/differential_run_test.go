@@ -229,6 +229,11 @@ func runDiffWorkload(t *testing.T, env *diffEnv, w *diffWorkload, verbose bool, 
 			return i + 1
 		}
 		if err := env.resync(ctx, w, ds, ps, do.lastID); err != nil {
+			if code, _ := myErr(err); code == 167 {
+				// The tag is at the end of the INT column (a classified
+				// divergence put it there): nothing to resync to.
+				return i + 1
+			}
 			t.Fatalf("%s: resync after step %d: %v", w.describe(), i+1, err)
 		}
 		if verbose {

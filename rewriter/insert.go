@@ -334,8 +334,12 @@ func (b *builder) keyFills(l *lexer, base int, t token, form keyForm, rule Rule,
 	mode := b.env.Mode
 	switch form {
 	case keyDefault:
-		// DEFAULT of an AUTO_INCREMENT column is 0 (MariaDB stores 0 under
-		// NO_AUTO_VALUE_ON_ZERO).
+		// DEFAULT of an AUTO_INCREMENT column is 0: generated, or under
+		// NO_AUTO_VALUE_ON_ZERO stored as 0, which the rule table's key
+		// (no default) would answer with 1364: it is written as 0.
+		if mode.NoAutoValueOnZero {
+			b.edits = append(b.edits, edit{start: base + t.start, end: base + t.end, slot: -1, pre: "0"})
+		}
 		return !mode.NoAutoValueOnZero, false, t.end, nil
 	case keyParam:
 		return b.prepared && t.kind == tParam, true, t.end, nil

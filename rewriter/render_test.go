@@ -62,7 +62,7 @@ func TestRewrite(t *testing.T) {
 
 		// Key given as NULL / DEFAULT / 0.
 		{"null default zero", "INSERT INTO orders (name, id) VALUES ('a', NULL), ('b', DEFAULT), ('c', 0), ('d', '0'), ('e', 7), ('f', FALSE), ('g', 0.0), ('h', null)", Mode{}, "INSERT INTO orders (name, id) VALUES ('a', LAST_INSERT_ID(1001)), ('b', 1002), ('c', 1003), ('d', 1004), ('e', 7), ('f', 1005), ('g', 1006), ('h', 1007)"},
-		{"no auto value on zero", "INSERT INTO orders (name, id) VALUES ('a', 0), ('b', NULL), ('c', '0'), ('d', DEFAULT)", zero, "INSERT INTO orders (name, id) VALUES ('a', 0), ('b', LAST_INSERT_ID(1001)), ('c', '0'), ('d', DEFAULT)"},
+		{"no auto value on zero", "INSERT INTO orders (name, id) VALUES ('a', 0), ('b', NULL), ('c', '0'), ('d', DEFAULT)", zero, "INSERT INTO orders (name, id) VALUES ('a', 0), ('b', LAST_INSERT_ID(1001)), ('c', '0'), ('d', 0)"},
 		{"explicit first row", "INSERT INTO orders (id, name) VALUES (9, 'a'), (NULL, 'b')", Mode{}, "INSERT INTO orders (id, name) VALUES (9, 'a'), (LAST_INSERT_ID(1001), 'b')"},
 		{"set null", "INSERT INTO orders SET name = 'a', id = NULL", Mode{}, "INSERT INTO orders SET name = 'a', id = LAST_INSERT_ID(1001)"},
 		{"set zero odku", "INSERT INTO orders SET id = 0 ON DUPLICATE KEY UPDATE name = 'b'", Mode{}, "INSERT INTO orders SET id = LAST_INSERT_ID(1001) ON DUPLICATE KEY UPDATE name = 'b'"},
