@@ -90,7 +90,7 @@ func (a *Interceptor) create(ctx context.Context, s *proxy.Session, st stmt) (st
 		}
 		created, err = a.idSequences.CreateSnowflake(ctx, st.tag, &l, a.description(s, st))
 	} else {
-		created, err = a.idSequences.CreateSegment(ctx, st.tag, st.step, st.start, a.description(s, st))
+		created, err = a.idSequences.CreateSegment(ctx, st.tag, st.step, st.start, st.maxValue, a.description(s, st))
 	}
 	if err != nil {
 		return "", fmt.Errorf("create sequence '%s': %w", st.tag, err)
@@ -159,10 +159,17 @@ func (a *Interceptor) alter(ctx context.Context, s *proxy.Session, st stmt) (str
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	if _, _, gen := a.declared(st.tag); gen == "snowflake" {
-		return "", notSupported("ALTER LEAFPROXY SEQUENCE '%s' STEP: the tag uses the snowflake generator (sequences.tags.%s), which has no step", st.tag, st.tag)
+		return "", notSupported("ALTER LEAFPROXY SEQUENCE '%s': the tag uses the snowflake generator (sequences.tags.%s), which has no step and no MAXVALUE", st.tag, st.tag)
 	}
-	if err := a.idSequences.AlterStep(ctx, st.tag, st.step); err != nil {
-		return "", err
+	if st.setMax {
+		if err := a.idSequences.AlterMaxValue(ctx, st.tag, st.maxValue); err != nil {
+			return "", err
+		}
+	}
+	if st.step > 0 {
+		if err := a.idSequences.AlterStep(ctx, st.tag, st.step); err != nil {
+			return "", err
+		}
 	}
 	return "altered", s.WriteOK(0, 0, 0)
 }

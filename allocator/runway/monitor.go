@@ -277,6 +277,9 @@ func (m *Monitor) Refresh(ctx context.Context) error {
 		if c, ok := m.columns[tag]; ok {
 			e.Limit, e.LimitedBy = c.Max, c.Name
 		}
+		if row.MaxValue > 0 && row.MaxValue <= e.Limit {
+			e.Limit, e.LimitedBy = row.MaxValue, "MAXVALUE"
+		}
 		e.IDsLeft, e.ExhaustedAt = Segment(now, row.MaxID, e.Limit, e.PerSecond)
 		e.Level = LevelOf(e.IDsLeft, e.Limit)
 		est[tag] = e

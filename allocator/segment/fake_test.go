@@ -17,8 +17,8 @@ type memStore struct {
 	steps   []int64 // step argument of every fetch
 	fetches int
 	tagged  map[string]int // fetches per tag
-	fail    error         // returned by Fetch while set
-	gate    chan struct{} // while set, each Fetch waits for one receive
+	fail    error          // returned by Fetch while set
+	gate    chan struct{}  // while set, each Fetch waits for one receive
 	// after, while set, runs after a Fetch has taken its range, before it
 	// returns (outside the lock): to hold a fetch that has its range.
 	after       func(step int64)

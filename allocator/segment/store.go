@@ -17,6 +17,10 @@ import (
 type Range struct {
 	Start, End int64
 	TableStep  int64
+	// MaxValue is the tag's MAXVALUE (leaf_alloc.max_value) read in the
+	// fetch's transaction, 0 for none: IDs above it are not handed out
+	// (the allocator cuts the segment there).
+	MaxValue int64
 }
 
 // Store hands out segments. Every implementation must make concurrent
@@ -76,9 +80,11 @@ type MySQLStore struct {
 }
 
 const (
-	qAdvance      = "UPDATE leaf_alloc SET max_id = max_id + ? WHERE biz_tag = ? AND max_id >= ?"
-	qAdvanceTable = "UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = ? AND max_id >= ?"
-	qRead         = "SELECT max_id, step FROM leaf_alloc WHERE biz_tag = ?"
+	// A tag whose max_id is past its MAXVALUE has no ID left: the
+	// advance does not apply, and the read says why (PastEndError).
+	qAdvance      = "UPDATE leaf_alloc SET max_id = max_id + ? WHERE biz_tag = ? AND max_id >= ? AND (max_value IS NULL OR max_id <= max_value)"
+	qAdvanceTable = "UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = ? AND max_id >= ? AND (max_value IS NULL OR max_id <= max_value)"
+	qRead         = "SELECT max_id, step, max_value FROM leaf_alloc WHERE biz_tag = ?"
 	qRepair       = "UPDATE leaf_alloc SET max_id = GREATEST(max_id, ?) WHERE biz_tag = ?"
 )
 
@@ -146,6 +152,7 @@ func (s *MySQLStore) Fetch(ctx context.Context, tag string, step, floor int64) (
 		}
 	}()
 	var maxID, tableStep int64
+	var maxValue sql.NullInt64
 	// A repair by another proxy may raise max_id past floor between an
 	// UPDATE that did not apply and the read that says why: the UPDATE is
 	// then tried again (a few times: repairs are rare).
@@ -165,7 +172,7 @@ func (s *MySQLStore) Fetch(ctx context.Context, tag string, step, floor int64) (
 		if advanced, err = res.RowsAffected(); err != nil {
 			return Range{}, fmt.Errorf("advance leaf_alloc.max_id: %w", err)
 		}
-		if err = s.queryRow(ctx, tx, qRead, tag).Scan(&maxID, &tableStep); err != nil {
+		if err = s.queryRow(ctx, tx, qRead, tag).Scan(&maxID, &tableStep, &maxValue); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
 				return Range{}, &UnknownTagError{Tag: tag}
 			}
@@ -176,6 +183,9 @@ func (s *MySQLStore) Fetch(ctx context.Context, tag string, step, floor int64) (
 		}
 		if maxID < floor {
 			return Range{}, &MovedBackError{Tag: tag, MaxID: maxID, Floor: floor}
+		}
+		if maxValue.Valid && maxID > maxValue.Int64 {
+			return Range{}, runOut(tag, maxValue.Int64, maxID)
 		}
 		if attempt == 3 {
 			return Range{}, fmt.Errorf("advance leaf_alloc.max_id of %q: the row kept changing under the fetch", tag)
@@ -191,7 +201,11 @@ func (s *MySQLStore) Fetch(ctx context.Context, tag string, step, floor int64) (
 	if used <= 0 {
 		return Range{}, fmt.Errorf("leaf_alloc row %q has step %d: must be positive", tag, tableStep)
 	}
-	return Range{Start: maxID - used, End: maxID, TableStep: tableStep}, nil
+	r = Range{Start: maxID - used, End: maxID, TableStep: tableStep}
+	if maxValue.Valid {
+		r.MaxValue = max(maxValue.Int64, 1)
+	}
+	return r, nil
 }
 
 // Create inserts tag with max_id 1 (Leaf's start: the first segment is
