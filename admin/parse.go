@@ -107,7 +107,7 @@ func parse(sql []byte) (stmt, bool) {
 		return parseCreate(rest)
 	case "ALTER":
 		usage := "leafproxy: the syntax is ALTER LEAFPROXY SEQUENCE tag [STEP n] [MAXVALUE n | NOMAXVALUE]"
-		if len(rest) < 4 || !strings.EqualFold(rest[0], "SEQUENCE") || !isName(rest[1]) {
+		if len(rest) < 3 || !strings.EqualFold(rest[0], "SEQUENCE") || !isName(rest[1]) {
 			return bad(usage)
 		}
 		st := stmt{kind: alterSequence, tag: unquote(rest[1])}

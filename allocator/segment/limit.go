@@ -36,6 +36,7 @@ func (e *PastEndError) Error() string {
 	return fmt.Sprintf("sequence '%s' is at its end: every key column filled from it holds at most %d (the widest: %s) and its next ID would be %d; "+
 		"leafproxy fetches no segment beyond it; widen the key column (e.g. to BIGINT) or move the rule to a new tag", e.Tag, e.Limit.Max, e.Limit.By, e.Next)
 }
+
 // ErrCodeRunOut and SQLStateRunOut are MariaDB's ER_SEQUENCE_RUN_OUT.
 const (
 	ErrCodeRunOut  = 4084
