@@ -3,7 +3,10 @@ package integration
 import (
 	"database/sql"
 	"errors"
+	"io"
+	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -41,11 +44,14 @@ func nextvals(n int, next func() (int64, error)) ([]int64, *mysql.MySQLError) {
 func TestSequenceMaxValue(t *testing.T) {
 	backend := testdb.Start(t)
 	backend.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id BIGINT PRIMARY KEY, v INT)",
+		"CREATE TABLE shop.items (id BIGINT PRIMARY KEY, v INT)",
 		"CREATE DATABASE nat", "CREATE SEQUENCE nat.s MAXVALUE 3")
 	cfg := layoutConfig(t, backend)
-	cfg.Tables = []config.Table{{Table: "shop.orders", Column: "id", Tag: "ord"}}
-	a := startLeaf(t, cfg)
+	cfg.Tables = []config.Table{{Table: "shop.orders", Column: "id", Tag: "ord"}, {Table: "shop.items", Column: "id", Tag: "ld"}}
 	b := startLeaf(t, leafConfigLike(t, cfg))
+	cfg.IDAPI.Listen = "127.0.0.1:0"
+	cfg.IDAPI.Tokens = []config.APIToken{{Name: "all", Token: "token-all-0123456789abcdef", Tags: []string{"*"}}}
+	a := startLeaf(t, cfg)
 	appA, appB, ops := a.open(t, "", nil), b.open(t, "", nil), opsDB(t, a)
 	exec := func(db *sql.DB, q string) error {
 		t.Helper()
@@ -141,6 +147,40 @@ func TestSequenceMaxValue(t *testing.T) {
 	must(ops, "ALTER LEAFPROXY SEQUENCE ord NOMAXVALUE")
 	if r := seqRow(t, ops, "ord"); r["max_value"] != "NULL" {
 		t.Errorf("SHOW row of ord after NOMAXVALUE: max_value %q", r["max_value"])
+	}
+
+	// LOAD DATA: nothing past MAXVALUE is written.
+	must(ops, "ALTER LEAFPROXY SEQUENCE ld MAXVALUE 3")
+	ld := a.open(t, "shop", map[string]string{"allowAllFiles": "true"})
+	err = exec(ld, "LOAD DATA LOCAL INFILE '"+registerReader(t, []byte("1\n2\n3\n4\n5\n"))+"' INTO TABLE items (v)")
+	wantCode("LOAD DATA of 5 rows with MAXVALUE 3", err, 4084)
+	if err := backend.Open(t, "shop").QueryRow("SELECT COUNT(*), COALESCE(MAX(id), 0) FROM items").Scan(&rows, &top); err != nil || top > 3 {
+		t.Errorf("shop.items after LOAD DATA past MAXVALUE: %d rows, max id %d, %v", rows, top, err)
+	}
+
+	// The HTTP ID API: blocks and single IDs up to MAXVALUE, then refused.
+	must(ops, "CREATE LEAFPROXY SEQUENCE api MAXVALUE 5 STEP 2")
+	base := "http://" + a.svc.IDAPIAddr().String() + "/api/segment/get/api"
+	get := func(url string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", url, nil)
+		req.Header.Set("Authorization", "Bearer token-all-0123456789abcdef")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, strings.TrimSpace(string(body))
+	}
+	var got []string
+	for _, u := range []string{base + "?count=3", base, base, base, base + "?count=2"} {
+		code, body := get(u)
+		got = append(got, strconv.Itoa(code)+" "+strings.ReplaceAll(body, "\n", ","))
+	}
+	if !strings.HasPrefix(strings.Join(got, "; "), "200 1,2,3; 200 4; 200 5; 400 Sequence 'api' has run out") ||
+		!strings.Contains(got[4], "has run out") {
+		t.Errorf("ID API up to MAXVALUE 5: %q", got)
 	}
 
 	wantCode("START above MAXVALUE", exec(ops, "CREATE LEAFPROXY SEQUENCE bad START WITH 10 MAXVALUE 5"), 4085)

@@ -41,7 +41,8 @@ func (a *Allocator) Block(ctx context.Context, tag string, n int64) (int64, erro
 	if err != nil {
 		return 0, err
 	}
-	waited := false
+	waited, retried := false, false
+again:
 	for {
 		seg := t.current.Load()
 		v := seg.next.Load()
@@ -72,7 +73,18 @@ func (a *Allocator) Block(ctx context.Context, tag string, n int64) (int64, erro
 	if nonblock.Requested(ctx) {
 		return 0, nonblock.ErrWouldBlock
 	}
-	return a.dedicated(ctx, t, n)
+	first, err := a.dedicated(ctx, t, n)
+	var pe *PastEndError
+	if errors.As(err, &pe) && pe.RunOut && !retried {
+		// The loader may have taken the last segment below MAXVALUE
+		// meanwhile: the block comes from it when it holds it.
+		retried = true
+		if err := a.advance(ctx, t, t.current.Load()); err != nil {
+			return 0, err
+		}
+		goto again
+	}
+	return first, err
 }
 
 // takeNext is Block's way to the double buffer: when the current segment
