@@ -147,7 +147,7 @@ func (s *Sequences) AlterStep(ctx context.Context, tag string, step int64) error
 		return err
 	case kind == "snowflake":
 		return &sqlError{code: 1235, state: "42000", msg: fmt.Sprintf(
-			"ALTER LEAFPROXY SEQUENCE '%s' STEP is not supported: the tag uses the snowflake generator, which has no step", tag)}
+			"leafproxy: ALTER LEAFPROXY SEQUENCE '%s' STEP is not supported: the tag uses the snowflake generator, which has no step", tag)}
 	case kind == "":
 		return &segment.UnknownTagError{Tag: tag}
 	}

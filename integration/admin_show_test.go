@@ -110,7 +110,7 @@ func TestAdminWarningsShown(t *testing.T) {
 	}
 	for _, tc := range []struct{ q, want string }{
 		{"CREATE LEAFPROXY SEQUENCE inv STEP 10", ""},
-		{"CREATE LEAFPROXY SEQUENCE IF NOT EXISTS inv", "Warning 1050 Sequence 'inv' already exists"},
+		{"CREATE LEAFPROXY SEQUENCE IF NOT EXISTS inv", "Warning 1050 Table 'inv' already exists"},
 		{"DROP LEAFPROXY SEQUENCE inv", ""},
 		{"DROP LEAFPROXY SEQUENCE IF EXISTS inv", "Warning 4091 Unknown SEQUENCE: 'inv'"},
 	} {

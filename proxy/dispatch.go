@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/internal/errstyle"
 )
 
 // COM_STMT_BULK_EXECUTE is MariaDB's array-binding execute (Connector/J's
@@ -217,7 +219,11 @@ func (s *Session) intercepted(handled bool, err error) (bool, error) {
 	return handled, nil
 }
 
-// errorFields extracts MySQL's (code, SQLSTATE, message) from err.
+// errorFields extracts MySQL's (code, SQLSTATE, message) from err. A
+// *mysql.MyError's text is sent as it is (it may be the backend's); the
+// text of the proxy's own errors (an SQLError, any other error: 1105)
+// follows errstyle's rule: MariaDB's words for its code, or "leafproxy: "
+// first.
 func errorFields(err error) (uint16, string, string) {
 	var me *mysql.MyError
 	if errors.As(err, &me) {
@@ -225,9 +231,9 @@ func errorFields(err error) (uint16, string, string) {
 	}
 	var se SQLError
 	if errors.As(err, &se) {
-		return se.Code(), se.SQLState(), se.Error()
+		return se.Code(), se.SQLState(), errstyle.Styled(se.Code(), se.Error())
 	}
-	return mysql.ER_UNKNOWN_ERROR, "HY000", err.Error()
+	return mysql.ER_UNKNOWN_ERROR, "HY000", errstyle.Styled(mysql.ER_UNKNOWN_ERROR, err.Error())
 }
 
 func (s *Session) writeErrFlush(code uint16, state, msg string) error {

@@ -325,12 +325,12 @@ type TagNameError struct {
 func (e *TagNameError) Error() string {
 	switch e.code {
 	case ErrCodeWrongName:
-		return "Incorrect sequence name '': a sequence (tag) name must not be empty"
+		return "Incorrect table name '' (leafproxy: a sequence (tag) name must not be empty)"
 	case ErrCodeTooLongName:
-		return fmt.Sprintf("Identifier name '%s...' is too long: a sequence (tag) name has at most %d characters (leaf_alloc.biz_tag), this one %d",
+		return fmt.Sprintf("Identifier name '%s...' is too long (leafproxy: a sequence (tag) name has at most %d characters (leaf_alloc.biz_tag), this one %d)",
 			truncateRunes(e.Tag, 64), MaxTagChars, utf8.RuneCountInString(e.Tag))
 	}
-	return fmt.Sprintf("Invalid utf8mb4 character string: '%s': a sequence (tag) name must be valid UTF-8", escapeInvalid(e.Tag, 64))
+	return fmt.Sprintf("Invalid utf8mb4 character string: '%s' (leafproxy: a sequence (tag) name must be valid UTF-8)", escapeInvalid(e.Tag, 64))
 }
 
 func (e *TagNameError) Code() uint16 { return e.code }

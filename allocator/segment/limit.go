@@ -33,8 +33,8 @@ func (e *PastEndError) Error() string {
 		return fmt.Sprintf("Sequence '%s' has run out (leafproxy: its MAXVALUE is %d and no ID above it is handed out; "+
 			"raise it with ALTER LEAFPROXY SEQUENCE %s MAXVALUE n, or move the rule to a new tag)", e.Tag, e.Limit.Max, e.Tag)
 	}
-	return fmt.Sprintf("sequence '%s' is at its end: every key column filled from it holds at most %d (the widest: %s) and its next ID would be %d; "+
-		"leafproxy fetches no segment beyond it; widen the key column (e.g. to BIGINT) or move the rule to a new tag", e.Tag, e.Limit.Max, e.Limit.By, e.Next)
+	return fmt.Sprintf("leafproxy: sequence '%s' is at its end: every key column filled from it holds at most %d (the widest: %s) and its next ID would be %d; "+
+		"the proxy fetches no segment beyond it; widen the key column (e.g. to BIGINT) or move the rule to a new tag", e.Tag, e.Limit.Max, e.Limit.By, e.Next)
 }
 
 // ErrCodeRunOut and SQLStateRunOut are MariaDB's ER_SEQUENCE_RUN_OUT.
