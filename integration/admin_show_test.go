@@ -149,7 +149,7 @@ func TestAdminCreateStartWith(t *testing.T) {
 		code string
 	}{
 		{"CREATE LEAFPROXY SEQUENCE bad START WITH 0", "1210"},
-		{"CREATE LEAFPROXY SEQUENCE bad MAXVALUE 100", "1235"},
+		{"CREATE LEAFPROXY SEQUENCE bad CYCLE", "1235"},
 		{"CREATE LEAFPROXY SEQUENCE bad START WITH 5 START WITH 6", "1064"},
 	} {
 		if _, err := ops.Exec(tc.q); err == nil || !strings.Contains(err.Error(), tc.code) {
