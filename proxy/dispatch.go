@@ -335,7 +335,7 @@ func (s *Session) readCommand() ([]byte, error) {
 		if err != nil {
 			s.log.Warn("command refused: another command of 16 MiB or more is being read", "limit", s.srv.mem.limit)
 			_ = s.writeErrFlush(mysql.ER_OUT_OF_RESOURCES, "HY000",
-				"Out of memory: leafproxy reads one statement of 16 MiB or more at a time and another is arriving; try again")
+				"Out of memory (leafproxy: it reads one statement of 16 MiB or more at a time and another is arriving; try again)")
 			return nil, io.EOF
 		}
 		s.largeHeld = true
@@ -364,7 +364,7 @@ func (s *Session) readCommand() ([]byte, error) {
 			s.releaseLarge()
 			s.log.Warn("command refused: proxy command memory exhausted", "bytes", n, "limit", s.srv.mem.limit)
 			_ = s.writeErrFlush(mysql.ER_OUT_OF_RESOURCES, "HY000",
-				"Out of memory: leafproxy's limits.command_memory is in use by other large statements; try again")
+				"Out of memory (leafproxy: its limits.command_memory is in use by other large statements; try again)")
 			return nil, io.EOF
 		}
 		held += int64(n)

@@ -31,6 +31,9 @@ var templates = map[uint16]*regexp.Regexp{}
 func init() {
 	for code, t := range map[uint16]string{
 		167:  "Out of range value for column '*' at row ",        // ER_WARN_DATA_OUT_OF_RANGE
+		1040: "Too many connections",                             // ER_CON_COUNT_ERROR
+		1041: "Out of memory",                                    // ER_OUT_OF_RESOURCES
+		1043: "Bad handshake",                                    // ER_HANDSHAKE_ERROR
 		1045: "Access denied for user '*'@'*' (using password: ", // ER_ACCESS_DENIED_ERROR
 		1047: "Unknown command",                                  // ER_UNKNOWN_COM_ERROR
 		1050: "Table '*' already exists",                         // ER_TABLE_EXISTS_ERROR
@@ -42,17 +45,19 @@ func init() {
 		1103: "Incorrect table name '*'",                         // ER_WRONG_TABLE_NAME
 		1110: "Column '*' specified twice",                       // ER_FIELD_SPECIFIED_TWICE
 		1129: "Host '*' is blocked because of many connection errors; unblock with 'mariadb-admin flush-hosts'|Host '*' is blocked ",
-		1136: "Column count doesn't match value count at row ",      // ER_WRONG_VALUE_COUNT_ON_ROW
-		1153: "Got a packet bigger than 'max_allowed_packet' bytes", // ER_NET_PACKET_TOO_LARGE
-		1156: "Got packets out of order",                            // ER_NET_PACKETS_OUT_OF_ORDER
-		1210: "Incorrect arguments to ",                             // ER_WRONG_ARGUMENTS
-		1227: "Access denied; you need (at least one of) the ",      // ER_SPECIFIC_ACCESS_DENIED_ERROR
-		1300: "Invalid * character string: '*'",                     // ER_INVALID_CHARACTER_STRING
-		1835: "Malformed communication packet",                      // ER_MALFORMED_PACKET
-		1957: "Unknown query id: ",                                  // ER_NO_SUCH_QUERY
-		4084: "Sequence '*' has run out",                            // ER_SEQUENCE_RUN_OUT
-		4085: "Sequence '*' has out of range value for options",     // ER_SEQUENCE_INVALID_DATA
-		4091: "Unknown SEQUENCE: '*'",                               // ER_UNKNOWN_SEQUENCES
+		1136: "Column count doesn't match value count at row ",             // ER_WRONG_VALUE_COUNT_ON_ROW
+		1153: "Got a packet bigger than 'max_allowed_packet' bytes",        // ER_NET_PACKET_TOO_LARGE
+		1156: "Got packets out of order",                                   // ER_NET_PACKETS_OUT_OF_ORDER
+		1210: "Incorrect arguments to ",                                    // ER_WRONG_ARGUMENTS
+		1227: "Access denied; you need (at least one of) the ",             // ER_SPECIFIC_ACCESS_DENIED_ERROR
+		1300: "Invalid * character string: '*'",                            // ER_INVALID_CHARACTER_STRING
+		1835: "Malformed communication packet",                             // ER_MALFORMED_PACKET
+		1957: "Unknown query id: ",                                         // ER_NO_SUCH_QUERY
+		1970: "* does not support subqueries or stored functions",          // ER_SUBQUERIES_NOT_SUPPORTED
+		3159: "Connections using insecure transport are prohibited while ", // ER_SECURE_TRANSPORT_REQUIRED
+		4084: "Sequence '*' has run out",                                   // ER_SEQUENCE_RUN_OUT
+		4085: "Sequence '*' has out of range value for options",            // ER_SEQUENCE_INVALID_DATA
+		4091: "Unknown SEQUENCE: '*'",                                      // ER_UNKNOWN_SEQUENCES
 	} {
 		var alts []string
 		for _, a := range strings.Split(t, "|") {
