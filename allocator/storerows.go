@@ -2,7 +2,10 @@ package allocator
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 // StoreRow is one leaf_alloc row as the store holds it now.
@@ -16,6 +19,11 @@ type StoreRow struct {
 // the end of the last segment handed to any proxy, not the last ID issued).
 func (s *Sequences) StoreRows(ctx context.Context) (map[string]StoreRow, error) {
 	rows, err := s.db.QueryContext(ctx, "SELECT biz_tag, max_id, step, COALESCE(description, ''), COALESCE(max_value, 0) FROM leaf_alloc")
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && me.Number == 1054 {
+		// A leaf_alloc without max_value (its account could not add it).
+		rows, err = s.db.QueryContext(ctx, "SELECT biz_tag, max_id, step, COALESCE(description, ''), 0 FROM leaf_alloc")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read leaf_alloc: %w", err)
 	}

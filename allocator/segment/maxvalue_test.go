@@ -136,7 +136,7 @@ func TestMySQLMaxValue(t *testing.T) {
 }
 
 // TestMigrateMaxValue: Leaf's own leaf_alloc gets max_value in place,
-// rows kept, once.
+// rows kept, once; before that, fetches work without it.
 func TestMigrateMaxValue(t *testing.T) {
 	ctx := context.Background()
 	srv := testdb.Start(t)
@@ -154,6 +154,11 @@ func TestMigrateMaxValue(t *testing.T) {
 		}
 	}
 	leafFetch()
+	// Before the migration (an account that cannot ALTER it), the proxy
+	// fetches with Leaf's statements.
+	if r, err := NewMySQLStore(db).Fetch(ctx, "leaf", 0, 0); err != nil || r.Start != 601 || r.End != 701 || r.MaxValue != 0 {
+		t.Fatalf("fetch before the migration: %+v %v", r, err)
+	}
 	conv, err := schema.Migrate(ctx, db)
 	if err != nil || !slices.Contains(conv, "leaf_alloc (max_value column)") {
 		t.Fatalf("migrate: %v %v", conv, err)
@@ -163,7 +168,7 @@ func TestMigrateMaxValue(t *testing.T) {
 	}
 	leafFetch()
 	r, err := NewMySQLStore(db).Fetch(ctx, "leaf", 0, 0)
-	if err != nil || r.Start != 701 || r.MaxValue != 0 {
+	if err != nil || r.Start != 801 || r.MaxValue != 0 {
 		t.Fatalf("fetch after the migration: %+v %v", r, err)
 	}
 }
