@@ -99,20 +99,13 @@ func TestMySQLMaxValue(t *testing.T) {
 		t.Fatalf("after raising MAXVALUE to %d: %d %v", top, id, err)
 	}
 	// The other proxy asks the store again once UnknownTTL has passed.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitFor(t, "the other proxy to see the raised MAXVALUE", func() bool {
 		id, err := b.Next(ctx, "mx")
-		if err == nil {
-			if id <= 25 || id > top {
-				t.Fatalf("other proxy after the raise: %d", id)
-			}
-			break
+		if err == nil && (id <= 25 || id > top) || err != nil && runOutCode(err) != ErrCodeRunOut {
+			t.Fatalf("other proxy after the raise: %d %v", id, err)
 		}
-		if runOutCode(err) != ErrCodeRunOut || time.Now().After(deadline) {
-			t.Fatalf("other proxy after the raise: %v", err)
-		}
-		time.Sleep(5 * time.Millisecond) // polling for the TTL, not waiting a fixed time
-	}
+		return err == nil
+	})
 	for _, al := range []*Allocator{a, b} {
 		for {
 			id, err := al.Next(ctx, "mx")
