@@ -55,7 +55,7 @@ func exists(tag, kind string) error {
 	if kind == "snowflake" {
 		what = "a snowflake sequence: a row of leaf_snowflake_layout"
 	}
-	return &mysql.MyError{Code: mysql.ER_TABLE_EXISTS_ERROR, State: "42S01", Message: fmt.Sprintf("Sequence '%s' already exists (%s)", tag, what)}
+	return &mysql.MyError{Code: mysql.ER_TABLE_EXISTS_ERROR, State: "42S01", Message: fmt.Sprintf("Table '%s' already exists (leafproxy: %s)", tag, what)}
 }
 
 func notSupported(format string, args ...any) error {
@@ -73,10 +73,10 @@ func (a *Interceptor) create(ctx context.Context, s *proxy.Session, st stmt) (st
 		// A configured tag exists by configuration; a snowflake one has
 		// its row already, a segment one must not get one.
 		if st.ifNotExists {
-			return "unchanged", warnOK(ctx, s, mysql.ER_TABLE_EXISTS_ERROR, fmt.Sprintf("Sequence '%s' already exists", st.tag))
+			return "unchanged", warnOK(ctx, s, mysql.ER_TABLE_EXISTS_ERROR, fmt.Sprintf("Table '%s' already exists", st.tag))
 		}
 		return "", &mysql.MyError{Code: mysql.ER_TABLE_EXISTS_ERROR, State: "42S01", Message: fmt.Sprintf(
-			"Sequence '%s' already exists (a %s sequence in this proxy's configuration)", st.tag, gen)}
+			"Table '%s' already exists (leafproxy: a %s sequence in this proxy's configuration)", st.tag, gen)}
 	}
 	if !st.snowflake && inTags && gen == "snowflake" {
 		return "", notSupported("tag '%s' uses the snowflake generator (sequences.tags.%s), which has no leaf_alloc row", st.tag, st.tag)
@@ -90,14 +90,14 @@ func (a *Interceptor) create(ctx context.Context, s *proxy.Session, st stmt) (st
 		}
 		created, err = a.idSequences.CreateSnowflake(ctx, st.tag, &l, a.description(s, st))
 	} else {
-		created, err = a.idSequences.CreateSegment(ctx, st.tag, st.step, st.start, a.description(s, st))
+		created, err = a.idSequences.CreateSegment(ctx, st.tag, st.step, st.start, st.maxValue, a.description(s, st))
 	}
 	if err != nil {
 		return "", fmt.Errorf("create sequence '%s': %w", st.tag, err)
 	}
 	if !created {
 		if st.ifNotExists {
-			return "unchanged", warnOK(ctx, s, mysql.ER_TABLE_EXISTS_ERROR, fmt.Sprintf("Sequence '%s' already exists", st.tag))
+			return "unchanged", warnOK(ctx, s, mysql.ER_TABLE_EXISTS_ERROR, fmt.Sprintf("Table '%s' already exists", st.tag))
 		}
 		kind, err := a.idSequences.TagKind(ctx, st.tag)
 		if err != nil {
@@ -159,10 +159,17 @@ func (a *Interceptor) alter(ctx context.Context, s *proxy.Session, st stmt) (str
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	if _, _, gen := a.declared(st.tag); gen == "snowflake" {
-		return "", notSupported("ALTER LEAFPROXY SEQUENCE '%s' STEP: the tag uses the snowflake generator (sequences.tags.%s), which has no step", st.tag, st.tag)
+		return "", notSupported("ALTER LEAFPROXY SEQUENCE '%s': the tag uses the snowflake generator (sequences.tags.%s), which has no step and no MAXVALUE", st.tag, st.tag)
 	}
-	if err := a.idSequences.AlterStep(ctx, st.tag, st.step); err != nil {
-		return "", err
+	if st.setMax {
+		if err := a.idSequences.AlterMaxValue(ctx, st.tag, st.maxValue); err != nil {
+			return "", err
+		}
+	}
+	if st.step > 0 {
+		if err := a.idSequences.AlterStep(ctx, st.tag, st.step); err != nil {
+			return "", err
+		}
 	}
 	return "altered", s.WriteOK(0, 0, 0)
 }

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -38,7 +39,11 @@ type stmt struct {
 	// over its columns (show.go).
 	filter string
 	start  int64 // CREATE ... START WITH: the segment tag's first ID (0: 1, or above its tables' keys)
-	err    string
+	// maxValue: MAXVALUE n (0: none); setMax: ALTER sets it (0 with
+	// NOMAXVALUE or NO MAXVALUE: none).
+	maxValue int64
+	setMax   bool
+	err      string
 	// unsupported: err is a 1235 (a MariaDB option the proxy does not take).
 	unsupported bool
 	badArg      bool
@@ -101,12 +106,12 @@ func parse(sql []byte) (stmt, bool) {
 	case "CREATE":
 		return parseCreate(rest)
 	case "ALTER":
-		usage := "leafproxy: the syntax is ALTER LEAFPROXY SEQUENCE tag STEP n"
-		if len(rest) != 4 || !strings.EqualFold(rest[0], "SEQUENCE") || !isName(rest[1]) || !strings.EqualFold(rest[2], "STEP") {
+		usage := "leafproxy: the syntax is ALTER LEAFPROXY SEQUENCE tag [STEP n] [MAXVALUE n | NOMAXVALUE]"
+		if len(rest) < 3 || !strings.EqualFold(rest[0], "SEQUENCE") || !isName(rest[1]) {
 			return bad(usage)
 		}
 		st := stmt{kind: alterSequence, tag: unquote(rest[1])}
-		return st.withStep(rest[3], usage), true
+		return st.alterOptions(rest[2:], usage), true
 	case "DROP":
 		usage := "leafproxy: the syntax is DROP LEAFPROXY SEQUENCE [IF EXISTS] tag"
 		if len(rest) < 2 || !strings.EqualFold(rest[0], "SEQUENCE") {
@@ -132,7 +137,7 @@ func parse(sql []byte) (stmt, bool) {
 //	SEQUENCE [IF NOT EXISTS] tag [STEP n]
 //	SEQUENCE [IF NOT EXISTS] tag SNOWFLAKE [LAYOUT name | LAYOUT (t, w, s)] [EPOCH 'time']
 func parseCreate(rest []string) (stmt, bool) {
-	usage := "leafproxy: the syntax is CREATE LEAFPROXY SEQUENCE [IF NOT EXISTS] tag [START [WITH] n] [STEP n] " +
+	usage := "leafproxy: the syntax is CREATE LEAFPROXY SEQUENCE [IF NOT EXISTS] tag [START [WITH] n] [MAXVALUE n] [STEP n] " +
 		"or CREATE LEAFPROXY SEQUENCE [IF NOT EXISTS] tag SNOWFLAKE [LAYOUT js_safe | LAYOUT default | LAYOUT (time_bits, worker_bits, sequence_bits)] [EPOCH 'RFC 3339 time']"
 	bad := func() (stmt, bool) { return stmt{err: usage}, true }
 	if len(rest) < 2 || !strings.EqualFold(rest[0], "SEQUENCE") {
@@ -188,8 +193,9 @@ func parseCreate(rest []string) (stmt, bool) {
 
 // segmentOptions reads a segment tag's options, in any order, each once:
 // STEP n, START [WITH] n (MariaDB's CREATE SEQUENCE words; the tag's first
-// ID). MAXVALUE is refused as not supported (1235): a segment tag ends
-// where the key columns it fills end (see its runway).
+// ID), MAXVALUE n (no ID above n is handed out: 4084 past it, as a
+// MariaDB sequence that ran out). NOMAXVALUE and MariaDB's other options
+// are refused as not supported (1235).
 func (st stmt) segmentOptions(rest []string, usage string) stmt {
 	seen := map[string]bool{}
 	for len(rest) > 0 {
@@ -221,11 +227,69 @@ func (st stmt) segmentOptions(rest []string, usage string) stmt {
 			}
 			st.start = n
 			rest = rest[1:]
-		case "MAXVALUE", "NOMAXVALUE", "MINVALUE", "INCREMENT", "CYCLE", "CACHE":
-			return stmt{err: fmt.Sprintf("leafproxy: CREATE LEAFPROXY SEQUENCE takes no %s: a segment sequence counts up by 1 and ends where the key columns it fills end (SHOW LEAFPROXY SEQUENCES: ids_left)", word), unsupported: true}
+		case "MAXVALUE":
+			if st = st.withMaxValue(rest, usage); st.err != "" {
+				return st
+			}
+			rest = rest[2:]
+		case "NOMAXVALUE", "MINVALUE", "INCREMENT", "CYCLE", "CACHE":
+			return stmt{err: fmt.Sprintf("leafproxy: CREATE LEAFPROXY SEQUENCE takes no %s: a segment sequence counts up by 1 and ends at its MAXVALUE or where the key columns it fills end (SHOW LEAFPROXY SEQUENCES: ids_left)", word), unsupported: true}
 		default:
 			return stmt{err: usage}
 		}
+	}
+	return st
+}
+
+// withMaxValue reads MAXVALUE n from rest (rest[0] is MAXVALUE): n is 1
+// to 9223372036854775806 (one below BIGINT's end, so that max_id can pass
+// it), else a bad argument.
+func (st stmt) withMaxValue(rest []string, usage string) stmt {
+	if len(rest) < 2 || !isNumber(rest[1]) {
+		return stmt{err: usage}
+	}
+	n, err := strconv.ParseInt(rest[1], 10, 64)
+	if err != nil || n < 1 || n == math.MaxInt64 {
+		return stmt{err: fmt.Sprintf("Incorrect arguments to %s: MAXVALUE %s: it must be 1 to 9223372036854775806", st.what(), rest[1]), badArg: true}
+	}
+	st.maxValue, st.setMax = n, true
+	return st
+}
+
+// alterOptions reads ALTER's options, each once, at least one: STEP n,
+// MAXVALUE n, NOMAXVALUE (or NO MAXVALUE).
+func (st stmt) alterOptions(rest []string, usage string) stmt {
+	seen := map[string]bool{}
+	for len(rest) > 0 {
+		word := strings.ToUpper(rest[0])
+		if word == "NO" && len(rest) > 1 && strings.EqualFold(rest[1], "MAXVALUE") {
+			word, rest = "NOMAXVALUE", rest[1:]
+		}
+		if word == "NOMAXVALUE" {
+			if seen["MAXVALUE"] {
+				return stmt{err: usage}
+			}
+			seen["MAXVALUE"] = true
+			st.maxValue, st.setMax = 0, true
+			rest = rest[1:]
+			continue
+		}
+		if seen[word] || len(rest) < 2 {
+			return stmt{err: usage}
+		}
+		seen[word] = true
+		switch word {
+		case "STEP":
+			st = st.withStep(rest[1], usage)
+		case "MAXVALUE":
+			st = st.withMaxValue(rest, usage)
+		default:
+			return stmt{err: usage}
+		}
+		if st.err != "" {
+			return st
+		}
+		rest = rest[2:]
 	}
 	return st
 }

@@ -27,7 +27,10 @@ func TestParse(t *testing.T) {
 		{"CREATE LEAFPROXY SEQUENCE x START WITH 0", true, stmt{}, true},
 		{"CREATE LEAFPROXY SEQUENCE x START WITH", true, stmt{}, true},
 		{"CREATE LEAFPROXY SEQUENCE x STEP 1 STEP 2", true, stmt{}, true},
-		{"CREATE LEAFPROXY SEQUENCE x MAXVALUE 100", true, stmt{}, true},
+		{"CREATE LEAFPROXY SEQUENCE x MAXVALUE 100", true, stmt{kind: createSequence, tag: "x", maxValue: 100, setMax: true}, false},
+		{"CREATE LEAFPROXY SEQUENCE x START WITH 5 MAXVALUE 100 STEP 2", true, stmt{kind: createSequence, tag: "x", start: 5, maxValue: 100, setMax: true, step: 2}, false},
+		{"CREATE LEAFPROXY SEQUENCE x MAXVALUE", true, stmt{}, true},
+		{"CREATE LEAFPROXY SEQUENCE x MAXVALUE 1 MAXVALUE 2", true, stmt{}, true},
 		{"CREATE LEAFPROXY SEQUENCE x STEP", true, stmt{}, true},
 		{"CREATE LEAFPROXY SEQUENCE", true, stmt{}, true},
 		{"CREATE TABLE leafproxy (id INT)", false, stmt{}, false},
@@ -47,6 +50,12 @@ func TestParse(t *testing.T) {
 		{"ALTER LEAFPROXY SEQUENCE orders STEP 5000", true, stmt{kind: alterSequence, tag: "orders", step: 5000}, false},
 		{"alter leafproxy sequence `a b` step 1;", true, stmt{kind: alterSequence, tag: "a b", step: 1}, false},
 		{"ALTER LEAFPROXY SEQUENCE orders", true, stmt{}, true},
+		{"ALTER LEAFPROXY SEQUENCE orders MAXVALUE 99", true, stmt{kind: alterSequence, tag: "orders", maxValue: 99, setMax: true}, false},
+		{"ALTER LEAFPROXY SEQUENCE orders STEP 5 NOMAXVALUE", true, stmt{kind: alterSequence, tag: "orders", step: 5, setMax: true}, false},
+		{"ALTER LEAFPROXY SEQUENCE orders NOMAXVALUE", true, stmt{kind: alterSequence, tag: "orders", setMax: true}, false},
+		{"alter leafproxy sequence orders no maxvalue", true, stmt{kind: alterSequence, tag: "orders", setMax: true}, false},
+		{"ALTER LEAFPROXY SEQUENCE orders NOMAXVALUE MAXVALUE 3", true, stmt{}, true},
+		{"ALTER LEAFPROXY SEQUENCE orders CYCLE 3", true, stmt{}, true},
 		{"ALTER LEAFPROXY SEQUENCE orders STEP many", true, stmt{}, true},
 		{"ALTER TABLE leafproxy ADD x INT", false, stmt{}, false},
 		{"DROP LEAFPROXY SEQUENCE orders", true, stmt{kind: dropSequence, tag: "orders"}, false},
@@ -103,8 +112,14 @@ func TestParseBadArguments(t *testing.T) {
 	if st, _ := parse([]byte("CREATE LEAFPROXY SEQUENCE x START WITH -5")); !st.badArg {
 		t.Errorf("START WITH -5: %+v, want a bad argument", st)
 	}
-	if st, _ := parse([]byte("CREATE LEAFPROXY SEQUENCE x START 1 MAXVALUE 9")); !st.unsupported || !strings.Contains(st.err, "takes no MAXVALUE") {
-		t.Errorf("MAXVALUE: %+v, want unsupported", st)
+	if st, _ := parse([]byte("CREATE LEAFPROXY SEQUENCE x START 1 NOMAXVALUE")); !st.unsupported || !strings.Contains(st.err, "takes no NOMAXVALUE") {
+		t.Errorf("NOMAXVALUE: %+v, want unsupported", st)
+	}
+	for _, q := range []string{"CREATE LEAFPROXY SEQUENCE x MAXVALUE 0", "ALTER LEAFPROXY SEQUENCE x MAXVALUE -1",
+		"CREATE LEAFPROXY SEQUENCE x MAXVALUE 9223372036854775807"} {
+		if st, _ := parse([]byte(q)); !st.badArg || !strings.Contains(st.err, "MAXVALUE") {
+			t.Errorf("%q: %+v, want a bad argument", q, st)
+		}
 	}
 	for _, q := range []string{"CREATE LEAFPROXY SEQUENCE x STEP 0", "ALTER LEAFPROXY SEQUENCE x STEP -3",
 		"ALTER LEAFPROXY SEQUENCE x STEP 2147483648", "CREATE LEAFPROXY SEQUENCE x STEP 99999999999999999999"} {

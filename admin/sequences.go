@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/leafproxy/leafproxy/allocator/runway"
+	"github.com/leafproxy/leafproxy/allocator/segment"
 	"github.com/leafproxy/leafproxy/allocator/snowflake"
 )
 
@@ -18,11 +19,12 @@ import (
 // second over the last hour; when they run out at that rate; what sets
 // the limit), the store row's description and how near its end the tag is
 // (end: ok, "near end: under 10% left", "near end: under 1% left", "at
-// end: inserts fail with 167"). Clients read them by name;
+// end: inserts fail with 167") and its MAXVALUE (NULL: none; at it, "at
+// end: NEXTVAL fails with 4084"). Clients read them by name;
 // new columns go at the end.
 var sequenceColumns = []string{"tag", "generator", "last_value", "next_value", "buffered", "next_ready", "step",
 	"store_max_id", "fetches", "fetch_errors", "last_error", "worker_id", "lease_expires", "fenced", "lease_lost",
-	"layout", "ids_left", "ids_per_second", "exhausted_at", "limited_by", "description", "end"}
+	"layout", "ids_left", "ids_per_second", "exhausted_at", "limited_by", "description", "end", "max_value"}
 
 const (
 	colLayout = 15 + iota
@@ -32,6 +34,7 @@ const (
 	colLimitedBy
 	colDescription
 	colEnd
+	colMaxValue
 )
 
 // LayoutText is how views show a snowflake layout: its name (default,
@@ -140,6 +143,9 @@ func (a *Interceptor) sequences(ctx context.Context) ([]string, [][]*string, err
 			}
 			if err := segs.PastEnd(t); err != nil {
 				row[colEnd], row[10] = str(endAt), str(err.Error())
+				if se, ok := err.(interface{ Code() uint16 }); ok && se.Code() == segment.ErrCodeRunOut {
+					row[colEnd] = str(runOutAt)
+				}
 			}
 		} else if ok {
 			row[8], row[9] = num(int64(st.Fetches)), num(int64(st.FetchErrors))
@@ -154,6 +160,9 @@ func (a *Interceptor) sequences(ctx context.Context) ([]string, [][]*string, err
 			}
 			if r.Description != "" {
 				row[colDescription] = str(r.Description)
+			}
+			if r.MaxValue > 0 {
+				row[colMaxValue] = num(r.MaxValue)
 			}
 		} else if storeErr != nil && row[10] == nil {
 			row[10] = str(storeErr.Error())
@@ -188,6 +197,9 @@ func (a *Interceptor) runwayCells(tag string, row []*string, num func(int64) *st
 	switch e.Level {
 	case runway.LevelExhausted:
 		row[colEnd] = str(endAt)
+		if e.LimitedBy == "MAXVALUE" {
+			row[colEnd] = str(runOutAt)
+		}
 	case runway.LevelCritical:
 		row[colEnd] = str("near end: under 1% left")
 	case runway.LevelLow:
@@ -199,3 +211,6 @@ func (a *Interceptor) runwayCells(tag string, row []*string, num func(int64) *st
 
 // endAt is the end column of a tag with no ID left its key column holds.
 const endAt = "at end: inserts fail with 167"
+
+// runOutAt is the end column of a tag at its MAXVALUE.
+const runOutAt = "at end: NEXTVAL fails with 4084"

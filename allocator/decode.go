@@ -43,7 +43,7 @@ func (s *Sequences) BlockLimit(tag string) (limit int64, why string) {
 // (negative, or with bits above the layout's) is error 1210.
 func (s *Sequences) DecodeSnowflake(tag string, id int64) (created time.Time, worker, seq int64, err error) {
 	if s.snowTag(tag) == nil {
-		return time.Time{}, 0, 0, &sqlError{code: 1235, state: "42000", msg: fmt.Sprintf("sequence '%s' does not use the snowflake generator", tag)}
+		return time.Time{}, 0, 0, &sqlError{code: 1235, state: "42000", msg: fmt.Sprintf("leafproxy: sequence '%s' does not use the snowflake generator", tag)}
 	}
 	l := s.snowflakeLayout(tag)
 	bits := l.TimeBits + l.WorkerBits + l.SequenceBits

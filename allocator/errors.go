@@ -24,7 +24,7 @@ func (s *Sequences) SetVal(ctx context.Context, tag string, n int64, used bool) 
 	}
 	if s.snowTag(tag) != nil {
 		return &sqlError{code: 1235, state: "42000", msg: fmt.Sprintf(
-			"SETVAL('%s', ...) is not supported: the tag uses the snowflake generator, whose IDs come from the clock, not a counter", tag)}
+			"leafproxy: SETVAL('%s', ...) is not supported: the tag uses the snowflake generator, whose IDs come from the clock, not a counter", tag)}
 	}
 	floor := n
 	if used {
@@ -62,10 +62,10 @@ type UnavailableError struct {
 
 func (e *UnavailableError) Error() string {
 	if e.Pending {
-		return fmt.Sprintf("snowflake sequence '%s' is fenced: this proxy holds no snowflake worker id yet (retrying in the background since %s): %v",
+		return fmt.Sprintf("leafproxy: snowflake sequence '%s' is fenced: this proxy holds no snowflake worker id yet (retrying in the background since %s): %v",
 			e.Tag, e.Since.UTC().Format("15:04:05"), e.Err)
 	}
-	return fmt.Sprintf("snowflake sequence '%s': %v", e.Tag, e.Err)
+	return fmt.Sprintf("leafproxy: snowflake sequence '%s': %v", e.Tag, e.Err)
 }
 
 func (e *UnavailableError) Unwrap() error    { return e.Err }

@@ -46,17 +46,24 @@ func (s *Sequences) TagKind(ctx context.Context, tag string) (string, error) {
 // store already has the tag (either kind: TagKind says which).
 // start > 1 is its first ID (START WITH; higher when the keys of its rule
 // tables are).
-func (s *Sequences) CreateSegment(ctx context.Context, tag string, step, start int64, description string) (bool, error) {
+//
+// maxValue > 0 is its MAXVALUE (leaf_alloc.max_value): no proxy hands out
+// an ID above it; past it NEXTVAL answers 4084 as a MariaDB sequence that
+// ran out. A first ID above it is 4085 (segment.OptionsError).
+func (s *Sequences) CreateSegment(ctx context.Context, tag string, step, start, maxValue int64, description string) (bool, error) {
 	if err := schema.CheckTag(tag); err != nil {
 		return false, err
+	}
+	if maxValue > 0 && start > maxValue {
+		return false, &segment.OptionsError{Tag: tag, Why: fmt.Sprintf("START WITH %d is above MAXVALUE %d", start, maxValue)}
 	}
 	if kind, err := s.TagKind(ctx, tag); err != nil || kind != "" {
 		return false, err
 	}
 	create := s.segments.CreateDescribed
-	if start > 1 {
+	if start > 1 || maxValue > 0 {
 		create = func(ctx context.Context, tag string, step int64, description string) error {
-			return s.segments.CreateStarting(ctx, tag, step, start, description)
+			return s.segments.CreateBounded(ctx, tag, step, start, maxValue, description)
 		}
 	}
 	if err := create(ctx, tag, step, description); err != nil {
@@ -140,7 +147,7 @@ func (s *Sequences) AlterStep(ctx context.Context, tag string, step int64) error
 		return err
 	case kind == "snowflake":
 		return &sqlError{code: 1235, state: "42000", msg: fmt.Sprintf(
-			"ALTER LEAFPROXY SEQUENCE '%s' STEP is not supported: the tag uses the snowflake generator, which has no step", tag)}
+			"leafproxy: ALTER LEAFPROXY SEQUENCE '%s' STEP is not supported: the tag uses the snowflake generator, which has no step", tag)}
 	case kind == "":
 		return &segment.UnknownTagError{Tag: tag}
 	}
@@ -153,6 +160,24 @@ func (s *Sequences) AlterStep(ctx context.Context, tag string, step int64) error
 	}
 	s.segments.SetTableStep(tag, step)
 	return nil
+}
+
+// AlterMaxValue sets a segment tag's MAXVALUE (m <= 0: none) in the
+// store, here at once and on other proxies at their next fetch. A
+// MAXVALUE below the IDs already handed to proxies (leaf_alloc.max_id-1)
+// is 4085; a snowflake tag has none (1235), an unknown one is 4091.
+func (s *Sequences) AlterMaxValue(ctx context.Context, tag string, m int64) error {
+	kind, err := s.TagKind(ctx, tag)
+	switch {
+	case err != nil:
+		return err
+	case kind == "snowflake":
+		return &sqlError{code: 1235, state: "42000", msg: fmt.Sprintf(
+			"leafproxy: ALTER LEAFPROXY SEQUENCE '%s' MAXVALUE is not supported: the tag uses the snowflake generator, whose IDs come from the clock", tag)}
+	case kind == "":
+		return &segment.UnknownTagError{Tag: tag}
+	}
+	return s.segments.SetMaxValue(ctx, tag, m)
 }
 
 // SnowflakeRows reads the rows of the store's snowflake tags, by tag

@@ -57,6 +57,10 @@ func InitStore(ctx context.Context, cfg *Config, report func(format string, args
 		return fmt.Errorf("store %s: %w", mc.Addr, err)
 	}
 	for _, tb := range converted {
+		if strings.Contains(tb, " (") {
+			report("migrated %s", tb) // columns added in place
+			continue
+		}
 		report("converted %s to %s", tb, schema.Collation)
 	}
 	floors, closeFloors, err := newKeyFloors(cfg, db)

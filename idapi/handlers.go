@@ -47,7 +47,7 @@ func (a *API) get(w http.ResponseWriter, r *http.Request, ep endpoint) {
 	}
 	first, run, _, err := a.src.Block(r.Context(), tag, n)
 	if err != nil {
-		a.fail(w, ep, statusOf(err), err.Error(), start)
+		a.fail(w, ep, statusOf(err), message(err), start)
 		return
 	}
 	if want == segment && run != 0 {
@@ -97,7 +97,7 @@ func (a *API) checkGenerator(r *http.Request, tag, want string) (int, string) {
 	}
 	known, err := a.src.Known(r.Context(), tag)
 	if err != nil {
-		return statusOf(err), err.Error()
+		return statusOf(err), message(err)
 	}
 	if g = a.src.Generator(tag); g == want {
 		return 0, ""
@@ -141,7 +141,7 @@ func (a *API) decode(w http.ResponseWriter, r *http.Request) {
 	if g != snowflake {
 		known, err := a.src.Known(r.Context(), tag)
 		if err != nil {
-			a.fail(w, epDecode, statusOf(err), err.Error(), start)
+			a.fail(w, epDecode, statusOf(err), message(err), start)
 			return
 		}
 		if !known {
@@ -154,7 +154,7 @@ func (a *API) decode(w http.ResponseWriter, r *http.Request) {
 	if g == snowflake {
 		created, worker, seq, err := a.src.DecodeSnowflake(tag, id)
 		if err != nil {
-			a.fail(w, epDecode, statusOf(err), err.Error(), start)
+			a.fail(w, epDecode, statusOf(err), message(err), start)
 			return
 		}
 		created = created.UTC()
@@ -162,7 +162,7 @@ func (a *API) decode(w http.ResponseWriter, r *http.Request) {
 	} else {
 		maxID, err := a.src.MaxID(r.Context(), tag)
 		if err != nil {
-			a.fail(w, epDecode, statusOf(err), err.Error(), start)
+			a.fail(w, epDecode, statusOf(err), message(err), start)
 			return
 		}
 		if id < 1 {

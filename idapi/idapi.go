@@ -21,6 +21,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/leafproxy/leafproxy/internal/errstyle"
 )
 
 // Source is what the API draws from and asks about: allocator.Sequences.
@@ -233,6 +235,20 @@ func statusOf(err error) int {
 		return http.StatusBadRequest
 	}
 	return http.StatusServiceUnavailable
+}
+
+// message is err's text as the proxy writes it (errstyle's rule: MariaDB's
+// words for its code, or "leafproxy: " first; 1105 for an error without
+// a code).
+func message(err error) string {
+	var c interface {
+		error
+		Code() uint16
+	}
+	if errors.As(err, &c) {
+		return errstyle.Styled(c.Code(), c.Error())
+	}
+	return errstyle.Styled(1105, err.Error())
 }
 
 // fail answers an error in plain text (the get endpoints' form) and counts it.

@@ -44,7 +44,7 @@ func (f *fake) Block(_ context.Context, tag string, n int64) (int64, int64, int6
 	case "snow":
 		return 1 << 22, 8, 1 << 22, nil
 	case "down":
-		return 0, 0, 0, &codedErr{1105, "no ID for sequence \"down\" after waiting 2s: the ID store is failing"}
+		return 0, 0, 0, &codedErr{1105, "leafproxy: no ID for sequence \"down\" after waiting 2s: the ID store is failing"}
 	}
 	return 0, 0, 0, &codedErr{4091, fmt.Sprintf("Unknown SEQUENCE: '%s'", tag)}
 }

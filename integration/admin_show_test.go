@@ -110,7 +110,7 @@ func TestAdminWarningsShown(t *testing.T) {
 	}
 	for _, tc := range []struct{ q, want string }{
 		{"CREATE LEAFPROXY SEQUENCE inv STEP 10", ""},
-		{"CREATE LEAFPROXY SEQUENCE IF NOT EXISTS inv", "Warning 1050 Sequence 'inv' already exists"},
+		{"CREATE LEAFPROXY SEQUENCE IF NOT EXISTS inv", "Warning 1050 Table 'inv' already exists"},
 		{"DROP LEAFPROXY SEQUENCE inv", ""},
 		{"DROP LEAFPROXY SEQUENCE IF EXISTS inv", "Warning 4091 Unknown SEQUENCE: 'inv'"},
 	} {
@@ -149,7 +149,7 @@ func TestAdminCreateStartWith(t *testing.T) {
 		code string
 	}{
 		{"CREATE LEAFPROXY SEQUENCE bad START WITH 0", "1210"},
-		{"CREATE LEAFPROXY SEQUENCE bad MAXVALUE 100", "1235"},
+		{"CREATE LEAFPROXY SEQUENCE bad CYCLE", "1235"},
 		{"CREATE LEAFPROXY SEQUENCE bad START WITH 5 START WITH 6", "1064"},
 	} {
 		if _, err := ops.Exec(tc.q); err == nil || !strings.Contains(err.Error(), tc.code) {

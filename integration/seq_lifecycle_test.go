@@ -73,7 +73,7 @@ func TestSequenceLifecycleSQL(t *testing.T) {
 	if r := seqRow(t, ops, "inv"); r["description"] != desc {
 		t.Errorf("SHOW row of inv: %v", r)
 	}
-	fails("CREATE LEAFPROXY SEQUENCE inv", 1050, "Sequence 'inv' already exists (a segment sequence")
+	fails("CREATE LEAFPROXY SEQUENCE inv", 1050, "Table 'inv' already exists (leafproxy: a segment sequence")
 	ok("CREATE LEAFPROXY SEQUENCE IF NOT EXISTS inv")
 	ok("ALTER LEAFPROXY SEQUENCE inv STEP 500")
 	if v, err := next("inv"); err != nil || v != 1 {

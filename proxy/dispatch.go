@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/internal/errstyle"
 )
 
 // COM_STMT_BULK_EXECUTE is MariaDB's array-binding execute (Connector/J's
@@ -217,7 +219,11 @@ func (s *Session) intercepted(handled bool, err error) (bool, error) {
 	return handled, nil
 }
 
-// errorFields extracts MySQL's (code, SQLSTATE, message) from err.
+// errorFields extracts MySQL's (code, SQLSTATE, message) from err. A
+// *mysql.MyError's text is sent as it is (it may be the backend's); the
+// text of the proxy's own errors (an SQLError, any other error: 1105)
+// follows errstyle's rule: MariaDB's words for its code, or "leafproxy: "
+// first.
 func errorFields(err error) (uint16, string, string) {
 	var me *mysql.MyError
 	if errors.As(err, &me) {
@@ -225,9 +231,9 @@ func errorFields(err error) (uint16, string, string) {
 	}
 	var se SQLError
 	if errors.As(err, &se) {
-		return se.Code(), se.SQLState(), se.Error()
+		return se.Code(), se.SQLState(), errstyle.Styled(se.Code(), se.Error())
 	}
-	return mysql.ER_UNKNOWN_ERROR, "HY000", err.Error()
+	return mysql.ER_UNKNOWN_ERROR, "HY000", errstyle.Styled(mysql.ER_UNKNOWN_ERROR, err.Error())
 }
 
 func (s *Session) writeErrFlush(code uint16, state, msg string) error {
@@ -329,7 +335,7 @@ func (s *Session) readCommand() ([]byte, error) {
 		if err != nil {
 			s.log.Warn("command refused: another command of 16 MiB or more is being read", "limit", s.srv.mem.limit)
 			_ = s.writeErrFlush(mysql.ER_OUT_OF_RESOURCES, "HY000",
-				"Out of memory: leafproxy reads one statement of 16 MiB or more at a time and another is arriving; try again")
+				"Out of memory (leafproxy: it reads one statement of 16 MiB or more at a time and another is arriving; try again)")
 			return nil, io.EOF
 		}
 		s.largeHeld = true
@@ -358,7 +364,7 @@ func (s *Session) readCommand() ([]byte, error) {
 			s.releaseLarge()
 			s.log.Warn("command refused: proxy command memory exhausted", "bytes", n, "limit", s.srv.mem.limit)
 			_ = s.writeErrFlush(mysql.ER_OUT_OF_RESOURCES, "HY000",
-				"Out of memory: leafproxy's limits.command_memory is in use by other large statements; try again")
+				"Out of memory (leafproxy: its limits.command_memory is in use by other large statements; try again)")
 			return nil, io.EOF
 		}
 		held += int64(n)

@@ -1,6 +1,10 @@
 package rewriter
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/leafproxy/leafproxy/internal/errstyle"
+)
 
 // MySQL error numbers and SQLSTATEs the planner reports.
 const (
@@ -59,7 +63,8 @@ func (e *Error) Code() uint16 { return e.code }
 // SQLState is the five-character SQLSTATE.
 func (e *Error) SQLState() string { return e.state }
 
-// Error is the message, starting with "leafproxy: ".
+// Error is the message: MariaDB's words for the code, or "leafproxy: "
+// first (errstyle).
 func (e *Error) Error() string { return e.msg }
 
 // Unwrap returns the error from Env.Columns, if that was the cause.
@@ -75,5 +80,8 @@ func errorf(code uint16, format string, args ...any) *Error {
 	case CodeWrongValueCount:
 		state = "21S01"
 	}
-	return &Error{code: code, state: state, msg: "leafproxy: " + fmt.Sprintf(format, args...)}
+	// MariaDB's own errors (Column count doesn't match ..., Incorrect
+	// arguments to ...) keep the server's words first; the planner's own
+	// messages start with "leafproxy: " (errstyle).
+	return &Error{code: code, state: state, msg: errstyle.Styled(code, fmt.Sprintf(format, args...))}
 }

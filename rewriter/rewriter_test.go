@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/leafproxy/leafproxy/internal/errstyle"
 )
 
 func testEnv(t testing.TB, mode Mode) *Env {
@@ -189,7 +191,7 @@ func TestErrors(t *testing.T) {
 			t.Errorf("%q: err = %v, want *Error", tt.sql, err)
 			continue
 		}
-		if e.Code() != tt.code || tt.state != "" && e.SQLState() != tt.state || !strings.Contains(e.Error(), tt.mention) || !strings.HasPrefix(e.Error(), "leafproxy: ") {
+		if e.Code() != tt.code || tt.state != "" && e.SQLState() != tt.state || !strings.Contains(e.Error(), tt.mention) || errstyle.Check(e.Code(), e.Error()) != nil {
 			t.Errorf("%q: got %d %s %q; want %d %s mentioning %q", tt.sql, e.Code(), e.SQLState(), e.Error(), tt.code, tt.state, tt.mention)
 		}
 	}

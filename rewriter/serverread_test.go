@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/leafproxy/leafproxy/internal/errstyle"
 )
 
 // planCase is a text planned with PlanQuery: want is the rendered text
@@ -30,7 +32,7 @@ func runPlanCases(t *testing.T, tests []planCase) {
 				if !errors.As(err, &e) {
 					t.Fatalf("%q: plan %v, err %v; want error %d", tt.sql, p.Kind, err, tt.code)
 				}
-				if e.Code() != tt.code || tt.state != "" && e.SQLState() != tt.state || !strings.Contains(e.Error(), tt.mention) || !strings.HasPrefix(e.Error(), "leafproxy: ") {
+				if e.Code() != tt.code || tt.state != "" && e.SQLState() != tt.state || !strings.Contains(e.Error(), tt.mention) || errstyle.Check(e.Code(), e.Error()) != nil {
 					t.Fatalf("%q: got %d %s %q; want %d %s mentioning %q", tt.sql, e.Code(), e.SQLState(), e.Error(), tt.code, tt.state, tt.mention)
 				}
 				return

@@ -33,12 +33,15 @@ func (s *Service) tagEnd(tag string) (state, why string) {
 	if !ok {
 		return "", ""
 	}
-	switch e.Level {
-	case runway.LevelExhausted:
+	switch {
+	case e.Level == runway.LevelExhausted && e.LimitedBy == "MAXVALUE":
+		return "at end", fmt.Sprintf("tag '%s' has no ID left below its MAXVALUE %d: NEXTVAL and inserts that need a key from it fail with 4084; "+
+			"raise it with ALTER LEAFPROXY SEQUENCE %s MAXVALUE n", tag, e.Limit, tag)
+	case e.Level == runway.LevelExhausted:
 		return "at end", fmt.Sprintf("tag '%s' has no ID left that %s holds: inserts that need a key from it fail with 167", tag, e.LimitedBy)
-	case runway.LevelCritical:
+	case e.Level == runway.LevelCritical:
 		return "near end", fmt.Sprintf("tag '%s' has %d IDs left (under 1%%) before the end of %s", tag, e.IDsLeft, e.LimitedBy)
-	case runway.LevelLow:
+	case e.Level == runway.LevelLow:
 		return "near end", fmt.Sprintf("tag '%s' has %d IDs left (under 10%%) before the end of %s", tag, e.IDsLeft, e.LimitedBy)
 	}
 	return "", ""

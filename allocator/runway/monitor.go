@@ -277,6 +277,9 @@ func (m *Monitor) Refresh(ctx context.Context) error {
 		if c, ok := m.columns[tag]; ok {
 			e.Limit, e.LimitedBy = c.Max, c.Name
 		}
+		if row.MaxValue > 0 && row.MaxValue <= e.Limit {
+			e.Limit, e.LimitedBy = row.MaxValue, "MAXVALUE"
+		}
 		e.IDsLeft, e.ExhaustedAt = Segment(now, row.MaxID, e.Limit, e.PerSecond)
 		e.Level = LevelOf(e.IDsLeft, e.Limit)
 		est[tag] = e
@@ -337,6 +340,13 @@ func (m *Monitor) warn(now time.Time, e Estimate) {
 		attrs = append(attrs, "ids_per_second", fmt.Sprintf("%.3g", e.PerSecond))
 	}
 	switch {
+	case e.LimitedBy == "MAXVALUE" && (e.IDsLeft == 0 || !soon):
+		if e.IDsLeft == 0 {
+			m.log.Warn("sequence has run out: no ID left below its MAXVALUE, NEXTVAL and inserts fail with 4084; "+
+				"raise it with ALTER LEAFPROXY SEQUENCE ... MAXVALUE n", attrs...)
+		} else {
+			m.log.Warn("sequence is near its MAXVALUE: raise it with ALTER LEAFPROXY SEQUENCE ... MAXVALUE n", attrs...)
+		}
 	case e.IDsLeft == 0:
 		m.log.Warn("sequence has no IDs left: inserts that need a key from it fail with 167; "+
 			"widen the key column (e.g. to BIGINT) or move the rule to a new tag", attrs...)

@@ -26,13 +26,24 @@ const (
 )
 
 // LeafAlloc is Leaf's table (same columns, so an existing Leaf deployment's
-// table works as it is; Migrate converts its charset). The segment a fetch
-// receives is [max_id-step, max_id).
+// table works as it is; Migrate converts its charset and adds max_value).
+// The segment a fetch receives is [max_id-step, max_id).
+//
+// max_value is a tag's MAXVALUE (CREATE LEAFPROXY SEQUENCE ... MAXVALUE
+// m), NULL for none: no proxy hands out an ID above it. It is a nullable
+// column of the tag's own row rather than a table of its own because the
+// fetch must honour it atomically with the advance of max_id, under the
+// one row lock that orders every proxy's fetches (a fetch whose max_id is
+// already past it takes nothing), and a column costs no second read.
+// Leaf's servers and older proxies name their columns and never see it
+// (they do not honour it either: a fleet that uses MAXVALUE upgrades
+// first); its NULL default leaves their INSERTs valid.
 const LeafAlloc = "CREATE TABLE IF NOT EXISTS `leaf_alloc` (\n" +
 	"  `biz_tag` varchar(128) NOT NULL DEFAULT '',\n" +
 	"  `max_id` bigint(20) NOT NULL DEFAULT '1',\n" +
 	"  `step` int(11) NOT NULL,\n" +
 	"  `description` varchar(256) DEFAULT NULL,\n" +
+	"  `max_value` bigint(20) DEFAULT NULL COMMENT 'MAXVALUE: no ID above it is handed out; NULL: none',\n" +
 	"  `update_time` timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,\n" +
 	"  PRIMARY KEY (`biz_tag`)\n" +
 	") ENGINE=InnoDB DEFAULT CHARSET=" + Charset + " COLLATE=" + Collation
@@ -160,7 +171,39 @@ func Migrate(ctx context.Context, db *sql.DB) (converted []string, err error) {
 	if changed {
 		converted = append(converted, "leaf_snowflake_layout (rows of snowflake tags)")
 	}
+	if err != nil {
+		return converted, err
+	}
+	added, err := migrateMaxValue(ctx, db)
+	if added {
+		converted = append(converted, "leaf_alloc (max_value column)")
+	}
 	return converted, err
+}
+
+// migrateMaxValue adds leaf_alloc.max_value (NULL: no MAXVALUE) to a
+// table made before it (Leaf's DDL, older leafproxy), in place: rows keep
+// their values and have no MAXVALUE. Idempotent.
+func migrateMaxValue(ctx context.Context, db *sql.DB) (bool, error) {
+	var n int
+	err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.COLUMNS "+
+		"WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'leaf_alloc' AND COLUMN_NAME = 'max_value'").Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("read the columns of leaf_alloc: %w", err)
+	}
+	if n > 0 {
+		return false, nil
+	}
+	var tables int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES "+
+		"WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'leaf_alloc'").Scan(&tables); err != nil || tables == 0 {
+		return false, err
+	}
+	if _, err := db.ExecContext(ctx, "ALTER TABLE `leaf_alloc` ADD COLUMN IF NOT EXISTS "+
+		"`max_value` bigint(20) DEFAULT NULL COMMENT 'MAXVALUE: no ID above it is handed out; NULL: none'"); err != nil {
+		return false, fmt.Errorf("add leaf_alloc.max_value (MAXVALUE of segment tags): %w", err)
+	}
+	return true, nil
 }
 
 // migrateLayoutTable gives a leaf_snowflake_layout made before per-tag
@@ -282,12 +325,12 @@ type TagNameError struct {
 func (e *TagNameError) Error() string {
 	switch e.code {
 	case ErrCodeWrongName:
-		return "Incorrect sequence name '': a sequence (tag) name must not be empty"
+		return "Incorrect table name '' (leafproxy: a sequence (tag) name must not be empty)"
 	case ErrCodeTooLongName:
-		return fmt.Sprintf("Identifier name '%s...' is too long: a sequence (tag) name has at most %d characters (leaf_alloc.biz_tag), this one %d",
+		return fmt.Sprintf("Identifier name '%s...' is too long (leafproxy: a sequence (tag) name has at most %d characters (leaf_alloc.biz_tag), this one %d)",
 			truncateRunes(e.Tag, 64), MaxTagChars, utf8.RuneCountInString(e.Tag))
 	}
-	return fmt.Sprintf("Invalid utf8mb4 character string: '%s': a sequence (tag) name must be valid UTF-8", escapeInvalid(e.Tag, 64))
+	return fmt.Sprintf("Invalid utf8mb4 character string: '%s' (leafproxy: a sequence (tag) name must be valid UTF-8)", escapeInvalid(e.Tag, 64))
 }
 
 func (e *TagNameError) Code() uint16 { return e.code }

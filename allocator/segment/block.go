@@ -41,7 +41,8 @@ func (a *Allocator) Block(ctx context.Context, tag string, n int64) (int64, erro
 	if err != nil {
 		return 0, err
 	}
-	waited := false
+	waited, retried := false, false
+again:
 	for {
 		seg := t.current.Load()
 		v := seg.next.Load()
@@ -72,7 +73,18 @@ func (a *Allocator) Block(ctx context.Context, tag string, n int64) (int64, erro
 	if nonblock.Requested(ctx) {
 		return 0, nonblock.ErrWouldBlock
 	}
-	return a.dedicated(ctx, t, n)
+	first, err := a.dedicated(ctx, t, n)
+	var pe *PastEndError
+	if errors.As(err, &pe) && pe.RunOut && !retried {
+		// The loader may have taken the last segment below MAXVALUE
+		// meanwhile: the block comes from it when it holds it.
+		retried = true
+		if err := a.advance(ctx, t, t.current.Load()); err != nil {
+			return 0, err
+		}
+		goto again
+	}
+	return first, err
 }
 
 // takeNext is Block's way to the double buffer: when the current segment
@@ -124,13 +136,22 @@ func (a *Allocator) dedicated(ctx context.Context, t *tagState, n int64) (int64,
 		// Everything below this was reserved or read back before the
 		// fetch starts: a store that never moves back answers above it.
 		floor := max(t.highWater, t.seen, t.blockEnd, t.floor)
-		if pe := a.pastLimit(t, floor); pe != nil {
+		// A tag that ran out asks the store again after UnknownTTL.
+		if pe := a.pastLimit(t, floor); pe != nil && (!pe.RunOut || a.opts.Clock().Before(t.runOutUntil)) {
 			t.mu.Unlock()
 			return 0, pe
 		}
 		t.mu.Unlock()
 
 		r, err := a.fetch(t.name, n, floor)
+		var ranOut *PastEndError
+		if errors.As(err, &ranOut) {
+			t.mu.Lock()
+			t.maxValue = ranOut.Limit.Max
+			t.runOutUntil = a.opts.Clock().Add(a.opts.UnknownTTL)
+			t.mu.Unlock()
+			return 0, ranOut
+		}
 		var unknown *UnknownTagError
 		if errors.As(err, &unknown) {
 			if a.opts.AutoCreate && !triedCreate {
@@ -151,6 +172,15 @@ func (a *Allocator) dedicated(ctx context.Context, t *tagState, n int64) (int64,
 			return 0, err
 		}
 		t.mu.Lock()
+		if r.MaxValue > 0 && r.End-1 > r.MaxValue {
+			// The block does not fit below MAXVALUE: none of it is
+			// handed out (a block is all or nothing).
+			t.maxValue = r.MaxValue
+			t.blockEnd = max(t.blockEnd, r.End)
+			t.runOutUntil = a.opts.Clock().Add(a.opts.UnknownTTL)
+			t.mu.Unlock()
+			return 0, runOut(t.name, r.MaxValue, r.MaxValue+1)
+		}
 		if r.Start < t.floor && attempt < 3 {
 			// Fetched before a SETVAL moved the store past it.
 			t.mu.Unlock()

@@ -110,15 +110,11 @@ func (s *MySQLStore) CreateDescribed(ctx context.Context, tag string, step int64
 // when that is higher: a tag never starts below the keys of the tables
 // its rules fill.
 func (s *MySQLStore) CreateStarting(ctx context.Context, tag string, step, start int64, description string) error {
-	first := max(start, 1)
-	if s.CreateFloor != nil {
-		floor, err := s.CreateFloor(ctx, tag)
-		if err != nil {
-			return fmt.Errorf("create tag %q in leaf_alloc: %w", tag, err)
-		}
-		first = max(first, floor+1)
+	first, err := s.first(ctx, tag, start)
+	if err != nil {
+		return err
 	}
-	_, err := s.db.ExecContext(ctx, qCreateDescribed, tag, first, step, description, tag)
+	_, err = s.db.ExecContext(ctx, qCreateDescribed, tag, first, step, description, tag)
 	var me *mysql.MySQLError
 	if errors.As(err, &me) && me.Number == 1146 { // no leaf_snowflake_layout
 		_, err = s.db.ExecContext(ctx, qCreatePlain, tag, first, step, description)
@@ -127,6 +123,20 @@ func (s *MySQLStore) CreateStarting(ctx context.Context, tag string, step, start
 		return fmt.Errorf("create tag %q in leaf_alloc: %w", tag, err)
 	}
 	return nil
+}
+
+// first is the first ID of a tag created starting at start: start, or
+// just above CreateFloor's answer when that is higher.
+func (s *MySQLStore) first(ctx context.Context, tag string, start int64) (int64, error) {
+	first := max(start, 1)
+	if s.CreateFloor != nil {
+		floor, err := s.CreateFloor(ctx, tag)
+		if err != nil {
+			return 0, fmt.Errorf("create tag %q in leaf_alloc: %w", tag, err)
+		}
+		first = max(first, floor+1)
+	}
+	return first, nil
 }
 
 // SetStep sets tag's row's step (the floor of the dynamic step, and what

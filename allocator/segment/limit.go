@@ -17,18 +17,45 @@ type Limit struct {
 // PastEndError says a tag has handed out every ID up to its Limit: every
 // key column filled from it is full. It is AUTO_INCREMENT's answer on a
 // full column, 167 (SQLSTATE 22003), with the tag and the column.
+//
+// RunOut: the limit is the tag's MAXVALUE (leaf_alloc.max_value, By
+// "MAXVALUE"), not a key column: the error is then MariaDB's for a
+// sequence that ran out, 4084 (HY000), "Sequence 'tag' has run out".
 type PastEndError struct {
-	Tag   string
-	Limit Limit
-	Next  int64 // the first ID past the limit this proxy would have handed out
+	Tag    string
+	Limit  Limit
+	Next   int64 // the first ID past the limit this proxy would have handed out
+	RunOut bool
 }
 
 func (e *PastEndError) Error() string {
-	return fmt.Sprintf("sequence '%s' is at its end: every key column filled from it holds at most %d (the widest: %s) and its next ID would be %d; "+
-		"leafproxy fetches no segment beyond it; widen the key column (e.g. to BIGINT) or move the rule to a new tag", e.Tag, e.Limit.Max, e.Limit.By, e.Next)
+	if e.RunOut {
+		return fmt.Sprintf("Sequence '%s' has run out (leafproxy: its MAXVALUE is %d and no ID above it is handed out; "+
+			"raise it with ALTER LEAFPROXY SEQUENCE %s MAXVALUE n, or move the rule to a new tag)", e.Tag, e.Limit.Max, e.Tag)
+	}
+	return fmt.Sprintf("leafproxy: sequence '%s' is at its end: every key column filled from it holds at most %d (the widest: %s) and its next ID would be %d; "+
+		"the proxy fetches no segment beyond it; widen the key column (e.g. to BIGINT) or move the rule to a new tag", e.Tag, e.Limit.Max, e.Limit.By, e.Next)
 }
-func (e *PastEndError) Code() uint16     { return 167 }
-func (e *PastEndError) SQLState() string { return "22003" }
+
+// ErrCodeRunOut and SQLStateRunOut are MariaDB's ER_SEQUENCE_RUN_OUT.
+const (
+	ErrCodeRunOut  = 4084
+	SQLStateRunOut = "HY000"
+)
+
+func (e *PastEndError) Code() uint16 {
+	if e.RunOut {
+		return ErrCodeRunOut
+	}
+	return 167
+}
+
+func (e *PastEndError) SQLState() string {
+	if e.RunOut {
+		return SQLStateRunOut
+	}
+	return "22003"
+}
 
 // SetLimits replaces every tag's Limit (the runway's reading of the key
 // columns, at start, reload, DDL and every 10 minutes); a tag not in
@@ -44,7 +71,7 @@ func (a *Allocator) SetLimits(limits map[string]Limit) {
 	a.limits.Store(&m)
 	for tag, t := range *a.tags.Load() {
 		t.mu.Lock()
-		if t.pastEnd != nil {
+		if t.pastEnd != nil && !t.pastEnd.RunOut {
 			if l, ok := m[tag]; !ok || t.pastEnd.Next <= l.Max {
 				t.pastEnd = nil
 				t.broadcast()
@@ -65,9 +92,17 @@ func (a *Allocator) limitOf(tag string) (Limit, bool) {
 }
 
 // pastLimit returns a PastEndError when a fetch starting at floor or above
-// can give tag no ID within its limit. t.mu must be held.
+// can give tag no ID within its limit: the smaller of its key columns'
+// end and its MAXVALUE (as the last fetch read it; a RunOut error at or
+// below the column's end). t.mu must be held.
 func (a *Allocator) pastLimit(t *tagState, floor int64) *PastEndError {
 	l, ok := a.limitOf(t.name)
+	if t.maxValue > 0 && (!ok || t.maxValue <= l.Max) {
+		if floor <= t.maxValue {
+			return nil
+		}
+		return runOut(t.name, t.maxValue, floor)
+	}
 	if !ok || floor <= l.Max {
 		return nil
 	}

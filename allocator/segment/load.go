@@ -63,7 +63,7 @@ func (a *Allocator) advance(ctx context.Context, t *tagState, seg *segment) erro
 			t.mu.Unlock()
 			return err
 		}
-		if t.pastEnd != nil {
+		if t.pastEnd != nil && !a.retryRunOut(t) {
 			err := t.pastEnd
 			t.mu.Unlock()
 			return err
@@ -150,6 +150,16 @@ func (a *Allocator) load(t *tagState) {
 			}
 		}
 
+		var ranOut *PastEndError
+		if errors.As(err, &ranOut) {
+			// The store's max_id is past the tag's MAXVALUE: nothing taken.
+			a.storeAnswered(t.name)
+			t.mu.Lock()
+			t.maxValue = ranOut.Limit.Max
+			a.stopAtEnd(t, ranOut)
+			t.mu.Unlock()
+			return
+		}
 		var moved *MovedBackError
 		movedBack := errors.As(err, &moved) // the store refused the floor: nothing was taken
 		answered := err == nil || movedBack || errors.As(err, &unknown)
@@ -157,6 +167,9 @@ func (a *Allocator) load(t *tagState) {
 			a.storeAnswered(t.name)
 		}
 		t.mu.Lock()
+		if err == nil {
+			r = t.cutAtMax(r)
+		}
 		if err == nil && (r.End <= t.floor || r.End <= t.blockEnd) {
 			// Fetched before a Raise moved the store past it (every ID
 			// in it lies below the floor an operator just set), or before
@@ -328,7 +341,12 @@ func (a *Allocator) create(tag string) error {
 // stopAtEnd stops tag's loading at its limit: waiting and later requests
 // get pe once the buffered IDs are gone. t.mu must be held.
 func (a *Allocator) stopAtEnd(t *tagState, pe *PastEndError) {
-	if t.pastEnd == nil {
+	if pe.RunOut {
+		if t.pastEnd == nil {
+			a.log.Warn("sequence has run out: no ID above its MAXVALUE is handed out", "tag", t.name, "max_value", pe.Limit.Max)
+		}
+		t.runOutUntil = a.opts.Clock().Add(a.opts.UnknownTTL)
+	} else if t.pastEnd == nil {
 		a.log.Warn("sequence is at its end: no segment fetched beyond the widest key column filled from it",
 			"tag", t.name, "limit", pe.Limit.Max, "limited_by", pe.Limit.By, "next", pe.Next)
 	}

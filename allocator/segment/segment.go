@@ -175,6 +175,8 @@ type tagState struct {
 	unknownUntil time.Time // misses answered from memory until then
 	unknown      *UnknownTagError
 	pastEnd      *PastEndError // the tag is at its Limit: no fetch (limit.go)
+	maxValue     int64         // the store's MAXVALUE for the tag as the last fetch read it; 0: none (maxvalue.go)
+	runOutUntil  time.Time     // a pastEnd at MAXVALUE is answered from memory until then
 
 	failing     int // consecutive failed fetches (0 once one succeeds)
 	lastErr     error

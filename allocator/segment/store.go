@@ -8,6 +8,9 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/leafproxy/leafproxy/allocator/schema"
 )
@@ -17,6 +20,10 @@ import (
 type Range struct {
 	Start, End int64
 	TableStep  int64
+	// MaxValue is the tag's MAXVALUE (leaf_alloc.max_value) read in the
+	// fetch's transaction, 0 for none: IDs above it are not handed out
+	// (the allocator cuts the segment there).
+	MaxValue int64
 }
 
 // Store hands out segments. Every implementation must make concurrent
@@ -73,13 +80,30 @@ type MySQLStore struct {
 	// which saves a prepare and a close round trip per statement per fetch.
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt
+
+	// noMaxValue: leaf_alloc has no max_value column (start-up could not
+	// add it: an account without ALTER): fetches use Leaf's statements.
+	noMaxValue atomic.Bool
+}
+
+// missingMaxValue says err is MySQL's 1054 for leaf_alloc.max_value.
+func missingMaxValue(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1054 && strings.Contains(me.Message, "max_value")
 }
 
 const (
-	qAdvance      = "UPDATE leaf_alloc SET max_id = max_id + ? WHERE biz_tag = ? AND max_id >= ?"
-	qAdvanceTable = "UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = ? AND max_id >= ?"
-	qRead         = "SELECT max_id, step FROM leaf_alloc WHERE biz_tag = ?"
-	qRepair       = "UPDATE leaf_alloc SET max_id = GREATEST(max_id, ?) WHERE biz_tag = ?"
+	// A tag whose max_id is past its MAXVALUE has no ID left: the
+	// advance does not apply, and the read says why (PastEndError).
+	qAdvance      = "UPDATE leaf_alloc SET max_id = max_id + ? WHERE biz_tag = ? AND max_id >= ? AND (max_value IS NULL OR max_id <= max_value)"
+	qAdvanceTable = "UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = ? AND max_id >= ? AND (max_value IS NULL OR max_id <= max_value)"
+	qRead         = "SELECT max_id, step, max_value FROM leaf_alloc WHERE biz_tag = ?"
+	// Without max_value (a leaf_alloc its account could not migrate):
+	// Leaf's own statements, no MAXVALUE.
+	qAdvanceOld      = "UPDATE leaf_alloc SET max_id = max_id + ? WHERE biz_tag = ? AND max_id >= ?"
+	qAdvanceTableOld = "UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = ? AND max_id >= ?"
+	qReadOld         = "SELECT max_id, step, NULL FROM leaf_alloc WHERE biz_tag = ?"
+	qRepair          = "UPDATE leaf_alloc SET max_id = GREATEST(max_id, ?) WHERE biz_tag = ?"
 )
 
 // NewMySQLStore returns a Store over leaf_alloc in db's default database.
@@ -132,7 +156,23 @@ func (s *MySQLStore) queryRow(ctx context.Context, tx *sql.Tx, q string, args ..
 // fetches by many proxies disjoint. The UPDATE applies only while max_id
 // is at or above floor, in the same statement, so a store that moved back
 // hands nothing out to a caller that would refuse it.
-func (s *MySQLStore) Fetch(ctx context.Context, tag string, step, floor int64) (r Range, err error) {
+func (s *MySQLStore) Fetch(ctx context.Context, tag string, step, floor int64) (Range, error) {
+	old := s.noMaxValue.Load()
+	r, err := s.fetch(ctx, tag, step, floor, old)
+	if err != nil && !old && missingMaxValue(err) {
+		s.noMaxValue.Store(true)
+		return s.fetch(ctx, tag, step, floor, true)
+	}
+	return r, err
+}
+
+// fetch is Fetch with MAXVALUE (old: without, on a leaf_alloc without
+// max_value).
+func (s *MySQLStore) fetch(ctx context.Context, tag string, step, floor int64, old bool) (r Range, err error) {
+	qAdv, qAdvTable, qRd := qAdvance, qAdvanceTable, qRead
+	if old {
+		qAdv, qAdvTable, qRd = qAdvanceOld, qAdvanceTableOld, qReadOld
+	}
 	if floor <= 0 {
 		floor = math.MinInt64
 	}
@@ -146,6 +186,7 @@ func (s *MySQLStore) Fetch(ctx context.Context, tag string, step, floor int64) (
 		}
 	}()
 	var maxID, tableStep int64
+	var maxValue sql.NullInt64
 	// A repair by another proxy may raise max_id past floor between an
 	// UPDATE that did not apply and the read that says why: the UPDATE is
 	// then tried again (a few times: repairs are rare).
@@ -153,9 +194,9 @@ func (s *MySQLStore) Fetch(ctx context.Context, tag string, step, floor int64) (
 		var res sql.Result
 		var advanced int64
 		if step > 0 {
-			res, err = s.exec(ctx, tx, qAdvance, step, tag, floor)
+			res, err = s.exec(ctx, tx, qAdv, step, tag, floor)
 		} else {
-			res, err = s.exec(ctx, tx, qAdvanceTable, tag, floor)
+			res, err = s.exec(ctx, tx, qAdvTable, tag, floor)
 		}
 		if err != nil {
 			return Range{}, fmt.Errorf("advance leaf_alloc.max_id: %w", err)
@@ -165,7 +206,7 @@ func (s *MySQLStore) Fetch(ctx context.Context, tag string, step, floor int64) (
 		if advanced, err = res.RowsAffected(); err != nil {
 			return Range{}, fmt.Errorf("advance leaf_alloc.max_id: %w", err)
 		}
-		if err = s.queryRow(ctx, tx, qRead, tag).Scan(&maxID, &tableStep); err != nil {
+		if err = s.queryRow(ctx, tx, qRd, tag).Scan(&maxID, &tableStep, &maxValue); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
 				return Range{}, &UnknownTagError{Tag: tag}
 			}
@@ -176,6 +217,9 @@ func (s *MySQLStore) Fetch(ctx context.Context, tag string, step, floor int64) (
 		}
 		if maxID < floor {
 			return Range{}, &MovedBackError{Tag: tag, MaxID: maxID, Floor: floor}
+		}
+		if maxValue.Valid && maxID > maxValue.Int64 {
+			return Range{}, runOut(tag, maxValue.Int64, maxID)
 		}
 		if attempt == 3 {
 			return Range{}, fmt.Errorf("advance leaf_alloc.max_id of %q: the row kept changing under the fetch", tag)
@@ -191,7 +235,11 @@ func (s *MySQLStore) Fetch(ctx context.Context, tag string, step, floor int64) (
 	if used <= 0 {
 		return Range{}, fmt.Errorf("leaf_alloc row %q has step %d: must be positive", tag, tableStep)
 	}
-	return Range{Start: maxID - used, End: maxID, TableStep: tableStep}, nil
+	r = Range{Start: maxID - used, End: maxID, TableStep: tableStep}
+	if maxValue.Valid {
+		r.MaxValue = max(maxValue.Int64, 1)
+	}
+	return r, nil
 }
 
 // Create inserts tag with max_id 1 (Leaf's start: the first segment is
