@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -163,6 +164,32 @@ var knownDivergences = append([]knownDivergence{
 		},
 	},
 	{
+		name:   "a key value that converts with a warning, generated without it",
+		item:   "gap",
+		reason: "'abc', '', '0x' (non-strict or IGNORE) store 0 and AUTO_INCREMENT generates, warning 1366 / 1265: the proxy puts the generated key in their place before the server sees them, so there is no conversion and no warning (the rows, keys and other warnings are the same)",
+		match: func(d *diffDivergence) bool {
+			// (with a gap of another size beside it: the same rows in the same key order)
+			return d.has("warnings") && !d.has("error") && lostConversionWarning(d.d.warnings, d.p.warnings) &&
+				(!d.has("rows") || d.without("warnings").numberingOnly()) && (d.only("warnings") || d.generates())
+		},
+	},
+	{
+		name:   "167 at the end of a key column, answered by the proxy",
+		item:   "4",
+		reason: "the same code and words, then the tag and column (leafproxy: ...), as issue 28 asks; the proxy answers it itself, so it is not in SHOW WARNINGS afterwards",
+		match: func(d *diffDivergence) bool {
+			return errCode(d.p.err) == "167" && errCode(d.d.err) == "167" && d.only("error-message", "warnings", "last-insert-id")
+		},
+	},
+	{
+		name:   "the tag at its end answers 167 before the server's error on another value",
+		item:   "4",
+		reason: "at the end of the key column the proxy refuses the statement (167) before the server reads its other values; directly the server's own error on them (1265, 1062) comes first. Both write nothing",
+		match: func(d *diffDivergence) bool {
+			return errCode(d.p.err) == "167" && d.d.err != "" && errCode(d.d.err) != "167" && !d.has("rows")
+		},
+	},
+	{
 		name:   "INSERT after SET sql_mode in one text",
 		item:   "gap",
 		reason: "refused (1235) before anything is written: the proxy plans a text with the sql_mode from before it",
@@ -254,9 +281,9 @@ var knownDivergences = append([]knownDivergence{
 		},
 	},
 	{
-		name:   "a prepared INSERT with a bound key spends a generated key",
+		name:   "a bound key of a failed or skipped row moves the tag",
 		item:   "gap",
-		reason: "the proxy draws no key for a bound value it keeps; this row stays for bulk executes (COM_STMT_BULK_EXECUTE), which draw one per row",
+		reason: "the proxy moves the tag past a bound key it keeps when the EXECUTE arrives; AUTO_INCREMENT's counter moves only when that row is written (the same rows, keys further apart)",
 		match: func(d *diffDivergence) bool {
 			return d.keysOnly() && d.proxyAhead() && d.beforeAny("bound-key", "bound-zero-navoz", "bound-zerolike-navoz")
 		},
@@ -286,4 +313,26 @@ var numberingDivergences = []knownDivergence{
 		reason: "the same rows in the same key order, only the numbering differs: the proxy spent keys MariaDB gave back (rows of a failed or IGNOREd row, an explicit key of a row not written, an INSERT ... SELECT block)",
 		match:  func(d *diffDivergence) bool { return d.numberingOnly() && d.proxyAhead() },
 	},
+}
+
+// lostConversionWarning: the direct side has warnings 1366 / 1265 (a key
+// value's conversion) that the proxy's lacks, and the rest are the same.
+func lostConversionWarning(direct, proxy []string) bool {
+	var rest []string
+	lost := false
+	for _, w := range direct {
+		if strings.Contains(w, " 1366 ") || strings.Contains(w, " 1265 ") {
+			lost = true
+			continue
+		}
+		rest = append(rest, w)
+	}
+	return lost && strings.Join(rest, "|") == strings.Join(proxy, "|")
+}
+
+// without is d as if field had not differed.
+func (d *diffDivergence) without(field string) *diffDivergence {
+	c := *d
+	c.fields = slices.DeleteFunc(slices.Clone(d.fields), func(f string) bool { return f == field })
+	return &c
 }
