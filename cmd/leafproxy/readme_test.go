@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -38,6 +39,25 @@ func TestReadmeContents(t *testing.T) {
 	for _, m := range regexp.MustCompile(`\]\(#([^)]+)\)`).FindAllStringSubmatch(s, -1) {
 		if !anchors[m[1]] {
 			t.Errorf("link to #%s: no such section", m[1])
+		}
+	}
+	// The reference parts moved to docs/ link back to README sections and
+	// to files: those must exist too.
+	docs, _ := filepath.Glob("../../docs/*.md")
+	for _, d := range docs {
+		b, err := os.ReadFile(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`\]\(\.\./README\.md#([^)]+)\)`).FindAllStringSubmatch(string(b), -1) {
+			if !anchors[m[1]] {
+				t.Errorf("%s: link to README.md#%s: no such section", filepath.Base(d), m[1])
+			}
+		}
+		for _, m := range regexp.MustCompile(`\]\(([^)#:]+\.(?:md|go|yaml|sh|yml|json))(?:#[^)]*)?\)`).FindAllStringSubmatch(string(b), -1) {
+			if _, err := os.Stat(filepath.Join(filepath.Dir(d), m[1])); err != nil {
+				t.Errorf("%s: link to %s: no such file", filepath.Base(d), m[1])
+			}
 		}
 	}
 }
