@@ -141,15 +141,8 @@ func (s *Sequences) Drop(ctx context.Context, tag string) (bool, error) {
 // there); this proxy's next fetch starts from it. A snowflake tag has no
 // step (1235), an unknown one is 4091.
 func (s *Sequences) AlterStep(ctx context.Context, tag string, step int64) error {
-	kind, err := s.TagKind(ctx, tag)
-	switch {
-	case err != nil:
+	if err := s.segmentTag(ctx, tag, "STEP", "which has no step"); err != nil {
 		return err
-	case kind == "snowflake":
-		return &sqlError{code: 1235, state: "42000", msg: fmt.Sprintf(
-			"leafproxy: ALTER LEAFPROXY SEQUENCE '%s' STEP is not supported: the tag uses the snowflake generator, which has no step", tag)}
-	case kind == "":
-		return &segment.UnknownTagError{Tag: tag}
 	}
 	found, err := s.store.SetStep(ctx, tag, step)
 	if err != nil {
@@ -167,17 +160,26 @@ func (s *Sequences) AlterStep(ctx context.Context, tag string, step int64) error
 // MAXVALUE below the IDs already handed to proxies (leaf_alloc.max_id-1)
 // is 4085; a snowflake tag has none (1235), an unknown one is 4091.
 func (s *Sequences) AlterMaxValue(ctx context.Context, tag string, m int64) error {
+	if err := s.segmentTag(ctx, tag, "MAXVALUE", "whose IDs come from the clock"); err != nil {
+		return err
+	}
+	return s.segments.SetMaxValue(ctx, tag, m)
+}
+
+// segmentTag checks that ALTER ... what applies to tag: a segment tag; a
+// snowflake tag is 1235 (why says what it lacks), an unknown one 4091.
+func (s *Sequences) segmentTag(ctx context.Context, tag, what, why string) error {
 	kind, err := s.TagKind(ctx, tag)
 	switch {
 	case err != nil:
 		return err
 	case kind == "snowflake":
 		return &sqlError{code: 1235, state: "42000", msg: fmt.Sprintf(
-			"leafproxy: ALTER LEAFPROXY SEQUENCE '%s' MAXVALUE is not supported: the tag uses the snowflake generator, whose IDs come from the clock", tag)}
+			"leafproxy: ALTER LEAFPROXY SEQUENCE '%s' %s is not supported: the tag uses the snowflake generator, %s", tag, what, why)}
 	case kind == "":
 		return &segment.UnknownTagError{Tag: tag}
 	}
-	return s.segments.SetMaxValue(ctx, tag, m)
+	return nil
 }
 
 // SnowflakeRows reads the rows of the store's snowflake tags, by tag
