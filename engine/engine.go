@@ -54,6 +54,8 @@ type Engine struct {
 	// What planning with the parser may cost (WithPlanLimits, planmem.go).
 	maxDepth int
 	plans    *planBudget
+	// What kept prepared plans may take (WithPreparedLimits, keptmem.go).
+	kept keptBudget
 }
 
 // New returns an engine drawing from ids and filling keys per rules (nil:
@@ -63,6 +65,7 @@ func New(ids IDSource, rules *rewriter.Rules, opts ...Option) *Engine {
 	for _, o := range opts {
 		o(e)
 	}
+	e.kept.init()
 	e.rules.Store(rules)
 	return e
 }
@@ -86,6 +89,7 @@ type state struct {
 	last        map[string]*int64    // LASTVAL per tag (keys owned: see own)
 	owned       map[string]*tagEntry // tag names copied out of packet buffers, with the IDs drawn (own)
 	stmts       map[uint32]*prepared
+	keptBytes   int64 // what stmts are charged (keptmem.go)
 	slotIDs     []int64
 	kept        []int64 // keptKeys' answer, reused
 	tagBatches  [][]int64
@@ -434,7 +438,7 @@ func (e *Engine) setVal(ctx context.Context, c rewriter.Call) error {
 // drops the backend's statements and variables too.
 func (e *Engine) sessionReset(s Session) {
 	if st, ok := s.Value().(*state); ok {
-		clear(st.stmts)
+		st.forgetAll()
 		clear(st.last)
 		clear(st.pending)
 		st.orphans = nil // the backend dropped every statement
@@ -444,6 +448,7 @@ func (e *Engine) sessionReset(s Session) {
 // sessionClosed drops the session's state (its counts go to the totals).
 func (e *Engine) sessionClosed(s Session) {
 	if st, ok := s.Value().(*state); ok {
+		st.forgetAll()
 		e.retire(st)
 	}
 	s.SetValue(nil)

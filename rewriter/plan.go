@@ -152,6 +152,7 @@ type Plan struct {
 
 	edits    []edit
 	prepared bool
+	kept     bool // Keep dropped the edits
 	num      *numbering
 }
 
@@ -214,6 +215,9 @@ func (p *Plan) AssignIDs(dst []int64, batches [][]int64) ([]int64, error) {
 // binds the IDs at each EXECUTE as parameters Slots[i].Param. It allocates
 // only to grow dst, and panics if ids is short, which is a caller bug.
 func (p *Plan) Render(dst []byte, sql string, ids []int64) []byte {
+	if p.kept {
+		panic("rewriter: Render of a kept plan (Plan.Keep)")
+	}
 	last := 0
 	for i := range p.edits {
 		e := &p.edits[i]
