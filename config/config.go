@@ -265,7 +265,7 @@ const (
 	// DefaultPreparedMemory and DefaultSessionPreparedMemory are
 	// engine.DefaultPreparedMemory and engine.DefaultSessionPreparedMemory.
 	DefaultPreparedMemory        = 256 << 20
-	DefaultSessionPreparedMemory = 16 << 20
+	DefaultSessionPreparedMemory = 8 << 20
 )
 
 // Generators a tag can name.

@@ -29,7 +29,7 @@ const (
 	// DefaultSessionPreparedMemory is limits.session_prepared_memory's
 	// default: ~200 kept 1,000-row `(?)` INSERTs (~80 KB each), or tens
 	// of thousands of small statements.
-	DefaultSessionPreparedMemory = 16 << 20
+	DefaultSessionPreparedMemory = 8 << 20
 	// keptOverhead is what a kept statement costs beyond its slices: the
 	// prepared and paramMap structs, the map entry.
 	keptOverhead = 512

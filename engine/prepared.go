@@ -105,12 +105,12 @@ func (e *Engine) prepare(ctx context.Context, s Session, sql []byte) (bool, erro
 			return false, err
 		}
 		p.params = pm
-		backendText = plan.Render(nil, text, nil)
 		hidden := pm.hidden
 		pm.hidden = nil      // needed only to prepare
 		p.plan = plan.Keep() // what an EXECUTE reads (keptmem.go)
 		return st.relayKept(p, func() (proxy.PrepareResult, error) {
-			return s.RelayPrepareHidden(backendText, hidden, pm.backendParams)
+			// Rendered once charged: a refused prepare makes no garbage of it.
+			return s.RelayPrepareHidden(plan.Render(nil, text, nil), hidden, pm.backendParams)
 		})
 	}
 	return st.relayKept(p, func() (proxy.PrepareResult, error) { return s.RelayPrepare(backendText) })
