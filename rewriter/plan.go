@@ -88,11 +88,11 @@ type Slot struct {
 	// value that does not convert cleanly stores 0 with a warning (and
 	// AUTO_INCREMENT generates) even in strict mode: see KeyValue.
 	Ignore bool
+	tag    int32 // index into Plan.Tags (here, int32: a Slot is 48 bytes, not 56)
 	// Param (PlanPrepare only) is the index of this slot's value among the
 	// backend statement's parameters: the client's ? markers and the
 	// generated ones, merged in text order (see Plan.Params).
 	Param int
-	tag   int // index into Plan.Tags
 }
 
 // Plan is what to do with one statement text. The zero Plan is
@@ -194,7 +194,7 @@ func (p *Plan) AssignIDs(dst []int64, batches [][]int64) ([]int64, error) {
 			return dst, errorf(CodeUnknown, "assigning IDs: %d IDs for tag %q, need %d", len(batches[i]), tc.Tag, tc.N)
 		}
 	}
-	dst = dst[:0]
+	dst = slices.Grow(dst[:0], len(p.Slots))
 	var next [8]int
 	used := next[:0]
 	if len(p.Tags) > len(next) {
@@ -217,6 +217,9 @@ func (p *Plan) AssignIDs(dst []int64, batches [][]int64) ([]int64, error) {
 func (p *Plan) Render(dst []byte, sql string, ids []int64) []byte {
 	if p.kept {
 		panic("rewriter: Render of a kept plan (Plan.Keep)")
+	}
+	if len(p.edits) > bigEdits {
+		dst = slices.Grow(dst, p.renderedLen(sql, ids))
 	}
 	last := 0
 	for i := range p.edits {
@@ -252,6 +255,52 @@ func (p *Plan) Render(dst []byte, sql string, ids []int64) []byte {
 		last = e.end
 	}
 	return append(dst, sql[last:]...)
+}
+
+// bigEdits: past this many edits Render sizes its output exactly first
+// (growing by a quarter at a time allocated five times the text).
+const bigEdits = 4096
+
+// renderedLen is the length of Render's output.
+func (p *Plan) renderedLen(sql string, ids []int64) int {
+	n := len(sql)
+	for i := range p.edits {
+		e := &p.edits[i]
+		n += len(e.pre) + len(e.post) - (e.end - e.start)
+		if e.slot < 0 {
+			continue
+		}
+		switch {
+		case e.param && e.wrap:
+			n += len("COALESCE(?,LAST_INSERT_ID(") + 2
+		case e.param:
+			n += len("COALESCE(?,") + 1
+		case e.wrap:
+			n += len("LAST_INSERT_ID(") + 1
+		}
+		if p.prepared {
+			n++
+		} else {
+			n += intLen(ids[e.slot])
+		}
+	}
+	return n
+}
+
+// intLen is the length of strconv.AppendInt(nil, v, 10).
+func intLen(v int64) int {
+	n := 1
+	if v < 0 {
+		n++
+		if v == -1<<63 {
+			return 20
+		}
+		v = -v
+	}
+	for ; v >= 10; v /= 10 {
+		n++
+	}
+	return n
 }
 
 // PlanQuery plans one COM_QUERY text, which may hold several statements.
@@ -325,7 +374,7 @@ func (b *builder) plan(slots []Slot, tags []TagCount) Plan {
 		}
 		p.Tags[t].N++
 		e.slot = len(p.Slots)
-		p.Slots = append(p.Slots, Slot{Tag: e.tag, Start: e.start, End: e.end, Key: e.key, Bound: e.param, Ignore: e.ignore, tag: t})
+		p.Slots = append(p.Slots, Slot{Tag: e.tag, Start: e.start, End: e.end, Key: e.key, Bound: e.param, Ignore: e.ignore, tag: int32(t)})
 	}
 	if b.prepared {
 		p.numberParams(b.sql, b.env.Mode)
