@@ -193,6 +193,8 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 	if err := st.refreshEnv(ctx, s); err != nil {
 		return false, err
 	}
+	// A many-row INSERT's plan memory is held until it was sent.
+	defer st.planner.Release()
 	plan, err := st.planner.PlanQuery(text, &st.env)
 	if errors.Is(err, proxy.ErrWouldBlock) {
 		return false, err // the plan budget is full: the goroutine waits for it

@@ -343,6 +343,12 @@ func (b *builder) statement(raw, start, end int, first token) error {
 		}
 	}
 
+	if hasRule && end-start > bigRows {
+		// A many-row INSERT: its rows cost memory on either path.
+		if err := b.charge.addRows(b.env, rowsMemory(b.sql[start:end])); err != nil {
+			return err
+		}
+	}
 	if hasRule && len(b.calls) == 0 && !b.noFast && b.fastInsert(start, end, rule, db, table) {
 		b.fastHits++
 		return nil

@@ -98,6 +98,35 @@ func parseMemory(tokens, n int) int64 { return int64(tokens)*TokenCost + 2*int64
 type charge struct {
 	budget     Budget
 	held, base int64
+	// rows: what many-row INSERTs into rule tables were charged
+	// (rowsMemory); a Planner holds it past the call, until Release, as
+	// the plan, its IDs and its rendered text live until then. parsed:
+	// the costliest parse so far.
+	rows, parsed int64
+}
+
+// RowCost is what a many-row INSERT into a rule table (a text of more
+// than bigRows bytes) is charged per row, on the fast path as on the
+// parser's, before it is planned: the edit (80 bytes), the Slot (48), the
+// engine's drawn and assigned IDs (16) and the ID in the rendered text (up
+// to 22), with room to spare (TestRowCostCovers checks it). Rows are
+// counted as the '(' of the text, at most one per 3 bytes.
+const RowCost = 192
+
+// rowsMemory is what a many-row INSERT text is charged (RowCost a row).
+func rowsMemory(text string) int64 {
+	return int64(min(strings.Count(text, "("), len(text)/3)+1) * RowCost
+}
+
+// addRows charges n bytes for a many-row INSERT's rows, on top of what
+// is held.
+func (c *charge) addRows(env *Env, n int64) error {
+	if c == nil || env.Limits.Memory == nil {
+		return nil
+	}
+	c.budget = env.Limits.Memory
+	c.rows += n
+	return c.to(c.base + c.rows + c.parsed)
 }
 
 // calls charges for n sequence calls (quickPlan): nothing is held yet,
@@ -117,7 +146,8 @@ func (c *charge) parse(env *Env, n int64) error {
 		return nil
 	}
 	c.budget = env.Limits.Memory
-	return c.to(c.base + n)
+	c.parsed = max(c.parsed, n)
+	return c.to(c.base + c.rows + c.parsed)
 }
 
 // to makes what is held at least n. Holding some and waiting for more
@@ -149,6 +179,19 @@ func (c *charge) done() {
 		c.budget.Release(c.held)
 	}
 	*c = charge{}
+}
+
+// doneKeepRows gives back what the call held but the rows' charge.
+func (c *charge) doneKeepRows() {
+	keep := min(c.rows, c.held)
+	if keep == 0 {
+		c.done()
+		return
+	}
+	if c.held > keep {
+		c.budget.Release(c.held - keep)
+	}
+	*c = charge{budget: c.budget, held: keep}
 }
 
 // parsers holds idle parsers: a parser is not safe for concurrent use and

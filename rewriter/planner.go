@@ -20,6 +20,11 @@ func (pl *Planner) PlanQuery(sql string, env *Env) (Plan, error) {
 	return p, err
 }
 
+// Release gives back the plan memory the last plan holds: a many-row
+// INSERT's rows are charged (RowCost each) from before it is planned
+// until its caller is done with the plan, its IDs and its rendered text.
+func (pl *Planner) Release() { pl.charge.done() }
+
 // planWith plans with or without the fast path (fast.go); fastHits is the
 // number of statements the fast path planned.
 func planWith(sql string, env *Env, prepared, fast bool) (p Plan, fastHits int, err error) {
@@ -41,7 +46,14 @@ func (pl *Planner) planWith(sql string, env *Env, prepared, fast bool) (p Plan, 
 		}
 	}
 	clear(pl.calls[:cap(pl.calls)]) // they hold strings of the last text
-	defer pl.charge.done()
+	pl.charge.done()                // the last plan's rows, if not released
+	defer func() {
+		if err != nil {
+			pl.charge.done()
+		} else {
+			pl.charge.doneKeepRows() // until Release: the plan is in use
+		}
+	}()
 	p, done, seq, first, err := quickPlan(sql, env, pl.calls[:0], prepared, &pl.charge)
 	if done {
 		if p.Calls != nil && cap(p.Calls) <= 64 {
