@@ -31,10 +31,13 @@ type dupRetry struct {
 	session *state
 	text    []byte  // the statement as the client sent it
 	keys    []int64 // the generated keys of the attempt
-	tags    []string
-	filled  []rewriter.Filled
-	dupKey  int64 // the colliding key (Retry)
-	dupTag  string
+	// tags: keys[tagEnd[i-1]:tagEnd[i]] are of tags[i] (runs: a many-row
+	// INSERT's keys are of one tag, not worth a string each)
+	tags   []string
+	tagEnd []int
+	filled []rewriter.Filled
+	dupKey int64 // the colliding key (Retry)
+	dupTag string
 	// stmt and execute: a prepared statement's attempt (armExecute): the
 	// client's execute packet, executed again by Redo.
 	stmt    *prepared
@@ -48,11 +51,15 @@ var _ proxy.Retrier = (*dupRetry)(nil)
 func (d *dupRetry) arm(e *Engine, st *state, text string, plan *rewriter.Plan, ids []int64) {
 	d.engine, d.session = e, st
 	d.text = append(d.text[:0], text...)
-	d.keys, d.tags = d.keys[:0], d.tags[:0]
+	d.keys, d.tags, d.tagEnd = d.keys[:0], d.tags[:0], d.tagEnd[:0]
 	for i, sl := range plan.Slots {
 		if sl.Key {
+			if n := len(d.tags); n == 0 || d.tags[n-1] != sl.Tag {
+				d.tags = append(d.tags, sl.Tag) // a rule's tag: owned by the rules
+				d.tagEnd = append(d.tagEnd, 0)
+			}
 			d.keys = append(d.keys, ids[i])
-			d.tags = append(d.tags, sl.Tag) // a rule's tag: owned by the rules
+			d.tagEnd[len(d.tagEnd)-1] = len(d.keys)
 		}
 	}
 	d.filled = append(d.filled[:0], plan.Filled...)
@@ -94,7 +101,11 @@ func (d *dupRetry) Retry(code uint16, msg string) bool {
 	}
 	for i, k := range d.keys {
 		if k == v {
-			d.dupKey, d.dupTag = v, d.tags[i]
+			r := 0
+			for d.tagEnd[r] <= i {
+				r++
+			}
+			d.dupKey, d.dupTag = v, d.tags[r]
 			return true
 		}
 	}
