@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -51,7 +52,7 @@ var _ proxy.Retrier = (*dupRetry)(nil)
 func (d *dupRetry) arm(e *Engine, st *state, text string, plan *rewriter.Plan, ids []int64) {
 	d.engine, d.session = e, st
 	d.text = append(d.text[:0], text...)
-	d.keys, d.tags, d.tagEnd = d.keys[:0], d.tags[:0], d.tagEnd[:0]
+	d.keys, d.tags, d.tagEnd = slices.Grow(d.keys[:0], len(plan.Slots)), d.tags[:0], d.tagEnd[:0]
 	for i, sl := range plan.Slots {
 		if sl.Key {
 			if n := len(d.tags); n == 0 || d.tags[n-1] != sl.Tag {

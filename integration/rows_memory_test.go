@@ -58,16 +58,26 @@ func TestManyRowInsertMemory(t *testing.T) {
 		grew := rss.growth()
 		t.Logf("%d x %.1f MB statement(s) of 1,000,000 rows at once: peak RSS growth %.0f MiB (%.1fx one statement)",
 			n, float64(len(text))/1e6, float64(grew)/(1<<20), float64(grew)/float64(len(text)))
+		done := 0
 		for i, err := range errs {
-			if err != nil {
+			switch code, _ := myErr(err); {
+			case err == nil:
+				done++
+			case i > 0 && code == 1041 && strings.Contains(err.Error(), "stayed in use"):
+				// Waited its 10 s for the budget on a slow machine: the
+				// documented answer, the client may try again.
+			default:
 				t.Fatalf("session %d: %v", i, err)
 			}
 		}
-		var rows int
-		if err := db.QueryRow("SELECT COUNT(DISTINCT id) FROM orders").Scan(&rows); err != nil || rows != n*1_000_000 {
-			t.Fatalf("%d distinct keys, %v; want %d", rows, err, n*1_000_000)
+		var rows, keys int
+		if err := db.QueryRow("SELECT COUNT(*), COUNT(DISTINCT id) FROM orders").Scan(&rows, &keys); err != nil || rows != done*1_000_000 || keys != rows {
+			t.Fatalf("%d rows, %d distinct keys, %v; want %d", rows, keys, err, done*1_000_000)
 		}
-		if bound := int64(256 << 20); grew > bound {
+		// 192 MB charged each against 256 MiB: four at once are planned
+		// one after the other, and the peak is about one statement's
+		// (~190 MB live, with the GC's headroom) plus the four texts.
+		if bound := int64(384 << 20); grew > bound {
 			t.Errorf("RSS grew %d MiB, bound %d MiB", grew>>20, bound>>20)
 		}
 	}
