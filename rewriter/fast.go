@@ -140,14 +140,14 @@ func (b *builder) fastRows(l *lexer, h insertHead, rule Rule, db, table string) 
 		b.edits = b.edits[:first]
 		return false
 	}
-	post := ""
+	tag, post := b.text(rule.Tag), uint32(0)
 	if k < 0 {
 		// The key column is absent: first in the list and in each row.
 		pre := b.env.Rules.quotedColumn(rule.Column, width > 0)
 		if width > 0 {
-			post = ", "
+			post = b.text(", ")
 		}
-		b.edits = append(b.edits, edit{start: h.colOpen + 1, end: h.colOpen + 1, slot: -1, pre: pre})
+		b.edits = append(b.edits, edit{start: h.colOpen + 1, end: h.colOpen + 1, slot: -1, pre: b.text(pre)})
 	}
 	mode := b.env.Mode
 	var last token // the statement's last token
@@ -197,7 +197,7 @@ func (b *builder) fastRows(l *lexer, h insertHead, rule Rule, db, table string) 
 						return fail() // the parser path says why
 					}
 					if fill {
-						b.edits = append(b.edits, edit{start: v.start, end: v.end, tag: rule.Tag, key: true, param: param, ignore: h.ignore})
+						b.edits = append(b.edits, edit{start: v.start, end: v.end, tag: tag, key: true, param: param, ignore: h.ignore})
 					}
 				}
 				n++
@@ -211,7 +211,7 @@ func (b *builder) fastRows(l *lexer, h insertHead, rule Rule, db, table string) 
 			return fail() // the parser path makes it error 1136
 		}
 		if k < 0 {
-			b.edits = append(b.edits, edit{start: open.end, end: open.end, tag: rule.Tag, key: true, post: post})
+			b.edits = append(b.edits, edit{start: open.end, end: open.end, tag: tag, key: true, post: post})
 		}
 		last = t // the row's ')'
 		save := l.pos

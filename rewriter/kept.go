@@ -23,7 +23,7 @@ func (p Plan) Keep() Plan {
 	if p.Kind != Rewrite {
 		return p
 	}
-	p.edits = nil
+	p.edits, p.texts = nil, nil
 	p.kept = true
 	p.Slots = slices.Clone(p.Slots)
 	p.Tags = slices.Clone(p.Tags)
@@ -53,8 +53,9 @@ func (p *Plan) Size() int64 {
 	n += int64(cap(p.Counters)) * int64(unsafe.Sizeof(Counter{}))
 	n += int64(cap(p.Writes)) * int64(unsafe.Sizeof(SeqName{}))
 	n += int64(cap(p.edits)) * int64(unsafe.Sizeof(edit{}))
-	for i := range p.edits {
-		n += int64(len(p.edits[i].pre) + len(p.edits[i].post))
+	n += int64(cap(p.texts)) * 16
+	for _, t := range p.texts {
+		n += int64(len(t))
 	}
 	if p.num != nil {
 		n += int64(unsafe.Sizeof(*p.num)) + int64(len(p.num.count)+len(p.num.init)+len(p.num.reads))

@@ -107,10 +107,12 @@ type charge struct {
 
 // RowCost is what a many-row INSERT into a rule table (a text of more
 // than bigRows bytes) is charged per row, on the fast path as on the
-// parser's, before it is planned: the edit (80 bytes), the Slot (48), the
-// engine's drawn and assigned IDs (16) and the ID in the rendered text (up
-// to 22), with room to spare (TestRowCostCovers checks it). Rows are
-// counted as the '(' of the text, at most one per 3 bytes.
+// parser's, before it is planned: the edit (40 bytes), the Slot (48), the
+// engine's drawn and assigned IDs and the 1062 retry's copy (24), the ID
+// in the rendered text and in the proxy's copy of it (up to 2 x 22), with
+// room to spare (TestRowCostCovers checks planning, IDs and rendering:
+// ~130 bytes a row). Rows are counted as the '(' of the text, at most one
+// per 3 bytes.
 const RowCost = 192
 
 // rowsMemory is what a many-row INSERT text is charged (RowCost a row).

@@ -151,6 +151,7 @@ type Plan struct {
 	StringCalls bool
 
 	edits    []edit
+	texts    []string // the edits' strings (edit)
 	prepared bool
 	kept     bool // Keep dropped the edits
 	num      *numbering
@@ -169,15 +170,18 @@ type Advance struct {
 // pre COALESCE(?,[LAST_INSERT_ID(]value[)]) post,
 // where value is the slot's ID (or ? when prepared); without
 // a slot it is just pre.
+//
+// Its strings (tag, pre, post) are indexes into the builder's texts
+// (Plan.texts; 0 is ""), so that an edit is 40 bytes, not 80: a
+// many-row INSERT has one per row.
 type edit struct {
-	start, end int
-	slot       int // -1: no ID, only pre
-	tag        string
-	key        bool
-	wrap       bool // LAST_INSERT_ID(...) around the value
-	param      bool // the value replaces a ? key: the engine decides at each EXECUTE
-	ignore     bool // with param: the statement is INSERT IGNORE
-	pre, post  string
+	start, end     int
+	slot           int // -1: no ID, only pre
+	tag, pre, post uint32
+	key            bool
+	wrap           bool // LAST_INSERT_ID(...) around the value
+	param          bool // the value replaces a ? key: the engine decides at each EXECUTE
+	ignore         bool // with param: the statement is INSERT IGNORE
 }
 
 // AssignIDs spreads per-tag batches over the slots: batches[i] holds
@@ -225,7 +229,7 @@ func (p *Plan) Render(dst []byte, sql string, ids []int64) []byte {
 	for i := range p.edits {
 		e := &p.edits[i]
 		dst = append(dst, sql[last:e.start]...)
-		dst = append(dst, e.pre...)
+		dst = append(dst, p.texts[e.pre]...)
 		if e.slot >= 0 {
 			switch {
 			case e.param && e.wrap:
@@ -251,7 +255,7 @@ func (p *Plan) Render(dst []byte, sql string, ids []int64) []byte {
 				dst = append(dst, ')')
 			}
 		}
-		dst = append(dst, e.post...)
+		dst = append(dst, p.texts[e.post]...)
 		last = e.end
 	}
 	return append(dst, sql[last:]...)
@@ -266,7 +270,7 @@ func (p *Plan) renderedLen(sql string, ids []int64) int {
 	n := len(sql)
 	for i := range p.edits {
 		e := &p.edits[i]
-		n += len(e.pre) + len(e.post) - (e.end - e.start)
+		n += len(p.texts[e.pre]) + len(p.texts[e.post]) - (e.end - e.start)
 		if e.slot < 0 {
 			continue
 		}
@@ -337,7 +341,7 @@ func (b *builder) plan(slots []Slot, tags []TagCount) Plan {
 		return Plan{Explicit: orNil(b.explicit)}
 	}
 	slices.SortStableFunc(b.edits, func(x, y edit) int { return x.start - y.start })
-	p := Plan{Kind: Rewrite, edits: b.edits, prepared: b.prepared, Slots: slices.Grow(slots, len(b.edits)), Tags: tags, Filled: orNil(b.filled), Explicit: orNil(b.explicit), Statements: b.nstmts,
+	p := Plan{Kind: Rewrite, edits: b.edits, texts: b.texts, prepared: b.prepared, Slots: slices.Grow(slots, len(b.edits)), Tags: tags, Filled: orNil(b.filled), Explicit: orNil(b.explicit), Statements: b.nstmts,
 		Idents: orNil(b.idents), StringCalls: b.strCalls}
 	var tagIndex map[string]int // past a few tags; fewer are found by a scan
 	for i := range p.edits {
@@ -348,23 +352,24 @@ func (b *builder) plan(slots []Slot, tags []TagCount) Plan {
 		// A number glued to a word would change how the text lexes:
 		// NEXTVAL('a')WHERE must not become 1001WHERE.
 		if e.end > e.start && e.end < len(b.sql) && sqltext.IsIdentByte(b.sql[e.end]) {
-			e.post += " "
+			e.post = b.text(b.texts[e.post] + " ")
 		}
 		if e.end > e.start && e.start > 0 && sqltext.IsIdentByte(b.sql[e.start-1]) {
-			e.pre = " " + e.pre
+			e.pre = b.text(" " + b.texts[e.pre])
 		}
+		tag := b.texts[e.tag]
 		t, ok := -1, false
 		if tagIndex != nil {
-			t, ok = tagIndex[e.tag]
-		} else if t = slices.IndexFunc(p.Tags, func(c TagCount) bool { return c.Tag == e.tag }); t >= 0 {
+			t, ok = tagIndex[tag]
+		} else if t = slices.IndexFunc(p.Tags, func(c TagCount) bool { return c.Tag == tag }); t >= 0 {
 			ok = true
 		}
 		if !ok {
 			t = len(p.Tags)
-			p.Tags = append(p.Tags, TagCount{Tag: e.tag})
+			p.Tags = append(p.Tags, TagCount{Tag: tag})
 			switch {
 			case tagIndex != nil:
-				tagIndex[e.tag] = t
+				tagIndex[tag] = t
 			case len(p.Tags) > 8:
 				tagIndex = make(map[string]int, len(p.Tags))
 				for j, c := range p.Tags {
@@ -374,8 +379,9 @@ func (b *builder) plan(slots []Slot, tags []TagCount) Plan {
 		}
 		p.Tags[t].N++
 		e.slot = len(p.Slots)
-		p.Slots = append(p.Slots, Slot{Tag: e.tag, Start: e.start, End: e.end, Key: e.key, Bound: e.param, Ignore: e.ignore, tag: int32(t)})
+		p.Slots = append(p.Slots, Slot{Tag: tag, Start: e.start, End: e.end, Key: e.key, Bound: e.param, Ignore: e.ignore, tag: int32(t)})
 	}
+	p.texts = b.texts // gluing may have added some
 	if b.prepared {
 		p.numberParams(b.sql, b.env.Mode)
 	}

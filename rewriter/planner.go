@@ -137,6 +137,9 @@ func (pl *Planner) trim() {
 	if cap(b.idents) > 1024 {
 		b.idents = nil
 	}
+	if cap(b.texts) > 1024 {
+		b.texts = nil
+	}
 }
 
 // reset readies pl's builder for sql, reusing its memory.
@@ -148,11 +151,12 @@ func (pl *Planner) reset(sql string, env *Env, prepared, fast, seq bool, first f
 	clear(pl.builder.marks[:cap(pl.builder.marks)])
 	clear(pl.builder.fillTags[:cap(pl.builder.fillTags)])
 	clear(pl.builder.idents[:cap(pl.builder.idents)])
+	clear(pl.builder.texts[:cap(pl.builder.texts)])
 	clear(pl.slots[:cap(pl.slots)])
 	clear(pl.tags[:cap(pl.tags)])
 	pl.builder = builder{sql: sql, env: env, prepared: prepared, fast: fast, noSeq: !seq, first: first, charge: &pl.charge,
 		edits: pl.builder.edits[:0], filled: pl.builder.filled[:0], calls: pl.builder.calls[:0], explicit: pl.builder.explicit[:0], idents: pl.builder.idents[:0],
-		marks: pl.builder.marks[:0], fillTags: pl.builder.fillTags[:0]}
+		marks: pl.builder.marks[:0], fillTags: pl.builder.fillTags[:0], texts: append(pl.builder.texts[:0], "")}
 	return &pl.builder
 }
 
