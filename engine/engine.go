@@ -28,6 +28,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/mysql"
+
 	"github.com/leafproxy/leafproxy/internal/raw"
 	"github.com/leafproxy/leafproxy/proxy"
 	"github.com/leafproxy/leafproxy/rewriter"
@@ -249,18 +251,19 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 			}
 			return false, err
 		}
-		st.rendered = plan.Render(st.rendered[:0], text, st.slotIDs)
+		// The COM_QUERY packet itself: the proxy sends it without a copy.
+		st.rendered = plan.Render(append(st.rendered[:0], mysql.COM_QUERY), text, st.slotIDs)
 		st.countStmt(StmtFilled)
 		var err error
 		if len(plan.Filled) > 0 && plan.Statements == 1 {
 			if _, ok := e.idSource.(advancer); ok {
 				st.dup.arm(e, st, text, &plan, st.slotIDs)
-				err = s.RelayQueryOr(st.rendered, &st.dup)
+				err = s.RelayQueryPacketOr(st.rendered, &st.dup)
 				st.trim()
 				return true, err
 			}
 		}
-		err = s.RelayQuery(st.rendered)
+		err = s.RelayQueryPacket(st.rendered)
 		st.trim()
 		return true, err
 	}
