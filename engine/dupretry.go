@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -32,6 +31,9 @@ type dupRetry struct {
 	session *state
 	text    []byte  // the statement as the client sent it
 	keys    []int64 // the generated keys of the attempt
+	// borrowed: keys is the attempt's IDs (st.slotIDs), not to be
+	// written.
+	borrowed bool
 	// tags: keys[tagEnd[i-1]:tagEnd[i]] are of tags[i] (runs: a many-row
 	// INSERT's keys are of one tag, not worth a string each)
 	tags   []string
@@ -52,15 +54,34 @@ var _ proxy.Retrier = (*dupRetry)(nil)
 func (d *dupRetry) arm(e *Engine, st *state, text string, plan *rewriter.Plan, ids []int64) {
 	d.engine, d.session = e, st
 	d.text = append(d.text[:0], text...)
-	d.keys, d.tags, d.tagEnd = slices.Grow(d.keys[:0], len(plan.Slots)), d.tags[:0], d.tagEnd[:0]
-	for i, sl := range plan.Slots {
+	d.tags, d.tagEnd = d.tags[:0], d.tagEnd[:0]
+	keys := 0
+	for _, sl := range plan.Slots {
 		if sl.Key {
 			if n := len(d.tags); n == 0 || d.tags[n-1] != sl.Tag {
 				d.tags = append(d.tags, sl.Tag) // a rule's tag: owned by the rules
 				d.tagEnd = append(d.tagEnd, 0)
 			}
-			d.keys = append(d.keys, ids[i])
-			d.tagEnd[len(d.tagEnd)-1] = len(d.keys)
+			keys++
+			d.tagEnd[len(d.tagEnd)-1] = keys
+		}
+	}
+	if keys == len(ids) && keys > 1<<12 {
+		// Every ID is a key (a many-row INSERT): the attempt's IDs
+		// themselves, not a copy (st.slotIDs, not redrawn before Retry).
+		d.keys, d.borrowed = ids, true
+	} else {
+		if d.borrowed || cap(d.keys) > 1<<16 {
+			// Not another attempt's IDs, nor a many-row one's copy (kept
+			// until here: on an event loop the answer, and Retry, may
+			// come after the engine returned).
+			d.keys, d.borrowed = nil, false
+		}
+		d.keys = d.keys[:0]
+		for i, sl := range plan.Slots {
+			if sl.Key {
+				d.keys = append(d.keys, ids[i])
+			}
 		}
 	}
 	d.filled = append(d.filled[:0], plan.Filled...)

@@ -338,9 +338,6 @@ func (st *state) trim() {
 	if cap(st.drawnIDs) > 1<<16 || cap(st.slotIDs) > 1<<16 {
 		st.drawnIDs, st.slotIDs = nil, nil
 	}
-	if cap(st.dup.keys) > 1<<16 || cap(st.dup.tags) > 1<<10 {
-		st.dup.keys, st.dup.tags, st.dup.tagEnd = nil, nil, nil
-	}
 }
 
 // evalCalls computes a Sequence plan's row left to right into st.resultRow

@@ -15,7 +15,7 @@ import (
 // 1,000,000 ('y') rows grew the proxy's RSS by 352 MB, four at once by
 // 2.2 GB, charged to no budget. Now the plan's edits, IDs and text are
 // sized at once (not grown a quarter at a time), and each such statement
-// is charged rewriter.RowCost (192 bytes) a row to limits.plan_memory
+// is charged rewriter.RowCost (160 bytes) a row to limits.plan_memory
 // before it is planned, held until its text was sent: statements beyond
 // the budget wait for it (1041 after 10 s), one larger than all of it gets
 // 1041 at once.
@@ -74,10 +74,10 @@ func TestManyRowInsertMemory(t *testing.T) {
 		if err := db.QueryRow("SELECT COUNT(*), COUNT(DISTINCT id) FROM orders").Scan(&rows, &keys); err != nil || rows != done*1_000_000 || keys != rows {
 			t.Fatalf("%d rows, %d distinct keys, %v; want %d", rows, keys, err, done*1_000_000)
 		}
-		// 192 MB charged each against 256 MiB: four at once are planned
+		// 160 MB charged each against 256 MiB: four at once are planned
 		// one after the other, and the peak is about one statement's
-		// (~190 MB live, with the GC's headroom) plus the four texts.
-		if bound := int64(384 << 20); grew > bound {
+		// (~140 MB live, with the GC's headroom) plus the four texts.
+		if bound := int64(256 << 20); grew > bound {
 			t.Errorf("RSS grew %d MiB, bound %d MiB", grew>>20, bound>>20)
 		}
 	}
@@ -93,11 +93,11 @@ func TestManyRowInsertOverBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	_, err = c.ExecContext(ctx, manyRows(100_000)) // 100,000 x 192 bytes > 16 MiB
+	_, err = c.ExecContext(ctx, manyRows(120_000)) // 120,000 x 160 bytes > 16 MiB
 	if code, state := myErr(err); code != 1041 || state != "HY000" || !strings.Contains(err.Error(), "raise limits.plan_memory") {
 		t.Fatalf("%v, want 1041 naming limits.plan_memory", err)
 	}
-	if _, err := c.ExecContext(ctx, manyRows(50_000)); err != nil { // 9.6 MB charged
+	if _, err := c.ExecContext(ctx, manyRows(50_000)); err != nil { // 8 MB charged
 		t.Fatal(err)
 	}
 	var rows int

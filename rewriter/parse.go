@@ -113,7 +113,7 @@ type charge struct {
 // room to spare (TestRowCostCovers checks planning, IDs and rendering:
 // ~130 bytes a row). Rows are counted as the '(' of the text, at most one
 // per 3 bytes.
-const RowCost = 192
+const RowCost = 160
 
 // rowsMemory is what a many-row INSERT text is charged (RowCost a row).
 func rowsMemory(text string) int64 {
