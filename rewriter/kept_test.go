@@ -1,6 +1,7 @@
 package rewriter
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -31,4 +32,16 @@ func TestKeptPlanCompact(t *testing.T) {
 		}
 	}()
 	k.Render(nil, text, nil)
+}
+
+func TestAppendID(t *testing.T) {
+	for _, v := range []int64{0, 1, 9, 10, 99, 100, 101, 999, 1000, 12345, 1 << 31, 1<<63 - 1, -1, -10, -1 << 63, 1_000_000_000_000_000_000} {
+		want := strconv.AppendInt([]byte("x"), v, 10)
+		if got := appendID([]byte("x"), v); string(got) != string(want) {
+			t.Errorf("appendID(%d) = %q, want %q", v, got, want)
+		}
+		if got := intLen(v); got != len(want)-1 {
+			t.Errorf("intLen(%d) = %d, want %d", v, got, len(want)-1)
+		}
+	}
 }

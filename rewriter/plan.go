@@ -1,6 +1,7 @@
 package rewriter
 
 import (
+	"math/bits"
 	"slices"
 	"strconv"
 
@@ -229,7 +230,9 @@ func (p *Plan) Render(dst []byte, sql string, ids []int64) []byte {
 	for i := range p.edits {
 		e := &p.edits[i]
 		dst = append(dst, sql[last:e.start]...)
-		dst = append(dst, p.texts[e.pre]...)
+		if e.pre != 0 {
+			dst = append(dst, p.texts[e.pre]...)
+		}
 		if e.slot >= 0 {
 			switch {
 			case e.param && e.wrap:
@@ -246,7 +249,7 @@ func (p *Plan) Render(dst []byte, sql string, ids []int64) []byte {
 			if p.prepared {
 				dst = append(dst, '?')
 			} else {
-				dst = strconv.AppendInt(dst, ids[e.slot], 10)
+				dst = appendID(dst, ids[e.slot])
 			}
 			if e.param {
 				dst = append(dst, ')')
@@ -255,7 +258,9 @@ func (p *Plan) Render(dst []byte, sql string, ids []int64) []byte {
 				dst = append(dst, ')')
 			}
 		}
-		dst = append(dst, p.texts[e.post]...)
+		if e.post != 0 {
+			dst = append(dst, p.texts[e.post]...)
+		}
 		last = e.end
 	}
 	return append(dst, sql[last:]...)
@@ -291,21 +296,60 @@ func (p *Plan) renderedLen(sql string, ids []int64) int {
 	return n
 }
 
+// appendID is strconv.AppendInt(dst, v, 10), written in place: the
+// digits go straight into dst (AppendInt formats into a buffer of its
+// own and copies, a third of a many-row Render).
+func appendID(dst []byte, v int64) []byte {
+	if v < 0 {
+		return strconv.AppendInt(dst, v, 10)
+	}
+	n := intLen(v)
+	l := len(dst)
+	if cap(dst)-l < n {
+		dst = slices.Grow(dst, n)
+	}
+	dst = dst[:l+n]
+	i := l + n
+	u := uint64(v)
+	for u >= 100 {
+		q := u / 100
+		j := (u - q*100) * 2
+		i -= 2
+		dst[i], dst[i+1] = twoDigits[j], twoDigits[j+1]
+		u = q
+	}
+	if u >= 10 {
+		dst[i-2], dst[i-1] = twoDigits[u*2], twoDigits[u*2+1]
+	} else {
+		dst[i-1] = byte('0' + u)
+	}
+	return dst
+}
+
+const twoDigits = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879" +
+	"8081828384858687888990919293949596979899"
+
 // intLen is the length of strconv.AppendInt(nil, v, 10).
 func intLen(v int64) int {
-	n := 1
 	if v < 0 {
-		n++
 		if v == -1<<63 {
 			return 20
 		}
-		v = -v
+		return 1 + intLen(-v)
 	}
-	for ; v >= 10; v /= 10 {
-		n++
+	u := uint64(v)
+	if u < 10 {
+		return 1
 	}
-	return n
+	t := bits.Len64(u) * 1233 >> 12 // about log10(u)
+	if u >= pow10[t] {
+		t++
+	}
+	return t
 }
+
+var pow10 = [...]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19}
 
 // PlanQuery plans one COM_QUERY text, which may hold several statements.
 // Errors are *Error; the text must then not be sent.
@@ -340,10 +384,13 @@ func (b *builder) plan(slots []Slot, tags []TagCount) Plan {
 	if len(b.edits) == 0 {
 		return Plan{Explicit: orNil(b.explicit)}
 	}
-	slices.SortStableFunc(b.edits, func(x, y edit) int { return x.start - y.start })
+	if !editsSorted(b.edits) { // the fast path's are
+		slices.SortStableFunc(b.edits, func(x, y edit) int { return x.start - y.start })
+	}
 	p := Plan{Kind: Rewrite, edits: b.edits, texts: b.texts, prepared: b.prepared, Slots: slices.Grow(slots, len(b.edits)), Tags: tags, Filled: orNil(b.filled), Explicit: orNil(b.explicit), Statements: b.nstmts,
 		Idents: orNil(b.idents), StringCalls: b.strCalls}
-	var tagIndex map[string]int // past a few tags; fewer are found by a scan
+	var tagIndex map[string]int        // past a few tags; fewer are found by a scan
+	lastText, lastTag := uint32(0), -1 // the last edit's tag (text index) and its Tags index
 	for i := range p.edits {
 		e := &p.edits[i]
 		if e.slot < 0 {
@@ -359,7 +406,9 @@ func (b *builder) plan(slots []Slot, tags []TagCount) Plan {
 		}
 		tag := b.texts[e.tag]
 		t, ok := -1, false
-		if tagIndex != nil {
+		if lastTag >= 0 && e.tag == lastText {
+			t, ok = lastTag, true // the rows of an INSERT: one tag
+		} else if tagIndex != nil {
 			t, ok = tagIndex[tag]
 		} else if t = slices.IndexFunc(p.Tags, func(c TagCount) bool { return c.Tag == tag }); t >= 0 {
 			ok = true
@@ -378,6 +427,7 @@ func (b *builder) plan(slots []Slot, tags []TagCount) Plan {
 			}
 		}
 		p.Tags[t].N++
+		lastText, lastTag = e.tag, t
 		e.slot = len(p.Slots)
 		p.Slots = append(p.Slots, Slot{Tag: tag, Start: e.start, End: e.end, Key: e.key, Bound: e.param, Ignore: e.ignore, tag: int32(t)})
 	}
@@ -389,6 +439,16 @@ func (b *builder) plan(slots []Slot, tags []TagCount) Plan {
 		p.Advances = advances(b.marks, p.Slots)
 	}
 	return p
+}
+
+// editsSorted reports whether edits are in text order already.
+func editsSorted(edits []edit) bool {
+	for i := 1; i < len(edits); i++ {
+		if edits[i].start < edits[i-1].start {
+			return false
+		}
+	}
+	return true
 }
 
 // advances places the explicit marks (in text order) among the slots:
