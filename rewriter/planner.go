@@ -154,9 +154,13 @@ func (pl *Planner) reset(sql string, env *Env, prepared, fast, seq bool, first f
 	clear(pl.builder.texts[:cap(pl.builder.texts)])
 	clear(pl.slots[:cap(pl.slots)])
 	clear(pl.tags[:cap(pl.tags)])
+	texts := pl.builder.texts[:0]
+	if cap(texts) == 0 {
+		texts = make([]string, 0, 8) // one allocation, not three (a fresh Planner's)
+	}
 	pl.builder = builder{sql: sql, env: env, prepared: prepared, fast: fast, noSeq: !seq, first: first, charge: &pl.charge,
 		edits: pl.builder.edits[:0], filled: pl.builder.filled[:0], calls: pl.builder.calls[:0], explicit: pl.builder.explicit[:0], idents: pl.builder.idents[:0],
-		marks: pl.builder.marks[:0], fillTags: pl.builder.fillTags[:0], texts: append(pl.builder.texts[:0], "")}
+		marks: pl.builder.marks[:0], fillTags: pl.builder.fillTags[:0], texts: append(texts, "")}
 	return &pl.builder
 }
 
