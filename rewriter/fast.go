@@ -132,9 +132,9 @@ func (b *builder) fastRows(l *lexer, h insertHead, rule Rule, db, table string) 
 	if rest := l.sql[l.pos:]; len(rest) > bigRows {
 		// A many-row INSERT: room for its rows' edits at once, rather
 		// than growing by a quarter at a time (which allocated five
-		// times what the edits end up taking). The rows are at most the
-		// '(' left in the text, and each has at least 3 bytes.
-		b.edits = slices.Grow(b.edits, min(strings.Count(rest, "("), len(rest)/3)+2)
+		// times what the edits end up taking), as many as it was charged
+		// for (estimateRows).
+		b.edits = slices.Grow(b.edits, estimateRows(rest)+1)
 	}
 	fail := func() bool {
 		b.edits = b.edits[:first]

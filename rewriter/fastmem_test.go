@@ -72,3 +72,19 @@ func TestRowCostCovers(t *testing.T) {
 		})
 	}
 }
+
+func TestEstimateRows(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want int
+	}{
+		{"INSERT INTO t (v) VALUES (1)", 1},
+		{"INSERT INTO t (v) VALUES (1),(2), (3) ,\n(4)", 4},
+		{"INSERT INTO t SET v = " + strings.Repeat("(", 1000) + "1" + strings.Repeat(")", 1000), 1},
+		{"INSERT INTO t (a, b) VALUES (f(1), 2), (g(3), 4)", 4}, // calls followed by a comma count too: an upper bound
+	} {
+		if got := estimateRows(tc.text); got != tc.want {
+			t.Errorf("estimateRows(%.60q) = %d, want %d", tc.text, got, tc.want)
+		}
+	}
+}

@@ -111,13 +111,32 @@ type charge struct {
 // engine's drawn and assigned IDs and the 1062 retry's copy (24), the ID
 // in the rendered text and in the proxy's copy of it (up to 2 x 22), with
 // room to spare (TestRowCostCovers checks planning, IDs and rendering:
-// ~130 bytes a row). Rows are counted as the '(' of the text, at most one
-// per 3 bytes.
+// ~130 bytes a row). Rows are counted by estimateRows.
 const RowCost = 160
 
 // rowsMemory is what a many-row INSERT text is charged (RowCost a row).
-func rowsMemory(text string) int64 {
-	return int64(min(strings.Count(text, "("), len(text)/3)+1) * RowCost
+func rowsMemory(text string) int64 { return int64(estimateRows(text)) * RowCost }
+
+// estimateRows is about the number of rows of an INSERT text, from a byte
+// scan: 1 + the ')' followed by a ',' (white space between), at most one
+// per 3 bytes. Deep nesting alone, ((((1)))), counts no rows: the parser
+// refuses it for its depth (1473), not for its memory.
+func estimateRows(text string) int {
+	n := 1
+	for i := 0; ; {
+		j := strings.IndexByte(text[i:], ')')
+		if j < 0 {
+			break
+		}
+		i += j + 1
+		for i < len(text) && (text[i] == ' ' || text[i] == '\n' || text[i] == '\t' || text[i] == '\r') {
+			i++
+		}
+		if i < len(text) && text[i] == ',' {
+			n++
+		}
+	}
+	return min(n, len(text)/3+1)
 }
 
 // addRows charges n bytes for a many-row INSERT's rows, on top of what
