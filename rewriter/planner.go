@@ -23,7 +23,12 @@ func (pl *Planner) PlanQuery(sql string, env *Env) (Plan, error) {
 // Release gives back the plan memory the last plan holds: a many-row
 // INSERT's rows are charged (RowCost each) from before it is planned
 // until its caller is done with the plan, its IDs and its rendered text.
-func (pl *Planner) Release() { pl.charge.done() }
+// It returns how much was held.
+func (pl *Planner) Release() int64 {
+	n := pl.charge.held
+	pl.charge.done()
+	return n
+}
 
 // planWith plans with or without the fast path (fast.go); fastHits is the
 // number of statements the fast path planned.
