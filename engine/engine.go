@@ -196,7 +196,7 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 		return false, err
 	}
 	// A many-row INSERT's plan memory is held until it was sent.
-	defer st.releasePlan()
+	defer st.releasePlan(ctx)
 	plan, err := st.planner.PlanQuery(text, &st.env)
 	if errors.Is(err, proxy.ErrWouldBlock) {
 		return false, err // the plan budget is full: the goroutine waits for it

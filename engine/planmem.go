@@ -138,11 +138,18 @@ func mibUp(n int64) int64 { return (n + 1<<20 - 1) >> 20 }
 // the RSS of four 1,000,000-row INSERTs in turn).
 const gcAfter = 32 << 20
 
-// releasePlan gives back what the session's last plan held (Planner.Release).
-func (st *state) releasePlan() {
-	if st.planner.Release() >= gcAfter {
-		runtime.GC()
+// releasePlan gives back what the session's last plan held
+// (Planner.Release), after the collection: sessions waiting for the
+// budget start once it is done. An event loop does not wait for it.
+func (st *state) releasePlan(ctx context.Context) {
+	if st.planner.Held() >= gcAfter {
+		if proxy.MustNotBlock(ctx) {
+			go runtime.GC()
+		} else {
+			runtime.GC()
+		}
 	}
+	st.planner.Release()
 }
 
 // planMemory is a session's rewriter.Budget: the engine's budget, waited

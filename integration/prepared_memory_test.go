@@ -4,7 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -50,7 +50,7 @@ func TestPreparedPlansBounded(t *testing.T) {
 	for i := range args {
 		args[i] = i
 	}
-	runtime.GC()
+	debug.FreeOSMemory()
 	rss := startRSS(t)
 	var kept []*sql.Stmt
 	refused := 0

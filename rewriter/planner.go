@@ -23,12 +23,10 @@ func (pl *Planner) PlanQuery(sql string, env *Env) (Plan, error) {
 // Release gives back the plan memory the last plan holds: a many-row
 // INSERT's rows are charged (RowCost each) from before it is planned
 // until its caller is done with the plan, its IDs and its rendered text.
-// It returns how much was held.
-func (pl *Planner) Release() int64 {
-	n := pl.charge.held
-	pl.charge.done()
-	return n
-}
+func (pl *Planner) Release() { pl.charge.done() }
+
+// Held is the plan memory the last plan holds until Release.
+func (pl *Planner) Held() int64 { return pl.charge.held }
 
 // planWith plans with or without the fast path (fast.go); fastHits is the
 // number of statements the fast path planned.
