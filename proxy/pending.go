@@ -45,32 +45,6 @@ func (p *pendingHandshakes) add(c net.Conn, host string, max int, mu *sync.Mutex
 	return dropped
 }
 
-// refuseNew reports whether a new connection of host is to be closed at
-// once, in the accept loop: the budget is full and host holds the most
-// pending handshakes (add would close one of its own to make room). A
-// flood then costs the proxy an accept and a close per connection, not a
-// goroutine, a greeting and a drop: at 14,000 connections a second the
-// latter kept thousands of goroutines runnable, and every network wake-up
-// of another host's login waited behind them (~1 s a login; BENCHMARKS.md,
-// "Logins under a connection flood").
-func (p *pendingHandshakes) refuseNew(host string, max int, mu *sync.Mutex) bool {
-	mu.Lock()
-	defer mu.Unlock()
-	if max <= 0 || p.n < max {
-		return false
-	}
-	mine := len(p.byHost[host])
-	if mine == 0 {
-		return false
-	}
-	for h, cs := range p.byHost {
-		if len(cs) > mine && h != host {
-			return false
-		}
-	}
-	return true
-}
-
 // drop forgets host's i-th pending connection (mu held).
 func (p *pendingHandshakes) drop(host string, i int) {
 	cs := p.byHost[host]

@@ -265,14 +265,6 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 			return fmt.Errorf("accept on %s: %w", l.Addr(), err)
 		}
 		delay = 0
-		if s.pending.refuseNew(hostKey(conn.RemoteAddr()), s.cfg.Limits.MaxHandshakes, &s.mu) {
-			// The host holding the most pending handshakes, with the
-			// budget full: closed here, before a goroutine and a greeting
-			// (pending.go).
-			conn.Close()
-			s.handshakesDropped.Add(1)
-			continue
-		}
 		s.wg.Add(1)
 		s.handling.Add(1)
 		go s.handle(conn)
