@@ -293,6 +293,10 @@ const (
 	DefaultLoginBlockMax        = 5 * time.Minute
 	DefaultMaxPlanDepth         = 1000
 	DefaultPlanMemory           = 256 << 20
+	// DefaultPreparedMemory and DefaultSessionPreparedMemory are
+	// engine.DefaultPreparedMemory and engine.DefaultSessionPreparedMemory.
+	DefaultPreparedMemory        = 256 << 20
+	DefaultSessionPreparedMemory = 8 << 20
 )
 
 // Generators a tag can name.
@@ -335,6 +339,8 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&c.Limits.LoginBlockMax, Duration(DefaultLoginBlockMax))
 	setDefault(&c.Limits.MaxPlanDepth, DefaultMaxPlanDepth)
 	setDefault(&c.Limits.PlanMemory, DefaultPlanMemory)
+	setDefault(&c.Limits.PreparedMemory, DefaultPreparedMemory)
+	setDefault(&c.Limits.SessionPreparedMemory, DefaultSessionPreparedMemory)
 	for name, t := range c.Sequences.Tags {
 		setDefault(&t.Generator, GeneratorSegment)
 		setDefault(&t.Step, c.Sequences.DefaultStep)
@@ -470,6 +476,12 @@ func (c *Config) Validate(checks ...Check) error {
 	if c.Limits.PlanMemory < 1<<20 {
 		add("limits.plan_memory", "%d bytes: must be at least 1MiB (default %dMiB), or every statement the proxy parses is refused",
 			c.Limits.PlanMemory, DefaultPlanMemory>>20)
+	}
+	if c.Limits.SessionPreparedMemory < 64<<10 {
+		add("limits.session_prepared_memory", "%d bytes: must be at least 64KiB (default %dMiB)", c.Limits.SessionPreparedMemory, DefaultSessionPreparedMemory>>20)
+	}
+	if c.Limits.PreparedMemory < c.Limits.SessionPreparedMemory {
+		add("limits.prepared_memory", "%d bytes: must be at least limits.session_prepared_memory (%d)", c.Limits.PreparedMemory, c.Limits.SessionPreparedMemory)
 	}
 	for _, check := range checks {
 		probs = append(probs, check(c)...)

@@ -46,6 +46,9 @@ func TestValidationNamesTheKey(t *testing.T) {
 		{"users: [{name: a}, {name: a}]", "listed twice"},
 		{"limits: {max_plan_depth: -1}", "limits.max_plan_depth: -1: must be at least 1"},
 		{"limits: {plan_memory: 64KiB}", "limits.plan_memory: 65536 bytes: must be at least 1MiB"},
+		{"limits: {session_prepared_memory: 1KiB}", "limits.session_prepared_memory: 1024 bytes: must be at least 64KiB"},
+		{"limits: {session_prepared_memory: -1}", "limits.session_prepared_memory"},
+		{"limits: {prepared_memory: 1MiB, session_prepared_memory: 2MiB}", "limits.prepared_memory: 1048576 bytes: must be at least limits.session_prepared_memory"},
 		{"metrics: {listen: 9104}", "metrics.listen"},
 		{"metrics: {listen: localhost}", "metrics.listen"},
 	} {

@@ -44,6 +44,13 @@ type Limits struct {
 	// statement that would need more than all of it gets 1041 at once,
 	// others wait up to 10 s.
 	PlanMemory ByteSize `yaml:"plan_memory"`
+	// PreparedMemory bounds what all sessions' prepared statements with
+	// generated keys keep of their plans (their text, a slot per
+	// generated value, the parameter map) while they are open;
+	// SessionPreparedMemory what one session's keep. A prepare beyond
+	// either gets 1461, as beyond MariaDB's max_prepared_stmt_count.
+	PreparedMemory        ByteSize `yaml:"prepared_memory"`
+	SessionPreparedMemory ByteSize `yaml:"session_prepared_memory"`
 }
 
 // ByteSize is a byte count written as 512MiB, 64KB or a plain number.

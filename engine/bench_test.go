@@ -11,7 +11,8 @@ import (
 // benchmark measures the engine, not the recording.
 type discardSession struct{ fakeSession }
 
-func (d *discardSession) RelayQuery([]byte) error { return nil }
+func (d *discardSession) RelayQuery([]byte) error       { return nil }
+func (d *discardSession) RelayQueryPacket([]byte) error { return nil }
 
 // BenchmarkQueryFilledInsert is the engine's whole share of one filled
 // single-row INSERT as go-sql-driver sends it (bench/haproxy_test.go's

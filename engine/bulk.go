@@ -78,7 +78,8 @@ func (e *Engine) bulkRewrite(ctx context.Context, s Session, st *state, p *prepa
 			return false, err
 		}
 	}
-	out := make([]byte, 0, len(pkt)+2*len(pm.hidden)+len(rows)*9*len(pm.hidden))
+	hidden := pm.backendParams - pm.clientParams // the generated values
+	out := make([]byte, 0, len(pkt)+2*hidden+len(rows)*9*hidden)
 	out = append(out, pkt[:5]...)
 	out = binary.LittleEndian.AppendUint16(out, flags|bulkSendTypes)
 	out = pm.appendTypes(out)

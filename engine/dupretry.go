@@ -31,10 +31,16 @@ type dupRetry struct {
 	session *state
 	text    []byte  // the statement as the client sent it
 	keys    []int64 // the generated keys of the attempt
-	tags    []string
-	filled  []rewriter.Filled
-	dupKey  int64 // the colliding key (Retry)
-	dupTag  string
+	// borrowed: keys is the attempt's IDs (st.slotIDs), not to be
+	// written.
+	borrowed bool
+	// tags: keys[tagEnd[i-1]:tagEnd[i]] are of tags[i] (runs: a many-row
+	// INSERT's keys are of one tag, not worth a string each)
+	tags   []string
+	tagEnd []int
+	filled []rewriter.Filled
+	dupKey int64 // the colliding key (Retry)
+	dupTag string
 	// stmt and execute: a prepared statement's attempt (armExecute): the
 	// client's execute packet, executed again by Redo.
 	stmt    *prepared
@@ -48,11 +54,34 @@ var _ proxy.Retrier = (*dupRetry)(nil)
 func (d *dupRetry) arm(e *Engine, st *state, text string, plan *rewriter.Plan, ids []int64) {
 	d.engine, d.session = e, st
 	d.text = append(d.text[:0], text...)
-	d.keys, d.tags = d.keys[:0], d.tags[:0]
-	for i, sl := range plan.Slots {
+	d.tags, d.tagEnd = d.tags[:0], d.tagEnd[:0]
+	keys := 0
+	for _, sl := range plan.Slots {
 		if sl.Key {
-			d.keys = append(d.keys, ids[i])
-			d.tags = append(d.tags, sl.Tag) // a rule's tag: owned by the rules
+			if n := len(d.tags); n == 0 || d.tags[n-1] != sl.Tag {
+				d.tags = append(d.tags, sl.Tag) // a rule's tag: owned by the rules
+				d.tagEnd = append(d.tagEnd, 0)
+			}
+			keys++
+			d.tagEnd[len(d.tagEnd)-1] = keys
+		}
+	}
+	if keys == len(ids) && keys > 1<<12 {
+		// Every ID is a key (a many-row INSERT): the attempt's IDs
+		// themselves, not a copy (st.slotIDs, not redrawn before Retry).
+		d.keys, d.borrowed = ids, true
+	} else {
+		if d.borrowed || cap(d.keys) > 1<<16 {
+			// Not another attempt's IDs, nor a many-row one's copy (kept
+			// until here: on an event loop the answer, and Retry, may
+			// come after the engine returned).
+			d.keys, d.borrowed = nil, false
+		}
+		d.keys = d.keys[:0]
+		for i, sl := range plan.Slots {
+			if sl.Key {
+				d.keys = append(d.keys, ids[i])
+			}
 		}
 	}
 	d.filled = append(d.filled[:0], plan.Filled...)
@@ -94,7 +123,11 @@ func (d *dupRetry) Retry(code uint16, msg string) bool {
 	}
 	for i, k := range d.keys {
 		if k == v {
-			d.dupKey, d.dupTag = v, d.tags[i]
+			r := 0
+			for d.tagEnd[r] <= i {
+				r++
+			}
+			d.dupKey, d.dupTag = v, d.tags[r]
 			return true
 		}
 	}

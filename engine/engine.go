@@ -28,6 +28,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/mysql"
+
 	"github.com/leafproxy/leafproxy/internal/raw"
 	"github.com/leafproxy/leafproxy/proxy"
 	"github.com/leafproxy/leafproxy/rewriter"
@@ -54,6 +56,8 @@ type Engine struct {
 	// What planning with the parser may cost (WithPlanLimits, planmem.go).
 	maxDepth int
 	plans    *planBudget
+	// What kept prepared plans may take (WithPreparedLimits, keptmem.go).
+	kept keptBudget
 }
 
 // New returns an engine drawing from ids and filling keys per rules (nil:
@@ -63,6 +67,7 @@ func New(ids IDSource, rules *rewriter.Rules, opts ...Option) *Engine {
 	for _, o := range opts {
 		o(e)
 	}
+	e.kept.init()
 	e.rules.Store(rules)
 	return e
 }
@@ -86,6 +91,7 @@ type state struct {
 	last        map[string]*int64    // LASTVAL per tag (keys owned: see own)
 	owned       map[string]*tagEntry // tag names copied out of packet buffers, with the IDs drawn (own)
 	stmts       map[uint32]*prepared
+	keptBytes   int64 // what stmts are charged (keptmem.go)
 	slotIDs     []int64
 	kept        []int64 // keptKeys' answer, reused
 	tagBatches  [][]int64
@@ -189,6 +195,8 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 	if err := st.refreshEnv(ctx, s); err != nil {
 		return false, err
 	}
+	// A many-row INSERT's plan memory is held until it was sent.
+	defer st.releasePlan(ctx)
 	plan, err := st.planner.PlanQuery(text, &st.env)
 	if errors.Is(err, proxy.ErrWouldBlock) {
 		return false, err // the plan budget is full: the goroutine waits for it
@@ -243,18 +251,19 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 			}
 			return false, err
 		}
-		st.rendered = plan.Render(st.rendered[:0], text, st.slotIDs)
+		// The COM_QUERY packet itself: the proxy sends it without a copy.
+		st.rendered = plan.Render(append(st.rendered[:0], mysql.COM_QUERY), text, st.slotIDs)
 		st.countStmt(StmtFilled)
 		var err error
 		if len(plan.Filled) > 0 && plan.Statements == 1 {
 			if _, ok := e.idSource.(advancer); ok {
 				st.dup.arm(e, st, text, &plan, st.slotIDs)
-				err = s.RelayQueryOr(st.rendered, &st.dup)
+				err = s.RelayQueryPacketOr(st.rendered, &st.dup)
 				st.trim()
 				return true, err
 			}
 		}
-		err = s.RelayQuery(st.rendered)
+		err = s.RelayQueryPacket(st.rendered)
 		st.trim()
 		return true, err
 	}
@@ -434,7 +443,7 @@ func (e *Engine) setVal(ctx context.Context, c rewriter.Call) error {
 // drops the backend's statements and variables too.
 func (e *Engine) sessionReset(s Session) {
 	if st, ok := s.Value().(*state); ok {
-		clear(st.stmts)
+		st.forgetAll()
 		clear(st.last)
 		clear(st.pending)
 		st.orphans = nil // the backend dropped every statement
@@ -444,6 +453,7 @@ func (e *Engine) sessionReset(s Session) {
 // sessionClosed drops the session's state (its counts go to the totals).
 func (e *Engine) sessionClosed(s Session) {
 	if st, ok := s.Value().(*state); ok {
+		st.forgetAll()
 		e.retire(st)
 	}
 	s.SetValue(nil)

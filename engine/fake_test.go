@@ -42,6 +42,10 @@ func (f *fakeSession) RelayQueryRetry(sql []byte, _ func(uint16, string) bool) (
 	return false, f.RelayQuery(sql)
 }
 func (f *fakeSession) RelayQueryOr(sql []byte, _ proxy.Retrier) error { return f.RelayQuery(sql) }
+func (f *fakeSession) RelayQueryPacket(pkt []byte) error              { return f.RelayQuery(pkt[1:]) }
+func (f *fakeSession) RelayQueryPacketOr(pkt []byte, _ proxy.Retrier) error {
+	return f.RelayQuery(pkt[1:])
+}
 func (f *fakeSession) BackendExec(_ context.Context, sql string) (uint64, uint64, error) {
 	f.backend = append(f.backend, sql)
 	return 0, 0, nil

@@ -32,15 +32,23 @@ func (e *Engine) prepareNumbered(ctx context.Context, s Session, st *state, p *p
 	if err != nil {
 		return false, countError(err)
 	}
+	n := p.size()
+	if err := st.chargeKept(n); err != nil {
+		if cerr := s.BackendCloseStmt(cnt.StmtID); cerr != nil {
+			return true, cerr
+		}
+		return false, err
+	}
 	res, err := s.RelayPrepare(p.plan.RenderNumbered(nil, p.sql, nil))
 	if err != nil || !res.OK {
+		st.releaseKept(n)
 		if cerr := s.BackendCloseStmt(cnt.StmtID); err == nil {
 			err = cerr
 		}
 		return true, err
 	}
 	p.count = cnt.StmtID
-	st.stmts[res.StmtID] = p
+	st.keep(res.StmtID, p, n)
 	return true, nil
 }
 

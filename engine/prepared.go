@@ -24,6 +24,8 @@ type prepared struct {
 	count uint32
 	types []byte
 	long  bool
+	// charged: what the statement is charged while kept (keptmem.go).
+	charged int64
 }
 
 // prepare plans a COM_STMT_PREPARE. Rewrite plans are prepared with their
@@ -63,14 +65,7 @@ func (e *Engine) prepare(ctx context.Context, s Session, sql []byte) (bool, erro
 			return false, nil
 		}
 		// Relayed as it is; its explicit keys move the tag at each EXECUTE.
-		res, err := s.RelayPrepare(sql)
-		if err != nil {
-			return true, err
-		}
-		if res.OK {
-			st.stmts[res.StmtID] = p
-		}
-		return true, nil
+		return st.relayKept(p, func() (proxy.PrepareResult, error) { return s.RelayPrepare(sql) })
 	case rewriter.Sequence:
 		for _, c := range plan.Calls {
 			if c.ArgParam > 0 {
@@ -110,22 +105,31 @@ func (e *Engine) prepare(ctx context.Context, s Session, sql []byte) (bool, erro
 			return false, err
 		}
 		p.params = pm
-		res, err := s.RelayPrepareHidden(plan.Render(nil, text, nil), pm.hidden, pm.backendParams)
-		if err != nil {
-			return true, err
-		}
-		if res.OK {
-			st.stmts[res.StmtID] = p
-		}
-		return true, nil
+		hidden := pm.hidden
+		pm.hidden = nil      // needed only to prepare
+		p.plan = plan.Keep() // what an EXECUTE reads (keptmem.go)
+		return st.relayKept(p, func() (proxy.PrepareResult, error) {
+			// Rendered once charged: a refused prepare makes no garbage of it.
+			return s.RelayPrepareHidden(plan.Render(nil, text, nil), hidden, pm.backendParams)
+		})
 	}
-	res, err := s.RelayPrepare(backendText)
-	if err != nil {
+	return st.relayKept(p, func() (proxy.PrepareResult, error) { return s.RelayPrepare(backendText) })
+}
+
+// relayKept charges p to the budgets of kept plans, relays the prepare
+// and keeps p as the plan of the backend's statement: a prepare beyond
+// the budgets is refused before it reaches the backend (keptmem.go).
+func (st *state) relayKept(p *prepared, relay func() (proxy.PrepareResult, error)) (bool, error) {
+	n := p.size()
+	if err := st.chargeKept(n); err != nil {
+		return false, err
+	}
+	res, err := relay()
+	if err != nil || !res.OK {
+		st.releaseKept(n)
 		return true, err
 	}
-	if res.OK {
-		st.stmts[res.StmtID] = p
-	}
+	st.keep(res.StmtID, p, n)
 	return true, nil
 }
 
@@ -284,7 +288,7 @@ func (e *Engine) stmtClosed(s Session, stmtID uint32) {
 			st.orphans = append(st.orphans, p.count)
 			st.closeOrphans()
 		}
-		delete(st.stmts, stmtID)
+		st.forget(stmtID)
 	}
 }
 

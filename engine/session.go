@@ -42,6 +42,11 @@ type Session interface {
 	// RelayQueryOr relays sql, or, when the answer is an ERR that
 	// r.Retry accepts, runs r.Redo instead (see proxy.Retrier).
 	RelayQueryOr(sql []byte, r proxy.Retrier) error
+	// RelayQueryPacket and RelayQueryPacketOr are RelayQuery and
+	// RelayQueryOr for a COM_QUERY packet (the command byte, then the
+	// text) the engine rendered: no copy of a large text.
+	RelayQueryPacket(pkt []byte) error
+	RelayQueryPacketOr(pkt []byte, r proxy.Retrier) error
 	// RelayExecuteOr is RelayQueryOr for an execute packet.
 	RelayExecuteOr(pkt []byte, r proxy.Retrier) error
 	// RelayQueryInfile is RelayQuery for a LOAD DATA LOCAL INFILE whose

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -15,6 +16,16 @@ func (s *Session) RelayQuery(sql []byte) error {
 	err := s.relayQuery(s.out)
 	s.trimOut()
 	return err
+}
+
+// RelayQueryPacket is RelayQuery for a COM_QUERY packet the caller built
+// (the command byte, then the text): a large rewritten text is sent
+// without a copy of it.
+func (s *Session) RelayQueryPacket(pkt []byte) error {
+	if len(pkt) == 0 || pkt[0] != mysql.COM_QUERY {
+		return errors.New("proxy: RelayQueryPacket needs a COM_QUERY packet")
+	}
+	return s.relayQuery(pkt)
 }
 
 // RelayPrepare sends sql as a COM_STMT_PREPARE and streams the prepare

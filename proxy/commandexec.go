@@ -24,7 +24,7 @@ type commandExec interface {
 	relayPrepare(s *Session, pkt []byte) (PrepareResult, error)
 	// relayQueryOr is Session.RelayQueryOr; relayExecuteOr,
 	// Session.RelayExecuteOr.
-	relayQueryOr(s *Session, sql []byte, r Retrier) error
+	relayQueryOr(s *Session, pkt []byte, r Retrier) error
 	relayExecuteOr(s *Session, pkt []byte, r Retrier) error
 }
 
@@ -57,8 +57,8 @@ func (onGoroutine) relayPrepare(s *Session, pkt []byte) (PrepareResult, error) {
 	return pr, nil
 }
 
-func (onGoroutine) relayQueryOr(s *Session, sql []byte, r Retrier) error {
-	retried, err := s.RelayQueryRetry(sql, r.Retry)
+func (onGoroutine) relayQueryOr(s *Session, pkt []byte, r Retrier) error {
+	retried, err := s.relayRetry(pkt, respResult, s.queryAfter(pkt), r.Retry)
 	if err != nil || !retried {
 		return err
 	}

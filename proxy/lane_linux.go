@@ -349,9 +349,9 @@ func (ln *lane) relayPrepare(_ *Session, pkt []byte) (PrepareResult, error) {
 // relayQueryOr sends the statement at once; only an ERR as the first
 // packet of its answer hands the session to its goroutine (relayBackend),
 // where r decides and may Redo.
-func (ln *lane) relayQueryOr(s *Session, sql []byte, r Retrier) error {
+func (ln *lane) relayQueryOr(s *Session, pkt []byte, r Retrier) error {
 	ln.retrier = r
-	err := s.RelayQuery(sql)
+	err := s.relayQuery(pkt)
 	if !ln.busy {
 		ln.retrier = nil
 	}

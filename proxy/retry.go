@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 )
@@ -26,7 +27,19 @@ type Retrier interface {
 // the answer relayed as it comes; only an ERR as its first packet hands the
 // session to its goroutine, where the decision and Redo are made.
 func (s *Session) RelayQueryOr(sql []byte, r Retrier) error {
-	return s.exec.relayQueryOr(s, sql, r)
+	s.out = append(append(s.out[:0], mysql.COM_QUERY), sql...)
+	defer s.trimOut()
+	return s.exec.relayQueryOr(s, s.out, r)
+}
+
+// RelayQueryPacketOr is RelayQueryOr for a COM_QUERY packet the caller
+// built (the command byte, then the text): a large rewritten text is sent
+// without a copy of it.
+func (s *Session) RelayQueryPacketOr(pkt []byte, r Retrier) error {
+	if len(pkt) == 0 || pkt[0] != mysql.COM_QUERY {
+		return errors.New("proxy: RelayQueryPacketOr needs a COM_QUERY packet")
+	}
+	return s.exec.relayQueryOr(s, pkt, r)
 }
 
 // RelayExecuteOr is RelayQueryOr for a COM_STMT_EXECUTE payload pkt

@@ -80,6 +80,25 @@ type builder struct {
 	// the call holds.
 	cost   stmtCost
 	charge *charge
+	// texts: the edits' strings (edit), "" first.
+	texts []string
+}
+
+// text is s's index in b.texts, added if it is not among the last few.
+func (b *builder) text(s string) uint32 {
+	if s == "" {
+		return 0
+	}
+	if len(b.texts) == 0 {
+		b.texts = append(b.texts, "")
+	}
+	for i := len(b.texts) - 1; i > 0 && i >= len(b.texts)-8; i-- {
+		if b.texts[i] == s {
+			return uint32(i)
+		}
+	}
+	b.texts = append(b.texts, s)
+	return uint32(len(b.texts) - 1)
 }
 
 type scanKind uint8
@@ -343,6 +362,12 @@ func (b *builder) statement(raw, start, end int, first token) error {
 		}
 	}
 
+	if hasRule && end-start > bigRows {
+		// A many-row INSERT: its rows cost memory on either path.
+		if err := b.charge.addRows(b.env, rowsMemory(b.sql[start:end])); err != nil {
+			return err
+		}
+	}
 	if hasRule && len(b.calls) == 0 && !b.noFast && b.fastInsert(start, end, rule, db, table) {
 		b.fastHits++
 		return nil
@@ -456,7 +481,7 @@ func (b *builder) statement(raw, start, end int, first token) error {
 		if s.consumed[i] {
 			continue
 		}
-		s.builder.edits = append(s.builder.edits, edit{start: c.start, end: c.end, tag: c.tag})
+		s.builder.edits = append(s.builder.edits, edit{start: c.start, end: c.end, tag: s.builder.text(c.tag)})
 	}
 	s.wrapFirstKey()
 	return nil

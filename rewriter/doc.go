@@ -33,6 +33,13 @@
 // Rewrite plan draw fresh IDs as above and bind ids[i] as parameter
 // Slots[i].Param (a BIGINT), the client's values at the other indexes in
 // order. A plan whose Params != ClientParams+len(Slots) must not be used.
+// Once prepared, keep p.Keep(): what an EXECUTE reads, without what only
+// Render needs (Size says what it holds, for a budget of kept plans).
+//
+// A many-row INSERT into a rule table (over 64 KiB) planned with a
+// Planner is charged RowCost a row to Env.Limits.Memory before it is
+// planned, held until Planner.Release (or the Planner's next call): call
+// it once the rendered text was sent.
 // A Sequence plan from PlanPrepare is answered by the proxy at each
 // EXECUTE; a call whose ArgParam is k takes its block size or ID from the
 // k-th parameter of each EXECUTE (check a block size with CheckBlock).

@@ -29,6 +29,9 @@ func checkRendered(t *testing.T, sql string, mode Mode, p Plan) string {
 		t.Fatalf("%q: %d slots, tags %+v", sql, len(p.Slots), p.Tags)
 	}
 	out := string(p.Render(nil, sql, fuzzIDs(n)))
+	if l := p.renderedLen(sql, fuzzIDs(n)); l != len(out) {
+		t.Fatalf("%q: renderedLen %d, rendered %d bytes", sql, l, len(out))
+	}
 	// Parse the statements that were spliced: the others were never read.
 	in, outStmts := statements(sql, mode), statements(out, mode)
 	if len(in) != len(outStmts) {

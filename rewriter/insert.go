@@ -185,7 +185,7 @@ func (s *stmtPlan) fillKey(ins *ast.InsertStmt, rule Rule, db, table string) err
 			return errorf(CodeNotSupported, "cannot find the SET list of this INSERT into %s", name)
 		}
 		at := s.start + parts.setEnd
-		s.builder.edits = append(s.builder.edits, edit{start: at, end: at, tag: rule.Tag, key: true, pre: " " + col + " = ", post: ","})
+		s.builder.edits = append(s.builder.edits, edit{start: at, end: at, tag: s.builder.text(rule.Tag), key: true, pre: s.builder.text(" " + col + " = "), post: s.builder.text(",")})
 		return nil
 	}
 
@@ -198,10 +198,11 @@ func (s *stmtPlan) fillKey(ins *ast.InsertStmt, rule Rule, db, table string) err
 				return errorf(CodeNotSupported, "cannot find the VALUES rows of this INSERT into %s", name)
 			}
 			at := s.start + parts.values
-			s.builder.edits = append(s.builder.edits, edit{start: at, end: at, slot: -1, pre: "(" + col + ") "})
+			s.builder.edits = append(s.builder.edits, edit{start: at, end: at, slot: -1, pre: s.builder.text("(" + col + ") ")})
+			tag := s.builder.text(rule.Tag)
 			for _, r := range parts.rows {
 				at := s.start + r + 1
-				s.builder.edits = append(s.builder.edits, edit{start: at, end: at, tag: rule.Tag, key: true})
+				s.builder.edits = append(s.builder.edits, edit{start: at, end: at, tag: tag, key: true})
 			}
 			return nil
 		}
@@ -251,14 +252,14 @@ func (s *stmtPlan) fillKey(ins *ast.InsertStmt, rule Rule, db, table string) err
 		pre += ", "
 	}
 	at := s.start + parts.colOpen + 1
-	s.builder.edits = append(s.builder.edits, edit{start: at, end: at, slot: -1, pre: pre})
-	post := ""
+	s.builder.edits = append(s.builder.edits, edit{start: at, end: at, slot: -1, pre: s.builder.text(pre)})
+	post, tag := uint32(0), s.builder.text(rule.Tag)
 	if width > 0 {
-		post = ", "
+		post = s.builder.text(", ")
 	}
 	for _, r := range parts.rows {
 		at := s.start + r + 1
-		s.builder.edits = append(s.builder.edits, edit{start: at, end: at, tag: rule.Tag, key: true, post: post})
+		s.builder.edits = append(s.builder.edits, edit{start: at, end: at, tag: tag, key: true, post: post})
 	}
 	return nil
 }
@@ -283,7 +284,7 @@ func (s *stmtPlan) keyValue(e ast.ExprNode, rule Rule, ignore bool) error {
 		if _, ok := e.(ast.ValueExpr); ok && s.placed[i] {
 			c := s.builder.calls[i]
 			s.consumed[i] = true
-			s.builder.edits = append(s.builder.edits, edit{start: c.start, end: c.end, tag: c.tag, key: true})
+			s.builder.edits = append(s.builder.edits, edit{start: c.start, end: c.end, tag: s.builder.text(c.tag), key: true})
 		}
 		return nil
 	}
@@ -308,7 +309,7 @@ func (s *stmtPlan) keyValue(e ast.ExprNode, rule Rule, ignore bool) error {
 		return err
 	}
 	if fill {
-		s.builder.edits = append(s.builder.edits, edit{start: s.start + t.start, end: s.start + end, tag: rule.Tag, key: true, param: param, ignore: ignore})
+		s.builder.edits = append(s.builder.edits, edit{start: s.start + t.start, end: s.start + end, tag: s.builder.text(rule.Tag), key: true, param: param, ignore: ignore})
 	}
 	return nil
 }
@@ -404,8 +405,8 @@ func (b *builder) filledBefore(tag string) bool {
 		b.scanned, b.fillTags = 0, b.fillTags[:0]
 	}
 	for ; b.scanned < len(b.edits); b.scanned++ {
-		if e := &b.edits[b.scanned]; e.slot >= 0 && !slices.Contains(b.fillTags, e.tag) {
-			b.fillTags = append(b.fillTags, e.tag)
+		if e := &b.edits[b.scanned]; e.slot >= 0 && !slices.Contains(b.fillTags, b.texts[e.tag]) {
+			b.fillTags = append(b.fillTags, b.texts[e.tag])
 		}
 	}
 	return slices.Contains(b.fillTags, tag)

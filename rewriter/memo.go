@@ -46,7 +46,7 @@ type insertMemo struct {
 // the rows are not the fast path's (plan it the ordinary way).
 func (pl *Planner) memoPlan(sql string, env *Env) (p Plan, ok bool) {
 	m := pl.memoFind(sql, env)
-	if m == nil || hasSeqCall(sql) || strings.IndexByte(sql, ';') >= 0 || hasBang(sql) {
+	if m == nil || len(sql) > bigRows || hasSeqCall(sql) || strings.IndexByte(sql, ';') >= 0 || hasBang(sql) {
 		return Plan{}, false
 	}
 	b := pl.reset(sql, env, false, true, false, firstInsert{})

@@ -98,6 +98,56 @@ func parseMemory(tokens, n int) int64 { return int64(tokens)*TokenCost + 2*int64
 type charge struct {
 	budget     Budget
 	held, base int64
+	// rows: what many-row INSERTs into rule tables were charged
+	// (rowsMemory); a Planner holds it past the call, until Release, as
+	// the plan, its IDs and its rendered text live until then. parsed:
+	// the costliest parse so far.
+	rows, parsed int64
+}
+
+// RowCost is what a many-row INSERT into a rule table (a text of more
+// than bigRows bytes) is charged per row, on the fast path as on the
+// parser's, before it is planned: the edit (40 bytes), the Slot (48), the
+// engine's drawn and assigned IDs and the 1062 retry's copy (24), the ID
+// in the rendered text and in the proxy's copy of it (up to 2 x 22), with
+// room to spare (TestRowCostCovers checks planning, IDs and rendering:
+// ~130 bytes a row). Rows are counted by estimateRows.
+const RowCost = 160
+
+// rowsMemory is what a many-row INSERT text is charged (RowCost a row).
+func rowsMemory(text string) int64 { return int64(estimateRows(text)) * RowCost }
+
+// estimateRows is about the number of rows of an INSERT text, from a byte
+// scan: 1 + the ')' followed by a ',' (white space between), at most one
+// per 3 bytes. Deep nesting alone, ((((1)))), counts no rows: the parser
+// refuses it for its depth (1473), not for its memory.
+func estimateRows(text string) int {
+	n := 1
+	for i := 0; ; {
+		j := strings.IndexByte(text[i:], ')')
+		if j < 0 {
+			break
+		}
+		i += j + 1
+		for i < len(text) && (text[i] == ' ' || text[i] == '\n' || text[i] == '\t' || text[i] == '\r') {
+			i++
+		}
+		if i < len(text) && text[i] == ',' {
+			n++
+		}
+	}
+	return min(n, len(text)/3+1)
+}
+
+// addRows charges n bytes for a many-row INSERT's rows, on top of what
+// is held.
+func (c *charge) addRows(env *Env, n int64) error {
+	if c == nil || env.Limits.Memory == nil {
+		return nil
+	}
+	c.budget = env.Limits.Memory
+	c.rows += n
+	return c.to(c.base + c.rows + c.parsed)
 }
 
 // calls charges for n sequence calls (quickPlan): nothing is held yet,
@@ -117,7 +167,8 @@ func (c *charge) parse(env *Env, n int64) error {
 		return nil
 	}
 	c.budget = env.Limits.Memory
-	return c.to(c.base + n)
+	c.parsed = max(c.parsed, n)
+	return c.to(c.base + c.rows + c.parsed)
 }
 
 // to makes what is held at least n. Holding some and waiting for more
@@ -149,6 +200,19 @@ func (c *charge) done() {
 		c.budget.Release(c.held)
 	}
 	*c = charge{}
+}
+
+// doneKeepRows gives back what the call held but the rows' charge.
+func (c *charge) doneKeepRows() {
+	keep := min(c.rows, c.held)
+	if keep == 0 {
+		c.done()
+		return
+	}
+	if c.held > keep {
+		c.budget.Release(c.held - keep)
+	}
+	*c = charge{budget: c.budget, held: keep}
 }
 
 // parsers holds idle parsers: a parser is not safe for concurrent use and

@@ -107,7 +107,7 @@ func (s *stmtPlan) nameItem(from, limit int) {
 		return // no call: the server names it as written
 	}
 	name := s.builder.sql[from:end]
-	s.builder.edits = append(s.builder.edits, edit{start: end, end: end, slot: -1, pre: " AS `" + strings.ReplaceAll(name, "`", "``") + "`"})
+	s.builder.edits = append(s.builder.edits, edit{start: end, end: end, slot: -1, pre: s.builder.text(" AS `" + strings.ReplaceAll(name, "`", "``") + "`")})
 }
 
 // itemEnd returns where the select item starting at offset from ends: at

@@ -88,11 +88,11 @@ type Slot struct {
 	// value that does not convert cleanly stores 0 with a warning (and
 	// AUTO_INCREMENT generates) even in strict mode: see KeyValue.
 	Ignore bool
+	tag    int32 // index into Plan.Tags (here, int32: a Slot is 48 bytes, not 56)
 	// Param (PlanPrepare only) is the index of this slot's value among the
 	// backend statement's parameters: the client's ? markers and the
 	// generated ones, merged in text order (see Plan.Params).
 	Param int
-	tag   int // index into Plan.Tags
 }
 
 // Plan is what to do with one statement text. The zero Plan is
@@ -151,7 +151,9 @@ type Plan struct {
 	StringCalls bool
 
 	edits    []edit
+	texts    []string // the edits' strings (edit)
 	prepared bool
+	kept     bool // Keep dropped the edits
 	num      *numbering
 }
 
@@ -168,15 +170,18 @@ type Advance struct {
 // pre COALESCE(?,[LAST_INSERT_ID(]value[)]) post,
 // where value is the slot's ID (or ? when prepared); without
 // a slot it is just pre.
+//
+// Its strings (tag, pre, post) are indexes into the builder's texts
+// (Plan.texts; 0 is ""), so that an edit is 40 bytes, not 80: a
+// many-row INSERT has one per row.
 type edit struct {
-	start, end int
-	slot       int // -1: no ID, only pre
-	tag        string
-	key        bool
-	wrap       bool // LAST_INSERT_ID(...) around the value
-	param      bool // the value replaces a ? key: the engine decides at each EXECUTE
-	ignore     bool // with param: the statement is INSERT IGNORE
-	pre, post  string
+	start, end     int
+	slot           int // -1: no ID, only pre
+	tag, pre, post uint32
+	key            bool
+	wrap           bool // LAST_INSERT_ID(...) around the value
+	param          bool // the value replaces a ? key: the engine decides at each EXECUTE
+	ignore         bool // with param: the statement is INSERT IGNORE
 }
 
 // AssignIDs spreads per-tag batches over the slots: batches[i] holds
@@ -193,7 +198,7 @@ func (p *Plan) AssignIDs(dst []int64, batches [][]int64) ([]int64, error) {
 			return dst, errorf(CodeUnknown, "assigning IDs: %d IDs for tag %q, need %d", len(batches[i]), tc.Tag, tc.N)
 		}
 	}
-	dst = dst[:0]
+	dst = slices.Grow(dst[:0], len(p.Slots))
 	var next [8]int
 	used := next[:0]
 	if len(p.Tags) > len(next) {
@@ -214,11 +219,19 @@ func (p *Plan) AssignIDs(dst []int64, batches [][]int64) ([]int64, error) {
 // binds the IDs at each EXECUTE as parameters Slots[i].Param. It allocates
 // only to grow dst, and panics if ids is short, which is a caller bug.
 func (p *Plan) Render(dst []byte, sql string, ids []int64) []byte {
+	if p.kept {
+		panic("rewriter: Render of a kept plan (Plan.Keep)")
+	}
+	if len(p.edits) > bigEdits {
+		dst = slices.Grow(dst, p.renderedLen(sql, ids))
+	}
 	last := 0
 	for i := range p.edits {
 		e := &p.edits[i]
 		dst = append(dst, sql[last:e.start]...)
-		dst = append(dst, e.pre...)
+		if e.pre != 0 {
+			dst = append(dst, p.texts[e.pre]...)
+		}
 		if e.slot >= 0 {
 			switch {
 			case e.param && e.wrap:
@@ -235,7 +248,7 @@ func (p *Plan) Render(dst []byte, sql string, ids []int64) []byte {
 			if p.prepared {
 				dst = append(dst, '?')
 			} else {
-				dst = strconv.AppendInt(dst, ids[e.slot], 10)
+				dst = appendID(dst, ids[e.slot])
 			}
 			if e.param {
 				dst = append(dst, ')')
@@ -244,7 +257,9 @@ func (p *Plan) Render(dst []byte, sql string, ids []int64) []byte {
 				dst = append(dst, ')')
 			}
 		}
-		dst = append(dst, e.post...)
+		if e.post != 0 {
+			dst = append(dst, p.texts[e.post]...)
+		}
 		last = e.end
 	}
 	return append(dst, sql[last:]...)
@@ -283,10 +298,13 @@ func (b *builder) plan(slots []Slot, tags []TagCount) Plan {
 	if len(b.edits) == 0 {
 		return Plan{Explicit: orNil(b.explicit)}
 	}
-	slices.SortStableFunc(b.edits, func(x, y edit) int { return x.start - y.start })
-	p := Plan{Kind: Rewrite, edits: b.edits, prepared: b.prepared, Slots: slices.Grow(slots, len(b.edits)), Tags: tags, Filled: orNil(b.filled), Explicit: orNil(b.explicit), Statements: b.nstmts,
+	if !editsSorted(b.edits) { // the fast path's are
+		slices.SortStableFunc(b.edits, func(x, y edit) int { return x.start - y.start })
+	}
+	p := Plan{Kind: Rewrite, edits: b.edits, texts: b.texts, prepared: b.prepared, Slots: slices.Grow(slots, len(b.edits)), Tags: tags, Filled: orNil(b.filled), Explicit: orNil(b.explicit), Statements: b.nstmts,
 		Idents: orNil(b.idents), StringCalls: b.strCalls}
-	var tagIndex map[string]int // past a few tags; fewer are found by a scan
+	var tagIndex map[string]int        // past a few tags; fewer are found by a scan
+	lastText, lastTag := uint32(0), -1 // the last edit's tag (text index) and its Tags index
 	for i := range p.edits {
 		e := &p.edits[i]
 		if e.slot < 0 {
@@ -295,23 +313,26 @@ func (b *builder) plan(slots []Slot, tags []TagCount) Plan {
 		// A number glued to a word would change how the text lexes:
 		// NEXTVAL('a')WHERE must not become 1001WHERE.
 		if e.end > e.start && e.end < len(b.sql) && sqltext.IsIdentByte(b.sql[e.end]) {
-			e.post += " "
+			e.post = b.text(b.texts[e.post] + " ")
 		}
 		if e.end > e.start && e.start > 0 && sqltext.IsIdentByte(b.sql[e.start-1]) {
-			e.pre = " " + e.pre
+			e.pre = b.text(" " + b.texts[e.pre])
 		}
+		tag := b.texts[e.tag]
 		t, ok := -1, false
-		if tagIndex != nil {
-			t, ok = tagIndex[e.tag]
-		} else if t = slices.IndexFunc(p.Tags, func(c TagCount) bool { return c.Tag == e.tag }); t >= 0 {
+		if lastTag >= 0 && e.tag == lastText {
+			t, ok = lastTag, true // the rows of an INSERT: one tag
+		} else if tagIndex != nil {
+			t, ok = tagIndex[tag]
+		} else if t = slices.IndexFunc(p.Tags, func(c TagCount) bool { return c.Tag == tag }); t >= 0 {
 			ok = true
 		}
 		if !ok {
 			t = len(p.Tags)
-			p.Tags = append(p.Tags, TagCount{Tag: e.tag})
+			p.Tags = append(p.Tags, TagCount{Tag: tag})
 			switch {
 			case tagIndex != nil:
-				tagIndex[e.tag] = t
+				tagIndex[tag] = t
 			case len(p.Tags) > 8:
 				tagIndex = make(map[string]int, len(p.Tags))
 				for j, c := range p.Tags {
@@ -320,9 +341,11 @@ func (b *builder) plan(slots []Slot, tags []TagCount) Plan {
 			}
 		}
 		p.Tags[t].N++
+		lastText, lastTag = e.tag, t
 		e.slot = len(p.Slots)
-		p.Slots = append(p.Slots, Slot{Tag: e.tag, Start: e.start, End: e.end, Key: e.key, Bound: e.param, Ignore: e.ignore, tag: t})
+		p.Slots = append(p.Slots, Slot{Tag: tag, Start: e.start, End: e.end, Key: e.key, Bound: e.param, Ignore: e.ignore, tag: int32(t)})
 	}
+	p.texts = b.texts // gluing may have added some
 	if b.prepared {
 		p.numberParams(b.sql, b.env.Mode)
 	}

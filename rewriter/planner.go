@@ -20,6 +20,14 @@ func (pl *Planner) PlanQuery(sql string, env *Env) (Plan, error) {
 	return p, err
 }
 
+// Release gives back the plan memory the last plan holds: a many-row
+// INSERT's rows are charged (RowCost each) from before it is planned
+// until its caller is done with the plan, its IDs and its rendered text.
+func (pl *Planner) Release() { pl.charge.done() }
+
+// Held is the plan memory the last plan holds until Release.
+func (pl *Planner) Held() int64 { return pl.charge.held }
+
 // planWith plans with or without the fast path (fast.go); fastHits is the
 // number of statements the fast path planned.
 func planWith(sql string, env *Env, prepared, fast bool) (p Plan, fastHits int, err error) {
@@ -41,7 +49,14 @@ func (pl *Planner) planWith(sql string, env *Env, prepared, fast bool) (p Plan, 
 		}
 	}
 	clear(pl.calls[:cap(pl.calls)]) // they hold strings of the last text
-	defer pl.charge.done()
+	pl.charge.done()                // the last plan's rows, if not released
+	defer func() {
+		if err != nil {
+			pl.charge.done()
+		} else {
+			pl.charge.doneKeepRows() // until Release: the plan is in use
+		}
+	}()
 	p, done, seq, first, err := quickPlan(sql, env, pl.calls[:0], prepared, &pl.charge)
 	if done {
 		if p.Calls != nil && cap(p.Calls) <= 64 {
@@ -125,6 +140,9 @@ func (pl *Planner) trim() {
 	if cap(b.idents) > 1024 {
 		b.idents = nil
 	}
+	if cap(b.texts) > 1024 {
+		b.texts = nil
+	}
 }
 
 // reset readies pl's builder for sql, reusing its memory.
@@ -136,11 +154,16 @@ func (pl *Planner) reset(sql string, env *Env, prepared, fast, seq bool, first f
 	clear(pl.builder.marks[:cap(pl.builder.marks)])
 	clear(pl.builder.fillTags[:cap(pl.builder.fillTags)])
 	clear(pl.builder.idents[:cap(pl.builder.idents)])
+	clear(pl.builder.texts[:cap(pl.builder.texts)])
 	clear(pl.slots[:cap(pl.slots)])
 	clear(pl.tags[:cap(pl.tags)])
+	texts := pl.builder.texts[:0]
+	if cap(texts) == 0 {
+		texts = make([]string, 0, 8) // one allocation, not three (a fresh Planner's)
+	}
 	pl.builder = builder{sql: sql, env: env, prepared: prepared, fast: fast, noSeq: !seq, first: first, charge: &pl.charge,
 		edits: pl.builder.edits[:0], filled: pl.builder.filled[:0], calls: pl.builder.calls[:0], explicit: pl.builder.explicit[:0], idents: pl.builder.idents[:0],
-		marks: pl.builder.marks[:0], fillTags: pl.builder.fillTags[:0]}
+		marks: pl.builder.marks[:0], fillTags: pl.builder.fillTags[:0], texts: append(texts, "")}
 	return &pl.builder
 }
 

@@ -120,6 +120,8 @@ func TestRewrite(t *testing.T) {
 			}
 			if got := string(p.Render(nil, tt.sql, ids(len(p.Slots)))); got != tt.want {
 				t.Errorf("%q:\n got %q\nwant %q", tt.sql, got, tt.want)
+			} else if l := p.renderedLen(tt.sql, ids(len(p.Slots))); l != len(got) {
+				t.Errorf("%q: renderedLen %d, rendered %d bytes", tt.sql, l, len(got))
 			}
 			n := 0
 			for _, tc := range p.Tags {
@@ -162,6 +164,9 @@ func TestPrepare(t *testing.T) {
 			continue
 		}
 		got := string(p.Render(nil, tt.sql, nil))
+		if l := p.renderedLen(tt.sql, nil); l != len(got) {
+			t.Errorf("%q: renderedLen %d, rendered %d bytes", tt.sql, l, len(got))
+		}
 		if p.Kind != Rewrite || got != tt.want {
 			t.Errorf("%q: %v\n got %q\nwant %q", tt.sql, p.Kind, got, tt.want)
 		}

@@ -182,7 +182,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	}
 	names.log(log, cfg)
 	h.seq = seq
-	eng := engine.New(seq, rs, engine.WithPlanLimits(cfg.Limits.MaxPlanDepth, int64(cfg.Limits.PlanMemory)))
+	eng := engine.New(seq, rs, engine.WithPlanLimits(cfg.Limits.MaxPlanDepth, int64(cfg.Limits.PlanMemory)),
+		engine.WithPreparedLimits(int64(cfg.Limits.PreparedMemory), int64(cfg.Limits.SessionPreparedMemory)))
 	live := &atomic.Pointer[config.Config]{}
 	live.Store(cfg)
 	liveAlloc := &atomic.Pointer[allocator.Config]{}
