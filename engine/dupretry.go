@@ -23,6 +23,13 @@ import (
 // text holding the one statement, or one EXECUTE, is retried, and only
 // once.
 
+// maxRetryText: a statement (or execute packet) larger than this is not
+// retried after a 1062 on a generated key (the client gets the 1062): the
+// retry needs its own copy of the text until the answer is known, which a
+// session must not hold for long at that size (it keeps it until the
+// next filled statement).
+const maxRetryText = 256 << 10
+
 // dupRetry is a session's proxy.Retrier for its filled INSERTs; it lives in
 // the session's state, so arming it allocates nothing once its buffers
 // have grown.
@@ -86,9 +93,6 @@ func (d *dupRetry) arm(e *Engine, st *state, text string, plan *rewriter.Plan, i
 	}
 	d.filled = append(d.filled[:0], plan.Filled...)
 	d.stmt, d.execute = nil, d.execute[:0]
-	if cap(d.text) > 1<<20 {
-		defer func() { d.text = nil }()
-	}
 }
 
 // armExecute remembers a prepared statement's attempt: the client's
@@ -97,9 +101,6 @@ func (d *dupRetry) arm(e *Engine, st *state, text string, plan *rewriter.Plan, i
 func (d *dupRetry) armExecute(e *Engine, st *state, p *prepared, pkt []byte, ids []int64) {
 	d.arm(e, st, "", &p.plan, ids)
 	d.stmt, d.execute = p, append(d.execute[:0], pkt...)
-	if cap(d.execute) > 1<<20 {
-		defer func() { d.execute = nil }()
-	}
 }
 
 // Retry accepts 1062 on one of the attempt's generated keys.

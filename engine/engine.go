@@ -255,7 +255,7 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 		st.rendered = plan.Render(append(st.rendered[:0], mysql.COM_QUERY), text, st.slotIDs)
 		st.countStmt(StmtFilled)
 		var err error
-		if len(plan.Filled) > 0 && plan.Statements == 1 {
+		if len(plan.Filled) > 0 && plan.Statements == 1 && len(text) <= maxRetryText {
 			if _, ok := e.idSource.(advancer); ok {
 				st.dup.arm(e, st, text, &plan, st.slotIDs)
 				err = s.RelayQueryPacketOr(st.rendered, &st.dup)

@@ -2,8 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"reflect"
 	"sync/atomic"
-	"unsafe"
 )
 
 // Prepared statements the engine plans keep their plan (and parameter map)
@@ -73,7 +73,7 @@ func (p *prepared) size() int64 {
 		n += int64(len(c)) + 16
 	}
 	if pm := p.params; pm != nil {
-		n += int64(unsafe.Sizeof(*pm))
+		n += int64(reflect.TypeFor[paramMap]().Size())
 		n += 4*int64(cap(pm.sourceOf)) + 2*int64(cap(pm.toServer)) + int64(cap(pm.long)) + 4*int64(cap(pm.boundBy))
 		n += 8*int64(cap(pm.hidden)) + 2*int64(pm.clientParams) // the types, once bound
 	}

@@ -214,7 +214,7 @@ func (e *Engine) executeRewrite(ctx context.Context, s Session, st *state, p *pr
 	long := pm.anyLong // an execute sent again would lack it
 	pm.resetLong()     // the server drops long data after an execute
 	st.countStmt(StmtFilled)
-	if _, ok := e.idSource.(advancer); ok && retry && len(p.plan.Filled) > 0 && !long {
+	if _, ok := e.idSource.(advancer); ok && retry && len(p.plan.Filled) > 0 && !long && len(pkt) <= maxRetryText {
 		st.dup.armExecute(e, st, p, pkt, st.slotIDs)
 		err = s.RelayExecuteOr(st.rendered, &st.dup)
 	} else {

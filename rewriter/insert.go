@@ -339,7 +339,7 @@ func (b *builder) keyFills(l *lexer, base int, t token, form keyForm, rule Rule,
 		// NO_AUTO_VALUE_ON_ZERO stored as 0, which the rule table's key
 		// (no default) would answer with 1364: it is written as 0.
 		if mode.NoAutoValueOnZero {
-			b.edits = append(b.edits, edit{start: base + t.start, end: base + t.end, slot: -1, pre: "0"})
+			b.edits = append(b.edits, edit{start: base + t.start, end: base + t.end, slot: -1, pre: b.text("0")})
 		}
 		return !mode.NoAutoValueOnZero, false, t.end, nil
 	case keyParam:

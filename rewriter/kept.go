@@ -1,8 +1,8 @@
 package rewriter
 
 import (
+	"reflect"
 	"slices"
-	"unsafe"
 )
 
 // A prepared statement keeps its plan for as long as the client keeps the
@@ -39,33 +39,37 @@ func (p Plan) Keep() Plan {
 // names are counted as their length, though most share the text's or the
 // rules' memory).
 func (p *Plan) Size() int64 {
-	n := int64(unsafe.Sizeof(*p))
-	n += int64(cap(p.Calls)) * int64(unsafe.Sizeof(Call{}))
+	n := sizeOf[Plan]()
+	n += int64(cap(p.Calls)) * sizeOf[Call]()
 	for _, c := range p.Calls {
 		n += int64(len(c.Tag) + len(c.Name) + len(c.DB))
 	}
-	n += int64(cap(p.Slots)) * int64(unsafe.Sizeof(Slot{}))
-	n += int64(cap(p.Tags)) * int64(unsafe.Sizeof(TagCount{}))
-	n += int64(cap(p.Filled)) * int64(unsafe.Sizeof(Filled{}))
-	n += int64(cap(p.Explicit)) * int64(unsafe.Sizeof(ExplicitKey{}))
-	n += int64(cap(p.Advances)) * int64(unsafe.Sizeof(Advance{}))
-	n += int64(cap(p.Idents)) * int64(unsafe.Sizeof(SeqName{}))
-	n += int64(cap(p.Counters)) * int64(unsafe.Sizeof(Counter{}))
-	n += int64(cap(p.Writes)) * int64(unsafe.Sizeof(SeqName{}))
-	n += int64(cap(p.edits)) * int64(unsafe.Sizeof(edit{}))
+	n += int64(cap(p.Slots)) * sizeOf[Slot]()
+	n += int64(cap(p.Tags)) * sizeOf[TagCount]()
+	n += int64(cap(p.Filled)) * sizeOf[Filled]()
+	n += int64(cap(p.Explicit)) * sizeOf[ExplicitKey]()
+	n += int64(cap(p.Advances)) * sizeOf[Advance]()
+	n += int64(cap(p.Idents)) * sizeOf[SeqName]()
+	n += int64(cap(p.Counters)) * sizeOf[Counter]()
+	n += int64(cap(p.Writes)) * sizeOf[SeqName]()
+	n += int64(cap(p.edits)) * sizeOf[edit]()
 	n += int64(cap(p.texts)) * 16
 	for _, t := range p.texts {
 		n += int64(len(t))
 	}
 	if p.num != nil {
-		n += int64(unsafe.Sizeof(*p.num)) + int64(len(p.num.count)+len(p.num.init)+len(p.num.reads))
-		n += int64(cap(p.num.edits)) * int64(unsafe.Sizeof(numberedEdit{}))
+		n += sizeOf[numbering]() + int64(len(p.num.count)+len(p.num.init))
+		n += int64(cap(p.num.edits)) * sizeOf[numberedEdit]()
 		for _, e := range p.num.edits {
 			n += int64(len(e.pre) + len(e.post))
 		}
 	}
 	if p.Load != nil {
-		n += int64(unsafe.Sizeof(*p.Load)) + int64(cap(p.Load.edits))*int64(unsafe.Sizeof(loadEdit{}))
+		n += sizeOf[Load]() + int64(cap(p.Load.edits))*sizeOf[loadEdit]()
 	}
 	return n
 }
+
+// sizeOf is the size of a T (unsafe.Sizeof without importing unsafe,
+// which only internal/raw may: internal/layering).
+func sizeOf[T any]() int64 { return int64(reflect.TypeFor[T]().Size()) }
