@@ -1,0 +1,5 @@
+//go:build !race
+
+package rewriter
+
+const raceEnabled = false
