@@ -63,9 +63,6 @@ func (b *keptBudget) init() {
 	}
 }
 
-// inUse is what all sessions' kept plans are charged now (tests, status).
-func (b *keptBudget) inUse() int64 { return b.used.Load() }
-
 // size is what p is charged while it is kept.
 func (p *prepared) size() int64 {
 	n := int64(keptOverhead+len(p.sql)) + p.plan.Size()
