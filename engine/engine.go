@@ -266,6 +266,12 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 		err = s.RelayQueryPacket(st.rendered)
 		st.trim()
 		return true, err
+	case rewriter.PassThrough:
+		if plan.LastKey > 0 {
+			// Every row gives its key: the OK packet reports the last, as
+			// for an AUTO_INCREMENT column (on the session's goroutine).
+			return true, s.RelayQueryInsertID(sql, uint64(plan.LastKey))
+		}
 	}
 	return false, nil
 }

@@ -167,8 +167,15 @@ func (e *Engine) execute(ctx context.Context, s Session, stmtID uint32, pkt []by
 	case rewriter.Rewrite:
 		return e.executeRewrite(ctx, s, st, p, pkt, true)
 	case rewriter.PassThrough:
-		// Explicit keys only: the tag moves past them at every EXECUTE.
-		return false, e.advanceExplicit(ctx, st, p.plan.Explicit)
+		// Explicit keys only: the tag moves past them at every EXECUTE,
+		// and the last is the OK packet's insert id, as AUTO_INCREMENT's.
+		if err := e.advanceExplicit(ctx, st, p.plan.Explicit); err != nil {
+			return false, err
+		}
+		if p.plan.LastKey > 0 {
+			return true, s.RelayExecuteInsertID(pkt, uint64(p.plan.LastKey))
+		}
+		return false, nil
 	case rewriter.Numbered:
 		handled, err := e.executeNumbered(ctx, s, st, p, pkt)
 		p.long = false

@@ -49,6 +49,12 @@ type Session interface {
 	RelayQueryPacketOr(pkt []byte, r proxy.Retrier) error
 	// RelayExecuteOr is RelayQueryOr for an execute packet.
 	RelayExecuteOr(pkt []byte, r proxy.Retrier) error
+	// RelayQueryInsertID and RelayExecuteInsertID relay as RelayQuery
+	// and RelayExecute, with insertID in an OK that has rows affected and
+	// insert id 0 (only on the session's goroutine: ErrWouldBlock on a
+	// loop, before anything is sent).
+	RelayQueryInsertID(sql []byte, insertID uint64) error
+	RelayExecuteInsertID(pkt []byte, insertID uint64) error
 	// RelayQueryInfile is RelayQuery for a LOAD DATA LOCAL INFILE whose
 	// file goes through t on its way to the backend.
 	RelayQueryInfile(sql []byte, t proxy.InfileTransformer) error

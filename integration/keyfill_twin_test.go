@@ -325,3 +325,21 @@ func TestBoundDoubleZeroBigKey(t *testing.T) {
 		t.Fatalf("stored %d, insert id %d; want the key after %d, exactly", stored, id, base)
 	}
 }
+
+// Item 8: an INSERT whose rows all give their keys reports the last row's
+// key as its insert id, as MariaDB does for an AUTO_INCREMENT column, and
+// leaves LAST_INSERT_ID() alone; text and prepared, on the event loop
+// (the command moves to the session's goroutine for it).
+func TestTwinExplicitKeysInsertID(t *testing.T) {
+	direct, proxied := twinEnv(t, "BIGINT")
+	runTwins(t, direct, proxied,
+		q("INSERT INTO {T} (id, b) VALUES ({F+5}, 'x')"),
+		q("INSERT INTO {T} (id, b) VALUES ({F+9}, 'a'), ({F+7}, 'b')"),
+		q("INSERT IGNORE INTO {T} (id, b) VALUES ({F+20}, 'c'), ({F+5}, 'dup')"),
+		q("INSERT IGNORE INTO {T} (id, b) VALUES ({F+5}, 'dup')"),
+		q("REPLACE INTO {T} (id, b) VALUES ({F+5}, 'r')"),
+		q("INSERT INTO {T} (id, b) VALUES ({F+7}, 'b') ON DUPLICATE KEY UPDATE b = 'u'"),
+		prep("INSERT INTO {T} (id, b) VALUES ("+"{F+30}"+", ?)", func(int64) []any { return []any{"p"} }),
+		q("INSERT INTO {T} (b) VALUES ('gen')"),
+	)
+}

@@ -28,6 +28,33 @@ func (s *Session) RelayQueryPacket(pkt []byte) error {
 	return s.relayQuery(pkt)
 }
 
+// RelayQueryInsertID relays sql as RelayQuery does, but when the answer
+// is an OK with rows affected and insert id 0 (an INSERT that gave every
+// key itself, into a table without AUTO_INCREMENT), the client gets
+// insertID there, as MariaDB reports an AUTO_INCREMENT column's last
+// explicit key. Only on the session's own goroutine (on an event loop it
+// returns ErrWouldBlock before sending anything).
+func (s *Session) RelayQueryInsertID(sql []byte, insertID uint64) error {
+	if err := s.exec.mayWait(); err != nil {
+		return err
+	}
+	s.okInsertID = insertID
+	err := s.RelayQuery(sql)
+	s.okInsertID = 0
+	return err
+}
+
+// RelayExecuteInsertID is RelayQueryInsertID for an execute packet.
+func (s *Session) RelayExecuteInsertID(pkt []byte, insertID uint64) error {
+	if err := s.exec.mayWait(); err != nil {
+		return err
+	}
+	s.okInsertID = insertID
+	err := s.RelayExecute(pkt)
+	s.okInsertID = 0
+	return err
+}
+
 // RelayPrepare sends sql as a COM_STMT_PREPARE and streams the prepare
 // response to the client; the result says which statement id and how many
 // parameters the backend gave it.

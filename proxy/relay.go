@@ -160,6 +160,11 @@ func (s *Session) relayPacket() (head []byte, total int, err error) {
 		if err != nil {
 			return nil, 0, err
 		}
+		if first && s.okInsertID != 0 {
+			if head, total, ok, err := s.relayOKWithInsertID(n); ok || err != nil {
+				return head, total, err
+			}
+		}
 		if first {
 			p, err := s.b.r.Peek(min(n, headLen))
 			if err != nil {
@@ -179,6 +184,42 @@ func (s *Session) relayPacket() (head []byte, total int, err error) {
 			return head, total, nil
 		}
 	}
+}
+
+// relayOKWithInsertID relays the response's first packet, of n bytes
+// (its header read), when it is an OK with affected rows and insert id 0,
+// with s.okInsertID as its insert id instead (RelayQueryInsertID); ok
+// false: it is not, and nothing was consumed. The override is spent
+// either way.
+func (s *Session) relayOKWithInsertID(n int) (head []byte, total int, ok bool, err error) {
+	id := s.okInsertID
+	s.okInsertID = 0
+	if n >= 1024 {
+		return nil, 0, false, nil
+	}
+	p, perr := s.b.r.Peek(n)
+	if perr != nil || len(p) < 7 || p[0] != 0x00 {
+		return nil, 0, false, nil
+	}
+	affected, k1 := lenenc(p[1:])
+	insertID, k2 := lenenc(p[1+k1:])
+	if k1 == 0 || k2 == 0 || affected == 0 || insertID != 0 {
+		return nil, 0, false, nil
+	}
+	out := append(s.okBuf[:0], 0x00)
+	out = mysql.AppendLengthEncodedInteger(out, affected)
+	out = mysql.AppendLengthEncodedInteger(out, id)
+	out = append(out, p[1+k1+k2:]...)
+	s.okBuf = out
+	_, _ = s.b.r.Discard(n)
+	if err := writeHeader(s.c.w, len(out), s.c.seq); err != nil {
+		return nil, 0, true, s.c.fail(err)
+	}
+	s.c.seq++
+	if _, err := s.c.w.Write(out); err != nil {
+		return nil, 0, true, s.c.fail(err)
+	}
+	return s.head[:copy(s.head[:], out)], len(out), true, nil
 }
 
 func protocolError(format string, a ...any) error {

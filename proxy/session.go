@@ -58,7 +58,12 @@ type Session struct {
 	modeOK   bool
 	// modeStmts: the client prepared (COM_STMT_PREPARE) a SET naming
 	// sql_mode, so any COM_STMT_EXECUTE may change the mode.
-	modeStmts  bool
+	modeStmts bool
+	// okInsertID, when set, replaces the insert id 0 of the next
+	// response's first OK packet (RelayQueryInsertID); okBuf is its
+	// scratch.
+	okInsertID uint64
+	okBuf      []byte
 	value      any
 	fatal      error
 	lastPrep   uint32 // the statement id the backend gave the last prepare

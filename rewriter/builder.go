@@ -58,9 +58,13 @@ type builder struct {
 	// order (noteExplicit); fillTags: the tags of the generated keys among
 	// edits[:scanned].
 	explicit []ExplicitKey
-	marks    []explicitMark
-	fillTags []string
-	scanned  int
+	// keyed: a rule table's key value was read (keyFills); keyFilled: one
+	// of them is generated; lastKey: the last one's key when kept.
+	keyed, keyFilled bool
+	lastKey          int64
+	marks            []explicitMark
+	fillTags         []string
+	scanned          int
 	// clientParams: a prepared Numbered plan's ? markers.
 	clientParams int
 	// idents: the sequence names written as identifiers (noteCall);

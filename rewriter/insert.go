@@ -333,6 +333,12 @@ const (
 // decide here.
 func (b *builder) keyFills(l *lexer, base int, t token, form keyForm, rule Rule, ignore bool) (fill, param bool, end int, err error) {
 	mode := b.env.Mode
+	b.keyed = true
+	defer func() {
+		if fill {
+			b.keyFilled = true
+		}
+	}()
 	switch form {
 	case keyDefault:
 		// DEFAULT of an AUTO_INCREMENT column is 0: generated, or under
@@ -340,6 +346,7 @@ func (b *builder) keyFills(l *lexer, base int, t token, form keyForm, rule Rule,
 		// (no default) would answer with 1364: it is written as 0.
 		if mode.NoAutoValueOnZero {
 			b.edits = append(b.edits, edit{start: base + t.start, end: base + t.end, slot: -1, pre: b.text("0")})
+			b.lastKey = 0
 		}
 		return !mode.NoAutoValueOnZero, false, t.end, nil
 	case keyParam:
@@ -360,7 +367,8 @@ func (b *builder) keyFills(l *lexer, base int, t token, form keyForm, rule Rule,
 	if v.Generates(mode, ignore) {
 		return true, false, last.end, nil
 	}
-	b.noteExplicit(rule.Tag, v.Explicit(mode, ignore), base+start)
+	b.lastKey = v.Explicit(mode, ignore)
+	b.noteExplicit(rule.Tag, b.lastKey, base+start)
 	return false, false, last.end, nil
 }
 

@@ -140,6 +140,11 @@ type Plan struct {
 	// the rows before an explicit key get keys below it, as with
 	// AUTO_INCREMENT (Explicit's keys come before every ID of their tag).
 	Advances []Advance
+	// LastKey (a PassThrough plan of one INSERT / REPLACE into a rule
+	// table whose rows all give their keys): the last row's key, which
+	// MariaDB reports as the OK packet's insert id for an AUTO_INCREMENT
+	// column (0: none to report, e.g. a key that is not positive).
+	LastKey int64
 	// Statements is how many statements the text holds (0 when it was
 	// not read that far: a text with nothing to plan).
 	Statements int
@@ -296,7 +301,11 @@ func (b *builder) plan(slots []Slot, tags []TagCount) Plan {
 			Writes: orNil(b.writes)}
 	}
 	if len(b.edits) == 0 {
-		return Plan{Explicit: orNil(b.explicit)}
+		p := Plan{Explicit: orNil(b.explicit)}
+		if b.nstmts == 1 && b.keyed && !b.keyFilled {
+			p.LastKey = b.lastKey
+		}
+		return p
 	}
 	if !editsSorted(b.edits) { // the fast path's are
 		slices.SortStableFunc(b.edits, func(x, y edit) int { return x.start - y.start })
