@@ -205,3 +205,19 @@ func boundKeyValue(typ, flags byte, b []byte) (rewriter.KeyValue, error) {
 	return rewriter.KeyValue{}, &notSupportedError{msg: fmt.Sprintf("leafproxy: the key column's value is bound with type %d, which the proxy does not convert; "+
 		"bind the key as an integer, a string or NULL", typ)}
 }
+
+// lastKeptKey is the insert id MariaDB would report for an EXECUTE whose
+// rows all keep their bound keys (kept, from keptKeys): the last row's
+// key, when positive; 0 when a key is generated, or written as a literal
+// (Plan.LastKey's case), or when there is none to report.
+func lastKeptKey(plan *rewriter.Plan, kept []int64) int64 {
+	if len(kept) == 0 || len(plan.Explicit) > 0 || len(plan.Advances) > 0 || plan.Statements > 1 {
+		return 0
+	}
+	for k, sl := range plan.Slots {
+		if !sl.Bound || kept[k] == 0 {
+			return 0
+		}
+	}
+	return max(kept[len(kept)-1], 0)
+}

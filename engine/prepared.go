@@ -208,6 +208,12 @@ func (e *Engine) executeRewrite(ctx context.Context, s Session, st *state, p *pr
 			return false, err
 		}
 	}
+	// Every row keeps its bound key: the OK packet reports the last, as
+	// for an AUTO_INCREMENT column (on the session's goroutine).
+	insertID := lastKeptKey(&p.plan, kept)
+	if insertID > 0 && proxy.MustNotBlock(ctx) {
+		return false, proxy.ErrWouldBlock
+	}
 	if err := e.advanceExplicit(ctx, st, p.plan.Explicit); err != nil {
 		return false, err
 	}
@@ -221,7 +227,9 @@ func (e *Engine) executeRewrite(ctx context.Context, s Session, st *state, p *pr
 	long := pm.anyLong // an execute sent again would lack it
 	pm.resetLong()     // the server drops long data after an execute
 	st.countStmt(StmtFilled)
-	if _, ok := e.idSource.(advancer); ok && retry && len(p.plan.Filled) > 0 && !long && len(pkt) <= maxRetryText {
+	if insertID > 0 {
+		err = s.RelayExecuteInsertID(st.rendered, uint64(insertID))
+	} else if _, ok := e.idSource.(advancer); ok && retry && len(p.plan.Filled) > 0 && !long && len(pkt) <= maxRetryText {
 		st.dup.armExecute(e, st, p, pkt, st.slotIDs)
 		err = s.RelayExecuteOr(st.rendered, &st.dup)
 	} else {

@@ -206,7 +206,7 @@ var knownDivergences = append([]knownDivergence{
 	{
 		name:   "insert id of a statement without generated keys",
 		item:   "8",
-		reason: "MariaDB's OK packet carries the last explicit key when no key was generated; the proxy puts it there for literal keys in a text of one statement or a prepared statement, and sends 0 for bound keys, multi-statement texts and keys that are not positive",
+		reason: "MariaDB's OK packet carries the last explicit key when no key was generated; the proxy puts it there for a text of one statement and a prepared statement whose keys are all literals or all bound, and sends 0 for multi-statement texts, mixed literal and bound keys, and keys that are not positive",
 		match:  func(d *diffDivergence) bool { return d.now("no-gen") && d.only("insert-id") },
 	},
 	{

@@ -140,8 +140,7 @@ func TestKeyfillPreparedParams(t *testing.T) {
 
 	// The key as a placeholder: NULL and 0 take a generated key (reported),
 	// a bound value wins and, as with AUTO_INCREMENT, moves the tag past
-	// it (the insert id of a row that gives its key is 0 through the
-	// proxy: README, "Differences from AUTO_INCREMENT").
+	// it and is the insert id.
 	st, err = conn.PrepareContext(ctx, "INSERT INTO docs (n, id, v) VALUES (?, ?, ?)")
 	if err != nil {
 		t.Fatal(err)
@@ -156,8 +155,8 @@ func TestKeyfillPreparedParams(t *testing.T) {
 		id, _, _ := stored(v)
 		switch k, _ := key.(int); {
 		case k != 0:
-			if id != int64(k) {
-				t.Errorf("bound key %d: stored %d", k, id)
+			if id != int64(k) || last != id {
+				t.Errorf("bound key %d: stored %d, LastInsertId %d", k, id, last)
 			}
 		case i == 3:
 			if id != 900002 || last != id {
