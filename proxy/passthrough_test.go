@@ -129,7 +129,13 @@ func TestPassThroughLogin(t *testing.T) {
 		admin      int
 	}{{"root", "", 1}, {"ptu1", "", 1}, {"ptu2", "x", 0}, {"ptu3", "y", 0}} {
 		var got int
-		if err := open(a.user, a.pass, "").QueryRow("SELECT leafproxy_admin").Scan(&got); err != nil || got != a.admin {
+		err := open(a.user, a.pass, "").QueryRow("SELECT leafproxy_admin").Scan(&got)
+		for try := 0; errors.Is(err, mysql.ErrMalformPkt) && try < 2; try++ {
+			// go-sql-driver's ed25519 login sometimes reads a malformed
+			// packet on a loaded machine, directly too (see below).
+			err = open(a.user, a.pass, "").QueryRow("SELECT leafproxy_admin").Scan(&got)
+		}
+		if err != nil || got != a.admin {
 			t.Errorf("%s: admin %d (%v), want %d", a.user, got, err, a.admin)
 		}
 	}

@@ -2,6 +2,7 @@ package segment
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -33,8 +34,10 @@ func TestBlockFromSegmentAndStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, steps := st.counts(); n != fetches+1 || steps[len(steps)-1] != 5000 {
-		t.Fatalf("large block: %d fetches (steps %v), want one of 5000", n-fetches, steps)
+	// One range of exactly 5000 for the block; the loader it starts for
+	// the next segment may already have fetched too (its own step).
+	if _, steps := st.counts(); len(slices.DeleteFunc(slices.Clone(steps[fetches:]), func(s int64) bool { return s != 5000 })) != 1 {
+		t.Fatalf("large block: fetches since %v, want one of 5000", steps[fetches:])
 	}
 	if first < 1001 {
 		t.Fatalf("large block at %d overlaps the segment [1, 1001)", first)
