@@ -329,7 +329,7 @@ func (s *Session) readCommand() ([]byte, error) {
 	// one another (hold and wait) although each fits alone.
 	multi := n == maxPayload
 	if multi {
-		ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+		ctx, cancel := context.WithTimeout(s.ctx, s.srv.mem.wait)
 		err := s.srv.mem.acquireLarge(ctx)
 		cancel()
 		if err != nil {
@@ -356,7 +356,7 @@ func (s *Session) readCommand() ([]byte, error) {
 			_ = s.writeErrFlush(mysql.ER_NET_PACKET_TOO_LARGE, "08S01", "Got a packet bigger than 'max_allowed_packet' bytes")
 			return nil, io.EOF
 		}
-		ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+		ctx, cancel := context.WithTimeout(s.ctx, s.srv.mem.wait)
 		err = s.srv.mem.acquire(ctx, int64(n))
 		cancel()
 		if err != nil {

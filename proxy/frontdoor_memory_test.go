@@ -461,6 +461,9 @@ func TestLargeCommandsTakeTurns(t *testing.T) {
 		t.Skip("sends 160 MB through loopback")
 	}
 	e := startProxy(t, shared.Addr, func(c *testConfig) { c.Limits.CommandMemory = 64 * mib })
+	// What is tested is taking turns, not how fast: on a loaded machine
+	// one 40 MiB command can take longer than the default 10 s turn.
+	e.srv.mem.wait = 3 * time.Minute
 	chunk := bytes.Repeat([]byte{'x'}, maxPayload)
 	results := sendHugeConcurrently(t, e.addr, 4, 40*mib, chunk)
 	for i, r := range results {

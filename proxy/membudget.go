@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // memBudget is a counting semaphore over bytes: the memory all sessions
@@ -13,10 +14,13 @@ type memBudget struct {
 	mu    sync.Mutex
 	used  int64
 	wake  chan struct{} // closed and replaced when memory is released
+	// wait is how long a command waits for its turn (the large slot, then
+	// its bytes) before it is refused with 1041: a timeout, not a hang.
+	wait time.Duration
 }
 
 func newMemBudget(limit int64) *memBudget {
-	return &memBudget{limit: limit, wake: make(chan struct{}), large: make(chan struct{}, 1)}
+	return &memBudget{limit: limit, wake: make(chan struct{}), large: make(chan struct{}, 1), wait: 10 * time.Second}
 }
 
 // acquireLarge takes the one slot for reading a multi-piece command.
