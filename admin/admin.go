@@ -16,6 +16,7 @@ package admin
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"strconv"
 	"time"
@@ -62,6 +63,27 @@ func (a *Interceptor) Query(ctx context.Context, s *proxy.Session, sql []byte) (
 	if !ok {
 		return a.Interceptor.Query(ctx, s, sql)
 	}
+	return a.answer(ctx, s, st, sql)
+}
+
+// session is what the admin statements use of a client's session
+// (*proxy.Session; the unit tests' is a fake).
+type session interface {
+	Admin() bool
+	User() string
+	RemoteAddr() string
+	Who() string
+	Logger() *slog.Logger
+	WriteOK(affected, insertID uint64, warnings uint16) error
+	WriteTextResultSet(cols []string, rows [][]*string) error
+	BackendExec(ctx context.Context, sql string) (affected, insertID uint64, err error)
+	BackendQuery(ctx context.Context, sql string) ([][]*string, error)
+}
+
+var _ session = (*proxy.Session)(nil)
+
+// answer runs admin statement st (sql's text) and audits it.
+func (a *Interceptor) answer(ctx context.Context, s session, st stmt, sql []byte) (bool, error) {
 	if proxy.MustNotBlock(ctx) {
 		// Admin statements read the store and the allocator's state: on
 		// the session's own goroutine, not an event loop's.
@@ -74,7 +96,7 @@ func (a *Interceptor) Query(ctx context.Context, s *proxy.Session, sql []byte) (
 
 // run carries out an admin statement; result says what it did (see
 // audit), err is what the client is told instead of an answer.
-func (a *Interceptor) run(ctx context.Context, s *proxy.Session, st stmt) (handled bool, result string, err error) {
+func (a *Interceptor) run(ctx context.Context, s session, st stmt) (handled bool, result string, err error) {
 	if st.err != "" && !st.badArg && !st.unsupported {
 		return false, "", &mysql.MyError{Code: mysql.ER_PARSE_ERROR, State: "42000", Message: st.err}
 	}

@@ -18,7 +18,7 @@ const auditText = 256
 // NOT EXISTS / IF EXISTS), denied for an account without admin: true,
 // failed with the error otherwise). Info level, warn when denied or
 // failed.
-func audit(s *proxy.Session, st stmt, sql []byte, result string, err error) {
+func audit(s session, st stmt, sql []byte, result string, err error) {
 	text := sql
 	if len(text) > auditText {
 		text = text[:auditText]

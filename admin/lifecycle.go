@@ -13,7 +13,6 @@ import (
 	"github.com/leafproxy/leafproxy/allocator/schema"
 	"github.com/leafproxy/leafproxy/allocator/segment"
 	"github.com/leafproxy/leafproxy/allocator/snowflake"
-	"github.com/leafproxy/leafproxy/proxy"
 )
 
 // storeTimeout bounds an admin statement's store work.
@@ -21,7 +20,7 @@ const storeTimeout = 10 * time.Second
 
 // description is what the store row of a tag created in SQL says: who,
 // from where, how and when.
-func (a *Interceptor) description(s *proxy.Session, st stmt) string {
+func (a *Interceptor) description(s session, st stmt) string {
 	host := s.RemoteAddr()
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
@@ -62,7 +61,7 @@ func notSupported(format string, args ...any) error {
 	return &mysql.MyError{Code: mysql.ER_NOT_SUPPORTED_YET, State: "42000", Message: "leafproxy: " + fmt.Sprintf(format, args...)}
 }
 
-func (a *Interceptor) create(ctx context.Context, s *proxy.Session, st stmt) (string, error) {
+func (a *Interceptor) create(ctx context.Context, s session, st stmt) (string, error) {
 	if err := schema.CheckTag(st.tag); err != nil {
 		return "", err
 	}
@@ -152,7 +151,7 @@ func (a *Interceptor) layout(ctx context.Context, st stmt) (snowflake.Layout, er
 	return l, nil
 }
 
-func (a *Interceptor) alter(ctx context.Context, s *proxy.Session, st stmt) (string, error) {
+func (a *Interceptor) alter(ctx context.Context, s session, st stmt) (string, error) {
 	if err := schema.CheckTag(st.tag); err != nil {
 		return "", err
 	}
@@ -174,7 +173,7 @@ func (a *Interceptor) alter(ctx context.Context, s *proxy.Session, st stmt) (str
 	return "altered", s.WriteOK(0, 0, 0)
 }
 
-func (a *Interceptor) drop(ctx context.Context, s *proxy.Session, st stmt) (string, error) {
+func (a *Interceptor) drop(ctx context.Context, s session, st stmt) (string, error) {
 	if err := schema.CheckTag(st.tag); err != nil {
 		return "", err
 	}
@@ -206,7 +205,7 @@ func (a *Interceptor) drop(ctx context.Context, s *proxy.Session, st stmt) (stri
 // in the session's backend connection, where the client's SHOW WARNINGS
 // goes next: a SIGNAL of SQLSTATE 01000 is a warning, not an error. If the
 // backend cannot hold it (an old server), the client still gets its OK.
-func warnOK(ctx context.Context, s *proxy.Session, code uint16, msg string) error {
+func warnOK(ctx context.Context, s session, code uint16, msg string) error {
 	sig := fmt.Sprintf("SIGNAL SQLSTATE '01000' SET MYSQL_ERRNO = %d, MESSAGE_TEXT = _utf8mb4 X'%s'", code, hex.EncodeToString([]byte(msg)))
 	_, _, err := s.BackendExec(ctx, sig)
 	if err != nil {

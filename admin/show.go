@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/leafproxy/leafproxy/internal/sqltext"
-	"github.com/leafproxy/leafproxy/proxy"
 )
 
 // SHOW LEAFPROXY SEQUENCES LIKE 'pattern' and SHOW LEAFPROXY SEQUENCES
@@ -59,7 +58,7 @@ var textColumns = map[string]bool{"tag": true, "generator": true, "last_error": 
 
 // filterRows keeps the rows for which filter holds, as the backend
 // evaluates it over cols.
-func filterRows(ctx context.Context, s *proxy.Session, cols []string, rows [][]*string, filter string) ([][]*string, error) {
+func filterRows(ctx context.Context, s session, cols []string, rows [][]*string, filter string) ([][]*string, error) {
 	if len(rows) == 0 {
 		return rows, nil
 	}

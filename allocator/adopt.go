@@ -25,12 +25,28 @@ import (
 type keyFloors struct {
 	rules         []Rule
 	snowflakeTags map[string]bool // time-based IDs: no floor
-	servers       []floorServer
+	servers       []KeyServer
 }
 
-type floorServer struct {
-	addr string
-	db   *sql.DB
+// KeyServer is one server whose rule tables' largest keys a tag starts
+// above.
+type KeyServer struct {
+	Addr string
+	Keys KeyReader
+}
+
+// KeyReader reads the largest key of the tables rule r matches on one
+// server (0 and "" when there is none), and where it is (db.table.column).
+// The SQL one is sqlKeys; tests fake it (WithKeyServers).
+type KeyReader interface {
+	LargestKey(ctx context.Context, r Rule) (key int64, where string, err error)
+}
+
+// sqlKeys reads the largest keys with SQL (tableFloor).
+type sqlKeys struct{ db *sql.DB }
+
+func (k sqlKeys) LargestKey(ctx context.Context, r Rule) (int64, string, error) {
+	return tableFloor(ctx, k.db, r)
 }
 
 // newKeyFloors opens (lazily: sql.Open does not connect) the backend with
@@ -53,9 +69,9 @@ func newKeyFloors(cfg *Config, store *sql.DB) (k *keyFloors, close func(), err e
 	}
 	backend.SetMaxOpenConns(2)
 	close = func() { backend.Close() }
-	k.servers = append(k.servers, floorServer{addr: cfg.BackendAddr, db: backend})
+	k.servers = append(k.servers, KeyServer{Addr: cfg.BackendAddr, Keys: sqlKeys{backend}})
 	if mc, err := mysql.ParseDSN(cfg.StoreDSN); err == nil && mc.Addr != cfg.BackendAddr && store != nil {
-		k.servers = append(k.servers, floorServer{addr: mc.Addr, db: store})
+		k.servers = append(k.servers, KeyServer{Addr: mc.Addr, Keys: sqlKeys{store}})
 	}
 	return k, close, nil
 }
@@ -74,12 +90,12 @@ func (k *keyFloors) floor(ctx context.Context, tag string) (floor int64, where s
 			continue
 		}
 		for _, s := range k.servers {
-			v, at, err := tableFloor(ctx, s.db, r)
+			v, at, err := s.Keys.LargestKey(ctx, r)
 			if err != nil {
-				return 0, "", fmt.Errorf("read the largest %s of table %s on %s (tag %q starts above it): %w", r.Column, r.Table, s.addr, tag, err)
+				return 0, "", fmt.Errorf("read the largest %s of table %s on %s (tag %q starts above it): %w", r.Column, r.Table, s.Addr, tag, err)
 			}
 			if v > floor {
-				floor, where = v, at+" on "+s.addr
+				floor, where = v, at+" on "+s.Addr
 			}
 		}
 	}

@@ -2,7 +2,6 @@ package allocator
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 
@@ -30,13 +29,12 @@ func (s *Sequences) TagKind(ctx context.Context, tag string) (string, error) {
 	} else if found {
 		return "snowflake", nil
 	}
-	var one int
-	err := s.db.QueryRowContext(ctx, "SELECT 1 FROM leaf_alloc WHERE biz_tag = ?", tag).Scan(&one)
+	found, err := s.store.Has(ctx, tag)
 	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return "", nil
 	case err != nil:
 		return "", fmt.Errorf("read leaf_alloc: %w", err)
+	case !found:
+		return "", nil
 	}
 	return "segment", nil
 }

@@ -49,8 +49,8 @@ type Sequences struct {
 	// (copy-on-write: tags are added rarely, read on every call).
 	snowflakeTags atomic.Pointer[map[string]*snowTag]
 	global        snowflake.Layout // Config.Snowflake.Layout
-	leaser        *snowflake.MySQLLeaser
-	store         *segment.MySQLStore
+	leaser        SnowflakeStore
+	store         SegmentStore
 
 	mu              sync.Mutex
 	snowflakeGens   map[string]*snowGen  // one per layout in use, by snowflake.LayoutKey
@@ -73,6 +73,12 @@ type options struct {
 	init      bool
 	retryMin  time.Duration
 	tagSync   time.Duration
+	// segStore and snowStore replace the MySQL store (WithStores),
+	// keyServers the SQL key readers (WithKeyServers).
+	segStore      SegmentStore
+	snowStore     SnowflakeStore
+	keyServers    []KeyServer
+	keyServersSet bool
 }
 
 // WithTagSync sets how often the snowflake tags learned from the store
@@ -110,28 +116,47 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*S
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	db, err := sql.Open("mysql", cfg.StoreDSN)
-	if err != nil {
-		return nil, fmt.Errorf("allocation store: %w", err)
+	var db *sql.DB
+	if o.segStore == nil || o.snowStore == nil {
+		var err error
+		db, err = sql.Open("mysql", cfg.StoreDSN)
+		if err != nil {
+			return nil, fmt.Errorf("allocation store: %w", err)
+		}
+		db.SetMaxOpenConns(cfg.MaxLoaders + 4)
+		db.SetMaxIdleConns(cfg.MaxLoaders + 4)
+		db.SetConnMaxIdleTime(5 * time.Minute)
 	}
-	db.SetMaxOpenConns(cfg.MaxLoaders + 4)
-	db.SetMaxIdleConns(cfg.MaxLoaders + 4)
-	db.SetConnMaxIdleTime(5 * time.Minute)
+	closeDB := func() {
+		if db != nil {
+			db.Close()
+		}
+	}
+	if o.segStore == nil {
+		o.segStore = mysqlSegments{MySQLStore: segment.NewMySQLStore(db), db: db}
+	}
+	if o.snowStore == nil {
+		o.snowStore = mysqlSnowflakes{snowflake.NewMySQLLeaser(db, cfg.Owner, cfg.Snowflake.LeaseTTL)}
+	}
 
 	s := &Sequences{db: db, log: log, cfg: cfg, snowflakeGens: map[string]*snowGen{}, snowflakeMisses: map[string]time.Time{},
-		leaser: snowflake.NewMySQLLeaser(db, cfg.Owner, cfg.Snowflake.LeaseTTL),
+		leaser: o.snowStore,
 		stop:   make(chan struct{}), done: make(chan struct{})}
 	floors, closeFloors, err := newKeyFloors(&cfg, db)
 	if err != nil {
-		db.Close()
+		closeDB()
 		return nil, err
 	}
+	if o.keyServersSet {
+		closeFloors()
+		floors.servers, closeFloors = o.keyServers, func() {}
+	}
 	s.closeFloors = closeFloors
-	ms := segment.NewMySQLStore(db)
-	ms.CreateFloor = func(ctx context.Context, tag string) (int64, error) {
+	ms := o.segStore
+	ms.SetCreateFloor(func(ctx context.Context, tag string) (int64, error) {
 		floor, _, err := floors.floor(ctx, tag)
 		return floor, err
-	}
+	})
 	s.store = ms
 	var store segment.Store = ms
 	if o.wrapStore != nil {
@@ -147,7 +172,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*S
 	})
 	if err := s.configureSnowflake(); err != nil {
 		s.segments.Close()
-		db.Close()
+		closeDB()
 		closeFloors()
 		return nil, err
 	}
@@ -456,7 +481,9 @@ func (s *Sequences) Close() error {
 		s.segments.Close()
 	}
 	err := s.closeSnowflake()
-	s.db.Close()
+	if s.db != nil {
+		s.db.Close()
+	}
 	if s.closeFloors != nil {
 		s.closeFloors()
 	}

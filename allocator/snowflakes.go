@@ -319,7 +319,7 @@ func (s *Sequences) startGen(ctx context.Context, gen *snowGen) error {
 		return err
 	}
 	global := snowflake.SameLayout(gen.layout, def)
-	g, err := openSnowflake(ctx, &s.cfg, s.leaser.LeaserOf(gen.layout, def), gen.layout, global, s.log)
+	g, err := openSnowflake(ctx, &s.cfg, s.leaser, def, gen.layout, global, s.log)
 	if err != nil {
 		return err
 	}

@@ -14,12 +14,13 @@ import (
 )
 
 // openSnowflake starts a generator of layout: a worker id is leased from
-// leaser (its layout's space) or the configured one registered there. The
-// generator of the store's global layout (global) also checks that layout
-// against the store's before it leases and keeps snowflake.state_file;
+// workers (in layout's space; def is the store's global layout) or the
+// configured one registered there. The generator of the store's global
+// layout (global) also checks that layout against the store's before it
+// leases and keeps snowflake.state_file;
 // the others keep a state file of their own beside it (the layout's key
 // appended), their tags' rows having been checked by the caller.
-func openSnowflake(ctx context.Context, cfg *Config, leaser *snowflake.MySQLLeaser, layout snowflake.Layout, global bool, log *slog.Logger) (*snowflake.Generator, error) {
+func openSnowflake(ctx context.Context, cfg *Config, workers SnowflakeStore, def, layout snowflake.Layout, global bool, log *slog.Logger) (*snowflake.Generator, error) {
 	sc := cfg.Snowflake
 	opts := snowflake.Options{
 		Layout:       layout,
@@ -38,14 +39,7 @@ func openSnowflake(ctx context.Context, cfg *Config, leaser *snowflake.MySQLLeas
 	if sc.RandomStart == 0 {
 		opts.RandomStart = 1 // Config's 0 means "no random start"; the generator's 0 means its default
 	}
-	if sc.LeaseWorkerID {
-		opts.Worker = leaser
-	} else {
-		// Registered in the layout's lease table like a leased id, so two
-		// processes configured with the same id (or an id an auto process
-		// leased) cannot both issue under it.
-		opts.Worker = leaser.Fixed(sc.WorkerID)
-	}
+	opts.Worker = workers.Workers(layout, def, sc.LeaseWorkerID, sc.WorkerID)
 	g, err := snowflake.New(ctx, opts)
 	if errors.Is(err, snowflake.ErrLayoutMismatch) {
 		return nil, err // says it all

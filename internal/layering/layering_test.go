@@ -47,6 +47,7 @@ var mayImport = map[string][]string{
 	"internal/sqltext":    nil,
 	"internal/tablematch": nil,
 	"internal/testdb":     nil,
+	"internal/fakestore":  {"allocator", "allocator/segment", "allocator/snowflake"},
 }
 
 // asNeeded are the test programs: they may import anything.
