@@ -276,6 +276,15 @@ func (m *Monitor) Refresh(ctx context.Context) error {
 		e := Estimate{Tag: tag, Generator: "segment", Limit: math.MaxInt64, LimitedBy: "BIGINT", PerSecond: r.PerSecond(), At: now}
 		if c, ok := m.columns[tag]; ok {
 			e.Limit, e.LimitedBy = c.Max, c.Name
+		} else if m.columnsStale && m.columnsErr == nil {
+			// Invalidated while this computation ran (a reload added the
+			// rule, a DDL went through): the columns just read may not know
+			// the tag yet. Keep what was shown, or nothing, rather than
+			// claim BIGINT until the next computation reads its column.
+			if old, ok := m.estimates[tag]; ok {
+				est[tag] = old
+			}
+			continue
 		}
 		if row.MaxValue > 0 && row.MaxValue <= e.Limit {
 			e.Limit, e.LimitedBy = row.MaxValue, "MAXVALUE"
