@@ -34,9 +34,14 @@ var (
 	leafBinErr  error
 )
 
-// buildLeafproxyBinary builds cmd/leafproxy once per test binary.
+// buildLeafproxyBinary builds cmd/leafproxy once per test binary
+// (LEAFPROXY_TEST_BINARY: use that one instead, e.g. an older build to
+// measure against).
 func buildLeafproxyBinary(t *testing.T) string {
 	t.Helper()
+	if bin := os.Getenv("LEAFPROXY_TEST_BINARY"); bin != "" {
+		return bin
+	}
 	leafBinOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "leafproxy-bin-")
 		if err != nil {

@@ -173,7 +173,7 @@ func (b *builder) fastRows(l *lexer, h insertHead, rule Rule, db, table string, 
 	}
 	var last token // the statement's last token
 	for {
-		end, ok := b.fastRow(l, h, rule, r)
+		end, ok := b.fastRow(l, &h, &rule, r)
 		if !ok {
 			return b.fastFail(first)
 		}
@@ -209,7 +209,7 @@ func (b *builder) fastFail(first int) bool {
 type fastRow struct{ tag, post uint32 }
 
 // fastRow plans one row, (value, ...), from l; end is its ')'.
-func (b *builder) fastRow(l *lexer, h insertHead, rule Rule, r fastRow) (end token, ok bool) {
+func (b *builder) fastRow(l *lexer, h *insertHead, rule *Rule, r fastRow) (end token, ok bool) {
 	open := l.next()
 	if !l.isPunct(open, '(') {
 		return end, false
@@ -219,10 +219,22 @@ func (b *builder) fastRow(l *lexer, h insertHead, rule Rule, r fastRow) (end tok
 	if !l.isPunct(t, ')') {
 		// Values split at commas at depth 0 (inside the row).
 		for {
-			v := t
-			var tokens int
-			if t, tokens = b.fastValue(l, t); tokens <= 0 {
-				return end, false // (a,,b), (a,), or a token the fast path declines
+			// One value: to the ',' or ')' at depth 0.
+			v, tokens, depth := t, 0, 0
+			for depth > 0 || !l.isPunct(t, ',') && !l.isPunct(t, ')') {
+				switch {
+				case t.kind == tEOF || b.fastStop(l, t) || l.is(t, "VALUES") || l.is(t, "ROW"):
+					return end, false
+				case l.isPunct(t, '('):
+					depth++
+				case l.isPunct(t, ')'):
+					depth--
+				}
+				tokens++
+				t = l.next()
+			}
+			if tokens == 0 {
+				return end, false // (a,,b), (a,)
 			}
 			if n == h.keyIndex && !b.fastKey(l, v, tokens, h, rule, r.tag) {
 				return end, false
@@ -247,29 +259,9 @@ func (b *builder) fastRow(l *lexer, h insertHead, rule Rule, r fastRow) (end tok
 	return t, true
 }
 
-// fastValue reads one value from its first token t to the ',' or ')'
-// that ends it (returned), counting its tokens; -1: a token the fast path
-// declines.
-func (b *builder) fastValue(l *lexer, t token) (token, int) {
-	tokens, depth := 0, 0
-	for depth > 0 || !l.isPunct(t, ',') && !l.isPunct(t, ')') {
-		switch {
-		case t.kind == tEOF || b.fastStop(l, t) || l.is(t, "VALUES") || l.is(t, "ROW"):
-			return t, -1
-		case l.isPunct(t, '('):
-			depth++
-		case l.isPunct(t, ')'):
-			depth--
-		}
-		tokens++
-		t = l.next()
-	}
-	return t, tokens
-}
-
 // fastKey plans a row's key value v (tokens long): false, the parser
 // decides.
-func (b *builder) fastKey(l *lexer, v token, tokens int, h insertHead, rule Rule, tag uint32) bool {
+func (b *builder) fastKey(l *lexer, v token, tokens int, h *insertHead, rule *Rule, tag uint32) bool {
 	if tokens != 1 {
 		return false // an expression
 	}
@@ -284,7 +276,7 @@ func (b *builder) fastKey(l *lexer, v token, tokens int, h insertHead, rule Rule
 		return false // a name, a keyword
 	}
 	kl := lexer{sql: l.sql, pos: v.end, mode: b.env.Mode}
-	fill, param, _, err := b.keyFills(&kl, 0, v, form, rule, h.ignore)
+	fill, param, _, err := b.keyFills(&kl, 0, v, form, *rule, h.ignore)
 	if err != nil {
 		return false // the parser path says why
 	}
