@@ -127,3 +127,45 @@ func TestManyRowInsertOverBudget(t *testing.T) {
 		t.Fatalf("%d rows, %v", rows, err)
 	}
 }
+
+// A Large INSERT (rows as offsets, written in pieces) reports its first
+// row's key as insert id and LAST_INSERT_ID(), as AUTO_INCREMENT does, and
+// the next INSERT's keys come after its.
+func TestLargeInsertKeys(t *testing.T) {
+	db := rowsEnv(t, 0)
+	ctx := context.Background()
+	c, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const rows = 60_000 // 360 KB: more than rewriter.LargeRows
+	res, err := c.ExecContext(ctx, manyRows(rows))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := res.LastInsertId()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != rows {
+		t.Fatalf("%d rows affected, %v", n, err)
+	}
+	var lastID, lo, hi, count, distinct int64
+	if err := c.QueryRowContext(ctx, "SELECT LAST_INSERT_ID()").Scan(&lastID); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.QueryRowContext(ctx, "SELECT MIN(id), MAX(id), COUNT(*), COUNT(DISTINCT id) FROM orders").Scan(&lo, &hi, &count, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if first != lo || lastID != lo || count != rows || distinct != rows || hi-lo+1 < rows {
+		t.Fatalf("insert id %d, LAST_INSERT_ID() %d; keys %d..%d, %d rows, %d distinct", first, lastID, lo, hi, count, distinct)
+	}
+	res, err = c.ExecContext(ctx, "INSERT INTO orders (v) VALUES ('z')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next, _ := res.LastInsertId(); next <= hi {
+		t.Fatalf("the next INSERT's key %d is not past the large one's %d", next, hi)
+	}
+}
