@@ -68,3 +68,11 @@ func TestLargeInsertWrittenInPieces(t *testing.T) {
 		t.Fatalf("relayed %q, want %q", s.relayed[1], want)
 	}
 }
+
+// A Large plan has no slots for the 1062 retry to copy: it is never armed,
+// because a text the retry takes is never Large.
+func TestLargeNeverRetried(t *testing.T) {
+	if rewriter.LargeRows < maxRetryText {
+		t.Fatalf("rewriter.LargeRows %d < maxRetryText %d: a Large plan could be armed for a retry", rewriter.LargeRows, maxRetryText)
+	}
+}
