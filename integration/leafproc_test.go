@@ -28,35 +28,19 @@ type leafProc struct {
 	once sync.Once
 }
 
-var (
-	leafBinOnce sync.Once
-	leafBin     string
-	leafBinErr  error
-)
-
-// buildLeafproxyBinary builds cmd/leafproxy once per test binary
-// (LEAFPROXY_TEST_BINARY: use that one instead, e.g. an older build to
-// measure against).
+// buildLeafproxyBinary builds cmd/leafproxy into the test's temporary
+// directory (LEAFPROXY_TEST_BINARY: use that one instead, e.g. an older
+// build to measure against).
 func buildLeafproxyBinary(t *testing.T) string {
 	t.Helper()
 	if bin := os.Getenv("LEAFPROXY_TEST_BINARY"); bin != "" {
 		return bin
 	}
-	leafBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "leafproxy-bin-")
-		if err != nil {
-			leafBinErr = err
-			return
-		}
-		leafBin = filepath.Join(dir, "leafproxy")
-		if out, err := exec.Command("go", "build", "-o", leafBin, "github.com/leafproxy/leafproxy/cmd/leafproxy").CombinedOutput(); err != nil {
-			leafBinErr = fmt.Errorf("build leafproxy: %v\n%s", err, out)
-		}
-	})
-	if leafBinErr != nil {
-		t.Fatal(leafBinErr)
+	bin := filepath.Join(t.TempDir(), "leafproxy")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/leafproxy/leafproxy/cmd/leafproxy").CombinedOutput(); err != nil {
+		t.Fatalf("build leafproxy: %v\n%s", err, out)
 	}
-	return leafBin
+	return bin
 }
 
 // startLeafproxyProcess runs `leafproxy serve` in front of backend (user
