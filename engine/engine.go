@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -93,7 +94,8 @@ type state struct {
 	stmts       map[uint32]*prepared
 	keptBytes   int64 // what stmts are charged (keptmem.go)
 	slotIDs     []int64
-	kept        []int64 // keptKeys' answer, reused
+	large       largeText // the Large plan being sent (sendLarge)
+	kept        []int64   // keptKeys' answer, reused
 	tagBatches  [][]int64
 	drawnIDs    []int64
 	rendered    []byte
@@ -245,11 +247,18 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 		if err := e.checkKeys(ctx, s, &st.lastColumns, plan.Filled); err != nil {
 			return false, err
 		}
+		if plan.Large() && proxy.MustNotBlock(ctx) {
+			return false, proxy.ErrWouldBlock // written in pieces: on the session's goroutine, nothing drawn yet
+		}
 		if err := st.drawPlan(ctx, e, &plan, nil); err != nil {
 			if w := ignoreWarning(text, plan.Statements, err); w != "" {
 				return true, s.RelayQuery([]byte(w))
 			}
 			return false, err
+		}
+		if plan.Large() {
+			st.countStmt(StmtFilled)
+			return true, st.sendLarge(s, &plan, text)
 		}
 		// The COM_QUERY packet itself: the proxy sends it without a copy.
 		st.rendered = plan.Render(append(st.rendered[:0], mysql.COM_QUERY), text, st.slotIDs)
@@ -332,6 +341,34 @@ func (st *state) setLast(tag string, v int64) {
 	p := new(int64) // not &v: that would move v to the heap on every call
 	*p = v
 	st.last[tag] = p
+}
+
+// sendLarge sends a Large plan's text (a many-row INSERT, rows as
+// offsets) written in pieces into the backend connection, never whole;
+// its IDs are the drawn batch itself (AssignIDs), not kept past it. It is
+// never retried after a 1062 (longer than maxRetryText).
+func (st *state) sendLarge(s Session, plan *rewriter.Plan, text string) error {
+	st.large = largeText{st: st, plan: *plan, text: text, ids: st.slotIDs}
+	err := s.RelayQueryWriter(plan.RenderedLen(text, st.slotIDs), &st.large)
+	st.large = largeText{}
+	st.slotIDs = nil // st.drawnIDs' memory: not to be appended to
+	st.trim()
+	return err
+}
+
+// largeText is a Large plan's text as an io.WriterTo (a field of the
+// session's state: sending it allocates nothing).
+type largeText struct {
+	st   *state
+	plan rewriter.Plan
+	text string
+	ids  []int64
+}
+
+func (lt *largeText) WriteTo(w io.Writer) (int64, error) {
+	var err error
+	lt.st.rendered, err = lt.plan.WriteTo(w, lt.st.rendered[:0], lt.text, lt.ids)
+	return int64(lt.plan.RenderedLen(lt.text, lt.ids)), err
 }
 
 // trim drops scratch buffers grown by a huge statement (a 100,000-row

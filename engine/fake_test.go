@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +48,16 @@ func (f *fakeSession) RelayQueryOr(sql []byte, _ proxy.Retrier) error { return f
 func (f *fakeSession) RelayQueryPacket(pkt []byte) error              { return f.RelayQuery(pkt[1:]) }
 func (f *fakeSession) RelayQueryPacketOr(pkt []byte, _ proxy.Retrier) error {
 	return f.RelayQuery(pkt[1:])
+}
+func (f *fakeSession) RelayQueryWriter(n int, src io.WriterTo) error {
+	var b bytes.Buffer
+	if _, err := src.WriteTo(&b); err != nil {
+		return err
+	}
+	if b.Len() != n {
+		return fmt.Errorf("RelayQueryWriter: %d bytes written, %d announced", b.Len(), n)
+	}
+	return f.RelayQuery(b.Bytes())
 }
 func (f *fakeSession) BackendExec(_ context.Context, sql string) (uint64, uint64, error) {
 	f.backend = append(f.backend, sql)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"io"
 
 	"github.com/leafproxy/leafproxy/proxy"
 )
@@ -47,6 +48,10 @@ type Session interface {
 	// text) the engine rendered: no copy of a large text.
 	RelayQueryPacket(pkt []byte) error
 	RelayQueryPacketOr(pkt []byte, r proxy.Retrier) error
+	// RelayQueryWriter relays a text of n bytes that src writes in
+	// pieces into the backend connection (a Large plan's: never held
+	// whole); only on the session's goroutine.
+	RelayQueryWriter(n int, src io.WriterTo) error
 	// RelayExecuteOr is RelayQueryOr for an execute packet.
 	RelayExecuteOr(pkt []byte, r proxy.Retrier) error
 	// RelayQueryInsertID and RelayExecuteInsertID relay as RelayQuery

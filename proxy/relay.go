@@ -132,6 +132,13 @@ func (s *Session) relayWaiting(pkt []byte, kind int) (ok bool, err error) {
 	if err := s.b.writeCommand(pkt); err != nil {
 		return false, s.setFatal(err)
 	}
+	return s.awaitResponse(kind, kind == respExecute && executeCursor(pkt))
+}
+
+// awaitResponse flushes the command just written and relays its whole
+// response (of kind; cursor: an execute that opened a cursor), as
+// relayWaiting.
+func (s *Session) awaitResponse(kind int, cursor bool) (ok bool, err error) {
 	flush := s.b.flushForResponse
 	if kind == respNone {
 		flush = s.b.flush
@@ -140,7 +147,7 @@ func (s *Session) relayWaiting(pkt []byte, kind int) (ok bool, err error) {
 		return false, s.setFatal(err)
 	}
 	var t respTracker
-	t.start(kind, kind == respExecute && executeCursor(pkt))
+	t.start(kind, cursor)
 	if _, err := s.walkFrom(&t, walkRelay); err != nil {
 		return false, s.setFatal(err)
 	}

@@ -84,8 +84,10 @@ type builder struct {
 	// the call holds.
 	cost   stmtCost
 	charge *charge
-	// texts: the edits' strings (edit), "" first.
+	// texts: the edits' strings (edit), "" first. rows: a large INSERT's
+	// rows as offsets (fast.go).
 	texts []string
+	rows  *rowRun
 }
 
 // text is s's index in b.texts, added if it is not among the last few.

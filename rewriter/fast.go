@@ -42,13 +42,33 @@ import (
 // once, and Render and AssignIDs size their output exactly.
 const bigRows = 64 << 10
 
+// LargeRows: an INSERT longer than this whose key column is absent from
+// its column list is planned as its rows' offsets alone (rowRun: 4 bytes
+// a row, not an edit and a slot), and its IDs are one batch the renderer
+// takes in order (Plan.Large). Above the engine's retry size
+// (maxRetryText), so a statement the 1062 retry copies always has slots.
+const LargeRows = 256 << 10
+
+// rowRun is a large INSERT's rows whose key column is absent: each row
+// gets the next ID (then post) just past its '(' at[i]; the first row's
+// in LAST_INSERT_ID(...) when wrap. tag and post index the plan's texts.
+type rowRun struct {
+	at        []uint32
+	tag, post uint32
+	wrap      bool
+}
+
 // fastInsert plans sql[start:end), an INSERT / REPLACE on rule's table db.table
 // with no sequence call, if it has the fast path's shape. ok false: it
 // added nothing, parse the statement.
 func (b *builder) fastInsert(start, end int, rule Rule, db, table string) (ok bool) {
 	l := lexer{sql: b.sql[:end], pos: start, mode: b.env.Mode}
 	h, ok := b.fastHead(&l, rule)
-	if !ok || !b.fastRows(&l, h, rule, db, table) {
+	large := ok && end-start > LargeRows && !b.prepared && h.keyIndex < 0 && len(b.edits) == 0 && b.rows == nil
+	if ok && !large && end-start > bigRows && b.charge.fullRows(b.env, start, b.sql[start:end]) != nil {
+		return false // its rows as edits do not fit: the parser path says so (parseCost)
+	}
+	if !ok || !b.fastRows(&l, h, rule, db, table, large) {
 		return false
 	}
 	b.head = h
@@ -123,146 +143,184 @@ func (b *builder) fastHead(l *lexer, rule Rule) (h insertHead, ok bool) {
 }
 
 // fastRows plans the rows and what follows them, from l (just past
-// VALUES), for the head h; on false it added nothing.
-func (b *builder) fastRows(l *lexer, h insertHead, rule Rule, db, table string) bool {
-	width, k, replace := h.columnCount, h.keyIndex, h.replace
-	var t token
+// VALUES), for the head h; on false it added nothing. large: the rows go
+// into a rowRun (b.rows), not one edit each.
+func (b *builder) fastRows(l *lexer, h insertHead, rule Rule, db, table string, large bool) bool {
 	first := len(b.edits)
 	b.edits = slices.Grow(b.edits, 2) // one row's edits, without growing
+	rows := 0
 	if rest := l.sql[l.pos:]; len(rest) > bigRows {
-		// A many-row INSERT: room for its rows' edits at once, rather
-		// than growing by a quarter at a time (which allocated five
-		// times what the edits end up taking), as many as it was charged
-		// for (estimateRows).
-		b.edits = slices.Grow(b.edits, estimateRows(rest)+1)
+		// A many-row INSERT: room for its rows at once, rather than
+		// growing by a quarter at a time (which allocated five times what
+		// the edits end up taking), as many as it was charged for
+		// (estimateRows).
+		rows = estimateRows(rest) + 1
 	}
-	fail := func() bool {
-		b.edits = b.edits[:first]
-		return false
-	}
-	tag, post := b.text(rule.Tag), uint32(0)
-	if k < 0 {
+	r := fastRow{tag: b.text(rule.Tag)}
+	if h.keyIndex < 0 {
 		// The key column is absent: first in the list and in each row.
-		pre := b.env.Rules.quotedColumn(rule.Column, width > 0)
-		if width > 0 {
-			post = b.text(", ")
+		pre := b.env.Rules.quotedColumn(rule.Column, h.columnCount > 0)
+		if h.columnCount > 0 {
+			r.post = b.text(", ")
 		}
 		b.edits = append(b.edits, edit{start: h.colOpen + 1, end: h.colOpen + 1, slot: -1, pre: b.text(pre)})
 	}
-	mode := b.env.Mode
+	switch {
+	case large:
+		b.rows = &rowRun{at: make([]uint32, 0, rows), tag: r.tag, post: r.post}
+	case rows > 0:
+		b.edits = slices.Grow(b.edits, rows)
+	}
 	var last token // the statement's last token
 	for {
-		// One row: values split at commas at depth 0 (inside the row).
-		open := l.next()
-		if !l.isPunct(open, '(') {
-			return fail()
+		end, ok := b.fastRow(l, &h, &rule, r)
+		if !ok {
+			return b.fastFail(first)
 		}
-		n := 0
-		t = l.next()
-		if !l.isPunct(t, ')') {
-			for {
-				v, tokens, depth := t, 0, 0
-				for depth > 0 || !l.isPunct(t, ',') && !l.isPunct(t, ')') {
-					switch {
-					case t.kind == tEOF || b.fastStop(l, t) || l.is(t, "VALUES") || l.is(t, "ROW"):
-						return fail()
-					case l.isPunct(t, '('):
-						depth++
-					case l.isPunct(t, ')'):
-						depth--
-					}
-					tokens++
-					t = l.next()
-				}
-				if tokens == 0 {
-					return fail() // (a,,b), (a,)
-				}
-				if n == k {
-					if tokens != 1 {
-						return fail() // an expression: the parser decides
-					}
-					form := keyLiteral
-					switch {
-					case l.is(v, "DEFAULT"):
-						form = keyDefault
-					case v.kind == tParam:
-						form = keyParam
-					case v.kind == tNumber || v.kind == tString || l.is(v, "NULL") || l.is(v, "TRUE") || l.is(v, "FALSE"):
-					default:
-						return fail() // a name, a keyword: the parser decides
-					}
-					kl := lexer{sql: l.sql, pos: v.end, mode: mode}
-					fill, param, _, err := b.keyFills(&kl, 0, v, form, rule, h.ignore)
-					if err != nil {
-						return fail() // the parser path says why
-					}
-					if fill {
-						b.edits = append(b.edits, edit{start: v.start, end: v.end, tag: tag, key: true, param: param, ignore: h.ignore})
-					}
-				}
-				n++
-				if l.isPunct(t, ')') {
-					break
-				}
-				t = l.next()
-			}
-		}
-		if n != width {
-			return fail() // the parser path makes it error 1136
-		}
-		if k < 0 {
-			b.edits = append(b.edits, edit{start: open.end, end: open.end, tag: tag, key: true, post: post})
-		}
-		last = t // the row's ')'
+		last = end // the row's ')'
 		save := l.pos
-		if t = l.next(); !l.isPunct(t, ',') {
+		if t := l.next(); !l.isPunct(t, ',') {
 			l.pos = save
 			break
 		}
 	}
-
-	// What may follow the rows: nothing, ON DUPLICATE KEY UPDATE ...,
-	// RETURNING ... (sent as they are).
-	switch t = l.next(); {
-	case t.kind == tEOF:
-	case l.is(t, "ON") && !replace:
-		if !l.is(l.next(), "DUPLICATE") || !l.is(l.next(), "KEY") || !l.is(l.next(), "UPDATE") {
-			return fail()
-		}
-		if t = l.next(); t.kind == tEOF {
-			return fail()
-		}
-	case l.is(t, "RETURNING"):
-		last = t
-		t = l.next()
-	default:
-		return fail() // VALUES ... AS new, anything unknown
+	if !b.fastTail(l, h.replace, last) {
+		return b.fastFail(first)
 	}
-	depth := 0
-	for ; t.kind != tEOF; t = l.next() {
-		switch {
-		case b.fastStop(l, t):
-			return fail()
-		case l.isPunct(t, '('):
-			depth++
-		case l.isPunct(t, ')'):
-			depth--
-		}
-		if depth < 0 {
-			return fail()
-		}
-		last = t
+	if b.rows != nil {
+		b.rows.wrap = len(b.rows.at) > 0
 	}
-	if depth != 0 || !l.endsClosed(last) {
-		return fail()
-	}
-
 	if len(b.edits) > first {
 		b.addFilled(Filled{DB: db, Table: table, Column: rule.Column, Tag: rule.Tag})
 		s := stmtPlan{builder: b, first: first}
 		s.wrapFirstKey()
 	}
 	return true
+}
+
+// fastFail drops what fastRows added since edit first.
+func (b *builder) fastFail(first int) bool {
+	b.edits, b.rows = b.edits[:first], nil
+	return false
+}
+
+// fastRow is what every row of a fast-path INSERT shares: the tag's text
+// and the text after an inserted ID.
+type fastRow struct{ tag, post uint32 }
+
+// fastRow plans one row, (value, ...), from l; end is its ')'.
+func (b *builder) fastRow(l *lexer, h *insertHead, rule *Rule, r fastRow) (end token, ok bool) {
+	open := l.next()
+	if !l.isPunct(open, '(') {
+		return end, false
+	}
+	n := 0
+	t := l.next()
+	if !l.isPunct(t, ')') {
+		// Values split at commas at depth 0 (inside the row).
+		for {
+			// One value: to the ',' or ')' at depth 0.
+			v, tokens, depth := t, 0, 0
+			for depth > 0 || !l.isPunct(t, ',') && !l.isPunct(t, ')') {
+				switch {
+				case t.kind == tEOF || b.fastStop(l, t) || l.is(t, "VALUES") || l.is(t, "ROW"):
+					return end, false
+				case l.isPunct(t, '('):
+					depth++
+				case l.isPunct(t, ')'):
+					depth--
+				}
+				tokens++
+				t = l.next()
+			}
+			if tokens == 0 {
+				return end, false // (a,,b), (a,)
+			}
+			if n == h.keyIndex && !b.fastKey(l, v, tokens, h, rule, r.tag) {
+				return end, false
+			}
+			n++
+			if l.isPunct(t, ')') {
+				break
+			}
+			t = l.next()
+		}
+	}
+	if n != h.columnCount {
+		return end, false // the parser path makes it error 1136
+	}
+	if h.keyIndex < 0 {
+		if b.rows != nil {
+			b.rows.at = append(b.rows.at, uint32(open.end))
+		} else {
+			b.edits = append(b.edits, edit{start: open.end, end: open.end, tag: r.tag, key: true, post: r.post})
+		}
+	}
+	return t, true
+}
+
+// fastKey plans a row's key value v (tokens long): false, the parser
+// decides.
+func (b *builder) fastKey(l *lexer, v token, tokens int, h *insertHead, rule *Rule, tag uint32) bool {
+	if tokens != 1 {
+		return false // an expression
+	}
+	form := keyLiteral
+	switch {
+	case l.is(v, "DEFAULT"):
+		form = keyDefault
+	case v.kind == tParam:
+		form = keyParam
+	case v.kind == tNumber || v.kind == tString || l.is(v, "NULL") || l.is(v, "TRUE") || l.is(v, "FALSE"):
+	default:
+		return false // a name, a keyword
+	}
+	kl := lexer{sql: l.sql, pos: v.end, mode: b.env.Mode}
+	fill, param, _, err := b.keyFills(&kl, 0, v, form, *rule, h.ignore)
+	if err != nil {
+		return false // the parser path says why
+	}
+	if fill {
+		b.edits = append(b.edits, edit{start: v.start, end: v.end, tag: tag, key: true, param: param, ignore: h.ignore})
+	}
+	return true
+}
+
+// fastTail reads what may follow the rows (last: the last row's ')'):
+// nothing, ON DUPLICATE KEY UPDATE ..., RETURNING ... (sent as they are).
+func (b *builder) fastTail(l *lexer, replace bool, last token) bool {
+	t := l.next()
+	switch {
+	case t.kind == tEOF:
+	case l.is(t, "ON") && !replace:
+		if !l.is(l.next(), "DUPLICATE") || !l.is(l.next(), "KEY") || !l.is(l.next(), "UPDATE") {
+			return false
+		}
+		if t = l.next(); t.kind == tEOF {
+			return false
+		}
+	case l.is(t, "RETURNING"):
+		last = t
+		t = l.next()
+	default:
+		return false // VALUES ... AS new, anything unknown
+	}
+	depth := 0
+	for ; t.kind != tEOF; t = l.next() {
+		switch {
+		case b.fastStop(l, t):
+			return false
+		case l.isPunct(t, '('):
+			depth++
+		case l.isPunct(t, ')'):
+			depth--
+		}
+		if depth < 0 {
+			return false
+		}
+		last = t
+	}
+	return depth == 0 && l.endsClosed(last)
 }
 
 // fastName reports whether t is a name the fast path reads: a word or a

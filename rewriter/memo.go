@@ -52,7 +52,7 @@ func (pl *Planner) memoPlan(sql string, env *Env) (p Plan, ok bool) {
 	b := pl.reset(sql, env, false, true, false, firstInsert{})
 	b.nstmts = 1
 	l := lexer{sql: sql, pos: len(m.head), mode: env.Mode}
-	if !b.fastRows(&l, m.hash, m.rule, m.db, m.table) {
+	if !b.fastRows(&l, m.hash, m.rule, m.db, m.table, false) {
 		return Plan{}, false
 	}
 	b.fastHits++

@@ -103,19 +103,43 @@ type charge struct {
 	// the plan, its IDs and its rendered text live until then. parsed:
 	// the costliest parse so far.
 	rows, parsed int64
+	// fullAt: 1 + the start of the statement charged EditRowCost a row.
+	fullAt int
 }
 
 // RowCost is what a many-row INSERT into a rule table (a text of more
-// than bigRows bytes) is charged per row, on the fast path as on the
-// parser's, before it is planned: the edit (40 bytes), the Slot (48), the
-// engine's drawn and assigned IDs and the 1062 retry's copy (24), the ID
-// in the rendered text and in the proxy's copy of it (up to 2 x 22), with
-// room to spare (TestRowCostCovers checks planning, IDs and rendering:
-// ~130 bytes a row). Rows are counted by estimateRows.
-const RowCost = 160
+// than bigRows bytes) is charged per row before it is planned: what a
+// Large plan's row costs (fast.go, rows.go): its offset (4 bytes) and the
+// engine's drawn ID (8), with room to spare; the rendered text is written
+// in pieces (TestRowCostCovers checks planning, IDs and rendering: 12
+// bytes a row). A statement that is not planned Large (the parser's, a
+// key column in the list, up to LargeRows bytes) is charged up to
+// EditRowCost a row before it is planned (fullRows). Rows are counted by
+// estimateRows.
+const RowCost = 16
+
+// EditRowCost is what a many-row INSERT's row costs planned as an edit:
+// the edit (40 bytes), the Slot (48), the engine's drawn and assigned IDs
+// and the 1062 retry's copy (24), the ID in the rendered text and in the
+// proxy's copy of it (up to 2 x 22), with room to spare (~130 bytes a row
+// measured).
+const EditRowCost = 160
 
 // rowsMemory is what a many-row INSERT text is charged (RowCost a row).
 func rowsMemory(text string) int64 { return int64(estimateRows(text)) * RowCost }
+
+// fullRows charges the rest of EditRowCost a row for the many-row INSERT
+// text at start, which is not planned Large, once per statement.
+func (c *charge) fullRows(env *Env, start int, text string) error {
+	if c == nil || c.fullAt == start+1 {
+		return nil
+	}
+	if err := c.addRows(env, int64(estimateRows(text))*(EditRowCost-RowCost)); err != nil {
+		return err
+	}
+	c.fullAt = start + 1
+	return nil
+}
 
 // estimateRows is about the number of rows of an INSERT text, from a byte
 // scan: 1 + the ')' followed by a ',' (white space between), at most one
@@ -231,6 +255,12 @@ type stmtCost struct {
 // table and rule name what the statement is planned for (a rule table, or
 // its first sequence call).
 func (b *builder) parseCost(start, end int, hasRule bool, table string, rule Rule) (tokens int, err error) {
+	if hasRule && end-start > bigRows {
+		// Its rows are planned as edits (RowCost was charged before).
+		if err := b.charge.fullRows(b.env, start, b.sql[start:end]); err != nil {
+			return 0, err
+		}
+	}
 	limit := b.env.Limits.MaxDepth
 	if limit <= 0 {
 		limit = DefaultMaxDepth

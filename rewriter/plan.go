@@ -160,6 +160,7 @@ type Plan struct {
 	prepared bool
 	kept     bool // Keep dropped the edits
 	num      *numbering
+	rows     *rowRun // Large: the rows, after the edits (rows.go)
 }
 
 // Advance is an explicit key the tag moves past after the tag's first
@@ -193,7 +194,8 @@ type edit struct {
 // Tags[i].N IDs, ascending as the allocator returns them; slots of one tag
 // take them in text order, so rows get ascending IDs. The result (appended
 // to dst[:0]) is what Render takes and, for a prepared plan, what the
-// caller binds to Slots[i].Param.
+// caller binds to Slots[i].Param. For a Large plan it is batches[0]
+// itself, not a copy.
 func (p *Plan) AssignIDs(dst []int64, batches [][]int64) ([]int64, error) {
 	if len(batches) != len(p.Tags) {
 		return dst, errorf(CodeUnknown, "assigning IDs: %d batches for %d tags", len(batches), len(p.Tags))
@@ -202,6 +204,9 @@ func (p *Plan) AssignIDs(dst []int64, batches [][]int64) ([]int64, error) {
 		if len(batches[i]) != tc.N {
 			return dst, errorf(CodeUnknown, "assigning IDs: %d IDs for tag %q, need %d", len(batches[i]), tc.Tag, tc.N)
 		}
+	}
+	if p.rows != nil {
+		return batches[0], nil // one tag, the rows in order (Large)
 	}
 	dst = slices.Grow(dst[:0], len(p.Slots))
 	var next [8]int
@@ -227,6 +232,11 @@ func (p *Plan) Render(dst []byte, sql string, ids []int64) []byte {
 	if p.kept {
 		panic("rewriter: Render of a kept plan (Plan.Keep)")
 	}
+	if p.rows != nil {
+		dst = slices.Grow(dst, p.RenderedLen(sql, ids))
+		dst, _ = p.renderRows(dst, sql, ids, nil)
+		return dst
+	}
 	if len(p.edits) > bigEdits {
 		dst = slices.Grow(dst, p.renderedLen(sql, ids))
 	}
@@ -234,16 +244,13 @@ func (p *Plan) Render(dst []byte, sql string, ids []int64) []byte {
 	for i := range p.edits {
 		e := &p.edits[i]
 		dst = append(dst, sql[last:e.start]...)
+		// appendEdit, inline: a 1,000-row INSERT renders 1,000 edits.
 		if e.pre != 0 {
 			dst = append(dst, p.texts[e.pre]...)
 		}
 		if e.slot >= 0 {
 			switch {
 			case e.param && e.wrap:
-				// The client's value first: when it is not NULL the
-				// LAST_INSERT_ID(...) is not evaluated (COALESCE stops
-				// at the first non-NULL), so a kept key leaves
-				// LAST_INSERT_ID() alone, as AUTO_INCREMENT does.
 				dst = append(dst, "COALESCE(?,LAST_INSERT_ID("...)
 			case e.param:
 				dst = append(dst, "COALESCE(?,"...)
@@ -268,6 +275,42 @@ func (p *Plan) Render(dst []byte, sql string, ids []int64) []byte {
 		last = e.end
 	}
 	return append(dst, sql[last:]...)
+}
+
+// appendEdit appends what e puts in place of its text.
+func (p *Plan) appendEdit(dst []byte, e *edit, ids []int64) []byte {
+	if e.pre != 0 {
+		dst = append(dst, p.texts[e.pre]...)
+	}
+	if e.slot >= 0 {
+		switch {
+		case e.param && e.wrap:
+			// The client's value first: when it is not NULL the
+			// LAST_INSERT_ID(...) is not evaluated (COALESCE stops at the
+			// first non-NULL), so a kept key leaves LAST_INSERT_ID()
+			// alone, as AUTO_INCREMENT does.
+			dst = append(dst, "COALESCE(?,LAST_INSERT_ID("...)
+		case e.param:
+			dst = append(dst, "COALESCE(?,"...)
+		case e.wrap:
+			dst = append(dst, "LAST_INSERT_ID("...)
+		}
+		if p.prepared {
+			dst = append(dst, '?')
+		} else {
+			dst = appendID(dst, ids[e.slot])
+		}
+		if e.param {
+			dst = append(dst, ')')
+		}
+		if e.wrap {
+			dst = append(dst, ')')
+		}
+	}
+	if e.post != 0 {
+		dst = append(dst, p.texts[e.post]...)
+	}
+	return dst
 }
 
 // PlanQuery plans one COM_QUERY text, which may hold several statements.
@@ -299,6 +342,11 @@ func (b *builder) plan(slots []Slot, tags []TagCount) Plan {
 		return Plan{Kind: Numbered, Counters: b.counters, CountsExplicit: b.countsExplicit, num: b.numbering, Filled: orNil(b.filled), Explicit: orNil(b.explicit),
 			Statements: b.nstmts, ClientParams: b.clientParams, Params: b.clientParams, prepared: b.prepared, Idents: orNil(b.idents), StringCalls: b.strCalls,
 			Writes: orNil(b.writes)}
+	}
+	if b.rows != nil {
+		if p, ok := b.largePlan(tags); ok {
+			return p
+		}
 	}
 	if len(b.edits) == 0 {
 		p := Plan{Explicit: orNil(b.explicit)}

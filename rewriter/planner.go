@@ -125,6 +125,7 @@ func (pl *Planner) build(sql string, env *Env, prepared, fast, seq bool, first f
 // rarely as large (the plan just made keeps its own references).
 func (pl *Planner) trim() {
 	b := &pl.builder
+	b.rows = nil // a Large plan's rows are its own
 	if cap(b.edits) > 1024 {
 		b.edits, b.filled = nil, nil
 	}
