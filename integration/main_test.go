@@ -6,7 +6,8 @@ package integration
 import (
 	"testing"
 
+	"github.com/leafproxy/leafproxy/internal/leafproc"
 	"github.com/leafproxy/leafproxy/internal/testdb"
 )
 
-func TestMain(m *testing.M) { testdb.Main(m) }
+func TestMain(m *testing.M) { testdb.Main(m, leafproc.Cleanup) }
