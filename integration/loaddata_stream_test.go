@@ -5,15 +5,14 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"runtime"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/leafproxy/leafproxy/config"
+	"github.com/leafproxy/leafproxy/internal/leafproc"
 	"github.com/leafproxy/leafproxy/internal/testdb"
 )
 
@@ -47,19 +46,35 @@ func (r *lineReader) Read(p []byte) (int, error) {
 	return w, nil
 }
 
-// A 64 MB file streams through the proxy into a rule table while the test
-// process's heap (proxy and go-sql-driver together) grows by a few MB:
-// the proxy keeps one piece of the file and what it becomes, the
-// transformer a terminator's worth of bytes.
+// A 64 MB file streams through the proxy into a rule table while the
+// proxy's resident set grows by a few MB: it keeps one piece of the file
+// and what it becomes, the transformer a terminator's worth of bytes. The
+// proxy is the leafproxy binary in a child process (internal/leafproc), so
+// what is measured is the proxy alone, not go-sql-driver reading the file
+// in this process.
 func TestLoadDataMemoryBound(t *testing.T) {
 	if testing.Short() {
 		t.Skip("streams 64 MB through MariaDB")
 	}
-	backend, lf := loadEnv(t, func(cfg *config.Config, b *testdb.Server) {
-		b.Exec(t, "CREATE TABLE app.big (id BIGINT PRIMARY KEY, n INT, pad VARCHAR(1024)) ENGINE=InnoDB")
-		cfg.Sequences.Tags["big"] = config.Tag{Generator: "segment", Step: 10000}
-		cfg.Tables = append(cfg.Tables, config.Table{Table: "app.big", Column: "id", Tag: "big"})
-	})
+	backend := testdb.Start(t)
+	backend.Exec(t, "CREATE DATABASE IF NOT EXISTS app",
+		"CREATE TABLE app.big (id BIGINT PRIMARY KEY, n INT, pad VARCHAR(1024)) ENGINE=InnoDB")
+	p := leafproc.Start(t, `backend:
+  addr: `+backend.Addr+`
+  user: root
+users:
+  - name: app
+    password: secret
+sequences:
+  wait_timeout: 1s
+  tags:
+    big: {generator: segment, step: 10000}
+tables:
+  - {table: app.big, column: id, tag: big}
+log:
+  level: warn
+`)
+	lf := &leaf{addr: p.Addr}
 	const lines, width = 64 << 10, 1 << 10
 	mysql.RegisterReaderHandler("leafbig", func() io.Reader { return &lineReader{n: lines, width: width} })
 	defer mysql.DeregisterReaderHandler("leafbig")
@@ -68,15 +83,15 @@ func TestLoadDataMemoryBound(t *testing.T) {
 	if err := db.Ping(); err != nil {
 		t.Fatal(err)
 	}
-	h := startHeapSampler()
+	m := p.Measure(t)
 	start := time.Now()
 	res, err := db.Exec("LOAD DATA LOCAL INFILE 'Reader::leafbig' INTO TABLE big (n, pad)")
-	growth := h.growth()
+	growth := m.Growth(t)
 	if err != nil {
 		t.Fatal(err)
 	}
 	n, _ := res.RowsAffected()
-	t.Logf("%d MB, %d rows in %v; heap growth %.1f MiB", lines*width>>20, n, time.Since(start).Round(time.Millisecond), float64(growth)/(1<<20))
+	t.Logf("%d MB, %d rows in %v; the proxy's peak RSS growth %.1f MiB over %.1f MiB", lines*width>>20, n, time.Since(start).Round(time.Millisecond), float64(growth)/(1<<20), float64(m.Base)/(1<<20))
 	var rows, distinct, minN, maxN int
 	if err := backend.Open(t, "app").QueryRow("SELECT COUNT(*), COUNT(DISTINCT id), MIN(n), MAX(n) FROM big").Scan(&rows, &distinct, &minN, &maxN); err != nil {
 		t.Fatal(err)
@@ -85,53 +100,8 @@ func TestLoadDataMemoryBound(t *testing.T) {
 		t.Fatalf("%d rows affected, %d rows, %d distinct keys, n %d..%d; want %d of each", n, rows, distinct, minN, maxN, lines)
 	}
 	if growth > 16<<20 {
-		t.Fatalf("heap grew by %.1f MiB streaming %d MB (bound 16 MiB)", float64(growth)/(1<<20), lines*width>>20)
+		t.Fatalf("the proxy's RSS grew by %.1f MiB streaming %d MB (bound 16 MiB)", float64(growth)/(1<<20), lines*width>>20)
 	}
-}
-
-// heapSampler records the peak of HeapInuse+StackInuse while it runs (as
-// proxy/frontdoor_test.go's).
-type heapSampler struct {
-	base       uint64
-	peak       atomic.Uint64
-	stop, done chan struct{}
-}
-
-func inuse() uint64 {
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapInuse + m.StackInuse
-}
-
-func startHeapSampler() *heapSampler {
-	runtime.GC()
-	h := &heapSampler{base: inuse(), stop: make(chan struct{}), done: make(chan struct{})}
-	h.peak.Store(h.base)
-	go func() {
-		defer close(h.done)
-		tk := time.NewTicker(5 * time.Millisecond)
-		defer tk.Stop()
-		for {
-			select {
-			case <-h.stop:
-				return
-			case <-tk.C:
-				if v := inuse(); v > h.peak.Load() {
-					h.peak.Store(v)
-				}
-			}
-		}
-	}()
-	return h
-}
-
-func (h *heapSampler) growth() uint64 {
-	close(h.stop)
-	<-h.done
-	if p := h.peak.Load(); p > h.base {
-		return p - h.base
-	}
-	return 0
 }
 
 // The allocation store goes away while a file streams: the keys run out

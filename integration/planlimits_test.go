@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leafproxy/leafproxy/config"
+	"github.com/leafproxy/leafproxy/internal/leafproc"
 	"github.com/leafproxy/leafproxy/internal/testdb"
 )
 
@@ -26,19 +26,35 @@ import (
 // parses share limits.plan_memory.
 
 // planEnv is a proxy over a backend with app.orders (id BIGINT key, v)
-// filled from tag "order", with limits.plan_memory = planMemory.
-func planEnv(t *testing.T, planMemory int64) (*testdb.Server, *sql.DB) {
+// filled from tag "order", with limits.plan_memory = planMemory: the
+// leafproxy binary in a child process (internal/leafproc), so the memory
+// measured is the proxy's alone, not this process's clients or other tests.
+func planEnv(t *testing.T, planMemory int64) (*testdb.Server, *leafproc.Proc, *sql.DB) {
 	backend := testdb.Start(t)
 	backend.Exec(t, "CREATE DATABASE IF NOT EXISTS app",
 		"CREATE TABLE app.orders (id BIGINT PRIMARY KEY, v INT)")
-	cfg := leafConfig(t, backend, nil)
-	cfg.Tables = []config.Table{{Table: "orders", Column: "id", Tag: "order"}}
-	cfg.Limits.PlanMemory = config.ByteSize(planMemory)
-	lf := startLeaf(t, cfg)
+	p := leafproc.Start(t, fmt.Sprintf(`backend:
+  addr: %s
+  user: root
+users:
+  - name: app
+    password: secret
+sequences:
+  wait_timeout: 1s
+  tags:
+    order: {generator: segment}
+tables:
+  - {table: orders, column: id, tag: order}
+limits:
+  plan_memory: %dMiB
+log:
+  level: warn
+`, backend.Addr, planMemory>>20))
+	lf := &leaf{addr: p.Addr}
 	db := lf.open(t, "app", nil)
 	db.SetMaxOpenConns(8)
 	db.SetMaxIdleConns(8)
-	return backend, db
+	return backend, p, db
 }
 
 // concurrently runs f on n sessions at once and returns what each got.
@@ -79,7 +95,7 @@ func concurrently(t *testing.T, db *sql.DB, n int, f func(c *sql.Conn) error) []
 // naming limits.plan_memory, before the planner reads them (before: 204
 // MiB of heap for the 8).
 func TestDeepStatementsRefused(t *testing.T) {
-	_, db := planEnv(t, 64<<20)
+	_, p, db := planEnv(t, 64<<20)
 	nest := strings.Repeat("(", 1_000_000) + "1" + strings.Repeat(")", 1_000_000)
 	calls := "SELECT NEXTVAL('order')" + strings.Repeat(", NEXTVAL('order')", 100_000)
 	for _, tc := range []struct {
@@ -93,14 +109,13 @@ func TestDeepStatementsRefused(t *testing.T) {
 		{"100,000 calls and an expression", calls + " + 1", 1041, "this statement is too large for the proxy to plan", "raise limits.plan_memory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rss := startRSS(t)
-			h := startHeapSampler()
+			m := p.Measure(t)
 			errs := concurrently(t, db, 8, func(c *sql.Conn) error {
 				_, err := c.ExecContext(context.Background(), tc.sql)
 				return err
 			})
-			grew, rssGrew := h.growth(), rss.growth()
-			t.Logf("8 sessions x %.1f MB: peak heap+stack growth %.1f MiB, peak RSS growth %.1f MiB", float64(len(tc.sql))/1e6, float64(grew)/(1<<20), float64(rssGrew)/(1<<20))
+			grew := m.Growth(t)
+			t.Logf("8 sessions x %.1f MB: the proxy's peak RSS growth %.1f MiB over %.1f MiB", float64(len(tc.sql))/1e6, float64(grew)/(1<<20), float64(m.Base)/(1<<20))
 			for i, err := range errs {
 				if code, state := myErr(err); code != tc.code || state != "HY000" || !strings.Contains(err.Error(), tc.want) ||
 					!strings.Contains(err.Error(), tc.hint) {
@@ -108,7 +123,7 @@ func TestDeepStatementsRefused(t *testing.T) {
 				}
 			}
 			if grew > 64<<20 {
-				t.Errorf("heap grew %.1f MiB for 8 refused statements, bound 64 MiB", float64(grew)/(1<<20))
+				t.Errorf("the proxy's RSS grew %.1f MiB for 8 refused statements, bound 64 MiB", float64(grew)/(1<<20))
 			}
 		})
 	}
@@ -126,7 +141,7 @@ func TestDeepStatementsRefused(t *testing.T) {
 // An 8,000-row one can never fit and gets 1041 at once.
 func TestPlanMemoryShared(t *testing.T) {
 	const budget = 64 << 20
-	backend, db := planEnv(t, budget)
+	backend, p, db := planEnv(t, budget)
 	const rows = 4_000
 	insert := func(n int) string {
 		var sb strings.Builder
@@ -140,16 +155,15 @@ func TestPlanMemoryShared(t *testing.T) {
 		return sb.String()
 	}
 	stmt := insert(rows)
-	rss := startRSS(t)
-	h := startHeapSampler()
+	m := p.Measure(t)
 	start := time.Now()
 	errs := concurrently(t, db, 8, func(c *sql.Conn) error {
 		_, err := c.ExecContext(context.Background(), stmt)
 		return err
 	})
-	grew, rssGrew := h.growth(), rss.growth()
-	t.Logf("8 sessions x %d-row INSERT (%d KB) in %v: peak heap+stack growth %.1f MiB, peak RSS growth %.1f MiB",
-		rows, len(stmt)>>10, time.Since(start).Round(time.Millisecond), float64(grew)/(1<<20), float64(rssGrew)/(1<<20))
+	grew := m.Growth(t)
+	t.Logf("8 sessions x %d-row INSERT (%d KB) in %v: the proxy's peak RSS growth %.1f MiB over %.1f MiB",
+		rows, len(stmt)>>10, time.Since(start).Round(time.Millisecond), float64(grew)/(1<<20), float64(m.Base)/(1<<20))
 	for i, err := range errs {
 		if err != nil {
 			t.Fatalf("session %d: %v", i, err)
@@ -163,7 +177,7 @@ func TestPlanMemoryShared(t *testing.T) {
 		t.Fatalf("%d rows, %d distinct keys; want %d of each", n, distinct, 8*rows)
 	}
 	if grew > budget*3/2 {
-		t.Errorf("heap grew %.1f MiB, bound 1.5 x limits.plan_memory = %d MiB", float64(grew)/(1<<20), budget*3/2>>20)
+		t.Errorf("the proxy's RSS grew %.1f MiB, bound 1.5 x limits.plan_memory = %d MiB", float64(grew)/(1<<20), budget*3/2>>20)
 	}
 	_, err := db.Exec(insert(2 * rows))
 	if code, _ := myErr(err); code != 1041 || !strings.Contains(err.Error(), "raise limits.plan_memory") {

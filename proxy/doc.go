@@ -252,8 +252,9 @@
 //     as they arrive, and a command that cannot get its share within 10 s
 //     gets ERR 1041 and its connection closes. The budget counts payload
 //     bytes; buffer growth and garbage-collector pacing make the heap a
-//     small multiple of it (tested: 4 clients sending 256 MiB with a 64 MiB
-//     budget grow the heap by less than 4 x command_memory). Commands of
+//     small multiple of it (tested on the binary in a child process: 4
+//     clients sending 256 MiB with a 64 MiB budget grow its peak resident
+//     set by less than 4 x command_memory). Commands of
 //     16 MiB and more (several
 //     physical packets, total unknown until the last) are read one at a
 //     time server-wide, each piece within a minute, so several of them

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/leafproxy/leafproxy/internal/leafproc"
 	"github.com/leafproxy/leafproxy/internal/testdb"
 )
 
@@ -26,7 +27,7 @@ func TestMain(m *testing.M) {
 		testdb.CleanupTemplate()
 		os.Exit(1)
 	}
-	testdb.Main(m, shared.Close)
+	testdb.Main(m, shared.Close, leafproc.Cleanup)
 }
 
 type env struct {

@@ -47,6 +47,7 @@ var mayImport = map[string][]string{
 	"internal/sqltext":    nil,
 	"internal/tablematch": nil,
 	"internal/testdb":     nil,
+	"internal/leafproc":   nil,
 	"internal/fakestore":  {"allocator", "allocator/segment", "allocator/snowflake"},
 }
 
