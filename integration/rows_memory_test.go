@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/leafproxy/leafproxy/config"
+	"github.com/leafproxy/leafproxy/internal/leafproc"
 	"github.com/leafproxy/leafproxy/internal/testdb"
 )
 
@@ -50,24 +51,43 @@ func TestManyRowInsertMemory(t *testing.T) {
 	backend := testdb.Start(t)
 	backend.Exec(t, "CREATE DATABASE IF NOT EXISTS app",
 		"CREATE TABLE app.orders (id BIGINT PRIMARY KEY, v VARCHAR(4))")
-	bin := buildLeafproxyBinary(t)
 	ctx := context.Background()
 	text := manyRows(1_000_000)
 	for _, n := range []int{1, 4} {
 		backend.Exec(t, "TRUNCATE TABLE app.orders")
-		proc := startLeafproxyProcess(t, bin, backend, "app.orders")
-		db := proc.open(t, "app")
+		proc := leafproc.Start(t, `backend:
+  addr: `+backend.Addr+`
+  user: root
+users:
+  - name: app
+    password: secret
+sequences:
+  wait_timeout: 5s
+  tags:
+    order: {generator: segment}
+tables:
+  - table: app.orders
+    column: id
+    tag: order
+shutdown:
+  grace: 1s
+log:
+  level: warn
+`)
+		db := (&leaf{addr: proc.Addr}).open(t, "app", nil)
+		db.SetMaxOpenConns(8)
+		db.SetMaxIdleConns(8)
 		// A first filled INSERT: the session, the tag's first segment,
 		// the column cache are not the statement's cost.
 		if _, err := db.ExecContext(ctx, "INSERT INTO orders (v) VALUES ('w')"); err != nil {
 			t.Fatal(err)
 		}
-		rss := proc.startRSS(t)
+		rss := proc.Measure(t)
 		errs := concurrently(t, db, n, func(c *sql.Conn) error {
 			_, err := c.ExecContext(ctx, text)
 			return err
 		})
-		grew := rss.growth()
+		grew := rss.Growth(t)
 		t.Logf("%d x %.1f MB statement(s) of 1,000,000 rows at once: the proxy's peak RSS grew %.0f MiB (%.1fx one statement)",
 			n, float64(len(text))/1e6, float64(grew)/(1<<20), float64(grew)/float64(len(text)))
 		for i, err := range errs {
@@ -91,7 +111,7 @@ func TestManyRowInsertMemory(t *testing.T) {
 			t.Errorf("the proxy's RSS grew %.1f MB, bound %.1f MB", float64(grew)/1e6, float64(bound)/1e6)
 		}
 		db.Close()
-		proc.stop(t)
+		proc.Stop()
 	}
 }
 

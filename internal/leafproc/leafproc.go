@@ -36,8 +36,13 @@ var (
 	buildErr  error
 )
 
-// binary builds cmd/leafproxy of this module once and returns its path.
+// binary builds cmd/leafproxy of this module once and returns its path
+// (LEAFPROXY_TEST_BINARY: that binary instead, e.g. an older build to
+// measure against).
 func binary() (string, error) {
+	if bin := os.Getenv("LEAFPROXY_TEST_BINARY"); bin != "" {
+		return bin, nil
+	}
 	buildOnce.Do(func() {
 		out, err := exec.Command("go", "env", "GOMOD").Output()
 		if err != nil {
@@ -75,6 +80,7 @@ type Proc struct {
 	cmd  *exec.Cmd
 	out  *syncBuffer
 	done chan struct{}
+	once sync.Once // Stop
 }
 
 type syncBuffer struct {
@@ -120,7 +126,7 @@ func Start(tb testing.TB, config string) *Proc {
 		tb.Fatal(err)
 	}
 	go func() { _ = p.cmd.Wait(); close(p.done) }()
-	tb.Cleanup(p.stop)
+	tb.Cleanup(p.Stop)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
@@ -145,15 +151,18 @@ func (p *Proc) PID() int { return p.cmd.Process.Pid }
 // Output is what the child wrote to stdout and stderr so far.
 func (p *Proc) Output() string { return p.out.String() }
 
-// stop sends SIGTERM and waits for the child; SIGKILL after 10 s.
-func (p *Proc) stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
+// Stop sends SIGTERM and waits for the child; SIGKILL after 10 s. The
+// test's end does it too; a second call does nothing.
+func (p *Proc) Stop() {
+	p.once.Do(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
 }
 
 // Status is a /proc/PID/status field of the child in bytes (VmRSS, VmHWM).
