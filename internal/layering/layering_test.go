@@ -48,6 +48,7 @@ var mayImport = map[string][]string{
 	"internal/tablematch": nil,
 	"internal/testdb":     nil,
 	"internal/fakestore":  {"allocator", "allocator/segment", "allocator/snowflake"},
+	"internal/testwait":   nil,
 }
 
 // asNeeded are the test programs: they may import anything.
