@@ -234,7 +234,7 @@ func TestVsHaproxy(t *testing.T) {
 				first := make(chan sample, 1)
 				perfc := make(chan *perfStat, 1)
 				go func() {
-					time.Sleep(warm)
+					time.Sleep(warm) // the warm-up before the measured window, not a wait
 					first <- sample{procCPU(c.relay), procCPU(srv.PID()), time.Now()}
 					if perfOn && c.relay != 0 {
 						perfc <- startPerf(t, c.relay, dir)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 	"github.com/leafproxy/leafproxy/loadgen"
 	"github.com/leafproxy/leafproxy/service"
 )
@@ -70,14 +71,12 @@ func TestIDAPIBench(t *testing.T) {
 			t.Errorf("leafproxy Serve: %v", err)
 		}
 	})
-	var apiAddr string
-	for deadline := time.Now().Add(10 * time.Second); apiAddr == ""; time.Sleep(10 * time.Millisecond) {
+	apiAddr := testwait.Value(t, "the ID API", func() (string, bool) {
 		if a := svc.IDAPIAddr(); a != nil {
-			apiAddr = a.String()
-		} else if time.Now().After(deadline) {
-			t.Fatal("ID API not up")
+			return a.String(), true
 		}
-	}
+		return "", false
+	})
 	dsn := dsnAt(t, srv.DSN("bench"), ln.Addr().String(), "app", "secret")
 	req := "GET /api/segment/get/h HTTP/1.1\r\nHost: " + apiAddr + "\r\nAuthorization: Bearer " + token + "\r\n\r\n"
 
@@ -140,7 +139,7 @@ func httpLoad(addr, req string, conns int, dur, warm time.Duration) (loadgen.Res
 	cpuDone := make(chan struct{})
 	go func() {
 		defer close(cpuDone)
-		time.Sleep(time.Until(start))
+		time.Sleep(time.Until(start)) // the measured window's start and end: a clock, not a wait
 		before := processCPU()
 		time.Sleep(time.Until(end))
 		cpu = processCPU() - before

@@ -56,7 +56,7 @@ func TestIdleMemory(t *testing.T) {
 	if _, err := db.ExecContext(ctx, "SELECT 1"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(settle)
+	time.Sleep(settle) // let RSS settle before each reading: a measurement's interval, not a wait
 	rss0 := procRSS(t, pid)
 
 	conns := make([]*sql.Conn, n)
@@ -87,7 +87,7 @@ func TestIdleMemory(t *testing.T) {
 	// (proxy/idlemem.go); the login burst above may have used that turn.
 	later := envDuration(t, "LEAFPROXY_BENCH_IDLE_LATER", 10*time.Second)
 	cpu0 := procCPU(pid)
-	time.Sleep(later)
+	time.Sleep(later) // idle on purpose: the memory return and the idle CPU are measured over it
 	rss3 := procRSS(t, pid)
 	idleCPU := procCPU(pid) - cpu0 // the idle watch of n sessions, the memory return
 	for _, cn := range conns {

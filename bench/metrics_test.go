@@ -148,7 +148,7 @@ func TestMetricsCost(t *testing.T) {
 			}
 			first := make(chan sample, 1)
 			go func() {
-				time.Sleep(warm)
+				time.Sleep(warm) // the warm-up before the measured window, not a wait
 				first <- sample{procCPUPrecise(tg.pid), time.Now()}
 			}()
 			r, err := loadgen.Run(context.Background(), cfg)
@@ -187,7 +187,7 @@ func TestMetricsCost(t *testing.T) {
 	// probe (cached for a second), against an idle process's CPU over the
 	// same time.
 	const nScrapes = 10
-	time.Sleep(1100 * time.Millisecond)
+	time.Sleep(1100 * time.Millisecond) // past the health probe's 1 s cache, so each scrape makes a fresh one
 	on0, off0 := procCPUPrecise(targets[0].pid), procCPUPrecise(targets[1].pid)
 	for range nScrapes {
 		if err := getMetrics(metricsAddr); err != nil {

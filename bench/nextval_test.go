@@ -70,7 +70,7 @@ func (s loggingStore) Fetch(ctx context.Context, tag string, step, floor int64) 
 	begin := time.Now()
 	if s.log.delay != nil {
 		if d := s.log.delay(tag); d > 0 {
-			time.Sleep(d)
+			time.Sleep(d) // a slow store, on purpose
 		}
 	}
 	r, err := s.inner.Fetch(ctx, tag, step, floor)

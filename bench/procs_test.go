@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // quiesce has InnoDB write back every dirty page before a case starts, so
@@ -28,17 +30,17 @@ func quiesce(t *testing.T, db *sql.DB) {
 		t.Fatalf("quiesce: %v", err)
 	}
 	defer db.Exec("SET GLOBAL innodb_max_dirty_pages_pct = " + pct)
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	// Best effort: a case may start with dirty pages left.
+	if _, err := testwait.Until("no dirty pages", func() (struct{}, bool) {
 		var name string
 		var dirty int
 		if err := db.QueryRow("SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_pages_dirty'").Scan(&name, &dirty); err != nil {
 			t.Fatalf("quiesce: %v", err)
 		}
-		if dirty == 0 {
-			return
-		}
+		return struct{}{}, dirty == 0
+	}, testwait.Within(30*time.Second)); err != nil {
+		t.Logf("quiesce: %v", err)
 	}
-	t.Logf("quiesce: dirty pages left after 30 s")
 }
 
 // haproxyBinary finds haproxy, installing Debian's package when running as
@@ -303,20 +305,16 @@ func startProc(t *testing.T, name string, extraEnv, listens []string, bin string
 		}
 		logf.Close()
 	})
-	deadline := time.Now().Add(30 * time.Second)
 	for i := 0; i+1 < len(listens); i += 2 {
-		for {
-			c, err := net.DialTimeout(listens[i], listens[i+1], time.Second)
-			if err == nil {
-				c.Close()
-				break
+		var err error
+		testwait.For(t, fmt.Sprintf("%s to accept on %s %s", name, listens[i], listens[i+1]), func() bool {
+			var c net.Conn
+			if c, err = net.DialTimeout(listens[i], listens[i+1], time.Second); err != nil {
+				return false
 			}
-			if time.Now().After(deadline) {
-				b, _ := os.ReadFile(logf.Name())
-				t.Fatalf("%s does not accept on %s %s: %v\n%s", name, listens[i], listens[i+1], err, b)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			c.Close()
+			return true
+		}, testwait.Detail(func() string { b, _ := os.ReadFile(logf.Name()); return fmt.Sprintf("%v\n%s", err, b) }))
 	}
 	return cmd.Process.Pid
 }

@@ -394,5 +394,5 @@ func TestServeEndpoints(t *testing.T) {
 		db.Close()
 		fmt.Printf("%-10s %s\n", tg.name, tg.dsn)
 	}
-	time.Sleep(d)
+	time.Sleep(d) // keep the endpoints up for the asked time: the point of this helper, not a wait
 }

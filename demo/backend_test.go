@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/leafproxy/leafproxy/internal/testwait"
 	"github.com/leafproxy/leafproxy/service"
 )
 
@@ -157,21 +158,6 @@ func TestBackendMaxOfEmptyTable(t *testing.T) {
 	}
 }
 
-// waitUntil polls cond until it holds, failing the test after 10 s.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(10 * time.Second)
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("timed out waiting until %s", what)
-		}
-	}
-}
-
 // TestBackendLockWait: a statement waits for another connection's open
 // transaction, and fails with 1205 after LockWaitTimeout; the wait ends
 // when the transaction does.
@@ -210,7 +196,7 @@ func TestBackendLockWait(t *testing.T) {
 	go func() { _, err := db.Exec("INSERT INTO x.t VALUES (2)"); done <- err }()
 	// Commit once the INSERT waits for the transaction, so that it is the
 	// commit that lets it through.
-	waitUntil(t, "the INSERT waits for the transaction", func() bool {
+	testwait.For(t, "the INSERT to wait for the transaction", func() bool {
 		select {
 		case err := <-done:
 			t.Fatalf("INSERT during another's transaction did not wait: %v", err)

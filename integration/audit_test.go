@@ -12,6 +12,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // logLines decodes a JSON log (slog.NewJSONHandler) into one map per line.
@@ -179,15 +180,11 @@ func TestStoreOutageLoggedOnce(t *testing.T) {
 	store.Stop(t)
 	// Drain the buffers and keep asking: fetches fail, again and again.
 	segs := lf.svc.Sequences.Segments()
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	testwait.For(t, "fetches to fail with the store stopped", func() bool {
 		_ = nextval()
-		if st, _ := segs.Stats("order"); st.FetchErrors >= 4 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("fetches did not fail with the store stopped:\n%s", logs.String())
-		}
-	}
+		st, _ := segs.Stats("order")
+		return st.FetchErrors >= 4
+	}, testwait.Detail(logs.String))
 	if n := count(down); n != 1 {
 		t.Fatalf("%d 'store down' lines after several failed fetches, want 1:\n%s", n, logs.String())
 	}
@@ -199,11 +196,7 @@ func TestStoreOutageLoggedOnce(t *testing.T) {
 	}
 
 	store.Restart(t)
-	for deadline := time.Now().Add(30 * time.Second); nextval() != nil; {
-		if time.Now().After(deadline) {
-			t.Fatalf("NEXTVAL did not recover after the store came back:\n%s", logs.String())
-		}
-	}
+	testwait.For(t, "NEXTVAL to recover after the store came back", func() bool { return nextval() == nil }, testwait.Detail(logs.String))
 	for range 30 { // more fetches, all good
 		if err := nextval(); err != nil {
 			t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // Issue 24: the backend sees exactly what the client does. Each test reads
@@ -47,20 +48,14 @@ func globalStatus(t *testing.T, root *sql.DB, name string) int {
 // server has counted the connection's end by then).
 func threadGone(t *testing.T, root *sql.DB, id int64, within time.Duration) bool {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	_, err := testwait.Until(fmt.Sprintf("thread %d gone", id), func() (struct{}, bool) {
 		var n int
 		if err := root.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", id).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		if n == 0 {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return struct{}{}, n == 0
+	}, testwait.Within(within))
+	return err == nil
 }
 
 // questions is thread id's Questions counter, read by root from

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // Debian's python3-pymysql, run by the system interpreter (the python3 on
@@ -216,12 +218,10 @@ func TestPyMySQL(t *testing.T) {
 	py.send("go on")
 	var dropped struct{ Stage string }
 	py.next(&dropped)
-	deadline := time.Now().Add(10 * time.Second)
-	for sessionListed(cp, uint32(hello.ThreadID)) && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if sessionListed(cp, uint32(hello.ThreadID)) {
-		t.Errorf("the backend dropped session %d's idle connection, but the proxy kept the client's open for 10 s", hello.ThreadID)
+	if _, err := testwait.Until("the proxy to close the client's connection", func() (struct{}, bool) {
+		return struct{}{}, !sessionListed(cp, uint32(hello.ThreadID))
+	}); err != nil {
+		t.Errorf("the backend dropped session %d's idle connection, but the proxy kept the client's open: %v", hello.ThreadID, err)
 	}
 	py.send("go on")
 	py.next(&got)

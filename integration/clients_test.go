@@ -6,6 +6,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // Helpers for tests that drive the clients users run (PyMySQL, node
@@ -67,15 +69,11 @@ func waitRunning(t *testing.T, b *testdb.Server, q string) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	testwait.For(t, fmt.Sprintf("%q to start on the backend", q), func() bool {
 		var n int
-		if err := db.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO = ?", q).Scan(&n); err == nil && n > 0 {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("%q never started on the backend", q)
+		err := db.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO = ?", q).Scan(&n)
+		return err == nil && n > 0
+	})
 }
 
 // writeScript writes a script into a fresh temporary directory and returns

@@ -8,6 +8,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // TestGaleraStoreFailover (issue 9, item 3): the production answer to a
@@ -66,14 +67,14 @@ func TestGaleraStoreFailover(t *testing.T) {
 	// The load goes on for 3000 inserts and until every proxy has fetched
 	// from the new writer.
 	waitInserts(t, res, beforeKill+3000)
-	waitUntil(t, loadDeadline, "fetch from the new writer by every proxy", func() bool {
+	testwait.For(t, "fetch from the new writer by every proxy", func() bool {
 		for i, lf := range leaves {
 			if st, _ := lf.svc.Sequences.Segments().Stats("t"); st.Fetches == fetchesBefore[i] {
 				return false
 			}
 		}
 		return true
-	}, res)
+	}, testwait.Within(loadDeadline), loadsDetail(res))
 	stop()
 	t.Logf("load: %v (%d inserted before the kill)", res, beforeKill)
 	t.Logf("longest pause between two successful inserts: %v (node killed at +%v)", res.maxGap(), tKill.Sub(res.start).Round(time.Millisecond))

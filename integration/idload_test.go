@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // The ID load of the no-duplicates tests (noduplicates_test.go,
@@ -120,7 +121,7 @@ func idLoad(t *testing.T, leaves []*leaf, tag string, conns int) (res *loadResul
 				cancel()
 				if err != nil {
 					res.fail(err)
-					time.Sleep(5 * time.Millisecond)
+					time.Sleep(5 * time.Millisecond) // back off after a failed insert: the load's pace, not a wait
 					continue
 				}
 				res.success()
@@ -146,23 +147,12 @@ func runLoad(t *testing.T, leaves []*leaf, tag string, conns int, n int64) *load
 // the test after loadDeadline.
 func waitInserts(t *testing.T, res *loadResult, n int64) {
 	t.Helper()
-	waitUntil(t, loadDeadline, fmt.Sprintf("%d inserts", n), func() bool { return res.ok.Load() >= n }, res)
+	testwait.For(t, fmt.Sprintf("%d inserts", n), func() bool { return res.ok.Load() >= n }, testwait.Within(loadDeadline), loadsDetail(res))
 }
 
-// waitUntil polls cond until it holds, failing the test after timeout
-// with what it waited for and the loads' state.
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool, loads ...*loadResult) {
-	t.Helper()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(timeout)
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("no %s after %v: %v", what, timeout, loads)
-		}
-	}
+// loadsDetail adds the loads' state to a wait's failure.
+func loadsDetail(loads ...*loadResult) testwait.Option {
+	return testwait.Detail(func() string { return fmt.Sprint(loads) })
 }
 
 // assertNoDuplicates counts the stored ids: at least min rows, no repeat.

@@ -14,6 +14,7 @@ import (
 	"github.com/leafproxy/leafproxy/allocator/runway"
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 	"github.com/leafproxy/leafproxy/service"
 )
 
@@ -60,7 +61,7 @@ func TestKeyColumnEnd(t *testing.T) {
 		}
 		return v
 	}
-	waitFor(t, "the runway of r", func() bool { return seqRow(t, ops, "r")["limited_by"] == "shop.r.id int(11)" })
+	testwait.For(t, "the runway of r", func() bool { return seqRow(t, ops, "r")["limited_by"] == "shop.r.id int(11)" })
 	if f := seqRow(t, ops, "r")["fetches"]; f != "0" && f != "NULL" {
 		t.Fatalf("r fetched before the test moved it: %v", seqRow(t, ops, "r"))
 	}
@@ -78,7 +79,7 @@ func TestKeyColumnEnd(t *testing.T) {
 			t.Logf("log:\n%s\nr: %v", logs.String(), seqRow(t, ops, "r"))
 		}
 	}()
-	waitFor(t, "the warning by what is left", func() bool {
+	testwait.For(t, "the warning by what is left", func() bool {
 		return strings.Contains(logs.String(), "tag=r ") && strings.Contains(logs.String(), "level=critical")
 	})
 	if r := seqRow(t, ops, "r"); r["ids_left"] != "2" || r["end"] != "near end: under 1% left" {
@@ -208,7 +209,7 @@ func TestKeyColumnEnd(t *testing.T) {
 	if m := maxID(); m != 2147483656 {
 		t.Errorf("leaf_alloc.max_id %d: a segment was fetched past INT's maximum", m)
 	}
-	waitFor(t, "r at its end", func() bool { return strings.HasPrefix(seqRow(t, ops, "r")["end"], "at end") })
+	testwait.For(t, "r at its end", func() bool { return strings.HasPrefix(seqRow(t, ops, "r")["end"], "at end") })
 	var state string
 	for _, ts := range lf.svc.Status(t.Context()).Tags {
 		if ts.Tag == "r" {
@@ -221,14 +222,14 @@ func TestKeyColumnEnd(t *testing.T) {
 	if v, ok := scrape(t, lf, "leafproxy_sequence_at_end", "r"); !ok || v != 1 {
 		t.Errorf("leafproxy_sequence_at_end{tag=r}: %v %v", v, ok)
 	}
-	waitFor(t, "the warning that r has no IDs left", func() bool { return strings.Contains(logs.String(), "sequence has no IDs left") })
+	testwait.For(t, "the warning that r has no IDs left", func() bool { return strings.Contains(logs.String(), "sequence has no IDs left") })
 
 	// Widened through the proxy: the DDL makes the runway read the column
 	// again, the allocator fetches past 2^31-1 again.
 	if _, err := app.Exec("ALTER TABLE r MODIFY id BIGINT"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "r widened", func() bool { return seqRow(t, ops, "r")["limited_by"] == "shop.r.id bigint(20)" })
+	testwait.For(t, "r widened", func() bool { return seqRow(t, ops, "r")["limited_by"] == "shop.r.id bigint(20)" })
 	if r := seqRow(t, ops, "r"); r["end"] != "ok" {
 		t.Errorf("r after widening: %v", r)
 	}
@@ -251,7 +252,7 @@ func TestKeyColumnEnd(t *testing.T) {
 	// (A computation that ran between the tag's creation in the store and
 	// the new rules taking effect shows it as BIGINT, rightly for that
 	// moment: so wait for the column, well under the hourly read.)
-	waitFor(t, "late's runway to name its INT column", func() bool {
+	testwait.For(t, "late's runway to name its INT column", func() bool {
 		return seqRow(t, ops, "late")["limited_by"] == "shop.late.id int(11)"
 	})
 
@@ -344,7 +345,7 @@ func TestRunwayWarnsFreshProxy(t *testing.T) {
 	var logs testdb.LockedBuffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	lf := startLeafOpts(t, cfg, log)
-	waitFor(t, "the warning", func() bool {
+	testwait.For(t, "the warning", func() bool {
 		return strings.Contains(logs.String(), "less than 1% of its key column's range left") && strings.Contains(logs.String(), "ids_left=367 ")
 	})
 	if r := seqRow(t, opsDB(t, lf), "near"); r["ids_left"] != "367" || r["exhausted_at"] != "NULL" || r["end"] != "near end: under 1% left" {

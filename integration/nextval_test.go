@@ -14,6 +14,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // nextvalEnv: one backend, the allocation store on the backend, tags
@@ -402,17 +403,7 @@ func TestNextvalStoreOutage(t *testing.T) {
 	}
 	t.Logf("%d calls served from the buffer, then: %v", okAfterKill, failure)
 	store.Restart(t)
-	var recovered bool
-	for range 100 {
-		if _, err := call(); err == nil {
-			recovered = true
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if !recovered {
-		t.Fatal("NEXTVAL did not recover after the store came back")
-	}
+	testwait.For(t, "NEXTVAL to recover after the store came back", func() bool { _, err := call(); return err == nil })
 	for range 200 {
 		if _, err := call(); err != nil {
 			t.Fatal(err)

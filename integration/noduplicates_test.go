@@ -14,6 +14,7 @@ import (
 	"github.com/leafproxy/leafproxy/allocator/schema"
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 	"github.com/leafproxy/leafproxy/service"
 )
 
@@ -192,15 +193,9 @@ func TestStartWithStoreDown(t *testing.T) {
 	}
 
 	store.Restart(t)
-	deadline := time.Now().Add(20 * time.Second)
 	for _, lf := range leaves {
-		for lf.svc.Sequences.Snowflake() == nil {
-			if time.Now().After(deadline) {
-				_, err := lf.svc.Sequences.SnowflakePending()
-				t.Fatalf("no worker id 20 s after the store came back: %v", err)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		testwait.For(t, "a worker id after the store came back", func() bool { return lf.svc.Sequences.Snowflake() != nil },
+			testwait.Detail(func() string { _, err := lf.svc.Sequences.SnowflakePending(); return fmt.Sprint(err) }))
 	}
 	if w := leaves[1].svc.Sequences.Snowflake().Worker(); w != 3 {
 		t.Errorf("fixed proxy got worker %d", w)
@@ -254,11 +249,7 @@ func TestStartWithStoreStalled(t *testing.T) {
 		t.Fatalf("NEXTVAL('s') with a stalled store: %v", err)
 	}
 	fw.SetTarget(store.Addr)
-	for deadline := time.Now().Add(30 * time.Second); lf.svc.Sequences.Snowflake() == nil; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no worker id 30 s after the store answered again")
-		}
-	}
+	testwait.For(t, "a worker id after the store answered again", func() bool { return lf.svc.Sequences.Snowflake() != nil })
 	if err := db.QueryRow("SELECT NEXTVAL('s')").Scan(&v); err != nil {
 		t.Fatal(err)
 	}
@@ -296,9 +287,9 @@ func TestNextvalStoreMovedBack(t *testing.T) {
 	waitInserts(t, res, 10000)
 	for round := range 2 {
 		e.moveBack(fmt.Sprintf("under load, round %d", round), 100000)
-		waitUntil(t, loadDeadline, "repair of max_id past every proxy's high-water mark", e.repaired, res)
+		testwait.For(t, "repair of max_id past every proxy's high-water mark", e.repaired, testwait.Within(loadDeadline), loadsDetail(res))
 		top := e.maxID()
-		waitUntil(t, loadDeadline, "every proxy's fetch or read-back of the repaired max_id", func() bool { return e.knowAbove(top) }, res)
+		testwait.For(t, "every proxy's fetch or read-back of the repaired max_id", func() bool { return e.knowAbove(top) }, testwait.Within(loadDeadline), loadsDetail(res))
 		waitInserts(t, res, 10000+int64(round+1)*5000)
 	}
 	stop()
@@ -313,9 +304,9 @@ func TestNextvalStoreMovedBack(t *testing.T) {
 	// take load.
 	idleBefore := e.repairs()
 	e.moveBack("idle", 100000)
-	waitUntil(t, loadDeadline, "repair of max_id past every idle proxy's high-water mark", func() bool {
+	testwait.For(t, "repair of max_id past every idle proxy's high-water mark", func() bool {
 		return e.repairs() > idleBefore && e.repaired()
-	})
+	}, testwait.Within(loadDeadline))
 	e.leaves = append(e.leaves, startLeaf(t, movedBackConfig(t, backend, store, false)))
 	res = runLoad(t, e.leaves, "t", 24, 10000)
 	t.Logf("phase 2: %v", res)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // Prepared INSERTs into a rule table keep their plan while they are open
@@ -138,7 +139,7 @@ func TestPreparedPlansGlobalBudget(t *testing.T) {
 	// the connection rather than pooling it).
 	conns[0].Raw(func(any) error { return driver.ErrBadConn })
 	conns = conns[1:]
-	waitFor(t, "the first session's plans released", func() bool {
+	testwait.For(t, "the first session's plans released", func() bool {
 		c, err := db.Conn(ctx)
 		if err != nil {
 			return false

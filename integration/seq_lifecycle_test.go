@@ -13,6 +13,7 @@ import (
 	"github.com/leafproxy/leafproxy/allocator/snowflake"
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 	"github.com/leafproxy/leafproxy/service"
 )
 
@@ -152,13 +153,13 @@ func TestSequenceLifecycleSQL(t *testing.T) {
 		t.Errorf("NEXTVAL of a dropped snowflake tag: %v", err)
 	}
 	bdb := b.open(t, "", nil)
-	waitFor(t, "proxy b to forget js", func() bool {
+	testwait.For(t, "proxy b to forget js", func() bool {
 		err := bdb.QueryRow("SELECT NEXTVAL('js')").Scan(&vb)
 		return err != nil && strings.Contains(err.Error(), "4091")
 	})
 	ok("CREATE LEAFPROXY SEQUENCE js SNOWFLAKE LAYOUT default")
 	def := snowflake.DefaultLayout()
-	waitFor(t, "proxy b to learn js again", func() bool { return bdb.QueryRow("SELECT NEXTVAL('js')").Scan(&vb) == nil })
+	testwait.For(t, "proxy b to learn js again", func() bool { return bdb.QueryRow("SELECT NEXTVAL('js')").Scan(&vb) == nil })
 	if vb < 1<<53 || def.Decode(vb).Time.Year() < 2025 {
 		t.Errorf("js created again as default, through proxy b: %d", vb)
 	}

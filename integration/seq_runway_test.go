@@ -16,6 +16,7 @@ import (
 	"github.com/leafproxy/leafproxy/allocator/runway"
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 	"github.com/leafproxy/leafproxy/service"
 )
 
@@ -38,16 +39,6 @@ func startLeafOpts(t *testing.T, cfg *config.Config, log *slog.Logger, opts ...s
 		t.Fatalf("start leafproxy: %v", err)
 	}
 	return serveLeaf(t, cfg, svc)
-}
-
-// waitFor polls cond every 20 ms until it holds or 20 s have passed.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
 }
 
 // scrape returns the value of metric{tag="tag"} on the service's /metrics
@@ -110,7 +101,7 @@ func TestRunwayNearIntMax(t *testing.T) {
 	if m := maxID("small"); m != 2147483001 {
 		t.Fatalf("max_id after the explicit key: %d", m)
 	}
-	waitFor(t, "ids_left 647 for small", func() bool { return seqRow(t, ops, "small")["ids_left"] == "647" })
+	testwait.For(t, "ids_left 647 for small", func() bool { return seqRow(t, ops, "small")["ids_left"] == "647" })
 	r := seqRow(t, ops, "small")
 	if r["limited_by"] != "shop.small.id int(11)" {
 		t.Errorf("small: %v", r)
@@ -135,7 +126,7 @@ func TestRunwayNearIntMax(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "an exhaustion date for small", func() bool { return seqRow(t, ops, "small")["exhausted_at"] != "NULL" })
+	testwait.For(t, "an exhaustion date for small", func() bool { return seqRow(t, ops, "small")["exhausted_at"] != "NULL" })
 	r = seqRow(t, ops, "small")
 	at, err := time.Parse("2006-01-02 15:04:05", r["exhausted_at"])
 	if err != nil || at.Before(time.Now().Add(-time.Minute)) || at.After(time.Now().Add(365*24*time.Hour)) {
@@ -144,13 +135,13 @@ func TestRunwayNearIntMax(t *testing.T) {
 	if rate, _ := strconv.ParseFloat(r["ids_per_second"], 64); rate <= 0 {
 		t.Errorf("small's rate: %v", r)
 	}
-	waitFor(t, "the warning", func() bool { return strings.Contains(logs.String(), "runs out of IDs in less than a year") })
+	testwait.For(t, "the warning", func() bool { return strings.Contains(logs.String(), "runs out of IDs in less than a year") })
 	if !strings.Contains(logs.String(), "tag=small") || strings.Contains(logs.String(), "tag=big") {
 		t.Errorf("warnings:\n%s", logs.String())
 	}
 
 	// Metrics agree with the store.
-	waitFor(t, "metrics", func() bool {
+	testwait.For(t, "metrics", func() bool {
 		v, ok := scrape(t, lf, "leafproxy_sequence_ids_left", "small")
 		return ok && int64(v) == math.MaxInt32-(maxID("small")-1)
 	})

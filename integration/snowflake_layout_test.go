@@ -13,6 +13,7 @@ import (
 	"github.com/leafproxy/leafproxy/allocator/snowflake"
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // Issue 19, item 8: a proxy configured with a 41/5/7 layout joined a store
@@ -143,15 +144,10 @@ func TestSnowflakeLayoutMismatchAfterStoreDown(t *testing.T) {
 	}
 
 	store.Restart(t)
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	testwait.For(t, "the layout mismatch after the store came back", func() bool {
 		_, err := lf.svc.Sequences.SnowflakePending()
-		if errors.Is(err, snowflake.ErrLayoutMismatch) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no layout mismatch 30 s after the store came back: %v", err)
-		}
-	}
+		return errors.Is(err, snowflake.ErrLayoutMismatch)
+	}, testwait.Detail(func() string { _, err := lf.svc.Sequences.SnowflakePending(); return fmt.Sprint(err) }))
 	err = db.QueryRow("SELECT NEXTVAL('s')").Scan(&v)
 	if code, state := myErr(err); code != 1105 || state != "HY000" {
 		t.Fatalf("NEXTVAL('s') under a mismatched layout: %v (id %d)", err, v)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // The store moving back (a failover to a stale async replica, a restored
@@ -136,11 +137,11 @@ func TestNextvalStoreMovedBackJustBelow(t *testing.T) {
 	for round := range 3 {
 		before := e.repairs()
 		e.moveBack(fmt.Sprintf("round %d", round), 1)
-		waitUntil(t, loadDeadline, "repair of max_id past every proxy's high-water mark", func() bool {
+		testwait.For(t, "repair of max_id past every proxy's high-water mark", func() bool {
 			return e.repairs() > before && e.repaired()
-		}, res)
+		}, testwait.Within(loadDeadline), loadsDetail(res))
 		top := e.maxID()
-		waitUntil(t, loadDeadline, "every proxy's fetch or read-back of the repaired max_id", func() bool { return e.knowAbove(top) }, res)
+		testwait.For(t, "every proxy's fetch or read-back of the repaired max_id", func() bool { return e.knowAbove(top) }, testwait.Within(loadDeadline), loadsDetail(res))
 		waitInserts(t, res, res.ok.Load()+1000)
 	}
 	stop()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // Issue 9, item 7: tag names outside latin1, names that cannot be tags,
@@ -57,11 +58,10 @@ func TestTagNamesUTF8(t *testing.T) {
 	// An unknown one: 4091 at once, not after wait_timeout. First let the
 	// prefetch of 订单's next segment finish: its UPDATE is not the one
 	// counted here.
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if st, ok := lf.svc.Sequences.Segments().Stats("订单"); ok && st.NextReady && !st.Loading {
-			break
-		}
-	}
+	testwait.For(t, "the prefetch of 订单's next segment", func() bool {
+		st, ok := lf.svc.Sequences.Segments().Stats("订单")
+		return ok && st.NextReady && !st.Loading
+	})
 	before := storeUpdates(t, direct)
 	start := time.Now()
 	_, err := db.Exec("SELECT NEXTVAL('用户')")

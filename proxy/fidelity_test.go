@@ -17,6 +17,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // The proxy's greeting is the backend's: same version, status flags
@@ -199,15 +200,11 @@ func waitForQuery(t *testing.T, q string) {
 func waitForQueryOn(t *testing.T, srv *testdb.Server, q string) {
 	t.Helper()
 	db := srv.Open(t, "")
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	testwait.For(t, fmt.Sprintf("%q to start", q), func() bool {
 		var n int
-		if err := db.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO = ?", q).Scan(&n); err == nil && n > 0 {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("%q never started", q)
+		err := db.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO = ?", q).Scan(&n)
+		return err == nil && n > 0
+	})
 }
 
 // COM_CHANGE_USER: the new proxy account is checked, the backend session is
@@ -337,7 +334,7 @@ func TestBackendClosesIdleSession(t *testing.T) {
 	}
 	// The backend's wait_timeout passes and the proxy closes the client
 	// connection it had pinned.
-	waitFor(t, func() bool { cur, _ := e.srv.Sessions(); return cur == 0 }, "the backend drops the idle session")
+	testwait.For(t, "the backend drops the idle session", func() bool { cur, _ := e.srv.Sessions(); return cur == 0 })
 	if err := db.QueryRow("SELECT 2").Scan(&v); err != nil || v != 2 {
 		t.Fatalf("query after the backend dropped the idle session: %v", err)
 	}
@@ -464,21 +461,17 @@ func TestUnixSockets(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	c := mysql.NewConfig()
 	c.User, c.Passwd, c.Net, c.Addr = "app", "secret", "unix", cfg.Listen
-	var db *sql.DB
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	db := testwait.Value(t, "a connection over the proxy's socket", func() (*sql.DB, bool) {
+		var db *sql.DB
 		db, err = sql.Open("mysql", c.FormatDSN())
 		if err == nil {
 			if err = db.Ping(); err == nil {
-				break
+				return db, true
 			}
 			db.Close()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("connect over the proxy's socket: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil, false
+	}, testwait.Detail(func() string { return fmt.Sprint(err) }))
 	defer db.Close()
 	var host string
 	if err := db.QueryRow("SELECT HOST FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()").Scan(&host); err != nil {

@@ -2,11 +2,14 @@ package proxy
 
 import (
 	"database/sql"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // TestHandshakeFloodShare: 127.0.0.1 keeps 1,000 silent connections open,
@@ -43,7 +46,7 @@ func TestHandshakeFloodShare(t *testing.T) {
 				}
 				nc, err := net.DialTimeout("tcp", e.addr, 2*time.Second)
 				if err != nil {
-					time.Sleep(10 * time.Millisecond)
+					time.Sleep(10 * time.Millisecond) // back off before dialling again: the flood's pace, not a wait
 					continue
 				}
 				go func() { <-stop; nc.Close() }()
@@ -59,13 +62,8 @@ func TestHandshakeFloodShare(t *testing.T) {
 	}
 	defer func() { close(stop); flood.Wait() }()
 	// The flood is on: the proxy is dropping handshakes.
-	deadline := time.Now().Add(20 * time.Second)
-	for e.srv.LoginStats().Dropped < uint64(silent) {
-		if time.Now().After(deadline) {
-			t.Fatalf("flood not under way: %+v", e.srv.LoginStats())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, "the flood under way", func() bool { return e.srv.LoginStats().Dropped >= uint64(silent) },
+		testwait.Detail(func() string { return fmt.Sprintf("%+v", e.srv.LoginStats()) }))
 	ok := 0
 	start := time.Now()
 	for range tries {

@@ -22,6 +22,7 @@ import (
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/leafproxy/leafproxy/internal/leafproc"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // Front-door tests of memory: what strangers and huge commands may make
@@ -115,8 +116,7 @@ func TestPreAuthMemoryBound(t *testing.T) {
 					}
 				}
 			} else {
-				waitFor(t, func() bool { held, unread := pendingUnread(e); return held == conns && unread == 0 },
-					"the proxy has read every claim it holds")
+				testwait.For(t, "the proxy has read every claim it holds", func() bool { held, unread := pendingUnread(e); return held == conns && unread == 0 })
 			}
 			w.check()
 			grew := h.growth()
@@ -428,7 +428,7 @@ func TestClientTLSAbortLogsOneLine(t *testing.T) {
 			abort(nc)
 			nc.Close()
 			// Everything is logged once the connection's handler returns.
-			waitFor(t, func() bool { return e.srv.handling.Load() == handling }, "the aborted connection's handler returns")
+			testwait.For(t, "the aborted connection's handler returns", func() bool { return e.srv.handling.Load() == handling })
 			added := strings.TrimPrefix(log.String(), before)
 			lines := strings.Split(strings.TrimRight(added, "\n"), "\n")
 			if len(lines) != 1 || lines[0] == "" {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // Issue 24: the backend sees what the client does. These tests read the
@@ -29,20 +30,14 @@ func globalStatus(t testing.TB, root *sql.DB, name string) int {
 // by then: the server counts an abort before it drops the thread).
 func threadGone(t testing.TB, root *sql.DB, id int64, within time.Duration) bool {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	_, err := testwait.Until(fmt.Sprintf("thread %d gone", id), func() (struct{}, bool) {
 		var n int
 		if err := root.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", id).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		if n == 0 {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return struct{}{}, n == 0
+	}, testwait.Within(within))
+	return err == nil
 }
 
 // A client that quits, or a session the proxy ends between commands, ends
@@ -168,7 +163,7 @@ func TestClientGoneMidStatement(t *testing.T) {
 		t.Logf("%q: backend thread gone %v after the client", params, time.Since(t0).Round(time.Millisecond))
 	}
 	for _, e := range []*env{e, handed} {
-		waitFor(t, func() bool { cur, _ := e.srv.Sessions(); return cur == 0 }, "the abandoned sessions end")
+		testwait.For(t, "the abandoned sessions end", func() bool { cur, _ := e.srv.Sessions(); return cur == 0 })
 	}
 
 	// A statement sent just before the client closes completes, as it
@@ -179,13 +174,13 @@ func TestClientGoneMidStatement(t *testing.T) {
 		sendCommands(t, c, queryPkt(fmt.Sprintf("INSERT INTO hang.t VALUES (%d)", i)))
 		c.l.conn.Close()
 	}
-	waitFor(t, func() bool {
+	testwait.For(t, "the INSERTs sent before each client left reach the table", func() bool {
 		var n int
 		if err := root.QueryRow("SELECT COUNT(*) FROM hang.t").Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n == 5
-	}, "the INSERTs sent before each client left reach the table")
+	})
 }
 
 // handOffSleep sends SLEEP from an event loop to the session's goroutine,

@@ -3,9 +3,12 @@ package proxy
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"net"
 	"testing"
 	"time"
+
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // Sessions that go idle park their buffers; once a burst of parking has
@@ -32,13 +35,8 @@ func TestIdleMemoryReturned(t *testing.T) {
 			t.Fatalf("connection %d: %d bytes, %v", i, len(s), err)
 		}
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for e.srv.idleMem.returns.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no memory return after %d sessions parked (%d bytes counted)", n, e.srv.idleMem.parked.Load())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.For(t, fmt.Sprintf("a memory return after %d sessions parked", n), func() bool { return e.srv.idleMem.returns.Load() != 0 },
+		testwait.Detail(func() string { return fmt.Sprintf("%d bytes counted", e.srv.idleMem.parked.Load()) }))
 	for i, c := range conns {
 		var s string
 		if err := c.QueryRowContext(ctx, "SELECT REPEAT('y', 100000)").Scan(&s); err != nil || len(s) != 100000 {
@@ -57,10 +55,7 @@ func TestPeekSocket(t *testing.T) {
 	if _, err := peer.Write([]byte("x")); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for newSocketPeeker(c).peek() == socketQuiet && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	testwait.For(t, "the byte to arrive", func() bool { return newSocketPeeker(c).peek() != socketQuiet })
 	if got := newSocketPeeker(c).peek(); got != socketUnknown {
 		t.Fatalf("socket with data: %v, want socketUnknown (look with the buffers)", got)
 	}
@@ -69,9 +64,7 @@ func TestPeekSocket(t *testing.T) {
 		t.Fatalf("the peeked byte was consumed: %q %v", b, err)
 	}
 	peer.Close()
-	for newSocketPeeker(c).peek() == socketQuiet && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	testwait.For(t, "the close to arrive", func() bool { return newSocketPeeker(c).peek() != socketQuiet })
 	if got := newSocketPeeker(c).peek(); got != socketClosed {
 		t.Fatalf("closed socket: %v", got)
 	}

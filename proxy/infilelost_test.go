@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // blockingFile is a LOCAL INFILE source that sends its first part, then
@@ -47,11 +48,11 @@ func TestBackendLostDuringLocalInfile(t *testing.T) {
 		done <- err
 	}()
 	root := shared.Open(t, "")
-	waitFor(t, func() bool {
+	testwait.For(t, "the LOAD DATA runs", func() bool {
 		var n int
 		_ = root.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ? AND INFO LIKE 'LOAD DATA%'", id).Scan(&n)
 		return n == 1
-	}, "the LOAD DATA runs")
+	})
 	if _, err := root.Exec(fmt.Sprintf("KILL CONNECTION %d", id)); err != nil {
 		t.Fatal(err)
 	}

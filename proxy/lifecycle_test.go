@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 func TestBackendDownAtLogin(t *testing.T) {
@@ -134,13 +136,8 @@ func TestManyConnections(t *testing.T) {
 	for db := range conns {
 		db.Close()
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for e.srv.active.Load() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d sessions still open after clients closed", e.srv.active.Load())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.For(t, "every session to end after its client closed", func() bool { return e.srv.active.Load() == 0 },
+		testwait.Detail(func() string { return fmt.Sprintf("%d sessions still open", e.srv.active.Load()) }))
 }
 
 func TestMaxConnections(t *testing.T) {
@@ -164,13 +161,7 @@ func TestMaxConnections(t *testing.T) {
 		t.Fatalf("third connection: %v, want 1040", err)
 	}
 	c2.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for extra.Ping() != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("slot not freed after a client left")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.For(t, "the slot freed after a client left", func() bool { return extra.Ping() == nil })
 }
 
 func TestShutdownWithStatementsInFlight(t *testing.T) {
@@ -205,13 +196,13 @@ func TestShutdownWithStatementsInFlight(t *testing.T) {
 	t0 := time.Now()
 	stopped := make(chan error, 1)
 	go func() { stopped <- e.stop() }()
-	waitFor(t, func() bool {
+	testwait.For(t, "the listener closes while a statement is in flight", func() bool {
 		c, err := net.DialTimeout("tcp", e.addr, time.Second)
 		if err == nil {
 			c.Close()
 		}
 		return err != nil
-	}, "the listener closes while a statement is in flight")
+	})
 	if err := <-result; err != nil {
 		t.Fatalf("statement in flight cut off: %v", err)
 	}

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // Loop tests of idle timeouts and shutdown.
@@ -42,7 +44,7 @@ func TestIdleTimeout(t *testing.T) {
 					t.Fatalf("a session pinging without pause was closed by the idle timeout: %v", err)
 				}
 			}
-			waitFor(t, func() bool { cur, _ := e.srv.Sessions(); return cur == 0 }, "the idle session is closed")
+			testwait.For(t, "the idle session is closed", func() bool { cur, _ := e.srv.Sessions(); return cur == 0 })
 			err = conn.PingContext(context.Background())
 			if err == nil || !(errors.Is(err, io.EOF) || errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn) ||
 				bytes.Contains([]byte(err.Error()), []byte("invalid connection")) || bytes.Contains([]byte(err.Error()), []byte("bad connection"))) {
@@ -76,18 +78,13 @@ func testLoopIdleTimeoutOnBusyLoop(t *testing.T, runners int) {
 		t.Fatal(err)
 	}
 	defer busy.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testwait.For(t, "the silent session closed while the loop stayed busy", func() bool {
 		if err := busy.PingContext(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if cur, _ := e.srv.Sessions(); cur == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the silent session was not closed while the loop stayed busy")
-		}
-	}
+		cur, _ := e.srv.Sessions()
+		return cur == 1
+	})
 }
 
 // Shutdown twice (an explicit call and the context's) is harmless.
@@ -136,9 +133,9 @@ func testLoopShutdownWhileSessionsArrive(t *testing.T, runners int) {
 		}()
 	}
 	if loopsOn {
-		waitFor(t, func() bool { return e.srv.LoopStats().Moves >= 16 }, "sessions move onto the loop")
+		testwait.For(t, "sessions move onto the loop", func() bool { return e.srv.LoopStats().Moves >= 16 })
 	} else {
-		waitFor(t, func() bool { cur, _ := e.srv.Sessions(); return cur > 0 }, "sessions log in")
+		testwait.For(t, "sessions log in", func() bool { cur, _ := e.srv.Sessions(); return cur > 0 })
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

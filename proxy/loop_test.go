@@ -13,6 +13,7 @@ import (
 	"time"
 
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // Tests of the event loops (loop_linux.go, lane_linux.go): that sessions
@@ -235,31 +236,30 @@ func testLoopSlowClient(t *testing.T, runners int) {
 	if loopsOn {
 		// A session reaches its loop after its login; a command sent before
 		// that runs on the session's goroutine.
-		waitFor(t, func() bool { return e.srv.LoopStats().Sessions == 1 }, "the session is on its loop")
+		testwait.For(t, "the session is on its loop", func() bool { return e.srv.LoopStats().Sessions == 1 })
 	}
 	sendCommands(t, c, queryPkt(fmt.Sprintf("SELECT REPEAT(CHAR(97 + seq %% 26), %d) FROM seq_1_to_%d", width, rows)))
 	if loopsOn {
 		// The client's socket is full: the loop holds what it did not take
 		// and stops reading the backend, whose bytes wait in its socket.
 		held, unread := 0, 0
-		deadline := time.Now().Add(20 * time.Second)
-		for held, unread = heldForClient(e); held == 0 || unread == 0; held, unread = heldForClient(e) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the loop holds %d bytes for the client, %d wait in the proxy's backend socket, %d in the client's; loop stats %+v",
-					held, unread, clientUnread(t, c), e.srv.LoopStats())
-			}
-			time.Sleep(5 * time.Millisecond) // a poll interval, not a wait
-		}
+		testwait.For(t, "the loop to hold bytes for the client and leave the backend's in its socket", func() bool {
+			held, unread = heldForClient(e)
+			return held != 0 && unread != 0
+		}, testwait.Detail(func() string {
+			return fmt.Sprintf("the loop holds %d bytes for the client, %d wait in the proxy's backend socket, %d in the client's; loop stats %+v",
+				held, unread, clientUnread(t, c), e.srv.LoopStats())
+		}))
 		// What the proxy holds of the result is the loop's pending bytes
 		// for the client: measured directly, not as this process's heap
 		// (which other tests' leftovers and the collector move).
-		time.Sleep(100 * time.Millisecond) // would it read on, it would have by now
+		time.Sleep(100 * time.Millisecond) // a deliberate pause: would it read on, it would have by now
 		if held, unread = heldForClient(e); held > 16<<20 {
 			t.Fatalf("the loop holds %d MB for a client that does not read a %d MB result: the proxy buffers it", held>>20, rows*width>>20)
 		}
 		t.Logf("the loop holds %d KiB for the client, %d KiB wait in the proxy's backend socket", held>>10, unread>>10)
 	} else {
-		waitFor(t, func() bool { return clientUnread(t, c) >= 32<<10 }, "the result fills the client's socket")
+		testwait.For(t, "the result fills the client's socket", func() bool { return clientUnread(t, c) >= 32<<10 })
 		// A session's goroutine holds nothing apart: its live heap is the
 		// whole test process's (this test does not run beside parallel ones).
 		var during runtime.MemStats
@@ -298,12 +298,12 @@ func testLoopClientLeavesAfterPipelinedInsert(t *testing.T, runners int) {
 	}
 	db := shared.Open(t, "loopt")
 	var n int
-	waitFor(t, func() bool {
+	testwait.For(t, "the 20 INSERTs sent before each client left reach the backend", func() bool {
 		if err := db.QueryRow("SELECT COUNT(*) FROM quit").Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n == 20
-	}, "the 20 INSERTs sent before each client left reach the backend")
+	})
 }
 
 // Connections opened and closed by many goroutines at once: descriptors are
@@ -344,5 +344,5 @@ func testLoopChurn(t *testing.T, runners int) {
 	if loopsOn && st.Moves < 16*30 {
 		t.Fatalf("stats %+v: want every connection on a loop", st)
 	}
-	waitFor(t, func() bool { return e.srv.LoopStats().Sessions == 0 }, "every closed connection leaves its loop")
+	testwait.For(t, "every closed connection leaves its loop", func() bool { return e.srv.LoopStats().Sessions == 0 })
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/internal/leafproc"
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // shared is one MariaDB for the tests that do not stop their backend.
@@ -129,14 +130,9 @@ type testConfig = Config
 
 func testDuration(d time.Duration) time.Duration { return d }
 
-// waitFor waits (10 s at most) until cond holds.
+// waitFor is testwait.For with its old argument order, kept only while
+// TestFloodLoginLatency (under other work) calls it; call testwait.For.
 func waitFor(t testing.TB, cond func() bool, what string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, what, cond)
 }

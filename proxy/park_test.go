@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // A session idle for longer than backendWatch gives its buffers back
@@ -29,9 +31,9 @@ func TestParkedSessionsWork(t *testing.T) {
 			// session's goroutine; at the move onto an event loop, where
 			// it stays parked between commands.
 			parks := e.srv.idleMem.parks.Load()
-			waitFor(t, func() bool {
+			testwait.For(t, "the idle session parks its buffers", func() bool {
 				return e.srv.idleMem.parks.Load() > parks || (params == "" && loopsOn && e.srv.LoopStats().Sessions == 1)
-			}, "the idle session parks its buffers")
+			})
 			var s string
 			if err := conn.QueryRowContext(context.Background(), "SELECT s FROM t WHERE id = ?", i).Scan(&s); err != nil || s != big {
 				t.Fatalf("%q, after idle %d: %v (len %d)", params, round, err, len(s))

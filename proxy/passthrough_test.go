@@ -13,6 +13,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // passThroughBackend starts a MariaDB of its own (its status counters are
@@ -184,16 +185,27 @@ func TestPassThroughAbandonedHandshake(t *testing.T) {
 	b := passThroughBackend(t)
 	e := startProxy(t, b.Addr, func(c *testConfig) { c.Users = nil })
 	before := status(t, b, "Aborted_connects")
+	// One connection of its own (status opens one per call, so
+	// Threads_connected never came down to 1 and the wait here was 10 s).
+	root := b.Open(t, "")
+	root.SetMaxOpenConns(1)
+	threads := func() int {
+		var k string
+		var v int
+		if err := root.QueryRow("SHOW GLOBAL STATUS LIKE 'Threads_connected'").Scan(&k, &v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	base := threads()
 	for range 3 {
 		c := dialRaw(t, e.addr)
 		c.l.conn.Close()
 	}
-	// A login after them shows the proxy has dealt with them (one at a
-	// time per connection, but the proxy serves them concurrently: wait).
-	deadline := time.Now().Add(10 * time.Second)
-	for status(t, b, "Threads_connected") > 1 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	// The proxy deals with them concurrently: wait until it has (their
+	// handlers returned) and their backend connections are gone.
+	testwait.For(t, "the abandoned connections' handlers to return", func() bool { return e.srv.handling.Load() == 0 })
+	testwait.For(t, "the backend threads of the abandoned handshakes to end", func() bool { return threads() <= base })
 	if after := status(t, b, "Aborted_connects"); after != before {
 		t.Errorf("Aborted_connects %d -> %d: the backend saw aborted handshakes", before, after)
 	}

@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"runtime"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 	"github.com/leafproxy/leafproxy/service"
 )
 
@@ -33,7 +35,7 @@ func TestCloseStopsEverything(t *testing.T) {
 	}
 	served := make(chan error, 1)
 	go func() { served <- svc.Serve(context.Background(), l) }()
-	metrics := waitFor(t, "the metrics endpoint", func() net.Addr { return svc.MetricsAddr() })
+	metrics := testwait.Value(t, "the metrics endpoint", func() (net.Addr, bool) { a := svc.MetricsAddr(); return a, a != nil })
 
 	r := &running{Svc: svc, Addr: l.Addr().String()}
 	db := r.client(t)
@@ -114,32 +116,16 @@ func TestCloseWithoutServe(t *testing.T) {
 	waitGoroutines(t, before)
 }
 
-// waitFor polls get until it returns non-nil (10 s at most).
-func waitFor[T comparable](t *testing.T, what string, get func() T) T {
-	t.Helper()
-	var zero T
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if v := get(); v != zero {
-			return v
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not up", what)
-		}
-	}
-}
-
 // waitGoroutines waits until no more goroutines run than before (the
 // ones a closed service stopped may take a moment to return), and fails
-// with every goroutine's stack when that does not happen within 10 s.
+// with every goroutine's stack when that does not happen.
 func waitGoroutines(t *testing.T, before int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
+	testwait.For(t, fmt.Sprintf("no more goroutines after Close than the %d before New", before),
+		func() bool { return runtime.NumGoroutine() <= before },
+		testwait.Detail(func() string {
 			buf := make([]byte, 1<<20)
 			buf = buf[:runtime.Stack(buf, true)]
-			t.Fatalf("%d goroutines after Close, %d before New:\n%s", runtime.NumGoroutine(), before, buf)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+			return fmt.Sprintf("%d goroutines:\n%s", runtime.NumGoroutine(), buf)
+		}))
 }

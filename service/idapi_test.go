@@ -17,6 +17,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 	"github.com/leafproxy/leafproxy/service"
 )
 
@@ -91,16 +92,9 @@ func startAPI(t *testing.T, cfg *config.Config) *apiRunning {
 		})
 	}
 	t.Cleanup(stop)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		a, m := svc.IDAPIAddr(), svc.MetricsAddr()
-		if a != nil && m != nil {
-			return &apiRunning{running: &running{Svc: svc, Addr: l.Addr().String(), Base: "http://" + m.String(), Stop: stop},
-				API: "http://" + a.String(), Log: logs}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("ID API not up")
-		}
-	}
+	testwait.For(t, "the ID API and the metrics endpoint", func() bool { return svc.IDAPIAddr() != nil && svc.MetricsAddr() != nil })
+	return &apiRunning{running: &running{Svc: svc, Addr: l.Addr().String(), Base: "http://" + svc.MetricsAddr().String(), Stop: stop},
+		API: "http://" + svc.IDAPIAddr().String(), Log: logs}
 }
 
 // call GETs (or sends method to) path with the bearer token (none when

@@ -1,12 +1,13 @@
 package service_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // TestStatusPageTagAtEnd: a tag whose INT key column is full (its table
@@ -23,14 +24,10 @@ func TestStatusPageTagAtEnd(t *testing.T) {
 	cfg.ApplyDefaults()
 	r := startService(t, cfg)
 	// The runway's first computation runs as the service starts.
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if st := r.Svc.Status(t.Context()); len(st.Tags) == 1 && st.Tags[0].State == "at end" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("small never at its end: %+v", r.Svc.Status(t.Context()).Tags)
-		}
-	}
+	testwait.For(t, "small at its end", func() bool {
+		st := r.Svc.Status(t.Context())
+		return len(st.Tags) == 1 && st.Tags[0].State == "at end"
+	}, testwait.Detail(func() string { return fmt.Sprintf("%+v", r.Svc.Status(t.Context()).Tags) }))
 
 	dom := runChromium(t, bin, r.Base+"/", "--virtual-time-budget=5000", "--dump-dom")
 	for _, want := range []string{`data-tag="small"`, ">at end<", ">degraded<", "tag 'small' has no ID left that shop.small.id int(11) holds"} {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // TestMetricsTraffic drives real statements through go-sql-driver and
@@ -59,12 +60,10 @@ func trafficRound(t *testing.T, r *running, url string, backend *testdb.Server, 
 	// commands need no wait: a session runs its next command only after
 	// the last one's accounting.)
 	var before map[string]float64
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	testwait.For(t, "the warm-up's relay timing", func() bool {
 		before = scrape(t, url)
-		if before["leafproxy_relay_duration_seconds_count"] == 1 || time.Now().After(deadline) {
-			break
-		}
-	}
+		return before["leafproxy_relay_duration_seconds_count"] == 1
+	})
 
 	q := func(query string) {
 		t.Helper()
@@ -216,12 +215,10 @@ func trafficRound(t *testing.T, r *running, url string, backend *testdb.Server, 
 	// Sessions that end keep their counts in the totals.
 	conn.Close()
 	db.Close()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	testwait.For(t, "the sessions to end", func() bool {
 		m = scrape(t, url)
-		if m["leafproxy_client_sessions"] == 0 || time.Now().After(deadline) {
-			break
-		}
-	}
+		return m["leafproxy_client_sessions"] == 0
+	})
 	for _, s := range []string{`leafproxy_commands_total{command="query"}`, `leafproxy_statements_total{kind="nextval"}`,
 		`leafproxy_ids_issued_total{tag="t"}`, `leafproxy_client_errors_total{code="1146"}`, `leafproxy_relay_duration_seconds_count`} {
 		if m[s] != after[s] {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 	"github.com/leafproxy/leafproxy/service"
 )
 
@@ -90,12 +91,10 @@ func TestMetricsEndpoint(t *testing.T) {
 
 	// The client leaves: the session gauge drops, the total stays.
 	db.Close()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	testwait.For(t, "the session gauge to drop", func() bool {
 		m = scrape(t, url)
-		if m["leafproxy_client_sessions"] == 0 || time.Now().After(deadline) {
-			break
-		}
-	}
+		return m["leafproxy_client_sessions"] == 0
+	})
 	want(t, m, "leafproxy_client_sessions", 0)
 	want(t, m, "leafproxy_client_sessions_accepted_total", 1)
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 	"github.com/leafproxy/leafproxy/service"
 )
 
@@ -57,14 +58,8 @@ func startService(t *testing.T, cfg *config.Config) *running {
 		})
 	}
 	t.Cleanup(stop)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if a := svc.MetricsAddr(); a != nil {
-			return &running{Svc: svc, Addr: l.Addr().String(), Base: "http://" + a.String(), Stop: stop}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("status endpoint not up")
-		}
-	}
+	a := testwait.Value(t, "the status endpoint", func() (net.Addr, bool) { a := svc.MetricsAddr(); return a, a != nil })
+	return &running{Svc: svc, Addr: l.Addr().String(), Base: "http://" + a.String(), Stop: stop}
 }
 
 func (r *running) client(t *testing.T) *sql.DB {

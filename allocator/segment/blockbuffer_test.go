@@ -3,6 +3,8 @@ package segment
 import (
 	"context"
 	"testing"
+
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // TestBlockTakesTheBufferedSegment: a block the current segment cannot
@@ -22,7 +24,7 @@ func TestBlockTakesTheBufferedSegment(t *testing.T) {
 		t.Fatalf("block from the current segment at %d, %v; want 2", first, err)
 	}
 	// Past 10% of the segment: the next one is fetched in the background.
-	waitFor(t, "the next segment buffered", func() bool { s, _ := a.Stats("t"); return s.NextReady })
+	testwait.For(t, "the next segment buffered", func() bool { s, _ := a.Stats("t"); return s.NextReady })
 	next, _ := a.Stats("t")
 	first, err := a.Block(ctx, "t", 900) // 799 left in [1, 1001)
 	if err != nil || first != next.Next.Start {
@@ -59,7 +61,7 @@ func TestBlocksAloneFillTheBuffer(t *testing.T) {
 	}
 	// Which of the two came first decides where the loaded segment sits
 	// (buffered, or already current): either way 10 more are in memory.
-	waitFor(t, "a segment loaded", func() bool {
+	testwait.For(t, "a segment loaded", func() bool {
 		s, _ := a.Stats("u")
 		return !s.Loading && (s.NextReady || s.Remaining >= 10)
 	})
@@ -79,7 +81,7 @@ func TestBlocksAloneFillTheBuffer(t *testing.T) {
 	}
 	// The first call's own loader (started before the miss was known) may
 	// still be asking: it is the last fetch the tag gets.
-	waitFor(t, "the unknown tag's loader to stop", func() bool {
+	testwait.For(t, "the unknown tag's loader to stop", func() bool {
 		nt := (*a.tags.Load())["nope"]
 		nt.mu.Lock()
 		defer nt.mu.Unlock()
@@ -165,7 +167,7 @@ func TestBlockWaitsForTheNextSegment(t *testing.T) {
 	if first, err := a.Block(ctx, "t", 50); err != nil || first != 2 {
 		t.Fatalf("block at %d, %v", first, err)
 	}
-	waitFor(t, "the next segment's fetch at the gate", func() bool {
+	testwait.For(t, "the next segment's fetch at the gate", func() bool {
 		st.mu.Lock()
 		defer st.mu.Unlock()
 		return st.inflight == 1

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // TestSetTableStepAndForget: ALTER ... STEP makes the
@@ -27,7 +29,7 @@ func TestSetTableStepAndForget(t *testing.T) {
 	if _, err := a.NextN(ctx, "t", 9, nil); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the next segment", func() bool { st, _ := a.Stats("t"); return st.NextReady })
+	testwait.For(t, "the next segment", func() bool { st, _ := a.Stats("t"); return st.NextReady })
 	var steps []int64
 	store.get(func(s *memStore) { steps = slices.Clone(s.steps) })
 	if len(steps) != 2 || steps[1] != 500 {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 func TestBoundedLoaders(t *testing.T) {
@@ -33,7 +35,7 @@ func TestBoundedLoaders(t *testing.T) {
 	}
 	// Every tag's loader is started (and, bounded, all but two queue for
 	// a slot) before the first fetch is let through.
-	waitFor(t, "every tag's loader to start", func() bool {
+	testwait.For(t, "every tag's loader to start", func() bool {
 		m := *a.tags.Load()
 		if len(m) < len(tags) {
 			return false
@@ -49,7 +51,7 @@ func TestBoundedLoaders(t *testing.T) {
 		return true
 	})
 	for range tags {
-		waitFor(t, "a fetch to start", func() bool {
+		testwait.For(t, "a fetch to start", func() bool {
 			var n int
 			store.get(func(s *memStore) { n = s.inflight })
 			return n > 0
@@ -78,7 +80,7 @@ func TestClose(t *testing.T) {
 	store.set(func(s *memStore) { s.gate = make(chan struct{}) })
 	waiting := make(chan error, 1)
 	go func() { _, err := a.Next(ctx, "hang"); waiting <- err }()
-	waitFor(t, "the fetch", func() bool {
+	testwait.For(t, "the fetch", func() bool {
 		var n int
 		store.get(func(s *memStore) { n = s.inflight })
 		return n > 0

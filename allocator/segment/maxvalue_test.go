@@ -10,6 +10,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/allocator/schema"
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // runOutCode is err's MySQL code when it is a 4084, else 0.
@@ -99,7 +100,7 @@ func TestMySQLMaxValue(t *testing.T) {
 		t.Fatalf("after raising MAXVALUE to %d: %d %v", top, id, err)
 	}
 	// The other proxy asks the store again once UnknownTTL has passed.
-	waitFor(t, "the other proxy to see the raised MAXVALUE", func() bool {
+	testwait.For(t, "the other proxy to see the raised MAXVALUE", func() bool {
 		id, err := b.Next(ctx, "mx")
 		if err == nil && (id <= 25 || id > top) || err != nil && runOutCode(err) != ErrCodeRunOut {
 			t.Fatalf("other proxy after the raise: %d %v", id, err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/allocator/schema"
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m, benchDB.close) }
@@ -259,7 +260,7 @@ func TestMySQLStoreOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "prefetch", func() bool { st, _ := a.Stats("order"); return st.NextReady })
+	testwait.For(t, "prefetch", func() bool { st, _ := a.Stats("order"); return st.NextReady })
 	st, _ := a.Stats("order")
 	buffered := st.Remaining + (st.Next.End - st.Next.Start)
 	srv.Stop(t)
@@ -293,7 +294,7 @@ func TestMySQLStoreOutage(t *testing.T) {
 
 	srv.Restart(t)
 	var after []int64
-	waitFor(t, "allocation to resume", func() bool {
+	testwait.For(t, "allocation to resume", func() bool {
 		id, err := a.Next(ctx, "order")
 		if err == nil {
 			after = append(after, id)
@@ -360,7 +361,7 @@ func TestMySQLStaleReplica(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "prefetch", func() bool { st, _ := a.Stats("order"); return st.NextReady })
+	testwait.For(t, "prefetch", func() bool { st, _ := a.Stats("order"); return st.NextReady })
 	st, _ := a.Stats("order")
 	hwm := st.HighWater
 	// Back by 3.5 steps: four fetches overlap what this allocator reserved.

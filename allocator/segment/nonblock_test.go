@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/leafproxy/leafproxy/internal/nonblock"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // A caller that must not wait (an event loop's) gets ErrWouldBlock at once
@@ -19,7 +20,7 @@ func TestNoWaitCaller(t *testing.T) {
 		t.Fatalf("first draw of a tag with nothing buffered: %v, want ErrWouldBlock", err)
 	}
 	var ids []int64
-	waitFor(t, "the fetch the refused call started", func() bool {
+	testwait.For(t, "the fetch the refused call started", func() bool {
 		got, err := a.NextN(nb, "t", 3, nil)
 		if err == nil {
 			ids = got

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // TestRaise: SETVAL's store operation and the allocator's side of it.
@@ -78,12 +79,12 @@ func TestRaise(t *testing.T) {
 	}
 	// Raise while both allocators are drawing, and keep drawing after it
 	// until a has answered many calls asked after Raise returned.
-	waitFor(t, "NextN traffic on both allocators", func() bool { return calls.Load() >= 200 })
+	testwait.For(t, "NextN traffic on both allocators", func() bool { return calls.Load() >= 200 })
 	if err := a.Raise(ctx, "order", floor); err != nil {
 		t.Fatalf("Raise: %v", err)
 	}
 	raised.Store(true)
-	waitFor(t, "NextN calls on a after Raise", func() bool { return callsA.Load() >= 200 })
+	testwait.For(t, "NextN calls on a after Raise", func() bool { return callsA.Load() >= 200 })
 	close(stop)
 	wg.Wait()
 	checkUnique(t, ids)

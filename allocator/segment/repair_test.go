@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // A store that moves back (a failover to a stale replica): refused,
@@ -50,7 +52,7 @@ func TestStaleSegmentRefused(t *testing.T) {
 		t.Errorf("stats do not report the refusal: %+v", st)
 	}
 	store.set(func(s *memStore) { s.stale = nil })
-	waitFor(t, "recovery", func() bool {
+	testwait.For(t, "recovery", func() bool {
 		id, err := a.Next(ctx, "t")
 		if err == nil {
 			served = append(served, id)
@@ -80,7 +82,7 @@ func TestStoreMovedBackRepaired(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "prefetch", func() bool { st, _ := a.Stats("t"); return st.NextReady })
+	testwait.For(t, "prefetch", func() bool { st, _ := a.Stats("t"); return st.NextReady })
 	st, _ := a.Stats("t")
 	hwm := st.HighWater
 	store.set(func(s *memStore) { s.rows["t"].maxID -= 1000 })
@@ -129,20 +131,20 @@ func TestWatchSeesMoveBackOthersWereGiven(t *testing.T) {
 	if _, err := a.NextN(ctx, "t", 20, nil); err != nil { // [1,101) and the prefetched [101,201)
 		t.Fatal(err)
 	}
-	waitFor(t, "prefetch", func() bool { st, _ := a.Stats("t"); return st.NextReady })
+	testwait.For(t, "prefetch", func() bool { st, _ := a.Stats("t"); return st.NextReady })
 	bIDs, err := b.NextN(ctx, "t", 700, nil) // b takes [201, 1001) and more
 	if err != nil {
 		t.Fatal(err)
 	}
 	var top int64
 	store.get(func(s *memStore) { top = s.rows["t"].maxID })
-	waitFor(t, "read-back", func() bool {
+	testwait.For(t, "read-back", func() bool {
 		var n int
 		store.get(func(s *memStore) { n = s.peeks })
 		return n >= 3
 	})
 	store.set(func(s *memStore) { s.rows["t"].maxID = 301 }) // above a's mark (201), inside b's ranges
-	waitFor(t, "repair", func() bool { st, _ := a.Stats("t"); return st.Repairs == 1 })
+	testwait.For(t, "repair", func() bool { st, _ := a.Stats("t"); return st.Repairs == 1 })
 	store.get(func(s *memStore) {
 		if s.rows["t"].maxID < top+5000 {
 			t.Errorf("max_id %d after repair, want at least %d (last read back + margin)", s.rows["t"].maxID, top+5000)
@@ -190,7 +192,7 @@ func TestRefusedFetchTakesNothing(t *testing.T) {
 	if bIDs, err = b.NextN(ctx, "t", 99, bIDs); err != nil { // the rest of [101, 201): past 10%, b prefetches
 		t.Fatal(err)
 	}
-	waitFor(t, "b's prefetch at the gate", func() bool {
+	testwait.For(t, "b's prefetch at the gate", func() bool {
 		var n int
 		store.get(func(s *memStore) { n = s.inflight })
 		return n == 1

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 func TestNextStep(t *testing.T) {
@@ -40,18 +42,6 @@ func TestNextStep(t *testing.T) {
 				t.Errorf("nextStep(%d, table %d, max %d, %v) = %d, want %d", tc.cur, tc.table, tc.maxStep, tc.lasted, got, tc.want)
 			}
 		})
-	}
-}
-
-// waitFor polls cond; a hang check, not a timing assertion.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -96,7 +86,7 @@ func TestDynamicStepWithClock(t *testing.T) {
 			}
 			last = id
 		}
-		waitFor(t, "prefetch", func() bool { st, _ := a.Stats("t"); return st.NextReady })
+		testwait.For(t, "prefetch", func() bool { st, _ := a.Stats("t"); return st.NextReady })
 		var got []int64
 		store.get(func(s *memStore) { got = slices.Clone(s.steps) })
 		if len(got) != i+2 {
@@ -175,7 +165,7 @@ func TestWaitRespectsContext(t *testing.T) {
 		done <- err
 	}()
 	// Cancel once Next has started the fetch the gate holds and waits for it.
-	waitFor(t, "the fetch to start", func() bool {
+	testwait.For(t, "the fetch to start", func() bool {
 		var n int
 		store.get(func(s *memStore) { n = s.inflight })
 		return n > 0
@@ -198,7 +188,7 @@ func TestStoreFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "prefetch", func() bool { st, _ := a.Stats("t"); return st.NextReady })
+	testwait.For(t, "prefetch", func() bool { st, _ := a.Stats("t"); return st.NextReady })
 	store.set(func(s *memStore) { s.fail = errStoreDown })
 	// 5 left in the current segment, 10 in the next: all served.
 	ids, err = a.NextN(ctx, "t", 15, ids)
@@ -218,7 +208,7 @@ func TestStoreFailure(t *testing.T) {
 	}
 	store.set(func(s *memStore) { s.fail = nil })
 	var more []int64
-	waitFor(t, "recovery", func() bool {
+	testwait.For(t, "recovery", func() bool {
 		id, err := a.Next(ctx, "t")
 		if err == nil {
 			more = append(more, id)

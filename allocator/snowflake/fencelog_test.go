@@ -3,6 +3,7 @@ package snowflake
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // memLeaser is a WorkerSource in memory whose renewals fail on demand (a
@@ -51,7 +53,7 @@ func TestFenceLoggedOnce(t *testing.T) {
 	count := func(s string) int { return strings.Count(logs.String(), s) }
 
 	src.failing.Store(true)
-	waitFor(t, &logs, func() bool { f, _ := g.Health(); return f && count(fenced) == 1 })
+	testwait.For(t, "the generator fenced and its one fencing line", func() bool { f, _ := g.Health(); return f && count(fenced) == 1 }, testwait.Detail(logs.String))
 	if _, err := g.Next(context.Background()); !errors.Is(err, ErrFenced) {
 		t.Fatalf("Next while fenced: %v", err)
 	}
@@ -60,7 +62,7 @@ func TestFenceLoggedOnce(t *testing.T) {
 	moreRenewals := func(n int64) {
 		t.Helper()
 		from := src.renews.Load()
-		waitFor(t, &logs, func() bool { return src.renews.Load() >= from+n })
+		testwait.For(t, fmt.Sprintf("%d more renewals", n), func() bool { return src.renews.Load() >= from+n }, testwait.Detail(logs.String))
 	}
 	moreRenewals(4)
 	if count(failed) != 1 || count(fenced) != 1 || count(unfenced) != 0 {
@@ -69,7 +71,7 @@ func TestFenceLoggedOnce(t *testing.T) {
 	}
 
 	src.failing.Store(false)
-	waitFor(t, &logs, func() bool { return count(unfenced) == 1 })
+	testwait.For(t, "the one unfencing line", func() bool { return count(unfenced) == 1 }, testwait.Detail(logs.String))
 	mustNext(t, g)
 	moreRenewals(3)
 	if count(failed) != 1 || count(fenced) != 1 || count(unfenced) != 1 || count(renewed) != 1 {
@@ -78,14 +80,5 @@ func TestFenceLoggedOnce(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "level=ERROR msg=\"snowflake generator fenced") {
 		t.Errorf("fencing not at error level:\n%s", logs.String())
-	}
-}
-
-func waitFor(t *testing.T, logs *testdb.LockedBuffer, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met in 10 s:\n%s", logs.String())
-		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/allocator/schema"
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // One MariaDB for the package's lease tests, each test in its own database.
@@ -161,7 +162,7 @@ func TestLeasersNeverHoldSameWorkerAtOnce(t *testing.T) {
 					sent := time.Now()
 					l, err := leaser.Acquire(ctx, 1, time.Time{})
 					if errors.Is(err, ErrNoFreeWorker) {
-						time.Sleep(time.Duration(rng.IntN(30)) * time.Millisecond)
+						time.Sleep(time.Duration(rng.IntN(30)) * time.Millisecond) // a random back-off: contention, not a wait
 						continue
 					}
 					if err != nil {
@@ -192,7 +193,7 @@ func TestLeasersNeverHoldSameWorkerAtOnce(t *testing.T) {
 					switch rng.IntN(3) {
 					case 0: // renew a few times, then release
 						for range 1 + rng.IntN(3) {
-							time.Sleep(ttl / 4)
+							time.Sleep(ttl / 4) // hold the lease a while before renewing: the workload, not a wait
 							sent := time.Now()
 							hw := sent.Add(ttl)
 							err := leaser.Renew(ctx, l, hw)
@@ -265,38 +266,30 @@ func TestPausedProcessIssuesNothingAfterLeaseExpires(t *testing.T) {
 	a.paused.Store(true)
 	// A goes on trying; it must stop on its own (fencing) before its lease
 	// expires, and never issue again.
-	fenced := false
-	for deadline := time.Now().Add(3 * ttl); time.Now().Before(deadline) && !fenced; {
+	// The deadline is the property: fenced before its lease could expire.
+	testwait.For(t, "A to stop issuing with its store unreachable (3x the lease TTL)", func() bool {
 		id, err := ga.Next(ctx)
 		switch {
 		case err == nil:
 			aIDs = append(aIDs, id)
 		case errors.Is(err, ErrFenced):
-			fenced = true
+			return true
 		default:
 			t.Fatalf("paused A: %v", err)
 		}
-		time.Sleep(time.Millisecond)
-	}
-	if !fenced {
-		t.Fatal("A kept issuing with its store unreachable for 3x the lease TTL")
-	}
+		return false
+	}, testwait.Within(3*ttl))
 
 	// B gets the id once the lease has expired by the database's clock.
 	b := NewMySQLLeaser(dbs[1], "proc-b", ttl)
-	var gb *Generator
-	for deadline := time.Now().Add(5 * ttl); gb == nil; {
+	gb := testwait.Value(t, "B to take the expired id", func() (*Generator, bool) {
 		g, err := New(ctx, Options{Layout: layout, Worker: b})
-		switch {
-		case err == nil:
-			gb = g
-			t.Cleanup(func() { gb.Close() })
-		case errors.Is(err, ErrNoFreeWorker) && time.Now().Before(deadline):
-			time.Sleep(50 * time.Millisecond)
-		default:
+		if err != nil && !errors.Is(err, ErrNoFreeWorker) {
 			t.Fatalf("B could not take the expired id: %v", err)
 		}
-	}
+		return g, err == nil
+	})
+	t.Cleanup(func() { gb.Close() })
 	if gb.Worker() != ga.Worker() {
 		t.Fatalf("B got worker %d, A had %d", gb.Worker(), ga.Worker())
 	}
@@ -309,18 +302,13 @@ func TestPausedProcessIssuesNothingAfterLeaseExpires(t *testing.T) {
 
 	// A resumes: its renewal finds the row taken and it stops for good.
 	a.paused.Store(false)
-	lost := false
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline) && !lost; {
+	testwait.For(t, "A to notice that its lease was taken", func() bool {
 		id, err := ga.Next(ctx)
 		if err == nil {
 			t.Fatalf("A issued %d after its lease passed to B", id)
 		}
-		lost = errors.Is(err, ErrLeaseLost)
-		time.Sleep(20 * time.Millisecond)
-	}
-	if !lost {
-		t.Fatal("A never noticed that its lease was taken")
-	}
+		return errors.Is(err, ErrLeaseLost)
+	})
 	if _, err := ga.Next(ctx); !errors.Is(err, ErrLeaseLost) {
 		t.Fatalf("A after loss: %v", err)
 	}

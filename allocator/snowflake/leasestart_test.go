@@ -11,6 +11,7 @@ import (
 	"time"
 
 	_ "github.com/go-sql-driver/mysql"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // Generators over leased worker ids: unique IDs, starts behind the
@@ -233,19 +234,15 @@ func TestFixedWorkerRegistered(t *testing.T) {
 	if _, err := a.Fixed(7).Acquire(ctx, 1023, time.Time{}); !errors.Is(err, ErrWorkerHeld) {
 		t.Fatalf("right after the holder crashed: %v", err)
 	}
-	deadline := time.Now().Add(3 * ttl)
-	for {
+	l := testwait.Value(t, "the takeover after the lease expired", func() (Lease, bool) {
 		l, err := a.Fixed(7).Acquire(ctx, 1023, time.Time{})
-		if err == nil {
-			if l.HighWater.IsZero() {
-				t.Fatal("took over without the previous holder's mark")
-			}
-			break
-		}
-		if !errors.Is(err, ErrWorkerHeld) || time.Now().After(deadline) {
+		if err != nil && !errors.Is(err, ErrWorkerHeld) {
 			t.Fatalf("after expiry: %v", err)
 		}
-		time.Sleep(100 * time.Millisecond)
+		return l, err == nil
+	})
+	if l.HighWater.IsZero() {
+		t.Fatal("took over without the previous holder's mark")
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // TestDemoCommand runs `go run ./cmd/leafproxy-demo` as the README does (no MySQL or
@@ -20,20 +21,17 @@ func TestDemoCommand(t *testing.T) {
 	done := make(chan int, 1)
 	go func() { done <- run(nil, &out, &errOut) }()
 	line := regexp.MustCompile(`mariadb -h127\.0\.0\.1 -P(\d+) -udemo -pdemo shop`)
-	var port string
-	for deadline := time.Now().Add(30 * time.Second); port == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	port := testwait.Value(t, "the command line printed", func() (string, bool) {
 		if m := line.FindStringSubmatch(out.String()); m != nil {
-			port = m[1]
+			return m[1], true
 		}
 		select {
 		case code := <-done:
 			t.Fatalf("demo exited %d: %s%s", code, out.String(), errOut.String())
 		default:
 		}
-	}
-	if port == "" {
-		t.Fatalf("no command line printed: %s%s", out.String(), errOut.String())
-	}
+		return "", false
+	}, testwait.Detail(func() string { return out.String() + errOut.String() }))
 	db, err := sql.Open("mysql", "demo:demo@tcp(127.0.0.1:"+port+")/shop")
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
@@ -96,13 +97,10 @@ func TestServeCommand(t *testing.T) {
 	}
 	defer db.Close()
 	var id int64
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if err = db.QueryRow("SELECT NEXTVAL('order')").Scan(&id); err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testwait.For(t, "NEXTVAL through leafproxy serve", func() bool {
+		err = db.QueryRow("SELECT NEXTVAL('order')").Scan(&id)
+		return err == nil
+	}, testwait.Detail(func() string { return fmt.Sprintf("%v (%s)", err, errOut.String()) }))
 	if err != nil || id <= 0 {
 		t.Fatalf("NEXTVAL through leafproxy serve: %d, %v (%s)", id, err, errOut.String())
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // TestBackendOutageLog: while the backend (here also the allocation
@@ -63,14 +64,8 @@ log: {level: info}
 		return db.QueryRow("SELECT NEXTVAL('order')").Scan(&v)
 	}
 	var err error
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if err = nextval(); err == nil || time.Now().After(deadline) {
-			break
-		}
-	}
-	if err != nil {
-		t.Fatalf("proxy did not come up: %v\n%s", err, logs.String())
-	}
+	testwait.For(t, "the proxy to come up", func() bool { err = nextval(); return err == nil },
+		testwait.Detail(func() string { return fmt.Sprintf("%v\n%s", err, logs.String()) }))
 	// A session held open through the outage, with its store connections
 	// pooled and the background read-back of leaf_alloc running.
 	held, _ := sql.Open("mysql", dsn)
@@ -95,10 +90,9 @@ log: {level: info}
 	const afterDown = 5
 	fwd.SetTarget(freeAddr(t)) // nothing listens there: every connect fails
 	failedClients, failedHeld := 0, 0
-	for deadline := time.Now().Add(60 * time.Second); failedClients < afterDown || failedHeld < afterDown; {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 60 s of outage: %d refused clients and %d failed NEXTVALs of the held session after the %q line, want %d each:\n%s",
-				failedClients, failedHeld, down, afterDown, logs.String())
+	testwait.For(t, fmt.Sprintf("%d refused clients and %d failed NEXTVALs of the held session after the %q line", afterDown, afterDown, down), func() bool {
+		if failedClients >= afterDown && failedHeld >= afterDown {
+			return true
 		}
 		logged := strings.Contains(logs.String(), down)
 		if err := nextval(); err != nil && logged { // a new client: refused
@@ -109,17 +103,16 @@ log: {level: info}
 			failedHeld++
 		}
 		healthz()
-	}
+		return false
+	}, testwait.Detail(func() string {
+		return fmt.Sprintf("%d and %d:\n%s", failedClients, failedHeld, logs.String())
+	}))
 	if n := strings.Count(logs.String(), down); n != 1 {
 		t.Fatalf("%d %q lines during the outage, want 1:\n%s", n, down, logs.String())
 	}
 
 	fwd.SetTarget(backend.Addr)
-	for deadline := time.Now().Add(30 * time.Second); nextval() != nil; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no session after the backend came back:\n%s", logs.String())
-		}
-	}
+	testwait.For(t, "a session after the backend came back", func() bool { return nextval() == nil }, testwait.Detail(logs.String))
 	healthz()
 	out := logs.String()
 	if n := strings.Count(out, up); n != 1 {

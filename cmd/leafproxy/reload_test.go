@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"database/sql"
+	"fmt"
 
 	"net"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // SIGHUP re-reads the configuration: a new user can log in, a new table
@@ -44,14 +46,8 @@ func TestServeReloadOnSIGHUP(t *testing.T) {
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 	var v int
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if err = db.QueryRow("SELECT 1").Scan(&v); err == nil || time.Now().After(deadline) {
-			break
-		}
-	}
-	if err != nil {
-		t.Fatalf("proxy did not come up: %v\n%s", err, logs.String())
-	}
+	testwait.For(t, "the proxy to come up", func() bool { err = db.QueryRow("SELECT 1").Scan(&v); return err == nil },
+		testwait.Detail(func() string { return fmt.Sprintf("%v\n%s", err, logs.String()) }))
 	var before string
 	db.QueryRow("SELECT CONNECTION_ID()").Scan(&before)
 
@@ -66,11 +62,8 @@ func TestServeReloadOnSIGHUP(t *testing.T) {
 	syscall.Kill(os.Getpid(), syscall.SIGHUP)
 	// Logging in before the reload is applied would be a wrong password
 	// (and spend the host's login budget): wait for the reload's report.
-	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(logs.String(), "configuration reloaded: "); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no reload reported:\n%s", logs.String())
-		}
-	}
+	testwait.For(t, "the reload's report", func() bool { return strings.Contains(logs.String(), "configuration reloaded: ") },
+		testwait.Detail(logs.String))
 	app2, _ := sql.Open("mysql", "app2:pw2@tcp("+addr+")/app")
 	defer app2.Close()
 	if err = app2.Ping(); err != nil {
@@ -98,11 +91,8 @@ func TestServeReloadOnSIGHUP(t *testing.T) {
 		t.Fatal(err)
 	}
 	syscall.Kill(os.Getpid(), syscall.SIGHUP)
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logs.String(), "reload refused"); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("invalid configuration not refused:\n%s", logs.String())
-		}
-	}
+	testwait.For(t, "the invalid configuration to be refused", func() bool { return strings.Contains(logs.String(), "reload refused") },
+		testwait.Detail(logs.String))
 	if !strings.Contains(logs.String(), `tabels`) {
 		t.Errorf("the refusal does not name the bad key:\n%s", logs.String())
 	}

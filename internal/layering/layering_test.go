@@ -49,6 +49,7 @@ var mayImport = map[string][]string{
 	"internal/testdb":     nil,
 	"internal/leafproc":   nil,
 	"internal/fakestore":  {"allocator", "allocator/segment", "allocator/snowflake"},
+	"internal/testwait":   nil,
 }
 
 // asNeeded are the test programs: they may import anything.
