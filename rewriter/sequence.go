@@ -230,44 +230,14 @@ func matchSequenceSelect(sql string, mode Mode, calls []Call, prepared bool) (_ 
 		if !ok {
 			return nil, false, nil
 		}
-		if c.param {
-			return nil, false, errorf(CodeNotSupported, "%s(?) with the sequence name as a parameter is not supported; write the name in the statement", c.function)
-		}
-		if c.argErr != "" && c.function == Set {
-			return nil, false, errorf(CodeWrongArguments, "Incorrect arguments to %s: %s", c.function, c.argErr)
-		}
-		if c.argErr != "" && argErr == nil {
-			// Reported once the text is known to be such a select:
-			// elsewhere the call is refused for where it is.
-			argErr = errorf(CodeWrongArguments, "Incorrect arguments to %s: %s", c.function, c.argErr)
-		}
-		call := Call{Func: c.function, Tag: c.tag, Name: sql[c.start:c.end], Value: c.value, Used: c.used, Ident: c.ident, DB: c.dbQualifier}
-		switch {
-		case c.argParam && !prepared && argErr == nil:
-			argErr = errorf(CodeWrongArguments, "Incorrect arguments to %s: a ? marker is a parameter of a prepared statement only; write the number in the text", c.function)
-		case c.argParam:
-			params++
-			call.ArgParam = params
-		case c.function == Decode:
-			call.ID = c.arg
-		case c.block:
-			call.N = c.arg
+		call, err := selectCall(sql, c, prepared, &params, &argErr)
+		if err != nil {
+			return nil, false, err
 		}
 		decode = decode || c.function == Decode
-		aliased := true
-		t = l.next()
-		if l.is(t, "AS") {
-			t = l.next()
-			if t.kind != tWord && t.kind != tQuoted && t.kind != tString {
-				return nil, false, nil
-			}
-			call.Name = unquote(l.text(t), t.kind, mode)
-			t = l.next()
-		} else if l.isAlias(t) {
-			call.Name = unquote(l.text(t), t.kind, mode)
-			t = l.next()
-		} else {
-			aliased = false
+		t, aliased, ok := l.selectAlias(&call)
+		if !ok {
+			return nil, false, nil
 		}
 		if c.function == Decode && aliased {
 			return nil, false, errorf(CodeNotSupported, "%s takes no alias: its row has a column per part of the ID (tag, generator, id, created_at, ...)", sql[c.start:c.end])
@@ -298,6 +268,56 @@ func matchSequenceSelect(sql string, mode Mode, calls []Call, prepared bool) (_ 
 		return nil, false, errorf(CodeNotSupported, "LEAFPROXY_DECODE must be the only item of its SELECT: SELECT LEAFPROXY_DECODE('tag', id)")
 	}
 	return calls, true, nil
+}
+
+// selectCall is the Call of c, an item of a sequence select
+// (matchSequenceSelect): err refuses the text at once; an error in the
+// call's arguments goes to *argErr, the first one only, to be reported
+// once the text is known to be such a select (elsewhere the call is
+// refused for where it is). *params counts the ? markers of block sizes
+// and IDs.
+func selectCall(sql string, c seqCall, prepared bool, params *int, argErr *error) (Call, error) {
+	if c.param {
+		return Call{}, errorf(CodeNotSupported, "%s(?) with the sequence name as a parameter is not supported; write the name in the statement", c.function)
+	}
+	if c.argErr != "" && c.function == Set {
+		return Call{}, errorf(CodeWrongArguments, "Incorrect arguments to %s: %s", c.function, c.argErr)
+	}
+	if c.argErr != "" && *argErr == nil {
+		*argErr = errorf(CodeWrongArguments, "Incorrect arguments to %s: %s", c.function, c.argErr)
+	}
+	call := Call{Func: c.function, Tag: c.tag, Name: sql[c.start:c.end], Value: c.value, Used: c.used, Ident: c.ident, DB: c.dbQualifier}
+	switch {
+	case c.argParam && !prepared && *argErr == nil:
+		*argErr = errorf(CodeWrongArguments, "Incorrect arguments to %s: a ? marker is a parameter of a prepared statement only; write the number in the text", c.function)
+	case c.argParam:
+		*params++
+		call.ArgParam = *params
+	case c.function == Decode:
+		call.ID = c.arg
+	case c.block:
+		call.N = c.arg
+	}
+	return call, nil
+}
+
+// selectAlias reads the alias after a sequence select's call, if any, into
+// call.Name; t is the token after the item. ok is false when AS is not
+// followed by a name.
+func (l *lexer) selectAlias(call *Call) (t token, aliased, ok bool) {
+	t = l.next()
+	switch {
+	case l.is(t, "AS"):
+		t = l.next()
+		if t.kind != tWord && t.kind != tQuoted && t.kind != tString {
+			return t, false, false
+		}
+	case l.isAlias(t):
+	default:
+		return t, false, true
+	}
+	call.Name = unquote(l.text(t), t.kind, l.mode)
+	return l.next(), true, true
 }
 
 // SequenceNames reads the sequence calls of sql (as the planner finds
