@@ -152,23 +152,28 @@ func (t *Transformer) run(dst, data []byte, fin bool) (out []byte, stop int) {
 			return append(dst, data[emitted:]...), n
 		case stSkipLine, stNextLine:
 			i, more = t.nextLine(data, i, fin)
+		case stFindStart:
+			i, more = t.findStart(data, i, fin)
+		// A record's start, a field's start and first byte, and its
+		// bytes: each state falls through to the next it moves to.
 		case stRecord:
 			t.fieldsRead = 0
 			t.readState = stFieldStart
+			fallthrough
 		case stFieldStart:
-			switch {
-			case t.foundEOL:
+			if t.foundEOL {
 				t.endRecord(false)
-			case t.startLine:
+				break
+			}
+			if t.startLine {
 				t.startLine = false
 				t.readState = stFindStart
-			default:
-				t.readState = stFirst
+				break
 			}
-		case stFindStart:
-			i, more = t.findStart(data, i, fin)
+			t.readState = stFirst
+			fallthrough
 		case stFirst:
-			// A field's first byte: before a record's first field, the key.
+			// Before a record's first field, its key.
 			if more = i >= n; more {
 				break
 			}
@@ -182,6 +187,7 @@ func (t *Transformer) run(dst, data []byte, fin bool) (out []byte, stop int) {
 				i++
 			}
 			t.readState = stBody
+			fallthrough
 		case stBody:
 			i, more = t.body(data, i, fin)
 		}
