@@ -148,7 +148,8 @@ func (b *builder) runFrom(l *lexer, stmt int) error {
 	for ; ; stmt++ {
 		versioned := l.versioned
 		inVersioned := l.inBang && l.bangVersioned // after a ';' inside /*!NNNNN ... */
-		r, compound := b.readStatement(l, stmt)
+		var r stmtRead
+		compound := b.readStatement(l, stmt, &r)
 		if compound {
 			b.edits = b.edits[:0]
 			return nil
@@ -161,7 +162,7 @@ func (b *builder) runFrom(l *lexer, stmt int) error {
 			if err := b.statement(r.raw, r.start, r.end.start, r.first); err != nil {
 				return err
 			}
-			b.follow(l, r)
+			b.follow(l, &r)
 		}
 		if r.end.kind == tEOF {
 			return nil
@@ -183,9 +184,9 @@ type stmtRead struct {
 }
 
 // readStatement reads the statement at l.pos up to its ';' or the end of
-// the text, collecting its sequence calls in b.calls. compound: it is a
+// the text into r, collecting its sequence calls in b.calls. compound: it is a
 // stored program body (only looked for when stmt is 0).
-func (b *builder) readStatement(l *lexer, stmt int) (r stmtRead, compound bool) {
+func (b *builder) readStatement(l *lexer, stmt int, r *stmtRead) (compound bool) {
 	r.start, r.raw = l.pos, l.pos
 	r.first = token{kind: tEOF}
 	prev := token{kind: tEOF}
@@ -195,7 +196,7 @@ func (b *builder) readStatement(l *lexer, stmt int) (r stmtRead, compound bool) 
 		t := l.next()
 		if t.kind == tEOF || l.isPunct(t, ';') {
 			r.end = t
-			return r, compound
+			return compound
 		}
 		r.tokens++
 		if t.kind == tPunct {
@@ -229,7 +230,7 @@ func (b *builder) readStatement(l *lexer, stmt int) (r stmtRead, compound bool) 
 }
 
 // follow notes what a planned statement changes for the ones after it.
-func (b *builder) follow(l *lexer, r stmtRead) {
+func (b *builder) follow(l *lexer, r *stmtRead) {
 	switch {
 	case l.is(r.first, "USE"):
 		// USE db: later statements resolve names against db. A USE

@@ -230,19 +230,22 @@ func matchSequenceSelect(sql string, mode Mode, calls []Call, prepared bool) (_ 
 		if !ok {
 			return nil, false, nil
 		}
-		call, err := selectCall(sql, c, prepared, &params, &argErr)
-		if err != nil {
+		// The item is written in place; on a refusal calls is not the
+		// caller's any more.
+		if err := checkSelectCall(&c, &argErr); err != nil {
 			return nil, false, err
 		}
+		calls = append(calls, Call{Func: c.function, Tag: c.tag, Name: sql[c.start:c.end], Value: c.value, Used: c.used, Ident: c.ident, DB: c.dbQualifier})
+		call := &calls[len(calls)-1]
+		selectArgs(call, &c, prepared, &params, &argErr)
 		decode = decode || c.function == Decode
-		t, aliased, ok := l.selectAlias(&call)
+		t, aliased, ok := l.selectAlias(call)
 		if !ok {
 			return nil, false, nil
 		}
 		if c.function == Decode && aliased {
 			return nil, false, errorf(CodeNotSupported, "%s takes no alias: its row has a column per part of the ID (tag, generator, id, created_at, ...)", sql[c.start:c.end])
 		}
-		calls = append(calls, call)
 		prev = t
 		if !l.isPunct(t, ',') {
 			break
@@ -270,23 +273,28 @@ func matchSequenceSelect(sql string, mode Mode, calls []Call, prepared bool) (_ 
 	return calls, true, nil
 }
 
-// selectCall is the Call of c, an item of a sequence select
+// checkSelectCall checks c, an item of a sequence select
 // (matchSequenceSelect): err refuses the text at once; an error in the
 // call's arguments goes to *argErr, the first one only, to be reported
 // once the text is known to be such a select (elsewhere the call is
-// refused for where it is). *params counts the ? markers of block sizes
-// and IDs.
-func selectCall(sql string, c seqCall, prepared bool, params *int, argErr *error) (Call, error) {
+// refused for where it is).
+func checkSelectCall(c *seqCall, argErr *error) error {
 	if c.param {
-		return Call{}, errorf(CodeNotSupported, "%s(?) with the sequence name as a parameter is not supported; write the name in the statement", c.function)
+		return errorf(CodeNotSupported, "%s(?) with the sequence name as a parameter is not supported; write the name in the statement", c.function)
 	}
 	if c.argErr != "" && c.function == Set {
-		return Call{}, errorf(CodeWrongArguments, "Incorrect arguments to %s: %s", c.function, c.argErr)
+		return errorf(CodeWrongArguments, "Incorrect arguments to %s: %s", c.function, c.argErr)
 	}
 	if c.argErr != "" && *argErr == nil {
 		*argErr = errorf(CodeWrongArguments, "Incorrect arguments to %s: %s", c.function, c.argErr)
 	}
-	call := Call{Func: c.function, Tag: c.tag, Name: sql[c.start:c.end], Value: c.value, Used: c.used, Ident: c.ident, DB: c.dbQualifier}
+	return nil
+}
+
+// selectArgs gives call, the Call of c, its numeric argument: a block's
+// size, a decoded ID, or the index of the ? marker that binds it
+// (*params counts them); a marker outside a prepared text is *argErr.
+func selectArgs(call *Call, c *seqCall, prepared bool, params *int, argErr *error) {
 	switch {
 	case c.argParam && !prepared && *argErr == nil:
 		*argErr = errorf(CodeWrongArguments, "Incorrect arguments to %s: a ? marker is a parameter of a prepared statement only; write the number in the text", c.function)
@@ -298,7 +306,6 @@ func selectCall(sql string, c seqCall, prepared bool, params *int, argErr *error
 	case c.block:
 		call.N = c.arg
 	}
-	return call, nil
 }
 
 // selectAlias reads the alias after a sequence select's call, if any, into
