@@ -132,275 +132,383 @@ type loadItem struct {
 // [PARTITION (...)] [CHARACTER SET cs] [{FIELDS|COLUMNS} ...] [LINES ...]
 // [IGNORE n {LINES|ROWS}] [(col_or_var, ...)] [SET col = expr, ...]) and
 // builds the plan. why says what it cannot fill; b.loadErr is set for
-// other errors (with a nil plan and no why).
+// other errors (with a nil plan and no why). Each clause has a reader of
+// its own (loadReader's methods), in the grammar's order.
 func (b *builder) readLoad(l *lexer, rule Rule, db, table string) (p *Load, why string) {
 	f := loadfile.Format{FieldTerm: "\t", Enclosed: -1, Escaped: '\\', LineTerm: "\n"}
 	if b.env.Mode.NoBackslashEscapes {
 		f.Escaped = -1 // the default escape is off unless ESCAPED BY is given
 	}
 	p = &Load{Filled: Filled{DB: strings.Clone(db), Table: strings.Clone(table), Column: rule.Column, Tag: rule.Tag}}
-	last := l.pos // the end of the last token read
-	t := l.next()
-	next := func() token {
-		last = t.end
-		t = l.next()
-		return t
+	r := loadReader{l: l, last: l.pos}
+	r.t = l.next()
+	if why = r.partition(); why != "" {
+		return nil, why
 	}
-	str := func(clause string) (string, string) {
-		w := next()
-		v, ok := "", false
-		if x := l.text(w); w.kind == tWord && (x == "X" || x == "x" || x == "B" || x == "b") && w.end < len(l.sql) && l.sql[w.end] == '\'' {
-			body := l.text(next()) // X'2c', B'0101'
-			if t.kind == tString && len(body) >= 2 && body[len(body)-1] == '\'' {
-				v, ok = radixString(body[1:len(body)-1], x == "X" || x == "x")
-			}
-		} else {
-			v, ok = l.textString(w)
-		}
-		if !ok {
-			return "", "cannot read the string after " + clause
-		}
-		return v, ""
+	if why = r.charset(p); why != "" {
+		return nil, why
 	}
-	byteOf := func(clause, v string) (int, string) {
-		switch len(v) {
-		case 0:
-			return -1, ""
-		case 1:
-			return int(v[0]), ""
-		}
-		return 0, clause + " must be one character or empty (the server's error 1083)"
-	}
-	if l.is(t, "PARTITION") {
-		if !l.isPunct(next(), '(') {
-			return nil, "cannot read its PARTITION clause"
-		}
-		for next(); !l.isPunct(t, ')'); next() {
-			if t.kind == tEOF {
-				return nil, "cannot read its PARTITION clause"
-			}
-		}
-		next()
-	}
-	if l.is(t, "CHARACTER") || l.is(t, "CHAR") || l.is(t, "CHARSET") {
-		if !l.is(t, "CHARSET") && !l.is(next(), "SET") {
-			return nil, "cannot read its CHARACTER SET clause"
-		}
-		switch cs := next(); {
-		case l.is(cs, "DEFAULT"):
-		case cs.kind == tWord || cs.kind == tQuoted || cs.kind == tString:
-			p.Charset = strings.ToLower(unquote(l.text(cs), cs.kind, l.mode))
-		default:
-			return nil, "cannot read its CHARACTER SET clause"
-		}
-		next()
-	}
-	if l.is(t, "ROWS") {
+	if l.is(r.t, "ROWS") {
 		return nil, "ROWS IDENTIFIED BY is not supported"
 	}
-	if l.is(t, "FIELDS") || l.is(t, "COLUMNS") {
-		n := 0
-		for next(); ; n++ {
-			var v, why string
-			switch {
-			case l.is(t, "TERMINATED") && l.is(next(), "BY"):
-				if f.FieldTerm, why = str("FIELDS TERMINATED BY"); why != "" {
-					return nil, why
-				}
-			case l.is(t, "OPTIONALLY") && l.is(next(), "ENCLOSED") && l.is(next(), "BY"),
-				l.is(t, "ENCLOSED") && l.is(next(), "BY"):
-				if v, why = str("FIELDS ENCLOSED BY"); why == "" {
-					f.Enclosed, why = byteOf("FIELDS ENCLOSED BY", v)
-				}
-			case l.is(t, "ESCAPED") && l.is(next(), "BY"):
-				if v, why = str("FIELDS ESCAPED BY"); why == "" {
-					f.Escaped, why = byteOf("FIELDS ESCAPED BY", v)
-				}
-			default:
-				if n == 0 {
-					return nil, "cannot read its FIELDS clause"
-				}
-				goto lines
-			}
-			if why != "" {
-				return nil, why
-			}
-			next()
+	if why = r.fields(&f); why != "" {
+		return nil, why
+	}
+	if why = r.lines(&f); why != "" {
+		return nil, why
+	}
+	if why = r.ignore(&f); why != "" {
+		return nil, why
+	}
+	list, why := r.columnList(rule)
+	if why != "" {
+		return nil, why
+	}
+	set, why := r.setList(rule)
+	if why != "" {
+		return nil, why
+	}
+	if r.t.kind != tEOF {
+		return nil, "cannot read it after " + strconv.Quote(b.sql[r.last-min(r.last, 20):r.last])
+	}
+	end := r.last
+
+	keys, why, err := b.loadColumns(p, &f, list, rule, db, table)
+	if err != nil {
+		b.loadErr = err
+		return nil, ""
+	}
+	if why != "" {
+		return nil, why
+	}
+	if why := f.Check(); why != "" {
+		return nil, why
+	}
+	p.edits = loadKeyEdits(p.edits, rule.Column, keys == 1, set, end, b.env.Mode.NoAutoValueOnZero)
+	f.FieldTerm, f.LineTerm, f.LineStart = strings.Clone(f.FieldTerm), strings.Clone(f.LineTerm), strings.Clone(f.LineStart)
+	p.Format = f
+	return p, ""
+}
+
+// loadReader reads LOAD DATA's clauses: t is the current token, last the
+// end of the token before it.
+type loadReader struct {
+	l    *lexer
+	t    token
+	last int
+}
+
+// next moves on to the next token.
+func (r *loadReader) next() token {
+	r.last = r.t.end
+	r.t = r.l.next()
+	return r.t
+}
+
+// str reads the string after clause (a quoted string, X'2c' or B'0101').
+func (r *loadReader) str(clause string) (string, string) {
+	l := r.l
+	w := r.next()
+	v, ok := "", false
+	if x := l.text(w); w.kind == tWord && (x == "X" || x == "x" || x == "B" || x == "b") && w.end < len(l.sql) && l.sql[w.end] == '\'' {
+		body := l.text(r.next()) // X'2c', B'0101'
+		if r.t.kind == tString && len(body) >= 2 && body[len(body)-1] == '\'' {
+			v, ok = radixString(body[1:len(body)-1], x == "X" || x == "x")
+		}
+	} else {
+		v, ok = l.textString(w)
+	}
+	if !ok {
+		return "", "cannot read the string after " + clause
+	}
+	return v, ""
+}
+
+// byteOf is a one-character clause's value v as a byte, -1 when empty.
+func byteOf(clause, v string) (int, string) {
+	switch len(v) {
+	case 0:
+		return -1, ""
+	case 1:
+		return int(v[0]), ""
+	}
+	return 0, clause + " must be one character or empty (the server's error 1083)"
+}
+
+// partition skips PARTITION (...).
+func (r *loadReader) partition() (why string) {
+	l := r.l
+	if !l.is(r.t, "PARTITION") {
+		return ""
+	}
+	if !l.isPunct(r.next(), '(') {
+		return "cannot read its PARTITION clause"
+	}
+	for r.next(); !l.isPunct(r.t, ')'); r.next() {
+		if r.t.kind == tEOF {
+			return "cannot read its PARTITION clause"
 		}
 	}
-lines:
-	if l.is(t, "LINES") {
-		n := 0
-		for next(); ; n++ {
-			var why string
-			switch {
-			case l.is(t, "TERMINATED") && l.is(next(), "BY"):
-				f.LineTerm, why = str("LINES TERMINATED BY")
-			case l.is(t, "STARTING") && l.is(next(), "BY"):
-				f.LineStart, why = str("LINES STARTING BY")
-			default:
-				if n == 0 {
-					return nil, "cannot read its LINES clause"
-				}
-				goto ignore
+	r.next()
+	return ""
+}
+
+// charset reads CHARACTER SET cs into p.Charset.
+func (r *loadReader) charset(p *Load) (why string) {
+	l := r.l
+	if !l.is(r.t, "CHARACTER") && !l.is(r.t, "CHAR") && !l.is(r.t, "CHARSET") {
+		return ""
+	}
+	if !l.is(r.t, "CHARSET") && !l.is(r.next(), "SET") {
+		return "cannot read its CHARACTER SET clause"
+	}
+	switch cs := r.next(); {
+	case l.is(cs, "DEFAULT"):
+	case cs.kind == tWord || cs.kind == tQuoted || cs.kind == tString:
+		p.Charset = strings.ToLower(unquote(l.text(cs), cs.kind, l.mode))
+	default:
+		return "cannot read its CHARACTER SET clause"
+	}
+	r.next()
+	return ""
+}
+
+// fields reads {FIELDS|COLUMNS} [TERMINATED BY s] [[OPTIONALLY] ENCLOSED
+// BY c] [ESCAPED BY c] (in any order) into f.
+func (r *loadReader) fields(f *loadfile.Format) (why string) {
+	l := r.l
+	if !l.is(r.t, "FIELDS") && !l.is(r.t, "COLUMNS") {
+		return ""
+	}
+	for n := 0; ; n++ {
+		var v string
+		switch r.next(); {
+		case l.is(r.t, "TERMINATED") && l.is(r.next(), "BY"):
+			f.FieldTerm, why = r.str("FIELDS TERMINATED BY")
+		case l.is(r.t, "OPTIONALLY") && l.is(r.next(), "ENCLOSED") && l.is(r.next(), "BY"),
+			l.is(r.t, "ENCLOSED") && l.is(r.next(), "BY"):
+			if v, why = r.str("FIELDS ENCLOSED BY"); why == "" {
+				f.Enclosed, why = byteOf("FIELDS ENCLOSED BY", v)
 			}
-			if why != "" {
-				return nil, why
+		case l.is(r.t, "ESCAPED") && l.is(r.next(), "BY"):
+			if v, why = r.str("FIELDS ESCAPED BY"); why == "" {
+				f.Escaped, why = byteOf("FIELDS ESCAPED BY", v)
 			}
-			next()
+		default:
+			if n == 0 {
+				return "cannot read its FIELDS clause"
+			}
+			return ""
+		}
+		if why != "" {
+			return why
 		}
 	}
-ignore:
-	if l.is(t, "IGNORE") {
-		n := next()
-		v, err := strconv.ParseUint(l.text(n), 10, 64)
-		if n.kind != tNumber || err != nil || !(l.is(next(), "LINES") || l.is(t, "ROWS")) {
-			return nil, "cannot read its IGNORE n LINES clause"
-		}
-		f.Ignore = v
-		next()
+}
+
+// lines reads LINES [TERMINATED BY s] [STARTING BY s] (in any order)
+// into f.
+func (r *loadReader) lines(f *loadfile.Format) (why string) {
+	l := r.l
+	if !l.is(r.t, "LINES") {
+		return ""
 	}
-	// The column list.
-	var items []loadItem
-	listAt, listOpen, listClose := last, -1, -1
-	if l.isPunct(t, '(') {
-		listOpen = t.start
-		for next(); !l.isPunct(t, ')'); {
-			it := loadItem{start: t.start}
-			switch t.kind {
-			case tVar:
-				next()
-			case tWord, tQuoted:
-				col := unquote(l.text(t), t.kind, l.mode)
-				for l.isPunct(next(), '.') { // db.table.column: the last part names it
-					if n := next(); n.kind != tWord && n.kind != tQuoted {
-						return nil, "cannot read its column list"
-					} else {
-						col = unquote(l.text(n), n.kind, l.mode)
-					}
-				}
-				it.key = strings.EqualFold(col, rule.Column)
-			default:
-				return nil, "cannot read its column list"
+	for n := 0; ; n++ {
+		switch r.next(); {
+		case l.is(r.t, "TERMINATED") && l.is(r.next(), "BY"):
+			f.LineTerm, why = r.str("LINES TERMINATED BY")
+		case l.is(r.t, "STARTING") && l.is(r.next(), "BY"):
+			f.LineStart, why = r.str("LINES STARTING BY")
+		default:
+			if n == 0 {
+				return "cannot read its LINES clause"
 			}
-			it.end = last
-			items = append(items, it)
-			if l.isPunct(t, ',') {
-				next()
-			} else if !l.isPunct(t, ')') {
-				return nil, "cannot read its column list"
-			}
+			return ""
 		}
-		listClose = t.end
-		next()
+		if why != "" {
+			return why
+		}
 	}
-	// The SET list.
-	setAt, hasSet := -1, false
-	if l.is(t, "SET") {
-		hasSet, setAt = true, t.end
-		for next(); ; {
-			col, ok := "", false
-			for t.kind == tWord || t.kind == tQuoted {
-				col, ok = unquote(l.text(t), t.kind, l.mode), true
-				if !l.isPunct(next(), '.') {
-					break
+}
+
+// ignore reads IGNORE n {LINES|ROWS} into f.
+func (r *loadReader) ignore(f *loadfile.Format) (why string) {
+	l := r.l
+	if !l.is(r.t, "IGNORE") {
+		return ""
+	}
+	n := r.next()
+	v, err := strconv.ParseUint(l.text(n), 10, 64)
+	if n.kind != tNumber || err != nil || !(l.is(r.next(), "LINES") || l.is(r.t, "ROWS")) {
+		return "cannot read its IGNORE n LINES clause"
+	}
+	f.Ignore = v
+	r.next()
+	return ""
+}
+
+// loadList is LOAD DATA's column list: at is where it would go (the end
+// of the clauses before it), open and close its parentheses (-1 when
+// there is none).
+type loadList struct {
+	items           []loadItem
+	at, open, close int
+}
+
+// columnList reads the column list, (col_or_var, ...), if any.
+func (r *loadReader) columnList(rule Rule) (list loadList, why string) {
+	l := r.l
+	list = loadList{at: r.last, open: -1, close: -1}
+	if !l.isPunct(r.t, '(') {
+		return list, ""
+	}
+	list.open = r.t.start
+	for r.next(); !l.isPunct(r.t, ')'); {
+		it := loadItem{start: r.t.start}
+		switch t := r.t; t.kind {
+		case tVar:
+			r.next()
+		case tWord, tQuoted:
+			col := unquote(l.text(t), t.kind, l.mode)
+			for l.isPunct(r.next(), '.') { // db.table.column: the last part names it
+				if n := r.next(); n.kind != tWord && n.kind != tQuoted {
+					return list, "cannot read its column list"
+				} else {
+					col = unquote(l.text(n), n.kind, l.mode)
 				}
-				next()
 			}
-			if !ok || !(l.isPunct(t, '=') || l.isPunct(t, ':') && l.isPunct(next(), '=')) {
-				return nil, "cannot read its SET list"
-			}
-			if strings.EqualFold(col, rule.Column) {
-				return nil, fmt.Sprintf("its SET list assigns the key column %s; leave the key out (the proxy fills it) or read it from the file in the column list", rule.Column)
-			}
-			depth := 0
-			for next(); t.kind != tEOF && !(depth == 0 && l.isPunct(t, ',')); next() {
-				switch {
-				case l.isPunct(t, '('):
-					depth++
-				case l.isPunct(t, ')'):
-					depth--
-				}
-			}
-			if t.kind == tEOF {
+			it.key = strings.EqualFold(col, rule.Column)
+		default:
+			return list, "cannot read its column list"
+		}
+		it.end = r.last
+		list.items = append(list.items, it)
+		if l.isPunct(r.t, ',') {
+			r.next()
+		} else if !l.isPunct(r.t, ')') {
+			return list, "cannot read its column list"
+		}
+	}
+	list.close = r.t.end
+	r.next()
+	return list, ""
+}
+
+// loadSet is where LOAD DATA's SET list begins (after the word), -1 when
+// there is none.
+type loadSet struct{ at int }
+
+// setList reads the SET list, SET col = expr, ..., if any: it must not
+// assign the key column.
+func (r *loadReader) setList(rule Rule) (set loadSet, why string) {
+	l := r.l
+	if !l.is(r.t, "SET") {
+		return loadSet{at: -1}, ""
+	}
+	set.at = r.t.end
+	for r.next(); ; {
+		col, ok := "", false
+		for r.t.kind == tWord || r.t.kind == tQuoted {
+			col, ok = unquote(l.text(r.t), r.t.kind, l.mode), true
+			if !l.isPunct(r.next(), '.') {
 				break
 			}
-			next()
+			r.next()
 		}
+		if !ok || !(l.isPunct(r.t, '=') || l.isPunct(r.t, ':') && l.isPunct(r.next(), '=')) {
+			return set, "cannot read its SET list"
+		}
+		if strings.EqualFold(col, rule.Column) {
+			return set, fmt.Sprintf("its SET list assigns the key column %s; leave the key out (the proxy fills it) or read it from the file in the column list", rule.Column)
+		}
+		depth := 0
+		for r.next(); r.t.kind != tEOF && !(depth == 0 && l.isPunct(r.t, ',')); r.next() {
+			switch {
+			case l.isPunct(r.t, '('):
+				depth++
+			case l.isPunct(r.t, ')'):
+				depth--
+			}
+		}
+		if r.t.kind == tEOF {
+			return set, ""
+		}
+		r.next()
 	}
-	if t.kind != tEOF {
-		return nil, "cannot read it after " + strconv.Quote(b.sql[last-min(last, 20):last])
-	}
-	end := last
+}
 
-	// Which field holds the key, if any.
-	keys := 0
-	for _, it := range items {
+// loadColumns edits the column list so that each record's first field,
+// the generated key, goes to @__leaf_g and a key field the file gives to
+// @__leaf_v; it sets f.Fields. keys is the number of key fields (0 or 1);
+// err is an error that is not a refusal.
+func (b *builder) loadColumns(p *Load, f *loadfile.Format, list loadList, rule Rule, db, table string) (keys int, why string, err error) {
+	for _, it := range list.items {
 		if it.key {
 			keys++
 		}
 	}
 	if keys > 1 {
-		b.loadErr = errorf(CodeFieldTwice, "Column '%s' specified twice (LOAD DATA into %s)", rule.Column, qualify(db, table))
-		return nil, ""
+		return 0, "", errorf(CodeFieldTwice, "Column '%s' specified twice (LOAD DATA into %s)", rule.Column, qualify(db, table))
 	}
-	if len(items) > 0 {
-		p.edits = append(p.edits, loadEdit{start: listOpen + 1, end: listOpen + 1, text: "@__leaf_g, "})
-		for _, it := range items {
+	if len(list.items) > 0 {
+		p.edits = append(p.edits, loadEdit{start: list.open + 1, end: list.open + 1, text: "@__leaf_g, "})
+		for _, it := range list.items {
 			if it.key {
 				p.edits = append(p.edits, loadEdit{start: it.start, end: it.end, text: "@__leaf_v"})
 			}
 		}
-		f.Fields = len(items)
-	} else {
-		// No column list, or (): the file holds every visible column.
-		if b.env.Columns == nil {
-			return nil, "it has no column list and the proxy does not know the table's columns; list them"
-		}
-		cols, err := b.env.Columns(db, table)
-		if err != nil {
-			e := errorf(CodeUnknown, "reading the columns of %s to fill %s: %v", qualify(db, table), rule.Column, err)
-			e.cause = err
-			b.loadErr = e
-			return nil, ""
-		}
-		var list strings.Builder
-		list.WriteString("(@__leaf_g")
-		for _, c := range cols {
-			list.WriteString(", ")
-			if strings.EqualFold(c, rule.Column) {
-				keys = 1
-				list.WriteString("@__leaf_v")
-			} else {
-				list.WriteString(quoteIdent(c))
-			}
-		}
-		list.WriteString(")")
-		if listOpen >= 0 {
-			p.edits = append(p.edits, loadEdit{start: listOpen, end: listClose, text: list.String()})
+		f.Fields = len(list.items)
+		return keys, "", nil
+	}
+	// No column list, or (): the file holds every visible column.
+	if b.env.Columns == nil {
+		return 0, "it has no column list and the proxy does not know the table's columns; list them", nil
+	}
+	cols, err := b.env.Columns(db, table)
+	if err != nil {
+		e := errorf(CodeUnknown, "reading the columns of %s to fill %s: %v", qualify(db, table), rule.Column, err)
+		e.cause = err
+		return 0, "", e
+	}
+	var text strings.Builder
+	text.WriteString("(@__leaf_g")
+	for _, c := range cols {
+		text.WriteString(", ")
+		if strings.EqualFold(c, rule.Column) {
+			keys = 1
+			text.WriteString("@__leaf_v")
 		} else {
-			p.edits = append(p.edits, loadEdit{start: listAt, end: listAt, text: " " + list.String()})
+			text.WriteString(quoteIdent(c))
 		}
-		f.Fields = len(cols)
 	}
-	if why := f.Check(); why != "" {
-		return nil, why
+	text.WriteString(")")
+	if list.open >= 0 {
+		p.edits = append(p.edits, loadEdit{start: list.open, end: list.close, text: text.String()})
+	} else {
+		p.edits = append(p.edits, loadEdit{start: list.at, end: list.at, text: " " + text.String()})
 	}
-	// The key: the file's value where AUTO_INCREMENT would keep it, else
-	// the generated one. The file's value goes in first, so that the
-	// statement's own SET items see it as they would; the decision comes
-	// last.
-	key := quoteIdent(rule.Column)
+	f.Fields = len(cols)
+	return keys, "", nil
+}
+
+// loadKeyEdits appends to edits the SET items that give column its
+// value: the file's value where AUTO_INCREMENT would keep it (fileKey: the
+// file has a key field), else the generated one. The file's value goes in
+// first, so that the statement's own SET items see it as they would; the
+// decision comes last, at end (the statement's end).
+func loadKeyEdits(edits []loadEdit, column string, fileKey bool, set loadSet, end int, noAutoValueOnZero bool) []loadEdit {
+	key := quoteIdent(column)
 	// The generated key: a "0" (the transformer's mark for a key it could
 	// not draw) fails the statement; the first one becomes LAST_INSERT_ID().
 	gen := "IF(@__leaf_g = '0', (SELECT 1 UNION ALL SELECT 2), IF(@__leaf_f IS NULL, LAST_INSERT_ID(@__leaf_f := @__leaf_g), @__leaf_g))"
+	hasSet := set.at >= 0
 	first, final := "", key+" = "+gen
-	if keys == 1 {
+	if fileKey {
 		first = key + " = IFNULL(@__leaf_v, 0)"
 		// NO_AUTO_VALUE_ON_ZERO keeps a 0 from the file, except that
 		// MariaDB (10.11) generates for 0 and empty key fields when the
 		// statement has a SET clause of its own: measured, and matched.
-		if b.env.Mode.NoAutoValueOnZero && !hasSet {
+		if noAutoValueOnZero && !hasSet {
 			final = key + " = IF(@__leaf_v IS NULL, " + gen + ", " + key + ")"
 		} else {
 			final = key + " = IF(" + key + " = 0, " + gen + ", " + key + ")"
@@ -408,16 +516,14 @@ ignore:
 	}
 	switch {
 	case hasSet && first != "":
-		p.edits = append(p.edits, loadEdit{start: setAt, end: setAt, text: " " + first + ","})
-		p.edits = append(p.edits, loadEdit{start: end, end: end, text: ", " + final})
+		edits = append(edits, loadEdit{start: set.at, end: set.at, text: " " + first + ","})
+		edits = append(edits, loadEdit{start: end, end: end, text: ", " + final})
 	case hasSet:
-		p.edits = append(p.edits, loadEdit{start: end, end: end, text: ", " + final})
+		edits = append(edits, loadEdit{start: end, end: end, text: ", " + final})
 	case first != "":
-		p.edits = append(p.edits, loadEdit{start: end, end: end, text: " SET " + first + ", " + final})
+		edits = append(edits, loadEdit{start: end, end: end, text: " SET " + first + ", " + final})
 	default:
-		p.edits = append(p.edits, loadEdit{start: end, end: end, text: " SET " + final})
+		edits = append(edits, loadEdit{start: end, end: end, text: " SET " + final})
 	}
-	f.FieldTerm, f.LineTerm, f.LineStart = strings.Clone(f.FieldTerm), strings.Clone(f.LineTerm), strings.Clone(f.LineStart)
-	p.Format = f
-	return p, ""
+	return edits
 }

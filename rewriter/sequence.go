@@ -230,49 +230,22 @@ func matchSequenceSelect(sql string, mode Mode, calls []Call, prepared bool) (_ 
 		if !ok {
 			return nil, false, nil
 		}
-		if c.param {
-			return nil, false, errorf(CodeNotSupported, "%s(?) with the sequence name as a parameter is not supported; write the name in the statement", c.function)
+		// The item is written in place; on a refusal calls is not the
+		// caller's any more.
+		if err := checkSelectCall(&c, &argErr); err != nil {
+			return nil, false, err
 		}
-		if c.argErr != "" && c.function == Set {
-			return nil, false, errorf(CodeWrongArguments, "Incorrect arguments to %s: %s", c.function, c.argErr)
-		}
-		if c.argErr != "" && argErr == nil {
-			// Reported once the text is known to be such a select:
-			// elsewhere the call is refused for where it is.
-			argErr = errorf(CodeWrongArguments, "Incorrect arguments to %s: %s", c.function, c.argErr)
-		}
-		call := Call{Func: c.function, Tag: c.tag, Name: sql[c.start:c.end], Value: c.value, Used: c.used, Ident: c.ident, DB: c.dbQualifier}
-		switch {
-		case c.argParam && !prepared && argErr == nil:
-			argErr = errorf(CodeWrongArguments, "Incorrect arguments to %s: a ? marker is a parameter of a prepared statement only; write the number in the text", c.function)
-		case c.argParam:
-			params++
-			call.ArgParam = params
-		case c.function == Decode:
-			call.ID = c.arg
-		case c.block:
-			call.N = c.arg
-		}
+		calls = append(calls, Call{Func: c.function, Tag: c.tag, Name: sql[c.start:c.end], Value: c.value, Used: c.used, Ident: c.ident, DB: c.dbQualifier})
+		call := &calls[len(calls)-1]
+		selectArgs(call, &c, prepared, &params, &argErr)
 		decode = decode || c.function == Decode
-		aliased := true
-		t = l.next()
-		if l.is(t, "AS") {
-			t = l.next()
-			if t.kind != tWord && t.kind != tQuoted && t.kind != tString {
-				return nil, false, nil
-			}
-			call.Name = unquote(l.text(t), t.kind, mode)
-			t = l.next()
-		} else if l.isAlias(t) {
-			call.Name = unquote(l.text(t), t.kind, mode)
-			t = l.next()
-		} else {
-			aliased = false
+		t, aliased, ok := l.selectAlias(call)
+		if !ok {
+			return nil, false, nil
 		}
 		if c.function == Decode && aliased {
 			return nil, false, errorf(CodeNotSupported, "%s takes no alias: its row has a column per part of the ID (tag, generator, id, created_at, ...)", sql[c.start:c.end])
 		}
-		calls = append(calls, call)
 		prev = t
 		if !l.isPunct(t, ',') {
 			break
@@ -298,6 +271,60 @@ func matchSequenceSelect(sql string, mode Mode, calls []Call, prepared bool) (_ 
 		return nil, false, errorf(CodeNotSupported, "LEAFPROXY_DECODE must be the only item of its SELECT: SELECT LEAFPROXY_DECODE('tag', id)")
 	}
 	return calls, true, nil
+}
+
+// checkSelectCall checks c, an item of a sequence select
+// (matchSequenceSelect): err refuses the text at once; an error in the
+// call's arguments goes to *argErr, the first one only, to be reported
+// once the text is known to be such a select (elsewhere the call is
+// refused for where it is).
+func checkSelectCall(c *seqCall, argErr *error) error {
+	if c.param {
+		return errorf(CodeNotSupported, "%s(?) with the sequence name as a parameter is not supported; write the name in the statement", c.function)
+	}
+	if c.argErr != "" && c.function == Set {
+		return errorf(CodeWrongArguments, "Incorrect arguments to %s: %s", c.function, c.argErr)
+	}
+	if c.argErr != "" && *argErr == nil {
+		*argErr = errorf(CodeWrongArguments, "Incorrect arguments to %s: %s", c.function, c.argErr)
+	}
+	return nil
+}
+
+// selectArgs gives call, the Call of c, its numeric argument: a block's
+// size, a decoded ID, or the index of the ? marker that binds it
+// (*params counts them); a marker outside a prepared text is *argErr.
+func selectArgs(call *Call, c *seqCall, prepared bool, params *int, argErr *error) {
+	switch {
+	case c.argParam && !prepared && *argErr == nil:
+		*argErr = errorf(CodeWrongArguments, "Incorrect arguments to %s: a ? marker is a parameter of a prepared statement only; write the number in the text", c.function)
+	case c.argParam:
+		*params++
+		call.ArgParam = *params
+	case c.function == Decode:
+		call.ID = c.arg
+	case c.block:
+		call.N = c.arg
+	}
+}
+
+// selectAlias reads the alias after a sequence select's call, if any, into
+// call.Name; t is the token after the item. ok is false when AS is not
+// followed by a name.
+func (l *lexer) selectAlias(call *Call) (t token, aliased, ok bool) {
+	t = l.next()
+	switch {
+	case l.is(t, "AS"):
+		t = l.next()
+		if t.kind != tWord && t.kind != tQuoted && t.kind != tString {
+			return t, false, false
+		}
+	case l.isAlias(t):
+	default:
+		return t, false, true
+	}
+	call.Name = unquote(l.text(t), t.kind, l.mode)
+	return l.next(), true, true
 }
 
 // SequenceNames reads the sequence calls of sql (as the planner finds

@@ -141,223 +141,57 @@ func (t *Transformer) Finish(dst []byte) ([]byte, error) {
 
 // run passes data on to dst with the keys inserted, as far as it can
 // decide; stop is where the undecided bytes begin. fin: data ends the
-// file (the server's GET returns EOF after it).
+// file (the server's GET returns EOF after it). The longer states have a
+// step of their own, which returns where it got to in data and more when
+// it needs bytes beyond data.
 func (t *Transformer) run(dst, data []byte, fin bool) (out []byte, stop int) {
 	i, emitted, n := 0, 0, len(data)
-	f := &t.format
-	ft := f.FieldTerm
-	for {
+	for more := false; !more; {
 		switch t.readState {
 		case stDone:
 			return append(dst, data[emitted:]...), n
-
 		case stSkipLine, stNextLine:
-			sp := &t.special[spNewline]
-			for i < n && !sp[data[i]] {
-				i++
-			}
-			if i >= n {
-				goto more
-			}
-			c := data[i]
-			if k := int(t.lead[c]); k > 0 {
-				// next_line() reads the character's length in bytes,
-				// whatever they are (measured on 10.11: "\xe2\n\n" hides
-				// both line terminators).
-				if i+k > n {
-					goto more
-				}
-				i += k
-				continue
-			}
-			if int(c) == f.Escaped {
-				if i+2 > n {
-					goto more
-				}
-				i += 2
-				continue
-			}
-			ok, need := match(data, i, t.lineTerm, fin)
-			if need {
-				goto more
-			}
-			if !ok {
-				i++
-				continue
-			}
-			i += len(t.lineTerm)
-			if t.readState == stSkipLine {
-				if t.skipLines--; t.skipLines > 0 {
-					continue
-				}
-			}
-			t.readState = stRecord
-
+			i, more = t.nextLine(data, i, fin)
+		case stFindStart:
+			i, more = t.findStart(data, i, fin)
+		// A record's start, a field's start and first byte, and its
+		// bytes: each state falls through to the next it moves to.
 		case stRecord:
 			t.fieldsRead = 0
 			t.readState = stFieldStart
-
+			fallthrough
 		case stFieldStart:
-			switch {
-			case t.foundEOL:
+			if t.foundEOL {
 				t.endRecord(false)
-			case t.startLine:
+				break
+			}
+			if t.startLine {
 				t.startLine = false
 				t.readState = stFindStart
-			default:
-				t.readState = stFirst
+				break
 			}
-
-		case stFindStart:
-			ls := f.LineStart
-			sp := &t.special[spStart]
-			for i < n && !sp[data[i]] {
-				i++
-			}
-			if i >= n {
-				goto more
-			}
-			ok, need := match(data, i, ls, fin)
-			if need {
-				goto more
-			}
-			if !ok {
-				i++
-				continue
-			}
-			i += len(ls)
 			t.readState = stFirst
-
+			fallthrough
 		case stFirst:
-			if i >= n {
-				goto more
+			// Before a record's first field, its key.
+			if more = i >= n; more {
+				break
 			}
-			if t.fieldsRead == 0 && t.skipRec > 0 {
-				// A record IGNORE skips (no line terminator: IGNORE counts
-				// records) is read with one more field too, so it gets one;
-				// the statement never evaluates it.
-				dst = append(append(dst, data[emitted:i]...), '0')
-				dst = append(dst, ft...)
-				emitted = i
-			} else if t.fieldsRead == 0 {
-				id, err := t.ids.Next()
-				dst = append(dst, data[emitted:i]...)
-				if err != nil {
-					// A key "0" the statement turns into an error; nothing
-					// after it is sent.
-					t.err = &Error{Err: err}
-					t.readState = stDone
-					return append(append(dst, '0'), ft...), n
+			if t.fieldsRead == 0 {
+				if dst, emitted = t.key(dst, data, i, emitted); t.readState == stDone {
+					continue
 				}
-				emitted = i
-				t.insert = append(strconv.AppendInt(t.insert[:0], id, 10), ft...)
-				dst = append(dst, t.insert...)
-				t.rows++
 			}
-			t.enclosed = int(data[i]) == f.Enclosed
+			t.enclosed = int(data[i]) == t.format.Enclosed
 			if t.enclosed {
 				i++
 			}
 			t.readState = stBody
-
+			fallthrough
 		case stBody:
-			sp := &t.special[spBody]
-			if t.enclosed {
-				sp = &t.special[spEnc]
-			}
-			for i < n && !sp[data[i]] {
-				i++
-			}
-			if i >= n {
-				goto more
-			}
-			c := data[i]
-			if int(c) == f.Escaped {
-				if i+1 >= n {
-					goto more
-				}
-				if f.Escaped != f.Enclosed || int(data[i+1]) == f.Escaped {
-					i += 2 // an escaped byte is data
-					continue
-				}
-				// ESCAPED BY = ENCLOSED BY, not doubled: the byte is the
-				// enclosure (the server pushes the next byte back).
-			}
-			if !t.enclosed && t.lineTerm != "" && c == t.lineTerm[0] {
-				ok, need := match(data, i, t.lineTerm, fin)
-				if need {
-					goto more
-				}
-				if ok {
-					i += len(t.lineTerm)
-					t.foundEOL = true
-					t.fieldRead()
-					continue
-				}
-			}
-			if t.enclosed && int(c) == f.Enclosed {
-				if i+1 >= n {
-					goto more // at the end of the file the field and line end
-				}
-				c2 := data[i+1]
-				if int(c2) == f.Enclosed {
-					i += 2 // doubled: one enclosure byte of data
-					continue
-				}
-				if t.lineTerm != "" && c2 == t.lineTerm[0] {
-					ok, need := match(data, i+1, t.lineTerm, fin)
-					if need {
-						goto more
-					}
-					if ok {
-						i += 1 + len(t.lineTerm)
-						t.foundEOL = true
-						t.fieldRead()
-						continue
-					}
-				}
-				if c2 == ft[0] {
-					ok, need := match(data, i+1, ft, fin)
-					if need {
-						goto more
-					}
-					if ok {
-						i += 1 + len(ft)
-						t.fieldRead()
-						continue
-					}
-				}
-				i++ // the enclosure byte is data; the next byte is read again
-				continue
-			}
-			if !t.enclosed && c == ft[0] {
-				ok, need := match(data, i, ft, fin)
-				if need {
-					goto more
-				}
-				if ok {
-					i += len(ft)
-					t.fieldRead()
-					continue
-				}
-			}
-			if k := int(t.lead[c]); k > 0 {
-				// read_mbtail(): continuation bytes are taken until the
-				// character is whole; a byte that is not one is pushed
-				// back and read again. (A whole character out of range
-				// pushes back its last byte, which is then data alone:
-				// the same bytes either way.)
-				j := continued(data, i, k)
-				if j < i+k && j >= n {
-					goto more
-				}
-				i = j
-				continue
-			}
-			i++
+			i, more = t.body(data, i, fin)
 		}
 	}
-more:
 	// The current step needs bytes beyond data: at the end of the file
 	// the server's reader stops there (it reads no record after EOF).
 	if fin {
@@ -365,6 +199,209 @@ more:
 		return append(dst, data[emitted:]...), n
 	}
 	return append(dst, data[emitted:i]...), i
+}
+
+// nextLine is the step of stSkipLine and stNextLine, next_line(): it reads
+// to the end of the line.
+func (t *Transformer) nextLine(data []byte, i int, fin bool) (int, bool) {
+	n := len(data)
+	sp := &t.special[spNewline]
+	for i < n && !sp[data[i]] {
+		i++
+	}
+	if i >= n {
+		return i, true
+	}
+	c := data[i]
+	if k := int(t.lead[c]); k > 0 {
+		// next_line() reads the character's length in bytes,
+		// whatever they are (measured on 10.11: "\xe2\n\n" hides
+		// both line terminators).
+		if i+k > n {
+			return i, true
+		}
+		return i + k, false
+	}
+	if int(c) == t.format.Escaped {
+		if i+2 > n {
+			return i, true
+		}
+		return i + 2, false
+	}
+	ok, need := match(data, i, t.lineTerm, fin)
+	if need {
+		return i, true
+	}
+	if !ok {
+		return i + 1, false
+	}
+	i += len(t.lineTerm)
+	if t.readState == stSkipLine {
+		if t.skipLines--; t.skipLines > 0 {
+			return i, false
+		}
+	}
+	t.readState = stRecord
+	return i, false
+}
+
+// findStart is the step of stFindStart, find_start_of_fields(): it looks
+// for LINES STARTING BY.
+func (t *Transformer) findStart(data []byte, i int, fin bool) (int, bool) {
+	n := len(data)
+	ls := t.format.LineStart
+	sp := &t.special[spStart]
+	for i < n && !sp[data[i]] {
+		i++
+	}
+	if i >= n {
+		return i, true
+	}
+	ok, need := match(data, i, ls, fin)
+	if need {
+		return i, true
+	}
+	if !ok {
+		return i + 1, false
+	}
+	t.readState = stFirst
+	return i + len(ls), false
+}
+
+// key writes, before a record's first field at data[i], its key (to
+// dst, after the data from emitted): a dummy "0" for a record IGNORE
+// skips, else the next ID; on an error from the ID source, a "0" that
+// fails the statement, and the state is stDone with all of data emitted.
+func (t *Transformer) key(dst, data []byte, i, emitted int) (out []byte, emitted2 int) {
+	ft := t.format.FieldTerm
+	dst = append(dst, data[emitted:i]...)
+	if t.skipRec > 0 {
+		// A record IGNORE skips (no line terminator: IGNORE counts
+		// records) is read with one more field too, so it gets one;
+		// the statement never evaluates it.
+		return append(append(dst, '0'), ft...), i
+	}
+	id, err := t.ids.Next()
+	if err != nil {
+		// A key "0" the statement turns into an error; nothing
+		// after it is sent.
+		t.err = &Error{Err: err}
+		t.readState = stDone
+		return append(append(dst, '0'), ft...), len(data)
+	}
+	t.insert = append(strconv.AppendInt(t.insert[:0], id, 10), ft...)
+	t.rows++
+	return append(dst, t.insert...), i
+}
+
+// body is the step of stBody, a field's bytes: it reads on to the byte
+// that ends the field (then the state is the next one) or to where it
+// needs bytes beyond data.
+func (t *Transformer) body(data []byte, i int, fin bool) (int, bool) {
+	n := len(data)
+	f := &t.format
+	sp := &t.special[spBody]
+	if t.enclosed {
+		sp = &t.special[spEnc]
+	}
+	for {
+		for i < n && !sp[data[i]] {
+			i++
+		}
+		if i >= n {
+			return i, true
+		}
+		c := data[i]
+		if int(c) == f.Escaped {
+			if i+1 >= n {
+				return i, true
+			}
+			if f.Escaped != f.Enclosed || int(data[i+1]) == f.Escaped {
+				i += 2 // an escaped byte is data
+				continue
+			}
+			// ESCAPED BY = ENCLOSED BY, not doubled: the byte is the
+			// enclosure (the server pushes the next byte back).
+		}
+		if t.enclosed && int(c) == f.Enclosed {
+			j, more := t.enclosure(data, i, fin)
+			if more || t.readState != stBody {
+				return j, more
+			}
+			i = j
+			continue
+		}
+		if !t.enclosed && t.lineTerm != "" && c == t.lineTerm[0] {
+			ok, need := match(data, i, t.lineTerm, fin)
+			if need {
+				return i, true
+			}
+			if ok {
+				t.foundEOL = true
+				t.fieldRead()
+				return i + len(t.lineTerm), false
+			}
+		}
+		if !t.enclosed && c == f.FieldTerm[0] {
+			ok, need := match(data, i, f.FieldTerm, fin)
+			if need {
+				return i, true
+			}
+			if ok {
+				t.fieldRead()
+				return i + len(f.FieldTerm), false
+			}
+		}
+		if k := int(t.lead[c]); k > 0 {
+			// read_mbtail(): continuation bytes are taken until the
+			// character is whole; a byte that is not one is pushed
+			// back and read again. (A whole character out of range
+			// pushes back its last byte, which is then data alone:
+			// the same bytes either way.)
+			j := continued(data, i, k)
+			if j < i+k && j >= n {
+				return i, true
+			}
+			i = j
+			continue
+		}
+		i++
+	}
+}
+
+// enclosure is body's step at the enclosure byte of an enclosed field, at
+// data[i]: doubled it is data; before the line or field terminator it
+// ends the field; else it is data and the next byte is read again.
+func (t *Transformer) enclosure(data []byte, i int, fin bool) (int, bool) {
+	if i+1 >= len(data) {
+		return i, true // at the end of the file the field and line end
+	}
+	c2 := data[i+1]
+	if int(c2) == t.format.Enclosed {
+		return i + 2, false // doubled: one enclosure byte of data
+	}
+	if t.lineTerm != "" && c2 == t.lineTerm[0] {
+		ok, need := match(data, i+1, t.lineTerm, fin)
+		if need {
+			return i, true
+		}
+		if ok {
+			t.foundEOL = true
+			t.fieldRead()
+			return i + 1 + len(t.lineTerm), false
+		}
+	}
+	if ft := t.format.FieldTerm; c2 == ft[0] {
+		ok, need := match(data, i+1, ft, fin)
+		if need {
+			return i, true
+		}
+		if ok {
+			t.fieldRead()
+			return i + 1 + len(ft), false
+		}
+	}
+	return i + 1, false // the enclosure byte is data; the next byte is read again
 }
 
 // fieldRead: read_field() returned a field.
