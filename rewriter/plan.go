@@ -360,6 +360,20 @@ func (b *builder) plan(slots []Slot, tags []TagCount) Plan {
 	}
 	p := Plan{Kind: Rewrite, edits: b.edits, texts: b.texts, prepared: b.prepared, Slots: slices.Grow(slots, len(b.edits)), Tags: tags, Filled: orNil(b.filled), Explicit: orNil(b.explicit), Statements: b.nstmts,
 		Idents: orNil(b.idents), StringCalls: b.strCalls}
+	b.numberEdits(&p)
+	p.texts = b.texts // gluing may have added some
+	if b.prepared {
+		p.numberParams(b.sql, b.env.Mode)
+	}
+	if len(b.marks) > 0 {
+		p.Advances = advances(b.marks, p.Slots)
+	}
+	return p
+}
+
+// numberEdits gives each edit with a slot its slot in text order, counts
+// the IDs per tag, and spaces a number that would glue to a word.
+func (b *builder) numberEdits(p *Plan) {
 	var tagIndex map[string]int        // past a few tags; fewer are found by a scan
 	lastText, lastTag := uint32(0), -1 // the last edit's tag (text index) and its Tags index
 	for i := range p.edits {
@@ -402,14 +416,6 @@ func (b *builder) plan(slots []Slot, tags []TagCount) Plan {
 		e.slot = len(p.Slots)
 		p.Slots = append(p.Slots, Slot{Tag: tag, Start: e.start, End: e.end, Key: e.key, Bound: e.param, Ignore: e.ignore, tag: int32(t)})
 	}
-	p.texts = b.texts // gluing may have added some
-	if b.prepared {
-		p.numberParams(b.sql, b.env.Mode)
-	}
-	if len(b.marks) > 0 {
-		p.Advances = advances(b.marks, p.Slots)
-	}
-	return p
 }
 
 // advances places the explicit marks (in text order) among the slots:

@@ -24,11 +24,7 @@ const (
 
 // roomAllowlist names the functions (as "pkg.Recv.Name" or "pkg.Name")
 // still over the limits. It only shrinks.
-var roomAllowlist = map[string]bool{
-	// rewriter/fast.go has another owner while issue 31 is worked on; that
-	// owner splits it and removes this entry.
-	"rewriter.builder.fastRows": true,
-}
+var roomAllowlist = map[string]bool{}
 
 // TestFunctionsFitARoom fails naming every function of roomDirs' non-test
 // files whose cyclomatic complexity (as gocyclo counts it: 1, plus one per
