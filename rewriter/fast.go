@@ -146,7 +146,7 @@ func (b *builder) fastHead(l *lexer, rule Rule) (h insertHead, ok bool) {
 // VALUES), for the head h; on false it added nothing. large: the rows go
 // into a rowRun (b.rows), not one edit each.
 func (b *builder) fastRows(l *lexer, h insertHead, rule Rule, db, table string, large bool) bool {
-	first := len(b.edits)
+	first, firstMark := len(b.edits), len(b.marks)
 	b.edits = slices.Grow(b.edits, 2) // one row's edits, without growing
 	rows := 0
 	if rest := l.sql[l.pos:]; len(rest) > bigRows {
@@ -175,7 +175,7 @@ func (b *builder) fastRows(l *lexer, h insertHead, rule Rule, db, table string, 
 	for {
 		end, ok := b.fastRow(l, &h, &rule, r)
 		if !ok {
-			return b.fastFail(first)
+			return b.fastFail(first, firstMark)
 		}
 		last = end // the row's ')'
 		save := l.pos
@@ -185,7 +185,7 @@ func (b *builder) fastRows(l *lexer, h insertHead, rule Rule, db, table string, 
 		}
 	}
 	if !b.fastTail(l, h.replace, last) {
-		return b.fastFail(first)
+		return b.fastFail(first, firstMark)
 	}
 	if b.rows != nil {
 		b.rows.wrap = len(b.rows.at) > 0
@@ -198,9 +198,10 @@ func (b *builder) fastRows(l *lexer, h insertHead, rule Rule, db, table string, 
 	return true
 }
 
-// fastFail drops what fastRows added since edit first.
-func (b *builder) fastFail(first int) bool {
-	b.edits, b.rows = b.edits[:first], nil
+// fastFail drops what fastRows added since edit first and explicit mark
+// firstMark (the parser plans the statement again and notes them again).
+func (b *builder) fastFail(first, firstMark int) bool {
+	b.edits, b.rows, b.marks = b.edits[:first], nil, b.marks[:firstMark]
 	return false
 }
 

@@ -176,14 +176,20 @@ func FuzzInsert(f *testing.F) {
 			comment = strings.ReplaceAll(strings.ReplaceAll(comment, "*/", ""), "/*", "")
 		}
 		cmt := "/* " + comment + "*/"
-		want := 0
+		want, zeroDefaults := 0, 0
 		key := func(k byte) string {
 			switch k % 8 {
 			case 0:
 				want++
 				return "NULL"
 			case 1:
-				want++
+				// MariaDB stores 0 for DEFAULT under NO_AUTO_VALUE_ON_ZERO
+				// (an AUTO_INCREMENT column's default is 0): no ID.
+				if !mode.NoAutoValueOnZero {
+					want++
+				} else {
+					zeroDefaults++ // rewritten to 0, as MariaDB stores it
+				}
 				return "DEFAULT"
 			case 2:
 				if !mode.NoAutoValueOnZero {
@@ -262,6 +268,9 @@ func FuzzInsert(f *testing.F) {
 			t.Fatalf("%q: fast path: %s", sql, problem)
 		}
 		if want == 0 {
+			if zeroDefaults > 0 && p.Kind == Rewrite && len(p.Slots) == 0 {
+				return
+			}
 			if p.Kind != PassThrough {
 				t.Fatalf("%q: %v plan, want PassThrough", sql, p.Kind)
 			}
