@@ -87,8 +87,13 @@ var diffRepros = []diffRepro{
 		rt("INSERT INTO {T} (id, u, v) VALUES (7, 'a', 1)", "literal-key", "no-gen", "all-explicit", "has-explicit")}},
 	{class: "insert id of a statement without generated keys", steps: []diffStep{
 		rp("INSERT INTO {T} (id, u, v) VALUES (?, 'a', 1)", []any{int64(7)}, "bound-key", "no-gen", "all-explicit", "has-explicit")}},
-	{class: "LAST_INSERT_ID() after a failed statement", steps: []diffStep{
-		rGenA, rt("INSERT INTO {T} (u, v) VALUES ('a', 2)", "absent", "gen")}},
+	{steps: []diffStep{ // parity: LAST_INSERT_ID() restored after the ERR
+		rGenA, rt("INSERT INTO {T} (u, v) VALUES ('a', 2)", "absent", "gen"),
+		rp("INSERT INTO {T} (id, u, v) VALUES (?, ?, 2)", []any{nil, "a"}, "gen"),
+		rt("BEGIN", "tx"), rt("INSERT INTO {T} (id, u, v) VALUES (5, 'q', 1), (NULL, 'a', 2)", "multi-row", "gen", "mixed", "literal-key", "has-explicit"),
+		rt("COMMIT", "tx-end")}},
+	{class: "LAST_INSERT_ID() after a failed multi-row, multi-statement or INSERT ... SELECT statement", steps: []diffStep{
+		rGenA, rt("INSERT INTO {T} (u, v) VALUES ('a', 2), ('x', 3)", "multi-row", "absent", "gen")}},
 	{class: "IGNORE / ON DUPLICATE KEY UPDATE row not inserted", steps: []diffStep{
 		rGenA, rt("INSERT IGNORE INTO {T} (u, v) VALUES ('a', 2)", "ignore", "absent", "gen")}},
 	{class: "IGNORE / ON DUPLICATE KEY UPDATE row not inserted", steps: []diffStep{

@@ -150,9 +150,11 @@ func (b *builder) fastRows(l *lexer, h insertHead, rule Rule, db, table string) 
 		b.edits = append(b.edits, edit{start: h.colOpen + 1, end: h.colOpen + 1, slot: -1, pre: b.text(pre)})
 	}
 	mode := b.env.Mode
-	var last token // the statement's last token
+	var last token  // the statement's last token
+	var lastRow int // the index of the last row's first edit
 	for {
 		// One row: values split at commas at depth 0 (inside the row).
+		lastRow = len(b.edits)
 		open := l.next()
 		if !l.isPunct(open, '(') {
 			return fail()
@@ -259,7 +261,7 @@ func (b *builder) fastRows(l *lexer, h insertHead, rule Rule, db, table string) 
 
 	if len(b.edits) > first {
 		b.addFilled(Filled{DB: db, Table: table, Column: rule.Column, Tag: rule.Tag})
-		s := stmtPlan{builder: b, first: first}
+		s := stmtPlan{builder: b, first: first, lastRow: lastRow}
 		s.wrapFirstKey()
 	}
 	return true
