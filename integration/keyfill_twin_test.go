@@ -391,3 +391,29 @@ func TestTwinFailedStatementKeepsLastInsertID(t *testing.T) {
 		t.Fatalf("direct: %s\n proxy: %s", msgs[0], msgs[1])
 	}
 }
+
+// Item 8: an INSERT IGNORE or ON DUPLICATE KEY UPDATE that wrote nothing
+// (its rows IGNOREd, or duplicates left unchanged) reports insert id 0 and
+// leaves LAST_INSERT_ID() as it was, as MariaDB does for AUTO_INCREMENT;
+// text and prepared.
+func TestTwinIgnoredRowInsertID(t *testing.T) {
+	direct, proxied := twinEnv(t, "BIGINT")
+	ctx := context.Background()
+	for _, s := range []*twinSide{direct, proxied} {
+		if _, err := s.conn.ExecContext(ctx, "ALTER TABLE "+s.table+" ADD UNIQUE KEY ub (b)"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runTwins(t, direct, proxied,
+		q("INSERT INTO {T} (b) VALUES ('a')"),
+		q("INSERT IGNORE INTO {T} (b) VALUES ('first')"),
+		q("INSERT IGNORE INTO {T} (b) VALUES ('first'), ('a')"),
+		prep("INSERT IGNORE INTO {T} (b) VALUES (?)", func(int64) []any { return []any{"a"} }),
+		q("INSERT INTO {T} (b) VALUES ('a') ON DUPLICATE KEY UPDATE b = b"),
+		prep("INSERT INTO {T} (id, b) VALUES (?, ?) ON DUPLICATE KEY UPDATE b = VALUES(b)", func(int64) []any { return []any{nil, "first"} }),
+		q("INSERT IGNORE INTO {T} SET b = 'first'"),
+		q("BEGIN"),
+		q("INSERT IGNORE INTO {T} (b) VALUES ('a')"),
+		q("COMMIT"),
+	)
+}

@@ -265,6 +265,9 @@ func (s *Session) resume(ctx context.Context, m *handBack) error {
 				return err
 			}
 		}
+		if done, err := s.restoreBeforeOK(m.redo, m.after); done || err != nil {
+			return err
+		}
 	}
 	if m.infile {
 		if err := s.relayLocalFile(); err != nil {

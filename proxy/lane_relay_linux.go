@@ -105,6 +105,19 @@ func (ln *lane) relayBackend(buf []byte) {
 					return
 				}
 			}
+			if n > 0 && n < 1024 && buf[pos+4] == 0x00 {
+				if len(buf)-pos-4 < n {
+					break // the whole OK first
+				}
+				// An OK that says nothing was written, with a statement to
+				// run before it (OKRestorer): to the goroutine, unrelayed.
+				if okRestore(ln.retrier, buf[pos+4:pos+4+n]) != "" {
+					ln.backendPartial = append(ln.backendPartial[:0], buf[pos:]...)
+					ln.handOff(handBack{kind: handBackResume, redo: ln.retrier, debt: loopBackoff}, ln.clientIn)
+					ln.retrier = nil
+					return
+				}
+			}
 			ln.retrier = nil
 		}
 		s.b.seq++
