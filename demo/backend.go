@@ -77,7 +77,7 @@ func startBackend(addr string, serial bool) (*Backend, error) {
 		}
 		return s, err
 	}
-	cfg := server.Config{Protocol: "tcp", Address: l.Addr().String(), Listener: l}
+	cfg := server.Config{Protocol: "tcp", Address: l.Addr().String(), Listener: stripListener{l}}
 	srv, err := server.NewServerWithHandler(cfg, engine, sql.NewContext, sb, nil, func(h mysql.Handler) (mysql.Handler, error) {
 		if !serial {
 			return h, nil

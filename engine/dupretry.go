@@ -52,9 +52,19 @@ type dupRetry struct {
 	// client's execute packet, executed again by Redo.
 	stmt    *prepared
 	execute []byte
+	// wrapID: the key in the attempt's LAST_INSERT_ID(...) when an ERR
+	// means its row was not written (Plan.WrapLast), else 0 (Restore).
+	wrapID int64
+	// firstID: the key in the attempt's LAST_INSERT_ID(...) (one
+	// statement), else 0 (RestoreOK).
+	firstID int64
 }
 
-var _ proxy.Retrier = (*dupRetry)(nil)
+var (
+	_ proxy.Retrier    = (*dupRetry)(nil)
+	_ proxy.Restorer   = (*dupRetry)(nil)
+	_ proxy.OKRestorer = (*dupRetry)(nil)
+)
 
 // arm remembers the attempt: text, the plan's generated keys (ids[i] for
 // plan.Slots[i]) and its filled tables.
@@ -93,6 +103,40 @@ func (d *dupRetry) arm(e *Engine, st *state, text string, plan *rewriter.Plan, i
 	}
 	d.filled = append(d.filled[:0], plan.Filled...)
 	d.stmt, d.execute = nil, d.execute[:0]
+	d.wrapID, d.firstID = 0, 0
+	if plan.Statements == 1 {
+		for i, sl := range plan.Slots {
+			if sl.Key {
+				d.firstID = ids[i] // 0: a bound key kept, LAST_INSERT_ID(...) not run
+				break
+			}
+		}
+		if plan.WrapLast {
+			d.wrapID = d.firstID
+		}
+	}
+}
+
+// RestoreOK: an OK with no row affected (INSERT IGNORE or ON DUPLICATE
+// KEY UPDATE whose rows were all duplicates, IGNOREd or left unchanged)
+// wrote no generated key, so MariaDB reports insert id 0 and leaves
+// LAST_INSERT_ID() as it was: put it back.
+func (d *dupRetry) RestoreOK() string {
+	if d.firstID <= 0 {
+		return ""
+	}
+	return rewriter.RestoreLastInsertID(d.firstID)
+}
+
+// Restore puts back the session's LAST_INSERT_ID() after an ERR of the
+// attempt, when its LAST_INSERT_ID(<key>) ran and the row was not
+// written: MariaDB leaves it as it was (rewriter.RestoreLastInsertID).
+// Not after 1927: the backend connection is gone.
+func (d *dupRetry) Restore(code uint16) string {
+	if d.wrapID <= 0 || code == erConnectionKilled {
+		return ""
+	}
+	return rewriter.RestoreLastInsertID(d.wrapID)
 }
 
 // armExecute remembers a prepared statement's attempt: the client's
@@ -194,3 +238,6 @@ func quoteIdent(name string) string { return "`" + strings.ReplaceAll(name, "`",
 type engineCounters struct {
 	numberedRetries, dupRetries atomic.Uint64
 }
+
+// erConnectionKilled is MariaDB's 1927: the session's connection was killed.
+const erConnectionKilled = 1927

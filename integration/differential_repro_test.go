@@ -87,10 +87,17 @@ var diffRepros = []diffRepro{
 		rt("INSERT INTO {T} (id, u, v) VALUES (7, 'a', 1)", "literal-key", "no-gen", "all-explicit", "has-explicit")}},
 	{class: "insert id of a statement without generated keys", steps: []diffStep{
 		rp("INSERT INTO {T} (id, u, v) VALUES (?, 'a', 1)", []any{int64(7)}, "bound-key", "no-gen", "all-explicit", "has-explicit")}},
-	{class: "LAST_INSERT_ID() after a failed statement", steps: []diffStep{
-		rGenA, rt("INSERT INTO {T} (u, v) VALUES ('a', 2)", "absent", "gen")}},
-	{class: "IGNORE / ON DUPLICATE KEY UPDATE row not inserted", steps: []diffStep{
-		rGenA, rt("INSERT IGNORE INTO {T} (u, v) VALUES ('a', 2)", "ignore", "absent", "gen")}},
+	{steps: []diffStep{ // parity: LAST_INSERT_ID() restored after the ERR
+		rGenA, rt("INSERT INTO {T} (u, v) VALUES ('a', 2)", "absent", "gen"),
+		rp("INSERT INTO {T} (id, u, v) VALUES (?, ?, 2)", []any{nil, "a"}, "gen"),
+		rt("BEGIN", "tx"), rt("INSERT INTO {T} (id, u, v) VALUES (5, 'q', 1), (NULL, 'a', 2)", "multi-row", "gen", "mixed", "literal-key", "has-explicit"),
+		rt("COMMIT", "tx-end")}},
+	{class: "LAST_INSERT_ID() after a failed multi-row, multi-statement or INSERT ... SELECT statement", steps: []diffStep{
+		rGenA, rt("INSERT INTO {T} (u, v) VALUES ('a', 2), ('x', 3)", "multi-row", "absent", "gen")}},
+	{steps: []diffStep{ // parity: nothing written, insert id 0, LAST_INSERT_ID() as it was
+		rGenA, rt("INSERT IGNORE INTO {T} (u, v) VALUES ('a', 2)", "ignore", "absent", "gen"),
+		rp("INSERT IGNORE INTO {T} (id, u, v) VALUES (?, ?, 2), (NULL, 'a', 3)", []any{nil, "a"}, "ignore", "multi-row", "gen"),
+		rt("INSERT INTO {T} (u, v) VALUES ('a', 1) ON DUPLICATE KEY UPDATE v = 1", "odku", "absent", "gen")}},
 	{class: "IGNORE / ON DUPLICATE KEY UPDATE row not inserted", steps: []diffStep{
 		rGenA, rGenB, rt("INSERT INTO {T} (u, v) VALUES ('a', 2) ON DUPLICATE KEY UPDATE v = v + 1", "odku", "absent", "gen")}},
 	{class: "INSERT ... SELECT in a multi-statement text", steps: []diffStep{

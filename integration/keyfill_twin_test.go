@@ -331,3 +331,89 @@ func TestTwinExplicitKeysInsertID(t *testing.T) {
 		q("INSERT INTO {T} (b) VALUES ('gen')"),
 	)
 }
+
+// Item 8: a filled statement that fails leaves LAST_INSERT_ID() as it was,
+// as MariaDB does for AUTO_INCREMENT (the proxy's LAST_INSERT_ID(<id>)
+// had set it before the statement failed): text and prepared, alone and
+// in a transaction, which the failure does not end, with the client's ERR
+// as the server sent it. A duplicate on the unique b spends a key on both
+// sides; a value too long fails before InnoDB takes one (those come last:
+// the proxy's key is spent, a gap AUTO_INCREMENT does not leave). A row
+// written before the statement failed keeps its key as LAST_INSERT_ID(),
+// on both sides.
+func TestTwinFailedStatementKeepsLastInsertID(t *testing.T) {
+	direct, proxied := twinEnv(t, "BIGINT")
+	ctx := context.Background()
+	for _, s := range []*twinSide{direct, proxied} {
+		if _, err := s.conn.ExecContext(ctx, "ALTER TABLE "+s.table+" ADD UNIQUE KEY ub (b)"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	long := strings.Repeat("x", 30)
+	runTwins(t, direct, proxied,
+		q("INSERT INTO {T} (b) VALUES ('first')"),
+		q("INSERT INTO {T} (b) VALUES ('ok1')"),
+		q("INSERT INTO {T} (id, b) VALUES (NULL, 'ok1')"),
+		q("INSERT INTO {T} (id, b) VALUES (NULL, 'x40'), (NULL, 'ok1')"),
+		q("INSERT INTO {T} (id, b) VALUES (NULL, 'x41'), (NULL, 'ok1'), (NULL, 'x42')"),
+		q("INSERT INTO {T} (b) VALUES ('ok2'), ('first')"),
+		prep("INSERT INTO {T} (b) VALUES (?)", func(int64) []any { return []any{"ok1"} }),
+		prep("INSERT INTO {T} (id, b) VALUES (?, ?)", func(int64) []any { return []any{nil, "first"} }),
+		q("INSERT INTO {T} SET b = 'ok1'"),
+		q("INSERT INTO {T} (b) VALUES ('ok3')"),
+		q("BEGIN"),
+		q("INSERT INTO {T} (b) VALUES ('in-tx')"),
+		q("INSERT INTO {T} (b) VALUES ('ok3')"),
+		prep("INSERT INTO {T} (b) VALUES (?)", func(int64) []any { return []any{"ok3"} }),
+		q("COMMIT"),
+		q("INSERT INTO {T} (b) VALUES ('"+long+"')"),
+		prep("INSERT INTO {T} (b) VALUES (?)", func(int64) []any { return []any{long} }),
+		q("SELECT 1"),
+	)
+	for _, s := range []*twinSide{direct, proxied} {
+		var n int
+		if err := s.conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+s.table+" WHERE b = 'in-tx'").Scan(&n); err != nil || n != 1 {
+			t.Fatalf("%s: %d rows of the transaction (%v), want 1: the failure must not end it", s.name, n, err)
+		}
+	}
+	// The ERR is the server's, and SHOW WARNINGS still holds it.
+	var msgs [2]string
+	for i, s := range []*twinSide{direct, proxied} {
+		_, err := s.conn.ExecContext(ctx, "INSERT INTO "+s.table+" (b) VALUES ('ok1')")
+		var level, msg string
+		var code int
+		if werr := s.conn.QueryRowContext(ctx, "SHOW WARNINGS").Scan(&level, &code, &msg); werr != nil {
+			t.Fatalf("%s: SHOW WARNINGS: %v", s.name, werr)
+		}
+		msgs[i] = fmt.Sprintf("%v | %s %d %s", err, level, code, msg)
+	}
+	if msgs[0] != msgs[1] {
+		t.Fatalf("direct: %s\n proxy: %s", msgs[0], msgs[1])
+	}
+}
+
+// Item 8: an INSERT IGNORE or ON DUPLICATE KEY UPDATE that wrote nothing
+// (its rows IGNOREd, or duplicates left unchanged) reports insert id 0 and
+// leaves LAST_INSERT_ID() as it was, as MariaDB does for AUTO_INCREMENT;
+// text and prepared.
+func TestTwinIgnoredRowInsertID(t *testing.T) {
+	direct, proxied := twinEnv(t, "BIGINT")
+	ctx := context.Background()
+	for _, s := range []*twinSide{direct, proxied} {
+		if _, err := s.conn.ExecContext(ctx, "ALTER TABLE "+s.table+" ADD UNIQUE KEY ub (b)"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runTwins(t, direct, proxied,
+		q("INSERT INTO {T} (b) VALUES ('a')"),
+		q("INSERT IGNORE INTO {T} (b) VALUES ('first')"),
+		q("INSERT IGNORE INTO {T} (b) VALUES ('first'), ('a')"),
+		prep("INSERT IGNORE INTO {T} (b) VALUES (?)", func(int64) []any { return []any{"a"} }),
+		q("INSERT INTO {T} (b) VALUES ('a') ON DUPLICATE KEY UPDATE b = b"),
+		prep("INSERT INTO {T} (id, b) VALUES (?, ?) ON DUPLICATE KEY UPDATE b = VALUES(b)", func(int64) []any { return []any{nil, "first"} }),
+		q("INSERT IGNORE INTO {T} SET b = 'first'"),
+		q("BEGIN"),
+		q("INSERT IGNORE INTO {T} (b) VALUES ('a')"),
+		q("COMMIT"),
+	)
+}

@@ -58,7 +58,7 @@ func (onGoroutine) relayPrepare(s *Session, pkt []byte) (PrepareResult, error) {
 }
 
 func (onGoroutine) relayQueryOr(s *Session, pkt []byte, r Retrier) error {
-	retried, err := s.relayRetry(pkt, respResult, s.queryAfter(pkt), r.Retry)
+	retried, err := s.relayRetry(pkt, respResult, s.queryAfter(pkt), r.Retry, restorer(r), r)
 	if err != nil || !retried {
 		return err
 	}
@@ -66,7 +66,10 @@ func (onGoroutine) relayQueryOr(s *Session, pkt []byte, r Retrier) error {
 }
 
 func (onGoroutine) relayExecuteOr(s *Session, pkt []byte, r Retrier) error {
-	retried, err := s.RelayExecuteRetry(pkt, r.Retry)
+	if err := s.exec.mayWait(); err != nil {
+		return err
+	}
+	retried, err := s.relayRetry(pkt, respExecute, afterAction{}, r.Retry, restorer(r), r)
 	if err != nil || !retried {
 		return err
 	}

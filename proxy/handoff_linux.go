@@ -260,6 +260,14 @@ func (s *Session) resume(ctx context.Context, m *handBack) error {
 		if retried {
 			return m.redo.Redo(ctx)
 		}
+		if restore := restorer(m.redo); restore != nil {
+			if done, err := s.restoreBeforeErr(restore, m.after); done || err != nil {
+				return err
+			}
+		}
+		if done, err := s.restoreBeforeOK(m.redo, m.after); done || err != nil {
+			return err
+		}
 	}
 	if m.infile {
 		if err := s.relayLocalFile(); err != nil {

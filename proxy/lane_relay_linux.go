@@ -94,10 +94,24 @@ func (ln *lane) relayBackend(buf []byte) {
 				if len(buf)-pos-4 < n {
 					break // the whole ERR first
 				}
-				// RelayQueryOr's answer is an ERR: one its Retrier takes
-				// goes to the goroutine unrelayed (Redo may wait); any
-				// other is relayed here.
-				if e := parseErr(buf[pos+4 : pos+4+n]); ln.retrier.Retry(e.Code, e.Message) {
+				// RelayQueryOr's answer is an ERR: one its Retrier takes,
+				// or has a statement to run before (Restorer), goes to
+				// the goroutine unrelayed (Redo and that statement may
+				// wait); any other is relayed here.
+				if e := parseErr(buf[pos+4 : pos+4+n]); ln.retrier.Retry(e.Code, e.Message) || restores(ln.retrier, e.Code) {
+					ln.backendPartial = append(ln.backendPartial[:0], buf[pos:]...)
+					ln.handOff(handBack{kind: handBackResume, redo: ln.retrier, debt: loopBackoff}, ln.clientIn)
+					ln.retrier = nil
+					return
+				}
+			}
+			if n > 0 && n < 1024 && buf[pos+4] == 0x00 {
+				if len(buf)-pos-4 < n {
+					break // the whole OK first
+				}
+				// An OK that says nothing was written, with a statement to
+				// run before it (OKRestorer): to the goroutine, unrelayed.
+				if okRestore(ln.retrier, buf[pos+4:pos+4+n]) != "" {
 					ln.backendPartial = append(ln.backendPartial[:0], buf[pos:]...)
 					ln.handOff(handBack{kind: handBackResume, redo: ln.retrier, debt: loopBackoff}, ln.clientIn)
 					ln.retrier = nil
@@ -167,4 +181,10 @@ func (ln *lane) finish() {
 		return
 	}
 	ln.idleAgain()
+}
+
+// restores: r is a Restorer with a statement to run before the ERR code.
+func restores(r Retrier, code uint16) bool {
+	x, ok := r.(Restorer)
+	return ok && x.Restore(code) != ""
 }

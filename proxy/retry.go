@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"errors"
 
@@ -19,6 +20,53 @@ type Retrier interface {
 	// relaying the statement again). The server rolled the failed
 	// statement back.
 	Redo(ctx context.Context) error
+}
+
+// Restorer is what a Retrier may also be: its statement changes the
+// session before it can fail (the filled INSERT's LAST_INSERT_ID(<id>)),
+// and an ERR it does not retry needs a statement of the interceptor's own
+// first, which puts the session back as the failure would have left it.
+// On an event loop such an ERR hands the session to its goroutine, as a
+// retried one does; a statement that succeeds costs nothing more.
+type Restorer interface {
+	// Restore returns, for an ERR (code) that Retry declined, the
+	// statement to run on the backend before the ERR is relayed ("":
+	// none). Its answer is read and dropped (an ERR of its own too); the
+	// client then gets the original ERR packet, unchanged. It must not
+	// block (an event loop may call it).
+	Restore(code uint16) string
+}
+
+// OKRestorer is what a Restorer may also be: an OK that says the
+// statement wrote nothing (affected rows 0: every row an IGNOREd or
+// unchanged duplicate) is relayed with insert id 0, after a statement of
+// the interceptor's own that undoes what the statement set anyway.
+type OKRestorer interface {
+	// RestoreOK returns, for the OK of the statement (the answer's first
+	// packet, affected rows 0), the statement to run before it is relayed
+	// with insert id 0 ("": relay it as it is). It must not block.
+	RestoreOK() string
+}
+
+// okRestore: r is an OKRestorer with a statement to run before the OK p
+// (the whole packet's payload).
+func okRestore(r Retrier, p []byte) string {
+	x, ok := r.(OKRestorer)
+	if !ok || len(p) < 7 || p[0] != 0x00 {
+		return ""
+	}
+	if affected, k := lenenc(p[1:]); k == 0 || affected != 0 {
+		return ""
+	}
+	return x.RestoreOK()
+}
+
+// restorer is r's Restore, or nil.
+func restorer(r Retrier) func(uint16) string {
+	if x, ok := r.(Restorer); ok {
+		return x.Restore
+	}
+	return nil
 }
 
 // RelayQueryOr relays sql as RelayQuery does, except that when the
@@ -62,7 +110,7 @@ func (s *Session) RelayQueryRetry(sql []byte, retry func(code uint16, msg string
 	}
 	s.out = append(append(s.out[:0], mysql.COM_QUERY), sql...)
 	defer s.trimOut()
-	return s.relayRetry(s.out, respResult, s.queryAfter(s.out), retry)
+	return s.relayRetry(s.out, respResult, s.queryAfter(s.out), retry, nil, nil)
 }
 
 // RelayExecuteRetry sends the execute payload pkt as RelayExecute does,
@@ -73,13 +121,15 @@ func (s *Session) RelayExecuteRetry(pkt []byte, retry func(code uint16, msg stri
 	if err := s.exec.mayWait(); err != nil {
 		return false, err
 	}
-	return s.relayRetry(pkt, respExecute, afterAction{}, retry)
+	return s.relayRetry(pkt, respExecute, afterAction{}, retry, nil, nil)
 }
 
 // relayRetry writes the command pkt, drops its answer if that is an ERR
 // retry accepts, and otherwise relays it (a response of kind), then
-// applies a.
-func (s *Session) relayRetry(pkt []byte, kind int, a afterAction, retry func(code uint16, msg string) bool) (bool, error) {
+// applies a; an ERR that restore (if not nil) answers with a statement has
+// that statement run before it is relayed (Restorer), and so has an OK
+// that ok (if not nil) answers with one (OKRestorer).
+func (s *Session) relayRetry(pkt []byte, kind int, a afterAction, retry func(code uint16, msg string) bool, restore func(uint16) string, ok Retrier) (bool, error) {
 	if s.fatal != nil {
 		return false, s.fatal
 	}
@@ -91,6 +141,16 @@ func (s *Session) relayRetry(pkt []byte, kind int, a afterAction, retry func(cod
 	}
 	if retried, err := s.dropRetryable(retry); err != nil || retried {
 		return retried, err
+	}
+	if restore != nil {
+		if done, err := s.restoreBeforeErr(restore, a); done || err != nil {
+			return false, err
+		}
+	}
+	if ok != nil {
+		if done, err := s.restoreBeforeOK(ok, a); done || err != nil {
+			return false, err
+		}
 	}
 	var t respTracker
 	t.start(kind, kind == respExecute && executeCursor(pkt))
@@ -127,4 +187,108 @@ func (s *Session) dropRetryable(retry func(code uint16, msg string) bool) (bool,
 	_, _ = s.b.r.Discard(4 + n)
 	s.b.seq++
 	return true, nil
+}
+
+// restoreBeforeErr: when the backend's next packet is an ERR (the whole
+// answer) for which restore names a statement, it reads the ERR, runs that
+// statement (its answer dropped), then relays the ERR as it was and
+// applies a (done). Anything else stays unread (not done).
+func (s *Session) restoreBeforeErr(restore func(uint16) string, a afterAction) (done bool, err error) {
+	h, err := s.b.r.Peek(5)
+	if err != nil {
+		return false, s.setFatal(s.b.fail(err))
+	}
+	n := int(h[0]) | int(h[1])<<8 | int(h[2])<<16
+	if h[4] != 0xFF || h[3] != s.b.seq || n > maxRetryErr {
+		return false, nil
+	}
+	p, err := s.b.r.Peek(4 + n)
+	if err != nil {
+		return false, s.setFatal(s.b.fail(err))
+	}
+	sql := restore(parseErr(p[4:]).Code)
+	if sql == "" {
+		return false, nil
+	}
+	errPkt := bytes.Clone(p[4:])
+	_, _ = s.b.r.Discard(4 + n)
+	s.b.seq++
+	if err := s.b.writeCommand(append([]byte{mysql.COM_QUERY}, sql...)); err != nil {
+		return true, s.setFatal(err)
+	}
+	if err := s.b.flushForResponse(); err != nil {
+		return true, s.setFatal(err)
+	}
+	if r := s.readBackendResult(walkDiscard); s.fatal != nil {
+		return true, s.fatal
+	} else if r.err != nil {
+		s.log.Debug("the statement restoring the session after a failed statement failed", "err", r.err)
+	}
+	if err := writeHeader(s.c.w, len(errPkt), s.c.seq); err != nil {
+		return true, s.setFatal(s.c.fail(err))
+	}
+	s.c.seq++
+	if _, err := s.c.w.Write(errPkt); err != nil {
+		return true, s.setFatal(s.c.fail(err))
+	}
+	s.relayedErr(errPkt)
+	s.relayed = true
+	s.applyAfter(a, false)
+	return true, s.setFatal(s.c.flush())
+}
+
+// restoreBeforeOK: when the backend's next packet is an OK (the whole
+// answer: one statement) for which r names a statement (okRestore), it
+// reads the OK, runs that statement (its answer dropped), then relays the
+// OK with insert id 0 and applies a (done). Anything else stays unread.
+func (s *Session) restoreBeforeOK(r Retrier, a afterAction) (done bool, err error) {
+	h, err := s.b.r.Peek(5)
+	if err != nil {
+		return false, s.setFatal(s.b.fail(err))
+	}
+	n := int(h[0]) | int(h[1])<<8 | int(h[2])<<16
+	if h[4] != 0x00 || h[3] != s.b.seq || n >= 1024 {
+		return false, nil
+	}
+	p, err := s.b.r.Peek(4 + n)
+	if err != nil {
+		return false, s.setFatal(s.b.fail(err))
+	}
+	sql := okRestore(r, p[4:])
+	if sql == "" {
+		return false, nil
+	}
+	body := p[4:]
+	affected, k1 := lenenc(body[1:])
+	_, k2 := lenenc(body[1+k1:])
+	if k2 == 0 || len(body) < 1+k1+k2+2 {
+		return false, nil
+	}
+	ok := append([]byte{0x00}, mysql.AppendLengthEncodedInteger(nil, affected)...)
+	ok = append(ok, 0) // insert id 0
+	ok = append(ok, body[1+k1+k2:]...)
+	s.setStatus(uint16(body[1+k1+k2]) | uint16(body[2+k1+k2])<<8)
+	_, _ = s.b.r.Discard(4 + n)
+	s.b.seq++
+	if err := s.b.writeCommand(append([]byte{mysql.COM_QUERY}, sql...)); err != nil {
+		return true, s.setFatal(err)
+	}
+	if err := s.b.flushForResponse(); err != nil {
+		return true, s.setFatal(err)
+	}
+	if r := s.readBackendResult(walkDiscard); s.fatal != nil {
+		return true, s.fatal
+	} else if r.err != nil {
+		s.log.Debug("the statement restoring the session after a statement that wrote nothing failed", "err", r.err)
+	}
+	if err := writeHeader(s.c.w, len(ok), s.c.seq); err != nil {
+		return true, s.setFatal(s.c.fail(err))
+	}
+	s.c.seq++
+	if _, err := s.c.w.Write(ok); err != nil {
+		return true, s.setFatal(s.c.fail(err))
+	}
+	s.relayed = true
+	s.applyAfter(a, true)
+	return true, s.setFatal(s.c.flush())
 }

@@ -60,9 +60,12 @@ type builder struct {
 	// of them is generated; lastKey: the last one's key when kept.
 	keyed, keyFilled bool
 	lastKey          int64
-	marks            []explicitMark
-	fillTags         []string
-	scanned          int
+	// wrapLast: the last statement's wrapped key is in its last row
+	// (Plan.WrapLast).
+	wrapLast bool
+	marks    []explicitMark
+	fillTags []string
+	scanned  int
 	// clientParams: a prepared Numbered plan's ? markers.
 	clientParams int
 	// idents: the sequence names written as identifiers (noteCall);

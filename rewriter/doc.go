@@ -161,10 +161,13 @@
 //
 // In each statement the first generated key (first row's) is rendered as
 // LAST_INSERT_ID(id) so that the server reports it in the OK packet's
-// insert id and in LAST_INSERT_ID(), as for AUTO_INCREMENT. Caveats: a real
-// AUTO_INCREMENT column on the same table wins; with ON DUPLICATE KEY
-// UPDATE or INSERT IGNORE the reported ID is the generated one even when
-// the row was not inserted.
+// insert id and in LAST_INSERT_ID(), as for AUTO_INCREMENT; written
+// LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+id), it keeps the value it
+// replaces for the engine to put back after an ERR (lastid.go, WrapLast).
+// Caveats: a real AUTO_INCREMENT column on the same table wins; with ON DUPLICATE KEY
+// UPDATE or INSERT IGNORE that wrote some row the reported ID is the
+// generated one even when its row was not inserted (one that wrote
+// nothing reports 0: the engine's proxy.OKRestorer).
 //
 // Prepared statements: a ? in the key column renders as COALESCE(?,?),
 // the wrapped one as COALESCE(?,LAST_INSERT_ID(?)) (the client's marker

@@ -171,8 +171,10 @@ func (b *builder) fastRows(l *lexer, h insertHead, rule Rule, db, table string, 
 	case rows > 0:
 		b.edits = slices.Grow(b.edits, rows)
 	}
-	var last token // the statement's last token
+	var last token  // the statement's last token
+	var lastRow int // the index of the last row's first edit
 	for {
+		lastRow = len(b.edits)
 		end, ok := b.fastRow(l, &h, &rule, r)
 		if !ok {
 			return b.fastFail(first, firstMark)
@@ -192,7 +194,7 @@ func (b *builder) fastRows(l *lexer, h insertHead, rule Rule, db, table string, 
 	}
 	if len(b.edits) > first {
 		b.addFilled(Filled{DB: db, Table: table, Column: rule.Column, Tag: rule.Tag})
-		s := stmtPlan{builder: b, first: first}
+		s := stmtPlan{builder: b, first: first, lastRow: lastRow}
 		s.wrapFirstKey()
 	}
 	return true

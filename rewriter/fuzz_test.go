@@ -288,7 +288,7 @@ func FuzzInsert(f *testing.F) {
 		} else if strings.Count(out, "?") != strings.Count(sql, "?") {
 			t.Fatalf("%q rendered as %q: parameter count changed", sql, out)
 		}
-		if c := strings.Count(out, "LAST_INSERT_ID("); c < 1 || c > 2 {
+		if c := strings.Count(out, wrapOpen); c < 1 || c > 2 {
 			t.Fatalf("%q rendered as %q: %d LAST_INSERT_ID", sql, out, c)
 		}
 	})

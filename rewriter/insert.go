@@ -202,6 +202,7 @@ func (s *stmtPlan) fillKey(ins *ast.InsertStmt, rule Rule, db, table string) err
 			tag := s.builder.text(rule.Tag)
 			for _, r := range parts.rows {
 				at := s.start + r + 1
+				s.lastRow = len(s.builder.edits)
 				s.builder.edits = append(s.builder.edits, edit{start: at, end: at, tag: tag, key: true})
 			}
 			return nil
@@ -237,6 +238,7 @@ func (s *stmtPlan) fillKey(ins *ast.InsertStmt, rule Rule, db, table string) err
 	}
 	if k >= 0 {
 		for _, row := range ins.Lists {
+			s.lastRow = len(s.builder.edits)
 			if err := s.keyValue(row[k], rule, ins.IgnoreErr); err != nil {
 				return err
 			}
@@ -259,6 +261,7 @@ func (s *stmtPlan) fillKey(ins *ast.InsertStmt, rule Rule, db, table string) err
 	}
 	for _, r := range parts.rows {
 		at := s.start + r + 1
+		s.lastRow = len(s.builder.edits)
 		s.builder.edits = append(s.builder.edits, edit{start: at, end: at, tag: tag, key: true, post: post})
 	}
 	return nil

@@ -18,6 +18,9 @@ type stmtPlan struct {
 	placed   []bool
 	consumed []bool
 	first    int // index into builder.edits of this statement's first edit
+	// lastRow: index into builder.edits of the first edit of the
+	// statement's last VALUES row (0: the statement has one row)
+	lastRow int
 	// itemLex reads the select items nameItem names, in order, so that a
 	// list of many items is lexed once, not once per item.
 	itemLex *lexer
@@ -201,7 +204,8 @@ func (v *placer) Enter(n ast.Node) (ast.Node, bool) {
 func (v *placer) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 // wrapFirstKey renders this statement's first generated key as
-// LAST_INSERT_ID(id), so the server reports it like an AUTO_INCREMENT value.
+// LAST_INSERT_ID(id), so the server reports it like an AUTO_INCREMENT value,
+// and notes whether it is in the statement's last row (Plan.WrapLast).
 func (s *stmtPlan) wrapFirstKey() {
 	edits := s.builder.edits[s.first:]
 	best := -1
@@ -210,8 +214,10 @@ func (s *stmtPlan) wrapFirstKey() {
 			best = i
 		}
 	}
+	s.builder.wrapLast = false
 	if best >= 0 {
 		edits[best].wrap = true
+		s.builder.wrapLast = s.first+best >= s.lastRow
 	}
 }
 

@@ -148,6 +148,12 @@ type Plan struct {
 	// Statements is how many statements the text holds (0 when it was
 	// not read that far: a text with nothing to plan).
 	Statements int
+	// WrapLast (Rewrite, one statement): the statement's first generated
+	// key, the one in LAST_INSERT_ID(...), is in its last row (or only
+	// one). When such a statement fails after that key's LAST_INSERT_ID
+	// ran, the row was not written, and the session's LAST_INSERT_ID() is
+	// to be restored (RestoreLastInsertID), as AUTO_INCREMENT leaves it.
+	WrapLast bool
 	// Idents (Rewrite and Numbered plans): the sequences the text's calls
 	// name with identifiers, which may be MariaDB native SEQUENCEs rather
 	// than proxy tags; StringCalls: some call names its tag with a string
@@ -251,11 +257,15 @@ func (p *Plan) Render(dst []byte, sql string, ids []int64) []byte {
 		if e.slot >= 0 {
 			switch {
 			case e.param && e.wrap:
-				dst = append(dst, "COALESCE(?,LAST_INSERT_ID("...)
+				// The client's value first: when it is not NULL the
+				// LAST_INSERT_ID(...) is not evaluated (COALESCE stops
+				// at the first non-NULL), so a kept key leaves
+				// LAST_INSERT_ID() alone, as AUTO_INCREMENT does.
+				dst = append(dst, "COALESCE(?,"+wrapOpen...)
 			case e.param:
 				dst = append(dst, "COALESCE(?,"...)
 			case e.wrap:
-				dst = append(dst, "LAST_INSERT_ID("...)
+				dst = append(dst, wrapOpen...)
 			}
 			if p.prepared {
 				dst = append(dst, '?')
@@ -359,7 +369,7 @@ func (b *builder) plan(slots []Slot, tags []TagCount) Plan {
 		slices.SortStableFunc(b.edits, func(x, y edit) int { return x.start - y.start })
 	}
 	p := Plan{Kind: Rewrite, edits: b.edits, texts: b.texts, prepared: b.prepared, Slots: slices.Grow(slots, len(b.edits)), Tags: tags, Filled: orNil(b.filled), Explicit: orNil(b.explicit), Statements: b.nstmts,
-		Idents: orNil(b.idents), StringCalls: b.strCalls}
+		Idents: orNil(b.idents), StringCalls: b.strCalls, WrapLast: b.wrapLast}
 	b.numberEdits(&p)
 	p.texts = b.texts // gluing may have added some
 	if b.prepared {

@@ -190,17 +190,17 @@ func TestPlanPatternsAndCase(t *testing.T) {
 		lctn       int
 		want, code string // want: rendered text, "" = passed through; code: an error's code
 	}{
-		{"shop_3", "INSERT INTO orders_17 (name) VALUES ('a')", 0, "INSERT INTO orders_17 (`id`, name) VALUES (LAST_INSERT_ID(1001), 'a')", ""},
-		{"x", "INSERT INTO shop_0.orders_0 (name) VALUES ('a'), ('b')", 0, "INSERT INTO shop_0.orders_0 (`id`, name) VALUES (LAST_INSERT_ID(1001), 'a'), (1002, 'b')", ""},
-		{"x", "INSERT INTO `shop_0`.`orders_0` SET name = 'a'", 0, "INSERT INTO `shop_0`.`orders_0` SET `id` = LAST_INSERT_ID(1001), name = 'a'", ""},
+		{"shop_3", "INSERT INTO orders_17 (name) VALUES ('a')", 0, "INSERT INTO orders_17 (`id`, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a')", ""},
+		{"x", "INSERT INTO shop_0.orders_0 (name) VALUES ('a'), ('b')", 0, "INSERT INTO shop_0.orders_0 (`id`, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a'), (1002, 'b')", ""},
+		{"x", "INSERT INTO `shop_0`.`orders_0` SET name = 'a'", 0, "INSERT INTO `shop_0`.`orders_0` SET `id` = LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), name = 'a'", ""},
 		{"x", "INSERT INTO shop_0.orders (name) VALUES ('a')", 0, "", ""},
 		{"shop_3", "INSERT INTO ORDERS_17 (name) VALUES ('a')", 0, "", ""},
-		{"shop_3", "INSERT INTO ORDERS_17 (name) VALUES ('a')", 1, "INSERT INTO ORDERS_17 (`id`, name) VALUES (LAST_INSERT_ID(1001), 'a')", ""},
-		{"app", "INSERT INTO Mixed (name) VALUES ('a')", 0, "INSERT INTO Mixed (`id`, name) VALUES (LAST_INSERT_ID(1001), 'a')", ""},
+		{"shop_3", "INSERT INTO ORDERS_17 (name) VALUES ('a')", 1, "INSERT INTO ORDERS_17 (`id`, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a')", ""},
+		{"app", "INSERT INTO Mixed (name) VALUES ('a')", 0, "INSERT INTO Mixed (`id`, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a')", ""},
 		{"app", "INSERT INTO mixed (name) VALUES ('a')", 0, "", ""},
-		{"app", "INSERT INTO mixed (name) VALUES ('a')", 2, "INSERT INTO mixed (`id`, name) VALUES (LAST_INSERT_ID(1001), 'a')", ""},
+		{"app", "INSERT INTO mixed (name) VALUES ('a')", 2, "INSERT INTO mixed (`id`, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a')", ""},
 		{"app", "INSERT INTO `SHOP`.`ITEMS` (name) VALUES ('a')", 0, "", ""},
-		{"app", "INSERT INTO `SHOP`.`ITEMS` (name) VALUES ('a')", 1, "INSERT INTO `SHOP`.`ITEMS` (`item_id`, name) VALUES (LAST_INSERT_ID(1001), 'a')", ""},
+		{"app", "INSERT INTO `SHOP`.`ITEMS` (name) VALUES ('a')", 1, "INSERT INTO `SHOP`.`ITEMS` (`item_id`, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a')", ""},
 		// The current database unknown after a USE the proxy cannot follow:
 		// a table a pattern could match is refused, others pass.
 		{"x", "/*!99999 USE shop_1 */; INSERT INTO orders_5 (name) VALUES ('a')", 0, "", "1235"},

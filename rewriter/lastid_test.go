@@ -1,0 +1,50 @@
+package rewriter
+
+import "testing"
+
+// WrapLast says whether the first generated key (the one in
+// LAST_INSERT_ID(...)) is in the statement's last row: only then does a
+// failure after it ran mean no row with a generated key was written, so
+// the engine restores LAST_INSERT_ID(). Fast path and parser path alike,
+// text and prepared.
+func TestWrapLast(t *testing.T) {
+	for _, tc := range []struct {
+		sql  string
+		want bool
+	}{
+		{"INSERT INTO orders (name) VALUES ('a')", true},
+		{"INSERT INTO orders (name) VALUES ('a'), ('b')", false},
+		{"INSERT INTO orders (id, name) VALUES (NULL, 'a')", true},
+		{"INSERT INTO orders (id, name) VALUES (5, 'a'), (NULL, 'b')", true},
+		{"INSERT INTO orders (id, name) VALUES (NULL, 'a'), (5, 'b')", false},
+		{"INSERT INTO orders (id, name) VALUES (5, 'a'), (NULL, 'b'), (6, 'c')", false},
+		{"INSERT INTO orders SET name = 'a'", true},
+		{"INSERT INTO orders SET id = NULL, name = 'a'", true},
+		{"INSERT INTO orders VALUES (NULL, 'a', 'b')", true},
+		{"INSERT INTO orders VALUES (NULL, 'a', 'b'), (NULL, 'c', 'd')", false},
+		{"INSERT INTO orders () VALUES ()", true},
+		{"INSERT INTO orders () VALUES (), ()", false},
+		{"INSERT INTO orders (name) VALUES ('a') /* parser */ ON DUPLICATE KEY UPDATE name = CONCAT(name, '(')", true},
+		{"INSERT INTO orders (id, name) VALUES (NEXTVAL('order'), 'a'), (7, 'b')", false},
+		{"INSERT INTO orders (id, name) VALUES (7, 'a'), (NEXTVAL('order'), 'b')", true},
+	} {
+		for _, prepared := range []bool{false, true} {
+			var p Plan
+			var err error
+			if prepared {
+				p, err = PlanPrepare(tc.sql, testEnv(t, Mode{}))
+			} else {
+				p, err = PlanQuery(tc.sql, testEnv(t, Mode{}))
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", tc.sql, err)
+			}
+			if p.Kind != Rewrite || p.WrapLast != tc.want {
+				t.Errorf("%s (prepared %v): %v plan, WrapLast %v, want %v", tc.sql, prepared, p.Kind, p.WrapLast, tc.want)
+			}
+		}
+	}
+	if got := RestoreLastInsertID(1001); got != "DO LAST_INSERT_ID(IF(LAST_INSERT_ID() = 1001, @__leaf_l, LAST_INSERT_ID()))" {
+		t.Fatalf("RestoreLastInsertID: %s", got)
+	}
+}
