@@ -126,10 +126,10 @@ type commandState struct {
 // loopState is who runs the session's commands (commandexec.go,
 // handoff_linux.go). The session's goroutine sets exec to the lane before
 // posting it to a loop and back when the loop hands the session back on
-// handBackc (the loop's only write here: one send per stay); while the
-// lane runs, the loop owns everything of the session (then session
-// methods that would wait return ErrWouldBlock). goroutineTurns and
-// noLoop are the goroutine's alone.
+// handBackc (the loop's only write here: one send per stay; it reads
+// exec, as every session method does, while it serves the session, and
+// session methods that would wait then return ErrWouldBlock).
+// goroutineTurns and noLoop are the goroutine's alone.
 type loopState struct {
 	exec           commandExec   // onGoroutine, or the session's lane while an event loop serves it
 	handBackc      chan handBack // the loop hands the session back here
