@@ -10,6 +10,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/leafproxy/leafproxy/internal/errstyle"
+	"github.com/leafproxy/leafproxy/internal/killsql"
 )
 
 // COM_STMT_BULK_EXECUTE is MariaDB's array-binding execute (Connector/J's
@@ -46,22 +47,22 @@ func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 	case mysql.COM_QUERY:
 		if s.account.backendAuth {
 			// Backend-account mode: KILL is the backend's (killrelay.go).
-			if k, ok := parseKill(pkt[1:], false); ok && k.connection && k.expr == nil && !k.user {
+			if k, ok := killsql.Parse(pkt[1:], false); ok && k.Connection && k.Expr == nil && !k.User {
 				if err := s.exec.mayWait(); err != nil {
 					return err
 				}
-				return s.relayKill(pkt, respResult, s.queryAfter(pkt), k.id)
+				return s.relayKill(pkt, respResult, s.queryAfter(pkt), k.ID)
 			}
-		} else if k, ok := parseKill(pkt[1:], s.caps&mysql.CLIENT_MULTI_STATEMENTS != 0); ok {
+		} else if k, ok := killsql.Parse(pkt[1:], s.caps&mysql.CLIENT_MULTI_STATEMENTS != 0); ok {
 			if err := s.exec.mayWait(); err != nil {
 				return err
 			}
 			return s.kill(ctx, k, false)
-		} else if k.prepareName != nil {
-			return s.prepareDynamicKill(ctx, pkt[1:], k.prepareName)
-		} else if k.refuse != "" {
-			return s.writeErrFlush(mysql.ER_NOT_SUPPORTED_YET, "42000", k.refuse)
-		} else if k.multi {
+		} else if k.PrepareName != nil {
+			return s.prepareDynamicKill(ctx, pkt[1:], k.PrepareName)
+		} else if k.Refuse != "" {
+			return s.writeErrFlush(mysql.ER_NOT_SUPPORTED_YET, "42000", k.Refuse)
+		} else if k.Multi {
 			q, refuse := s.mapMultiKill(pkt[1:])
 			if refuse != "" {
 				return s.writeErrFlush(mysql.ER_NOT_SUPPORTED_YET, "42000", refuse)
@@ -79,10 +80,10 @@ func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 			s.modeStmts = true // its EXECUTEs may change the mode
 		}
 		if !s.account.backendAuth { // backend-account mode: relayed as any statement (killrelay.go)
-			if k, ok := parsePreparedKill(pkt[1:]); ok {
+			if k, ok := killsql.ParsePrepared(pkt[1:]); ok {
 				return s.prepareKill(pkt, k)
-			} else if k.refuse != "" {
-				return s.writeErrFlush(mysql.ER_NOT_SUPPORTED_YET, "42000", k.refuse)
+			} else if k.Refuse != "" {
+				return s.writeErrFlush(mysql.ER_NOT_SUPPORTED_YET, "42000", k.Refuse)
 			}
 		}
 		if ic != nil {
@@ -166,7 +167,7 @@ func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 		if s.account.backendAuth {
 			return s.relayKill(pkt, respSimple, afterAction{}, id)
 		}
-		return s.kill(ctx, killReq{id: id, connection: true}, true)
+		return s.kill(ctx, killsql.Req{ID: id, Connection: true}, true)
 	case mysql.COM_PING, mysql.COM_SET_OPTION, mysql.COM_REFRESH, mysql.COM_DEBUG:
 		_, err := s.relay(pkt, respSimple)
 		return err

@@ -18,7 +18,8 @@
 // killstmt.go and killdynamic.go (prepared KILL, KILL in PREPARE /
 // EXECUTE IMMEDIATE text), killmulti.go (KILL in a multi-statement text,
 // mapped in place), killrelay.go (KILL with backend accounts: relayed
-// untouched), hangup.go (how a session's end reaches the backend),
+// untouched); how a KILL statement reads, and the SQL the proxy sends the
+// backend for it, are package internal/killsql's; hangup.go (how a session's end reaches the backend),
 // relay.go (the one response walker), infile.go (a LOCAL INFILE
 // file through an interceptor's transformer), seams.go (the Interceptor
 // contract and the Session methods it uses), backendstmt.go (statements the

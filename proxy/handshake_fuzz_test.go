@@ -134,50 +134,6 @@ func mysqlLenenc(b []byte) []byte {
 	return append(gomysql.AppendLengthEncodedInteger(nil, uint64(len(b))), b...)
 }
 
-// FuzzParseKill covers the KILL recogniser and the statement splitter it
-// runs on every COM_QUERY that mentions "kill".
-func FuzzParseKill(f *testing.F) {
-	for _, s := range []string{
-		"KILL 5", "kill query 1073741825", "KILL HARD CONNECTION 7;", "KILL SOFT QUERY 9 ; ",
-		"KILL USER app", "KILL QUERY ID 3", "KILL 1+1", "SELECT 1; KILL 5", "/*!KILL*/ 5",
-		"/*M!100000 KILL */ 5", "-- x\nKILL 5", "# c\nKILL 99999999999", "KILL 4294967296",
-		"SELECT 'kill;'; SELECT `a;b`", "SELECT \"a\\\";\" ; kill", "/* unterminated kill", "KILL",
-		"'", "`", "/*", "/*M", "/*!", "-- ", ";;;", "",
-		"PREPARE s FROM 'KILL 5'", "EXECUTE IMMEDIATE CONCAT('KI', 'LL ', ?) USING 5", "PREPARE s FROM X'4B494C4C'",
-		"PREPARE s FROM b'0101'", "PREPARE s FROM 0x4", "SELECT 1; PREPARE s FROM 'K\\ILL 5'", "KILL ?", "KILL QUERY ? ;",
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, q []byte) {
-		k, ok := parseKill(q, true)
-		if ok && k.refuse != "" {
-			t.Fatalf("accepted and refused at once: %+v", k)
-		}
-		if ok && k.param {
-			t.Fatalf("KILL ? accepted in a COM_QUERY: %+v", k)
-		}
-		if pk, pok := parsePreparedKill(q); pok && (pk.refuse != "" || !containsFold(q, "kill")) {
-			t.Fatalf("prepared: %+v in %q", pk, q)
-		}
-		if ok && !containsFold(q, "kill") {
-			t.Fatalf("KILL recognised in %q", q)
-		}
-		stmts := splitStatements(q)
-		if len(stmts) == 0 || len(stmts) > bytes.Count(q, []byte(";"))+1 {
-			t.Fatalf("%d statements from %d semicolons", len(stmts), bytes.Count(q, []byte(";")))
-		}
-		// The statements are q cut at semicolons: joined back they are q,
-		// less at most a trailing ";" plus white space.
-		joined := bytes.Join(stmts, []byte(";"))
-		if !bytes.HasPrefix(q, joined) {
-			t.Fatalf("statements %q are not a prefix of %q", stmts, q)
-		}
-		if rest := q[len(joined):]; len(rest) > 0 && (rest[0] != ';' || len(bytes.TrimSpace(rest[1:])) > 0) {
-			t.Fatalf("splitStatements dropped %q", rest)
-		}
-	})
-}
-
 func seedGreeting(mariadb bool) []byte {
 	g := &greeting{version: "10.11.19-MariaDB-0+deb12u1", threadID: 42, scramble: randomScramble(),
 		caps: 0x81fffffe, charset: 45, status: gomysql.SERVER_STATUS_AUTOCOMMIT, plugin: gomysql.AUTH_NATIVE_PASSWORD,
@@ -225,28 +181,6 @@ func TestGreetingRoundTrip(t *testing.T) {
 		}
 		if m && g.extCaps != mariadbStmtBulk|mariadbExtTypeInfo {
 			t.Fatalf("extended caps lost: 0x%x", g.extCaps)
-		}
-	}
-}
-
-// moreStatements tells a text with a second statement from one whose ';'
-// is in data, in a comment or at the end: only the first makes the proxy
-// re-read the session's database and sql_mode before the next rewrite.
-func TestMoreStatements(t *testing.T) {
-	for q, want := range map[string]bool{
-		"INSERT INTO t VALUES ('a;b')":     false,
-		"INSERT INTO t VALUES (1);":        false,
-		"USE shop ; -- done":               false,
-		"SELECT 1 /* ; */":                 false,
-		"SELECT `a;b` FROM t ;  \n":        false,
-		"SELECT 1; SELECT 2":               true,
-		"USE a; INSERT INTO t VALUES (1)":  true,
-		"SELECT 1;;":                       true, // an empty statement: a false yes is only a re-read
-		"SELECT 1; /*!40101 USE other */":  true,
-		`SELECT 'a\'; USE other; SELECT 1`: true, // under NO_BACKSLASH_ESCAPES the string ends at \'
-	} {
-		if got := moreStatements([]byte(q)); got != want {
-			t.Errorf("moreStatements(%q) = %v, want %v", q, got, want)
 		}
 	}
 }

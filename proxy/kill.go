@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
-	"github.com/leafproxy/leafproxy/internal/sqltext"
+	"github.com/leafproxy/leafproxy/internal/killsql"
 )
 
 // MariaDB's error codes for KILL that go-mysql does not name.
@@ -29,30 +28,31 @@ const (
 // expression (KILL CONNECTION_ID(), KILL @id, KILL 1+1) is evaluated by the
 // session's backend first: the statement is prepared there as written (so
 // a syntax error or an unknown column is the server's own error, word for
-// word), then the expression is evaluated as
-// EXECUTE IMMEDIATE 'SELECT CAST(? AS SIGNED)' USING <expr>, which converts
-// it as KILL does (Item::val_int: NULL and text that is not a number are 0,
-// a negative number wraps to a large unsigned one) and which, like KILL,
-// refuses subqueries, sequences and stored functions.
+// word), then the expression is evaluated (killsql.EvalID).
+//
+// Reading the statement and writing what the backend is sent is package
+// internal/killsql's (pure, no session); this file carries a KILL out:
+// finds the session it names, checks that the caller may kill it, and
+// relays the KILL with the target's backend thread id.
 
 // kill carries out a KILL statement (text or prepared) or COM_PROCESS_KILL.
-func (s *Session) kill(ctx context.Context, k killReq, validated bool) error {
-	if k.expr != nil || k.user {
+func (s *Session) kill(ctx context.Context, k killsql.Req, validated bool) error {
+	if k.Expr != nil || k.User {
 		if !validated {
 			if err := s.validateKill(ctx, k); err != nil {
 				return s.killFailed(err)
 			}
 		}
-		if k.user {
+		if k.User {
 			return s.killUser(ctx, k)
 		}
-		id, err := s.evalKillID(ctx, k.expr)
+		id, err := s.evalKillID(ctx, k.Expr)
 		if err != nil {
 			return s.killFailed(err)
 		}
-		k.id = id
+		k.ID = id
 	}
-	if k.queryID {
+	if k.QueryID {
 		return s.killQueryID(ctx, k)
 	}
 	return s.killThread(k)
@@ -62,11 +62,11 @@ func (s *Session) kill(ctx context.Context, k killReq, validated bool) error {
 // on the session's backend and closes it again: preparing kills nothing,
 // and a statement the server cannot read fails here with the server's own
 // error, word for word.
-func (s *Session) validateKill(ctx context.Context, k killReq) error {
-	if k.text == nil {
+func (s *Session) validateKill(ctx context.Context, k killsql.Req) error {
+	if k.Text == nil {
 		return nil // prepared by the client: the backend has read it already
 	}
-	res, err := s.BackendPrepare(ctx, string(k.text))
+	res, err := s.BackendPrepare(ctx, string(k.Text))
 	if err != nil {
 		return err
 	}
@@ -83,23 +83,17 @@ func (s *Session) killFailed(err error) error {
 	return s.setFatal(err)
 }
 
-// killSubqueries is the server's message when a KILL's expression uses a
-// subquery, a sequence or a stored function (ER_SUBQUERIES_NOT_SUPPORTED).
-const killSubqueries = "KILL does not support subqueries or stored functions"
-
 // evalKillID has the backend evaluate a KILL's id expression.
 func (s *Session) evalKillID(ctx context.Context, expr []byte) (uint64, error) {
-	// The expression ends the statement, as in the KILL: a syntax error
-	// quotes the same text, a line comment ending it ends both.
-	rows, err := s.BackendQuery(ctx, "EXECUTE IMMEDIATE 'SELECT CAST(? AS SIGNED)' USING "+string(expr))
+	rows, err := s.BackendQuery(ctx, killsql.EvalID(expr))
 	var me *mysql.MyError
 	if errors.As(err, &me) && me.Code == erSubqueriesNotSupported {
-		if hasCodeWord(expr, "FROM", "NEXTVAL", "LASTVAL", "SETVAL", "VALUE") {
-			return 0, &mysql.MyError{Code: me.Code, State: me.State, Message: killSubqueries}
+		if killsql.KillRefuses(expr) {
+			return 0, &mysql.MyError{Code: me.Code, State: me.State, Message: killsql.SubqueriesMessage}
 		}
 		// KILL takes a subquery that reads no table, (SELECT 5); USING
 		// takes none.
-		rows, err = s.BackendQuery(ctx, "SELECT CAST(("+string(expr)+"\n) AS SIGNED)")
+		rows, err = s.BackendQuery(ctx, killsql.EvalIDSubquery(expr))
 	}
 	if err != nil {
 		return 0, err
@@ -126,28 +120,28 @@ func (s *Session) evalKillID(ctx context.Context, expr []byte) (uint64, error) {
 // server says for threads one may not see: it never reaches a thread the
 // proxy did not open. A session killing itself hears what the server says
 // (1927 Connection was killed, or 1317 for its own query) and is closed.
-func (s *Session) killThread(k killReq) error {
+func (s *Session) killThread(k killsql.Req) error {
 	var target *Session
-	if k.id <= 1<<32-1 {
-		target = s.srv.lookupSession(uint32(k.id))
+	if k.ID <= 1<<32-1 {
+		target = s.srv.lookupSession(uint32(k.ID))
 	}
 	if !s.mayKill(target) {
-		return s.writeErrFlush(mysql.ER_NO_SUCH_THREAD, "HY000", fmt.Sprintf("Unknown thread id: %d", k.id))
+		return s.writeErrFlush(mysql.ER_NO_SUCH_THREAD, "HY000", fmt.Sprintf("Unknown thread id: %d", k.ID))
 	}
 	tid := target.threadID.Load()
 	what := "QUERY"
-	if k.connection {
+	if k.Connection {
 		what = "CONNECTION"
 	}
 	s.log.Info("kill", "target_session", target.clientID, "backend_thread", tid, "what", what)
-	stmt := "KILL " + k.mode + what + " " + strconv.FormatUint(uint64(tid), 10)
+	stmt := k.ThreadStatement(uint64(tid))
 	s.out = append(append(s.out[:0], mysql.COM_QUERY), stmt...)
 	ok, err := s.exec.relay(s, s.out, respResult, afterAction{})
 	s.trimOut()
 	if err != nil {
 		return err
 	}
-	if ok && k.connection && target != s {
+	if ok && k.Connection && target != s {
 		// The backend has been told to end the target's thread; it does so
 		// on its own time and says nothing to an idle connection. Close an
 		// idle target's client now, before the killer hears OK, so its
@@ -199,9 +193,9 @@ func (a Account) backendLogin(user string) string {
 // server-wide, so the relayed KILL cannot reach another query; for another
 // backend account's query the backend answers, 1979 without the
 // privilege). Otherwise: 1957 Unknown query id, as the server says.
-func (s *Session) killQueryID(ctx context.Context, k killReq) error {
-	n := strconv.FormatUint(k.id, 10)
-	rows, err := s.BackendQuery(ctx, "SELECT ID FROM information_schema.PROCESSLIST WHERE QUERY_ID = "+n)
+func (s *Session) killQueryID(ctx context.Context, k killsql.Req) error {
+	n := strconv.FormatUint(k.ID, 10)
+	rows, err := s.BackendQuery(ctx, killsql.ThreadOfQuery(k.ID))
 	if err != nil {
 		return s.killFailed(err)
 	}
@@ -214,7 +208,7 @@ func (s *Session) killQueryID(ctx context.Context, k killReq) error {
 		// Not in the caller's view: another account's query, which the
 		// backend may refuse in its own words if it runs in one of the
 		// proxy's sessions.
-		tid = s.srv.queryThread(ctx, n)
+		tid = s.srv.queryThread(ctx, k.ID)
 	}
 	var target *Session
 	if tid != 0 {
@@ -223,8 +217,8 @@ func (s *Session) killQueryID(ctx context.Context, k killReq) error {
 	if !s.mayKill(target) {
 		return s.writeErrFlush(erNoSuchQuery, "HY000", "Unknown query id: "+n)
 	}
-	s.log.Info("kill", "target_session", target.clientID, "query_id", k.id, "what", "QUERY ID")
-	s.out = append(append(s.out[:0], mysql.COM_QUERY), "KILL "+k.mode+"QUERY ID "+n...)
+	s.log.Info("kill", "target_session", target.clientID, "query_id", k.ID, "what", "QUERY ID")
+	s.out = append(append(s.out[:0], mysql.COM_QUERY), k.QueryStatement(k.ID)...)
 	_, err = s.relay(s.out, respResult)
 	s.trimOut()
 	return err
@@ -238,18 +232,17 @@ func (s *Session) killQueryID(ctx context.Context, k killReq) error {
 // server's: OK with the number of threads killed (a session killing its
 // own query counts itself, as the server does; one killing its own
 // connection hears the OK and is then closed).
-func (s *Session) killUser(ctx context.Context, k killReq) error {
-	user, host, err := s.killUserAccount(ctx, k.expr)
+func (s *Session) killUser(ctx context.Context, k killsql.Req) error {
+	user, host, err := s.killUserAccount(ctx, k.Expr)
 	if err != nil {
 		return s.killFailed(err)
 	}
-	rows, err := s.BackendQuery(ctx, "SELECT ID, HOST FROM information_schema.PROCESSLIST WHERE USER = X'"+
-		fmt.Sprintf("%x", user)+"'")
+	rows, err := s.BackendQuery(ctx, killsql.ThreadsOfUser(user))
 	if err != nil {
 		return s.killFailed(err)
 	}
 	what := "QUERY "
-	if k.connection {
+	if k.Connection {
 		what = "CONNECTION "
 	}
 	var killed uint64
@@ -259,7 +252,7 @@ func (s *Session) killUser(ctx context.Context, k killReq) error {
 			continue
 		}
 		tid, err := strconv.ParseUint(*r[0], 10, 32)
-		if err != nil || host != "" && !wildMatch(hostOnly(*r[1]), host) {
+		if err != nil || host != "" && !killsql.WildMatch(killsql.HostOnly(*r[1]), host) {
 			continue
 		}
 		target := s.srv.lookupThread(uint32(tid))
@@ -272,7 +265,7 @@ func (s *Session) killUser(ctx context.Context, k killReq) error {
 			continue
 		}
 		s.log.Info("kill", "target_session", target.clientID, "backend_thread", tid, "what", "USER "+what)
-		_, _, err = s.BackendExec(ctx, "KILL "+k.mode+what+*r[0])
+		_, _, err = s.BackendExec(ctx, k.ThreadStatement(tid))
 		var me *mysql.MyError
 		if errors.As(err, &me) && me.Code == mysql.ER_NO_SUCH_THREAD {
 			continue // it ended meanwhile
@@ -280,71 +273,37 @@ func (s *Session) killUser(ctx context.Context, k killReq) error {
 			return s.killFailed(err)
 		}
 		killed++
-		if k.connection {
+		if k.Connection {
 			target.closeIfIdle()
 		}
 	}
-	if err := s.WriteOK(killed, 0, 0); err != nil || !self || !k.connection {
+	if err := s.WriteOK(killed, 0, 0); err != nil || !self || !k.Connection {
 		return err
 	}
 	s.log.Info("kill", "target_session", s.clientID, "backend_thread", s.threadID.Load(), "what", "USER "+what)
-	_, _, _ = s.BackendExec(ctx, "KILL "+k.mode+"CONNECTION "+strconv.FormatUint(uint64(s.threadID.Load()), 10))
+	_, _, _ = s.BackendExec(ctx, k.ThreadStatement(uint64(s.threadID.Load())))
 	return errQuit
 }
 
-// killUserAccount reads the account of KILL USER: user[@host] (each part
-// a name or a quoted string; no host matches every host), or CURRENT_USER
-// (the backend's CURRENT_USER()). The statement has been validated by the
-// backend, so only its shapes are read.
+// killUserAccount reads the account of KILL USER (killsql.ParseAccount),
+// asking the backend for CURRENT_USER() when the statement names it.
 func (s *Session) killUserAccount(ctx context.Context, spec []byte) (user, host string, err error) {
-	if w := skipSpace(spec); hasKeyword(w, "CURRENT_USER") {
-		rows, err := s.BackendQuery(ctx, "SELECT CURRENT_USER()")
-		if err != nil || len(rows) != 1 || len(rows[0]) != 1 || rows[0][0] == nil {
-			return "", "", err
-		}
-		cu := *rows[0][0]
-		at := strings.LastIndexByte(cu, '@')
-		if at < 0 {
-			return cu, "", nil
-		}
-		return cu[:at], cu[at+1:], nil
+	user, host, current := killsql.ParseAccount(spec)
+	if !current {
+		return user, host, nil
 	}
-	part := func(q []byte) (string, []byte) {
-		q = skipSpace(q)
-		if len(q) == 0 {
-			return "", q
-		}
-		if c := q[0]; c == '\'' || c == '"' || c == '`' {
-			end, _ := sqltext.QuotedEnd(q, 0, c != '`')
-			return string(unescapeLiteral(nil, q[:end], c != '`')), q[end:]
-		}
-		i := 0
-		for i < len(q) && q[i] != '@' && !sqltext.IsSpace(q[i]) && q[i] != ';' {
-			i++
-		}
-		return string(q[:i]), q[i:]
+	rows, err := s.BackendQuery(ctx, "SELECT CURRENT_USER()")
+	if err != nil || len(rows) != 1 || len(rows[0]) != 1 || rows[0][0] == nil {
+		return "", "", err
 	}
-	user, rest := part(spec)
-	if rest = skipSpace(rest); len(rest) > 0 && rest[0] == '@' {
-		host, _ = part(rest[1:])
-	}
+	user, host = killsql.SplitAccount(*rows[0][0])
 	return user, host, nil
-}
-
-// hostOnly drops the :port the processlist adds to a TCP client's host.
-func hostOnly(h string) string {
-	if i := strings.LastIndexByte(h, ':'); i > 0 {
-		if _, err := strconv.Atoi(h[i+1:]); err == nil {
-			return h[:i]
-		}
-	}
-	return h
 }
 
 // queryThread looks query id n up in the backend's processlist as the
 // proxy's own account (backend.user), on a connection of its own: the
 // thread running it, or 0.
-func (srv *Server) queryThread(ctx context.Context, n string) uint32 {
+func (srv *Server) queryThread(ctx context.Context, n uint64) uint32 {
 	timeout := srv.cfg.Backend.ConnectTimeout
 	if timeout <= 0 {
 		timeout = 10 * time.Second
@@ -358,7 +317,7 @@ func (srv *Server) queryThread(ctx context.Context, n string) uint32 {
 	defer bc.conn.Close()
 	_ = bc.conn.SetDeadline(time.Now().Add(timeout))
 	l := newLeg("backend", bc.conn, 4<<10, 4<<10)
-	if l.writeCommand(append([]byte{mysql.COM_QUERY}, "SELECT ID FROM information_schema.PROCESSLIST WHERE QUERY_ID = "+n...)) != nil || l.flush() != nil {
+	if l.writeCommand(append([]byte{mysql.COM_QUERY}, killsql.ThreadOfQuery(n)...)) != nil || l.flush() != nil {
 		return 0
 	}
 	var tid uint32
@@ -407,33 +366,4 @@ func (srv *Server) lookupThread(tid uint32) *Session {
 		}
 	}
 	return nil
-}
-
-// wildMatch is the server's wild_case_compare for host names: % matches any
-// run, _ one character, \ escapes, letters compare without case.
-func wildMatch(s, pat string) bool {
-	s, pat = strings.ToLower(s), strings.ToLower(pat)
-	for len(pat) > 0 {
-		switch c := pat[0]; {
-		case c == '%':
-			for i := len(s); i >= 0; i-- {
-				if wildMatch(s[i:], pat[1:]) {
-					return true
-				}
-			}
-			return false
-		case len(s) == 0:
-			return false
-		case c == '_':
-		case c == '\\' && len(pat) > 1:
-			pat = pat[1:]
-			if pat[0] != s[0] {
-				return false
-			}
-		case c != s[0]:
-			return false
-		}
-		s, pat = s[1:], pat[1:]
-	}
-	return len(s) == 0
 }

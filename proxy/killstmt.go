@@ -7,14 +7,14 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
-	"github.com/leafproxy/leafproxy/internal/sqltext"
+	"github.com/leafproxy/leafproxy/internal/killsql"
 )
 
 // KILL by other paths than a COM_QUERY of its own (issue 24): a KILL the
 // client prepares with the binary protocol is carried out by the proxy at
 // every execute, mapped and checked as a COM_QUERY KILL is (Session.kill);
 // a KILL in the literal text of PREPARE ... FROM or EXECUTE IMMEDIATE is
-// refused (parseKill). What the proxy cannot see (PREPARE s FROM @var,
+// refused (killsql.Parse). What the proxy cannot see (PREPARE s FROM @var,
 // stored routines, events, triggers) reaches the backend as written.
 
 // killStmt is a KILL the client prepared (COM_STMT_PREPARE). The backend
@@ -22,14 +22,14 @@ import (
 // kills nothing), but none of its executes reaches the backend: the proxy
 // carries each one out as a KILL of its own.
 type killStmt struct {
-	req   killReq
+	req   killsql.Req
 	ptype [2]byte // KILL ?: the parameter's type as last bound
 	typed bool
 	long  bool // the parameter came as COM_STMT_SEND_LONG_DATA since the last execute
 }
 
 // prepareKill relays the prepare of a KILL and remembers the statement.
-func (s *Session) prepareKill(pkt []byte, k killReq) error {
+func (s *Session) prepareKill(pkt []byte, k killsql.Req) error {
 	if err := s.exec.mayWait(); err != nil {
 		return err // the statement id is needed now: on the goroutine
 	}
@@ -60,13 +60,13 @@ func (s *Session) executeKill(ctx context.Context, ks *killStmt, pkt []byte) err
 		return err
 	}
 	k := ks.req
-	if k.param {
+	if k.Param {
 		id, code, msg := ks.bind(pkt)
 		ks.long = false // the server drops long data after an execute
 		if msg != "" {
 			return s.writeErrFlush(code, "HY000", msg)
 		}
-		k.id = uint64(id)
+		k.ID = uint64(id)
 	}
 	return s.kill(ctx, k, true)
 }
@@ -162,163 +162,4 @@ func (ks *killStmt) bind(pkt []byte) (id uint32, code uint16, msg string) {
 		return 0, mysql.ER_NOT_SUPPORTED_YET, killIDNumber
 	}
 	return uint32(n), 0, ""
-}
-
-// dynamicKill reports whether q, a statement starting with PREPARE or
-// EXECUTE, has the server run a KILL: PREPARE s FROM src or EXECUTE
-// IMMEDIATE src [USING ...] where the string (or hex) literals of src,
-// unescaped and concatenated as the rewriter reads them, start with KILL
-// (one literal, adjacent ones, or an expression such as CONCAT('KILL ',
-// @id)). Both backslash rules are tried, as the session's
-// NO_BACKSLASH_ESCAPES is not known here; a "..." counts as a string
-// (under ANSI_QUOTES it is a name, and the server rejects the statement
-// anyway). A variable (PREPARE s FROM @q) and EXECUTE s are not seen.
-func dynamicKill(q []byte) bool {
-	for _, escapes := range [2]bool{true, false} {
-		end := sqltext.StatementEnd(q, 0, escapes)
-		if hasKeyword(firstWord(literalText(nil, q[:end], escapes)), "KILL") {
-			return true
-		}
-	}
-	return false
-}
-
-// literalText appends to dst the contents of the string, hex and bit
-// literals of a PREPARE / EXECUTE IMMEDIATE statement q, in order, up to
-// EXECUTE IMMEDIATE's USING.
-func literalText(dst []byte, q []byte, escapes bool) []byte {
-	immediate := hasKeyword(q, "EXECUTE")
-	depth := 0
-	for i := sqltext.SkipToCode(q, 0); i < len(q); i = sqltext.SkipToCode(q, i) {
-		switch c := q[i]; {
-		case c == '\'' || c == '"':
-			end, _ := sqltext.QuotedEnd(q, i, escapes)
-			dst = unescapeLiteral(dst, q[i:end], escapes)
-			i = end
-		case c == '`':
-			i, _ = sqltext.QuotedEnd(q, i, false)
-		case (c == 'x' || c == 'X') && i+1 < len(q) && q[i+1] == '\'' && (i == 0 || !sqltext.IsIdentByte(q[i-1])):
-			end, _ := sqltext.QuotedEnd(q, i+1, false)
-			dst = appendHex(dst, q[i+2:max(end-1, i+2)])
-			i = end
-		case (c == 'b' || c == 'B') && i+1 < len(q) && q[i+1] == '\'' && (i == 0 || !sqltext.IsIdentByte(q[i-1])):
-			end, _ := sqltext.QuotedEnd(q, i+1, false)
-			dst = appendBits(dst, q[i+2:max(end-1, i+2)])
-			i = end
-		case c == '0' && i+1 < len(q) && (q[i+1] == 'x' || q[i+1] == 'X') && (i == 0 || !sqltext.IsIdentByte(q[i-1])):
-			j := i + 2
-			for j < len(q) && sqltext.IsIdentByte(q[j]) {
-				j++
-			}
-			dst = appendHex(dst, q[i+2:j])
-			i = j
-		case sqltext.IsIdentByte(c):
-			j := i
-			for j < len(q) && sqltext.IsIdentByte(q[j]) {
-				j++
-			}
-			if immediate && depth == 0 && sqltext.EqualFold(q[i:j], "USING") {
-				return dst
-			}
-			i = j
-		case c == '(':
-			depth++
-			i++
-		case c == ')':
-			depth--
-			i++
-		default:
-			i++
-		}
-	}
-	return dst
-}
-
-// unescapeLiteral appends the content of the quoted literal lit (quotes
-// included; a missing closing quote is tolerated) as the server reads it.
-func unescapeLiteral(dst, lit []byte, escapes bool) []byte {
-	q := lit[0]
-	body := lit[1:]
-	if n := len(body); n > 0 && body[n-1] == q {
-		body = body[:n-1]
-	}
-	for i := 0; i < len(body); i++ {
-		c := body[i]
-		switch {
-		case c == q && i+1 < len(body) && body[i+1] == q:
-			i++
-		case c == '\\' && escapes && i+1 < len(body):
-			i++
-			switch c = body[i]; c {
-			case '0':
-				c = 0
-			case 'b':
-				c = '\b'
-			case 'n':
-				c = '\n'
-			case 'r':
-				c = '\r'
-			case 't':
-				c = '\t'
-			case 'Z':
-				c = 0x1A
-			case '%', '_':
-				dst = append(dst, '\\')
-			}
-		}
-		dst = append(dst, c)
-	}
-	return dst
-}
-
-// appendHex appends the bytes the hex digits h stand for (an odd count
-// has a leading 0, as the server reads 0xABC).
-func appendHex(dst, h []byte) []byte {
-	val := func(c byte) (byte, bool) {
-		switch {
-		case c >= '0' && c <= '9':
-			return c - '0', true
-		case c >= 'a' && c <= 'f':
-			return c - 'a' + 10, true
-		case c >= 'A' && c <= 'F':
-			return c - 'A' + 10, true
-		}
-		return 0, false
-	}
-	i := 0
-	if len(h)%2 == 1 {
-		v, ok := val(h[0])
-		if !ok {
-			return dst
-		}
-		dst = append(dst, v)
-		i = 1
-	}
-	for ; i+1 < len(h); i += 2 {
-		a, ok1 := val(h[i])
-		b, ok2 := val(h[i+1])
-		if !ok1 || !ok2 {
-			return dst
-		}
-		dst = append(dst, a<<4|b)
-	}
-	return dst
-}
-
-// appendBits appends the bytes the binary digits b stand for (b'...'),
-// right-aligned as the server reads them.
-func appendBits(dst, b []byte) []byte {
-	var v byte
-	n := (8 - len(b)%8) % 8 // leading zero bits of the first byte
-	for _, c := range b {
-		if c != '0' && c != '1' {
-			return dst
-		}
-		v = v<<1 | (c - '0')
-		if n++; n == 8 {
-			dst = append(dst, v)
-			v, n = 0, 0
-		}
-	}
-	return dst
 }

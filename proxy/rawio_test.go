@@ -86,8 +86,10 @@ func TestRawIOHold(t *testing.T) {
 		rw.holdNext = false
 	}
 
-	// Echo peer: every 8-byte command comes back at once.
-	go func() {
+	// Echo peer: every 8-byte command comes back at once. It takes its
+	// connection as an argument: the test reuses the variable for the
+	// next pair while this goroutine may still be returning.
+	go func(peer net.Conn) {
 		b := make([]byte, 8)
 		for {
 			if _, err := io.ReadFull(peer, b); err != nil {
@@ -97,7 +99,7 @@ func TestRawIOHold(t *testing.T) {
 				return
 			}
 		}
-	}()
+	}(peer)
 	b := make([]byte, 8)
 	for i := range 2000 {
 		cmd := []byte(fmt.Sprintf("%08d", i))

@@ -19,7 +19,20 @@ import (
 // Session is one client connection and its pinned backend connection. Its
 // methods are meant for an Interceptor, which runs on the session's own
 // goroutine; none of them is safe for use from other goroutines.
+//
+// Its state is grouped by concern, as net/http separates conn, connReader
+// and response: the session's identity and legs here, the rest in the
+// embedded groups below (their fields are promoted, so code reads s.db,
+// s.kills, s.ending). Each group's comment says who may touch it. "The
+// owner" is whoever runs the session's commands now: its own goroutine,
+// or, while an event loop serves it (exec is its lane), the loop runner
+// holding the lane (lane.mu); the goroutine then waits on handBackc and
+// touches nothing. Only sessionShared is for other goroutines.
 type Session struct {
+	// Identity and negotiation: set at login, replaced by a change user
+	// (auth_changeuser.go) on the owner; user and account are written
+	// under mu there, which other sessions read them under (mayKill,
+	// userName, abandon).
 	srv       *Server
 	id        uint32 // the proxy's session id: its key in Server.sessions
 	clientID  uint32 // the connection id the client was greeted with
@@ -33,9 +46,32 @@ type Session struct {
 	scramble  []byte // the greeting's, for COM_CHANGE_USER
 	attrs     []byte
 
+	changeUserFails uint8 // refused COM_CHANGE_USERs (auth_changeuser.go)
+
+	// The legs, the owner's: the goroutine's buffered connections, or the
+	// lane's legs over the loop's non-blocking descriptors.
 	c *leg // client
 	b *leg // backend
 
+	sessionShared
+	backendFacts
+	commandState
+	loopState
+	hangupState
+	killState
+	infileState
+	idleState
+	statsState
+	sessionBuffers
+}
+
+// sessionShared is what other goroutines read, or close, while the owner
+// serves the session: other sessions' KILL (threadID, closeIfIdle), the
+// server (Shutdown's poke and forced close, lookups by thread id, admin
+// views through info), the hang-up watch (cconn, idle, since). The owner
+// writes it, under mu or atomically; nothing else is written here by
+// others but the closing flag.
+type sessionShared struct {
 	// mu guards what other goroutines close (forceClose, KILL, Shutdown):
 	// the connections while the session's goroutine serves it, the loop's
 	// descriptors while a loop does (and until the goroutine has taken
@@ -47,15 +83,21 @@ type Session struct {
 	threadID    atomic.Uint32 // the backend connection's thread id
 	closing     atomic.Bool
 	idle        atomic.Bool
-	since       atomic.Int64 // unix nanos when the current command (or idleness) began
+	since       atomic.Int64           // unix nanos when the current command (or idleness) began
+	dbShared    atomic.Pointer[string] // db, for other goroutines (info)
+}
 
-	ctx      context.Context
-	db       string
-	dbOK     bool // false: db must be re-read (after a multi-statement)
-	dbShared atomic.Pointer[string]
-	status   uint16
-	mode     string
-	modeOK   bool
+// backendFacts is the backend session's state as the proxy tracks it, for
+// the interceptor's planning and the answers the proxy writes: current
+// database, status flags, sql_mode, the last prepared statement, the
+// insert id to report. Owner only (other goroutines see the database
+// through sessionShared.dbShared).
+type backendFacts struct {
+	db     string
+	dbOK   bool // false: db must be re-read (after a multi-statement)
+	status uint16
+	mode   string
+	modeOK bool
 	// modeStmts: the client prepared (COM_STMT_PREPARE) a SET naming
 	// sql_mode, so any COM_STMT_EXECUTE may change the mode.
 	modeStmts bool
@@ -64,43 +106,86 @@ type Session struct {
 	// scratch.
 	okInsertID uint64
 	okBuf      []byte
-	value      any
-	fatal      error
 	lastPrep   uint32 // the statement id the backend gave the last prepare
 	lastPrepOK bool
-	infile     InfileTransformer    // RelayQueryInfile: the file of the statement under way goes through it
-	infileErr  error                // its error, which the client gets as the answer
-	heldMem    int64                // bytes of the command memory budget the current command holds
-	cmdSeq     uint8                // the client leg's sequence id once the command (or its LOCAL INFILE data) was read
-	largeHeld  bool                 // this session holds the server's slot for reading a 16 MiB+ command
-	parked     bool                 // idle: buffers given back (park)
-	bpeek      *socketPeeker        // the idle watch's look at bconn (nil: not a socket)
-	bpeekConn  net.Conn             // the connection bpeek was made for
-	kills      map[uint32]*killStmt // KILLs the client prepared, by statement id (killstmt.go)
-	connKilled bool                 // the last response relayed ended in 1927 (killrelay.go)
+}
 
-	changeUserFails uint8 // refused COM_CHANGE_USERs (auth_changeuser.go)
+// commandState is the command path's: the session's context (serve's),
+// the value an interceptor keeps with the session (SetValue), the error
+// that ends the session once the command returns (setFatal), and what
+// the command under way holds. Owner only.
+type commandState struct {
+	ctx       context.Context
+	value     any
+	fatal     error
+	heldMem   int64 // bytes of the command memory budget the current command holds
+	cmdSeq    uint8 // the client leg's sequence id once the command (or its LOCAL INFILE data) was read
+	largeHeld bool  // this session holds the server's slot for reading a 16 MiB+ command
+}
 
-	// How the session ends (hangup.go): ending is the goroutine's plan
-	// for the backend connection; abandoned is set once the backend has
-	// been told to stop the statement of a client that went away.
+// loopState is who runs the session's commands (commandexec.go,
+// handoff_linux.go). The session's goroutine sets exec to the lane before
+// posting it to a loop and back when the loop hands the session back on
+// handBackc (the loop's only write here: one send per stay; it reads
+// exec, as every session method does, while it serves the session, and
+// session methods that would wait then return ErrWouldBlock).
+// goroutineTurns and noLoop are the goroutine's alone.
+type loopState struct {
+	exec           commandExec   // onGoroutine, or the session's lane while an event loop serves it
+	handBackc      chan handBack // the loop hands the session back here
+	goroutineTurns int           // commands to serve here before trying the loop again
+	noLoop         bool          // never: a leg is TLS, compressed or not a socket
+}
+
+// hangupState is how the session ends (hangup.go): ending is the
+// goroutine's plan for the backend connection, left that the client
+// closed without COM_QUIT (the owner's; the loop reads left while it
+// serves the session). abandoned is set once, by whoever first tells the
+// backend to stop the statement of a client that went away (the owner,
+// or the hang-up watch, a goroutine of the server); hup is the watch's,
+// under sessionShared.mu.
+type hangupState struct {
 	ending    uint8
 	left      bool // the client closed its connection without COM_QUIT
 	abandoned atomic.Bool
 	hup       hangupPeeker // the hang-up watch's look at cconn (s.mu)
+}
 
-	// exec is how commands run now (commandexec.go): onGoroutine, or the
-	// session's lane while an event loop serves it (then the loop owns
-	// everything here, and session methods that would wait return
-	// ErrWouldBlock).
-	exec           commandExec
-	handBackc      chan handBack // the loop hands the session back here
-	goroutineTurns int           // commands to serve here before trying the loop again
-	noLoop         bool          // never: a leg is TLS, compressed or not a socket
+// killState is the session's part of KILL beyond one command: the KILLs
+// its client prepared, which the proxy executes itself (killstmt.go), and
+// the 1927 its last response ended in (killrelay.go). Owner only; other
+// sessions' KILLs reach this one only through sessionShared.
+type killState struct {
+	kills      map[uint32]*killStmt // KILLs the client prepared, by statement id (killstmt.go)
+	connKilled bool                 // the last response relayed ended in 1927 (killrelay.go)
+}
 
+// infileState is the LOCAL INFILE of the statement under way when an
+// interceptor transforms its file (infile.go). Owner only, for one
+// command.
+type infileState struct {
+	infile    InfileTransformer // RelayQueryInfile: the file of the statement under way goes through it
+	infileErr error             // its error, which the client gets as the answer
+}
+
+// idleState is the session between commands on its goroutine
+// (idlewatch.go): its buffers given back, the idle watch's look at the
+// backend connection. The goroutine's alone.
+type idleState struct {
+	parked    bool          // idle: buffers given back (park)
+	bpeek     *socketPeeker // the idle watch's look at bconn (nil: not a socket)
+	bpeekConn net.Conn      // the connection bpeek was made for
+}
+
+// statsState is the session's statement-path metrics (stats.go): written
+// by the owner with plain stores, read by scrapes atomically.
+type statsState struct {
 	stats   sessionStats // statement-path metrics (stats.go)
 	relayed bool         // the command under way relayed a response (timed at its end)
+}
 
+// sessionBuffers are the owner's reused buffers.
+type sessionBuffers struct {
 	cmd     []byte // reused command buffer
 	out     []byte // reused outgoing command buffer
 	scratch []byte // reused buffer for proxy-originated responses
@@ -121,11 +206,10 @@ func newSession(srv *Server, id uint32, log *slog.Logger, c *leg, h *clientHello
 		srv: srv, id: id, clientID: id, log: log, user: h.resp.user, account: h.account,
 		caps: h.resp.caps, extCaps: h.resp.extCaps, collation: h.resp.charset,
 		scramble: h.scramble, attrs: h.resp.attrs,
-		c:     c,
-		exec:  onGoroutine{},
-		cconn: c.conn,
-		db:    h.resp.db,
-		dbOK:  true,
+		c:             c,
+		loopState:     loopState{exec: onGoroutine{}},
+		sessionShared: sessionShared{cconn: c.conn},
+		backendFacts:  backendFacts{db: h.resp.db, dbOK: true},
 	}
 	s.remote = "unix"
 	if a := c.conn.RemoteAddr(); a != nil && a.String() != "" && a.String() != "@" {

@@ -250,3 +250,23 @@ func StatementEnd[T Text](s T, from int, escapes bool) int {
 	}
 	return len(s)
 }
+
+// MoreStatements reports whether s holds anything the server may run
+// after its first statement. Both backslash rules are tried (a caller
+// that does not know the session's NO_BACKSLASH_ESCAPES asks this): a
+// false "yes" is the cautious answer.
+func MoreStatements[T Text](s T) bool {
+	semi := false
+	for i := 0; i < len(s) && !semi; i++ {
+		semi = s[i] == ';'
+	}
+	if !semi {
+		return false
+	}
+	for _, escapes := range [2]bool{true, false} {
+		if end := StatementEnd(s, 0, escapes); end < len(s) && SkipSpace(s, end+1) < len(s) {
+			return true
+		}
+	}
+	return false
+}

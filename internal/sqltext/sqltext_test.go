@@ -87,6 +87,30 @@ func TestStatementEnd(t *testing.T) {
 	}
 }
 
+// MoreStatements tells a text with a second statement from one whose ';'
+// is in data, in a comment or at the end.
+func TestMoreStatements(t *testing.T) {
+	for q, want := range map[string]bool{
+		"INSERT INTO t VALUES ('a;b')":     false,
+		"INSERT INTO t VALUES (1);":        false,
+		"USE shop ; -- done":               false,
+		"SELECT 1 /* ; */":                 false,
+		"SELECT `a;b` FROM t ;  \n":        false,
+		"SELECT 1; SELECT 2":               true,
+		"USE a; INSERT INTO t VALUES (1)":  true,
+		"SELECT 1;;":                       true, // an empty statement: a false yes is the cautious answer
+		"SELECT 1; /*!40101 USE other */":  true,
+		`SELECT 'a\'; USE other; SELECT 1`: true, // under NO_BACKSLASH_ESCAPES the string ends at \'
+	} {
+		if got := MoreStatements(q); got != want {
+			t.Errorf("MoreStatements(%q) = %v, want %v", q, got, want)
+		}
+		if got := MoreStatements([]byte(q)); got != want {
+			t.Errorf("MoreStatements([]byte %q) = %v, want %v", q, got, want)
+		}
+	}
+}
+
 func TestWords(t *testing.T) {
 	for _, tt := range []struct {
 		s, kw string
@@ -158,6 +182,7 @@ func TestNoAllocs(t *testing.T) {
 	n := testing.AllocsPerRun(100, func() {
 		_ = SkipToCode(b, 0) + SkipToCode(s, 0) + StatementEnd(b, 0, true) + StatementEnd(s, 0, true)
 		_ = HasKeyword(b, "SET") || ContainsFold(b, "sql_mode") || BangCertain(b[8:16]) || Index(b, "*/", 0) > 0
+		_ = MoreStatements(b) || MoreStatements(s)
 	})
 	if n != 0 {
 		t.Errorf("%v allocations", n)
