@@ -162,7 +162,7 @@ func (s *Server) greetEarly(conn net.Conn) bool {
 		}
 	}
 	w.tok = d.next
-	if d.stopping.Load() { // failed just now: the goroutine greets again, harmlessly late
+	if d.stopping.Load() { // the doorman failed just now: the client reconnects
 		d.mu.Unlock()
 		s.mu.Unlock()
 		s.closeEarly(conn)
