@@ -2,35 +2,37 @@ package proxy
 
 import (
 	"database/sql"
+	"fmt"
+	"io"
 	"net"
 	"os"
+	"os/exec"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// TestFloodLoginLatency (LEAF_FLOOD_LATENCY=1; issue 29 item 3): 4,000
-// silent connections from 127.0.0.1, re-opened as soon as the proxy drops
-// them, and logins from 127.0.0.2: where does a login's time go? Each
-// login is split into the TCP connect (the kernel's accept queue), the
-// wait for the greeting (the proxy's accept loop and handshake start),
-// and the rest (the login itself).
-func TestFloodLoginLatency(t *testing.T) {
-	if os.Getenv("LEAF_FLOOD_LATENCY") == "" {
-		t.Skip("set LEAF_FLOOD_LATENCY=1: an investigation, 4,000 connections")
-	}
-	silent, tries := 4000, 40
-	if lim := raiseNoFile(t); uint64(2*silent+500) > lim {
-		silent = int(lim-500) / 2
-	}
-	e := startProxy(t, shared.Addr, nil)
+// floodChildEnv names the proxy address (and, after a comma, the number of
+// silent connections) for the test binary re-executed as a flood.
+const floodChildEnv = "LEAF_FLOOD_CHILD"
+
+// runFloodChild holds n silent connections to addr, re-opening each as
+// soon as the proxy drops it, until its standard input ends (the test that
+// started it is done, or died). It prints the connections it opened.
+func runFloodChild(spec string) {
+	addr, ns, _ := strings.Cut(spec, ",")
+	n, _ := strconv.Atoi(ns)
 	stop := make(chan struct{})
-	var flood sync.WaitGroup
-	for range silent {
-		flood.Add(1)
+	var opened atomic.Int64
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
 		go func() {
-			defer flood.Done()
+			defer wg.Done()
 			buf := make([]byte, 4096)
 			for {
 				select {
@@ -38,10 +40,11 @@ func TestFloodLoginLatency(t *testing.T) {
 					return
 				default:
 				}
-				nc, err := net.DialTimeout("tcp", e.addr, 2*time.Second)
+				nc, err := net.DialTimeout("tcp", addr, 2*time.Second)
 				if err != nil {
 					continue
 				}
+				opened.Add(1)
 				go func() { <-stop; nc.Close() }()
 				for {
 					if _, err := nc.Read(buf); err != nil {
@@ -52,10 +55,81 @@ func TestFloodLoginLatency(t *testing.T) {
 			}
 		}()
 	}
-	defer func() { close(stop); flood.Wait() }()
-	waitFor(t, func() bool { return e.srv.LoginStats().Dropped >= uint64(silent) }, "the flood under way")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	close(stop)
+	wg.Wait()
+	fmt.Println(opened.Load())
+}
+
+// TestFloodLoginLatency (LEAF_FLOOD_LATENCY=1; issue 29 item 3): 4,000
+// silent connections from 127.0.0.1, re-opened as soon as the proxy drops
+// them, and logins from 127.0.0.2: how long does a login take, and where
+// does its time go? The flood runs in another process (this test binary
+// re-executed), as it would in a deployment: its client goroutines do not
+// share the proxy's scheduler. Each login is split into the TCP connect
+// (the kernel's accept queue), the wait for the greeting (the proxy's
+// accept loop and handshake start), and the whole go-sql-driver login.
+//
+// It measures the proxy as it is ("doorman": the accept loop greets and
+// a silent connection has no goroutine) and as it was ("goroutine": each
+// connection has its own from the accept), one after the other in the
+// same run (LEAF_FLOOD_VARIANTS, default "goroutine,doorman").
+func TestFloodLoginLatency(t *testing.T) {
+	if os.Getenv("LEAF_FLOOD_LATENCY") == "" {
+		t.Skip("set LEAF_FLOOD_LATENCY=1: a measurement, 4,000 connections")
+	}
+	variants := "goroutine,doorman"
+	if v := os.Getenv("LEAF_FLOOD_VARIANTS"); v != "" {
+		variants = v
+	}
+	for _, v := range strings.Split(variants, ",") {
+		t.Run(v, func(t *testing.T) { floodLoginLatency(t, v == "goroutine") })
+	}
+}
+
+func floodLoginLatency(t *testing.T, inGoroutine bool) {
+	silent, tries := 4000, 100
+	if lim := raiseNoFile(t); uint64(silent+500) > lim {
+		silent = int(lim - 500)
+	}
+	if n, err := strconv.Atoi(os.Getenv("LEAF_FLOOD_TRIES")); err == nil && n > 0 {
+		tries = n
+	}
+	e := startProxy(t, shared.Addr, func(c *testConfig) {
+		if n, err := strconv.Atoi(os.Getenv("LEAF_FLOOD_MAX_HANDSHAKES")); err == nil {
+			c.Limits.MaxHandshakes = n
+		}
+	}, func(s *Server) { s.greetInGoroutine = inGoroutine })
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), floodChildEnv+"="+e.addr+","+strconv.Itoa(silent))
+	in, err := child.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	child.Stdout, child.Stderr = &out, &out
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		t1 := time.Now()
+		in.Close()
+		_ = child.Wait()
+		t.Logf("flood process: %s connections opened; stopped in %v", strings.TrimSpace(out.String()), time.Since(t1).Round(time.Millisecond))
+	}()
+	tw := time.Now()
+	waitFor(t, func() bool { // dropping handshakes, or holding the whole flood
+		_, accepted := e.srv.Sessions()
+		return e.srv.LoginStats().Dropped >= uint64(silent) || accepted >= uint64(silent)
+	}, "the flood under way")
+	t.Logf("flood under way after %v", time.Since(tw).Round(time.Millisecond))
+	dropped0, t0 := e.srv.LoginStats().Dropped, time.Now()
 	var dial, greet, login, wake []time.Duration
-	for range tries {
+	var backlog []int
+	// At least tries logins, and for three handshake timeouts: a flood the
+	// budget holds whole is cut and re-opened at each.
+	for i := 0; i < tries || time.Since(t0) < 3*e.cfg.Limits.HandshakeTimeout; i++ {
+		backlog = append(backlog, acceptQueue(e.addr))
 		// The scheduler: how long a new goroutine waits to run.
 		ch := make(chan time.Time)
 		t0 := time.Now()
@@ -89,6 +163,7 @@ func TestFloodLoginLatency(t *testing.T) {
 		}
 		db.Close()
 	}
+	rate := float64(e.srv.LoginStats().Dropped-dropped0) / time.Since(t0).Seconds()
 	q := func(ds []time.Duration) string {
 		if len(ds) == 0 {
 			return "-"
@@ -96,6 +171,23 @@ func TestFloodLoginLatency(t *testing.T) {
 		slices.Sort(ds)
 		return ds[len(ds)/2].Round(time.Millisecond).String() + " p50, " + ds[len(ds)*99/100].Round(time.Millisecond).String() + " p99, " + ds[len(ds)-1].Round(time.Millisecond).String() + " max"
 	}
-	t.Logf("%d silent connections: a new goroutine runs after %s; TCP connect %s; greeting after connect %s; whole login (go-sql-driver Ping) %s; %+v",
-		silent, q(wake), q(dial), q(greet), q(login), e.srv.LoginStats())
+	slices.Sort(backlog)
+	t.Logf("max_handshakes %d, %d silent connections (another process), %.0f handshakes dropped/s over %v: accept queue %d p50, %d max; a new goroutine runs after %s; TCP connect %s; greeting after connect %s; whole login (go-sql-driver Ping, %d of %d) %s; %+v",
+		e.cfg.Limits.MaxHandshakes, silent, rate, time.Since(t0).Round(time.Millisecond), backlog[len(backlog)/2], backlog[len(backlog)-1], q(wake), q(dial), q(greet), len(login), len(wake), q(login), e.srv.LoginStats())
+}
+
+// acceptQueue is the length of the kernel's accept queue of the listener
+// at addr: connections the kernel has set up and the proxy has not
+// accepted yet (ss's Recv-Q of a listening socket; a netlink query
+// filtered in the kernel, unlike reading /proc/net/tcp, which walks every
+// socket); -1 if unknown.
+func acceptQueue(addr string) int {
+	_, port, _ := net.SplitHostPort(addr)
+	out, err := exec.Command("ss", "-Hltn", "sport = :"+port).Output()
+	if f := strings.Fields(string(out)); err == nil && len(f) > 1 {
+		if n, err := strconv.Atoi(f[1]); err == nil {
+			return n
+		}
+	}
+	return -1
 }

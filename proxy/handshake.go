@@ -84,11 +84,12 @@ func randomScramble() []byte {
 	return b
 }
 
-// clientHandshake greets the client, reads its response (upgrading to TLS
+// clientHandshake greets the client (unless the accept loop has: greeted),
+// reads its response (upgrading to TLS
 // when asked), authenticates it against the proxy's accounts and returns
 // the client leg (its sequence id after the last packet read).
-func (s *Server) clientHandshake(c *leg, g *greeting) (*clientHello, error) {
-	h, err := s.greetClient(c, g)
+func (s *Server) clientHandshake(c *leg, g *greeting, greeted bool) (*clientHello, error) {
+	h, err := s.greetClient(c, g, greeted)
 	if err != nil {
 		return nil, err
 	}
@@ -105,15 +106,17 @@ func (s *Server) clientHandshake(c *leg, g *greeting) (*clientHello, error) {
 	return h, nil
 }
 
-// greetClient writes greeting g, reads the client's handshake response
+// greetClient writes greeting g (unless greeted), reads the client's handshake response
 // (upgrading its leg to TLS when asked) and checks tls.required; the
 // client is not yet authenticated.
-func (s *Server) greetClient(c *leg, g *greeting) (*clientHello, error) {
-	if err := c.writePacket(appendGreeting(nil, g)); err != nil {
-		return nil, err
-	}
-	if err := c.flush(); err != nil {
-		return nil, err
+func (s *Server) greetClient(c *leg, g *greeting, greeted bool) (*clientHello, error) {
+	if !greeted {
+		if err := c.writePacket(appendGreeting(nil, g)); err != nil {
+			return nil, err
+		}
+		if err := c.flush(); err != nil {
+			return nil, err
+		}
 	}
 	p, err := c.readPacket(nil, preAuthMaxPacket)
 	if err != nil {

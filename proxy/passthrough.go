@@ -84,7 +84,7 @@ func (s *Server) passThroughHandshake(c *leg) (*clientHello, *backendConn, error
 	// which is what CONNECTION_ID() and the processlist show it (killconn.go).
 	cg := s.greetingFor(g.threadID, g)
 	cg.scramble, cg.plugin = g.scramble, g.plugin
-	h, err := s.greetClient(c, cg)
+	h, err := s.greetClient(c, cg, false)
 	if err != nil {
 		s.retireBackend(b, g, nc)
 		return nil, nil, err

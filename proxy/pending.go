@@ -11,9 +11,25 @@ import (
 // closed, so a host flooding the proxy with silent connections ages out
 // its own, and the budget's share of every other host (one or two
 // handshakes each, done in a round trip) is kept.
+// A connection greeted by the accept loop and waiting for its first byte
+// (prelogin_linux.go) has no goroutine yet: closing it also forgets it
+// there, which ends it.
 type pendingHandshakes struct {
 	n      int
-	byHost map[string][]net.Conn
+	byHost map[string][]pendingConn
+}
+
+type pendingConn struct {
+	c net.Conn
+	w *waiting // not nil while the accept loop's poller may hold it
+}
+
+// close closes a pending connection: its goroutine, if it has one, ends
+// on the error; one still waiting for its first byte is ended here.
+func (pc pendingConn) close() {
+	if pc.w == nil || !pc.w.end() {
+		pc.c.Close()
+	}
 }
 
 // add registers c (of host) and returns the connection closed to make
@@ -21,8 +37,13 @@ type pendingHandshakes struct {
 func (p *pendingHandshakes) add(c net.Conn, host string, max int, mu *sync.Mutex) (dropped bool) {
 	mu.Lock()
 	defer mu.Unlock()
+	return p.addLocked(pendingConn{c: c}, host, max)
+}
+
+// addLocked is add with mu held.
+func (p *pendingHandshakes) addLocked(pc pendingConn, host string, max int) (dropped bool) {
 	if p.byHost == nil {
-		p.byHost = map[string][]net.Conn{}
+		p.byHost = map[string][]pendingConn{}
 	}
 	if max > 0 && p.n >= max {
 		// The host with the most pending handshakes gives one up; on a
@@ -35,12 +56,13 @@ func (p *pendingHandshakes) add(c net.Conn, host string, max int, mu *sync.Mutex
 		}
 		if most > 0 {
 			cs := p.byHost[victim]
-			cs[0].Close()
+			oldest := cs[0]
 			p.drop(victim, 0)
+			oldest.close()
 			dropped = true
 		}
 	}
-	p.byHost[host] = append(p.byHost[host], c)
+	p.byHost[host] = append(p.byHost[host], pc)
 	p.n++
 	return dropped
 }
@@ -49,7 +71,7 @@ func (p *pendingHandshakes) add(c net.Conn, host string, max int, mu *sync.Mutex
 func (p *pendingHandshakes) drop(host string, i int) {
 	cs := p.byHost[host]
 	copy(cs[i:], cs[i+1:])
-	cs[len(cs)-1] = nil
+	cs[len(cs)-1] = pendingConn{}
 	if cs = cs[:len(cs)-1]; len(cs) == 0 {
 		delete(p.byHost, host)
 	} else {
@@ -62,7 +84,7 @@ func (p *pendingHandshakes) remove(c net.Conn, host string, mu *sync.Mutex) {
 	mu.Lock()
 	defer mu.Unlock()
 	for i, x := range p.byHost[host] {
-		if x == c {
+		if x.c == c {
 			p.drop(host, i)
 			return
 		}
@@ -73,7 +95,7 @@ func (p *pendingHandshakes) remove(c net.Conn, host string, mu *sync.Mutex) {
 func (p *pendingHandshakes) closeAll() {
 	for _, cs := range p.byHost {
 		for _, c := range cs {
-			c.Close()
+			c.close()
 		}
 	}
 	p.byHost, p.n = nil, 0

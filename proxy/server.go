@@ -62,6 +62,10 @@ type Server struct {
 	handling          atomic.Int64   // connections whose handle has not returned (tests)
 	hangupOn          atomic.Bool    // the hang-up watch runs (hangup.go)
 
+	doormanOnce      sync.Once
+	door             *doorman // greeted connections waiting for their first byte (prelogin_linux.go)
+	greetInGoroutine bool     // tests: greet every client from its own goroutine, as before the doorman
+
 	nextID   atomic.Uint32 // proxy session ids handed out in greetings
 	accepted atomic.Uint64
 	active   atomic.Int64 // logged-in sessions
@@ -267,7 +271,9 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		delay = 0
 		s.wg.Add(1)
 		s.handling.Add(1)
-		go s.handle(conn)
+		if !s.greetEarly(conn) {
+			go s.handle(conn, nil)
+		}
 	}
 }
 
@@ -304,21 +310,35 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		<-finished
 	}
 	s.stopLoops()
+	s.stopDoorman()
 	s.cancelBase()
 	s.doneOnce.Do(func() { close(s.done) })
 	return err
 }
 
-// handle runs one client connection from handshake to close.
-func (s *Server) handle(raw net.Conn) {
-	defer s.wg.Done()
-	defer s.handling.Add(-1)
-	defer raw.Close()
-	s.accepted.Add(1)
+// newSessionID hands out the next proxy session id.
+func (s *Server) newSessionID() uint32 {
 	id := s.nextID.Add(1)
 	if id < sessionIDBase { // wrapped after 3 billion sessions
 		s.nextID.Store(sessionIDBase)
 		id = s.nextID.Add(1)
+	}
+	return id
+}
+
+// handle runs one client connection from handshake to close; w, when not
+// nil, is the connection as the accept loop greeted it (prelogin_linux.go),
+// whose first bytes have arrived.
+func (s *Server) handle(raw net.Conn, w *waiting) {
+	defer s.wg.Done()
+	defer s.handling.Add(-1)
+	defer raw.Close()
+	var id uint32
+	if w != nil {
+		id = w.id
+	} else {
+		s.accepted.Add(1)
+		id = s.newSessionID()
 	}
 	remote := "unix"
 	if a := raw.RemoteAddr(); a != nil && a.String() != "" && a.String() != "@" {
@@ -337,20 +357,27 @@ func (s *Server) handle(raw net.Conn) {
 	// costs little memory each.
 	c := newLeg("client", raw, 1<<10, 1<<10)
 	host := hostKey(raw.RemoteAddr())
-	if wait, blocked := s.throttle.blocked(host, time.Now()); blocked {
-		// Refused before the greeting, as MariaDB refuses a blocked host:
-		// a guess costs the proxy no handshake.
-		s.refuseLogin(c, hostBlocked(raw.RemoteAddr(), wait))
-		return
+	if w != nil {
+		c.seq = 1 // after the greeting
+		_ = raw.SetDeadline(w.deadline)
+	} else {
+		if wait, blocked := s.throttle.blocked(host, time.Now()); blocked {
+			// Refused before the greeting, as MariaDB refuses a blocked host:
+			// a guess costs the proxy no handshake.
+			s.refuseLogin(c, hostBlocked(raw.RemoteAddr(), wait))
+			return
+		}
+		if s.pending.add(raw, host, s.cfg.Limits.MaxHandshakes, &s.mu) {
+			s.handshakesDropped.Add(1)
+		}
+		_ = raw.SetDeadline(time.Now().Add(s.cfg.Limits.HandshakeTimeout))
 	}
-	if s.pending.add(raw, host, s.cfg.Limits.MaxHandshakes, &s.mu) {
-		s.handshakesDropped.Add(1)
-	}
-	_ = raw.SetDeadline(time.Now().Add(s.cfg.Limits.HandshakeTimeout))
 	var h *clientHello
 	var bc *backendConn // logged in already in backend-account mode
 	var err error
-	if s.users.Load().backendAuth {
+	if w != nil {
+		h, err = s.clientHandshake(c, w.g, true)
+	} else if s.users.Load().backendAuth {
 		h, bc, err = s.passThroughHandshake(c)
 	} else {
 		hello, herr := s.hello(s.baseCtx)
@@ -361,7 +388,7 @@ func (s *Server) handle(raw net.Conn) {
 			s.refuseLogin(c, s.backendRefusal(herr))
 			return
 		}
-		h, err = s.clientHandshake(c, s.greetingFor(id, hello))
+		h, err = s.clientHandshake(c, s.greetingFor(id, hello), false)
 	}
 	s.pending.remove(raw, host, &s.mu)
 	if err != nil {

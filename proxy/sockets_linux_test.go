@@ -54,7 +54,7 @@ func pendingUnread(e *env) (held, unread int) {
 	for _, conns := range e.srv.pending.byHost {
 		for _, c := range conns {
 			held++
-			rc, err := c.(syscall.Conn).SyscallConn()
+			rc, err := c.c.(syscall.Conn).SyscallConn()
 			if err != nil {
 				continue
 			}

@@ -104,6 +104,19 @@ func (t *loginThrottle) blocked(host string, now time.Time) (time.Duration, bool
 	return h.until.Sub(now), true
 }
 
+// isBlocked says whether host is blocked now, counting nothing (the
+// accept loop leaves a blocked host's connection to its goroutine, which
+// refuses it).
+func (t *loginThrottle) isBlocked(host string, now time.Time) bool {
+	if t == nil {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h := t.hosts[host]
+	return h != nil && now.Before(h.until)
+}
+
 // fail counts a failed login from host; when that spends the host's
 // budget, the host is blocked and fail returns for how long (else 0).
 func (t *loginThrottle) fail(host string, now time.Time) time.Duration {

@@ -1,0 +1,25 @@
+//go:build !linux
+
+package proxy
+
+import (
+	"net"
+	"time"
+)
+
+// Only Linux greets from the accept loop (prelogin_linux.go); elsewhere
+// every connection has its goroutine from the start.
+
+type waiting struct {
+	id       uint32
+	g        *greeting
+	deadline time.Time
+}
+
+type doorman struct{}
+
+func (*waiting) end() bool { return false }
+
+func (s *Server) greetEarly(net.Conn) bool { return false }
+
+func (s *Server) stopDoorman() {}
