@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // floodChildEnv names the proxy address (and, after a comma, the number of
@@ -118,10 +120,10 @@ func floodLoginLatency(t *testing.T, inGoroutine bool) {
 		t.Logf("flood process: %s connections opened; stopped in %v", strings.TrimSpace(out.String()), time.Since(t1).Round(time.Millisecond))
 	}()
 	tw := time.Now()
-	waitFor(t, func() bool { // dropping handshakes, or holding the whole flood
+	testwait.For(t, "the flood under way", func() bool { // dropping handshakes, or holding the whole flood
 		_, accepted := e.srv.Sessions()
 		return e.srv.LoginStats().Dropped >= uint64(silent) || accepted >= uint64(silent)
-	}, "the flood under way")
+	})
 	t.Logf("flood under way after %v", time.Since(tw).Round(time.Millisecond))
 	dropped0, t0 := e.srv.LoginStats().Dropped, time.Now()
 	var dial, greet, login, wake []time.Duration

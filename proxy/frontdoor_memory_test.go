@@ -486,5 +486,5 @@ func TestLargeCommandsTakeTurns(t *testing.T) {
 		}
 	}
 	// Every command gave its bytes back.
-	waitFor(t, func() bool { return e.srv.mem.held() == 0 }, "command memory is released after every command")
+	testwait.For(t, "command memory is released after every command", func() bool { return e.srv.mem.held() == 0 })
 }

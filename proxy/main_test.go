@@ -15,7 +15,6 @@ import (
 
 	"github.com/leafproxy/leafproxy/internal/leafproc"
 	"github.com/leafproxy/leafproxy/internal/testdb"
-	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // shared is one MariaDB for the tests that do not stop their backend.
@@ -136,9 +135,3 @@ type testConfig = Config
 
 func testDuration(d time.Duration) time.Duration { return d }
 
-// waitFor is testwait.For with its old argument order, kept only while
-// TestFloodLoginLatency (under other work) calls it; call testwait.For.
-func waitFor(t testing.TB, cond func() bool, what string) {
-	t.Helper()
-	testwait.For(t, what, cond)
-}
