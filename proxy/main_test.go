@@ -134,4 +134,3 @@ func ensureDB(t testing.TB, s *testdb.Server, name string) {
 type testConfig = Config
 
 func testDuration(d time.Duration) time.Duration { return d }
-
