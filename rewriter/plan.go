@@ -299,11 +299,11 @@ func (p *Plan) appendEdit(dst []byte, e *edit, ids []int64) []byte {
 			// LAST_INSERT_ID(...) is not evaluated (COALESCE stops at the
 			// first non-NULL), so a kept key leaves LAST_INSERT_ID()
 			// alone, as AUTO_INCREMENT does.
-			dst = append(dst, "COALESCE(?,LAST_INSERT_ID("...)
+			dst = append(dst, "COALESCE(?,"+wrapOpen...)
 		case e.param:
 			dst = append(dst, "COALESCE(?,"...)
 		case e.wrap:
-			dst = append(dst, "LAST_INSERT_ID("...)
+			dst = append(dst, wrapOpen...)
 		}
 		if p.prepared {
 			dst = append(dst, '?')

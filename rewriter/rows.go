@@ -46,7 +46,7 @@ func (p *Plan) RenderedLen(sql string, ids []int64) int {
 	if r := p.rows; r != nil {
 		n += len(r.at) * len(p.texts[r.post])
 		if r.wrap {
-			n += len("LAST_INSERT_ID(") + 1
+			n += len(wrapOpen) + 1
 		}
 		for _, id := range ids[:len(r.at)] {
 			n += intLen(id)
@@ -97,7 +97,7 @@ func (p *Plan) renderRows(dst []byte, sql string, ids []int64, w io.Writer) ([]b
 	for i, at := range r.at {
 		out(int(at))
 		if i == 0 && r.wrap {
-			dst = append(dst, "LAST_INSERT_ID("...)
+			dst = append(dst, wrapOpen...)
 			dst = appendID(dst, ids[i])
 			dst = append(dst, ')')
 		} else {
