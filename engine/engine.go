@@ -217,6 +217,14 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 	}
 	// An explicit key moves its tag past it, as AUTO_INCREMENT's counter
 	// (one written after a generated key of its tag: in drawPlan).
+	var bs proxy.BlockingSession
+	if plan.Kind == rewriter.PassThrough && plan.LastKey > 0 {
+		// Every row gives its key: the OK packet reports the last, as for
+		// an AUTO_INCREMENT column (on the session's goroutine).
+		if bs, err = s.Blocking(ctx); err != nil {
+			return false, err
+		}
+	}
 	if err := e.advanceExplicit(ctx, st, plan.Explicit); err != nil {
 		return false, err
 	}
@@ -247,8 +255,11 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 		if err := e.checkKeys(ctx, s, &st.lastColumns, plan.Filled); err != nil {
 			return false, err
 		}
-		if plan.Large() && proxy.MustNotBlock(ctx) {
-			return false, proxy.ErrWouldBlock // written in pieces: on the session's goroutine, nothing drawn yet
+		if plan.Large() {
+			// Written in pieces: on the session's goroutine, nothing drawn yet.
+			if bs, err = s.Blocking(ctx); err != nil {
+				return false, err
+			}
 		}
 		if err := st.drawPlan(ctx, e, &plan, nil); err != nil {
 			if w := ignoreWarning(text, plan.Statements, err); w != "" {
@@ -258,7 +269,7 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 		}
 		if plan.Large() {
 			st.countStmt(StmtFilled)
-			return true, st.sendLarge(s, &plan, text)
+			return true, st.sendLarge(bs, &plan, text)
 		}
 		// The COM_QUERY packet itself: the proxy sends it without a copy.
 		st.rendered = plan.Render(append(st.rendered[:0], mysql.COM_QUERY), text, st.slotIDs)
@@ -277,9 +288,7 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 		return true, err
 	case rewriter.PassThrough:
 		if plan.LastKey > 0 {
-			// Every row gives its key: the OK packet reports the last, as
-			// for an AUTO_INCREMENT column (on the session's goroutine).
-			return true, s.RelayQueryInsertID(sql, uint64(plan.LastKey))
+			return true, bs.RelayQueryInsertID(sql, uint64(plan.LastKey))
 		}
 	}
 	return false, nil
@@ -347,7 +356,7 @@ func (st *state) setLast(tag string, v int64) {
 // offsets) written in pieces into the backend connection, never whole;
 // its IDs are the drawn batch itself (AssignIDs), not kept past it. It is
 // never retried after a 1062 (longer than maxRetryText).
-func (st *state) sendLarge(s Session, plan *rewriter.Plan, text string) error {
+func (st *state) sendLarge(s proxy.BlockingSession, plan *rewriter.Plan, text string) error {
 	st.large = largeText{st: st, plan: *plan, text: text, ids: st.slotIDs}
 	err := s.RelayQueryWriter(plan.RenderedLen(text, st.slotIDs), &st.large)
 	st.large = largeText{}
