@@ -31,7 +31,7 @@ type handedPlan struct {
 // keepHanded keeps plan for the goroutine's run of text when err hands
 // the command over from a loop.
 func (st *state) keepHanded(ctx context.Context, text string, plan *rewriter.Plan, err error) {
-	if plan.Kind != rewriter.Sequence || !proxy.MustNotBlock(ctx) || !errors.Is(err, proxy.ErrWouldBlock) {
+	if err == nil || plan.Kind != rewriter.Sequence || !errors.Is(err, proxy.ErrWouldBlock) || !proxy.MustNotBlock(ctx) {
 		return
 	}
 	calls := make([]rewriter.Call, len(plan.Calls))
