@@ -31,6 +31,12 @@ const (
 )
 
 func (e *Engine) bulkRewrite(ctx context.Context, s Session, st *state, p *prepared, pkt []byte) (bool, error) {
+	// The batch's answer is waited for (ExecuteResult): on the session's
+	// goroutine, before any ID is drawn.
+	bs, err := s.Blocking(ctx)
+	if err != nil {
+		return false, err
+	}
 	if len(pkt) < 7 {
 		return false, &notSupportedError{msg: "leafproxy: malformed COM_STMT_BULK_EXECUTE"}
 	}
@@ -128,7 +134,7 @@ func (e *Engine) bulkRewrite(ctx context.Context, s Session, st *state, p *prepa
 		}
 	}
 	st.countStmt(StmtFilled)
-	res, err := s.ExecuteResult(out)
+	res, err := bs.ExecuteResult(out)
 	if err != nil {
 		return true, err
 	}

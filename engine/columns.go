@@ -146,9 +146,13 @@ func (c *columnCache) entry(ctx context.Context, s Session, memo *colMemo, db, t
 		}
 		c.mu.Unlock()
 	}
-	rows, err := s.BackendQuery(ctx, "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, NUMERIC_PRECISION, NUMERIC_SCALE, EXTRA"+
-		" FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "+quote(db)+" AND TABLE_NAME = "+quote(table)+
-		" ORDER BY ORDINAL_POSITION")
+	var rows [][]*string
+	bs, err := s.Blocking(ctx)
+	if err == nil {
+		rows, err = bs.BackendQuery(ctx, "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, NUMERIC_PRECISION, NUMERIC_SCALE, EXTRA"+
+			" FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "+quote(db)+" AND TABLE_NAME = "+quote(table)+
+			" ORDER BY ORDINAL_POSITION")
+	}
 	if err != nil {
 		c.mu.Lock()
 		if cur, still := c.entries[key]; still && cur.refreshing {

@@ -183,11 +183,15 @@ func (d *dupRetry) Retry(code uint16, msg string) bool {
 func (d *dupRetry) Redo(ctx context.Context) error {
 	e, st, s := d.engine, d.session, d.session.session
 	floor := d.dupKey
+	bs, err := s.Blocking(ctx)
+	if err != nil {
+		return err
+	}
 	for _, f := range d.filled {
 		if f.Tag != d.dupTag {
 			continue
 		}
-		rows, err := s.BackendQuery(ctx, "SELECT MAX("+quoteIdent(f.Column)+") FROM "+quoteIdent(f.DB)+"."+quoteIdent(f.Table))
+		rows, err := bs.BackendQuery(ctx, "SELECT MAX("+quoteIdent(f.Column)+") FROM "+quoteIdent(f.DB)+"."+quoteIdent(f.Table))
 		if err != nil {
 			return fmt.Errorf("leafproxy: the generated key %d of sequence %q collided with an existing row; reading the largest key of %s.%s: %w",
 				d.dupKey, d.dupTag, f.DB, f.Table, err)

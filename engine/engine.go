@@ -118,6 +118,10 @@ type state struct {
 	dup     dupRetry // a filled INSERT's recovery from 1062 (dupretry.go)
 	// orphans: count statements to close (numbered_prepared.go)
 	orphans []uint32
+	// handed: a loop's plan for the command it handed to the goroutine
+	// (handed.go); plannings counts the text statements planned.
+	handed    *handedPlan
+	plannings int
 }
 
 func (e *Engine) state(s Session) *state {
@@ -199,30 +203,53 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 	}
 	// A many-row INSERT's plan memory is held until it was sent.
 	defer st.releasePlan(ctx)
-	plan, err := st.planner.PlanQuery(text, &st.env)
-	if errors.Is(err, proxy.ErrWouldBlock) {
-		return false, err // the plan budget is full: the goroutine waits for it
-	}
-	if err != nil {
-		// A call the proxy refuses may be MariaDB's own native sequence.
-		if idents, strCalls := rewriter.SequenceNames(text, st.env.Mode); len(idents) > 0 {
-			if relay, nerr := e.nativeOnly(ctx, st, idents, strCalls); nerr != nil || relay {
-				return false, nerr
-			}
+	// A command a loop planned and handed over runs here with its plan.
+	plan, ok := st.takeHanded(text)
+	if !ok {
+		st.plannings++
+		var err error
+		plan, err = st.planner.PlanQuery(text, &st.env)
+		if errors.Is(err, proxy.ErrWouldBlock) {
+			return false, err // the plan budget is full: the goroutine waits for it
 		}
-		return false, e.serverSyntax(ctx, s, err)
+		if err != nil {
+			// A call the proxy refuses may be MariaDB's own native sequence.
+			if idents, strCalls := rewriter.SequenceNames(text, st.env.Mode); len(idents) > 0 {
+				if relay, nerr := e.nativeOnly(ctx, st, idents, strCalls); nerr != nil || relay {
+					return false, nerr
+				}
+			}
+			return false, e.serverSyntax(ctx, s, err)
+		}
 	}
-	if relay, err := e.nativeRelay(ctx, st, &plan); err != nil || relay {
+	handled, err := e.runPlan(ctx, s, st, &plan, sql, text)
+	st.keepHanded(ctx, text, &plan, err)
+	return handled, err
+}
+
+// runPlan runs plan, made from text (the COM_QUERY sql): answers,
+// rewrites or (handled=false) leaves it to be relayed unchanged.
+func (e *Engine) runPlan(ctx context.Context, s Session, st *state, plan *rewriter.Plan, sql []byte, text string) (bool, error) {
+	var err error
+	if relay, err := e.nativeRelay(ctx, st, plan); err != nil || relay {
 		return false, err
 	}
 	// An explicit key moves its tag past it, as AUTO_INCREMENT's counter
 	// (one written after a generated key of its tag: in drawPlan).
+	var bs proxy.BlockingSession
+	if plan.Kind == rewriter.PassThrough && plan.LastKey > 0 {
+		// Every row gives its key: the OK packet reports the last, as for
+		// an AUTO_INCREMENT column (on the session's goroutine).
+		if bs, err = s.Blocking(ctx); err != nil {
+			return false, err
+		}
+	}
 	if err := e.advanceExplicit(ctx, st, plan.Explicit); err != nil {
 		return false, err
 	}
 	switch plan.Kind {
 	case rewriter.Numbered:
-		return e.runNumbered(ctx, s, st, &plan, text)
+		return e.runNumbered(ctx, s, st, plan, text)
 	case rewriter.Sequence:
 		if len(plan.Calls) == 1 && plan.Calls[0].Func == rewriter.Decode {
 			err := e.decode(ctx, s, st, plan.Calls[0], false)
@@ -242,15 +269,18 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 		st.countNextval(s)
 		return true, err
 	case rewriter.LoadData:
-		return e.load(ctx, s, st, &plan, text)
+		return e.load(ctx, s, st, plan, text)
 	case rewriter.Rewrite:
 		if err := e.checkKeys(ctx, s, &st.lastColumns, plan.Filled); err != nil {
 			return false, err
 		}
-		if plan.Large() && proxy.MustNotBlock(ctx) {
-			return false, proxy.ErrWouldBlock // written in pieces: on the session's goroutine, nothing drawn yet
+		if plan.Large() {
+			// Written in pieces: on the session's goroutine, nothing drawn yet.
+			if bs, err = s.Blocking(ctx); err != nil {
+				return false, err
+			}
 		}
-		if err := st.drawPlan(ctx, e, &plan, nil); err != nil {
+		if err := st.drawPlan(ctx, e, plan, nil); err != nil {
 			if w := ignoreWarning(text, plan.Statements, err); w != "" {
 				return true, s.RelayQuery([]byte(w))
 			}
@@ -258,7 +288,7 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 		}
 		if plan.Large() {
 			st.countStmt(StmtFilled)
-			return true, st.sendLarge(s, &plan, text)
+			return true, st.sendLarge(bs, plan, text)
 		}
 		// The COM_QUERY packet itself: the proxy sends it without a copy.
 		st.rendered = plan.Render(append(st.rendered[:0], mysql.COM_QUERY), text, st.slotIDs)
@@ -266,7 +296,7 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 		var err error
 		if len(plan.Filled) > 0 && plan.Statements == 1 && len(text) <= maxRetryText {
 			if _, ok := e.idSource.(advancer); ok {
-				st.dup.arm(e, st, text, &plan, st.slotIDs)
+				st.dup.arm(e, st, text, plan, st.slotIDs)
 				err = s.RelayQueryPacketOr(st.rendered, &st.dup)
 				st.trim()
 				return true, err
@@ -277,9 +307,7 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 		return true, err
 	case rewriter.PassThrough:
 		if plan.LastKey > 0 {
-			// Every row gives its key: the OK packet reports the last, as
-			// for an AUTO_INCREMENT column (on the session's goroutine).
-			return true, s.RelayQueryInsertID(sql, uint64(plan.LastKey))
+			return true, bs.RelayQueryInsertID(sql, uint64(plan.LastKey))
 		}
 	}
 	return false, nil
@@ -347,7 +375,7 @@ func (st *state) setLast(tag string, v int64) {
 // offsets) written in pieces into the backend connection, never whole;
 // its IDs are the drawn batch itself (AssignIDs), not kept past it. It is
 // never retried after a 1062 (longer than maxRetryText).
-func (st *state) sendLarge(s Session, plan *rewriter.Plan, text string) error {
+func (st *state) sendLarge(s proxy.BlockingSession, plan *rewriter.Plan, text string) error {
 	st.large = largeText{st: st, plan: *plan, text: text, ids: st.slotIDs}
 	err := s.RelayQueryWriter(plan.RenderedLen(text, st.slotIDs), &st.large)
 	st.large = largeText{}

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leafproxy/leafproxy/internal/nonblock"
 	"github.com/leafproxy/leafproxy/proxy"
 	"github.com/leafproxy/leafproxy/rewriter"
 )
@@ -175,9 +174,8 @@ func TestColumnMemo(t *testing.T) {
 func TestEngineHandsBackWhatWaits(t *testing.T) {
 	e := fakeEngine(t)
 	s := &fakeSession{db: "shop", columns: map[string][][2]string{"orders": {{"id", "bigint"}}}}
-	nb := nonblock.Context(context.Background())
 	for _, q := range []string{"SELECT NEXTVAL('order'), SETVAL('order', 5000)", "ALTER TABLE orders ADD note TEXT"} {
-		handled, err := e.query(nb, s, []byte(q))
+		handled, err := onLoop(t, s, nil, false, func(ctx context.Context) (bool, error) { return e.query(ctx, s, []byte(q)) })
 		if !errors.Is(err, proxy.ErrWouldBlock) || handled {
 			t.Fatalf("%s on a loop: handled=%v err=%v, want ErrWouldBlock", q, handled, err)
 		}
@@ -189,7 +187,9 @@ func TestEngineHandsBackWhatWaits(t *testing.T) {
 		t.Fatalf("an ID was drawn before handing back: LASTVAL %v", st.last)
 	}
 	// Everything else runs on the loop.
-	if handled, err := e.query(nb, s, []byte("SELECT NEXTVAL('order')")); err != nil || !handled {
+	if handled, err := onLoop(t, s, nil, false, func(ctx context.Context) (bool, error) {
+		return e.query(ctx, s, []byte("SELECT NEXTVAL('order')"))
+	}); err != nil || !handled {
 		t.Fatalf("NEXTVAL on a loop: handled=%v err=%v", handled, err)
 	}
 }

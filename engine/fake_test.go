@@ -27,21 +27,44 @@ type fakeSession struct {
 	cols     [][]proxy.Column
 	prepared []string // texts prepared on the backend (statement id = index+1)
 	backend  []string
+	answers  int // WriteOK, WriteError and RelayExecute calls
+	// The event loop's rules (loopfake_test.go): set by onLoop.
+	loop *loopCheck
 }
 
-var _ Session = (*fakeSession)(nil)
+var (
+	_ Session               = (*fakeSession)(nil)
+	_ proxy.BlockingSession = (*fakeSession)(nil)
+)
 
-func (f *fakeSession) Value() any                                { return f.value }
-func (f *fakeSession) SetValue(v any)                            { f.value = v }
-func (f *fakeSession) Admin() bool                               { return false }
-func (f *fakeSession) CommandStart() int64                       { return time.Now().UnixNano() }
-func (f *fakeSession) CurrentDB(context.Context) (string, error) { return f.db, nil }
-func (f *fakeSession) SQLMode(context.Context) (string, error)   { return "STRICT_TRANS_TABLES", nil }
+func (f *fakeSession) Value() any          { return f.value }
+func (f *fakeSession) SetValue(v any)      { f.value = v }
+func (f *fakeSession) Admin() bool         { return false }
+func (f *fakeSession) CommandStart() int64 { return time.Now().UnixNano() }
+func (f *fakeSession) CurrentDB(ctx context.Context) (string, error) {
+	if err := f.loop.reread(ctx, "CurrentDB"); err != nil {
+		return "", err
+	}
+	return f.db, nil
+}
+func (f *fakeSession) SQLMode(ctx context.Context) (string, error) {
+	if err := f.loop.reread(ctx, "SQLMode"); err != nil {
+		return "", err
+	}
+	return "STRICT_TRANS_TABLES", nil
+}
+func (f *fakeSession) Blocking(ctx context.Context) (proxy.BlockingSession, error) {
+	if err := f.loop.refuse(ctx); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
 func (f *fakeSession) RelayQuery(sql []byte) error {
 	f.relayed = append(f.relayed, string(sql))
 	return nil
 }
 func (f *fakeSession) RelayQueryRetry(sql []byte, _ func(uint16, string) bool) (bool, error) {
+	f.loop.waited("RelayQueryRetry")
 	return false, f.RelayQuery(sql)
 }
 func (f *fakeSession) RelayQueryOr(sql []byte, _ proxy.Retrier) error { return f.RelayQuery(sql) }
@@ -50,6 +73,7 @@ func (f *fakeSession) RelayQueryPacketOr(pkt []byte, _ proxy.Retrier) error {
 	return f.RelayQuery(pkt[1:])
 }
 func (f *fakeSession) RelayQueryWriter(n int, src io.WriterTo) error {
+	f.loop.waited("RelayQueryWriter")
 	var b bytes.Buffer
 	if _, err := src.WriteTo(&b); err != nil {
 		return err
@@ -60,33 +84,61 @@ func (f *fakeSession) RelayQueryWriter(n int, src io.WriterTo) error {
 	return f.RelayQuery(b.Bytes())
 }
 func (f *fakeSession) BackendExec(_ context.Context, sql string) (uint64, uint64, error) {
+	f.loop.waited("BackendExec")
 	f.backend = append(f.backend, sql)
 	return 0, 0, nil
 }
-func (f *fakeSession) RelayExecute([]byte) error                        { return nil }
+func (f *fakeSession) RelayExecute([]byte) error {
+	f.answers++
+	return nil
+}
 func (f *fakeSession) RelayExecuteOr(pkt []byte, _ proxy.Retrier) error { return f.RelayExecute(pkt) }
-func (f *fakeSession) RelayQueryInsertID(sql []byte, _ uint64) error    { return f.RelayQuery(sql) }
-func (f *fakeSession) RelayExecuteInsertID(pkt []byte, _ uint64) error  { return f.RelayExecute(pkt) }
+func (f *fakeSession) RelayQueryInsertID(sql []byte, _ uint64) error {
+	f.loop.waited("RelayQueryInsertID")
+	return f.RelayQuery(sql)
+}
+func (f *fakeSession) RelayExecuteInsertID(pkt []byte, _ uint64) error {
+	f.loop.waited("RelayExecuteInsertID")
+	return f.RelayExecute(pkt)
+}
 func (f *fakeSession) BackendPrepare(context.Context, string) (proxy.PrepareResult, error) {
+	f.loop.waited("BackendPrepare")
 	return proxy.PrepareResult{}, nil
 }
-func (f *fakeSession) BackendCloseStmt(uint32) error { return nil }
+func (f *fakeSession) BackendCloseStmt(uint32) error {
+	f.loop.waited("BackendCloseStmt")
+	return nil
+}
 func (f *fakeSession) RelayExecuteRetry([]byte, func(uint16, string) bool) (bool, error) {
+	f.loop.waited("RelayExecuteRetry")
 	return false, nil
 }
 func (f *fakeSession) RelayQueryInfile(sql []byte, t proxy.InfileTransformer) error {
+	f.loop.waited("RelayQueryInfile")
 	f.relayed = append(f.relayed, string(sql))
 	return nil
 }
-func (f *fakeSession) WriteOK(uint64, uint64, uint16) error           { return nil }
-func (f *fakeSession) WriteError(uint16, string, string) error        { return nil }
-func (f *fakeSession) ExecuteResult([]byte) (proxy.ExecResult, error) { return proxy.ExecResult{}, nil }
+func (f *fakeSession) WriteOK(uint64, uint64, uint16) error {
+	f.answers++
+	return nil
+}
+func (f *fakeSession) WriteError(uint16, string, string) error {
+	f.answers++
+	return nil
+}
+func (f *fakeSession) ExecuteResult([]byte) (proxy.ExecResult, error) {
+	f.loop.waited("ExecuteResult")
+	return proxy.ExecResult{}, nil
+}
 func (f *fakeSession) RelayPrepare(sql []byte) (proxy.PrepareResult, error) {
+	f.loop.waited("RelayPrepare")
 	f.prepared = append(f.prepared, string(sql))
 	return proxy.PrepareResult{OK: true, StmtID: uint32(len(f.prepared))}, nil
 }
 func (f *fakeSession) RelayPrepareHidden([]byte, []int, int) (proxy.PrepareResult, error) {
-	return proxy.PrepareResult{}, nil
+	f.loop.waited("RelayPrepareHidden")
+	f.prepared = append(f.prepared, "hidden")
+	return proxy.PrepareResult{OK: true, StmtID: uint32(len(f.prepared))}, nil
 }
 func (f *fakeSession) WriteResultSet(_ []string, rows [][]*int64) error {
 	f.wrote = append(f.wrote, rows)
@@ -108,6 +160,7 @@ func (f *fakeSession) WriteBinaryRows(cols []proxy.Column, rows [][]proxy.Value)
 	return f.WriteRows(cols, rows)
 }
 func (f *fakeSession) BackendQuery(_ context.Context, sql string) ([][]*string, error) {
+	f.loop.waited("BackendQuery")
 	f.backend = append(f.backend, sql)
 	var rows [][]*string
 	for table, cols := range f.columns {

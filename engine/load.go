@@ -19,8 +19,9 @@ import (
 // flag (rewriter.LoadPrelude). The whole load waits on the backend and the
 // client's file, so it runs on the session's goroutine.
 func (e *Engine) load(ctx context.Context, s Session, st *state, plan *rewriter.Plan, text string) (bool, error) {
-	if proxy.MustNotBlock(ctx) {
-		return false, proxy.ErrWouldBlock
+	bs, err := s.Blocking(ctx)
+	if err != nil {
+		return false, err
 	}
 	ld := plan.Load
 	if err := e.checkKeys(ctx, s, &st.lastColumns, plan.Filled); err != nil {
@@ -31,7 +32,7 @@ func (e *Engine) load(ctx context.Context, s Session, st *state, plan *rewriter.
 		return false, err
 	}
 	f := ld.Format
-	cs, err := loadPrelude(ctx, s, ld.Charset)
+	cs, err := loadPrelude(ctx, bs, ld.Charset)
 	if err != nil {
 		return false, err
 	}
@@ -56,7 +57,7 @@ func (e *Engine) load(ctx context.Context, s Session, st *state, plan *rewriter.
 	}
 	st.rendered = ld.Render(st.rendered[:0], text)
 	st.countStmt(StmtLoadData)
-	err = s.RelayQueryInfile(st.rendered, loadfile.New(f, feed))
+	err = bs.RelayQueryInfile(st.rendered, loadfile.New(f, feed))
 	st.trim()
 	return true, err
 }
@@ -65,7 +66,7 @@ func (e *Engine) load(ctx context.Context, s Session, st *state, plan *rewriter.
 // server reads the file in: the statement's CHARACTER SET (given), else
 // the session's character_set_database; utf8 as the server resolves it
 // (utf8mb3, or utf8mb4 under MariaDB's old_mode without UTF8_IS_UTF8MB3).
-func loadPrelude(ctx context.Context, s Session, given string) (string, error) {
+func loadPrelude(ctx context.Context, s proxy.BlockingSession, given string) (string, error) {
 	rows, err := s.BackendQuery(ctx, "SELECT @@character_set_database, CHARSET(CONVERT('' USING utf8)), "+rewriter.LoadPrelude)
 	if err != nil {
 		return "", fmt.Errorf("prepare LOAD DATA (read character_set_database): %w", err)

@@ -145,10 +145,11 @@ func (e *Engine) isNative(ctx context.Context, st *state, n rewriter.SeqName) (b
 	if ok && time.Since(ent.checkedAt) < nativeTTL {
 		return ent.native, nil
 	}
-	if proxy.MustNotBlock(ctx) {
-		return false, proxy.ErrWouldBlock
+	bs, err := st.session.Blocking(ctx)
+	if err != nil {
+		return false, err
 	}
-	rows, err := st.session.BackendQuery(ctx, "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = "+quote(key.DB)+
+	rows, err := bs.BackendQuery(ctx, "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = "+quote(key.DB)+
 		" AND TABLE_NAME = "+quote(key.Name)+" AND TABLE_TYPE = 'SEQUENCE'")
 	if err != nil {
 		return false, err
@@ -174,7 +175,11 @@ func (e *Engine) serverSyntax(ctx context.Context, s Session, err error) error {
 	if !errors.As(err, &re) || re.Unreadable() == "" {
 		return err
 	}
-	res, perr := s.BackendPrepare(ctx, re.Unreadable())
+	bs, berr := s.Blocking(ctx)
+	if berr != nil {
+		return berr
+	}
+	res, perr := bs.BackendPrepare(ctx, re.Unreadable())
 	if errors.Is(perr, proxy.ErrWouldBlock) {
 		return perr
 	}
@@ -182,7 +187,7 @@ func (e *Engine) serverSyntax(ctx context.Context, s Session, err error) error {
 	switch {
 	case perr == nil:
 		if res.OK {
-			if cerr := s.BackendCloseStmt(res.StmtID); cerr != nil {
+			if cerr := bs.BackendCloseStmt(res.StmtID); cerr != nil {
 				return cerr
 			}
 		}

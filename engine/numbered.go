@@ -40,18 +40,19 @@ const numberedAttempts = 5
 
 // runNumbered executes a Numbered plan for text.
 func (e *Engine) runNumbered(ctx context.Context, s Session, st *state, plan *rewriter.Plan, text string) (bool, error) {
-	if proxy.MustNotBlock(ctx) {
-		return false, proxy.ErrWouldBlock // it talks to the backend before the statement
+	bs, err := s.Blocking(ctx) // it talks to the backend before the statement
+	if err != nil {
+		return false, err
 	}
 	if err := e.checkKeys(ctx, s, &st.lastColumns, plan.Filled); err != nil {
 		return false, err
 	}
 	handled, err := e.numberedAttempts(ctx, s, st, plan, numberedRun{
 		count: func() ([][]*string, error) {
-			if _, _, err := s.BackendExec(ctx, plan.InitQuery()); err != nil {
+			if _, _, err := bs.BackendExec(ctx, plan.InitQuery()); err != nil {
 				return nil, fmt.Errorf("leafproxy: set the row counters: %w", err)
 			}
-			rows, err := s.BackendQuery(ctx, plan.CountQuery())
+			rows, err := bs.BackendQuery(ctx, plan.CountQuery())
 			if err != nil {
 				return nil, countError(err)
 			}
@@ -59,7 +60,7 @@ func (e *Engine) runNumbered(ctx context.Context, s Session, st *state, plan *re
 		},
 		send: func(blocks []rewriter.Block) (bool, error) {
 			st.rendered = plan.RenderNumbered(st.rendered[:0], text, blocks)
-			retried, err := s.RelayQueryRetry(st.rendered, rewriter.OverflowError)
+			retried, err := bs.RelayQueryRetry(st.rendered, rewriter.OverflowError)
 			st.trim()
 			return retried, err
 		},
@@ -249,8 +250,9 @@ func (st *state) resolveLast(ctx context.Context) error {
 	if len(st.pending) == 0 {
 		return nil
 	}
-	if proxy.MustNotBlock(ctx) {
-		return proxy.ErrWouldBlock
+	bs, err := st.session.Blocking(ctx)
+	if err != nil {
+		return err
 	}
 	q := "SELECT "
 	tags := make([]string, 0, len(st.pending))
@@ -261,7 +263,7 @@ func (st *state) resolveLast(ctx context.Context) error {
 		q += "@" + rewriter.OverflowVar + strconv.Itoa(p.counter)
 		tags = append(tags, tag)
 	}
-	rows, err := st.session.BackendQuery(ctx, q)
+	rows, err := bs.BackendQuery(ctx, q)
 	if err != nil {
 		return fmt.Errorf("leafproxy: read the last sequence values of the previous statement: %w", err)
 	}
@@ -292,7 +294,11 @@ func (e *Engine) retrySafe(ctx context.Context, st *state, writes []rewriter.Seq
 		ent, ok := c.entries[key]
 		c.mu.Unlock()
 		if !ok || time.Since(ent.checkedAt) >= nativeTTL {
-			rows, err := st.session.BackendQuery(ctx, "SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = "+quote(w.DB)+
+			bs, err := st.session.Blocking(ctx)
+			if err != nil {
+				return false, qualifiedName(w)
+			}
+			rows, err := bs.BackendQuery(ctx, "SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = "+quote(w.DB)+
 				" AND TABLE_NAME = "+quote(w.Name))
 			if err != nil {
 				return false, qualifiedName(w)

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/leafproxy/leafproxy/proxy"
 	"github.com/leafproxy/leafproxy/rewriter"
 )
 
@@ -22,27 +21,31 @@ import (
 
 // prepareNumbered prepares a Numbered plan's count and statement.
 func (e *Engine) prepareNumbered(ctx context.Context, s Session, st *state, p *prepared) (bool, error) {
+	bs, err := s.Blocking(ctx)
+	if err != nil {
+		return false, err
+	}
 	if err := e.checkKeys(ctx, s, nil, p.plan.Filled); err != nil {
 		return false, err
 	}
-	st.closeOrphans()
+	st.closeOrphans(ctx)
 	// The count first: the client's statement must be the backend's last
 	// prepared (MariaDB's statement id -1 means it).
-	cnt, err := s.BackendPrepare(ctx, p.plan.CountQuery())
+	cnt, err := bs.BackendPrepare(ctx, p.plan.CountQuery())
 	if err != nil {
 		return false, countError(err)
 	}
 	n := p.size()
 	if err := st.chargeKept(n); err != nil {
-		if cerr := s.BackendCloseStmt(cnt.StmtID); cerr != nil {
+		if cerr := bs.BackendCloseStmt(cnt.StmtID); cerr != nil {
 			return true, cerr
 		}
 		return false, err
 	}
-	res, err := s.RelayPrepare(p.plan.RenderNumbered(nil, p.sql, nil))
+	res, err := bs.RelayPrepare(p.plan.RenderNumbered(nil, p.sql, nil))
 	if err != nil || !res.OK {
 		st.releaseKept(n)
-		if cerr := s.BackendCloseStmt(cnt.StmtID); err == nil {
+		if cerr := bs.BackendCloseStmt(cnt.StmtID); err == nil {
 			err = cerr
 		}
 		return true, err
@@ -54,8 +57,9 @@ func (e *Engine) prepareNumbered(ctx context.Context, s Session, st *state, p *p
 
 // executeNumbered runs one EXECUTE of a prepared Numbered plan.
 func (e *Engine) executeNumbered(ctx context.Context, s Session, st *state, p *prepared, pkt []byte) (bool, error) {
-	if proxy.MustNotBlock(ctx) {
-		return false, proxy.ErrWouldBlock
+	bs, err := s.Blocking(ctx)
+	if err != nil {
+		return false, err
 	}
 	if p.long {
 		return false, &notSupportedError{msg: "leafproxy: COM_STMT_SEND_LONG_DATA on a statement whose rows the proxy numbers is not supported; bind the value in the execute"}
@@ -67,24 +71,24 @@ func (e *Engine) executeNumbered(ctx context.Context, s Session, st *state, p *p
 	plan := &p.plan
 	return e.numberedAttempts(ctx, s, st, plan, numberedRun{
 		count: func() ([][]*string, error) {
-			r, err := s.ExecuteResult(countPkt)
+			r, err := bs.ExecuteResult(countPkt)
 			if err != nil {
 				return nil, err
 			}
 			if r.Err != nil {
 				return nil, countError(r.Err)
 			}
-			rows, err := s.BackendQuery(ctx, plan.CountsQuery())
+			rows, err := bs.BackendQuery(ctx, plan.CountsQuery())
 			if err != nil {
 				return nil, fmt.Errorf("leafproxy: read the row count: %w", err)
 			}
 			return rows, nil
 		},
 		send: func(blocks []rewriter.Block) (bool, error) {
-			if _, _, err := s.BackendExec(ctx, string(plan.BlockVars(nil, blocks))); err != nil {
+			if _, _, err := bs.BackendExec(ctx, string(plan.BlockVars(nil, blocks))); err != nil {
 				return false, fmt.Errorf("leafproxy: set the blocks of generated IDs: %w", err)
 			}
-			return s.RelayExecuteRetry(pkt, rewriter.OverflowError)
+			return bs.RelayExecuteRetry(pkt, rewriter.OverflowError)
 		},
 	})
 }
@@ -129,9 +133,13 @@ func (p *prepared) countExecute(dst, pkt []byte) ([]byte, error) {
 // closeOrphans closes count statements whose client statement was closed
 // while the session was on an event loop (where the engine cannot write
 // to the backend).
-func (st *state) closeOrphans() {
+func (st *state) closeOrphans(ctx context.Context) {
+	bs, err := st.session.Blocking(ctx)
+	if err != nil {
+		return
+	}
 	for len(st.orphans) > 0 {
-		if err := st.session.BackendCloseStmt(st.orphans[0]); err != nil {
+		if err := bs.BackendCloseStmt(st.orphans[0]); err != nil {
 			return
 		}
 		st.orphans = st.orphans[1:]

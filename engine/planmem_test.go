@@ -104,7 +104,9 @@ func TestEnginePlanLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	relayed := len(s.relayed)
-	if handled, err := e.query(nonblock.Context(ctx), s, []byte("INSERT INTO orders SET v = 1")); !errors.Is(err, proxy.ErrWouldBlock) || handled {
+	if handled, err := onLoop(t, s, nil, false, func(ctx context.Context) (bool, error) {
+		return e.query(ctx, s, []byte("INSERT INTO orders SET v = 1"))
+	}); !errors.Is(err, proxy.ErrWouldBlock) || handled {
 		t.Fatalf("full budget on a loop: handled=%v err=%v", handled, err)
 	}
 	if len(s.relayed) != relayed || len(s.wrote) != 0 {

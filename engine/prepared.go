@@ -65,7 +65,7 @@ func (e *Engine) prepare(ctx context.Context, s Session, sql []byte) (bool, erro
 			return false, nil
 		}
 		// Relayed as it is; its explicit keys move the tag at each EXECUTE.
-		return st.relayKept(p, func() (proxy.PrepareResult, error) { return s.RelayPrepare(sql) })
+		return st.relayKept(p, func() (proxy.PrepareResult, error) { return relayPrepare(ctx, s, sql) })
 	case rewriter.Sequence:
 		for _, c := range plan.Calls {
 			if c.ArgParam > 0 {
@@ -110,10 +110,24 @@ func (e *Engine) prepare(ctx context.Context, s Session, sql []byte) (bool, erro
 		p.plan = plan.Keep() // what an EXECUTE reads (keptmem.go)
 		return st.relayKept(p, func() (proxy.PrepareResult, error) {
 			// Rendered once charged: a refused prepare makes no garbage of it.
-			return s.RelayPrepareHidden(plan.Render(nil, text, nil), hidden, pm.backendParams)
+			bs, err := s.Blocking(ctx)
+			if err != nil {
+				return proxy.PrepareResult{}, err
+			}
+			return bs.RelayPrepareHidden(plan.Render(nil, text, nil), hidden, pm.backendParams)
 		})
 	}
-	return st.relayKept(p, func() (proxy.PrepareResult, error) { return s.RelayPrepare(backendText) })
+	return st.relayKept(p, func() (proxy.PrepareResult, error) { return relayPrepare(ctx, s, backendText) })
+}
+
+// relayPrepare relays a prepare the engine needs the answer of (on the
+// session's goroutine: ErrWouldBlock on a loop, before anything is sent).
+func relayPrepare(ctx context.Context, s Session, sql []byte) (proxy.PrepareResult, error) {
+	bs, err := s.Blocking(ctx)
+	if err != nil {
+		return proxy.PrepareResult{}, err
+	}
+	return bs.RelayPrepare(sql)
 }
 
 // relayKept charges p to the budgets of kept plans, relays the prepare
@@ -127,7 +141,7 @@ func (st *state) relayKept(p *prepared, relay func() (proxy.PrepareResult, error
 	res, err := relay()
 	if err != nil || !res.OK {
 		st.releaseKept(n)
-		return true, err
+		return !errors.Is(err, proxy.ErrWouldBlock), err
 	}
 	st.keep(res.StmtID, p, n)
 	return true, nil
@@ -169,11 +183,18 @@ func (e *Engine) execute(ctx context.Context, s Session, stmtID uint32, pkt []by
 	case rewriter.PassThrough:
 		// Explicit keys only: the tag moves past them at every EXECUTE,
 		// and the last is the OK packet's insert id, as AUTO_INCREMENT's.
+		var bs proxy.BlockingSession
+		if p.plan.LastKey > 0 {
+			var err error
+			if bs, err = s.Blocking(ctx); err != nil {
+				return false, err
+			}
+		}
 		if err := e.advanceExplicit(ctx, st, p.plan.Explicit); err != nil {
 			return false, err
 		}
 		if p.plan.LastKey > 0 {
-			return true, s.RelayExecuteInsertID(pkt, uint64(p.plan.LastKey))
+			return true, bs.RelayExecuteInsertID(pkt, uint64(p.plan.LastKey))
 		}
 		return false, nil
 	case rewriter.Numbered:
@@ -211,8 +232,11 @@ func (e *Engine) executeRewrite(ctx context.Context, s Session, st *state, p *pr
 	// Every row keeps its bound key: the OK packet reports the last, as
 	// for an AUTO_INCREMENT column (on the session's goroutine).
 	insertID := lastKeptKey(&p.plan, kept)
-	if insertID > 0 && proxy.MustNotBlock(ctx) {
-		return false, proxy.ErrWouldBlock
+	var bs proxy.BlockingSession
+	if insertID > 0 {
+		if bs, err = s.Blocking(ctx); err != nil {
+			return false, err
+		}
 	}
 	if err := e.advanceExplicit(ctx, st, p.plan.Explicit); err != nil {
 		return false, err
@@ -228,7 +252,7 @@ func (e *Engine) executeRewrite(ctx context.Context, s Session, st *state, p *pr
 	pm.resetLong()     // the server drops long data after an execute
 	st.countStmt(StmtFilled)
 	if insertID > 0 {
-		err = s.RelayExecuteInsertID(st.rendered, uint64(insertID))
+		err = bs.RelayExecuteInsertID(st.rendered, uint64(insertID))
 	} else if _, ok := e.idSource.(advancer); ok && retry && len(p.plan.Filled) > 0 && !long && len(pkt) <= maxRetryText {
 		st.dup.armExecute(e, st, p, pkt, st.slotIDs)
 		err = s.RelayExecuteOr(st.rendered, &st.dup)
@@ -301,7 +325,7 @@ func (e *Engine) stmtClosed(s Session, stmtID uint32) {
 	if st, ok := s.Value().(*state); ok {
 		if p := st.stmts[stmtID]; p != nil && p.count != 0 {
 			st.orphans = append(st.orphans, p.count)
-			st.closeOrphans()
+			st.closeOrphans(context.Background()) // on a loop: closed later
 		}
 		st.forget(stmtID)
 	}

@@ -1,0 +1,65 @@
+package proxy
+
+import (
+	"context"
+	"io"
+
+	"github.com/leafproxy/leafproxy/internal/nonblock"
+)
+
+// BlockingSession is what a Session offers an Interceptor that may wait:
+// statements of its own on the backend connection and relays that wait
+// for the backend's answer before they return. Only Blocking hands it
+// out, and only where waiting is allowed (the session's own goroutine), so
+// an interceptor running on an event loop cannot reach a waiting call by
+// forgetting a check: it gets ErrWouldBlock from Blocking before it has
+// called anything.
+type BlockingSession interface {
+	// BackendQuery runs a statement of the interceptor's own
+	// (information_schema lookups) on the session's backend connection.
+	BackendQuery(ctx context.Context, sql string) ([][]*string, error)
+	// BackendExec runs a statement of its own that returns no rows.
+	BackendExec(ctx context.Context, sql string) (affected, insertID uint64, err error)
+	// BackendPrepare and BackendCloseStmt prepare and close statements of
+	// its own.
+	BackendPrepare(ctx context.Context, sql string) (PrepareResult, error)
+	BackendCloseStmt(id uint32) error
+	// RelayQueryRetry relays sql unless the backend's answer is an ERR
+	// that retry accepts, which is dropped instead (retried: the caller
+	// may send the statement again); RelayExecuteRetry, for an execute.
+	RelayQueryRetry(sql []byte, retry func(code uint16, msg string) bool) (retried bool, err error)
+	RelayExecuteRetry(pkt []byte, retry func(code uint16, msg string) bool) (retried bool, err error)
+	// RelayQueryWriter relays a text of n bytes that src writes in pieces
+	// into the backend connection.
+	RelayQueryWriter(n int, src io.WriterTo) error
+	// RelayQueryInsertID and RelayExecuteInsertID relay as RelayQuery and
+	// RelayExecute, with insertID in an OK that has rows affected and
+	// insert id 0.
+	RelayQueryInsertID(sql []byte, insertID uint64) error
+	RelayExecuteInsertID(pkt []byte, insertID uint64) error
+	// RelayQueryInfile is RelayQuery for a LOAD DATA LOCAL INFILE whose
+	// file goes through t on its way to the backend.
+	RelayQueryInfile(sql []byte, t InfileTransformer) error
+	// RelayPrepare and RelayPrepareHidden relay a prepare and report the
+	// backend's answer.
+	RelayPrepare(sql []byte) (PrepareResult, error)
+	RelayPrepareHidden(sql []byte, hidden []int, want int) (PrepareResult, error)
+	// ExecuteResult runs an execute without relaying its answer.
+	ExecuteResult(pkt []byte) (ExecResult, error)
+}
+
+var _ BlockingSession = (*Session)(nil)
+
+// Blocking returns the session's calls that may wait, or ErrWouldBlock
+// when the command runs on an event loop (the session's lane, or a ctx
+// marked MustNotBlock): the caller returns it before writing anything and
+// the command runs again on the session's goroutine.
+func (s *Session) Blocking(ctx context.Context) (BlockingSession, error) {
+	if nonblock.Requested(ctx) {
+		return nil, ErrWouldBlock
+	}
+	if err := s.exec.mayWait(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
