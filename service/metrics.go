@@ -99,7 +99,7 @@ func newCollector(seq *allocator.Sequences, srv *proxy.Server, configured map[st
 		blockedHosts: prometheus.NewDesc("leafproxy_login_blocked_hosts",
 			"Client hosts refused now after too many failed logins.", nil, nil),
 		handshakesDropped: prometheus.NewDesc("leafproxy_handshakes_dropped_total",
-			"Connections closed before logging in to make room in limits.max_handshakes (the host holding the most pending handshakes gives one up).", nil, nil),
+			"Connections closed before logging in to make room in limits.max_handshakes or limits.max_silent_handshakes (the host holding the most pending handshakes gives one up).", nil, nil),
 	}
 }
 
