@@ -84,15 +84,7 @@ func newDoorman(s *Server) (*doorman, error) {
 		return nil, err
 	}
 	d.sweep = min(max(s.cfg.Limits.HandshakeTimeout/10, 10*time.Millisecond), time.Second)
-	d.budget = s.cfg.Limits.MaxSilentHandshakes
-	var lim unix.Rlimit
-	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) == nil && lim.Cur < uint64(2*d.budget) {
-		// Each is an open file: leave the other half to sessions (two
-		// each), handshakes under way and the process.
-		d.budget = max(int(lim.Cur/2), 1)
-		s.log.Info("limits.max_silent_handshakes bounded by the open-file limit (ulimit -n)",
-			"configured", s.cfg.Limits.MaxSilentHandshakes, "used", d.budget, "open_files", lim.Cur)
-	}
+	d.budget, _ = s.silentBudget()
 	_ = d.file.SetReadDeadline(time.Now().Add(d.sweep))
 	go d.run()
 	return d, nil
@@ -207,6 +199,19 @@ func (s *Server) greetEarly(conn net.Conn) bool {
 		go s.handle(conn, w) // its reads will tell what happened
 	}
 	return true
+}
+
+// silentBudget is limits.max_silent_handshakes, at most half the
+// process's open-file limit (each silent connection is an open file: the
+// other half is left to sessions, two each, handshakes under way and the
+// process); bounded reports whether the limit cut it.
+func (s *Server) silentBudget() (budget int, bounded bool) {
+	budget = s.cfg.Limits.MaxSilentHandshakes
+	var lim unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) == nil && lim.Cur < uint64(2*budget) {
+		return max(int(lim.Cur/2), 1), true
+	}
+	return budget, false
 }
 
 // silentTimeout is how long a greeted connection may stay silent:

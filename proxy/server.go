@@ -238,7 +238,12 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	}
 	s.listeners = append(s.listeners, l)
 	s.mu.Unlock()
-	s.log.Info("proxy listening", "addr", l.Addr().String(), "backend", s.cfg.Backend.Addr, "auth", s.authMethod)
+	attrs := []any{"addr", l.Addr().String(), "backend", s.cfg.Backend.Addr, "auth", s.authMethod}
+	if n, bounded := s.silentBudget(); bounded {
+		// Said once, where an operator reads what the proxy runs with.
+		attrs = append(attrs, "max_silent_handshakes", n, "bounded_by", "half the open-file limit (ulimit -n)")
+	}
+	s.log.Info("proxy listening", attrs...)
 
 	go func() {
 		select {
