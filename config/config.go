@@ -286,6 +286,7 @@ const (
 	DefaultShutdownGrace        = 10 * time.Second
 	DefaultMaxConnections       = 4096
 	DefaultMaxHandshakes        = 1024
+	DefaultMaxSilentHandshakes  = 16384
 	DefaultHandshakeTimeout     = 5 * time.Second
 	DefaultCommandMemory        = 512 << 20
 	DefaultLoginFailures        = 10
@@ -332,6 +333,7 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&c.Log.Format, "text")
 	setDefault(&c.Limits.MaxConnections, DefaultMaxConnections)
 	setDefault(&c.Limits.MaxHandshakes, DefaultMaxHandshakes)
+	setDefault(&c.Limits.MaxSilentHandshakes, DefaultMaxSilentHandshakes)
 	setDefault(&c.Limits.HandshakeTimeout, Duration(DefaultHandshakeTimeout))
 	setDefault(&c.Limits.CommandMemory, DefaultCommandMemory)
 	setDefault(&c.Limits.LoginFailures, DefaultLoginFailures)

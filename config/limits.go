@@ -20,6 +20,11 @@ type Limits struct {
 	// pending handshake of the client host holding the most is dropped, so
 	// silent connections from one host cannot lock out the others.
 	MaxHandshakes int `yaml:"max_handshakes"`
+	// MaxSilentHandshakes bounds, apart from MaxHandshakes, connections
+	// greeted that have not sent a byte yet (Linux, users: mode; a socket
+	// each, no goroutine, no buffers), the same way; at most half the
+	// process's open-file limit.
+	MaxSilentHandshakes int `yaml:"max_silent_handshakes"`
 	// HandshakeTimeout is how long a client has to finish logging in.
 	HandshakeTimeout Duration `yaml:"handshake_timeout"`
 	// CommandMemory bounds the bytes all sessions together may hold for
@@ -123,6 +128,7 @@ func (c *Config) validateLimits(add func(key, format string, a ...any)) {
 	}{
 		{"limits.max_connections", int64(c.Limits.MaxConnections), "4096"},
 		{"limits.max_handshakes", int64(c.Limits.MaxHandshakes), "1024"},
+		{"limits.max_silent_handshakes", int64(c.Limits.MaxSilentHandshakes), "16384"},
 		{"limits.command_memory", int64(c.Limits.CommandMemory), "512MiB"},
 		{"limits.login_failures", int64(c.Limits.LoginFailures), "10"},
 	} {

@@ -246,7 +246,12 @@
 //     never take limits.max_connections slots. Memory they can hold: at most
 //     max_handshakes x (64 KiB packet + 2 KiB buffers + a goroutine), about
 //     70 MiB at the default (tested: 200 unauthenticated 16 MB claims, and
-//     200 held 64 KiB-1 claims, grow the heap by less than 64 MiB). 4,096
+//     200 held 64 KiB-1 claims, grow the heap by less than 64 MiB). On
+//     Linux with proxy accounts, connections greeted that have sent
+//     nothing yet have no goroutine and no buffers, and a budget of their
+//     own, limits.max_silent_handshakes (default 16,384, at most half the
+//     open-file limit; dropped the same way), and a deadline of
+//     handshake_timeout plus a random part of up to half of it. 4,096
 //     silent connections do not stop a real client from logging in and
 //     querying.
 //   - After login, commands up to 1 MiB use the session's own buffer; larger

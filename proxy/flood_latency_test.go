@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -72,24 +74,61 @@ func runFloodChild(spec string) {
 // (the kernel's accept queue), the wait for the greeting (the proxy's
 // accept loop and handshake start), and the whole go-sql-driver login.
 //
-// It measures the proxy as it is ("doorman": the accept loop greets and
-// a silent connection has no goroutine) and as it was ("goroutine": each
-// connection has its own from the accept), one after the other in the
-// same run (LEAF_FLOOD_VARIANTS, default "goroutine,doorman").
+// It measures the proxy as it is and as it was, one after the other in
+// the same run (LEAF_FLOOD_VARIANTS, default
+// "doorman-shared,doorman-nojitter,doorman"):
+//   - doorman: now; the accept loop greets, a silent connection has no
+//     goroutine, silent connections have their own budget
+//     (max_silent_handshakes) and deadlines spread over handshake_timeout
+//     plus up to half of it;
+//   - doorman-nojitter: the same, every deadline handshake_timeout;
+//   - doorman-shared: silent connections under a budget of
+//     max_handshakes, every deadline handshake_timeout (as before
+//     max_silent_handshakes);
+//   - goroutine: each connection has its own goroutine from the accept
+//     (as before the doorman).
+//
+// It also reports what the proxy process's resident set and Go heap grew
+// by per silent connection held, when the budget holds the whole flood.
 func TestFloodLoginLatency(t *testing.T) {
 	if os.Getenv("LEAF_FLOOD_LATENCY") == "" {
 		t.Skip("set LEAF_FLOOD_LATENCY=1: a measurement, 4,000 connections")
 	}
-	variants := "goroutine,doorman"
+	variants := "doorman-shared,doorman-nojitter,doorman"
 	if v := os.Getenv("LEAF_FLOOD_VARIANTS"); v != "" {
 		variants = v
 	}
 	for _, v := range strings.Split(variants, ",") {
-		t.Run(v, func(t *testing.T) { floodLoginLatency(t, v == "goroutine") })
+		t.Run(v, func(t *testing.T) { floodLoginLatency(t, v) })
 	}
 }
 
-func floodLoginLatency(t *testing.T, inGoroutine bool) {
+// residentBytes is this process's VmRSS (/proc/self/status); 0 if unknown.
+func residentBytes() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// heapInUse is the Go heap and stacks in use after a collection that also
+// returns what is free to the kernel (so residentBytes then counts what
+// is live).
+func heapInUse() int64 {
+	debug.FreeOSMemory()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapInuse + ms.StackInuse)
+}
+
+func floodLoginLatency(t *testing.T, variant string) {
 	silent, tries := 4000, 100
 	if lim := raiseNoFile(t); uint64(silent+500) > lim {
 		silent = int(lim - 500)
@@ -101,7 +140,18 @@ func floodLoginLatency(t *testing.T, inGoroutine bool) {
 		if n, err := strconv.Atoi(os.Getenv("LEAF_FLOOD_MAX_HANDSHAKES")); err == nil {
 			c.Limits.MaxHandshakes = n
 		}
-	}, func(s *Server) { s.greetInGoroutine = inGoroutine })
+		if n, err := strconv.Atoi(os.Getenv("LEAF_FLOOD_MAX_SILENT")); err == nil {
+			c.Limits.MaxSilentHandshakes = n
+		}
+		if variant == "doorman-shared" {
+			c.Limits.MaxSilentHandshakes = max(c.Limits.MaxHandshakes, DefaultMaxHandshakes)
+		}
+	}, func(s *Server) {
+		s.greetInGoroutine = variant == "goroutine"
+		s.silentSpreadOff = variant != "doorman"
+	})
+	heap0 := heapInUse()
+	rss0 := residentBytes()
 	child := exec.Command(os.Args[0], "-test.run=^$")
 	child.Env = append(os.Environ(), floodChildEnv+"="+e.addr+","+strconv.Itoa(silent))
 	in, err := child.StdinPipe()
@@ -125,12 +175,27 @@ func floodLoginLatency(t *testing.T, inGoroutine bool) {
 		return e.srv.LoginStats().Dropped >= uint64(silent) || accepted >= uint64(silent)
 	})
 	t.Logf("flood under way after %v", time.Since(tw).Round(time.Millisecond))
+	if held, ok := testwait.Until("the whole flood held", func() (int, bool) {
+		e.srv.mu.Lock()
+		defer e.srv.mu.Unlock()
+		return e.srv.silent.n, e.srv.silent.n >= silent
+	}, testwait.Within(5*time.Second)); ok == nil {
+		heap := heapInUse() - heap0
+		rss := residentBytes() - rss0
+		t.Logf("%d silent connections held: resident set +%.1f MiB (%d bytes each), Go heap and stacks +%.1f MiB (%d bytes each)",
+			held, float64(rss)/(1<<20), rss/int64(held), float64(heap)/(1<<20), heap/int64(held))
+	}
 	dropped0, t0 := e.srv.LoginStats().Dropped, time.Now()
 	var dial, greet, login, wake []time.Duration
 	var backlog []int
-	// At least tries logins, and for three handshake timeouts: a flood the
-	// budget holds whole is cut and re-opened at each.
-	for i := 0; i < tries || time.Since(t0) < 3*e.cfg.Limits.HandshakeTimeout; i++ {
+	// At least tries logins, and for three handshake timeouts (or
+	// LEAF_FLOOD_DURATION): a flood the budget holds whole is cut and
+	// re-opened at each.
+	span := 3 * e.cfg.Limits.HandshakeTimeout
+	if d, err := time.ParseDuration(os.Getenv("LEAF_FLOOD_DURATION")); err == nil {
+		span = d
+	}
+	for i := 0; i < tries || time.Since(t0) < span; i++ {
 		backlog = append(backlog, acceptQueue(e.addr))
 		// The scheduler: how long a new goroutine waits to run.
 		ch := make(chan time.Time)
@@ -174,8 +239,13 @@ func floodLoginLatency(t *testing.T, inGoroutine bool) {
 		return ds[len(ds)/2].Round(time.Millisecond).String() + " p50, " + ds[len(ds)*99/100].Round(time.Millisecond).String() + " p99, " + ds[len(ds)-1].Round(time.Millisecond).String() + " max"
 	}
 	slices.Sort(backlog)
-	t.Logf("max_handshakes %d, %d silent connections (another process), %.0f handshakes dropped/s over %v: accept queue %d p50, %d max; a new goroutine runs after %s; TCP connect %s; greeting after connect %s; whole login (go-sql-driver Ping, %d of %d) %s; %+v",
-		e.cfg.Limits.MaxHandshakes, silent, rate, time.Since(t0).Round(time.Millisecond), backlog[len(backlog)/2], backlog[len(backlog)-1], q(wake), q(dial), q(greet), len(login), len(wake), q(login), e.srv.LoginStats())
+	inUse := 0
+	e.srv.doormanOnce.Do(func() {}) // orders the read of door after its start
+	if e.srv.door != nil {
+		inUse = e.srv.door.budget
+	}
+	t.Logf("%s: max_handshakes %d, max_silent_handshakes %d (%d in use), %d silent connections (another process), %.0f handshakes dropped/s over %v: accept queue %d p50, %d max; a new goroutine runs after %s; TCP connect %s; greeting after connect %s; whole login (go-sql-driver Ping, %d of %d) %s; %+v",
+		variant, e.cfg.Limits.MaxHandshakes, e.cfg.Limits.MaxSilentHandshakes, inUse, silent, rate, time.Since(t0).Round(time.Millisecond), backlog[len(backlog)/2], backlog[len(backlog)-1], q(wake), q(dial), q(greet), len(login), len(wake), q(login), e.srv.LoginStats())
 }
 
 // acceptQueue is the length of the kernel's accept queue of the listener

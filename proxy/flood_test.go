@@ -13,8 +13,8 @@ import (
 )
 
 // TestHandshakeFloodShare: 127.0.0.1 keeps 1,000 silent connections open,
-// re-opening each as soon as the proxy drops it (max_handshakes half
-// that, so the proxy drops them all the time), while 127.0.0.2 logs in 20 times.
+// re-opening each as soon as the proxy drops it (max_handshakes and
+// max_silent_handshakes half that, so the proxy drops them all the time), while 127.0.0.2 logs in 20 times.
 // The host holding the most pending handshakes gives one up when the
 // budget is full, so the other host keeps its share: at least 90% of its
 // logins succeed (with the oldest-first rule alone, most of them failed).
@@ -28,6 +28,7 @@ func TestHandshakeFloodShare(t *testing.T) {
 	}
 	e := startProxy(t, shared.Addr, func(c *testConfig) {
 		c.Limits.MaxHandshakes = silent / 2
+		c.Limits.MaxSilentHandshakes = silent / 2
 		c.Limits.HandshakeTimeout = 5 * time.Second
 	})
 	stop := make(chan struct{})

@@ -71,11 +71,16 @@ type ServerTLS struct {
 
 // Limits protect the proxy; zero takes the default.
 type Limits struct {
-	MaxConnections   int           // logged-in sessions; 0: no limit
-	IdleTimeout      time.Duration // 0: never
-	MaxHandshakes    int           // 0: DefaultMaxHandshakes
-	HandshakeTimeout time.Duration // 0: DefaultHandshakeTimeout
-	CommandMemory    int64         // 0: DefaultCommandMemory
+	MaxConnections int           // logged-in sessions; 0: no limit
+	IdleTimeout    time.Duration // 0: never
+	MaxHandshakes  int           // 0: DefaultMaxHandshakes
+	// MaxSilentHandshakes bounds the connections greeted by the accept
+	// loop that have not sent a byte yet (Linux; a socket and a small
+	// record each, no goroutine): 0 DefaultMaxSilentHandshakes; at most
+	// half the process's open-file limit.
+	MaxSilentHandshakes int
+	HandshakeTimeout    time.Duration // 0: DefaultHandshakeTimeout
+	CommandMemory       int64         // 0: DefaultCommandMemory
 	// LoginFailures is the failed logins a client host may make in a
 	// burst before it is refused for a while (loginThrottle): 0
 	// DefaultLoginFailures, negative no throttle.
@@ -95,10 +100,11 @@ type Shutdown struct {
 
 // Defaults for zero Config fields (the configuration file's are the same values).
 const (
-	DefaultConnectTimeout   = 5 * time.Second
-	DefaultMaxHandshakes    = 1024
-	DefaultHandshakeTimeout = 5 * time.Second
-	DefaultCommandMemory    = 512 << 20
+	DefaultConnectTimeout      = 5 * time.Second
+	DefaultMaxHandshakes       = 1024
+	DefaultMaxSilentHandshakes = 16384
+	DefaultHandshakeTimeout    = 5 * time.Second
+	DefaultCommandMemory       = 512 << 20
 )
 
 // withDefaults fills zero limits.
@@ -108,6 +114,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Limits.MaxHandshakes <= 0 {
 		c.Limits.MaxHandshakes = DefaultMaxHandshakes
+	}
+	if c.Limits.MaxSilentHandshakes <= 0 {
+		c.Limits.MaxSilentHandshakes = DefaultMaxSilentHandshakes
 	}
 	if c.Limits.HandshakeTimeout <= 0 {
 		c.Limits.HandshakeTimeout = DefaultHandshakeTimeout

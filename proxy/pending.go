@@ -6,14 +6,15 @@ import (
 )
 
 // pendingHandshakes are connections that have not logged in yet, by client
-// host, oldest first. They have their own budget (limits.max_handshakes):
-// when it is full, the oldest handshake of the host holding the most is
-// closed, so a host flooding the proxy with silent connections ages out
-// its own, and the budget's share of every other host (one or two
-// handshakes each, done in a round trip) is kept.
-// A connection greeted by the accept loop and waiting for its first byte
-// (prelogin_linux.go) has no goroutine yet: closing it also forgets it
-// there, which ends it.
+// host, oldest first, under a budget: when it is full, the oldest
+// handshake of the host holding the most is closed, so a host flooding
+// the proxy with silent connections ages out its own, and the budget's
+// share of every other host (one or two handshakes each, done in a round
+// trip) is kept. The server has two: Server.pending, handshakes under way
+// on their own goroutine (limits.max_handshakes), and Server.silent,
+// connections the accept loop greeted that have not sent a byte yet
+// (prelogin_linux.go; limits.max_silent_handshakes). One of those has no
+// goroutine yet: closing it also forgets it there, which ends it.
 type pendingHandshakes struct {
 	n      int
 	byHost map[string][]pendingConn
@@ -67,12 +68,21 @@ func (p *pendingHandshakes) addLocked(pc pendingConn, host string, max int) (dro
 	return dropped
 }
 
-// drop forgets host's i-th pending connection (mu held).
+// drop forgets host's i-th pending connection (mu held). The oldest (i
+// 0, what a full budget drops) costs no copy: a flooding host may hold
+// thousands.
 func (p *pendingHandshakes) drop(host string, i int) {
 	cs := p.byHost[host]
-	copy(cs[i:], cs[i+1:])
-	cs[len(cs)-1] = pendingConn{}
-	if cs = cs[:len(cs)-1]; len(cs) == 0 {
+	if i < len(cs)/2 {
+		copy(cs[1:i+1], cs[:i])
+		cs[0] = pendingConn{}
+		cs = cs[1:]
+	} else {
+		copy(cs[i:], cs[i+1:])
+		cs[len(cs)-1] = pendingConn{}
+		cs = cs[:len(cs)-1]
+	}
+	if len(cs) == 0 {
 		delete(p.byHost, host)
 	} else {
 		p.byHost[host] = cs
@@ -83,12 +93,19 @@ func (p *pendingHandshakes) drop(host string, i int) {
 func (p *pendingHandshakes) remove(c net.Conn, host string, mu *sync.Mutex) {
 	mu.Lock()
 	defer mu.Unlock()
+	p.removeLocked(c, host)
+}
+
+// removeLocked is remove with mu held; false: c was not there (dropped
+// to make room).
+func (p *pendingHandshakes) removeLocked(c net.Conn, host string) bool {
 	for i, x := range p.byHost[host] {
 		if x.c == c {
 			p.drop(host, i)
-			return
+			return true
 		}
 	}
+	return false
 }
 
 // closeAll runs with the server's lock held.

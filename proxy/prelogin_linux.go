@@ -4,6 +4,7 @@ package proxy
 
 import (
 	"errors"
+	"math/rand/v2"
 	"net"
 	"os"
 	"sync"
@@ -19,10 +20,19 @@ import (
 // not sent a byte yet; the connection gets its own goroutine only when
 // its handshake response (or its hang-up) arrives. A silent connection
 // then costs an accept, a write and an epoll registration, and closing it
-// to make room in limits.max_handshakes wakes nobody: a flood of silent
-// connections from one host no longer fills the scheduler's run queue
-// with thousands of goroutines that every other client's network
-// wake-up waits behind (issue 29 item 3; BENCHMARKS.md).
+// to make room wakes nobody: a flood of silent connections from one host
+// no longer fills the scheduler's run queue with thousands of goroutines
+// that every other client's network wake-up waits behind (issue 29 item
+// 3; BENCHMARKS.md).
+//
+// Being cheap, silent connections have their own budget,
+// limits.max_silent_handshakes (16,384; at most half the open-file
+// limit), larger than limits.max_handshakes, which bounds handshakes
+// under way: a flood of thousands of silent connections is held whole
+// instead of churning through the kernel's accept queue, where every
+// other client's connect would wait behind it. And each one's deadline
+// is handshake_timeout plus a random part of up to half of it, so a flood
+// opened at once is not cut, and does not come back, in one wave.
 
 // waiting is a greeted connection the doorman holds.
 type waiting struct {
@@ -43,6 +53,7 @@ type doorman struct {
 	events   []unix.EpollEvent
 	ready    int
 	sweep    time.Duration
+	budget   int // limits.max_silent_handshakes, bounded by the open-file limit
 	stopping atomic.Bool
 
 	mu    sync.Mutex
@@ -73,6 +84,7 @@ func newDoorman(s *Server) (*doorman, error) {
 		return nil, err
 	}
 	d.sweep = min(max(s.cfg.Limits.HandshakeTimeout/10, 10*time.Millisecond), time.Second)
+	d.budget, _ = s.silentBudget()
 	_ = d.file.SetReadDeadline(time.Now().Add(d.sweep))
 	go d.run()
 	return d, nil
@@ -131,8 +143,11 @@ func (s *Server) greetEarly(conn net.Conn) bool {
 	}
 	s.accepted.Add(1)
 	id := s.newSessionID()
-	w := &waiting{d: d, conn: conn, id: id, host: host, g: s.greetingFor(id, hello),
-		deadline: now.Add(s.cfg.Limits.HandshakeTimeout)}
+	timeout := s.cfg.Limits.HandshakeTimeout
+	if !s.silentSpreadOff {
+		timeout = silentTimeout(timeout)
+	}
+	w := &waiting{d: d, conn: conn, id: id, host: host, g: s.greetingFor(id, hello), deadline: now.Add(timeout)}
 	body := appendGreeting(nil, w.g)
 	pkt := append([]byte{byte(len(body)), byte(len(body) >> 8), byte(len(body) >> 16), 0}, body...)
 	// One non-blocking write: a new socket's send buffer takes a greeting.
@@ -170,7 +185,7 @@ func (s *Server) greetEarly(conn net.Conn) bool {
 	}
 	d.byTok[w.tok] = w
 	d.mu.Unlock()
-	dropped := s.pending.addLocked(pendingConn{c: conn, w: w}, host, s.cfg.Limits.MaxHandshakes)
+	dropped := s.silent.addLocked(pendingConn{c: conn, w: w}, host, d.budget)
 	s.mu.Unlock()
 	if dropped {
 		s.handshakesDropped.Add(1)
@@ -184,6 +199,30 @@ func (s *Server) greetEarly(conn net.Conn) bool {
 		go s.handle(conn, w) // its reads will tell what happened
 	}
 	return true
+}
+
+// silentBudget is limits.max_silent_handshakes, at most half the
+// process's open-file limit (each silent connection is an open file: the
+// other half is left to sessions, two each, handshakes under way and the
+// process); bounded reports whether the limit cut it.
+func (s *Server) silentBudget() (budget int, bounded bool) {
+	budget = s.cfg.Limits.MaxSilentHandshakes
+	var lim unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) == nil && lim.Cur < uint64(2*budget) {
+		return max(int(lim.Cur/2), 1), true
+	}
+	return budget, false
+}
+
+// silentTimeout is how long a greeted connection may stay silent:
+// handshake_timeout plus a random part of up to half of it, so
+// connections opened together (a flood) are not all cut, and do not all
+// reconnect, at once.
+func silentTimeout(t time.Duration) time.Duration {
+	if j := t / 2; j > 0 {
+		return t + rand.N(j)
+	}
+	return t
 }
 
 // closeEarly closes a connection the accept loop counted as handled.
@@ -278,7 +317,7 @@ func (d *doorman) expire(now time.Time) {
 	}
 	d.mu.Unlock()
 	for _, w := range late {
-		d.s.pending.remove(w.conn, w.host, &d.s.mu)
+		d.s.silent.remove(w.conn, w.host, &d.s.mu)
 		d.s.closeEarly(w.conn)
 	}
 }

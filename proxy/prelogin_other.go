@@ -23,3 +23,5 @@ func (*waiting) end() bool { return false }
 func (s *Server) greetEarly(net.Conn) bool { return false }
 
 func (s *Server) stopDoorman() {}
+
+func (s *Server) silentBudget() (int, bool) { return s.cfg.Limits.MaxSilentHandshakes, false }

@@ -65,6 +65,7 @@ type Server struct {
 	doormanOnce      sync.Once
 	door             *doorman // greeted connections waiting for their first byte (prelogin_linux.go)
 	greetInGoroutine bool     // tests: greet every client from its own goroutine, as before the doorman
+	silentSpreadOff  bool     // tests: every silent connection's deadline is handshake_timeout, as before the spread
 
 	nextID   atomic.Uint32 // proxy session ids handed out in greetings
 	accepted atomic.Uint64
@@ -78,8 +79,9 @@ type Server struct {
 	mu        sync.Mutex
 	listeners []net.Listener
 	sessions  map[uint32]*Session // by proxy session id
-	pending   pendingHandshakes
-	done      chan struct{} // closed when Shutdown has finished
+	pending   pendingHandshakes   // handshakes under way (limits.max_handshakes)
+	silent    pendingHandshakes   // greeted, nothing received yet (prelogin_linux.go; limits.max_silent_handshakes)
+	done      chan struct{}       // closed when Shutdown has finished
 	doneOnce  sync.Once
 }
 
@@ -236,7 +238,12 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	}
 	s.listeners = append(s.listeners, l)
 	s.mu.Unlock()
-	s.log.Info("proxy listening", "addr", l.Addr().String(), "backend", s.cfg.Backend.Addr, "auth", s.authMethod)
+	attrs := []any{"addr", l.Addr().String(), "backend", s.cfg.Backend.Addr, "auth", s.authMethod}
+	if n, bounded := s.silentBudget(); bounded {
+		// Said once, where an operator reads what the proxy runs with.
+		attrs = append(attrs, "max_silent_handshakes", n, "bounded_by", "half the open-file limit (ulimit -n)")
+	}
+	s.log.Info("proxy listening", attrs...)
 
 	go func() {
 		select {
@@ -290,6 +297,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		sess.pokeIfIdle()
 	}
 	s.pending.closeAll()
+	s.silent.closeAll()
 	s.mu.Unlock()
 	s.loopsOnce.Do(func() {}) // no loops start from here on
 	s.drainLoops()
@@ -360,6 +368,14 @@ func (s *Server) handle(raw net.Conn, w *waiting) {
 	if w != nil {
 		c.seq = 1 // after the greeting
 		_ = raw.SetDeadline(w.deadline)
+		// Its first bytes are here: from the silent connections' budget to
+		// that of handshakes under way (a goroutine, buffers).
+		s.mu.Lock()
+		dropped := s.silent.removeLocked(raw, host) && s.pending.addLocked(pendingConn{c: raw}, host, s.cfg.Limits.MaxHandshakes)
+		s.mu.Unlock()
+		if dropped {
+			s.handshakesDropped.Add(1)
+		}
 	} else {
 		if wait, blocked := s.throttle.blocked(host, time.Now()); blocked {
 			// Refused before the greeting, as MariaDB refuses a blocked host:

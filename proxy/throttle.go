@@ -222,12 +222,17 @@ type LoginStats struct {
 	Blocks       uint64 // times a host was blocked
 	BlockedHosts int    // hosts blocked now
 	Hosts        int    // hosts in the throttle's table (at most 16384)
-	Dropped      uint64 // pending handshakes closed to make room for others (limits.max_handshakes)
+	Dropped      uint64 // pending handshakes closed to make room for others (limits.max_handshakes, max_silent_handshakes)
+	Handshakes   int    // handshakes under way now (limits.max_handshakes)
+	Silent       int    // connections greeted that have sent nothing yet (limits.max_silent_handshakes)
 }
 
 // LoginStats reports the login throttle's counters (for metrics).
 func (s *Server) LoginStats() LoginStats {
 	st := LoginStats{Failures: s.loginFailures.Load(), Dropped: s.handshakesDropped.Load()}
+	s.mu.Lock()
+	st.Handshakes, st.Silent = s.pending.n, s.silent.n
+	s.mu.Unlock()
 	if t := s.throttle; t != nil {
 		st.Refused, st.Blocks = t.refused.Load(), t.blocks.Load()
 		st.BlockedHosts, st.Hosts = t.blockedHosts(time.Now()), t.hostsTracked()

@@ -25,6 +25,7 @@ func TestConfigDefaultsAreTheDomainDefaults(t *testing.T) {
 	}{
 		{"backend.connect_timeout", c.Backend.ConnectTimeout.D(), time.Duration(proxy.DefaultConnectTimeout)},
 		{"limits.max_handshakes", c.Limits.MaxHandshakes, proxy.DefaultMaxHandshakes},
+		{"limits.max_silent_handshakes", c.Limits.MaxSilentHandshakes, proxy.DefaultMaxSilentHandshakes},
 		{"limits.handshake_timeout", c.Limits.HandshakeTimeout.D(), time.Duration(proxy.DefaultHandshakeTimeout)},
 		{"limits.command_memory", int64(c.Limits.CommandMemory), int64(proxy.DefaultCommandMemory)},
 		{"limits.login_failures", c.Limits.LoginFailures, proxy.DefaultLoginFailures},

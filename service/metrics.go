@@ -37,6 +37,7 @@ type collector struct {
 	sessions, accepted                                                 *prometheus.Desc
 	loops, loopSessions, loopMoves, loopHandoffs                       *prometheus.Desc
 	loginFailures, loginThrottled, blockedHosts, handshakesDropped     *prometheus.Desc
+	handshakesPending                                                  *prometheus.Desc
 }
 
 func newCollector(seq *allocator.Sequences, srv *proxy.Server, configured map[string]bool, rw *runway.Monitor) *collector {
@@ -99,7 +100,9 @@ func newCollector(seq *allocator.Sequences, srv *proxy.Server, configured map[st
 		blockedHosts: prometheus.NewDesc("leafproxy_login_blocked_hosts",
 			"Client hosts refused now after too many failed logins.", nil, nil),
 		handshakesDropped: prometheus.NewDesc("leafproxy_handshakes_dropped_total",
-			"Connections closed before logging in to make room in limits.max_handshakes (the host holding the most pending handshakes gives one up).", nil, nil),
+			"Connections closed before logging in to make room in limits.max_handshakes or limits.max_silent_handshakes (the host holding the most pending handshakes gives one up).", nil, nil),
+		handshakesPending: prometheus.NewDesc("leafproxy_handshakes_pending",
+			"Connections not logged in yet: state=\"under_way\" (limits.max_handshakes), state=\"silent\" greeted and nothing received yet (limits.max_silent_handshakes).", []string{"state"}, nil),
 	}
 }
 
@@ -107,7 +110,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.remaining, c.nextReady, c.step, c.fetches, c.fetchErrors, c.refused, c.repairs,
 		c.worker, c.fenced, c.lost, c.layoutWorker, c.layoutFenced, c.idsLeft, c.exhaustedAt, c.idsPerSecond, c.rangeLeft, c.atEnd,
 		c.sessions, c.accepted, c.loops, c.loopSessions, c.loopMoves, c.loopHandoffs,
-		c.loginFailures, c.loginThrottled, c.blockedHosts, c.handshakesDropped} {
+		c.loginFailures, c.loginThrottled, c.blockedHosts, c.handshakesDropped, c.handshakesPending} {
 		ch <- d
 	}
 }
@@ -197,6 +200,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.loginThrottled, float64(lg.Refused))
 	gauge(c.blockedHosts, float64(lg.BlockedHosts))
 	counter(c.handshakesDropped, float64(lg.Dropped))
+	gauge(c.handshakesPending, float64(lg.Handshakes), "under_way")
+	gauge(c.handshakesPending, float64(lg.Silent), "silent")
 }
 
 func b2f(b bool) float64 {

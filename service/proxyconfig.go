@@ -18,8 +18,9 @@ func ProxyConfig(c *config.Config) proxy.Config {
 		TLS:    proxy.ServerTLS{Cert: c.TLS.Cert, Key: c.TLS.Key, Required: c.TLS.Required},
 		Limits: proxy.Limits{MaxConnections: c.Limits.MaxConnections, IdleTimeout: c.Limits.IdleTimeout.D(),
 			MaxHandshakes: c.Limits.MaxHandshakes, HandshakeTimeout: c.Limits.HandshakeTimeout.D(),
-			CommandMemory: int64(c.Limits.CommandMemory), LoginFailures: c.Limits.LoginFailures,
-			LoginFailureInterval: c.Limits.LoginFailureInterval.D(), LoginBlockMax: c.Limits.LoginBlockMax.D()},
+			MaxSilentHandshakes: c.Limits.MaxSilentHandshakes, CommandMemory: int64(c.Limits.CommandMemory),
+			LoginFailures: c.Limits.LoginFailures, LoginFailureInterval: c.Limits.LoginFailureInterval.D(),
+			LoginBlockMax: c.Limits.LoginBlockMax.D()},
 		Shutdown:   proxy.Shutdown{Grace: c.Shutdown.Grace.D()},
 		EventLoops: c.EventLoops,
 	}

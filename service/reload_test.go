@@ -71,4 +71,6 @@ func TestLoginMetrics(t *testing.T) {
 	want(t, m, "leafproxy_login_throttled_total", 2)
 	want(t, m, "leafproxy_login_blocked_hosts", 1)
 	want(t, m, "leafproxy_handshakes_dropped_total", 0)
+	want(t, m, `leafproxy_handshakes_pending{state="under_way"}`, 0)
+	want(t, m, `leafproxy_handshakes_pending{state="silent"}`, 0)
 }
