@@ -417,3 +417,37 @@ func TestTwinIgnoredRowInsertID(t *testing.T) {
 		q("COMMIT"),
 	)
 }
+
+// Item 8: LAST_INSERT_ID() after a failed multi-row statement whose first
+// generated key is not in its last row: kept when the row with it failed,
+// its key when that row was written before a later one failed (MariaDB
+// 10.11); text and prepared.
+func TestTwinFailedMultiRowLastInsertID(t *testing.T) {
+	direct, proxied := twinEnv(t, "BIGINT")
+	ctx := context.Background()
+	for _, s := range []*twinSide{direct, proxied} {
+		if _, err := s.conn.ExecContext(ctx, "ALTER TABLE "+s.table+" ADD UNIQUE KEY ub (b)"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runTwins(t, direct, proxied,
+		q("INSERT INTO {T} (b) VALUES ('ok1')"),
+		q("INSERT INTO {T} (id, b) VALUES (NULL, 'ok1'), (NULL, 'x43')"),
+		q("INSERT INTO {T} (b) VALUES ('ok1'), ('x43'), ('x44')"),
+		q("INSERT INTO {T} (b) VALUES ('x45'), ('ok1'), ('x46')"),
+		q("INSERT INTO {T} (b) VALUES ('x47'), ('x48'), ('ok1')"),
+		q("INSERT INTO {T} SET b = 'ok2'"),
+		q("REPLACE INTO {T} (b) VALUES ('ok2'), (REPEAT('y', 30))"),
+		prep("INSERT INTO {T} (b) VALUES (?), (?)", func(int64) []any { return []any{"ok1", "x54"} }),
+		prep("INSERT INTO {T} (b) VALUES (?), (?), (?)", func(int64) []any { return []any{"x55", "ok1", "x56"} }),
+		prep("INSERT INTO {T} (id, b) VALUES (?, ?), (?, ?)", func(int64) []any { return []any{nil, "ok1", nil, "x57"} }),
+		q("BEGIN"),
+		q("INSERT INTO {T} (b) VALUES ('in-tx')"),
+		q("INSERT INTO {T} (b) VALUES ('ok1'), ('x58')"),
+		q("INSERT INTO {T} (b) VALUES ('x59'), ('ok1')"),
+		q("COMMIT"),
+		// (last: AUTO_INCREMENT numbers the rows after it differently)
+		q("INSERT INTO {T} (id, b) VALUES ({F+900}, 'x49'), (NULL, 'ok1'), (NULL, 'x50')"),
+		q("SELECT 1"),
+	)
+}

@@ -63,9 +63,12 @@ type builder struct {
 	// wrapLast: the last statement's wrapped key is in its last row
 	// (Plan.WrapLast).
 	wrapLast bool
-	marks    []explicitMark
-	fillTags []string
-	scanned  int
+	// wrapMarked: the row after it opens its key with markOpen
+	// (Plan.WrapMarked).
+	wrapMarked bool
+	marks      []explicitMark
+	fillTags   []string
+	scanned    int
 	// clientParams: a prepared Numbered plan's ? markers.
 	clientParams int
 	// idents: the sequence names written as identifiers (noteCall);

@@ -1,6 +1,9 @@
 package rewriter
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // WrapLast says whether the first generated key (the one in
 // LAST_INSERT_ID(...)) is in the statement's last row: only then does a
@@ -46,5 +49,48 @@ func TestWrapLast(t *testing.T) {
 	}
 	if got := RestoreLastInsertID(1001); got != "DO LAST_INSERT_ID(IF(LAST_INSERT_ID() = 1001, @__leaf_l, LAST_INSERT_ID()))" {
 		t.Fatalf("RestoreLastInsertID: %s", got)
+	}
+}
+
+// WrapMarked: when the wrapped key is not in the last row, the row after
+// it opens its generated key with the marker (a client's ? in an IF), so
+// that after an ERR the engine tells whether the wrapped key's row was
+// written; an explicit key in that row has no marker.
+func TestWrapMarked(t *testing.T) {
+	for _, tc := range []struct {
+		sql  string
+		want bool
+	}{
+		{"INSERT INTO orders (name) VALUES ('a')", false},
+		{"INSERT INTO orders (name) VALUES ('a'), ('b')", true},
+		{"INSERT INTO orders (name) VALUES ('a'), ('b'), ('c')", true},
+		{"INSERT INTO orders (id, name) VALUES (NULL, 'a'), (5, 'b')", false},
+		{"INSERT INTO orders (id, name) VALUES (NULL, 'a'), (5, 'b'), (NULL, 'c')", false},
+		{"INSERT INTO orders (id, name) VALUES (5, 'a'), (NULL, 'b'), (NULL, 'c')", true},
+		{"INSERT INTO orders (id, name) VALUES (NULL, CONCAT('(', ')')), (NULL, (SELECT 1))", true},
+		{"INSERT INTO orders () VALUES (), ()", true},
+		{"INSERT INTO orders (id, name) VALUES (NEXTVAL('order'), 'a'), (NULL, 'b')", true},
+	} {
+		for _, prepared := range []bool{false, true} {
+			var p Plan
+			var err error
+			if prepared {
+				p, err = PlanPrepare(tc.sql, testEnv(t, Mode{}))
+			} else {
+				p, err = PlanQuery(tc.sql, testEnv(t, Mode{}))
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", tc.sql, err)
+			}
+			if p.Kind != Rewrite || p.WrapMarked != tc.want {
+				t.Errorf("%s (prepared %v): %v plan, WrapMarked %v, want %v", tc.sql, prepared, p.Kind, p.WrapMarked, tc.want)
+			}
+			if n := strings.Count(string(p.Render(nil, tc.sql, make([]int64, len(p.Slots)))), "@__leaf_m"); (n == 1) != tc.want || n > 1 {
+				t.Errorf("%s (prepared %v): %d markers", tc.sql, prepared, n)
+			}
+		}
+	}
+	if got := RestoreLastInsertIDAfterError(1001); got != "DO LAST_INSERT_ID(IF(LAST_INSERT_ID() = 1001 AND NOT @__leaf_m <=> 1001, @__leaf_l, LAST_INSERT_ID()))" {
+		t.Fatalf("RestoreLastInsertIDAfterError: %s", got)
 	}
 }

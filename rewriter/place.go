@@ -214,10 +214,60 @@ func (s *stmtPlan) wrapFirstKey() {
 			best = i
 		}
 	}
-	s.builder.wrapLast = false
+	s.builder.wrapLast, s.builder.wrapMarked = false, false
 	if best >= 0 {
 		edits[best].wrap = true
 		s.builder.wrapLast = s.first+best >= s.lastRow
+		if !s.builder.wrapLast {
+			s.markNextRow(edits, best)
+		}
+	}
+}
+
+// markNextRow opens the generated key of the row after the wrapped key's
+// (edits[w]) with markOpen (a client's ?: in markIf), when that row's key
+// is generated, so that after an ERR the engine can tell whether the row
+// with the wrapped key was written: the server reads a row's values only
+// after it wrote the row before (Plan.WrapMarked).
+func (s *stmtPlan) markNextRow(edits []edit, w int) {
+	next := -1
+	for i := range edits {
+		if i != w && edits[i].key && edits[i].slot >= 0 && edits[i].start >= edits[w].end &&
+			(next < 0 || edits[i].start < edits[next].start) {
+			next = i
+		}
+	}
+	if next < 0 || !s.builder.oneRowApart(edits[w].end, edits[next].start) {
+		return
+	}
+	b, e := s.builder, &edits[next]
+	if e.param {
+		// COALESCE(?,?) keeps its type (a string bound converts as
+		// it would directly): the assignment in an IF around it.
+		e.pre, e.post = b.text(b.texts[e.pre]+markIf), b.text(")"+b.texts[e.post])
+	} else {
+		e.pre = b.text(b.texts[e.pre] + markOpen)
+	}
+	b.wrapMarked = true
+}
+
+// oneRowApart: text [from, to) of a VALUES list ends one row and opens
+// the next, once: one ')' closing the row from's value is in.
+func (b *builder) oneRowApart(from, to int) bool {
+	l := lexer{sql: b.sql[:to], pos: from, mode: b.env.Mode}
+	depth, ends := 0, 0
+	for {
+		t := l.next()
+		switch {
+		case t.kind == tEOF:
+			return ends == 1 && depth == 0
+		case l.isPunct(t, '('):
+			depth++
+		case l.isPunct(t, ')'):
+			if depth--; depth < 0 {
+				ends++
+			}
+		}
 	}
 }
 

@@ -154,6 +154,14 @@ type Plan struct {
 	// ran, the row was not written, and the session's LAST_INSERT_ID() is
 	// to be restored (RestoreLastInsertID), as AUTO_INCREMENT leaves it.
 	WrapLast bool
+	// WrapMarked (Rewrite, one statement, not WrapLast): the row after
+	// the wrapped key's row has a generated key, opened with a marker that
+	// sets @__leaf_m to LAST_INSERT_ID() as that row is read, which the
+	// server does only after it wrote the row before: after an ERR,
+	// RestoreLastInsertIDAfterError tells whether the wrapped key's row
+	// was written (MariaDB then reports its key) or not (MariaDB leaves
+	// LAST_INSERT_ID() as it was).
+	WrapMarked bool
 	// Idents (Rewrite and Numbered plans): the sequences the text's calls
 	// name with identifiers, which may be MariaDB native SEQUENCEs rather
 	// than proxy tags; StringCalls: some call names its tag with a string
@@ -369,7 +377,7 @@ func (b *builder) plan(slots []Slot, tags []TagCount) Plan {
 		slices.SortStableFunc(b.edits, func(x, y edit) int { return x.start - y.start })
 	}
 	p := Plan{Kind: Rewrite, edits: b.edits, texts: b.texts, prepared: b.prepared, Slots: slices.Grow(slots, len(b.edits)), Tags: tags, Filled: orNil(b.filled), Explicit: orNil(b.explicit), Statements: b.nstmts,
-		Idents: orNil(b.idents), StringCalls: b.strCalls, WrapLast: b.wrapLast}
+		Idents: orNil(b.idents), StringCalls: b.strCalls, WrapLast: b.wrapLast, WrapMarked: b.wrapMarked}
 	b.numberEdits(&p)
 	p.texts = b.texts // gluing may have added some
 	if b.prepared {
