@@ -247,8 +247,10 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 		if err := e.checkKeys(ctx, s, &st.lastColumns, plan.Filled); err != nil {
 			return false, err
 		}
-		if plan.Large() && proxy.MustNotBlock(ctx) {
-			return false, proxy.ErrWouldBlock // written in pieces: on the session's goroutine, nothing drawn yet
+		if (plan.Large() || plan.StmtKeys != nil) && proxy.MustNotBlock(ctx) {
+			// written in pieces, or with insert ids in the OKs: on the
+			// session's goroutine, nothing drawn yet
+			return false, proxy.ErrWouldBlock
 		}
 		if err := st.drawPlan(ctx, e, &plan, nil); err != nil {
 			if w := ignoreWarning(text, plan.Statements, err); w != "" {
@@ -272,7 +274,11 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 				return true, err
 			}
 		}
-		err = s.RelayQueryPacket(st.rendered)
+		if plan.StmtKeys != nil {
+			err = s.RelayQueryInsertIDs(st.rendered, reportedIDs(plan.StmtKeys))
+		} else {
+			err = s.RelayQueryPacket(st.rendered)
+		}
 		st.trim()
 		return true, err
 	case rewriter.PassThrough:
@@ -280,6 +286,10 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 			// Every row gives its key: the OK packet reports the last, as
 			// for an AUTO_INCREMENT column (on the session's goroutine).
 			return true, s.RelayQueryInsertID(sql, uint64(plan.LastKey))
+		}
+		if plan.StmtKeys != nil {
+			// The same for each such statement of a multi-statement text.
+			return true, s.RelayQueryInsertIDs(append([]byte{mysql.COM_QUERY}, sql...), reportedIDs(plan.StmtKeys))
 		}
 	}
 	return false, nil
@@ -512,3 +522,12 @@ func (e *notSupportedError) Error() string { return e.msg }
 func (e *notSupportedError) Code() uint16 { return 1235 }
 
 func (e *notSupportedError) SQLState() string { return "42000" }
+
+// reportedIDs is Plan.StmtKeys as RelayQueryInsertIDs takes them.
+func reportedIDs(keys []int64) []uint64 {
+	out := make([]uint64, len(keys))
+	for i, k := range keys {
+		out[i] = uint64(max(k, 0))
+	}
+	return out
+}

@@ -66,6 +66,7 @@ func (f *fakeSession) BackendExec(_ context.Context, sql string) (uint64, uint64
 func (f *fakeSession) RelayExecute([]byte) error                        { return nil }
 func (f *fakeSession) RelayExecuteOr(pkt []byte, _ proxy.Retrier) error { return f.RelayExecute(pkt) }
 func (f *fakeSession) RelayQueryInsertID(sql []byte, _ uint64) error    { return f.RelayQuery(sql) }
+func (f *fakeSession) RelayQueryInsertIDs(pkt []byte, _ []uint64) error { return f.RelayQuery(pkt[1:]) }
 func (f *fakeSession) RelayExecuteInsertID(pkt []byte, _ uint64) error  { return f.RelayExecute(pkt) }
 func (f *fakeSession) BackendPrepare(context.Context, string) (proxy.PrepareResult, error) {
 	return proxy.PrepareResult{}, nil

@@ -451,3 +451,17 @@ func TestTwinFailedMultiRowLastInsertID(t *testing.T) {
 		q("SELECT 1"),
 	)
 }
+
+// Item 8: a prepared INSERT whose rows give their keys, some as literals
+// and some bound, reports the last row's key as its insert id (literal or
+// bound), as MariaDB does for an AUTO_INCREMENT column.
+func TestTwinMixedExplicitKeysInsertID(t *testing.T) {
+	direct, proxied := twinEnv(t, "BIGINT")
+	runTwins(t, direct, proxied,
+		prep("INSERT INTO {T} (id, b) VALUES (?, 'm1'), ({F+40}, 'm2')", func(f int64) []any { return []any{f + 39} }),
+		prep("INSERT INTO {T} (id, b) VALUES ({F+42}, 'm3'), (?, 'm4')", func(f int64) []any { return []any{f + 43} }),
+		prep("INSERT INTO {T} (id, b) VALUES ({F+50}, 'm5'), (?, 'm6'), ({F+45}, 'm7')", func(f int64) []any { return []any{f + 52} }),
+		prep("INSERT INTO {T} (id, b) VALUES (?, 'm8'), ({F+60}, 'm9'), (?, 'm10')", func(f int64) []any { return []any{f + 61, f + 55} }),
+		prep("INSERT INTO {T} (id, b) VALUES ({F+70}, 'm11'), (?, 'm12')", func(f int64) []any { return []any{nil} }),
+	)
+}

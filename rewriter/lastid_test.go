@@ -1,6 +1,7 @@
 package rewriter
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -92,5 +93,29 @@ func TestWrapMarked(t *testing.T) {
 	}
 	if got := RestoreLastInsertIDAfterError(1001); got != "DO LAST_INSERT_ID(IF(LAST_INSERT_ID() = 1001 AND NOT @__leaf_m <=> 1001, @__leaf_l, LAST_INSERT_ID()))" {
 		t.Fatalf("RestoreLastInsertIDAfterError: %s", got)
+	}
+}
+
+// StmtKeys: per statement of a multi-statement text, the last key of an
+// INSERT whose rows all give their keys, the insert id of its OK.
+func TestStmtKeys(t *testing.T) {
+	for _, tc := range []struct {
+		sql  string
+		want []int64
+	}{
+		{"INSERT INTO orders (id, name) VALUES (100, 'a'); INSERT INTO orders (id, name) VALUES (101, 'b')", []int64{100, 101}},
+		{"SELECT 1; INSERT INTO orders (id, name) VALUES (7, 'a'), (9, 'b'); INSERT INTO orders (name) VALUES ('c')", []int64{0, 9, 0}},
+		{"INSERT INTO orders (id, name) VALUES (7, 'a'); CALL p()", nil},
+		{"INSERT INTO orders (id, name) VALUES (7, 'a')", nil},
+		{"INSERT INTO orders (id, name) VALUES (-7, 'a'); SELECT 1", nil},
+		{"SELECT 1; SELECT 2", nil},
+	} {
+		p, err := PlanQuery(tc.sql, testEnv(t, Mode{}))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.sql, err)
+		}
+		if !slices.Equal(p.StmtKeys, tc.want) {
+			t.Errorf("%s: StmtKeys %v, want %v", tc.sql, p.StmtKeys, tc.want)
+		}
 	}
 }
