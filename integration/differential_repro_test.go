@@ -96,8 +96,10 @@ var diffRepros = []diffRepro{
 		rGenA, rt("INSERT INTO {T} (u, v) VALUES ('a', 2), ('x', 3)", "multi-row", "absent", "gen"),
 		rt("INSERT INTO {T} (u, v) VALUES ('y', 2), ('a', 3), ('z', 4)", "multi-row", "absent", "gen"),
 		rp("INSERT INTO {T} (id, u, v) VALUES (?, ?, 2), (?, ?, 3)", []any{nil, "a", nil, "w"}, "multi-row", "gen")}},
-	{class: "LAST_INSERT_ID() after a failed multi-row statement mixing given and generated keys, a multi-statement text or INSERT ... SELECT", steps: []diffStep{
+	{steps: []diffStep{ // parity: an explicit key in the next row marks it too
 		rGenA, rt("INSERT INTO {T} (id, u, v) VALUES (NULL, 'a', 2), (900, 'x', 3)", "multi-row", "gen", "mixed", "literal-key", "has-explicit")}},
+	{class: "LAST_INSERT_ID() after a failed multi-row statement keeping a key 0 or below or a bound one, a multi-statement text or INSERT ... SELECT", steps: []diffStep{
+		rGenA, rt("INSERT INTO {T} (id, u, v) VALUES (NULL, 'a', 2), (-900, 'x', 3)", "multi-row", "gen", "mixed", "literal-key", "negative", "has-explicit")}},
 	{steps: []diffStep{ // parity: nothing written, insert id 0, LAST_INSERT_ID() as it was
 		rGenA, rt("INSERT IGNORE INTO {T} (u, v) VALUES ('a', 2)", "ignore", "absent", "gen"),
 		rp("INSERT IGNORE INTO {T} (id, u, v) VALUES (?, ?, 2), (NULL, 'a', 3)", []any{nil, "a"}, "ignore", "multi-row", "gen"),

@@ -448,6 +448,8 @@ func TestTwinFailedMultiRowLastInsertID(t *testing.T) {
 		q("COMMIT"),
 		// (last: AUTO_INCREMENT numbers the rows after it differently)
 		q("INSERT INTO {T} (id, b) VALUES ({F+900}, 'x49'), (NULL, 'ok1'), (NULL, 'x50')"),
+		q("INSERT INTO {T} (id, b) VALUES (NULL, 'ok1'), ({F+902}, 'x53')"),
+		q("INSERT INTO {T} (id, b) VALUES (NULL, 'ok1'), ('{F+903}', 'x53'), (NULL, 'x54')"),
 		q("SELECT 1"),
 	)
 }

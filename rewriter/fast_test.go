@@ -297,7 +297,7 @@ func TestFastPathOutput(t *testing.T) {
 		{"INSERT INTO orders () VALUES (),()", false,
 			"INSERT INTO orders (`id`) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001)),(0*(@__leaf_m:=LAST_INSERT_ID())+1002)"},
 		{"INSERT INTO orders (id,name) VALUES (NULL,'a'),(7,'b'),(0,'c')", false,
-			"INSERT INTO orders (id,name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001),'a'),(7,'b'),(1002,'c')"},
+			"INSERT INTO orders (id,name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001),'a'),(IF((@__leaf_m:=LAST_INSERT_ID()) IS NULL,NULL,7),'b'),(1002,'c')"},
 	} {
 		env := testEnv(t, Mode{})
 		if hits := diffFast(t, tt.sql, env, tt.prepared); hits != 1 {

@@ -54,9 +54,9 @@ func TestWrapLast(t *testing.T) {
 }
 
 // WrapMarked: when the wrapped key is not in the last row, the row after
-// it opens its generated key with the marker (a client's ? in an IF), so
-// that after an ERR the engine tells whether the wrapped key's row was
-// written; an explicit key in that row has no marker.
+// it opens its generated key with the marker (a client's ? or an explicit
+// key in an IF), so that after an ERR the engine tells whether the wrapped
+// key's row was written; a key that is not positive has no marker.
 func TestWrapMarked(t *testing.T) {
 	for _, tc := range []struct {
 		sql  string
@@ -65,8 +65,9 @@ func TestWrapMarked(t *testing.T) {
 		{"INSERT INTO orders (name) VALUES ('a')", false},
 		{"INSERT INTO orders (name) VALUES ('a'), ('b')", true},
 		{"INSERT INTO orders (name) VALUES ('a'), ('b'), ('c')", true},
-		{"INSERT INTO orders (id, name) VALUES (NULL, 'a'), (5, 'b')", false},
-		{"INSERT INTO orders (id, name) VALUES (NULL, 'a'), (5, 'b'), (NULL, 'c')", false},
+		{"INSERT INTO orders (id, name) VALUES (NULL, 'a'), (5, 'b')", true},
+		{"INSERT INTO orders (id, name) VALUES (NULL, 'a'), ('5', 'b'), (NULL, 'c')", true},
+		{"INSERT INTO orders (id, name) VALUES (NULL, 'a'), (-5, 'b'), (NULL, 'c')", false},
 		{"INSERT INTO orders (id, name) VALUES (5, 'a'), (NULL, 'b'), (NULL, 'c')", true},
 		{"INSERT INTO orders (id, name) VALUES (NULL, CONCAT('(', ')')), (NULL, (SELECT 1))", true},
 		{"INSERT INTO orders () VALUES (), ()", true},

@@ -224,23 +224,36 @@ func (s *stmtPlan) wrapFirstKey() {
 	}
 }
 
-// markNextRow opens the generated key of the row after the wrapped key's
-// (edits[w]) with markOpen (a client's ?: in markIf), when that row's key
-// is generated, so that after an ERR the engine can tell whether the row
+// markNextRow opens the key of the row after the wrapped key's
+// (edits[w]) with markOpen (a client's ? or a positive explicit key: in
+// markIf), so that after an ERR the engine can tell whether the row
 // with the wrapped key was written: the server reads a row's values only
 // after it wrote the row before (Plan.WrapMarked).
 func (s *stmtPlan) markNextRow(edits []edit, w int) {
+	b, from := s.builder, edits[w].end
 	next := -1
 	for i := range edits {
-		if i != w && edits[i].key && edits[i].slot >= 0 && edits[i].start >= edits[w].end &&
+		if i != w && edits[i].key && edits[i].slot >= 0 && edits[i].start >= from &&
 			(next < 0 || edits[i].start < edits[next].start) {
 			next = i
 		}
 	}
-	if next < 0 || !s.builder.oneRowApart(edits[w].end, edits[next].start) {
+	lit := -1 // the next explicit key, if before
+	for i, m := range b.marks {
+		if m.at >= from && (next < 0 || m.at < edits[next].start) && (lit < 0 || m.at < b.marks[lit].at) {
+			lit = i
+		}
+	}
+	if lit >= 0 {
+		if b.oneRowApart(from, b.marks[lit].at) {
+			b.markLiteral(b.marks[lit].at)
+		}
 		return
 	}
-	b, e := s.builder, &edits[next]
+	if next < 0 || !b.oneRowApart(from, edits[next].start) {
+		return
+	}
+	e := &edits[next]
 	if e.param {
 		// COALESCE(?,?) keeps its type (a string bound converts as
 		// it would directly): the assignment in an IF around it.
@@ -248,6 +261,19 @@ func (s *stmtPlan) markNextRow(edits []edit, w int) {
 	} else {
 		e.pre = b.text(b.texts[e.pre] + markOpen)
 	}
+	b.wrapMarked = true
+}
+
+// markLiteral puts the explicit key literal at byte at in markIf (its
+// type kept: '5' converts as it would directly).
+func (b *builder) markLiteral(at int) {
+	l := lexer{sql: b.sql, pos: at, mode: b.env.Mode}
+	_, last, ok := readKeyLiteral(&l, l.next())
+	if !ok {
+		return
+	}
+	b.edits = append(b.edits, edit{start: at, end: at, slot: -1, pre: b.text(markIf)},
+		edit{start: last.end, end: last.end, slot: -1, pre: b.text(")")})
 	b.wrapMarked = true
 }
 

@@ -164,8 +164,8 @@ type Plan struct {
 	// ran, the row was not written, and the session's LAST_INSERT_ID() is
 	// to be restored (RestoreLastInsertID), as AUTO_INCREMENT leaves it.
 	WrapLast bool
-	// WrapMarked (Rewrite, one statement, not WrapLast): the row after
-	// the wrapped key's row has a generated key, opened with a marker that
+	// WrapMarked (Rewrite, not WrapLast): the row after the wrapped
+	// key's row has a key (generated, bound or positive), in a marker that
 	// sets @__leaf_m to LAST_INSERT_ID() as that row is read, which the
 	// server does only after it wrote the row before: after an ERR,
 	// RestoreLastInsertIDAfterError tells whether the wrapped key's row

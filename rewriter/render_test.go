@@ -67,7 +67,7 @@ func TestRewrite(t *testing.T) {
 		{"set null", "INSERT INTO orders SET name = 'a', id = NULL", Mode{}, "INSERT INTO orders SET name = 'a', id = LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001)"},
 		{"set zero odku", "INSERT INTO orders SET id = 0 ON DUPLICATE KEY UPDATE name = 'b'", Mode{}, "INSERT INTO orders SET id = LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001) ON DUPLICATE KEY UPDATE name = 'b'"},
 		{"default(key) is DEFAULT", "INSERT INTO orders (id) VALUES (DEFAULT(id))", Mode{}, "INSERT INTO orders (id) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001))"},
-		{"no column list", "INSERT INTO orders VALUES (NULL, 'a', 'b'), (5, 'c', 'd'), (0, 'e', 'f')", Mode{}, "INSERT INTO orders VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a', 'b'), (5, 'c', 'd'), (1002, 'e', 'f')"},
+		{"no column list", "INSERT INTO orders VALUES (NULL, 'a', 'b'), (5, 'c', 'd'), (0, 'e', 'f')", Mode{}, "INSERT INTO orders VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a', 'b'), (IF((@__leaf_m:=LAST_INSERT_ID()) IS NULL,NULL,5), 'c', 'd'), (1002, 'e', 'f')"},
 		{"no column list key second", "INSERT INTO items VALUES ('a', DEFAULT)", Mode{}, "INSERT INTO items VALUES ('a', LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001))"},
 		{"comment around value", "INSERT INTO orders (id) VALUES (/* k */ NULL /* v */)", Mode{}, "INSERT INTO orders (id) VALUES (/* k */ LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001) /* v */)"},
 		{"quoted column name", "INSERT INTO orders (`ID`) VALUES (NULL)", Mode{}, "INSERT INTO orders (`ID`) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001))"},

@@ -58,7 +58,7 @@ func TestReturning(t *testing.T) {
 		{name: "odku", sql: "INSERT INTO orders (name) VALUES ('a') ON DUPLICATE KEY UPDATE note = 'x' RETURNING id, note",
 			want: "INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a') ON DUPLICATE KEY UPDATE note = 'x' RETURNING id, note"},
 		{name: "replace", sql: "REPLACE INTO orders (id, name) VALUES (0, 'a'), (7, 'b') RETURNING id",
-			want: "REPLACE INTO orders (id, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a'), (7, 'b') RETURNING id"},
+			want: "REPLACE INTO orders (id, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a'), (IF((@__leaf_m:=LAST_INSERT_ID()) IS NULL,NULL,7), 'b') RETURNING id"},
 		{name: "returning in strings comments parens", sql: "INSERT INTO orders (name, note) VALUES ('returning', \"x RETURNING y\") /* RETURNING */ -- RETURNING\n" +
 			"RETURNING (SELECT 1 FROM dual WHERE 'returning' <> 'RETURNING'), CONCAT(name, ') returning ('), `returning`",
 			want: "INSERT INTO orders (`id`, name, note) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'returning', \"x RETURNING y\") /* RETURNING */ -- RETURNING\n" +
