@@ -282,7 +282,7 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 		st.trim()
 		return true, err
 	case rewriter.PassThrough:
-		if plan.LastKey > 0 {
+		if plan.LastKey != 0 {
 			// Every row gives its key: the OK packet reports the last, as
 			// for an AUTO_INCREMENT column (on the session's goroutine).
 			return true, s.RelayQueryInsertID(sql, uint64(plan.LastKey))
@@ -527,7 +527,7 @@ func (e *notSupportedError) SQLState() string { return "42000" }
 func reportedIDs(keys []int64) []uint64 {
 	out := make([]uint64, len(keys))
 	for i, k := range keys {
-		out[i] = uint64(max(k, 0))
+		out[i] = uint64(k) // a negative key as MariaDB reports it
 	}
 	return out
 }

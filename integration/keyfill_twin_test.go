@@ -98,8 +98,8 @@ func (s *twinSide) observe(t *testing.T, step twinStep) string {
 	ctx := context.Background()
 	var out strings.Builder
 	rel := func(id int64) string {
-		if id == 0 {
-			return "0"
+		if id <= 0 {
+			return fmt.Sprint(id) // not a generated key: as it is
 		}
 		return fmt.Sprintf("F%+d", id-s.first)
 	}
@@ -328,6 +328,10 @@ func TestTwinExplicitKeysInsertID(t *testing.T) {
 		q("REPLACE INTO {T} (id, b) VALUES ({F+5}, 'r')"),
 		q("INSERT INTO {T} (id, b) VALUES ({F+7}, 'b') ON DUPLICATE KEY UPDATE b = 'u'"),
 		prep("INSERT INTO {T} (id, b) VALUES ("+"{F+30}"+", ?)", func(int64) []any { return []any{"p"} }),
+		q("INSERT INTO {T} (id, b) VALUES (-5, 'neg')"),
+		q("REPLACE INTO {T} (id, b) VALUES ({F+31}, 'n1'), (-6, 'neg2')"),
+		prep("INSERT INTO {T} (id, b) VALUES (-8, 'neg4')", func(int64) []any { return nil }),
+		q("INSERT INTO {T} (id, b) VALUES (-9, 'm'); INSERT INTO {T} (id, b) VALUES (-10, 'n')"),
 		q("INSERT INTO {T} (b) VALUES ('gen')"),
 	)
 }

@@ -326,7 +326,7 @@ func (b *builder) noteStmtKey(l *lexer, first token) {
 	}
 	var k int64
 	if b.keyed && !b.keyFilled {
-		k = max(b.lastKey, 0)
+		k = b.lastKey
 	}
 	b.stmtKeys = append(b.stmtKeys, k)
 }

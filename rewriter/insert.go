@@ -371,6 +371,9 @@ func (b *builder) keyFills(l *lexer, base int, t token, form keyForm, rule Rule,
 		return true, false, last.end, nil
 	}
 	b.lastKey, b.lastKeyAt = v.Explicit(mode, ignore), base+start
+	if v.V < 0 && !v.Null && !v.Overflow && !(v.Bad && mode.Strict && !ignore) {
+		b.lastKey = v.V // stored as it is: MariaDB reports it as the insert id
+	}
 	b.noteExplicit(rule.Tag, b.lastKey, base+start)
 	return false, false, last.end, nil
 }

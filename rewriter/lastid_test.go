@@ -108,7 +108,8 @@ func TestStmtKeys(t *testing.T) {
 		{"SELECT 1; INSERT INTO orders (id, name) VALUES (7, 'a'), (9, 'b'); INSERT INTO orders (name) VALUES ('c')", []int64{0, 9, 0}},
 		{"INSERT INTO orders (id, name) VALUES (7, 'a'); CALL p()", nil},
 		{"INSERT INTO orders (id, name) VALUES (7, 'a')", nil},
-		{"INSERT INTO orders (id, name) VALUES (-7, 'a'); SELECT 1", nil},
+		{"INSERT INTO orders (id, name) VALUES (-7, 'a'); SELECT 1", []int64{-7, 0}},
+		{"INSERT INTO orders (id, name) VALUES (0, 'a'); SELECT 1", nil},
 		{"SELECT 1; SELECT 2", nil},
 	} {
 		p, err := PlanQuery(tc.sql, testEnv(t, Mode{}))

@@ -524,7 +524,7 @@ func (b *builder) reportedKeys() []int64 {
 		return nil
 	}
 	for _, k := range b.stmtKeys {
-		if k > 0 {
+		if k != 0 {
 			return slices.Clone(b.stmtKeys)
 		}
 	}
