@@ -320,7 +320,9 @@ func (b *builder) noteStmtKey(l *lexer, first token) {
 	if b.stmtKeysOff {
 		return
 	}
-	if !slices.ContainsFunc(oneResult, func(w string) bool { return l.is(first, w) }) {
+	next := lexer{sql: b.sql, pos: first.end, mode: l.mode}
+	if !slices.ContainsFunc(oneResult, func(w string) bool { return l.is(first, w) }) ||
+		l.is(first, "SET") && next.is(next.next(), "STATEMENT") { // SET STATEMENT ... FOR CALL p()
 		b.stmtKeysOff, b.stmtKeys = true, nil
 		return
 	}

@@ -107,6 +107,8 @@ func TestStmtKeys(t *testing.T) {
 		{"INSERT INTO orders (id, name) VALUES (100, 'a'); INSERT INTO orders (id, name) VALUES (101, 'b')", []int64{100, 101}},
 		{"SELECT 1; INSERT INTO orders (id, name) VALUES (7, 'a'), (9, 'b'); INSERT INTO orders (name) VALUES ('c')", []int64{0, 9, 0}},
 		{"INSERT INTO orders (id, name) VALUES (7, 'a'); CALL p()", nil},
+		{"INSERT INTO orders (id, name) VALUES (7, 'a'); SET STATEMENT max_statement_time=1 FOR CALL p()", nil},
+		{"SET @a = 1; INSERT INTO orders (id, name) VALUES (7, 'a')", []int64{0, 7}},
 		{"INSERT INTO orders (id, name) VALUES (7, 'a')", nil},
 		{"INSERT INTO orders (id, name) VALUES (-7, 'a'); SELECT 1", []int64{-7, 0}},
 		{"INSERT INTO orders (id, name) VALUES (0, 'a'); SELECT 1", nil},
