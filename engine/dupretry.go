@@ -53,7 +53,8 @@ type dupRetry struct {
 	stmt    *prepared
 	execute []byte
 	// wrapID: the key in the attempt's LAST_INSERT_ID(...) when an ERR
-	// means its row was not written (Plan.WrapLast), else 0 (Restore).
+	// may mean its row was not written (Plan.WrapLast, Plan.WrapMarked),
+	// else 0 (Restore).
 	wrapID int64
 	// firstID: the key in the attempt's LAST_INSERT_ID(...) (one
 	// statement), else 0 (RestoreOK).
@@ -111,7 +112,7 @@ func (d *dupRetry) arm(e *Engine, st *state, text string, plan *rewriter.Plan, i
 				break
 			}
 		}
-		if plan.WrapLast {
+		if plan.WrapLast || plan.WrapMarked {
 			d.wrapID = d.firstID
 		}
 	}
@@ -136,7 +137,7 @@ func (d *dupRetry) Restore(code uint16) string {
 	if d.wrapID <= 0 || code == erConnectionKilled {
 		return ""
 	}
-	return rewriter.RestoreLastInsertID(d.wrapID)
+	return rewriter.RestoreLastInsertIDAfterError(d.wrapID)
 }
 
 // armExecute remembers a prepared statement's attempt: the client's

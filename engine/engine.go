@@ -237,7 +237,7 @@ func (e *Engine) runPlan(ctx context.Context, s Session, st *state, plan *rewrit
 	// An explicit key moves its tag past it, as AUTO_INCREMENT's counter
 	// (one written after a generated key of its tag: in drawPlan).
 	var bs proxy.BlockingSession
-	if plan.Kind == rewriter.PassThrough && plan.LastKey > 0 {
+	if plan.Kind == rewriter.PassThrough && (plan.LastKey != 0 || plan.StmtKeys != nil) {
 		// Every row gives its key: the OK packet reports the last, as for
 		// an AUTO_INCREMENT column (on the session's goroutine).
 		if bs, err = s.Blocking(ctx); err != nil {
@@ -274,8 +274,9 @@ func (e *Engine) runPlan(ctx context.Context, s Session, st *state, plan *rewrit
 		if err := e.checkKeys(ctx, s, &st.lastColumns, plan.Filled); err != nil {
 			return false, err
 		}
-		if plan.Large() {
-			// Written in pieces: on the session's goroutine, nothing drawn yet.
+		if plan.Large() || plan.StmtKeys != nil {
+			// Written in pieces, or with insert ids in the OKs: on the
+			// session's goroutine, nothing drawn yet.
 			if bs, err = s.Blocking(ctx); err != nil {
 				return false, err
 			}
@@ -302,12 +303,22 @@ func (e *Engine) runPlan(ctx context.Context, s Session, st *state, plan *rewrit
 				return true, err
 			}
 		}
-		err = s.RelayQueryPacket(st.rendered)
+		if plan.StmtKeys != nil {
+			err = bs.RelayQueryInsertIDs(st.rendered, reportedIDs(plan.StmtKeys))
+		} else {
+			err = s.RelayQueryPacket(st.rendered)
+		}
 		st.trim()
 		return true, err
 	case rewriter.PassThrough:
-		if plan.LastKey > 0 {
+		if plan.LastKey != 0 {
+			// Every row gives its key: the OK packet reports the last, as
+			// for an AUTO_INCREMENT column (on the session's goroutine).
 			return true, bs.RelayQueryInsertID(sql, uint64(plan.LastKey))
+		}
+		if plan.StmtKeys != nil {
+			// The same for each such statement of a multi-statement text.
+			return true, bs.RelayQueryInsertIDs(append([]byte{mysql.COM_QUERY}, sql...), reportedIDs(plan.StmtKeys))
 		}
 	}
 	return false, nil
@@ -540,3 +551,12 @@ func (e *notSupportedError) Error() string { return e.msg }
 func (e *notSupportedError) Code() uint16 { return 1235 }
 
 func (e *notSupportedError) SQLState() string { return "42000" }
+
+// reportedIDs is Plan.StmtKeys as RelayQueryInsertIDs takes them.
+func reportedIDs(keys []int64) []uint64 {
+	out := make([]uint64, len(keys))
+	for i, k := range keys {
+		out[i] = uint64(k) // a negative key as MariaDB reports it
+	}
+	return out
+}

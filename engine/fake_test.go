@@ -101,6 +101,10 @@ func (f *fakeSession) RelayExecuteInsertID(pkt []byte, _ uint64) error {
 	f.loop.waited("RelayExecuteInsertID")
 	return f.RelayExecute(pkt)
 }
+func (f *fakeSession) RelayQueryInsertIDs(pkt []byte, _ []uint64) error {
+	f.loop.waited("RelayQueryInsertIDs")
+	return f.RelayQuery(pkt[1:])
+}
 func (f *fakeSession) BackendPrepare(context.Context, string) (proxy.PrepareResult, error) {
 	f.loop.waited("BackendPrepare")
 	return proxy.PrepareResult{}, nil

@@ -207,11 +207,11 @@ func boundKeyValue(typ, flags byte, b []byte) (rewriter.KeyValue, error) {
 }
 
 // lastKeptKey is the insert id MariaDB would report for an EXECUTE whose
-// rows all keep their bound keys (kept, from keptKeys): the last row's
-// key, when positive; 0 when a key is generated, or written as a literal
-// (Plan.LastKey's case), or when there is none to report.
+// rows all keep their keys (kept, from keptKeys, and literals): the last
+// row's key, bound or literal (Plan.LastKeyAt; a negative literal too);
+// 0 when a key is generated, or when there is none to report.
 func lastKeptKey(plan *rewriter.Plan, kept []int64) int64 {
-	if len(kept) == 0 || len(plan.Explicit) > 0 || len(plan.Advances) > 0 || plan.Statements > 1 {
+	if len(kept) == 0 || plan.Statements > 1 {
 		return 0
 	}
 	for k, sl := range plan.Slots {
@@ -219,5 +219,9 @@ func lastKeptKey(plan *rewriter.Plan, kept []int64) int64 {
 			return 0
 		}
 	}
-	return max(kept[len(kept)-1], 0)
+	last := max(kept[len(kept)-1], 0) // keptNone: a bound key not positive, not reported
+	if plan.LastKeyAt > plan.Slots[len(plan.Slots)-1].Start {
+		last = plan.LastKey // a negative literal as MariaDB reports it
+	}
+	return last
 }

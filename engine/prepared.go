@@ -61,10 +61,11 @@ func (e *Engine) prepare(ctx context.Context, s Session, sql []byte) (bool, erro
 	var backendText []byte
 	switch plan.Kind {
 	case rewriter.PassThrough:
-		if len(plan.Explicit) == 0 {
+		if len(plan.Explicit) == 0 && plan.LastKey == 0 {
 			return false, nil
 		}
-		// Relayed as it is; its explicit keys move the tag at each EXECUTE.
+		// Relayed as it is; its explicit keys move the tag at each EXECUTE
+		// (and the last, also a negative one, is the insert id).
 		return st.relayKept(p, func() (proxy.PrepareResult, error) { return relayPrepare(ctx, s, sql) })
 	case rewriter.Sequence:
 		for _, c := range plan.Calls {
@@ -193,7 +194,7 @@ func (e *Engine) execute(ctx context.Context, s Session, stmtID uint32, pkt []by
 		if err := e.advanceExplicit(ctx, st, p.plan.Explicit); err != nil {
 			return false, err
 		}
-		if p.plan.LastKey > 0 {
+		if p.plan.LastKey != 0 {
 			return true, bs.RelayExecuteInsertID(pkt, uint64(p.plan.LastKey))
 		}
 		return false, nil
@@ -233,7 +234,7 @@ func (e *Engine) executeRewrite(ctx context.Context, s Session, st *state, p *pr
 	// for an AUTO_INCREMENT column (on the session's goroutine).
 	insertID := lastKeptKey(&p.plan, kept)
 	var bs proxy.BlockingSession
-	if insertID > 0 {
+	if insertID != 0 {
 		if bs, err = s.Blocking(ctx); err != nil {
 			return false, err
 		}
@@ -251,7 +252,7 @@ func (e *Engine) executeRewrite(ctx context.Context, s Session, st *state, p *pr
 	long := pm.anyLong // an execute sent again would lack it
 	pm.resetLong()     // the server drops long data after an execute
 	st.countStmt(StmtFilled)
-	if insertID > 0 {
+	if insertID != 0 {
 		err = bs.RelayExecuteInsertID(st.rendered, uint64(insertID))
 	} else if _, ok := e.idSource.(advancer); ok && retry && len(p.plan.Filled) > 0 && !long && len(pkt) <= maxRetryText {
 		st.dup.armExecute(e, st, p, pkt, st.slotIDs)

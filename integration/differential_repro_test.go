@@ -92,8 +92,14 @@ var diffRepros = []diffRepro{
 		rp("INSERT INTO {T} (id, u, v) VALUES (?, ?, 2)", []any{nil, "a"}, "gen"),
 		rt("BEGIN", "tx"), rt("INSERT INTO {T} (id, u, v) VALUES (5, 'q', 1), (NULL, 'a', 2)", "multi-row", "gen", "mixed", "literal-key", "has-explicit"),
 		rt("COMMIT", "tx-end")}},
-	{class: "LAST_INSERT_ID() after a failed multi-row, multi-statement or INSERT ... SELECT statement", steps: []diffStep{
-		rGenA, rt("INSERT INTO {T} (u, v) VALUES ('a', 2), ('x', 3)", "multi-row", "absent", "gen")}},
+	{steps: []diffStep{ // parity: the next row's generated key marks the first row written, or not
+		rGenA, rt("INSERT INTO {T} (u, v) VALUES ('a', 2), ('x', 3)", "multi-row", "absent", "gen"),
+		rt("INSERT INTO {T} (u, v) VALUES ('y', 2), ('a', 3), ('z', 4)", "multi-row", "absent", "gen"),
+		rp("INSERT INTO {T} (id, u, v) VALUES (?, ?, 2), (?, ?, 3)", []any{nil, "a", nil, "w"}, "multi-row", "gen")}},
+	{steps: []diffStep{ // parity: an explicit key in the next row marks it too
+		rGenA, rt("INSERT INTO {T} (id, u, v) VALUES (NULL, 'a', 2), (900, 'x', 3)", "multi-row", "gen", "mixed", "literal-key", "has-explicit")}},
+	{class: "LAST_INSERT_ID() after a failed multi-row statement keeping a key 0 or below or a bound one, a multi-statement text or INSERT ... SELECT", steps: []diffStep{
+		rGenA, rt("INSERT INTO {T} (id, u, v) VALUES (NULL, 'a', 2), (-900, 'x', 3)", "multi-row", "gen", "mixed", "literal-key", "negative", "has-explicit")}},
 	{steps: []diffStep{ // parity: nothing written, insert id 0, LAST_INSERT_ID() as it was
 		rGenA, rt("INSERT IGNORE INTO {T} (u, v) VALUES ('a', 2)", "ignore", "absent", "gen"),
 		rp("INSERT IGNORE INTO {T} (id, u, v) VALUES (?, ?, 2), (NULL, 'a', 3)", []any{nil, "a"}, "ignore", "multi-row", "gen"),

@@ -98,8 +98,8 @@ func (s *twinSide) observe(t *testing.T, step twinStep) string {
 	ctx := context.Background()
 	var out strings.Builder
 	rel := func(id int64) string {
-		if id == 0 {
-			return "0"
+		if id <= 0 {
+			return fmt.Sprint(id) // not a generated key: as it is
 		}
 		return fmt.Sprintf("F%+d", id-s.first)
 	}
@@ -328,6 +328,10 @@ func TestTwinExplicitKeysInsertID(t *testing.T) {
 		q("REPLACE INTO {T} (id, b) VALUES ({F+5}, 'r')"),
 		q("INSERT INTO {T} (id, b) VALUES ({F+7}, 'b') ON DUPLICATE KEY UPDATE b = 'u'"),
 		prep("INSERT INTO {T} (id, b) VALUES ("+"{F+30}"+", ?)", func(int64) []any { return []any{"p"} }),
+		q("INSERT INTO {T} (id, b) VALUES (-5, 'neg')"),
+		q("REPLACE INTO {T} (id, b) VALUES ({F+31}, 'n1'), (-6, 'neg2')"),
+		prep("INSERT INTO {T} (id, b) VALUES (-8, 'neg4')", func(int64) []any { return nil }),
+		q("INSERT INTO {T} (id, b) VALUES (-9, 'm'); INSERT INTO {T} (id, b) VALUES (-10, 'n')"),
 		q("INSERT INTO {T} (b) VALUES ('gen')"),
 	)
 }
@@ -415,5 +419,55 @@ func TestTwinIgnoredRowInsertID(t *testing.T) {
 		q("BEGIN"),
 		q("INSERT IGNORE INTO {T} (b) VALUES ('a')"),
 		q("COMMIT"),
+	)
+}
+
+// Item 8: LAST_INSERT_ID() after a failed multi-row statement whose first
+// generated key is not in its last row: kept when the row with it failed,
+// its key when that row was written before a later one failed (MariaDB
+// 10.11); text and prepared.
+func TestTwinFailedMultiRowLastInsertID(t *testing.T) {
+	direct, proxied := twinEnv(t, "BIGINT")
+	ctx := context.Background()
+	for _, s := range []*twinSide{direct, proxied} {
+		if _, err := s.conn.ExecContext(ctx, "ALTER TABLE "+s.table+" ADD UNIQUE KEY ub (b)"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runTwins(t, direct, proxied,
+		q("INSERT INTO {T} (b) VALUES ('ok1')"),
+		q("INSERT INTO {T} (id, b) VALUES (NULL, 'ok1'), (NULL, 'x43')"),
+		q("INSERT INTO {T} (b) VALUES ('ok1'), ('x43'), ('x44')"),
+		q("INSERT INTO {T} (b) VALUES ('x45'), ('ok1'), ('x46')"),
+		q("INSERT INTO {T} (b) VALUES ('x47'), ('x48'), ('ok1')"),
+		q("INSERT INTO {T} SET b = 'ok2'"),
+		q("REPLACE INTO {T} (b) VALUES ('ok2'), (REPEAT('y', 30))"),
+		prep("INSERT INTO {T} (b) VALUES (?), (?)", func(int64) []any { return []any{"ok1", "x54"} }),
+		prep("INSERT INTO {T} (b) VALUES (?), (?), (?)", func(int64) []any { return []any{"x55", "ok1", "x56"} }),
+		prep("INSERT INTO {T} (id, b) VALUES (?, ?), (?, ?)", func(int64) []any { return []any{nil, "ok1", nil, "x57"} }),
+		q("BEGIN"),
+		q("INSERT INTO {T} (b) VALUES ('in-tx')"),
+		q("INSERT INTO {T} (b) VALUES ('ok1'), ('x58')"),
+		q("INSERT INTO {T} (b) VALUES ('x59'), ('ok1')"),
+		q("COMMIT"),
+		// (last: AUTO_INCREMENT numbers the rows after it differently)
+		q("INSERT INTO {T} (id, b) VALUES ({F+900}, 'x49'), (NULL, 'ok1'), (NULL, 'x50')"),
+		q("INSERT INTO {T} (id, b) VALUES (NULL, 'ok1'), ({F+902}, 'x53')"),
+		q("INSERT INTO {T} (id, b) VALUES (NULL, 'ok1'), ('{F+903}', 'x53'), (NULL, 'x54')"),
+		q("SELECT 1"),
+	)
+}
+
+// Item 8: a prepared INSERT whose rows give their keys, some as literals
+// and some bound, reports the last row's key as its insert id (literal or
+// bound), as MariaDB does for an AUTO_INCREMENT column.
+func TestTwinMixedExplicitKeysInsertID(t *testing.T) {
+	direct, proxied := twinEnv(t, "BIGINT")
+	runTwins(t, direct, proxied,
+		prep("INSERT INTO {T} (id, b) VALUES (?, 'm1'), ({F+40}, 'm2')", func(f int64) []any { return []any{f + 39} }),
+		prep("INSERT INTO {T} (id, b) VALUES ({F+42}, 'm3'), (?, 'm4')", func(f int64) []any { return []any{f + 43} }),
+		prep("INSERT INTO {T} (id, b) VALUES ({F+50}, 'm5'), (?, 'm6'), ({F+45}, 'm7')", func(f int64) []any { return []any{f + 52} }),
+		prep("INSERT INTO {T} (id, b) VALUES (?, 'm8'), ({F+60}, 'm9'), (?, 'm10')", func(f int64) []any { return []any{f + 61, f + 55} }),
+		prep("INSERT INTO {T} (id, b) VALUES ({F+70}, 'm11'), (?, 'm12')", func(f int64) []any { return []any{nil} }),
 	)
 }

@@ -44,6 +44,23 @@ func (s *Session) RelayQueryInsertID(sql []byte, insertID uint64) error {
 	return err
 }
 
+// RelayQueryInsertIDs is RelayQueryInsertID for the COM_QUERY packet pkt
+// (the command byte, then the text) of a multi-statement text: ids[i]
+// (when not 0) is the insert id of the i-th result's OK, if it has rows
+// affected and insert id 0. Only on the session's own goroutine.
+func (s *Session) RelayQueryInsertIDs(pkt []byte, ids []uint64) error {
+	if err := s.exec.mayWait(); err != nil {
+		return err
+	}
+	if len(pkt) == 0 || pkt[0] != mysql.COM_QUERY {
+		return errors.New("proxy: RelayQueryInsertIDs needs a COM_QUERY packet")
+	}
+	s.okInsertIDs = ids
+	err := s.relayQuery(pkt)
+	s.okInsertIDs, s.okInsertID = nil, 0
+	return err
+}
+
 // RelayExecuteInsertID is RelayQueryInsertID for an execute packet.
 func (s *Session) RelayExecuteInsertID(pkt []byte, insertID uint64) error {
 	if err := s.exec.mayWait(); err != nil {

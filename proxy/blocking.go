@@ -37,6 +37,9 @@ type BlockingSession interface {
 	// insert id 0.
 	RelayQueryInsertID(sql []byte, insertID uint64) error
 	RelayExecuteInsertID(pkt []byte, insertID uint64) error
+	// RelayQueryInsertIDs is RelayQueryInsertID for a COM_QUERY packet of
+	// a multi-statement text: ids[i] for the i-th result's OK.
+	RelayQueryInsertIDs(pkt []byte, ids []uint64) error
 	// RelayQueryInfile is RelayQuery for a LOAD DATA LOCAL INFILE whose
 	// file goes through t on its way to the backend.
 	RelayQueryInfile(sql []byte, t InfileTransformer) error

@@ -277,6 +277,9 @@ func (s *Session) walkFrom(t *respTracker, mode int) (walkResult, error) {
 		var n int
 		var err error
 		if mode == walkRelay {
+			if s.okInsertIDs != nil && t.phase == phFirst && t.results < len(s.okInsertIDs) {
+				s.okInsertID = s.okInsertIDs[t.results] // RelayQueryInsertIDs
+			}
 			head, n, err = s.relayPacket()
 		} else {
 			head, err = s.b.readPacket(s.scratch, 1<<30)

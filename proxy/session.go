@@ -106,8 +106,11 @@ type backendFacts struct {
 	// scratch.
 	okInsertID uint64
 	okBuf      []byte
-	lastPrep   uint32 // the statement id the backend gave the last prepare
-	lastPrepOK bool
+	// okInsertIDs, when set, is okInsertID for each result of a
+	// multi-statement text in turn (RelayQueryInsertIDs).
+	okInsertIDs []uint64
+	lastPrep    uint32 // the statement id the backend gave the last prepare
+	lastPrepOK  bool
 }
 
 // commandState is the command path's: the session's context (serve's),

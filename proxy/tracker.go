@@ -47,6 +47,9 @@ type respTracker struct {
 	later  uint64 // phPrepDefs: packets of the column group once the parameters' are through
 	cols   uint64 // columns of the current result (for decoding its rows)
 	first  bool   // the next result is the statement's first
+	// results: how many results ended (a multi-statement text's
+	// statements answered, RelayQueryInsertIDs)
+	results int
 
 	// What the response said: ok is relay's "it began with OK" (for a
 	// simple command also an EOF, for a field list or fetch the closing
@@ -220,6 +223,7 @@ func (t *respTracker) step(s *Session, head []byte, n int) (int, error) {
 // statement goes on while the backend says more results exist.
 func (t *respTracker) endResult(s *Session, st uint16) int {
 	t.first = false
+	t.results++
 	s.setStatus(st)
 	if st&mysql.SERVER_MORE_RESULTS_EXISTS == 0 {
 		t.phase = phDone

@@ -1,6 +1,7 @@
 package rewriter
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/leafproxy/leafproxy/internal/sqltext"
@@ -57,15 +58,25 @@ type builder struct {
 	// edits[:scanned].
 	explicit []ExplicitKey
 	// keyed: a rule table's key value was read (keyFills); keyFilled: one
-	// of them is generated; lastKey: the last one's key when kept.
+	// of them is generated; lastKey: the last one's key when kept, a
+	// literal (or DEFAULT kept as 0) at lastKeyAt (0: none).
 	keyed, keyFilled bool
 	lastKey          int64
+	lastKeyAt        int
+	// stmtKeys: per statement of a text, lastKey when it gave every key
+	// (else 0); stmtKeysOff: a statement may answer with more than one
+	// result (CALL, EXECUTE), so results are not statements (Plan.StmtKeys).
+	stmtKeys    []int64
+	stmtKeysOff bool
 	// wrapLast: the last statement's wrapped key is in its last row
 	// (Plan.WrapLast).
 	wrapLast bool
-	marks    []explicitMark
-	fillTags []string
-	scanned  int
+	// wrapMarked: the row after it opens its key with markOpen
+	// (Plan.WrapMarked).
+	wrapMarked bool
+	marks      []explicitMark
+	fillTags   []string
+	scanned    int
 	// clientParams: a prepared Numbered plan's ? markers.
 	clientParams int
 	// idents: the sequence names written as identifiers (noteCall);
@@ -164,9 +175,11 @@ func (b *builder) runFrom(l *lexer, stmt int) error {
 			b.nstmts++
 			b.stmtRaw = r.raw
 			b.cost = stmtCost{counted: true, tokens: r.tokens, depth: r.depth}
+			b.keyed, b.keyFilled, b.lastKey = false, false, 0
 			if err := b.statement(r.raw, r.start, r.end.start, r.first); err != nil {
 				return err
 			}
+			b.noteStmtKey(l, r.first)
 			b.follow(l, &r)
 		}
 		if r.end.kind == tEOF {
@@ -295,4 +308,27 @@ func (b *builder) namesSQLMode(start, end int) bool {
 			}
 		}
 	}
+}
+
+// oneResult: the statements a multi-statement text's answer has one
+// result for (a CALL, an EXECUTE of one, may have several).
+var oneResult = []string{"INSERT", "REPLACE", "SELECT", "UPDATE", "DELETE", "SET", "BEGIN", "COMMIT", "ROLLBACK", "START", "DO", "USE", "SHOW"}
+
+// noteStmtKey records the statement just planned, whose first token is
+// first, in stmtKeys.
+func (b *builder) noteStmtKey(l *lexer, first token) {
+	if b.stmtKeysOff {
+		return
+	}
+	next := lexer{sql: b.sql, pos: first.end, mode: l.mode}
+	if !slices.ContainsFunc(oneResult, func(w string) bool { return l.is(first, w) }) ||
+		l.is(first, "SET") && next.is(next.next(), "STATEMENT") { // SET STATEMENT ... FOR CALL p()
+		b.stmtKeysOff, b.stmtKeys = true, nil
+		return
+	}
+	var k int64
+	if b.keyed && !b.keyFilled {
+		k = b.lastKey
+	}
+	b.stmtKeys = append(b.stmtKeys, k)
 }

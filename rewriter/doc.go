@@ -164,6 +164,13 @@
 // insert id and in LAST_INSERT_ID(), as for AUTO_INCREMENT; written
 // LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+id), it keeps the value it
 // replaces for the engine to put back after an ERR (lastid.go, WrapLast).
+// When that key is not in the last row and the next row has a key (not
+// one 0 or below kept), a generated one opens with 0*(@__leaf_m:=LAST_INSERT_ID())+ (a
+// client's ? or a positive explicit key in IF((@__leaf_m:=...) IS
+// NULL,NULL,...), its type kept):
+// the server reads a row only after it wrote the row before, so after an
+// ERR @__leaf_m tells whether the wrapped key's row was written
+// (WrapMarked, RestoreLastInsertIDAfterError).
 // Caveats: a real AUTO_INCREMENT column on the same table wins; with ON DUPLICATE KEY
 // UPDATE or INSERT IGNORE that wrote some row the reported ID is the
 // generated one even when its row was not inserted (one that wrote

@@ -289,15 +289,15 @@ func TestFastPathOutput(t *testing.T) {
 		want     string
 	}{
 		{"INSERT INTO `orders` (`name`,`note`) VALUES (?,?),(?,?)", true,
-			"INSERT INTO `orders` (`id`, `name`,`note`) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+?), ?,?),(?, ?,?)"},
+			"INSERT INTO `orders` (`id`, `name`,`note`) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+?), ?,?),(0*(@__leaf_m:=LAST_INSERT_ID())+?, ?,?)"},
 		{"INSERT INTO `orders` (`id`,`name`) VALUES (?,?),(NULL,?)", true,
-			"INSERT INTO `orders` (`id`,`name`) VALUES (COALESCE(?,LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+?)),?),(?,?)"},
+			"INSERT INTO `orders` (`id`,`name`) VALUES (COALESCE(?,LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+?)),?),(0*(@__leaf_m:=LAST_INSERT_ID())+?,?)"},
 		{"INSERT INTO orders (name) VALUES ('x')", false,
 			"INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'x')"},
 		{"INSERT INTO orders () VALUES (),()", false,
-			"INSERT INTO orders (`id`) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001)),(1002)"},
+			"INSERT INTO orders (`id`) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001)),(0*(@__leaf_m:=LAST_INSERT_ID())+1002)"},
 		{"INSERT INTO orders (id,name) VALUES (NULL,'a'),(7,'b'),(0,'c')", false,
-			"INSERT INTO orders (id,name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001),'a'),(7,'b'),(1002,'c')"},
+			"INSERT INTO orders (id,name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001),'a'),(IF((@__leaf_m:=LAST_INSERT_ID()) IS NULL,NULL,7),'b'),(1002,'c')"},
 	} {
 		env := testEnv(t, Mode{})
 		if hits := diffFast(t, tt.sql, env, tt.prepared); hits != 1 {

@@ -349,7 +349,7 @@ func (b *builder) keyFills(l *lexer, base int, t token, form keyForm, rule Rule,
 		// (no default) would answer with 1364: it is written as 0.
 		if mode.NoAutoValueOnZero {
 			b.edits = append(b.edits, edit{start: base + t.start, end: base + t.end, slot: -1, pre: b.text("0")})
-			b.lastKey = 0
+			b.lastKey, b.lastKeyAt = 0, base+t.start
 		}
 		return !mode.NoAutoValueOnZero, false, t.end, nil
 	case keyParam:
@@ -370,7 +370,10 @@ func (b *builder) keyFills(l *lexer, base int, t token, form keyForm, rule Rule,
 	if v.Generates(mode, ignore) {
 		return true, false, last.end, nil
 	}
-	b.lastKey = v.Explicit(mode, ignore)
+	b.lastKey, b.lastKeyAt = v.Explicit(mode, ignore), base+start
+	if v.V < 0 && !v.Null && !v.Overflow && !(v.Bad && mode.Strict && !ignore) {
+		b.lastKey = v.V // stored as it is: MariaDB reports it as the insert id
+	}
 	b.noteExplicit(rule.Tag, b.lastKey, base+start)
 	return false, false, last.end, nil
 }

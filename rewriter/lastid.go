@@ -17,6 +17,28 @@ import "strconv"
 // the assignment, plus the key, is the key.
 const wrapOpen = "LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+"
 
+// markOpen opens the generated key of the row after the wrapped key's
+// row (Plan.WrapMarked): 0 times the assignment, plus the key, is the key.
+// The server reads a row's values only once it wrote the row before, so
+// @__leaf_m is the wrapped key exactly when its row was written.
+const markOpen = "0*(@__leaf_m:=LAST_INSERT_ID())+"
+
+// markIf is markOpen for a value whose type is to stay (a client's ?):
+// IF(<never NULL> IS NULL, NULL, v) is v, of v's type.
+const markIf = "IF((@__leaf_m:=LAST_INSERT_ID()) IS NULL,NULL,"
+
+// RestoreLastInsertIDAfterError is the statement that puts back the
+// session's LAST_INSERT_ID() after an ERR of a statement whose first
+// generated key was id (Plan.WrapLast or Plan.WrapMarked): as
+// RestoreLastInsertID, but not when the row after id's row was read
+// (@__leaf_m is id: id's row was written before a later row failed, and
+// MariaDB reports its key). @__leaf_m of an earlier statement is never id,
+// a key drawn for this one.
+func RestoreLastInsertIDAfterError(id int64) string {
+	n := strconv.FormatInt(id, 10)
+	return "DO LAST_INSERT_ID(IF(LAST_INSERT_ID() = " + n + " AND NOT @__leaf_m <=> " + n + ", @__leaf_l, LAST_INSERT_ID()))"
+}
+
 // RestoreLastInsertID is the statement that puts back the session's
 // LAST_INSERT_ID() from before a failed statement whose first generated
 // key (in LAST_INSERT_ID(...)) was id: only when that wrap ran (it is id

@@ -214,10 +214,86 @@ func (s *stmtPlan) wrapFirstKey() {
 			best = i
 		}
 	}
-	s.builder.wrapLast = false
+	s.builder.wrapLast, s.builder.wrapMarked = false, false
 	if best >= 0 {
 		edits[best].wrap = true
 		s.builder.wrapLast = s.first+best >= s.lastRow
+		if !s.builder.wrapLast {
+			s.markNextRow(edits, best)
+		}
+	}
+}
+
+// markNextRow opens the key of the row after the wrapped key's
+// (edits[w]) with markOpen (a client's ? or a positive explicit key: in
+// markIf), so that after an ERR the engine can tell whether the row
+// with the wrapped key was written: the server reads a row's values only
+// after it wrote the row before (Plan.WrapMarked).
+func (s *stmtPlan) markNextRow(edits []edit, w int) {
+	b, from := s.builder, edits[w].end
+	next := -1
+	for i := range edits {
+		if i != w && edits[i].key && edits[i].slot >= 0 && edits[i].start >= from &&
+			(next < 0 || edits[i].start < edits[next].start) {
+			next = i
+		}
+	}
+	lit := -1 // the next explicit key, if before
+	for i, m := range b.marks {
+		if m.at >= from && (next < 0 || m.at < edits[next].start) && (lit < 0 || m.at < b.marks[lit].at) {
+			lit = i
+		}
+	}
+	if lit >= 0 {
+		if b.oneRowApart(from, b.marks[lit].at) {
+			b.markLiteral(b.marks[lit].at)
+		}
+		return
+	}
+	if next < 0 || !b.oneRowApart(from, edits[next].start) {
+		return
+	}
+	e := &edits[next]
+	if e.param {
+		// COALESCE(?,?) keeps its type (a string bound converts as
+		// it would directly): the assignment in an IF around it.
+		e.pre, e.post = b.text(b.texts[e.pre]+markIf), b.text(")"+b.texts[e.post])
+	} else {
+		e.pre = b.text(b.texts[e.pre] + markOpen)
+	}
+	b.wrapMarked = true
+}
+
+// markLiteral puts the explicit key literal at byte at in markIf (its
+// type kept: '5' converts as it would directly).
+func (b *builder) markLiteral(at int) {
+	l := lexer{sql: b.sql, pos: at, mode: b.env.Mode}
+	_, last, ok := readKeyLiteral(&l, l.next())
+	if !ok {
+		return
+	}
+	b.edits = append(b.edits, edit{start: at, end: at, slot: -1, pre: b.text(markIf)},
+		edit{start: last.end, end: last.end, slot: -1, pre: b.text(")")})
+	b.wrapMarked = true
+}
+
+// oneRowApart: text [from, to) of a VALUES list ends one row and opens
+// the next, once: one ')' closing the row from's value is in.
+func (b *builder) oneRowApart(from, to int) bool {
+	l := lexer{sql: b.sql[:to], pos: from, mode: b.env.Mode}
+	depth, ends := 0, 0
+	for {
+		t := l.next()
+		switch {
+		case t.kind == tEOF:
+			return ends == 1 && depth == 0
+		case l.isPunct(t, '('):
+			depth++
+		case l.isPunct(t, ')'):
+			if depth--; depth < 0 {
+				ends++
+			}
+		}
 	}
 }
 

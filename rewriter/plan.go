@@ -145,6 +145,16 @@ type Plan struct {
 	// MariaDB reports as the OK packet's insert id for an AUTO_INCREMENT
 	// column (0: none to report, e.g. a key that is not positive).
 	LastKey int64
+	// LastKeyAt (a prepared Rewrite plan of one statement, LastKeyAt > 0):
+	// the last literal key the statement keeps is LastKey, at this offset
+	// of the text; when every bound key of an EXECUTE is kept, the last
+	// row's key, literal or bound, is the insert id MariaDB reports.
+	LastKeyAt int
+	// StmtKeys (a text of more than one statement, each answered with one
+	// result): for each statement, the last row's key of an INSERT /
+	// REPLACE into a rule table whose rows all give their keys (0: none to
+	// report), the insert id MariaDB reports in that statement's OK.
+	StmtKeys []int64
 	// Statements is how many statements the text holds (0 when it was
 	// not read that far: a text with nothing to plan).
 	Statements int
@@ -154,6 +164,14 @@ type Plan struct {
 	// ran, the row was not written, and the session's LAST_INSERT_ID() is
 	// to be restored (RestoreLastInsertID), as AUTO_INCREMENT leaves it.
 	WrapLast bool
+	// WrapMarked (Rewrite, not WrapLast): the row after the wrapped
+	// key's row has a key (generated, bound or positive), in a marker that
+	// sets @__leaf_m to LAST_INSERT_ID() as that row is read, which the
+	// server does only after it wrote the row before: after an ERR,
+	// RestoreLastInsertIDAfterError tells whether the wrapped key's row
+	// was written (MariaDB then reports its key) or not (MariaDB leaves
+	// LAST_INSERT_ID() as it was).
+	WrapMarked bool
 	// Idents (Rewrite and Numbered plans): the sequences the text's calls
 	// name with identifiers, which may be MariaDB native SEQUENCEs rather
 	// than proxy tags; StringCalls: some call names its tag with a string
@@ -363,13 +381,18 @@ func (b *builder) plan(slots []Slot, tags []TagCount) Plan {
 		if b.nstmts == 1 && b.keyed && !b.keyFilled {
 			p.LastKey = b.lastKey
 		}
+		p.StmtKeys = b.reportedKeys()
 		return p
 	}
 	if !editsSorted(b.edits) { // the fast path's are
 		slices.SortStableFunc(b.edits, func(x, y edit) int { return x.start - y.start })
 	}
 	p := Plan{Kind: Rewrite, edits: b.edits, texts: b.texts, prepared: b.prepared, Slots: slices.Grow(slots, len(b.edits)), Tags: tags, Filled: orNil(b.filled), Explicit: orNil(b.explicit), Statements: b.nstmts,
-		Idents: orNil(b.idents), StringCalls: b.strCalls, WrapLast: b.wrapLast}
+		Idents: orNil(b.idents), StringCalls: b.strCalls, WrapLast: b.wrapLast, WrapMarked: b.wrapMarked}
+	if b.prepared && b.nstmts == 1 {
+		p.LastKey, p.LastKeyAt = b.lastKey, b.lastKeyAt
+	}
+	p.StmtKeys = b.reportedKeys()
 	b.numberEdits(&p)
 	p.texts = b.texts // gluing may have added some
 	if b.prepared {
@@ -492,4 +515,18 @@ func orNil[T any](s []T) []T {
 		return nil
 	}
 	return s
+}
+
+// reportedKeys is Plan.StmtKeys: nil unless the text has more than one
+// statement and one to report.
+func (b *builder) reportedKeys() []int64 {
+	if b.nstmts < 2 || b.stmtKeysOff || len(b.stmtKeys) != b.nstmts || b.prepared {
+		return nil
+	}
+	for _, k := range b.stmtKeys {
+		if k != 0 {
+			return slices.Clone(b.stmtKeys)
+		}
+	}
+	return nil
 }

@@ -29,10 +29,10 @@ func TestRewrite(t *testing.T) {
 		{"explicit key", "INSERT INTO orders (id, name) VALUES (5, 'a'), (6, 'b')", Mode{}, ""},
 		{"negative literal key", "INSERT INTO orders (id, name) VALUES (-5, 'a'), (+7, 'b')", Mode{}, ""},
 		{"zero-like keys", "INSERT INTO orders (id, name) VALUES ('00', 'a'), (0.4, 'b'), ('0.4', 'c'), (-0, 'd'), (' 0', 'e'), (0x00, 'f'), (b'0', 'g'), (-0.4, 'h'), (0.5e0, 'i'), (N'0', 'j'), (_utf8'0', 'k'), (0b0, 'l'), (FALSE, 'm')", Mode{},
-			"INSERT INTO orders (id, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a'), (1002, 'b'), (1003, 'c'), (1004, 'd'), (1005, 'e'), (1006, 'f'), (1007, 'g'), (1008, 'h'), (1009, 'i'), (1010, 'j'), (1011, 'k'), (1012, 'l'), (1013, 'm')"},
+			"INSERT INTO orders (id, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a'), (0*(@__leaf_m:=LAST_INSERT_ID())+1002, 'b'), (1003, 'c'), (1004, 'd'), (1005, 'e'), (1006, 'f'), (1007, 'g'), (1008, 'h'), (1009, 'i'), (1010, 'j'), (1011, 'k'), (1012, 'l'), (1013, 'm')"},
 		{"kept: rounds to 1", "INSERT INTO orders (id, name) VALUES (0.5, 'a'), ('0.5', 'b'), (TRUE, 'c')", Mode{}, ""},
 		{"bad zero non-strict", "INSERT INTO orders (id, name) VALUES ('abc', 'a'), ('', 'b'), ('0x', 'c'), (x'00', 'd')", Mode{},
-			"INSERT INTO orders (id, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a'), (1002, 'b'), (1003, 'c'), (1004, 'd')"},
+			"INSERT INTO orders (id, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a'), (0*(@__leaf_m:=LAST_INSERT_ID())+1002, 'b'), (1003, 'c'), (1004, 'd')"},
 		{"bad zero strict is the server's error", "INSERT INTO orders (id, name) VALUES ('abc', 'a'), ('', 'b'), ('0x', 'c'), (x'00', 'd')", Mode{Strict: true}, ""},
 		{"bad zero strict ignore", "INSERT IGNORE INTO orders (id, name) VALUES ('abc', 'a')", Mode{Strict: true}, "INSERT IGNORE INTO orders (id, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a')"},
 		{"count mismatch other table", "INSERT INTO t (a, b) VALUES (NULL)", Mode{}, ""},
@@ -46,9 +46,9 @@ func TestRewrite(t *testing.T) {
 
 		// Key absent.
 		{"absent", "INSERT INTO orders (name) VALUES ('a')", Mode{}, "INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a')"},
-		{"absent multi", "insert into orders(name,note)values('a','b'),( 'c' , 'd' )", Mode{}, "insert into orders(`id`, name,note)values(LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a','b'),(1002,  'c' , 'd' )"},
+		{"absent multi", "insert into orders(name,note)values('a','b'),( 'c' , 'd' )", Mode{}, "insert into orders(`id`, name,note)values(LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a','b'),(0*(@__leaf_m:=LAST_INSERT_ID())+1002,  'c' , 'd' )"},
 		{"absent VALUE", "INSERT orders (name) VALUE ('a')", Mode{}, "INSERT orders (`id`, name) VALUE (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a')"},
-		{"absent empty list", "INSERT INTO orders () VALUES (), ()", Mode{}, "INSERT INTO orders (`id`) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001)), (1002)"},
+		{"absent empty list", "INSERT INTO orders () VALUES (), ()", Mode{}, "INSERT INTO orders (`id`) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001)), (0*(@__leaf_m:=LAST_INSERT_ID())+1002)"},
 		{"absent no list empty rows", "INSERT INTO orders VALUES ()", Mode{}, "INSERT INTO orders (`id`) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001))"},
 		{"absent set", "INSERT INTO orders SET name = 'a', note = 'b'", Mode{}, "INSERT INTO orders SET `id` = LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), name = 'a', note = 'b'"},
 		{"absent qualified", "INSERT INTO shop.items (name) VALUES ('a')", Mode{}, "INSERT INTO shop.items (`item_id`, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a')"},
@@ -58,36 +58,36 @@ func TestRewrite(t *testing.T) {
 		{"absent ignore partition", "INSERT LOW_PRIORITY IGNORE INTO orders PARTITION (p0) (name) VALUES ('a')", Mode{}, "INSERT LOW_PRIORITY IGNORE INTO orders PARTITION (p0) (`id`, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a')"},
 		{"replace", "REPLACE INTO orders (name) VALUES ('a')", Mode{}, "REPLACE INTO orders (`id`, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a')"},
 		{"replace set", "REPLACE orders SET name = 'a'", Mode{}, "REPLACE orders SET `id` = LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), name = 'a'"},
-		{"odku", "INSERT INTO orders (name) VALUES ('a'), ('b') ON DUPLICATE KEY UPDATE name = VALUES(name)", Mode{}, "INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a'), (1002, 'b') ON DUPLICATE KEY UPDATE name = VALUES(name)"},
+		{"odku", "INSERT INTO orders (name) VALUES ('a'), ('b') ON DUPLICATE KEY UPDATE name = VALUES(name)", Mode{}, "INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a'), (0*(@__leaf_m:=LAST_INSERT_ID())+1002, 'b') ON DUPLICATE KEY UPDATE name = VALUES(name)"},
 
 		// Key given as NULL / DEFAULT / 0.
-		{"null default zero", "INSERT INTO orders (name, id) VALUES ('a', NULL), ('b', DEFAULT), ('c', 0), ('d', '0'), ('e', 7), ('f', FALSE), ('g', 0.0), ('h', null)", Mode{}, "INSERT INTO orders (name, id) VALUES ('a', LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001)), ('b', 1002), ('c', 1003), ('d', 1004), ('e', 7), ('f', 1005), ('g', 1006), ('h', 1007)"},
+		{"null default zero", "INSERT INTO orders (name, id) VALUES ('a', NULL), ('b', DEFAULT), ('c', 0), ('d', '0'), ('e', 7), ('f', FALSE), ('g', 0.0), ('h', null)", Mode{}, "INSERT INTO orders (name, id) VALUES ('a', LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001)), ('b', 0*(@__leaf_m:=LAST_INSERT_ID())+1002), ('c', 1003), ('d', 1004), ('e', 7), ('f', 1005), ('g', 1006), ('h', 1007)"},
 		{"no auto value on zero", "INSERT INTO orders (name, id) VALUES ('a', 0), ('b', NULL), ('c', '0'), ('d', DEFAULT)", zero, "INSERT INTO orders (name, id) VALUES ('a', 0), ('b', LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001)), ('c', '0'), ('d', 0)"},
 		{"explicit first row", "INSERT INTO orders (id, name) VALUES (9, 'a'), (NULL, 'b')", Mode{}, "INSERT INTO orders (id, name) VALUES (9, 'a'), (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'b')"},
 		{"set null", "INSERT INTO orders SET name = 'a', id = NULL", Mode{}, "INSERT INTO orders SET name = 'a', id = LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001)"},
 		{"set zero odku", "INSERT INTO orders SET id = 0 ON DUPLICATE KEY UPDATE name = 'b'", Mode{}, "INSERT INTO orders SET id = LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001) ON DUPLICATE KEY UPDATE name = 'b'"},
 		{"default(key) is DEFAULT", "INSERT INTO orders (id) VALUES (DEFAULT(id))", Mode{}, "INSERT INTO orders (id) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001))"},
-		{"no column list", "INSERT INTO orders VALUES (NULL, 'a', 'b'), (5, 'c', 'd'), (0, 'e', 'f')", Mode{}, "INSERT INTO orders VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a', 'b'), (5, 'c', 'd'), (1002, 'e', 'f')"},
+		{"no column list", "INSERT INTO orders VALUES (NULL, 'a', 'b'), (5, 'c', 'd'), (0, 'e', 'f')", Mode{}, "INSERT INTO orders VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a', 'b'), (IF((@__leaf_m:=LAST_INSERT_ID()) IS NULL,NULL,5), 'c', 'd'), (1002, 'e', 'f')"},
 		{"no column list key second", "INSERT INTO items VALUES ('a', DEFAULT)", Mode{}, "INSERT INTO items VALUES ('a', LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001))"},
 		{"comment around value", "INSERT INTO orders (id) VALUES (/* k */ NULL /* v */)", Mode{}, "INSERT INTO orders (id) VALUES (/* k */ LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001) /* v */)"},
 		{"quoted column name", "INSERT INTO orders (`ID`) VALUES (NULL)", Mode{}, "INSERT INTO orders (`ID`) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001))"},
 
 		// Text that must survive byte for byte.
 		{"backslashes", `INSERT INTO orders (name, note) VALUES ('a\\b\'c', "d\"e")`, Mode{}, `INSERT INTO orders (` + "`id`" + `, name, note) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a\\b\'c', "d\"e")`},
-		{"no backslash escapes", `INSERT INTO orders (name) VALUES ('a\'), ('b')`, nbe, "INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a\\'), (1002, 'b')"},
-		{"literals and hints", "INSERT /*+ SET_VAR(sort_buffer_size=1) */ INTO orders (name, note) VALUES (_binary'\x00\xff', x'0A'), (b'101', _utf8mb4'😀') -- end", Mode{}, "INSERT /*+ SET_VAR(sort_buffer_size=1) */ INTO orders (`id`, name, note) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), _binary'\x00\xff', x'0A'), (1002, b'101', _utf8mb4'😀') -- end"},
-		{"parens in strings", "INSERT INTO orders (name) VALUES ('a)(b'), (')')", Mode{}, "INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a)(b'), (1002, ')')"},
+		{"no backslash escapes", `INSERT INTO orders (name) VALUES ('a\'), ('b')`, nbe, "INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a\\'), (0*(@__leaf_m:=LAST_INSERT_ID())+1002, 'b')"},
+		{"literals and hints", "INSERT /*+ SET_VAR(sort_buffer_size=1) */ INTO orders (name, note) VALUES (_binary'\x00\xff', x'0A'), (b'101', _utf8mb4'😀') -- end", Mode{}, "INSERT /*+ SET_VAR(sort_buffer_size=1) */ INTO orders (`id`, name, note) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), _binary'\x00\xff', x'0A'), (0*(@__leaf_m:=LAST_INSERT_ID())+1002, b'101', _utf8mb4'😀') -- end"},
+		{"parens in strings", "INSERT INTO orders (name) VALUES ('a)(b'), (')')", Mode{}, "INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a)(b'), (0*(@__leaf_m:=LAST_INSERT_ID())+1002, ')')"},
 		{"comments", "# c1\nINSERT INTO /* (x) */ orders -- (y)\n (name) VALUES ('a')", Mode{}, "# c1\nINSERT INTO /* (x) */ orders -- (y)\n (`id`, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a')"},
 		{"executable comment", "INSERT INTO orders (name) VALUES (/*!50000 'a' */)", Mode{}, "INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), /*!50000 'a' */)"},
 		{"double-dash not comment", "INSERT INTO orders (id, name) VALUES (NULL, 1--1)", Mode{}, "INSERT INTO orders (id, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 1--1)"},
 
 		// Multi-statement.
-		{"multi", "INSERT INTO orders (name) VALUES ('a'); SELECT 1; INSERT INTO orders (name) VALUES ('b'), ('c');", Mode{}, "INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a'); SELECT 1; INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1002), 'b'), (1003, 'c');"},
+		{"multi", "INSERT INTO orders (name) VALUES ('a'); SELECT 1; INSERT INTO orders (name) VALUES ('b'), ('c');", Mode{}, "INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a'); SELECT 1; INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1002), 'b'), (0*(@__leaf_m:=LAST_INSERT_ID())+1003, 'c');"},
 		{"semicolon in string", "INSERT INTO t (a) VALUES ('; INSERT INTO orders (name) VALUES (1)')", Mode{}, ""},
 
 		// NEXTVAL as a value.
 		{"nextval in values", "INSERT INTO t (a, b) VALUES (NEXTVAL('x'), 1), (next value for x, NEXTVAL(y))", Mode{}, "INSERT INTO t (a, b) VALUES (1001, 1), (1002, 1003)"},
-		{"nextval in key column", "INSERT INTO orders (id, name) VALUES (NEXTVAL('o'), 'a'), (NULL, NEXTVAL('n'))", Mode{}, "INSERT INTO orders (id, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a'), (1002, 1003)"},
+		{"nextval in key column", "INSERT INTO orders (id, name) VALUES (NEXTVAL('o'), 'a'), (NULL, NEXTVAL('n'))", Mode{}, "INSERT INTO orders (id, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a'), (0*(@__leaf_m:=LAST_INSERT_ID())+1002, 1003)"},
 		{"nextval expression in key", "INSERT INTO orders (id) VALUES (NEXTVAL('o') + 1)", Mode{}, "INSERT INTO orders (id) VALUES (1001 + 1)"},
 		{"nextval with key absent", "INSERT INTO orders (name) VALUES (NEXTVAL('n'))", Mode{}, "INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 1002)"},
 		{"nextval set", "INSERT INTO t SET a = NEXTVAL(s), b = CONCAT('x', NEXTVAL('s'))", Mode{}, "INSERT INTO t SET a = 1001, b = CONCAT('x', 1002)"},
@@ -142,8 +142,8 @@ func TestPrepare(t *testing.T) {
 		mode Mode
 		want string
 	}{
-		{"INSERT INTO orders (name) VALUES (?), (?)", Mode{}, "INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+?), ?), (?, ?)"},
-		{"INSERT INTO orders (id, name) VALUES (?, ?), (?, ?)", Mode{}, "INSERT INTO orders (id, name) VALUES (COALESCE(?,LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+?)), ?), (COALESCE(?,?), ?)"},
+		{"INSERT INTO orders (name) VALUES (?), (?)", Mode{}, "INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+?), ?), (0*(@__leaf_m:=LAST_INSERT_ID())+?, ?)"},
+		{"INSERT INTO orders (id, name) VALUES (?, ?), (?, ?)", Mode{}, "INSERT INTO orders (id, name) VALUES (COALESCE(?,LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+?)), ?), (IF((@__leaf_m:=LAST_INSERT_ID()) IS NULL,NULL,COALESCE(?,?)), ?)"},
 		{"INSERT INTO orders (id, name) VALUES (?, ?)", zero, "INSERT INTO orders (id, name) VALUES (COALESCE(?,LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+?)), ?)"},
 		{"INSERT INTO orders SET id = ?, name = ?", Mode{}, "INSERT INTO orders SET id = COALESCE(?,LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+?)), name = ?"},
 		{"INSERT INTO orders (id, name) VALUES (NULL, ?)", Mode{}, "INSERT INTO orders (id, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+?), ?)"},

@@ -32,12 +32,17 @@ func (b *builder) largePlan(tags []TagCount) (p Plan, ok bool) {
 		for i, at := range r.at {
 			b.edits = append(b.edits, edit{start: int(at), end: int(at), tag: r.tag, key: true, post: r.post, wrap: i == 0 && r.wrap})
 		}
+		if r.wrap && len(r.at) > 1 {
+			// the second row marks (markNextRow)
+			b.edits[len(b.edits)-len(r.at)+1].pre = b.text(markOpen)
+			b.wrapLast, b.wrapMarked = false, true
+		}
 		b.rows = nil
 		return Plan{}, false
 	}
 	tags = append(tags, TagCount{Tag: b.texts[r.tag], N: len(r.at)})
 	return Plan{Kind: Rewrite, edits: b.edits, texts: b.texts, rows: r, Tags: tags, Filled: orNil(b.filled), Explicit: orNil(b.explicit),
-		Statements: b.nstmts, Idents: orNil(b.idents), StringCalls: b.strCalls}, true
+		Statements: b.nstmts, Idents: orNil(b.idents), StringCalls: b.strCalls, WrapLast: r.wrap && len(r.at) == 1, WrapMarked: r.wrap && len(r.at) > 1}, true
 }
 
 // RenderedLen is the length of the text Render or WriteTo gives.
@@ -47,6 +52,9 @@ func (p *Plan) RenderedLen(sql string, ids []int64) int {
 		n += len(r.at) * len(p.texts[r.post])
 		if r.wrap {
 			n += len(wrapOpen) + 1
+			if len(r.at) > 1 {
+				n += len(markOpen)
+			}
 		}
 		for _, id := range ids[:len(r.at)] {
 			n += intLen(id)
@@ -101,6 +109,9 @@ func (p *Plan) renderRows(dst []byte, sql string, ids []int64, w io.Writer) ([]b
 			dst = appendID(dst, ids[i])
 			dst = append(dst, ')')
 		} else {
+			if i == 1 && r.wrap {
+				dst = append(dst, markOpen...)
+			}
 			dst = appendID(dst, ids[i])
 		}
 		dst = append(dst, post...)

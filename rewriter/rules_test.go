@@ -191,7 +191,7 @@ func TestPlanPatternsAndCase(t *testing.T) {
 		want, code string // want: rendered text, "" = passed through; code: an error's code
 	}{
 		{"shop_3", "INSERT INTO orders_17 (name) VALUES ('a')", 0, "INSERT INTO orders_17 (`id`, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a')", ""},
-		{"x", "INSERT INTO shop_0.orders_0 (name) VALUES ('a'), ('b')", 0, "INSERT INTO shop_0.orders_0 (`id`, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a'), (1002, 'b')", ""},
+		{"x", "INSERT INTO shop_0.orders_0 (name) VALUES ('a'), ('b')", 0, "INSERT INTO shop_0.orders_0 (`id`, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a'), (0*(@__leaf_m:=LAST_INSERT_ID())+1002, 'b')", ""},
 		{"x", "INSERT INTO `shop_0`.`orders_0` SET name = 'a'", 0, "INSERT INTO `shop_0`.`orders_0` SET `id` = LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), name = 'a'", ""},
 		{"x", "INSERT INTO shop_0.orders (name) VALUES ('a')", 0, "", ""},
 		{"shop_3", "INSERT INTO ORDERS_17 (name) VALUES ('a')", 0, "", ""},

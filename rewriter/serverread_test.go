@@ -100,7 +100,7 @@ func TestSetStatement(t *testing.T) {
 		{name: "set list no val", sql: "set /* c */ statement x=1, y='for' for insert into orders set name='x'",
 			want: "set /* c */ statement x=1, y='for' for insert into orders set `id` = LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), name='x'"},
 		{name: "parens and null key", sql: "SET STATEMENT a=(1), b=CONCAT('a','b') FOR REPLACE INTO orders (id, name) VALUES (NULL, 'a'), (0, 'b')",
-			want: "SET STATEMENT a=(1), b=CONCAT('a','b') FOR REPLACE INTO orders (id, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a'), (1002, 'b')"},
+			want: "SET STATEMENT a=(1), b=CONCAT('a','b') FOR REPLACE INTO orders (id, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+1001), 'a'), (0*(@__leaf_m:=LAST_INSERT_ID())+1002, 'b')"},
 		{name: "nextval", sql: "SET STATEMENT x=1 FOR INSERT INTO t VALUES (NEXTVAL('s'))",
 			want: "SET STATEMENT x=1 FOR INSERT INTO t VALUES (1001)"},
 		{name: "next value for", sql: "SET STATEMENT x=1 FOR SELECT NEXT VALUE FOR s",
