@@ -30,10 +30,11 @@ import (
 // of its own, so its CPU per statement is its threads' run time (schedstat)
 // over the measured window divided by the statements.
 //
-// 1,000- and 10,000-row statements run closed-loop at each client count of
-// LEAFPROXY_BENCH_CLIENTS (default "1 8") for LEAFPROXY_BENCH_DURATION per
-// cell; the 1,000,000-row statement (6 MB) runs once per target per round
-// (LEAFPROXY_BENCH_HUGE=0 leaves it out). Targets run in ABBA order (the
+// Statements of LEAFPROXY_BENCH_ROWS rows (default "1000 10000") run
+// closed-loop at each client count of LEAFPROXY_BENCH_CLIENTS (default
+// "1 8") for LEAFPROXY_BENCH_DURATION per cell; the 1,000,000-row statement
+// (6 MB) runs once per target per round (LEAFPROXY_BENCH_HUGE=0 leaves it
+// out). Targets run in ABBA order (the
 // order reverses every round); tables are truncated and InnoDB's dirty pages
 // written back before each cell. Medians over LEAFPROXY_BENCH_ROUNDS.
 func TestFilledInsertSpeed(t *testing.T) {
@@ -48,6 +49,14 @@ func TestFilledInsertSpeed(t *testing.T) {
 			t.Fatalf("LEAFPROXY_BENCH_CLIENTS: %q", f)
 		}
 		clients = append(clients, n)
+	}
+	var sizes []int
+	for _, f := range strings.Fields(envString("LEAFPROXY_BENCH_ROWS", "1000 10000")) {
+		var n int
+		if _, err := fmt.Sscan(f, &n); err != nil || n < 1 {
+			t.Fatalf("LEAFPROXY_BENCH_ROWS: %q", f)
+		}
+		sizes = append(sizes, n)
 	}
 	huge := os.Getenv("LEAFPROXY_BENCH_HUGE") != "0"
 	hapBin := haproxyBinary(t)
@@ -123,7 +132,7 @@ func TestFilledInsertSpeed(t *testing.T) {
 	res := map[cellKey][]fmeas{}
 	type shape struct{ rows, conns int }
 	var shapes []shape
-	for _, rows := range []int{1000, 10000} {
+	for _, rows := range sizes {
 		for _, c := range clients {
 			shapes = append(shapes, shape{rows, c})
 		}
