@@ -14,6 +14,25 @@ import (
 // and COM_STMT_PREPARE packet.
 var leafCapture = []byte("0*(@__leaf_l:=LAST_INSERT_ID())+")
 
+// leafMarks are what the proxy writes on the key of the row after the
+// wrapped one (rewriter's markOpen and markIf), with what the demo
+// backend reads instead: the key alone, or IF(1 IS NULL,NULL,key).
+var leafMarks = [][2][]byte{
+	{leafCapture, nil},
+	{[]byte("0*(@__leaf_m:=LAST_INSERT_ID())+"), nil},
+	{[]byte("IF((@__leaf_m:=LAST_INSERT_ID()) IS NULL,NULL,"), []byte("IF(1 IS NULL,NULL,")},
+}
+
+// stripMarks is body without the proxy's captures and marks.
+func stripMarks(body []byte) []byte {
+	for _, m := range leafMarks {
+		if bytes.Contains(body, m[0]) {
+			body = bytes.ReplaceAll(body, m[0], m[1])
+		}
+	}
+	return body
+}
+
 type stripListener struct{ net.Listener }
 
 func (l stripListener) Accept() (net.Conn, error) {
@@ -25,7 +44,7 @@ func (l stripListener) Accept() (net.Conn, error) {
 }
 
 // stripConn passes the client's packets on whole, each COM_QUERY and
-// COM_STMT_PREPARE without leafCapture (its length rewritten).
+// COM_STMT_PREPARE without leafMarks (its length rewritten).
 type stripConn struct {
 	net.Conn
 	in, out []byte
@@ -41,8 +60,8 @@ func (c *stripConn) Read(p []byte) (int, error) {
 			n := int(c.in[0]) | int(c.in[1])<<8 | int(c.in[2])<<16
 			if len(c.in) >= 4+n {
 				body := c.in[4 : 4+n]
-				if !c.cont && n > 0 && (body[0] == 0x03 || body[0] == 0x16) && n < maxPacket && bytes.Contains(body, leafCapture) {
-					body = bytes.ReplaceAll(body, leafCapture, nil)
+				if !c.cont && n > 0 && (body[0] == 0x03 || body[0] == 0x16) && n < maxPacket && bytes.Contains(body, []byte("@__leaf_")) {
+					body = stripMarks(body)
 					c.out = append(c.out, byte(len(body)), byte(len(body)>>8), byte(len(body)>>16), c.in[3])
 					c.out = append(c.out, body...)
 				} else {
