@@ -212,24 +212,8 @@ func (s *Session) restoreBeforeErr(restore func(uint16) string, a afterAction) (
 	}
 	errPkt := bytes.Clone(p[4:])
 	_, _ = s.b.r.Discard(4 + n)
-	s.b.seq++
-	if err := s.b.writeCommand(append([]byte{mysql.COM_QUERY}, sql...)); err != nil {
-		return true, s.setFatal(err)
-	}
-	if err := s.b.flushForResponse(); err != nil {
-		return true, s.setFatal(err)
-	}
-	if r := s.readBackendResult(walkDiscard); s.fatal != nil {
-		return true, s.fatal
-	} else if r.err != nil {
-		s.log.Debug("the statement restoring the session after a failed statement failed", "err", r.err)
-	}
-	if err := writeHeader(s.c.w, len(errPkt), s.c.seq); err != nil {
-		return true, s.setFatal(s.c.fail(err))
-	}
-	s.c.seq++
-	if _, err := s.c.w.Write(errPkt); err != nil {
-		return true, s.setFatal(s.c.fail(err))
+	if err := s.restoreThenAnswer(sql, errPkt, "the statement restoring the session after a failed statement failed"); err != nil {
+		return true, err
 	}
 	s.relayedErr(errPkt)
 	s.relayed = true
@@ -269,26 +253,36 @@ func (s *Session) restoreBeforeOK(r Retrier, a afterAction) (done bool, err erro
 	ok = append(ok, body[1+k1+k2:]...)
 	s.setStatus(uint16(body[1+k1+k2]) | uint16(body[2+k1+k2])<<8)
 	_, _ = s.b.r.Discard(4 + n)
-	s.b.seq++
-	if err := s.b.writeCommand(append([]byte{mysql.COM_QUERY}, sql...)); err != nil {
-		return true, s.setFatal(err)
-	}
-	if err := s.b.flushForResponse(); err != nil {
-		return true, s.setFatal(err)
-	}
-	if r := s.readBackendResult(walkDiscard); s.fatal != nil {
-		return true, s.fatal
-	} else if r.err != nil {
-		s.log.Debug("the statement restoring the session after a statement that wrote nothing failed", "err", r.err)
-	}
-	if err := writeHeader(s.c.w, len(ok), s.c.seq); err != nil {
-		return true, s.setFatal(s.c.fail(err))
-	}
-	s.c.seq++
-	if _, err := s.c.w.Write(ok); err != nil {
-		return true, s.setFatal(s.c.fail(err))
+	if err := s.restoreThenAnswer(sql, ok, "the statement restoring the session after a statement that wrote nothing failed"); err != nil {
+		return true, err
 	}
 	s.relayed = true
 	s.applyAfter(a, true)
 	return true, s.setFatal(s.c.flush())
+}
+
+// restoreThenAnswer runs sql on the backend (the answer the backend gave
+// the client's statement already read), drops its answer (a failure is
+// only logged, as failed), then writes answer to the client unflushed.
+func (s *Session) restoreThenAnswer(sql string, answer []byte, failed string) error {
+	s.b.seq++
+	if err := s.b.writeCommand(append([]byte{mysql.COM_QUERY}, sql...)); err != nil {
+		return s.setFatal(err)
+	}
+	if err := s.b.flushForResponse(); err != nil {
+		return s.setFatal(err)
+	}
+	if r := s.readBackendResult(walkDiscard); s.fatal != nil {
+		return s.fatal
+	} else if r.err != nil {
+		s.log.Debug(failed, "err", r.err)
+	}
+	if err := writeHeader(s.c.w, len(answer), s.c.seq); err != nil {
+		return s.setFatal(s.c.fail(err))
+	}
+	s.c.seq++
+	if _, err := s.c.w.Write(answer); err != nil {
+		return s.setFatal(s.c.fail(err))
+	}
+	return nil
 }
