@@ -7,8 +7,9 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"golang.org/x/sys/unix"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // lane is a session while the event loop serves it: its two sockets (dups

@@ -1,0 +1,169 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"time"
+)
+
+// endIfAbandoned ends a session whose client went away during the command
+// just answered (hangup.go): its backend connection runs nothing more.
+func (s *Session) endIfAbandoned() bool {
+	if !s.abandoned.Load() {
+		return false
+	}
+	s.log.Info("session closed: the client went away during a command")
+	return true
+}
+
+func (s *Session) endOnClientError(err error) {
+	var gone *errBackendClosedIdle
+	s.ending = endQuit // between commands, unless the client just left
+	if leftWithoutQuit(err) {
+		s.ending, s.left = endClose, true
+	}
+	switch {
+	case errors.As(err, &gone):
+		s.ending = endClose
+		s.log.Info("session closed: backend closed its connection while the client was idle", "reason", gone.reason)
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+		s.log.Debug("session closed by client")
+	case errors.Is(err, os.ErrDeadlineExceeded) && s.srv.draining.Load():
+		s.log.Debug("session closed: proxy shutting down")
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		s.log.Info("session closed: idle timeout")
+	default:
+		s.log.Info("session closed: bad packet from client", "err", oneLine(err))
+	}
+}
+
+// endOnError reports a fatal error: a lost backend gets the client an ERR
+// packet (1158) before its connection closes.
+func (s *Session) endOnError(err error) {
+	if errors.Is(err, errQuit) {
+		s.log.Debug("session closed: client quit")
+		s.ending = endQuit
+		return
+	}
+	var ie *ioError
+	if s.abandoned.Load() && !s.closing.Load() {
+		// Its client went away mid-command: the statement was killed and
+		// the backend connection cut (hangup.go).
+		s.log.Info("session closed: the client went away during a command", "err", oneLine(err))
+		return
+	}
+	if errors.As(err, &ie) && ie.leg == "client" && !s.closing.Load() {
+		// The client's connection failed while a command was under way:
+		// its statement may still be running (on a loop, lane.endBackend
+		// looks).
+		s.ending, s.left = endAbandon, leftWithoutQuit(err)
+	}
+	if errors.As(err, &ie) && ie.leg == "backend" && !s.closing.Load() && s.c.seq == s.cmdSeq {
+		// Nothing of the answer has reached the client: close, as the
+		// server's own connection would have, so the client sees a lost
+		// connection (2013) that drivers and pools know to retry, not an
+		// error packet they would take as the statement's answer.
+		s.log.Warn("backend connection lost before any of the answer was relayed; closing the client connection",
+			"backend", s.srv.cfg.Backend.Addr, "err", oneLine(err))
+		return
+	}
+	if errors.As(err, &ie) && ie.leg == "backend" && !s.closing.Load() {
+		s.log.Warn("backend connection lost", "backend", s.srv.cfg.Backend.Addr, "err", oneLine(err))
+		if s.c.conn != nil { // on a loop the write does not block
+			_ = s.c.conn.SetWriteDeadline(time.Now().Add(2 * time.Second))
+		}
+		s.countErr(errBackendLost)
+		_ = s.c.writePacket(errPacket(errBackendLost, "08S01", fmt.Sprintf("leafproxy: lost connection to backend MySQL server at '%s' during query", s.srv.cfg.Backend.Addr)))
+		_ = s.c.flush()
+		return
+	}
+	if s.closing.Load() {
+		s.log.Info("session closed by proxy shutdown")
+		return
+	}
+	s.log.Info("session closed", "err", oneLine(err))
+}
+
+func rootCause(err error) error {
+	for {
+		u := errors.Unwrap(err)
+		if u == nil {
+			return err
+		}
+		err = u
+	}
+}
+
+// pokeIfIdle ends the wait for the next command of an idle session on its
+// own goroutine (Shutdown; loops are asked to drain theirs).
+func (s *Session) pokeIfIdle() {
+	if s.idle.Load() {
+		s.mu.Lock()
+		if s.cconn != nil {
+			_ = s.cconn.SetReadDeadline(time.Unix(1, 0))
+		}
+		s.mu.Unlock()
+	}
+}
+
+// closeIfIdle closes the client connection of a session waiting for its
+// next command; the session then ends. A busy session is left to relay
+// what its backend answers.
+func (s *Session) closeIfIdle() {
+	if s.idle.Load() {
+		s.mu.Lock()
+		if s.cconn != nil {
+			s.cconn.Close()
+		}
+		if ln := s.loopSockets; ln != nil {
+			ln.shutdownClient()
+		}
+		s.mu.Unlock()
+	}
+}
+
+// forceClose cuts both connections; the session then ends.
+func (s *Session) forceClose() {
+	s.closing.Store(true)
+	s.closeConns()
+}
+
+func (s *Session) closeConns() {
+	s.mu.Lock()
+	if s.cconn != nil {
+		s.cconn.Close()
+	}
+	if s.bconn != nil {
+		s.bconn.Close()
+	}
+	if ln := s.loopSockets; ln != nil {
+		ln.shutdownClient()
+		ln.shutdownBackend()
+	}
+	s.mu.Unlock()
+}
+
+// info is the session as admin views show it; safe from any goroutine.
+func (s *Session) info() SessionInfo {
+	cmd := "Query"
+	if s.idle.Load() {
+		cmd = "Sleep"
+	}
+	db := ""
+	if p := s.dbShared.Load(); p != nil {
+		db = *p
+	}
+	return SessionInfo{ID: s.clientID, ThreadID: s.threadID.Load(), User: s.userName(), Remote: s.remote,
+		DB: db, Command: cmd, Since: time.Unix(0, s.since.Load())}
+}
+
+// userName is the session's proxy user for other goroutines (a change user
+// replaces it under s.mu).
+func (s *Session) userName() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.user
+}
