@@ -106,7 +106,14 @@ func TestPassThroughLogin(t *testing.T) {
 	for _, a := range accounts {
 		for _, params := range []string{"", "tls=skip-verify"} {
 			var cur string
-			if err := open(a.user, a.pass, params).QueryRow("SELECT CURRENT_USER()").Scan(&cur); err != nil {
+			err := open(a.user, a.pass, params).QueryRow("SELECT CURRENT_USER()").Scan(&cur)
+			// go-sql-driver sometimes reads the server's ed25519 exchange as
+			// a malformed packet, directly as through the proxy (see the
+			// direct reference below): another login, as there.
+			for try := 0; errors.Is(err, mysql.ErrMalformPkt) && try < 2; try++ {
+				err = open(a.user, a.pass, params).QueryRow("SELECT CURRENT_USER()").Scan(&cur)
+			}
+			if err != nil {
 				t.Fatalf("%s (%q) through the proxy: %v", a.user, params, err)
 			}
 			if cur != a.want {
