@@ -66,9 +66,10 @@ func (a *Interceptor) Query(ctx context.Context, s *proxy.Session, sql []byte) (
 	return a.answer(ctx, s, st, sql)
 }
 
-// session is what the admin statements use of a client's session
-// (*proxy.Session; the unit tests' is a fake).
-type session interface {
+// client is what the interceptor is given of a client's session
+// (*proxy.Session; the unit tests' is a fake): calls that do not wait,
+// and Blocking, the one way to those that do.
+type client interface {
 	Admin() bool
 	User() string
 	RemoteAddr() string
@@ -76,19 +77,28 @@ type session interface {
 	Logger() *slog.Logger
 	WriteOK(affected, insertID uint64, warnings uint16) error
 	WriteTextResultSet(cols []string, rows [][]*string) error
-	BackendExec(ctx context.Context, sql string) (affected, insertID uint64, err error)
-	BackendQuery(ctx context.Context, sql string) ([][]*string, error)
+	Blocking(ctx context.Context) (proxy.BlockingSession, error)
 }
 
-var _ session = (*proxy.Session)(nil)
+var _ client = (*proxy.Session)(nil)
 
-// answer runs admin statement st (sql's text) and audits it.
-func (a *Interceptor) answer(ctx context.Context, s session, st stmt, sql []byte) (bool, error) {
-	if proxy.MustNotBlock(ctx) {
-		// Admin statements read the store and the allocator's state: on
-		// the session's own goroutine, not an event loop's.
-		return false, proxy.ErrWouldBlock
+// session is what the admin statements use: the client's calls and its
+// waiting ones (BackendExec, BackendQuery), which only answer hands out.
+type session struct {
+	client
+	proxy.BlockingSession
+}
+
+// answer runs admin statement st (sql's text) and audits it. On an event
+// loop Blocking is ErrWouldBlock before anything is done: admin
+// statements read the store and the allocator's state, so they run on
+// the session's own goroutine.
+func (a *Interceptor) answer(ctx context.Context, c client, st stmt, sql []byte) (bool, error) {
+	bs, err := c.Blocking(ctx)
+	if err != nil {
+		return false, err
 	}
+	s := session{c, bs}
 	handled, result, err := a.run(ctx, s, st)
 	audit(s, st, sql, result, err)
 	return handled, err

@@ -67,6 +67,30 @@ func (f *fakeSession) WriteTextResultSet(cols []string, rows [][]*string) error 
 	f.cols, f.rows, f.wroteSet = cols, rows, true
 	return nil
 }
+
+// Blocking hands out the fake's BackendExec and BackendQuery, off an
+// event loop only, as proxy.Session does.
+func (f *fakeSession) Blocking(ctx context.Context) (proxy.BlockingSession, error) {
+	if proxy.MustNotBlock(ctx) {
+		return nil, proxy.ErrWouldBlock
+	}
+	return fakeBlocking{f: f}, nil
+}
+
+// fakeBlocking is the fake's BlockingSession: the two calls admin uses
+// (any other panics on the nil interface).
+type fakeBlocking struct {
+	proxy.BlockingSession
+	f *fakeSession
+}
+
+func (b fakeBlocking) BackendExec(ctx context.Context, sql string) (uint64, uint64, error) {
+	return b.f.BackendExec(ctx, sql)
+}
+func (b fakeBlocking) BackendQuery(ctx context.Context, sql string) ([][]*string, error) {
+	return b.f.BackendQuery(ctx, sql)
+}
+
 func (f *fakeSession) BackendExec(ctx context.Context, sql string) (uint64, uint64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

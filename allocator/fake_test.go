@@ -11,6 +11,7 @@ import (
 	"github.com/leafproxy/leafproxy/allocator/segment"
 	"github.com/leafproxy/leafproxy/allocator/snowflake"
 	"github.com/leafproxy/leafproxy/internal/fakestore"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // Unit tests of Sequences over the in-memory store of internal/fakestore:
@@ -44,16 +45,10 @@ func open(t *testing.T, cfg allocator.Config, st *fakestore.Store, opts ...alloc
 	return s
 }
 
-// eventually waits (up to 10 s) for cond.
+// eventually waits for cond (testwait's deadline).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 10 s: %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.For(t, what, cond)
 }
 
 func code(err error) uint16 {

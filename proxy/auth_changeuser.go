@@ -195,7 +195,7 @@ func (s *Session) relayChangeUser(ctx context.Context, cu *changeUserReq) error 
 	admin := false
 	if s.srv.adminName(cu.user) {
 		qctx, cancel := context.WithTimeout(ctx, s.srv.cfg.Backend.ConnectTimeout)
-		rows, err := s.BackendQuery(qctx, "SELECT CURRENT_USER()")
+		rows, err := s.blocking().BackendQuery(qctx, "SELECT CURRENT_USER()")
 		cancel()
 		if s.fatal != nil {
 			return s.fatal

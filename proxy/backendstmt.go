@@ -34,7 +34,7 @@ func (s *Session) RelayQueryPacket(pkt []byte) error {
 // insertID there, as MariaDB reports an AUTO_INCREMENT column's last
 // explicit key. Only on the session's own goroutine (on an event loop it
 // returns ErrWouldBlock before sending anything).
-func (s *Session) RelayQueryInsertID(sql []byte, insertID uint64) error {
+func (s blocking) RelayQueryInsertID(sql []byte, insertID uint64) error {
 	if err := s.exec.mayWait(); err != nil {
 		return err
 	}
@@ -48,7 +48,7 @@ func (s *Session) RelayQueryInsertID(sql []byte, insertID uint64) error {
 // (the command byte, then the text) of a multi-statement text: ids[i]
 // (when not 0) is the insert id of the i-th result's OK, if it has rows
 // affected and insert id 0. Only on the session's own goroutine.
-func (s *Session) RelayQueryInsertIDs(pkt []byte, ids []uint64) error {
+func (s blocking) RelayQueryInsertIDs(pkt []byte, ids []uint64) error {
 	if err := s.exec.mayWait(); err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func (s *Session) RelayQueryInsertIDs(pkt []byte, ids []uint64) error {
 }
 
 // RelayExecuteInsertID is RelayQueryInsertID for an execute packet.
-func (s *Session) RelayExecuteInsertID(pkt []byte, insertID uint64) error {
+func (s blocking) RelayExecuteInsertID(pkt []byte, insertID uint64) error {
 	if err := s.exec.mayWait(); err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func (s *Session) RelayExecuteInsertID(pkt []byte, insertID uint64) error {
 // RelayPrepare sends sql as a COM_STMT_PREPARE and streams the prepare
 // response to the client; the result says which statement id and how many
 // parameters the backend gave it.
-func (s *Session) RelayPrepare(sql []byte) (PrepareResult, error) {
+func (s blocking) RelayPrepare(sql []byte) (PrepareResult, error) {
 	if err := s.exec.mayWait(); err != nil {
 		return PrepareResult{}, err // the caller needs the answer now
 	}
@@ -156,7 +156,7 @@ type ExecResult struct {
 // BackendExec runs a proxy-originated statement on the session's backend
 // connection; nothing reaches the client. A backend ERR comes back as a
 // *mysql.MyError and leaves the session usable. ctx's deadline bounds it.
-func (s *Session) BackendExec(ctx context.Context, sql string) (affected, insertID uint64, err error) {
+func (s blocking) BackendExec(ctx context.Context, sql string) (affected, insertID uint64, err error) {
 	if err := s.sendBackend(ctx, sql); err != nil {
 		return 0, 0, err
 	}
@@ -173,7 +173,7 @@ func (s *Session) BackendExec(ctx context.Context, sql string) (affected, insert
 
 // BackendQuery runs a proxy-originated query and returns the first result
 // set's rows as text (nil = SQL NULL). Meant for small results.
-func (s *Session) BackendQuery(ctx context.Context, sql string) ([][]*string, error) {
+func (s blocking) BackendQuery(ctx context.Context, sql string) ([][]*string, error) {
 	if err := s.sendBackend(ctx, sql); err != nil {
 		return nil, err
 	}
@@ -240,7 +240,7 @@ func (s *Session) readBackendResult(mode int) walkResult {
 // interceptor's own use (a statement the client never sees); nothing
 // reaches the client. A backend ERR comes back as a *mysql.MyError. Close
 // it with BackendCloseStmt.
-func (s *Session) BackendPrepare(ctx context.Context, sql string) (PrepareResult, error) {
+func (s blocking) BackendPrepare(ctx context.Context, sql string) (PrepareResult, error) {
 	if err := s.exec.mayWait(); err != nil {
 		return PrepareResult{}, err
 	}
@@ -274,7 +274,7 @@ func (s *Session) BackendPrepare(ctx context.Context, sql string) (PrepareResult
 
 // BackendCloseStmt closes a statement of the interceptor's own on the
 // backend (COM_STMT_CLOSE has no response).
-func (s *Session) BackendCloseStmt(id uint32) error {
+func (s blocking) BackendCloseStmt(id uint32) error {
 	if err := s.exec.mayWait(); err != nil {
 		return err
 	}

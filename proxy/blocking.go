@@ -51,7 +51,18 @@ type BlockingSession interface {
 	ExecuteResult(pkt []byte) (ExecResult, error)
 }
 
-var _ BlockingSession = (*Session)(nil)
+// blocking is a Session's BlockingSession: the calls that may wait are
+// its methods, not the Session's, so that code holding a *Session (an
+// interceptor on an event loop) cannot call one without going through
+// Blocking's check. The proxy's own goroutine-only paths (KILL, change
+// user) take it with s.blocking().
+type blocking struct{ *Session }
+
+var _ BlockingSession = blocking{}
+
+// blocking is s's calls that may wait, for the proxy's own code that runs
+// only on the session's goroutine.
+func (s *Session) blocking() blocking { return blocking{s} }
 
 // Blocking returns the session's calls that may wait, or ErrWouldBlock
 // when the command runs on an event loop (the session's lane, or a ctx
@@ -64,5 +75,5 @@ func (s *Session) Blocking(ctx context.Context) (BlockingSession, error) {
 	if err := s.exec.mayWait(); err != nil {
 		return nil, err
 	}
-	return s, nil
+	return blocking{s}, nil
 }

@@ -181,9 +181,10 @@
 // anything; the command is then run again from the start on the session's
 // goroutine, where the same call may wait. Session methods that need an
 // answer now (BackendQuery, BackendExec, RelayPrepare, RelayPrepareHidden,
-// ExecuteResult, RelayQueryInfile: the BlockingSession interface, which
-// Session.Blocking hands out only off a loop, and CurrentDB/SQLMode when
-// they must re-read) return ErrWouldBlock themselves on a loop; RelayQuery and RelayExecute return
+// ExecuteResult, RelayQueryInfile: the BlockingSession interface, whose
+// methods are not Session's: Session.Blocking hands them out only off a
+// loop; CurrentDB/SQLMode return ErrWouldBlock themselves on a loop when
+// they must re-read); RelayQuery and RelayExecute return
 // at once there and the response is relayed as it arrives. With none installed the relay does no
 // parsing and no allocation per command. An interceptor method either
 //

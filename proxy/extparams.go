@@ -48,7 +48,7 @@ func (e *ParamCountError) SQLState() string { return "42000" }
 // the client sees. When the backend counts other than want parameters the
 // statement is closed on the backend, nothing reaches the client and a
 // *ParamCountError is returned.
-func (s *Session) RelayPrepareHidden(sql []byte, hidden []int, want int) (PrepareResult, error) {
+func (s blocking) RelayPrepareHidden(sql []byte, hidden []int, want int) (PrepareResult, error) {
 	if err := s.exec.mayWait(); err != nil {
 		return PrepareResult{}, err // the caller needs the answer now
 	}
@@ -148,7 +148,7 @@ func (s *Session) RelayPrepareHidden(sql []byte, hidden []int, want int) (Prepar
 // backend and consumes its response without relaying it, returning the
 // outcome (OK fields or the backend's ERR) for the caller to answer with,
 // e.g. an OK with another insert id. A result set in the answer is dropped.
-func (s *Session) ExecuteResult(pkt []byte) (ExecResult, error) {
+func (s blocking) ExecuteResult(pkt []byte) (ExecResult, error) {
 	if err := s.exec.mayWait(); err != nil {
 		return ExecResult{}, err
 	}

@@ -29,7 +29,7 @@ const infilePacket = 64 << 10
 // exchange, so an event loop gets ErrWouldBlock before anything is sent.
 // If t fails, the client gets t's error as the statement's answer (code
 // and SQLSTATE as for an Interceptor's error) in place of the backend's.
-func (s *Session) RelayQueryInfile(sql []byte, t InfileTransformer) error {
+func (s blocking) RelayQueryInfile(sql []byte, t InfileTransformer) error {
 	if err := s.exec.mayWait(); err != nil {
 		return err
 	}

@@ -66,11 +66,11 @@ func (s *Session) validateKill(ctx context.Context, k killsql.Req) error {
 	if k.Text == nil {
 		return nil // prepared by the client: the backend has read it already
 	}
-	res, err := s.BackendPrepare(ctx, string(k.Text))
+	res, err := s.blocking().BackendPrepare(ctx, string(k.Text))
 	if err != nil {
 		return err
 	}
-	return s.BackendCloseStmt(res.StmtID)
+	return s.blocking().BackendCloseStmt(res.StmtID)
 }
 
 // killFailed answers a backend ERR met while reading a KILL, or ends the
@@ -85,7 +85,7 @@ func (s *Session) killFailed(err error) error {
 
 // evalKillID has the backend evaluate a KILL's id expression.
 func (s *Session) evalKillID(ctx context.Context, expr []byte) (uint64, error) {
-	rows, err := s.BackendQuery(ctx, killsql.EvalID(expr))
+	rows, err := s.blocking().BackendQuery(ctx, killsql.EvalID(expr))
 	var me *mysql.MyError
 	if errors.As(err, &me) && me.Code == erSubqueriesNotSupported {
 		if killsql.KillRefuses(expr) {
@@ -93,7 +93,7 @@ func (s *Session) evalKillID(ctx context.Context, expr []byte) (uint64, error) {
 		}
 		// KILL takes a subquery that reads no table, (SELECT 5); USING
 		// takes none.
-		rows, err = s.BackendQuery(ctx, killsql.EvalIDSubquery(expr))
+		rows, err = s.blocking().BackendQuery(ctx, killsql.EvalIDSubquery(expr))
 	}
 	if err != nil {
 		return 0, err
@@ -195,7 +195,7 @@ func (a Account) backendLogin(user string) string {
 // privilege). Otherwise: 1957 Unknown query id, as the server says.
 func (s *Session) killQueryID(ctx context.Context, k killsql.Req) error {
 	n := strconv.FormatUint(k.ID, 10)
-	rows, err := s.BackendQuery(ctx, killsql.ThreadOfQuery(k.ID))
+	rows, err := s.blocking().BackendQuery(ctx, killsql.ThreadOfQuery(k.ID))
 	if err != nil {
 		return s.killFailed(err)
 	}
@@ -237,7 +237,7 @@ func (s *Session) killUser(ctx context.Context, k killsql.Req) error {
 	if err != nil {
 		return s.killFailed(err)
 	}
-	rows, err := s.BackendQuery(ctx, killsql.ThreadsOfUser(user))
+	rows, err := s.blocking().BackendQuery(ctx, killsql.ThreadsOfUser(user))
 	if err != nil {
 		return s.killFailed(err)
 	}
@@ -265,7 +265,7 @@ func (s *Session) killUser(ctx context.Context, k killsql.Req) error {
 			continue
 		}
 		s.log.Info("kill", "target_session", target.clientID, "backend_thread", tid, "what", "USER "+what)
-		_, _, err = s.BackendExec(ctx, k.ThreadStatement(tid))
+		_, _, err = s.blocking().BackendExec(ctx, k.ThreadStatement(tid))
 		var me *mysql.MyError
 		if errors.As(err, &me) && me.Code == mysql.ER_NO_SUCH_THREAD {
 			continue // it ended meanwhile
@@ -281,7 +281,7 @@ func (s *Session) killUser(ctx context.Context, k killsql.Req) error {
 		return err
 	}
 	s.log.Info("kill", "target_session", s.clientID, "backend_thread", s.threadID.Load(), "what", "USER "+what)
-	_, _, _ = s.BackendExec(ctx, k.ThreadStatement(uint64(s.threadID.Load())))
+	_, _, _ = s.blocking().BackendExec(ctx, k.ThreadStatement(uint64(s.threadID.Load())))
 	return errQuit
 }
 
@@ -292,7 +292,7 @@ func (s *Session) killUserAccount(ctx context.Context, spec []byte) (user, host 
 	if !current {
 		return user, host, nil
 	}
-	rows, err := s.BackendQuery(ctx, "SELECT CURRENT_USER()")
+	rows, err := s.blocking().BackendQuery(ctx, "SELECT CURRENT_USER()")
 	if err != nil || len(rows) != 1 || len(rows[0]) != 1 || rows[0][0] == nil {
 		return "", "", err
 	}

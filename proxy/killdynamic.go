@@ -21,12 +21,12 @@ func (s *Session) prepareDynamicKill(ctx context.Context, q, name []byte) error 
 	if err := s.exec.mayWait(); err != nil {
 		return err
 	}
-	if _, _, err := s.BackendExec(ctx, string(q)); err != nil {
+	if _, _, err := s.blocking().BackendExec(ctx, string(q)); err != nil {
 		return s.killFailed(err)
 	}
-	if _, _, err := s.BackendExec(ctx, killsql.StandIn(name)); err != nil {
+	if _, _, err := s.blocking().BackendExec(ctx, killsql.StandIn(name)); err != nil {
 		// The backend holds the KILL and would not replace it: drop it.
-		if _, _, derr := s.BackendExec(ctx, "DEALLOCATE PREPARE "+string(name)); derr != nil {
+		if _, _, derr := s.blocking().BackendExec(ctx, "DEALLOCATE PREPARE "+string(name)); derr != nil {
 			return s.setFatal(derr)
 		}
 		return s.killFailed(err)

@@ -247,8 +247,8 @@ func testLoopSlowClient(t *testing.T, runners int) {
 			held, unread = heldForClient(e)
 			return held != 0 && unread != 0
 		}, testwait.Detail(func() string {
-			return fmt.Sprintf("the loop holds %d bytes for the client, %d wait in the proxy's backend socket, %d in the client's; loop stats %+v",
-				held, unread, clientUnread(t, c), e.srv.LoopStats())
+			return fmt.Sprintf("the loop holds %d bytes for the client, %d wait in the proxy's backend socket, %d in the client's; loop stats %+v; %s",
+				held, unread, clientUnread(t, c), e.srv.LoopStats(), laneState(e))
 		}))
 		// What the proxy holds of the result is the loop's pending bytes
 		// for the client: measured directly, not as this process's heap

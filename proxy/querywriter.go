@@ -16,7 +16,7 @@ import (
 // fails, closes the session: the backend has part of a command. Only on
 // the session's own goroutine (on an event loop it returns ErrWouldBlock
 // before sending anything).
-func (s *Session) RelayQueryWriter(n int, src io.WriterTo) error {
+func (s blocking) RelayQueryWriter(n int, src io.WriterTo) error {
 	if err := s.exec.mayWait(); err != nil {
 		return err
 	}

@@ -44,7 +44,7 @@ func (rowsInterceptor) Prepare(_ context.Context, s *Session, sql []byte) (bool,
 	if string(sql) != "SELECT 'typed', ?" {
 		return false, nil
 	}
-	pr, err := s.RelayPrepare([]byte("SELECT CAST(0*? AS SIGNED) AS big, (NULL = 1) AS flag, CAST('' AS CHAR(128) CHARACTER SET utf8mb4) AS name, CAST(NULL AS DATETIME(3)) AS at"))
+	pr, err := s.blocking().RelayPrepare([]byte("SELECT CAST(0*? AS SIGNED) AS big, (NULL = 1) AS flag, CAST('' AS CHAR(128) CHARACTER SET utf8mb4) AS name, CAST(NULL AS DATETIME(3)) AS at"))
 	if err == nil && pr.OK {
 		s.SetValue(pr.StmtID)
 	}

@@ -104,7 +104,7 @@ func (s *Session) RelayExecuteOr(pkt []byte, r Retrier) error {
 // otherwise the answer is relayed as RelayQuery would. It runs only on the
 // session's own goroutine (on an event loop it returns ErrWouldBlock
 // before sending anything).
-func (s *Session) RelayQueryRetry(sql []byte, retry func(code uint16, msg string) bool) (retried bool, err error) {
+func (s blocking) RelayQueryRetry(sql []byte, retry func(code uint16, msg string) bool) (retried bool, err error) {
 	if err := s.exec.mayWait(); err != nil {
 		return false, err
 	}
@@ -117,7 +117,7 @@ func (s *Session) RelayQueryRetry(sql []byte, retry func(code uint16, msg string
 // unless the backend's answer is an ERR that retry accepts, which is
 // dropped (retried: the caller may execute again; the server rolled the
 // statement back). Only on the session's own goroutine.
-func (s *Session) RelayExecuteRetry(pkt []byte, retry func(code uint16, msg string) bool) (retried bool, err error) {
+func (s blocking) RelayExecuteRetry(pkt []byte, retry func(code uint16, msg string) bool) (retried bool, err error) {
 	if err := s.exec.mayWait(); err != nil {
 		return false, err
 	}

@@ -142,7 +142,7 @@ func (s *Session) CurrentDB(ctx context.Context) (string, error) {
 		return s.db, err
 	}
 	if !s.dbOK && s.b != nil && s.fatal == nil {
-		rows, err := s.BackendQuery(ctx, "SELECT DATABASE()")
+		rows, err := s.blocking().BackendQuery(ctx, "SELECT DATABASE()")
 		if err != nil {
 			return s.db, fmt.Errorf("read the current database: %w", err)
 		}
@@ -170,7 +170,7 @@ func (s *Session) SQLMode(ctx context.Context) (string, error) {
 	if err := s.exec.mayWait(); err != nil {
 		return "", err
 	}
-	rows, err := s.BackendQuery(ctx, "SELECT @@SESSION.sql_mode")
+	rows, err := s.blocking().BackendQuery(ctx, "SELECT @@SESSION.sql_mode")
 	if err != nil {
 		return "", err
 	}

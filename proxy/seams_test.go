@@ -58,7 +58,7 @@ func (ti *testInterceptor) Query(ctx context.Context, s *Session, sql []byte) (b
 		ti.note("db", s.DB())
 		ti.note("mode", mode)
 		ti.note("intx", strconv.FormatBool(s.InTransaction()))
-		rows, err := s.BackendQuery(ctx, "SELECT 40 + 2, NULL")
+		rows, err := s.blocking().BackendQuery(ctx, "SELECT 40 + 2, NULL")
 		if err != nil {
 			return false, err
 		}
@@ -66,10 +66,10 @@ func (ti *testInterceptor) Query(ctx context.Context, s *Session, sql []byte) (b
 			return false, fmt.Errorf("BackendQuery rows %v", rows)
 		}
 		n, _ := strconv.ParseInt(*rows[0][0], 10, 64)
-		if _, _, err := s.BackendExec(ctx, "SET @seen = 1"); err != nil {
+		if _, _, err := s.blocking().BackendExec(ctx, "SET @seen = 1"); err != nil {
 			return false, err
 		}
-		if _, _, err := s.BackendExec(ctx, "SELECT * FROM no_such_table"); err == nil {
+		if _, _, err := s.blocking().BackendExec(ctx, "SELECT * FROM no_such_table"); err == nil {
 			return false, errors.New("BackendExec hid an error")
 		}
 		return true, s.WriteResultSet([]string{"n", "nothing"}, [][]*int64{{&n, nil}})
@@ -85,13 +85,13 @@ func (ti *testInterceptor) Prepare(ctx context.Context, s *Session, sql []byte) 
 	}
 	switch string(sql) {
 	case "SELECT NEXTVAL('b')":
-		pr, err := s.RelayPrepare([]byte("SELECT CAST(0 AS SIGNED) AS v"))
+		pr, err := s.blocking().RelayPrepare([]byte("SELECT CAST(0 AS SIGNED) AS v"))
 		if err == nil && pr.OK {
 			kinds[pr.StmtID] = "answer"
 		}
 		return true, err
 	case "SELECT LAST_INSERT_ID(@__leaf_0) AS id, ?":
-		pr, err := s.RelayPrepare(sql)
+		pr, err := s.blocking().RelayPrepare(sql)
 		if err == nil && pr.OK {
 			if pr.Params != 1 || pr.Columns != 2 {
 				return true, fmt.Errorf("prepare result %+v", pr)

@@ -1,6 +1,9 @@
 package proxy
 
 import (
+	"fmt"
+	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -66,4 +69,44 @@ func pendingUnread(e *env) (held, unread int) {
 		}
 	}
 	return held, unread
+}
+
+// laneState describes the one session e's loop serves, for a failure
+// message: what waits in each of its sockets, what the lane holds and
+// where it stands, and the loop runners' stacks.
+func laneState(e *env) string {
+	var ln *lane
+	e.srv.mu.Lock()
+	for _, s := range e.srv.sessions {
+		s.mu.Lock()
+		ln = s.loopSockets
+		s.mu.Unlock()
+	}
+	e.srv.mu.Unlock()
+	if ln == nil {
+		return "no session is on a loop"
+	}
+	if !ln.mu.TryLock() {
+		return "a runner holds the lane; " + runnerStacks()
+	}
+	defer ln.mu.Unlock()
+	cin, _ := unix.IoctlGetInt(ln.clientFD, unix.SIOCINQ)
+	bin, _ := unix.IoctlGetInt(ln.backendFD, unix.SIOCINQ)
+	return fmt.Sprintf("lane: gone %v attached %v busy %v pend %#x clientReadable %v backendReadable %v clientEOF %v; "+
+		"%d bytes unread in its client socket, %d in its backend socket; clientIn %d, backendPending %d, clientPending %d; %s",
+		ln.gone, ln.attached, ln.busy, ln.pend.Load(), ln.clientReadable, ln.backendReadable, ln.clientEOF,
+		cin, bin, len(ln.clientIn), len(ln.backendPending), len(ln.clientPending), runnerStacks())
+}
+
+// runnerStacks is the stacks of the goroutines in the proxy's event loop.
+func runnerStacks() string {
+	buf := make([]byte, 4<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "proxy.(*runner)") || strings.Contains(g, "proxy.(*lane)") {
+			out = append(out, g)
+		}
+	}
+	return fmt.Sprintf("%d loop goroutines:\n%s", len(out), strings.Join(out, "\n\n"))
 }
