@@ -29,7 +29,9 @@ func TestBlockingOnlyOffTheLoop(t *testing.T) {
 	}); ok {
 		t.Fatal("*Session has BackendQuery: code holding a session reaches a waiting call without Blocking")
 	}
-	if _, ok := any(s).(interface{ RelayPrepare([]byte) (PrepareResult, error) }); ok {
+	if _, ok := any(s).(interface {
+		RelayPrepare([]byte) (PrepareResult, error)
+	}); ok {
 		t.Fatal("*Session has RelayPrepare: code holding a session reaches a waiting call without Blocking")
 	}
 }
