@@ -53,8 +53,11 @@ func testLogger() *slog.Logger {
 // startProxy runs a proxy in front of backendAddr with user app/secret.
 func startProxy(t testing.TB, backendAddr string, mutate func(*testConfig), opts ...Option) *env {
 	t.Helper()
+	// The backend's connect timeout is generous: on a loaded 2-core
+	// machine MariaDB's greeting took over 2 s (a login failed "i/o
+	// timeout"); no test here waits for it to expire.
 	cfg := &Config{
-		Backend:  Backend{Addr: backendAddr, User: "root", ConnectTimeout: 2 * time.Second},
+		Backend:  Backend{Addr: backendAddr, User: "root", ConnectTimeout: 20 * time.Second},
 		Users:    []Account{{Name: "app", Password: "secret"}},
 		Limits:   Limits{MaxConnections: 4096},
 		Shutdown: Shutdown{Grace: 5 * time.Second},
