@@ -17,7 +17,7 @@ func TestProxyStreamMillionRows(t *testing.T) {
 	p := leafproc.Start(t, `backend:
   addr: `+b.Addr+`
   user: root
-  connect_timeout: 3s
+  connect_timeout: 20s
 users:
   - name: app
     password: secret

@@ -148,7 +148,7 @@ func TestHugeCommandsBoundedByCommandMemory(t *testing.T) {
 	p := leafproc.Start(t, fmt.Sprintf(`backend:
   addr: %s
   user: root
-  connect_timeout: 2s
+  connect_timeout: 20s
 users:
   - name: app
     password: secret
