@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/leafproxy/leafproxy/proxy"
+	"github.com/leafproxy/leafproxy/rewriter"
 )
 
 // A NEXTVAL a loop planned and then handed to the session's goroutine (its
@@ -176,6 +177,48 @@ func TestHandoffKeepsEveryKind(t *testing.T) {
 			}
 			if !reflect.DeepEqual(gotSt.last, refSt.last) {
 				t.Fatalf("LASTVAL %v, never on a loop %v", gotSt.last, refSt.last)
+			}
+		})
+	}
+}
+
+// BenchmarkHandedInsert is a filled INSERT of a tag with nothing buffered
+// on a loop: planned there, handed over, run on the goroutine; "kept"
+// takes the loop's plan (cloned at the hand-over), "again" plans twice.
+func BenchmarkHandedInsert(b *testing.B) {
+	for _, keep := range []bool{true, false} {
+		name := "kept"
+		if !keep {
+			name = "again"
+		}
+		b.Run(name, func(b *testing.B) {
+			ids := &loopIDs{counter: counter{next: 1000}, cold: map[string]bool{}}
+			rules, err := rewriter.NewRules([]rewriter.Rule{{Table: "orders", Column: "id", Tag: "order"}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			e := New(ids, rules)
+			s := &fakeSession{db: "shop", columns: map[string][][2]string{"orders": {{"id", "bigint"}, {"item", "varchar"}}}}
+			sql := []byte("INSERT INTO orders (item, note) VALUES ('book', 'first'), ('pen', 'second'), ('ink', 'third')")
+			if _, err := e.query(context.Background(), s, sql); err != nil { // columns cached
+				b.Fatal(err)
+			}
+			st := s.Value().(*state)
+			b.ReportAllocs()
+			for range b.N {
+				ids.cold["order"] = true
+				_, err := onLoop(b, s, ids, false, func(ctx context.Context) (bool, error) { return e.query(ctx, s, sql) })
+				if !errors.Is(err, proxy.ErrWouldBlock) {
+					b.Fatal(err)
+				}
+				if !keep {
+					st.handed = nil
+				}
+				ids.cold["order"] = false
+				if _, err := e.query(context.Background(), s, sql); err != nil {
+					b.Fatal(err)
+				}
+				s.relayed = s.relayed[:0]
 			}
 		})
 	}
