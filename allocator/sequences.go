@@ -79,6 +79,7 @@ type options struct {
 	snowStore     SnowflakeStore
 	keyServers    []KeyServer
 	keyServersSet bool
+	tagStore      TagStore // InitStore's and CheckTags' (WithTagStore)
 }
 
 // WithTagSync sets how often the snowflake tags learned from the store

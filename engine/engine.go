@@ -30,6 +30,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/leafproxy/leafproxy/internal/metric"
 	"github.com/leafproxy/leafproxy/internal/raw"
 	"github.com/leafproxy/leafproxy/proxy"
 	"github.com/leafproxy/leafproxy/rewriter"
@@ -118,9 +119,10 @@ type state struct {
 	// orphans: count statements to close (numbered_prepared.go)
 	orphans []uint32
 	// handed: a loop's plan for the command it handed to the goroutine
-	// (handed.go); plannings counts the text statements planned.
+	// (handed.go); plannings counts the text statements planned (read by
+	// tests while the session runs: a metric.Counter).
 	handed    *handedPlan
-	plannings int
+	plannings metric.Counter
 }
 
 func (e *Engine) state(s Session) *state {
@@ -205,7 +207,7 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 	// A command a loop planned and handed over runs here with its plan.
 	plan, ok := st.takeHanded(text)
 	if !ok {
-		st.plannings++
+		st.plannings.Inc()
 		var err error
 		plan, err = st.planner.PlanQuery(text, &st.env)
 		if errors.Is(err, proxy.ErrWouldBlock) {

@@ -11,15 +11,20 @@ import (
 
 // handedPlan is the plan an event loop made for a command it then handed
 // to the session's goroutine (ErrWouldBlock after planning: a tag with
-// nothing buffered, LASTVAL of a numbered statement, SETVAL, a native
-// sequence to look up). The goroutine runs the same command next and
-// takes this plan instead of planning the text again.
+// nothing buffered, a filled INSERT whose IDs or key columns cannot be had
+// without waiting, an explicit key's insert id, a numbered INSERT ...
+// SELECT or UPDATE, LASTVAL of a numbered statement, SETVAL, LOAD DATA, a
+// native sequence to look up). The goroutine runs the same command next
+// and takes this plan instead of planning the text again.
 //
-// Only Sequence plans are kept: such a plan is its calls and nothing else
-// (rewriter's planner), and the calls are copied out of the loop's packet
-// buffer and the planner's scratch, both reused once the command has left
-// the loop. The plan is taken only for the same text under the same
-// database, sql_mode and rules, and only by the next query.
+// Every kind is kept, as a deep copy (rewriter.Plan.Clone): a plan borrows
+// the loop's packet buffer (tags, names, an edit's text) and the planner's
+// scratch (its slices), both reused once the command has left the loop.
+// Only the hand-over copies: a plan run on the loop is never cloned. Not
+// kept: a Large plan (a text over 64 KB never runs on a loop) and a plan
+// that holds plan memory (the goroutine plans it again under the budget).
+// The plan is taken only for the same text under the same database,
+// sql_mode and rules, and only by the next query.
 type handedPlan struct {
 	text  string
 	db    string
@@ -31,17 +36,12 @@ type handedPlan struct {
 // keepHanded keeps plan for the goroutine's run of text when err hands
 // the command over from a loop.
 func (st *state) keepHanded(ctx context.Context, text string, plan *rewriter.Plan, err error) {
-	if err == nil || plan.Kind != rewriter.Sequence || !errors.Is(err, proxy.ErrWouldBlock) || !proxy.MustNotBlock(ctx) {
+	if err == nil || !errors.Is(err, proxy.ErrWouldBlock) || !proxy.MustNotBlock(ctx) || plan.Large() || st.planner.Held() > 0 {
 		return
-	}
-	calls := make([]rewriter.Call, len(plan.Calls))
-	for i, c := range plan.Calls {
-		c.Tag, c.Name, c.DB = strings.Clone(c.Tag), strings.Clone(c.Name), strings.Clone(c.DB)
-		calls[i] = c
 	}
 	st.handed = &handedPlan{
 		text: strings.Clone(text), db: st.env.DB, mode: st.sqlModeText, rules: st.env.Rules,
-		plan: rewriter.Plan{Kind: rewriter.Sequence, Calls: calls},
+		plan: plan.Clone(),
 	}
 }
 

@@ -4,7 +4,8 @@ package rewriter
 // builder and the plan's slices), so that planning a filled INSERT
 // allocates nothing. One per session: not for concurrent use, and a plan
 // it returns is valid until its next call (the engine renders it at once;
-// PlanPrepare's plans, kept with their statements, own their memory).
+// PlanPrepare's plans, kept with their statements, own their memory; a
+// plan's Clone outlives both the next call and the text's buffer).
 type Planner struct {
 	builder builder
 	slots   []Slot

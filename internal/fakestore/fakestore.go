@@ -16,16 +16,19 @@ import (
 	"github.com/leafproxy/leafproxy/allocator/snowflake"
 )
 
-// Store is one allocation store: its leaf_alloc and its snowflake tables.
+// Store is one allocation store: its leaf_alloc and its snowflake tables
+// (and, as an allocator.TagStore, what InitStore and CheckTags see of
+// them: tagstore.go).
 type Store struct {
 	Segments   *Segments
 	Snowflakes *Snowflakes
+	Schema     *Schema
 }
 
 // New is an empty store.
 func New() *Store {
 	sn := &Snowflakes{rows: map[string]snowflake.LayoutRecord{}, held: map[string]map[int64]bool{}, acquired: map[string]int{}}
-	return &Store{Segments: &Segments{rows: map[string]*Row{}, fetches: map[string]int{}, snow: sn}, Snowflakes: sn}
+	return &Store{Segments: &Segments{rows: map[string]*Row{}, fetches: map[string]int{}, snow: sn}, Snowflakes: sn, Schema: &Schema{}}
 }
 
 // Options are the allocator.Open options that put this store (and keys,
