@@ -36,7 +36,9 @@ func TestTagNamesUTF8(t *testing.T) {
 	backend := testdb.Start(t)
 	cfg := leafConfig(t, backend, nil)
 	cfg.Users[0].Admin = true // for the SETVAL cases
-	cfg.Sequences.WaitTimeout = config.Duration(2 * time.Second)
+	// Long, so that "waited for wait_timeout" stays apart from a slow
+	// answer on a loaded machine.
+	cfg.Sequences.WaitTimeout = config.Duration(30 * time.Second)
 	cfg.Sequences.Tags = map[string]config.Tag{"订单": {Generator: "segment", Step: 10}}
 	cfg.Metrics.Listen = "127.0.0.1:0"
 	lf := startLeaf(t, cfg)
