@@ -65,25 +65,17 @@ func (s stmt) what() string {
 	return "a LEAFPROXY statement"
 }
 
-// parse recognises admin statements. Anything not starting with
-// SHOW, CREATE, ALTER or DROP LEAFPROXY is not one (ok false), and costs a
-// look at the first byte for almost every statement. White space and
-// comments (internal/sqltext's rules) may come before and between the
-// words, as anywhere in SQL; an executable comment (/*! ... */) is code for
-// the server, so text holding one is no admin statement.
-func parse(sql []byte) (stmt, bool) {
+// parse recognises admin statements. c is sql's class (sqltext.Classify,
+// made once per command by the proxy): a text it does not call Admin
+// (SHOW, CREATE, ALTER or DROP and then LEAFPROXY, past white space and
+// comments) is not one (ok false), and is not read again: every SELECT
+// and SHOW costs nothing here. An executable comment (/*! ... */) is code
+// for the server, so text holding one is no admin statement.
+func parse(sql []byte, c sqltext.Class) (stmt, bool) {
+	if !c.Admin() {
+		return stmt{}, false
+	}
 	i := sqltext.SkipSpace(sql, 0)
-	if i >= len(sql) {
-		return stmt{}, false
-	}
-	switch sql[i] | 0x20 {
-	case 's', 'c', 'a', 'd':
-	default:
-		return stmt{}, false
-	}
-	if !secondWordIsLeafproxy(sql[i:]) {
-		return stmt{}, false // every SELECT and SHOW: no tokens, no allocation
-	}
 	if f, ok := showFilter(string(sql[i:])); ok {
 		return stmt{kind: showSequences, filter: f}, true
 	}
@@ -366,24 +358,6 @@ func tokens(s string) ([]string, bool) {
 	return out, true
 }
 
-// secondWordIsLeafproxy reports whether the word after the first one in
-// sql (which starts with a word character) is LEAFPROXY, as tokens would
-// split it: a cheap test that keeps ordinary statements from being
-// tokenized. (No non-ASCII letter case-folds to one of LEAFPROXY's, so
-// comparing bytes agrees with strings.EqualFold.)
-func secondWordIsLeafproxy(sql []byte) bool {
-	j := 0
-	for j < len(sql) && sqltext.IsIdentByte(sql[j]) {
-		j++
-	}
-	return sqltext.HasKeyword(sql[sqltext.SkipSpace(sql, j):], "LEAFPROXY")
-}
-
-// unquote strips `...`, '...' or "..." (with doubled quotes inside).
-func unquote(t string) string {
-	if len(t) >= 2 && (t[0] == '`' || t[0] == '\'' || t[0] == '"') {
-		q := t[:1]
-		return strings.ReplaceAll(t[1:len(t)-1], q+q, q)
-	}
-	return t
-}
+// unquote strips `...`, '...' or "..." (with doubled quotes inside, no
+// backslash escapes: see tokens).
+func unquote(t string) string { return sqltext.Unquote(t, sqltext.NoEscapes) }

@@ -18,7 +18,7 @@ func TestHandoffKeepsPlan(t *testing.T) {
 	s := &fakeSession{db: "shop"}
 	st := e.state(s)
 	buf := []byte("SELECT NEXTVAL('order'), LASTVAL('order')")
-	if _, err := onLoop(t, s, ids, false, func(ctx context.Context) (bool, error) { return e.query(ctx, s, buf) }); !errors.Is(err, proxy.ErrWouldBlock) {
+	if _, err := onLoop(t, s, ids, false, func(ctx context.Context) (bool, error) { return e.queryText(ctx, s, buf) }); !errors.Is(err, proxy.ErrWouldBlock) {
 		t.Fatalf("cold tag on a loop: %v, want ErrWouldBlock", err)
 	}
 	if st.plannings != 1 || st.handed == nil {
@@ -26,7 +26,7 @@ func TestHandoffKeepsPlan(t *testing.T) {
 	}
 	copy(buf, "SELECT NEXTVAL('xxxxx'), LASTVAL('xxxxx')") // the loop's buffer serves another session
 	// The goroutine runs the command from its own copy.
-	if handled, err := e.query(context.Background(), s, []byte("SELECT NEXTVAL('order'), LASTVAL('order')")); err != nil || !handled {
+	if handled, err := e.queryText(context.Background(), s, []byte("SELECT NEXTVAL('order'), LASTVAL('order')")); err != nil || !handled {
 		t.Fatalf("on the goroutine: handled=%v err=%v", handled, err)
 	}
 	if st.plannings != 1 {
@@ -39,14 +39,14 @@ func TestHandoffKeepsPlan(t *testing.T) {
 		t.Fatalf("LASTVAL %v, kept %v", st.last, st.handed)
 	}
 	// Once only, and for the same text only.
-	if _, err := e.query(context.Background(), s, []byte("SELECT NEXTVAL('order'), LASTVAL('order')")); err != nil || st.plannings != 2 {
+	if _, err := e.queryText(context.Background(), s, []byte("SELECT NEXTVAL('order'), LASTVAL('order')")); err != nil || st.plannings != 2 {
 		t.Fatalf("second run: %v, %d plannings", err, st.plannings)
 	}
 	ids.cold = map[string]bool{"cold": true}
-	if _, err := onLoop(t, s, ids, false, func(ctx context.Context) (bool, error) { return e.query(ctx, s, []byte("SELECT NEXTVAL('cold')")) }); !errors.Is(err, proxy.ErrWouldBlock) {
+	if _, err := onLoop(t, s, ids, false, func(ctx context.Context) (bool, error) { return e.queryText(ctx, s, []byte("SELECT NEXTVAL('cold')")) }); !errors.Is(err, proxy.ErrWouldBlock) {
 		t.Fatal(err)
 	}
-	if _, err := e.query(context.Background(), s, []byte("SELECT NEXTVAL('order')")); err != nil || st.plannings != 4 {
+	if _, err := e.queryText(context.Background(), s, []byte("SELECT NEXTVAL('order')")); err != nil || st.plannings != 4 {
 		t.Fatalf("another text after a hand-over: %v, %d plannings", err, st.plannings)
 	}
 }
@@ -68,14 +68,14 @@ func BenchmarkHandedNextval(b *testing.B) {
 			b.ReportAllocs()
 			for range b.N {
 				s := &fakeSession{db: "shop"}
-				_, err := onLoop(b, s, ids, false, func(ctx context.Context) (bool, error) { return e.query(ctx, s, sql) })
+				_, err := onLoop(b, s, ids, false, func(ctx context.Context) (bool, error) { return e.queryText(ctx, s, sql) })
 				if !errors.Is(err, proxy.ErrWouldBlock) {
 					b.Fatal(err)
 				}
 				if !keep {
 					s.Value().(*state).handed = nil
 				}
-				if _, err := e.query(context.Background(), s, sql); err != nil {
+				if _, err := e.queryText(context.Background(), s, sql); err != nil {
 					b.Fatal(err)
 				}
 				e.sessionClosed(s)
@@ -92,10 +92,10 @@ func TestFirstNextvalPlannedOnce(t *testing.T) {
 	s := &fakeSession{db: "shop"}
 	st := e.state(s)
 	sql := []byte("SELECT NEXTVAL('order')")
-	if _, err := onLoop(t, s, nil, true, func(ctx context.Context) (bool, error) { return e.query(ctx, s, sql) }); !errors.Is(err, proxy.ErrWouldBlock) {
+	if _, err := onLoop(t, s, nil, true, func(ctx context.Context) (bool, error) { return e.queryText(ctx, s, sql) }); !errors.Is(err, proxy.ErrWouldBlock) {
 		t.Fatalf("session facts not cached, on a loop: %v, want ErrWouldBlock", err)
 	}
-	if handled, err := e.query(context.Background(), s, sql); err != nil || !handled || st.plannings != 1 {
+	if handled, err := e.queryText(context.Background(), s, sql); err != nil || !handled || st.plannings != 1 {
 		t.Fatalf("on the goroutine: handled=%v err=%v, %d plannings", handled, err, st.plannings)
 	}
 }
