@@ -316,44 +316,52 @@ func isQuoted(tok string) bool { return len(tok) >= 2 && (tok[0] == '\'' || tok[
 // trailing ';'. ok is false for text with an executable comment, an
 // unclosed quote, other punctuation or a second statement: such text is no
 // admin statement. Quoted text has no backslash escapes here (a doubled
-// quote stands for itself), as unquote reads it.
+// quote stands for itself), as unquote reads it. The tokens are
+// sqltext.NextToken's; a word or number is the run of identifier bytes
+// (1.5 or 1e+3 is no admin token), and a '-' before digits makes one
+// negative number.
 func tokens(s string) ([]string, bool) {
 	var out []string
 	for i := sqltext.SkipSpace(s, 0); i < len(s); i = sqltext.SkipSpace(s, i) {
-		c := s[i]
-		switch {
-		case c == '-' && i+1 < len(s) && sqltext.IsDigit(s[i+1]):
+		if s[i] == '-' && i+1 < len(s) && sqltext.IsDigit(s[i+1]) {
 			j := i + 1
 			for j < len(s) && sqltext.IsDigit(s[j]) {
 				j++
 			}
 			out = append(out, s[i:j])
 			i = j
-		case c == '(' || c == ')' || c == ',':
-			out = append(out, s[i:i+1])
-			i++
-		case c == ';':
-			if sqltext.SkipSpace(s, i+1) != len(s) {
-				return nil, false
-			}
-			return out, true
-		case c == '`' || c == '\'' || c == '"':
-			end, closed := sqltext.QuotedEnd(s, i, false)
-			if !closed {
-				return nil, false
-			}
-			out = append(out, s[i:end])
-			i = end
-		case sqltext.IsIdentByte(c):
+			continue
+		}
+		t := sqltext.NextToken(s, i, sqltext.Quoting{NoBackslashEscapes: true})
+		switch t.Kind {
+		case sqltext.TokWord, sqltext.TokNumber:
 			j := i
 			for j < len(s) && sqltext.IsIdentByte(s[j]) {
 				j++
 			}
-			out = append(out, s[i:j])
-			i = j
+			if j != t.End {
+				return nil, false
+			}
+		case sqltext.TokString, sqltext.TokQuoted:
+			if !t.Closed {
+				return nil, false
+			}
+		case sqltext.TokPunct:
+			switch s[i] {
+			case '(', ')', ',':
+			case ';':
+				if sqltext.SkipSpace(s, i+1) != len(s) {
+					return nil, false
+				}
+				return out, true
+			default:
+				return nil, false
+			}
 		default:
 			return nil, false
 		}
+		out = append(out, s[t.Start:t.End])
+		i = t.End
 	}
 	return out, true
 }
