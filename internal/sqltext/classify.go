@@ -28,30 +28,49 @@ const (
 	Use
 )
 
-// keywordOf returns the Keyword the word w is, in any case.
+// keywordOf returns the Keyword the word w is, in any case: its first
+// byte and length pick the one candidate, compared whole.
 func keywordOf[T Text](w T) Keyword {
-	var cands [3]Keyword
-	switch len(w) {
-	case 3:
-		cands = [3]Keyword{Set, Use}
-	case 4:
-		if EqualFold(w, "SHOW") {
-			return Show
-		}
-		cands = [3]Keyword{Drop, Kill, Load}
-	case 5:
-		cands = [3]Keyword{Alter}
-	case 6:
-		cands = [3]Keyword{Create, Insert, Rename}
-	case 7:
-		cands = [3]Keyword{Execute, Prepare, Replace}
-	case 8:
-		cands = [3]Keyword{Truncate}
+	if len(w) < 3 || len(w) > 8 {
+		return Other
 	}
-	for _, k := range cands {
-		if k != Other && EqualFold(w, k.String()) {
-			return k
+	var k Keyword
+	switch w[0] | 0x20 {
+	case 'a':
+		k = Alter
+	case 'c':
+		k = Create
+	case 'd':
+		k = Drop
+	case 'e':
+		k = Execute
+	case 'i':
+		k = Insert
+	case 'k':
+		k = Kill
+	case 'l':
+		k = Load
+	case 'p':
+		k = Prepare
+	case 'r':
+		k = Replace
+		if len(w) == 6 {
+			k = Rename
 		}
+	case 's':
+		k = Show
+		if len(w) == 3 {
+			k = Set
+		}
+	case 't':
+		k = Truncate
+	case 'u':
+		k = Use
+	default:
+		return Other
+	}
+	if kw := k.String(); len(kw) == len(w) && EqualFold(w, kw) {
+		return k
 	}
 	return Other
 }
@@ -210,7 +229,7 @@ func classify[T Text](q T, index func(T, byte) int) Class {
 	if seqCalls(q, 1, index) > 0 {
 		c.flags |= fSeqCall
 	}
-	if isDDLAt(q, i) {
+	if isDDLWord(c.word) || i < len(q) && q[i] == '(' && isDDLAt(q, i) {
 		c.flags |= fDDL
 	}
 	quotes := -1 // unknown
@@ -246,6 +265,9 @@ func classify[T Text](q T, index func(T, byte) int) Class {
 		if end < len(q) {
 			c.flags |= fSplit
 		}
+		if index(q, '\\') < 0 {
+			break // both backslash rules split the same way
+		}
 	}
 	return c
 }
@@ -265,7 +287,12 @@ func isDDLAt[T Text](q T, i int) bool {
 	for i < len(q) && q[i] == '(' {
 		i = SkipToCode(q, i+1)
 	}
-	switch keywordOf(q[i:wordEnd(q, i)]) {
+	return isDDLWord(keywordOf(q[i:wordEnd(q, i)]))
+}
+
+// isDDLWord reports a first word that can change a table's columns.
+func isDDLWord(k Keyword) bool {
+	switch k {
 	case Alter, Drop, Create, Rename, Truncate:
 		return true
 	}

@@ -365,3 +365,26 @@ func TestAppendRadix(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkClassify is the one pass every COM_QUERY pays (issue 31): a
+// filled INSERT, a pass-through SELECT, two statements, and a ';' in a
+// string followed by a DDL word.
+func BenchmarkClassify(b *testing.B) {
+	for _, q := range []string{
+		"INSERT INTO orders (item, qty) VALUES ('book', 2)",
+		"SELECT id, v FROM orders WHERE id = 42",
+		"INSERT INTO orders (item, qty) VALUES ('book', 2); SELECT 1",
+		"INSERT INTO notes (body) VALUES ('see you; create later'); SELECT 1",
+	} {
+		sql := []byte(q)
+		b.Run(q[:12], func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(sql)))
+			for b.Loop() {
+				classSink = Classify(sql)
+			}
+		})
+	}
+}
+
+var classSink Class
