@@ -50,22 +50,12 @@ func parseUse(rest []byte) (string, bool) {
 	rest = skipSpace(rest)
 	var name []byte
 	if len(rest) > 0 && rest[0] == '`' {
-		i := 1
-		for {
-			j := bytes.IndexByte(rest[i:], '`')
-			if j < 0 {
-				return "", false
-			}
-			name = append(name, rest[i:i+j]...)
-			i += j + 1
-			if i < len(rest) && rest[i] == '`' { // `` is a literal backtick
-				name = append(name, '`')
-				i++
-				continue
-			}
-			break
+		end, closed := sqltext.QuotedEnd(rest, 0, false)
+		if !closed {
+			return "", false
 		}
-		rest = rest[i:]
+		name = sqltext.AppendUnquoted(nil, rest[:end], sqltext.NoEscapes) // `` is a literal backtick
+		rest = rest[end:]
 	} else {
 		i := 0
 		for i < len(rest) && rest[i] != ';' && rest[i] != ' ' && rest[i] != '\t' && rest[i] != '\n' && rest[i] != '\r' {

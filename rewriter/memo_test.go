@@ -81,7 +81,7 @@ func TestMemo(t *testing.T) {
 		{"INSERT INTO orders (name) VALUES ('a', 'b')", false},                // 1136 from the parser path
 		{"INSERT INTO orders (name) VALUE ('y')", false},                      // another head
 	} {
-		_, hit := pl.memoPlan(tt.sql, env)
+		_, hit := pl.memoPlan(tt.sql, sqltext.ClassifyString(tt.sql), env)
 		if hit != tt.hit {
 			t.Errorf("%q: memo hit %v, want %v", tt.sql, hit, tt.hit)
 		}
@@ -98,7 +98,7 @@ func TestMemo(t *testing.T) {
 		"mode":  {DB: env.DB, Mode: Mode{ANSIQuotes: true}, Rules: env.Rules, Columns: env.Columns},
 		"rules": testEnv(t, Mode{}),
 	} {
-		if _, hit := pl.memoPlan("INSERT INTO orders (name) VALUES ('y')", e); hit {
+		if _, hit := pl.memoPlan("INSERT INTO orders (name) VALUES ('y')", sqltext.ClassifyString("INSERT INTO orders (name) VALUES ('y')"), e); hit {
 			t.Errorf("%s changed: the memo still answered", name)
 		}
 	}

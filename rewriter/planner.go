@@ -47,7 +47,7 @@ func planWith(sql string, c sqltext.Class, env *Env, prepared, fast bool) (p Pla
 
 func (pl *Planner) planWith(sql string, c sqltext.Class, env *Env, prepared, fast bool) (p Plan, fastHits int, err error) {
 	if fast && !prepared && len(pl.memo) > 0 {
-		if p, ok := pl.memoPlan(sql, env); ok {
+		if p, ok := pl.memoPlan(sql, c, env); ok {
 			return p, 1, nil
 		}
 	}
