@@ -251,13 +251,22 @@ func classify[T Text](q T, index func(T, byte) int) Class {
 		}
 		p += 1 + j
 	}
-	if c.flags&fDDL == 0 && ddlAfter && ddlInLaterStatement(q, index) {
-		c.flags |= fDDL
-	}
+	// The statement ends under each backslash rule (one when the text has
+	// no backslash: both split it the same way): whether more statements
+	// follow, and a DDL word seen after a ';' confirmed at a real one.
+	backslash := index(q, '\\') >= 0
 	for _, escapes := range [2]bool{true, false} {
 		end := StatementEnd(q, 0, escapes)
 		if end < len(q) && SkipSpace(q, end+1) < len(q) {
 			c.flags |= fMulti
+		}
+		if ddlAfter && c.flags&fDDL == 0 {
+			for e := end; e < len(q); e = StatementEnd(q, e+1, escapes) {
+				if isDDLAt(q, SkipToCode(q, e+1)) {
+					c.flags |= fDDL
+					break
+				}
+			}
 		}
 		for end < len(q) && q[end] == ';' {
 			end = SkipSpace(q, end+1)
@@ -265,8 +274,8 @@ func classify[T Text](q T, index func(T, byte) int) Class {
 		if end < len(q) {
 			c.flags |= fSplit
 		}
-		if index(q, '\\') < 0 {
-			break // both backslash rules split the same way
+		if !backslash {
+			break
 		}
 	}
 	return c
@@ -295,22 +304,6 @@ func isDDLWord(k Keyword) bool {
 	switch k {
 	case Alter, Drop, Create, Rename, Truncate:
 		return true
-	}
-	return false
-}
-
-// ddlInLaterStatement confirms a DDL word after a ';': the statement
-// boundaries under either backslash rule, a DDL word after one of them.
-func ddlInLaterStatement[T Text](q T, index func(T, byte) int) bool {
-	for _, escapes := range [2]bool{true, false} {
-		for end := StatementEnd(q, 0, escapes); end < len(q); end = StatementEnd(q, end+1, escapes) {
-			if isDDLAt(q, SkipToCode(q, end+1)) {
-				return true
-			}
-		}
-		if index(q, '\\') < 0 {
-			break // both rules split the same way
-		}
 	}
 	return false
 }
