@@ -15,15 +15,19 @@ import (
 // classify it again.
 type classCounter struct {
 	BaseInterceptor
-	mu   sync.Mutex
-	last map[*Session]int
-	bad  []string
+	mu     sync.Mutex
+	last   map[*Session]int
+	bad    []string
+	handed []int // for "SELECT 'handed'": the classifications before each Query call
 }
 
 func (cc *classCounter) check(s *Session, sql []byte) {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	if n := s.classified - cc.last[s]; n != 1 {
+	n := s.classified - cc.last[s]
+	if string(sql) == "SELECT 'handed'" {
+		cc.handed = append(cc.handed, n)
+	} else if n != 1 {
 		cc.bad = append(cc.bad, fmt.Sprintf("%q classified %d times before the interceptor", sql, n))
 	}
 	if s.Class() != sqltext.Classify(sql) {
@@ -32,8 +36,11 @@ func (cc *classCounter) check(s *Session, sql []byte) {
 	cc.last[s] = s.classified
 }
 
-func (cc *classCounter) Query(_ context.Context, s *Session, sql []byte) (bool, error) {
+func (cc *classCounter) Query(ctx context.Context, s *Session, sql []byte) (bool, error) {
 	cc.check(s, sql)
+	if string(sql) == "SELECT 'handed'" && MustNotBlock(ctx) {
+		return false, ErrWouldBlock // run again on the session's goroutine
+	}
 	err := s.RelayQuery(sql) // the command's own text: its class is reused
 	cc.mu.Lock()
 	if s.classified != cc.last[s] {
@@ -52,7 +59,8 @@ func (cc *classCounter) Prepare(_ context.Context, s *Session, sql []byte) (bool
 // TestClassifiedOncePerCommand: each COM_QUERY and COM_STMT_PREPARE is
 // classified once (issue 31), before KILL's reading and the interceptor,
 // and the relay's USE/SET tracking reuses that class, on a session's
-// goroutine and on an event loop.
+// goroutine and on an event loop; a command the loop hands back to the
+// goroutine keeps the class the loop read.
 func TestClassifiedOncePerCommand(t *testing.T) {
 	for _, loops := range []int{-1, 1} {
 		t.Run(fmt.Sprintf("loops=%d", loops), func(t *testing.T) {
@@ -66,7 +74,7 @@ func TestClassifiedOncePerCommand(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer conn.Close()
-			for _, q := range []string{"SELECT 1", "SET sql_mode = ''", "USE classify", "/*!40101 SET @a = 1 */", "SELECT 'a;b'", "DO 1"} {
+			for _, q := range []string{"SELECT 1", "SET sql_mode = ''", "USE classify", "/*!40101 SET @a = 1 */", "SELECT 'a;b'", "DO 1", "SELECT 'handed'", "SELECT 2"} {
 				if _, err := conn.ExecContext(ctx, q); err != nil {
 					t.Fatalf("%s: %v", q, err)
 				}
@@ -80,6 +88,13 @@ func TestClassifiedOncePerCommand(t *testing.T) {
 			defer cc.mu.Unlock()
 			for _, b := range cc.bad {
 				t.Error(b)
+			}
+			want := []int{1} // on the goroutine: one call
+			if loops > 0 {
+				want = []int{1, 0} // on the loop, then again on the goroutine without a second pass
+			}
+			if fmt.Sprint(cc.handed) != fmt.Sprint(want) {
+				t.Errorf("the handed-back command was classified %v times before its Query calls, want %v", cc.handed, want)
 			}
 		})
 	}

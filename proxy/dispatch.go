@@ -38,6 +38,7 @@ func (s *Session) stmtID(pkt []byte) uint32 {
 // dispatch handles one client command. A non-nil error ends the session.
 func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 	ic := s.srv.ic
+	s.receivedOK = false
 	if err := s.exec.mayWait(); err != nil && !loopCommand(pkt[0]) {
 		return err // for the session's goroutine (see lane)
 	}
@@ -45,7 +46,7 @@ func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 	case mysql.COM_QUIT:
 		return errQuit
 	case mysql.COM_QUERY:
-		c := s.beginClass(pkt[1:])
+		c := s.commandClass(pkt[1:])
 		defer s.endClass()
 		if s.account.backendAuth {
 			// Backend-account mode: KILL is the backend's (killrelay.go).
@@ -79,7 +80,7 @@ func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 		}
 		return s.relayQuery(pkt)
 	case mysql.COM_STMT_PREPARE:
-		c := s.beginClass(pkt[1:])
+		c := s.commandClass(pkt[1:])
 		defer s.endClass()
 		if c.SetsSQLMode() {
 			s.modeStmts = true // its EXECUTEs may change the mode

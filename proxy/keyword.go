@@ -19,8 +19,23 @@ import (
 // Prepare.
 func (s *Session) Class() sqltext.Class { return s.class }
 
-// beginClass classifies text, the command's own, for the whole command
-// (until endClass).
+// commandClass is the class of text, the command packet's own, for the
+// whole command (until endClass): read now, or the one the event loop read
+// for the same command before it handed it back (handBack.class), so a
+// command is classified once wherever it runs.
+func (s *Session) commandClass(text []byte) sqltext.Class {
+	if s.handedOK {
+		s.handedOK = false
+		s.class, s.classText = s.handed, text
+	} else {
+		s.beginClass(text)
+	}
+	s.received, s.receivedOK = s.class, true
+	return s.class
+}
+
+// beginClass classifies text, the command's (or the text it was mapped
+// to, killmulti.go), for the rest of the command (until endClass).
 func (s *Session) beginClass(text []byte) sqltext.Class {
 	s.class, s.classText = sqltext.Classify(text), text
 	s.classified++

@@ -133,6 +133,11 @@ type commandState struct {
 	class      sqltext.Class
 	classText  []byte
 	classified int
+	// received is the class of the command packet's own text (receivedOK:
+	// this command has one), which a loop hands back with the command;
+	// handed is that class, for the goroutine's run of the same command.
+	received, handed     sqltext.Class
+	receivedOK, handedOK bool
 }
 
 // loopState is who runs the session's commands (commandexec.go,
