@@ -193,8 +193,10 @@
 // it (keyword.go); KILL's reading (internal/killsql), the relay's USE / SET
 // sql_mode / multi-statement tracking and the interceptor (Session.Class,
 // valid during Query and Prepare) all take that value instead of reading
-// the text again. A text an interceptor relays is classified afresh only
-// when it is not the command's own. The proxy still knows no SQL plans:
+// the text again. A command an event loop hands back to the session's
+// goroutine keeps the class the loop read (handBack.class); a text an
+// interceptor relays is classified afresh only when it is not the
+// command's own. The proxy still knows no SQL plans:
 // the class says what kind of statement a text is, never what to do with
 // it. Beyond that the relay does no parsing and no allocation per command.
 // An interceptor method either
