@@ -11,7 +11,7 @@
 //
 // (SELECT SETVAL('tag', n) is answered by the engine, also for admins only.)
 // It wraps the engine's Interceptor: every other statement goes on to it,
-// after one cheap look at the first word.
+// after one look at the class the proxy made of it (proxy.Session.Class).
 package admin
 
 import (
@@ -25,6 +25,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/allocator"
 	"github.com/leafproxy/leafproxy/allocator/runway"
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"github.com/leafproxy/leafproxy/proxy"
 )
 
@@ -59,7 +60,12 @@ func (a *Interceptor) SetRunway(f Runway) { a.runway = f }
 
 // Query answers admin statements; anything else goes to the engine.
 func (a *Interceptor) Query(ctx context.Context, s *proxy.Session, sql []byte) (bool, error) {
-	st, ok := parse(sql)
+	return a.query(ctx, s, sql, s.Class())
+}
+
+// query is Query with sql's class (the proxy's, made once per command).
+func (a *Interceptor) query(ctx context.Context, s *proxy.Session, sql []byte, c sqltext.Class) (bool, error) {
+	st, ok := parse(sql, c)
 	if !ok {
 		return a.Interceptor.Query(ctx, s, sql)
 	}

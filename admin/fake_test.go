@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"log/slog"
 	"slices"
 	"strings"
@@ -164,7 +165,7 @@ func newFixture(t *testing.T) *fixture {
 // exec runs one admin statement in s.
 func (f *fixture) exec(t *testing.T, s *fakeSession, sql string) error {
 	t.Helper()
-	st, ok := parse([]byte(sql))
+	st, ok := parseText([]byte(sql))
 	if !ok {
 		t.Fatalf("%q is not an admin statement", sql)
 	}
@@ -426,7 +427,7 @@ func TestNotAdminAndNonBlocking(t *testing.T) {
 	}
 
 	admin := newSession(true)
-	st, _ := parse([]byte("CREATE LEAFPROXY SEQUENCE t1"))
+	st, _ := parseText([]byte("CREATE LEAFPROXY SEQUENCE t1"))
 	if _, err := f.a.answer(nonblock.Context(context.Background()), admin, st, []byte("x")); !errors.Is(err, proxy.ErrWouldBlock) {
 		t.Errorf("on an event loop: %v", err)
 	}
@@ -439,7 +440,7 @@ func TestNotAdminAndNonBlocking(t *testing.T) {
 
 	next := &recorder{}
 	f.a.Interceptor = next
-	if handled, err := f.a.Query(context.Background(), nil, []byte("SELECT 1")); !handled || err != nil || next.got != "SELECT 1" {
+	if handled, err := f.a.query(context.Background(), nil, []byte("SELECT 1"), sqltext.ClassifyString("SELECT 1")); !handled || err != nil || next.got != "SELECT 1" {
 		t.Errorf("SELECT 1 not passed on: %v %v %q", handled, err, next.got)
 	}
 }

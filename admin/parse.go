@@ -65,25 +65,17 @@ func (s stmt) what() string {
 	return "a LEAFPROXY statement"
 }
 
-// parse recognises admin statements. Anything not starting with
-// SHOW, CREATE, ALTER or DROP LEAFPROXY is not one (ok false), and costs a
-// look at the first byte for almost every statement. White space and
-// comments (internal/sqltext's rules) may come before and between the
-// words, as anywhere in SQL; an executable comment (/*! ... */) is code for
-// the server, so text holding one is no admin statement.
-func parse(sql []byte) (stmt, bool) {
+// parse recognises admin statements. c is sql's class (sqltext.Classify,
+// made once per command by the proxy): a text it does not call Admin
+// (SHOW, CREATE, ALTER or DROP and then LEAFPROXY, past white space and
+// comments) is not one (ok false), and is not read again: every SELECT
+// and SHOW costs nothing here. An executable comment (/*! ... */) is code
+// for the server, so text holding one is no admin statement.
+func parse(sql []byte, c sqltext.Class) (stmt, bool) {
+	if !c.Admin() {
+		return stmt{}, false
+	}
 	i := sqltext.SkipSpace(sql, 0)
-	if i >= len(sql) {
-		return stmt{}, false
-	}
-	switch sql[i] | 0x20 {
-	case 's', 'c', 'a', 'd':
-	default:
-		return stmt{}, false
-	}
-	if !secondWordIsLeafproxy(sql[i:]) {
-		return stmt{}, false // every SELECT and SHOW: no tokens, no allocation
-	}
 	if f, ok := showFilter(string(sql[i:])); ok {
 		return stmt{kind: showSequences, filter: f}, true
 	}
@@ -324,66 +316,56 @@ func isQuoted(tok string) bool { return len(tok) >= 2 && (tok[0] == '\'' || tok[
 // trailing ';'. ok is false for text with an executable comment, an
 // unclosed quote, other punctuation or a second statement: such text is no
 // admin statement. Quoted text has no backslash escapes here (a doubled
-// quote stands for itself), as unquote reads it.
+// quote stands for itself), as unquote reads it. The tokens are
+// sqltext.NextToken's; a word or number is the run of identifier bytes
+// (1.5 or 1e+3 is no admin token), and a '-' before digits makes one
+// negative number.
 func tokens(s string) ([]string, bool) {
 	var out []string
 	for i := sqltext.SkipSpace(s, 0); i < len(s); i = sqltext.SkipSpace(s, i) {
-		c := s[i]
-		switch {
-		case c == '-' && i+1 < len(s) && sqltext.IsDigit(s[i+1]):
+		if s[i] == '-' && i+1 < len(s) && sqltext.IsDigit(s[i+1]) {
 			j := i + 1
 			for j < len(s) && sqltext.IsDigit(s[j]) {
 				j++
 			}
 			out = append(out, s[i:j])
 			i = j
-		case c == '(' || c == ')' || c == ',':
-			out = append(out, s[i:i+1])
-			i++
-		case c == ';':
-			if sqltext.SkipSpace(s, i+1) != len(s) {
-				return nil, false
-			}
-			return out, true
-		case c == '`' || c == '\'' || c == '"':
-			end, closed := sqltext.QuotedEnd(s, i, false)
-			if !closed {
-				return nil, false
-			}
-			out = append(out, s[i:end])
-			i = end
-		case sqltext.IsIdentByte(c):
+			continue
+		}
+		t := sqltext.NextToken(s, i, sqltext.Quoting{NoBackslashEscapes: true})
+		switch t.Kind {
+		case sqltext.TokWord, sqltext.TokNumber:
 			j := i
 			for j < len(s) && sqltext.IsIdentByte(s[j]) {
 				j++
 			}
-			out = append(out, s[i:j])
-			i = j
+			if j != t.End {
+				return nil, false
+			}
+		case sqltext.TokString, sqltext.TokQuoted:
+			if !t.Closed {
+				return nil, false
+			}
+		case sqltext.TokPunct:
+			switch s[i] {
+			case '(', ')', ',':
+			case ';':
+				if sqltext.SkipSpace(s, i+1) != len(s) {
+					return nil, false
+				}
+				return out, true
+			default:
+				return nil, false
+			}
 		default:
 			return nil, false
 		}
+		out = append(out, s[t.Start:t.End])
+		i = t.End
 	}
 	return out, true
 }
 
-// secondWordIsLeafproxy reports whether the word after the first one in
-// sql (which starts with a word character) is LEAFPROXY, as tokens would
-// split it: a cheap test that keeps ordinary statements from being
-// tokenized. (No non-ASCII letter case-folds to one of LEAFPROXY's, so
-// comparing bytes agrees with strings.EqualFold.)
-func secondWordIsLeafproxy(sql []byte) bool {
-	j := 0
-	for j < len(sql) && sqltext.IsIdentByte(sql[j]) {
-		j++
-	}
-	return sqltext.HasKeyword(sql[sqltext.SkipSpace(sql, j):], "LEAFPROXY")
-}
-
-// unquote strips `...`, '...' or "..." (with doubled quotes inside).
-func unquote(t string) string {
-	if len(t) >= 2 && (t[0] == '`' || t[0] == '\'' || t[0] == '"') {
-		q := t[:1]
-		return strings.ReplaceAll(t[1:len(t)-1], q+q, q)
-	}
-	return t
-}
+// unquote strips `...`, '...' or "..." (with doubled quotes inside, no
+// backslash escapes: see tokens).
+func unquote(t string) string { return sqltext.Unquote(t, sqltext.NoEscapes) }

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"strings"
 	"testing"
 )
@@ -91,7 +92,7 @@ func TestParse(t *testing.T) {
 		{"SHOW LEAFPROXY SEQUENCES; /* c */ SELECT 1", false, stmt{}, false},
 		{"DROP LEAFPROXY SEQUENCE 'unclosed", false, stmt{}, false},
 	} {
-		got, ok := parse([]byte(tc.sql))
+		got, ok := parseText([]byte(tc.sql))
 		if ok != tc.ok {
 			t.Errorf("%q: ok=%v, want %v", tc.sql, ok, tc.ok)
 			continue
@@ -109,42 +110,48 @@ func TestParse(t *testing.T) {
 // TestParseBadArguments: values out of range are 1210 (bad argument), not
 // 1064 (syntax).
 func TestParseBadArguments(t *testing.T) {
-	if st, _ := parse([]byte("CREATE LEAFPROXY SEQUENCE x START WITH -5")); !st.badArg {
+	if st, _ := parseText([]byte("CREATE LEAFPROXY SEQUENCE x START WITH -5")); !st.badArg {
 		t.Errorf("START WITH -5: %+v, want a bad argument", st)
 	}
-	if st, _ := parse([]byte("CREATE LEAFPROXY SEQUENCE x START 1 NOMAXVALUE")); !st.unsupported || !strings.Contains(st.err, "takes no NOMAXVALUE") {
+	if st, _ := parseText([]byte("CREATE LEAFPROXY SEQUENCE x START 1 NOMAXVALUE")); !st.unsupported || !strings.Contains(st.err, "takes no NOMAXVALUE") {
 		t.Errorf("NOMAXVALUE: %+v, want unsupported", st)
 	}
 	for _, q := range []string{"CREATE LEAFPROXY SEQUENCE x MAXVALUE 0", "ALTER LEAFPROXY SEQUENCE x MAXVALUE -1",
 		"CREATE LEAFPROXY SEQUENCE x MAXVALUE 9223372036854775807"} {
-		if st, _ := parse([]byte(q)); !st.badArg || !strings.Contains(st.err, "MAXVALUE") {
+		if st, _ := parseText([]byte(q)); !st.badArg || !strings.Contains(st.err, "MAXVALUE") {
 			t.Errorf("%q: %+v, want a bad argument", q, st)
 		}
 	}
 	for _, q := range []string{"CREATE LEAFPROXY SEQUENCE x STEP 0", "ALTER LEAFPROXY SEQUENCE x STEP -3",
 		"ALTER LEAFPROXY SEQUENCE x STEP 2147483648", "CREATE LEAFPROXY SEQUENCE x STEP 99999999999999999999"} {
-		st, ok := parse([]byte(q))
+		st, ok := parseText([]byte(q))
 		if !ok || !st.badArg || !strings.Contains(st.err, "Incorrect arguments to") || !strings.Contains(st.err, "1 to 2147483647") {
 			t.Errorf("%q: %+v", q, st)
 		}
 	}
-	if st, _ := parse([]byte("ALTER LEAFPROXY SEQUENCE x STEP many")); st.badArg || st.err == "" {
+	if st, _ := parseText([]byte("ALTER LEAFPROXY SEQUENCE x STEP many")); st.badArg || st.err == "" {
 		t.Errorf("STEP many: %+v", st)
 	}
 }
 
 // BenchmarkParseNotAdmin is the cost every SELECT and SHOW pays on its way
-// to the engine (a pass-through SELECT 1 pays it).
+// to the engine (a pass-through SELECT 1 pays it), given the command's
+// class.
 func BenchmarkParseNotAdmin(b *testing.B) {
 	for _, q := range []string{"SELECT 1", "SELECT id, v FROM orders WHERE id = 42", "SHOW TABLES"} {
 		sql := []byte(q)
+		c := sqltext.Classify(sql) // the proxy's, made once per command
 		b.Run(q, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, ok := parse(sql); ok {
+				if _, ok := parse(sql, c); ok {
 					b.Fatal("parsed as admin")
 				}
 			}
 		})
 	}
 }
+
+// parseText classifies sql as the proxy does (once per command) before
+// parse sees it.
+func parseText(sql []byte) (stmt, bool) { return parse(sql, sqltext.Classify(sql)) }

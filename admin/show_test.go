@@ -20,7 +20,7 @@ func TestShowFilter(t *testing.T) {
 			t.Errorf("%q: %q %v, want %q", tc.in, f, ok, tc.filter)
 		}
 	}
-	st, ok := parse([]byte("SHOW LEAFPROXY SEQUENCES WHERE generator = 'segment'"))
+	st, ok := parseText([]byte("SHOW LEAFPROXY SEQUENCES WHERE generator = 'segment'"))
 	if !ok || st.kind != showSequences || st.filter != "generator = 'segment'" {
 		t.Errorf("parse: %+v %v", st, ok)
 	}

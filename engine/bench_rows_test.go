@@ -20,13 +20,13 @@ func BenchmarkQueryFilledInsert1000Rows(b *testing.B) {
 	s := &discardSession{fakeSession{db: "bench", columns: map[string][][2]string{"orders": {{"id", "bigint"}, {"v", "varchar"}}}}}
 	ctx := context.Background()
 	sql := []byte("INSERT INTO orders (v) VALUES ('x')" + strings.Repeat(", ('x')", 999))
-	if handled, err := e.query(ctx, s, sql); !handled || err != nil {
+	if handled, err := e.queryText(ctx, s, sql); !handled || err != nil {
 		b.Fatalf("handled=%v err=%v", handled, err)
 	}
 	b.SetBytes(int64(len(sql)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := e.query(ctx, s, sql); err != nil {
+		if _, err := e.queryText(ctx, s, sql); err != nil {
 			b.Fatal(err)
 		}
 	}

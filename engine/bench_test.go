@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"testing"
 
 	"github.com/leafproxy/leafproxy/rewriter"
@@ -36,12 +37,12 @@ func benchFilled(b *testing.B, stats bool) {
 	s := &discardSession{fakeSession{db: "bench", columns: map[string][][2]string{"orders": {{"id", "bigint"}, {"v", "varchar"}}}}}
 	ctx := context.Background()
 	sql := []byte("INSERT INTO orders (v) VALUES ('x')")
-	if handled, err := e.query(ctx, s, sql); !handled || err != nil {
+	if handled, err := e.queryText(ctx, s, sql); !handled || err != nil {
 		b.Fatalf("handled=%v err=%v", handled, err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := e.query(ctx, s, sql); err != nil {
+		if _, err := e.queryText(ctx, s, sql); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -64,13 +65,13 @@ func benchNextval(b *testing.B, stats bool) {
 	s := &discardSession{fakeSession{db: "bench"}}
 	ctx := context.Background()
 	sql := []byte("SELECT NEXTVAL('t')")
-	if handled, err := e.query(ctx, s, sql); !handled || err != nil {
+	if handled, err := e.queryText(ctx, s, sql); !handled || err != nil {
 		b.Fatalf("handled=%v err=%v", handled, err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
 		s.wrote = s.wrote[:0]
-		if _, err := e.query(ctx, s, sql); err != nil {
+		if _, err := e.queryText(ctx, s, sql); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -78,7 +79,8 @@ func benchNextval(b *testing.B, stats bool) {
 
 var ddlSink bool
 
-// BenchmarkQueryHasDDL is the DDL test every COM_QUERY pays: one statement
+// BenchmarkQueryHasDDL is the classification every COM_QUERY pays (its
+// DDL test included): one statement
 // (the common text), two statements, and a ';' in a string followed by a
 // DDL word (the quote-aware scan).
 func BenchmarkQueryHasDDL(b *testing.B) {
@@ -90,7 +92,7 @@ func BenchmarkQueryHasDDL(b *testing.B) {
 		b.Run([]string{"one", "two", "quoted"}[i], func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				ddlSink = hasDDL(q)
+				ddlSink = sqltext.ClassifyString(q).DDL()
 			}
 		})
 	}

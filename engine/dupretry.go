@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -36,8 +37,9 @@ const maxRetryText = 256 << 10
 type dupRetry struct {
 	engine  *Engine
 	session *state
-	text    []byte  // the statement as the client sent it
-	keys    []int64 // the generated keys of the attempt
+	text    []byte        // the statement as the client sent it
+	class   sqltext.Class // its class (sqltext.Classify), planned again with the text
+	keys    []int64       // the generated keys of the attempt
 	// borrowed: keys is the attempt's IDs (st.slotIDs), not to be
 	// written.
 	borrowed bool
@@ -69,9 +71,9 @@ var (
 
 // arm remembers the attempt: text, the plan's generated keys (ids[i] for
 // plan.Slots[i]) and its filled tables.
-func (d *dupRetry) arm(e *Engine, st *state, text string, plan *rewriter.Plan, ids []int64) {
+func (d *dupRetry) arm(e *Engine, st *state, text string, c sqltext.Class, plan *rewriter.Plan, ids []int64) {
 	d.engine, d.session = e, st
-	d.text = append(d.text[:0], text...)
+	d.text, d.class = append(d.text[:0], text...), c
 	d.tags, d.tagEnd = d.tags[:0], d.tagEnd[:0]
 	keys := 0
 	for _, sl := range plan.Slots {
@@ -144,7 +146,7 @@ func (d *dupRetry) Restore(code uint16) string {
 // execute packet pkt, the keys generated for it (ids[i] for its plan's
 // Slots[i]; 0 for a bound key kept).
 func (d *dupRetry) armExecute(e *Engine, st *state, p *prepared, pkt []byte, ids []int64) {
-	d.arm(e, st, "", &p.plan, ids)
+	d.arm(e, st, "", sqltext.Class{}, &p.plan, ids)
 	d.stmt, d.execute = p, append(d.execute[:0], pkt...)
 }
 
@@ -218,7 +220,7 @@ func (d *dupRetry) Redo(ctx context.Context) error {
 	}
 	text := raw.String(d.text)
 	st.ctx = ctx // the plan budget waits with it
-	plan, err := st.planner.PlanQuery(text, &st.env)
+	plan, err := st.planner.PlanQuery(text, d.class, &st.env)
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -88,6 +89,7 @@ type state struct {
 	ctx         context.Context // valid during one call, for Env.Columns
 	session     Session
 	planner     rewriter.Planner // text statements' plans: valid during one call
+	class       sqltext.Class    // the COM_QUERY's being planned (the proxy's, Session.Class)
 	sqlModeText string
 	last        map[string]*int64    // LASTVAL per tag (keys owned: see own)
 	owned       map[string]*tagEntry // tag names copied out of packet buffers, with the IDs drawn (own)
@@ -178,27 +180,29 @@ func (st *state) currentMode(ctx context.Context, s Session) (rewriter.Mode, err
 	return st.env.Mode, nil
 }
 
-// query plans a COM_QUERY and answers, rewrites or lets it pass.
-func (e *Engine) query(ctx context.Context, s Session, sql []byte) (bool, error) {
+// query plans a COM_QUERY and answers, rewrites or lets it pass; c is
+// sql's class (sqltext.Classify, made once per command by the proxy).
+func (e *Engine) query(ctx context.Context, s Session, sql []byte, c sqltext.Class) (bool, error) {
 	if len(sql) == 0 {
 		return false, nil
 	}
 	// The text is only valid during this call; so is everything the plan
 	// borrows from it (tags, names). Nothing below keeps it.
 	text := raw.String(sql)
-	if hasDDL(text) {
-		return e.ddl(ctx, s, sql, text)
+	if c.DDL() {
+		return e.ddl(ctx, s, sql, text, c)
 	}
-	return e.planAndRun(ctx, s, sql, text)
+	return e.planAndRun(ctx, s, sql, text, c)
 }
 
 // planAndRun plans text and answers, rewrites or (handled=false) leaves
 // it to be relayed unchanged.
-func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text string) (bool, error) {
-	if !rewriter.MayRewrite(text) || !rewriter.NeedsSession(text, e.rules.Load()) {
+func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text string, c sqltext.Class) (bool, error) {
+	if !rewriter.MayRewrite(c) || !rewriter.NeedsSession(text, c, e.rules.Load()) {
 		return false, nil
 	}
 	st := e.state(s)
+	st.class = c
 	if err := st.refreshEnv(ctx, s); err != nil {
 		return false, err
 	}
@@ -209,7 +213,7 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 	if !ok {
 		st.plannings.Inc()
 		var err error
-		plan, err = st.planner.PlanQuery(text, &st.env)
+		plan, err = st.planner.PlanQuery(text, c, &st.env)
 		if errors.Is(err, proxy.ErrWouldBlock) {
 			return false, err // the plan budget is full: the goroutine waits for it
 		}
@@ -298,7 +302,7 @@ func (e *Engine) runPlan(ctx context.Context, s Session, st *state, plan *rewrit
 		var err error
 		if len(plan.Filled) > 0 && plan.Statements == 1 && len(text) <= maxRetryText {
 			if _, ok := e.idSource.(advancer); ok {
-				st.dup.arm(e, st, text, plan, st.slotIDs)
+				st.dup.arm(e, st, text, st.class, plan, st.slotIDs)
 				err = s.RelayQueryPacketOr(st.rendered, &st.dup)
 				st.trim()
 				return true, err

@@ -209,7 +209,7 @@ func TestQueryThroughFakeSession(t *testing.T) {
 	s := &fakeSession{db: "shop", columns: map[string][][2]string{"orders": {{"id", "bigint"}, {"item", "varchar"}}}}
 	ctx := context.Background()
 
-	handled, err := e.query(ctx, s, []byte("INSERT INTO orders (item) VALUES ('book')"))
+	handled, err := e.queryText(ctx, s, []byte("INSERT INTO orders (item) VALUES ('book')"))
 	if err != nil || !handled {
 		t.Fatalf("INSERT: handled=%v err=%v", handled, err)
 	}
@@ -220,22 +220,22 @@ func TestQueryThroughFakeSession(t *testing.T) {
 		t.Errorf("backend queries %q: want one column lookup", s.backend)
 	}
 
-	if handled, err = e.query(ctx, s, []byte("SELECT NEXTVAL('order')")); err != nil || !handled {
+	if handled, err = e.queryText(ctx, s, []byte("SELECT NEXTVAL('order')")); err != nil || !handled {
 		t.Fatalf("NEXTVAL: handled=%v err=%v", handled, err)
 	}
 	if len(s.wrote) != 1 || len(s.wrote[0]) != 1 || *s.wrote[0][0][0] != 1002 {
 		t.Fatalf("NEXTVAL answered %v", s.wrote)
 	}
 
-	if handled, err = e.query(ctx, s, []byte("SELECT 1")); err != nil || handled {
+	if handled, err = e.queryText(ctx, s, []byte("SELECT 1")); err != nil || handled {
 		t.Fatalf("SELECT 1: handled=%v err=%v, want it left to the proxy", handled, err)
 	}
 
 	// DDL after a comment drops the column cache.
-	if handled, err = e.query(ctx, s, []byte("-- c\nALTER TABLE orders ADD note TEXT")); err != nil || !handled {
+	if handled, err = e.queryText(ctx, s, []byte("-- c\nALTER TABLE orders ADD note TEXT")); err != nil || !handled {
 		t.Fatalf("ALTER: handled=%v err=%v", handled, err)
 	}
-	if _, err = e.query(ctx, s, []byte("INSERT INTO orders (item) VALUES ('pen')")); err != nil {
+	if _, err = e.queryText(ctx, s, []byte("INSERT INTO orders (item) VALUES ('pen')")); err != nil {
 		t.Fatal(err)
 	}
 	if len(s.backend) != 2 {
@@ -244,7 +244,7 @@ func TestQueryThroughFakeSession(t *testing.T) {
 
 	s.columns["orders"][0][1] = "varchar"
 	e.columns.invalidate()
-	if _, err = e.query(ctx, s, []byte("INSERT INTO orders (item) VALUES ('cup')")); err == nil || !strings.Contains(err.Error(), "cannot fill shop.orders.id") {
+	if _, err = e.queryText(ctx, s, []byte("INSERT INTO orders (item) VALUES ('cup')")); err == nil || !strings.Contains(err.Error(), "cannot fill shop.orders.id") {
 		t.Errorf("INSERT into a VARCHAR key: %v", err)
 	}
 }
@@ -271,7 +271,7 @@ func TestTagsCrossTheBoundaryOwned(t *testing.T) {
 	s := &fakeSession{db: "shop"}
 	ctx := context.Background()
 	buf := []byte("SELECT NEXTVAL('order')")
-	if _, err := e.query(ctx, s, buf); err != nil {
+	if _, err := e.queryText(ctx, s, buf); err != nil {
 		t.Fatal(err)
 	}
 	copy(buf, "SELECT NEXTVAL('xxxxx')") // the next command overwrites the buffer

@@ -22,7 +22,7 @@ func TestHandoffKeepsPlan(t *testing.T) {
 	s := &fakeSession{db: "shop"}
 	st := e.state(s)
 	buf := []byte("SELECT NEXTVAL('order'), LASTVAL('order')")
-	if _, err := onLoop(t, s, ids, false, func(ctx context.Context) (bool, error) { return e.query(ctx, s, buf) }); !errors.Is(err, proxy.ErrWouldBlock) {
+	if _, err := onLoop(t, s, ids, false, func(ctx context.Context) (bool, error) { return e.queryText(ctx, s, buf) }); !errors.Is(err, proxy.ErrWouldBlock) {
 		t.Fatalf("cold tag on a loop: %v, want ErrWouldBlock", err)
 	}
 	if st.plannings.Load() != 1 || st.handed == nil {
@@ -30,7 +30,7 @@ func TestHandoffKeepsPlan(t *testing.T) {
 	}
 	copy(buf, "SELECT NEXTVAL('xxxxx'), LASTVAL('xxxxx')") // the loop's buffer serves another session
 	// The goroutine runs the command from its own copy.
-	if handled, err := e.query(context.Background(), s, []byte("SELECT NEXTVAL('order'), LASTVAL('order')")); err != nil || !handled {
+	if handled, err := e.queryText(context.Background(), s, []byte("SELECT NEXTVAL('order'), LASTVAL('order')")); err != nil || !handled {
 		t.Fatalf("on the goroutine: handled=%v err=%v", handled, err)
 	}
 	if st.plannings.Load() != 1 {
@@ -43,14 +43,14 @@ func TestHandoffKeepsPlan(t *testing.T) {
 		t.Fatalf("LASTVAL %v, kept %v", st.last, st.handed)
 	}
 	// Once only, and for the same text only.
-	if _, err := e.query(context.Background(), s, []byte("SELECT NEXTVAL('order'), LASTVAL('order')")); err != nil || st.plannings.Load() != 2 {
+	if _, err := e.queryText(context.Background(), s, []byte("SELECT NEXTVAL('order'), LASTVAL('order')")); err != nil || st.plannings.Load() != 2 {
 		t.Fatalf("second run: %v, %d plannings", err, st.plannings.Load())
 	}
 	ids.cold = map[string]bool{"cold": true}
-	if _, err := onLoop(t, s, ids, false, func(ctx context.Context) (bool, error) { return e.query(ctx, s, []byte("SELECT NEXTVAL('cold')")) }); !errors.Is(err, proxy.ErrWouldBlock) {
+	if _, err := onLoop(t, s, ids, false, func(ctx context.Context) (bool, error) { return e.queryText(ctx, s, []byte("SELECT NEXTVAL('cold')")) }); !errors.Is(err, proxy.ErrWouldBlock) {
 		t.Fatal(err)
 	}
-	if _, err := e.query(context.Background(), s, []byte("SELECT NEXTVAL('order')")); err != nil || st.plannings.Load() != 4 {
+	if _, err := e.queryText(context.Background(), s, []byte("SELECT NEXTVAL('order')")); err != nil || st.plannings.Load() != 4 {
 		t.Fatalf("another text after a hand-over: %v, %d plannings", err, st.plannings.Load())
 	}
 }
@@ -72,14 +72,14 @@ func BenchmarkHandedNextval(b *testing.B) {
 			b.ReportAllocs()
 			for range b.N {
 				s := &fakeSession{db: "shop"}
-				_, err := onLoop(b, s, ids, false, func(ctx context.Context) (bool, error) { return e.query(ctx, s, sql) })
+				_, err := onLoop(b, s, ids, false, func(ctx context.Context) (bool, error) { return e.queryText(ctx, s, sql) })
 				if !errors.Is(err, proxy.ErrWouldBlock) {
 					b.Fatal(err)
 				}
 				if !keep {
 					s.Value().(*state).handed = nil
 				}
-				if _, err := e.query(context.Background(), s, sql); err != nil {
+				if _, err := e.queryText(context.Background(), s, sql); err != nil {
 					b.Fatal(err)
 				}
 				e.sessionClosed(s)
@@ -96,10 +96,10 @@ func TestFirstNextvalPlannedOnce(t *testing.T) {
 	s := &fakeSession{db: "shop"}
 	st := e.state(s)
 	sql := []byte("SELECT NEXTVAL('order')")
-	if _, err := onLoop(t, s, nil, true, func(ctx context.Context) (bool, error) { return e.query(ctx, s, sql) }); !errors.Is(err, proxy.ErrWouldBlock) {
+	if _, err := onLoop(t, s, nil, true, func(ctx context.Context) (bool, error) { return e.queryText(ctx, s, sql) }); !errors.Is(err, proxy.ErrWouldBlock) {
 		t.Fatalf("session facts not cached, on a loop: %v, want ErrWouldBlock", err)
 	}
-	if handled, err := e.query(context.Background(), s, sql); err != nil || !handled || st.plannings.Load() != 1 {
+	if handled, err := e.queryText(context.Background(), s, sql); err != nil || !handled || st.plannings.Load() != 1 {
 		t.Fatalf("on the goroutine: handled=%v err=%v, %d plannings", handled, err, st.plannings.Load())
 	}
 }
@@ -139,7 +139,7 @@ func TestHandoffKeepsEveryKind(t *testing.T) {
 				s := &fakeSession{db: "shop", columns: map[string][][2]string{"orders": {{"id", "bigint"}, {"item", "varchar"}}}}
 				st := e.state(s)
 				if tc.warm {
-					if _, err := e.query(context.Background(), s, []byte(warm)); err != nil {
+					if _, err := e.queryText(context.Background(), s, []byte(warm)); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -149,7 +149,7 @@ func TestHandoffKeepsEveryKind(t *testing.T) {
 						ids.cold[tag] = true
 					}
 					buf := []byte(tc.sql)
-					if _, err := onLoop(t, s, ids, false, func(ctx context.Context) (bool, error) { return e.query(ctx, s, buf) }); !errors.Is(err, proxy.ErrWouldBlock) {
+					if _, err := onLoop(t, s, ids, false, func(ctx context.Context) (bool, error) { return e.queryText(ctx, s, buf) }); !errors.Is(err, proxy.ErrWouldBlock) {
 						t.Fatalf("on a loop: %v, want ErrWouldBlock", err)
 					}
 					if st.handed == nil || st.plannings.Load() != before+1 {
@@ -157,7 +157,7 @@ func TestHandoffKeepsEveryKind(t *testing.T) {
 					}
 					copy(buf, strings.Repeat("x", len(buf))) // the loop's buffer serves another session
 				}
-				_, err := e.query(context.Background(), s, []byte(tc.sql))
+				_, err := e.queryText(context.Background(), s, []byte(tc.sql))
 				if errors.Is(err, proxy.ErrWouldBlock) {
 					t.Fatalf("on the goroutine: %v", err)
 				}
@@ -200,14 +200,14 @@ func BenchmarkHandedInsert(b *testing.B) {
 			e := New(ids, rules)
 			s := &fakeSession{db: "shop", columns: map[string][][2]string{"orders": {{"id", "bigint"}, {"item", "varchar"}}}}
 			sql := []byte("INSERT INTO orders (item, note) VALUES ('book', 'first'), ('pen', 'second'), ('ink', 'third')")
-			if _, err := e.query(context.Background(), s, sql); err != nil { // columns cached
+			if _, err := e.queryText(context.Background(), s, sql); err != nil { // columns cached
 				b.Fatal(err)
 			}
 			st := s.Value().(*state)
 			b.ReportAllocs()
 			for range b.N {
 				ids.cold["order"] = true
-				_, err := onLoop(b, s, ids, false, func(ctx context.Context) (bool, error) { return e.query(ctx, s, sql) })
+				_, err := onLoop(b, s, ids, false, func(ctx context.Context) (bool, error) { return e.queryText(ctx, s, sql) })
 				if !errors.Is(err, proxy.ErrWouldBlock) {
 					b.Fatal(err)
 				}
@@ -215,7 +215,7 @@ func BenchmarkHandedInsert(b *testing.B) {
 					st.handed = nil
 				}
 				ids.cold["order"] = false
-				if _, err := e.query(context.Background(), s, sql); err != nil {
+				if _, err := e.queryText(context.Background(), s, sql); err != nil {
 					b.Fatal(err)
 				}
 				s.relayed = s.relayed[:0]

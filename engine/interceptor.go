@@ -10,9 +10,11 @@ import (
 // engine as a Session, the narrow view of it the engine works through (a
 // fake in unit tests).
 
-// Query implements proxy.Interceptor (see query).
+// Query implements proxy.Interceptor (see query). The text's class is the
+// one the proxy made for the command (proxy.Session.Class): the engine
+// does not read the text again to learn what it is.
 func (e *Engine) Query(ctx context.Context, s *proxy.Session, sql []byte) (bool, error) {
-	return e.query(ctx, s, sql)
+	return e.query(ctx, s, sql, s.Class())
 }
 
 // SessionReset implements proxy.Interceptor (see sessionReset).
@@ -23,7 +25,7 @@ func (e *Engine) SessionClosed(s *proxy.Session) { e.sessionClosed(s) }
 
 // Prepare implements proxy.Interceptor (see prepare).
 func (e *Engine) Prepare(ctx context.Context, s *proxy.Session, sql []byte) (bool, error) {
-	return e.prepare(ctx, s, sql)
+	return e.prepare(ctx, s, sql, s.Class())
 }
 
 // Execute implements proxy.Interceptor (see execute).

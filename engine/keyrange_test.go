@@ -111,20 +111,20 @@ func TestQueryPastColumnEnd(t *testing.T) {
 	e := New(&counter{next: math.MaxInt32 - 2}, rules)
 	s := &fakeSession{db: "shop", columns: map[string][][2]string{"orders": {{"id", "int"}, {"item", "varchar"}}}}
 	ctx := context.Background()
-	if _, err := e.query(ctx, s, []byte("INSERT INTO orders (item) VALUES ('a')")); err != nil || len(s.relayed) != 1 ||
+	if _, err := e.queryText(ctx, s, []byte("INSERT INTO orders (item) VALUES ('a')")); err != nil || len(s.relayed) != 1 ||
 		!strings.Contains(s.relayed[0], "2147483646") {
 		t.Fatalf("fits: %v %q", err, s.relayed)
 	}
-	_, err = e.query(ctx, s, []byte("INSERT INTO orders (item) VALUES ('b'), ('c')"))
+	_, err = e.queryText(ctx, s, []byte("INSERT INTO orders (item) VALUES ('b'), ('c')"))
 	var oe *OutOfRangeError
 	if !errors.As(err, &oe) || oe.Row != 2 || oe.ID != math.MaxInt32+1 || oe.AllPast || len(s.relayed) != 1 {
 		t.Fatalf("straddling: %v %q", err, s.relayed)
 	}
-	_, err = e.query(ctx, s, []byte("INSERT IGNORE INTO orders (item) VALUES ('d')"))
+	_, err = e.queryText(ctx, s, []byte("INSERT IGNORE INTO orders (item) VALUES ('d')"))
 	if err != nil || len(s.relayed) != 2 || !strings.HasPrefix(s.relayed[1], "SIGNAL SQLSTATE '01000' SET MYSQL_ERRNO = 167") {
 		t.Fatalf("IGNORE past the end: %v %q", err, s.relayed)
 	}
-	_, err = e.query(ctx, s, []byte("REPLACE INTO orders (item) VALUES ('e')"))
+	_, err = e.queryText(ctx, s, []byte("REPLACE INTO orders (item) VALUES ('e')"))
 	if !errors.As(err, &oe) || oe.Row != 1 || !oe.AllPast || len(s.relayed) != 2 {
 		t.Fatalf("REPLACE past the end: %v %q", err, s.relayed)
 	}

@@ -35,11 +35,11 @@ func TestLargeInsertWrittenInPieces(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.backend = nil
-	handled, err := onLoop(t, s, nil, false, func(ctx context.Context) (bool, error) { return e.query(ctx, s, []byte(sql)) })
+	handled, err := onLoop(t, s, nil, false, func(ctx context.Context) (bool, error) { return e.queryText(ctx, s, []byte(sql)) })
 	if !errors.Is(err, proxy.ErrWouldBlock) || handled || src.next != 1000 || len(s.relayed) != 0 {
 		t.Fatalf("on a loop: handled=%v err=%v, %d IDs drawn, %d relayed", handled, err, src.next-1000, len(s.relayed))
 	}
-	if handled, err := e.query(context.Background(), s, []byte(sql)); !handled || err != nil {
+	if handled, err := e.queryText(context.Background(), s, []byte(sql)); !handled || err != nil {
 		t.Fatalf("handled=%v err=%v", handled, err)
 	}
 	if len(s.relayed) != 1 {
@@ -66,7 +66,7 @@ func TestLargeInsertWrittenInPieces(t *testing.T) {
 		t.Fatal("the drawn batch is still the session's slot IDs")
 	}
 	// The next statement draws into fresh memory.
-	if handled, err := e.query(context.Background(), s, []byte("INSERT INTO orders (v) VALUES ('a'), ('b')")); !handled || err != nil {
+	if handled, err := e.queryText(context.Background(), s, []byte("INSERT INTO orders (v) VALUES ('a'), ('b')")); !handled || err != nil {
 		t.Fatalf("handled=%v err=%v", handled, err)
 	}
 	if want := "INSERT INTO orders (`id`, v) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+51001), 'a'), (0*(@__leaf_m:=LAST_INSERT_ID())+51002, 'b')"; s.relayed[1] != want {

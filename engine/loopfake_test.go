@@ -143,12 +143,12 @@ func TestLoopStatementKinds(t *testing.T) {
 	)
 	prepare := func(sql string) func(ctx context.Context, e *Engine, s *fakeSession) (bool, error) {
 		return func(ctx context.Context, e *Engine, s *fakeSession) (bool, error) {
-			return e.prepare(ctx, s, []byte(sql))
+			return e.prepareText(ctx, s, []byte(sql))
 		}
 	}
 	query := func(sql string) func(ctx context.Context, e *Engine, s *fakeSession) (bool, error) {
 		return func(ctx context.Context, e *Engine, s *fakeSession) (bool, error) {
-			return e.query(ctx, s, []byte(sql))
+			return e.queryText(ctx, s, []byte(sql))
 		}
 	}
 	// execute prepares sql on the goroutine, then executes it (no
@@ -156,7 +156,7 @@ func TestLoopStatementKinds(t *testing.T) {
 	execute := func(sql string) (func(*testing.T, *Engine, *fakeSession), func(ctx context.Context, e *Engine, s *fakeSession) (bool, error)) {
 		var id uint32
 		return func(t *testing.T, e *Engine, s *fakeSession) {
-				if handled, err := e.prepare(context.Background(), s, []byte(sql)); err != nil || !handled {
+				if handled, err := e.prepareText(context.Background(), s, []byte(sql)); err != nil || !handled {
 					t.Fatalf("prepare %s: handled=%v err=%v", sql, handled, err)
 				}
 				id = uint32(len(s.prepared))
@@ -166,7 +166,7 @@ func TestLoopStatementKinds(t *testing.T) {
 			}
 	}
 	warm := func(t *testing.T, e *Engine, s *fakeSession) {
-		if _, err := e.query(context.Background(), s, []byte("INSERT INTO orders (item) VALUES ('warm')")); err != nil {
+		if _, err := e.queryText(context.Background(), s, []byte("INSERT INTO orders (item) VALUES ('warm')")); err != nil {
 			t.Fatal(err)
 		}
 	}

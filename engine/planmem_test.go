@@ -85,10 +85,10 @@ func TestEnginePlanLimits(t *testing.T) {
 	s := &fakeSession{db: "shop", columns: map[string][][2]string{"orders": {{"id", "bigint"}, {"v", "int"}}}}
 	ctx := context.Background()
 	deep := "INSERT INTO orders SET v = ((((((1))))))"
-	if _, err := e.query(ctx, s, []byte(deep)); sqlCode(err) != rewriter.CodeTooDeep {
+	if _, err := e.queryText(ctx, s, []byte(deep)); sqlCode(err) != rewriter.CodeTooDeep {
 		t.Fatalf("%s: %v, want 1473", deep, err)
 	}
-	if handled, err := e.query(ctx, s, []byte("INSERT INTO orders SET v = (((((1)))))")); err != nil || !handled {
+	if handled, err := e.queryText(ctx, s, []byte("INSERT INTO orders SET v = (((((1)))))")); err != nil || !handled {
 		t.Fatalf("at the limit: handled=%v err=%v", handled, err)
 	}
 	if u, _ := e.plans.inUse(); u != 0 {
@@ -96,7 +96,7 @@ func TestEnginePlanLimits(t *testing.T) {
 	}
 	// 3,000 tokens: 1.5 MiB, more than the whole 1 MiB budget.
 	big := "SELECT NEXTVAL('order')" + strings.Repeat("+1", 1500)
-	if _, err := e.query(ctx, s, []byte(big)); sqlCode(err) != 1041 {
+	if _, err := e.queryText(ctx, s, []byte(big)); sqlCode(err) != 1041 {
 		t.Fatalf("a statement over plan_memory: %v, want 1041", err)
 	}
 	// The budget in use by others: a loop hands the statement back.
@@ -105,7 +105,7 @@ func TestEnginePlanLimits(t *testing.T) {
 	}
 	relayed := len(s.relayed)
 	if handled, err := onLoop(t, s, nil, false, func(ctx context.Context) (bool, error) {
-		return e.query(ctx, s, []byte("INSERT INTO orders SET v = 1"))
+		return e.queryText(ctx, s, []byte("INSERT INTO orders SET v = 1"))
 	}); !errors.Is(err, proxy.ErrWouldBlock) || handled {
 		t.Fatalf("full budget on a loop: handled=%v err=%v", handled, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"strconv"
 	"strings"
 
@@ -30,11 +31,11 @@ type prepared struct {
 
 // prepare plans a COM_STMT_PREPARE. Rewrite plans are prepared with their
 // session-variable text; Sequence plans with a same-shaped constant SELECT.
-func (e *Engine) prepare(ctx context.Context, s Session, sql []byte) (bool, error) {
+func (e *Engine) prepare(ctx context.Context, s Session, sql []byte, c sqltext.Class) (bool, error) {
 	if len(sql) == 0 {
 		return false, nil
 	}
-	if t := raw.String(sql); !rewriter.MayRewrite(t) || !rewriter.NeedsSession(t, e.rules.Load()) {
+	if !rewriter.MayRewrite(c) || !rewriter.NeedsSession(raw.String(sql), c, e.rules.Load()) {
 		return false, nil
 	}
 	text := string(sql) // kept with the statement
@@ -42,7 +43,7 @@ func (e *Engine) prepare(ctx context.Context, s Session, sql []byte) (bool, erro
 	if err := st.refreshEnv(ctx, s); err != nil {
 		return false, err
 	}
-	plan, err := rewriter.PlanPrepare(text, &st.env)
+	plan, err := rewriter.PlanPrepareClass(text, c, &st.env)
 	if errors.Is(err, proxy.ErrWouldBlock) {
 		return false, err // the plan budget is full: the goroutine waits for it
 	}

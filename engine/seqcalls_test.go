@@ -100,23 +100,23 @@ func TestBlockThroughFakeSession(t *testing.T) {
 	e := New(ids, nil)
 	s := &fakeSession{db: "shop"}
 	ctx := context.Background()
-	if _, err := e.query(ctx, s, []byte("SELECT NEXTVAL('t', 100) AS first, LASTVAL('t'), NEXTVAL('t')")); err != nil {
+	if _, err := e.queryText(ctx, s, []byte("SELECT NEXTVAL('t', 100) AS first, LASTVAL('t'), NEXTVAL('t')")); err != nil {
 		t.Fatal(err)
 	}
 	if got := fmt.Sprint(lastRow(t, s)); got != "[1001 1100 1101]" {
 		t.Fatalf("row %s, want [1001 1100 1101]", got)
 	}
-	if _, err := e.query(ctx, s, []byte("SELECT NEXTVAL('snow', 4096), LASTVAL('snow')")); err != nil {
+	if _, err := e.queryText(ctx, s, []byte("SELECT NEXTVAL('snow', 4096), LASTVAL('snow')")); err != nil {
 		t.Fatal(err)
 	}
 	if got := fmt.Sprint(lastRow(t, s)); got != "[1102 5197]" {
 		t.Fatalf("snowflake block row %s, want [1102 5197]", got)
 	}
-	_, err := e.query(ctx, s, []byte("SELECT NEXTVAL('snow', 4097)"))
+	_, err := e.queryText(ctx, s, []byte("SELECT NEXTVAL('snow', 4097)"))
 	if errCode(err) != 1210 || !strings.Contains(err.Error(), "at most 4096 consecutive IDs at once (one tick of 2^12)") {
 		t.Fatalf("snowflake block of 4097: %v", err)
 	}
-	if _, err := e.query(ctx, s, []byte("SELECT NEXTVAL('t', 1000001)")); errCode(err) != 1210 {
+	if _, err := e.queryText(ctx, s, []byte("SELECT NEXTVAL('t', 1000001)")); errCode(err) != 1210 {
 		t.Fatalf("block of 1000001: %v", err)
 	}
 	if fmt.Sprint(ids.blocks) != "[100 4096]" {
@@ -166,7 +166,7 @@ func TestPreparedBlockArgument(t *testing.T) {
 	e := New(ids, nil)
 	s := &fakeSession{db: "shop"}
 	ctx := context.Background()
-	if handled, err := e.prepare(ctx, s, []byte("SELECT NEXTVAL('t', ?), LASTVAL('t')")); err != nil || !handled {
+	if handled, err := e.prepareText(ctx, s, []byte("SELECT NEXTVAL('t', ?), LASTVAL('t')")); err != nil || !handled {
 		t.Fatalf("prepare: %v %v", handled, err)
 	}
 	if want := "SELECT CAST(0*? AS SIGNED) AS `NEXTVAL('t', ?)`, CAST(0 AS SIGNED) AS `LASTVAL('t')`"; len(s.prepared) != 1 || s.prepared[0] != want {
@@ -261,7 +261,7 @@ func TestDecodeThroughFakeSession(t *testing.T) {
 		{"SELECT LEAFPROXY_DECODE('t', 4999)", "tag=t generator=segment id=4999 created_at=NULL worker_id=NULL sequence=NULL handed_out=1 max_id=5000"},
 		{"SELECT LEAFPROXY_DECODE(t, '5000')", "tag=t generator=segment id=5000 created_at=NULL worker_id=NULL sequence=NULL handed_out=0 max_id=5000"},
 	} {
-		if handled, err := e.query(ctx, s, []byte(tc.sql)); err != nil || !handled {
+		if handled, err := e.queryText(ctx, s, []byte(tc.sql)); err != nil || !handled {
 			t.Fatalf("%s: %v %v", tc.sql, handled, err)
 		}
 		if got := row(); got != tc.want {
@@ -269,14 +269,14 @@ func TestDecodeThroughFakeSession(t *testing.T) {
 		}
 	}
 	for _, q := range []string{"SELECT LEAFPROXY_DECODE('t', -1)", "SELECT LEAFPROXY_DECODE('t', 0)"} {
-		if _, err := e.query(ctx, s, []byte(q)); errCode(err) != 1210 || !strings.Contains(err.Error(), "is not an ID of sequence 't': its IDs start at 1") {
+		if _, err := e.queryText(ctx, s, []byte(q)); errCode(err) != 1210 || !strings.Contains(err.Error(), "is not an ID of sequence 't': its IDs start at 1") {
 			t.Errorf("%s: %v, want 1210", q, err)
 		}
 	}
-	if _, err := e.query(ctx, s, []byte("SELECT LEAFPROXY_DECODE('nope', 1)")); errCode(err) != 4091 {
+	if _, err := e.queryText(ctx, s, []byte("SELECT LEAFPROXY_DECODE('nope', 1)")); errCode(err) != 4091 {
 		t.Errorf("unknown tag: %v, want 4091", err)
 	}
-	if _, err := e.prepare(ctx, s, []byte("SELECT LEAFPROXY_DECODE('t', ?)")); err != nil {
+	if _, err := e.prepareText(ctx, s, []byte("SELECT LEAFPROXY_DECODE('t', ?)")); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(s.prepared[0], "CAST(0*? AS SIGNED) AS `id`, CAST(NULL AS DATETIME(3)) AS `created_at`") || strings.Count(s.prepared[0], "?") != 1 {

@@ -19,7 +19,7 @@ func TestStatsCount(t *testing.T) {
 	run := func(s *discardSession, q string) {
 		t.Helper()
 		s.wrote = s.wrote[:0]
-		if handled, err := e.query(ctx, s, []byte(q)); err != nil || !handled {
+		if handled, err := e.queryText(ctx, s, []byte(q)); err != nil || !handled {
 			t.Fatalf("%s: handled=%v err=%v", q, handled, err)
 		}
 	}
@@ -59,7 +59,7 @@ func TestStatsCount(t *testing.T) {
 		sql := []byte(q)
 		if n := testing.AllocsPerRun(200, func() {
 			c.wrote = c.wrote[:0]
-			if _, err := e.query(ctx, c, sql); err != nil {
+			if _, err := e.queryText(ctx, c, sql); err != nil {
 				t.Fatal(err)
 			}
 		}); n != 0 {
@@ -76,7 +76,7 @@ func TestStatsOwnedTableStartsOver(t *testing.T) {
 	ctx := context.Background()
 	for i := range maxOwnedTags + 10 {
 		s.wrote = s.wrote[:0]
-		if _, err := e.query(ctx, s, fmt.Appendf(nil, "SELECT NEXTVAL('t%d')", i)); err != nil {
+		if _, err := e.queryText(ctx, s, fmt.Appendf(nil, "SELECT NEXTVAL('t%d')", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -94,7 +94,7 @@ func TestStatsOff(t *testing.T) {
 	e := fakeEngine(t)
 	e.DisableStats()
 	s := &discardSession{fakeSession{db: "shop"}}
-	if _, err := e.query(context.Background(), s, []byte("SELECT NEXTVAL('order')")); err != nil {
+	if _, err := e.queryText(context.Background(), s, []byte("SELECT NEXTVAL('order')")); err != nil {
 		t.Fatal(err)
 	}
 	if st := e.Stats(); st.Statements != [StmtKinds]uint64{} || len(st.IDs) != 0 || st.Nextval.Count() != 0 {

@@ -38,6 +38,7 @@ func (s *Session) stmtID(pkt []byte) uint32 {
 // dispatch handles one client command. A non-nil error ends the session.
 func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 	ic := s.srv.ic
+	s.receivedOK = false
 	if err := s.exec.mayWait(); err != nil && !loopCommand(pkt[0]) {
 		return err // for the session's goroutine (see lane)
 	}
@@ -45,15 +46,17 @@ func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 	case mysql.COM_QUIT:
 		return errQuit
 	case mysql.COM_QUERY:
+		c := s.commandClass(pkt[1:])
+		defer s.endClass()
 		if s.account.backendAuth {
 			// Backend-account mode: KILL is the backend's (killrelay.go).
-			if k, ok := killsql.Parse(pkt[1:], false); ok && k.Connection && k.Expr == nil && !k.User {
+			if k, ok := killsql.Parse(pkt[1:], c, false); ok && k.Connection && k.Expr == nil && !k.User {
 				if err := s.exec.mayWait(); err != nil {
 					return err
 				}
 				return s.relayKill(pkt, respResult, s.queryAfter(pkt), k.ID)
 			}
-		} else if k, ok := killsql.Parse(pkt[1:], s.caps&mysql.CLIENT_MULTI_STATEMENTS != 0); ok {
+		} else if k, ok := killsql.Parse(pkt[1:], c, s.caps&mysql.CLIENT_MULTI_STATEMENTS != 0); ok {
 			if err := s.exec.mayWait(); err != nil {
 				return err
 			}
@@ -68,6 +71,7 @@ func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 				return s.writeErrFlush(mysql.ER_NOT_SUPPORTED_YET, "42000", refuse)
 			}
 			pkt = append([]byte{mysql.COM_QUERY}, q...)
+			s.beginClass(pkt[1:]) // the text the interceptor and the backend see
 		}
 		if ic != nil {
 			if done, err := s.intercepted(ic.Query(ctx, s, pkt[1:])); done {
@@ -76,11 +80,13 @@ func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 		}
 		return s.relayQuery(pkt)
 	case mysql.COM_STMT_PREPARE:
-		if startsSet(pkt[1:]) && containsFold(skipSpace(pkt[1:]), "sql_mode") {
+		c := s.commandClass(pkt[1:])
+		defer s.endClass()
+		if c.SetsSQLMode() {
 			s.modeStmts = true // its EXECUTEs may change the mode
 		}
 		if !s.account.backendAuth { // backend-account mode: relayed as any statement (killrelay.go)
-			if k, ok := killsql.ParsePrepared(pkt[1:]); ok {
+			if k, ok := killsql.ParsePrepared(pkt[1:], c); ok {
 				return s.prepareKill(pkt, k)
 			} else if k.Refuse != "" {
 				return s.writeErrFlush(mysql.ER_NOT_SUPPORTED_YET, "42000", k.Refuse)

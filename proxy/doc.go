@@ -26,7 +26,7 @@
 // proxy runs on the backend for an interceptor), resultsets.go and
 // resultrows.go (result sets the proxy writes itself), extparams.go
 // (statements with parameters the client does not see), compress.go,
-// keyword.go, packet.go, rawio.go (plain sockets read and written with raw
+// keyword.go (the command's class, USE's name), packet.go, rawio.go (plain sockets read and written with raw
 // system calls, internal/raw, inside the netpoller's callbacks, holding a
 // command back until the read of its answer; LEAFPROXY_RAWIO=0 turns it
 // off), tls.go, membudget.go.
@@ -185,8 +185,22 @@
 // methods are not Session's: Session.Blocking hands them out only off a
 // loop; CurrentDB/SQLMode return ErrWouldBlock themselves on a loop when
 // they must re-read); RelayQuery and RelayExecute return
-// at once there and the response is relayed as it arrives. With none installed the relay does no
-// parsing and no allocation per command. An interceptor method either
+// at once there and the response is relayed as it arrives.
+//
+// What a COM_QUERY or COM_STMT_PREPARE text is (its first words, whether
+// more statements follow, whether it may be a KILL, hold a sequence call
+// or DDL, or be an admin statement) is read once per command, by one pass
+// of internal/sqltext.Classify in dispatch, before anything else looks at
+// it (keyword.go); KILL's reading (internal/killsql), the relay's USE / SET
+// sql_mode / multi-statement tracking and the interceptor (Session.Class,
+// valid during Query and Prepare) all take that value instead of reading
+// the text again. A command an event loop hands back to the session's
+// goroutine keeps the class the loop read (handBack.class); a text an
+// interceptor relays is classified afresh only when it is not the
+// command's own. The proxy still knows no SQL plans:
+// the class says what kind of statement a text is, never what to do with
+// it. Beyond that the relay does no parsing and no allocation per command.
+// An interceptor method either
 //
 //   - returns handled=false, nil: the core relays the original command;
 //   - answers the command itself and returns handled=true, nil, using

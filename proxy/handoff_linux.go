@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 )
 
 // What a loop hands back to a session's goroutine (handBack.kind).
@@ -30,7 +32,9 @@ const loopBackoff = 16
 type handBack struct {
 	kind                          int
 	clientFD, backendFD           int
-	pkt                           []byte      // handBackCommand
+	pkt                           []byte        // handBackCommand
+	class                         sqltext.Class // handBackCommand with classed: pkt's class, read on the loop
+	classed                       bool
 	clientIn                      []byte      // client bytes to read first
 	backendIn                     []byte      // backend bytes to read first
 	clientPending, backendPending []byte      // bytes to write first
@@ -222,7 +226,9 @@ func (s *Session) fromLoop(ctx context.Context, m *handBack) bool {
 	switch m.kind {
 	case handBackCommand:
 		s.srv.armHangupWatch()
+		s.handed, s.handedOK = m.class, m.classed
 		err := s.dispatch(ctx, m.pkt) // counted when the loop read it
+		s.handedOK = false
 		s.endCommand()
 		if err != nil {
 			s.endOnError(err)

@@ -6,23 +6,58 @@ import (
 	"github.com/leafproxy/leafproxy/internal/sqltext"
 )
 
-// Keyword helpers: cheap prefix checks, no parsing. What is a comment, a
-// quoted text or an executable comment is internal/sqltext's, shared with
-// the engine and the rewriter.
+// What a statement is (its first word, USE, SET sql_mode, KILL, whether
+// more statements follow) is read once per command by
+// internal/sqltext.Classify (classify); what is a comment, a quoted text
+// or an executable comment is internal/sqltext's, shared with the engine
+// and the rewriter.
+
+// Class is the current COM_QUERY's or COM_STMT_PREPARE's class, read once
+// by the proxy before the interceptor sees the text: its first words,
+// whether more statements follow, whether it may hold a sequence call or
+// DDL or be an admin statement (sqltext.Class). Valid during Query and
+// Prepare.
+func (s *Session) Class() sqltext.Class { return s.class }
+
+// commandClass is the class of text, the command packet's own, for the
+// whole command (until endClass): read now, or the one the event loop read
+// for the same command before it handed it back (handBack.class), so a
+// command is classified once wherever it runs.
+func (s *Session) commandClass(text []byte) sqltext.Class {
+	if s.handedOK {
+		s.handedOK = false
+		s.class, s.classText = s.handed, text
+	} else {
+		s.beginClass(text)
+	}
+	s.received, s.receivedOK = s.class, true
+	return s.class
+}
+
+// beginClass classifies text, the command's (or the text it was mapped
+// to, killmulti.go), for the rest of the command (until endClass).
+func (s *Session) beginClass(text []byte) sqltext.Class {
+	s.class, s.classText = sqltext.Classify(text), text
+	s.classified++
+	return s.class
+}
+
+// endClass ends the command's class: its text's buffer is reused.
+func (s *Session) endClass() { s.classText = nil }
+
+// classOf is text's class: the command's when text is the command's own
+// text (an interceptor relaying it unchanged), else text's, read now.
+func (s *Session) classOf(text []byte) sqltext.Class {
+	if s.classText != nil && bytes.Equal(text, s.classText) {
+		return s.class
+	}
+	s.classified++
+	return sqltext.Classify(text)
+}
 
 // skipSpace skips whitespace and comments (not /*! */ which MySQL
 // executes).
 func skipSpace(q []byte) []byte { return q[sqltext.SkipSpace(q, 0):] }
-
-// startsSet reports whether the statement's first word is SET, past
-// whitespace, comments and executable-comment openers (/*!, /*!NNNNN,
-// /*M!NNNNNN: their content is code the server may run, as mysqldump's
-// /*!40101 SET SQL_MODE=... */). It does not ask whether the server runs
-// a versioned comment: a false "yes" only costs a sql_mode re-read.
-func startsSet(q []byte) bool { return hasKeyword(firstWord(q), "SET") }
-
-// hasKeyword reports whether q starts with kw (upper case) as a whole word.
-func hasKeyword(q []byte, kw string) bool { return sqltext.HasKeyword(q, kw) }
 
 // parseUse reads the database name of `USE name` (rest after USE); ok is
 // false when the statement has any other shape.
@@ -30,22 +65,12 @@ func parseUse(rest []byte) (string, bool) {
 	rest = skipSpace(rest)
 	var name []byte
 	if len(rest) > 0 && rest[0] == '`' {
-		i := 1
-		for {
-			j := bytes.IndexByte(rest[i:], '`')
-			if j < 0 {
-				return "", false
-			}
-			name = append(name, rest[i:i+j]...)
-			i += j + 1
-			if i < len(rest) && rest[i] == '`' { // `` is a literal backtick
-				name = append(name, '`')
-				i++
-				continue
-			}
-			break
+		end, closed := sqltext.QuotedEnd(rest, 0, false)
+		if !closed {
+			return "", false
 		}
-		rest = rest[i:]
+		name = sqltext.AppendUnquoted(nil, rest[:end], sqltext.NoEscapes) // `` is a literal backtick
+		rest = rest[end:]
 	} else {
 		i := 0
 		for i < len(rest) && rest[i] != ';' && rest[i] != ' ' && rest[i] != '\t' && rest[i] != '\n' && rest[i] != '\r' {
@@ -60,18 +85,3 @@ func parseUse(rest []byte) (string, bool) {
 	}
 	return string(name), len(name) > 0
 }
-
-// containsFold reports whether b contains the lower-case ASCII word w in
-// any case, without allocating.
-func containsFold(b []byte, w string) bool { return sqltext.ContainsFold(b, w) }
-
-// moreStatements reports whether q holds anything the server may run after
-// its first statement. Both backslash rules are tried (the session's
-// NO_BACKSLASH_ESCAPES is not known here): a false "yes" only costs a
-// re-read of the session's database and sql_mode; a false "no" could miss
-// a later USE.
-func moreStatements(q []byte) bool { return sqltext.MoreStatements(q) }
-
-// firstWord skips whitespace, comments and executable-comment openers
-// (/*!, /*!NNNNN, /*M!NNNNNN), whose content the server runs.
-func firstWord(q []byte) []byte { return q[sqltext.SkipToCode(q, 0):] }

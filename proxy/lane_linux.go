@@ -322,7 +322,7 @@ func (ln *lane) command(pkt, rest []byte) {
 			ln.teardown()
 			return
 		}
-		ln.handOff(handBack{kind: handBackCommand, pkt: pkt, debt: loopBackoff}, rest)
+		ln.handOff(handBack{kind: handBackCommand, pkt: pkt, debt: loopBackoff, class: s.received, classed: s.receivedOK}, rest)
 		return
 	}
 	if err != nil {

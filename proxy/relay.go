@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 )
 
 // response kinds
@@ -27,24 +29,24 @@ func (s *Session) relayQuery(pkt []byte) error {
 // the backend once it succeeds (USE, a multi-statement text); a SET of
 // sql_mode makes the mode be read again.
 func (s *Session) queryAfter(pkt []byte) afterAction {
-	q := skipSpace(pkt[1:])
+	c := s.classOf(pkt[1:])
 	a := afterAction{kind: afterQuery}
 	switch {
-	case hasKeyword(q, "USE"):
+	case c.PlainWord() == sqltext.Use:
 		a.isUse = true
-		a.db, _ = parseUse(q[3:])
-	case startsSet(pkt[1:]) && containsFold(q, "sql_mode"):
+		a.db, _ = parseUse(skipSpace(pkt[1:])[3:])
+	case c.SetsSQLMode():
 		// Only a SET naming sql_mode changes it (SET autocommit, SET NAMES
 		// per transaction must not cost a re-read). Also SET STATEMENT
 		// sql_mode=... FOR, which changes nothing for the session: a
 		// needless re-read, cheap.
 		s.modeOK = false
-	case hasKeyword(q, "EXECUTE"):
+	case c.PlainWord() == sqltext.Execute:
 		// EXECUTE IMMEDIATE '<SET sql_mode=...>', or EXECUTE s of a
 		// statement PREPAREd from one: the proxy cannot see which.
 		s.modeOK = false
 	}
-	a.multi = s.caps&mysql.CLIENT_MULTI_STATEMENTS != 0 && moreStatements(q)
+	a.multi = s.caps&mysql.CLIENT_MULTI_STATEMENTS != 0 && c.Multi()
 	return a
 }
 

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 )
 
 // Session is one client connection and its pinned backend connection. Its
@@ -122,6 +124,20 @@ type commandState struct {
 	heldMem   int64 // bytes of the command memory budget the current command holds
 	cmdSeq    uint8 // the client leg's sequence id once the command (or its LOCAL INFILE data) was read
 	largeHeld bool  // this session holds the server's slot for reading a 16 MiB+ command
+	// class is the current COM_QUERY's or COM_STMT_PREPARE's class, of
+	// the text classText (the packet buffer's, nil between commands):
+	// classified once by dispatch, handed to KILL's reading, the
+	// interceptor (Class) and the relay's USE/SET tracking. classified
+	// counts the Classify calls, for the test that each command is
+	// classified once.
+	class      sqltext.Class
+	classText  []byte
+	classified int
+	// received is the class of the command packet's own text (receivedOK:
+	// this command has one), which a loop hands back with the command;
+	// handed is that class, for the goroutine's run of the same command.
+	received, handed     sqltext.Class
+	receivedOK, handedOK bool
 }
 
 // loopState is who runs the session's commands (commandexec.go,

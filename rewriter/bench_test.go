@@ -1,6 +1,7 @@
 package rewriter
 
 import (
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"strconv"
 	"strings"
 	"testing"
@@ -91,7 +92,7 @@ func benchPaths(b *testing.B, sql string, prepared bool) {
 	}{{"fast", true}, {"parser", false}} {
 		b.Run(path.name, func(b *testing.B) {
 			env := testEnv(b, Mode{})
-			p, hits, err := planWith(sql, env, prepared, path.fast)
+			p, hits, err := planWith(sql, sqltext.ClassifyString(sql), env, prepared, path.fast)
 			if err != nil || p.Kind != Rewrite || (hits > 0) != path.fast {
 				b.Fatalf("%v %v, fast path hits %d", p.Kind, err, hits)
 			}
@@ -101,7 +102,7 @@ func benchPaths(b *testing.B, sql string, prepared bool) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				p, _, _ := planWith(sql, env, prepared, path.fast)
+				p, _, _ := planWith(sql, sqltext.ClassifyString(sql), env, prepared, path.fast)
 				buf = p.Render(buf[:0], sql, ids)
 			}
 		})

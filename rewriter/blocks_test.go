@@ -130,12 +130,12 @@ func TestDecodeCall(t *testing.T) {
 		{sql: "SELECT x.leafproxy_decode('t', 1)"},
 	})
 	for _, sql := range []string{"SELECT LEAFPROXY_DECODE('t', 1)", "select Leafproxy_Decode(t,1)", "SELECT a FROM t WHERE b = leafproxy_decode('x', 1)"} {
-		if !MayRewrite(sql) {
+		if !mayRewrite(sql) {
 			t.Errorf("MayRewrite(%q) = false", sql)
 		}
 	}
 	for _, sql := range []string{"SELECT proxy_decode(1)", "SELECT leafproxy_decod", "SELECT _decode", "SELECT created_at FROM t"} {
-		if MayRewrite(sql) {
+		if mayRewrite(sql) {
 			t.Errorf("MayRewrite(%q) = true", sql)
 		}
 	}

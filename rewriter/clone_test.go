@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 )
 
 // span is a piece of memory a plan's string or slice points into.
@@ -119,8 +121,8 @@ func TestPlanClone(t *testing.T) {
 			if tc.prepared {
 				p, err = PlanPrepare(sql, env)
 			} else {
-				pl.PlanQuery("INSERT INTO orders (name) VALUES ('memo')", env) // the memo path for the INSERTs
-				p, err = pl.PlanQuery(sql, env)
+				pl.PlanQuery("INSERT INTO orders (name) VALUES ('memo')", sqltext.ClassifyString("INSERT INTO orders (name) VALUES ('memo')"), env) // the memo path for the INSERTs
+				p, err = pl.PlanQuery(sql, sqltext.ClassifyString(sql), env)
 			}
 			if err != nil || p.Kind != tc.kind {
 				t.Fatalf("plan: %v, %v, want %v", err, p.Kind, tc.kind)
@@ -144,7 +146,7 @@ func TestPlanClone(t *testing.T) {
 			// plan's own slices are overwritten.
 			for _, other := range []string{"INSERT INTO items (name) VALUES ('zzzzzzzz'), ('y'), ('w')", "SELECT NEXTVAL('xxxxx'), NEXTVAL('yyyy')",
 				"INSERT INTO orders (name) SELECT 'q' FROM dual", "INSERT INTO orders (name) VALUES ('memo2'), ('qq')"} {
-				if _, err := pl.PlanQuery(other, env); err != nil {
+				if _, err := pl.PlanQuery(other, sqltext.ClassifyString(other), env); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -49,8 +49,12 @@
 //
 // # What it recognises
 //
-// The filter in front (also exported as MayRewrite, independent of the
-// sql_mode) costs tens of nanoseconds and no allocation: a text in which
+// What kind of text it is comes from its class, internal/sqltext.Classify,
+// made once per command by the proxy and handed in (MayRewrite,
+// NeedsSession, Planner.PlanQuery, PlanPrepareClass; the package functions
+// PlanQuery and PlanPrepare classify the text themselves). The filter in
+// front (exported as MayRewrite, independent of the sql_mode) reads only
+// the class: a text in which
 // no statement starts with INSERT, REPLACE, LOAD, PREPARE, EXECUTE or SET
 // STATEMENT and no sequence call can appear (a "val" that ends NEXTVAL /
 // LASTVAL or starts the word VALUE followed by FOR; VALUES does not count)
@@ -65,7 +69,9 @@
 // rules, only such INSERT / REPLACE / LOAD statements, tables looked up in
 // every database and read under every sql_mode; also inside SET STATEMENT
 // ... FOR). Otherwise a quote- and
-// comment-aware lexer (honouring ANSI_QUOTES and NO_BACKSLASH_ESCAPES)
+// comment-aware lexer (honouring ANSI_QUOTES and NO_BACKSLASH_ESCAPES; its
+// tokens and literal values are internal/sqltext's NextToken and Unquote,
+// the module's one tokenizer and decoder)
 // splits the text into statements at ';' and finds sequence calls:
 // NEXTVAL(x), NEXTVAL(x, n), LASTVAL(x), NEXT VALUE FOR x, PREVIOUS VALUE
 // FOR x, SETVAL(x, n, ...), LEAFPROXY_DECODE(x, id), where x is a string,

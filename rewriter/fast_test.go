@@ -2,6 +2,7 @@ package rewriter
 
 import (
 	"fmt"
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"reflect"
 	"slices"
 	"strconv"
@@ -17,14 +18,14 @@ import (
 // gets it and judges its syntax); the fast plan must then still hold every
 // ID exactly once.
 func compareFast(sql string, env *Env, prepared, tolerate bool) (hits int, problem string) {
-	pf, hits, errF := planWith(sql, env, prepared, true)
+	pf, hits, errF := planWith(sql, sqltext.ClassifyString(sql), env, prepared, true)
 	if pn, errN := planNoFirst(sql, env, prepared); errString(errN) != errString(errF) || errN == nil && !reflect.DeepEqual(canon(pn), canon(pf)) {
 		return hits, "quickPlan's firstInsert changed the plan:\nwith    " + planString(pf) + " " + errString(errF) + "\nwithout " + planString(pn) + " " + errString(errN)
 	}
 	if problem := compareMemo(sql, env, prepared); problem != "" {
 		return hits, problem
 	}
-	pp, _, errP := planWith(sql, env, prepared, false)
+	pp, _, errP := planWith(sql, sqltext.ClassifyString(sql), env, prepared, false)
 	switch {
 	case errF != nil || errP != nil:
 		if errF != nil && errP != nil && errF.Error() == errP.Error() {
@@ -367,7 +368,7 @@ func TestParserPanic(t *testing.T) {
 // rule up itself, as before that shortcut.
 func planNoFirst(sql string, env *Env, prepared bool) (Plan, error) {
 	var ch charge
-	p, done, seq, _, err := quickPlan(sql, env, nil, prepared, &ch)
+	p, done, seq, _, err := quickPlan(sql, sqltext.ClassifyString(sql), env, nil, prepared, &ch)
 	if done {
 		ch.done()
 		return p, err

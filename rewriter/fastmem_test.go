@@ -1,6 +1,7 @@
 package rewriter
 
 import (
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"io"
 	"runtime"
 	"strings"
@@ -16,7 +17,7 @@ func rowsBytes(t testing.TB, pl *Planner, env *Env, text string) (alloc uint64, 
 	var ms0, ms1 runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms0)
-	p, err := pl.PlanQuery(text, env)
+	p, err := pl.PlanQuery(text, sqltext.ClassifyString(text), env)
 	if err != nil || p.Kind != Rewrite {
 		t.Fatalf("plan: %v %v", err, p.Kind)
 	}

@@ -6,11 +6,15 @@ import (
 	"github.com/leafproxy/leafproxy/internal/sqltext"
 )
 
-// MayRewrite is the planner's cheap filter, exported so that a caller can
-// skip gathering session facts (sql_mode, current database) for the common
-// text that cannot need a rewrite. It does not depend on the sql_mode;
-// false means PlanQuery would return PassThrough.
-func MayRewrite(sql string) bool { return mayRewrite(sql) }
+// MayRewrite is the planner's cheap filter, read from the text's class
+// (sqltext.Classify, made once per command), so that a caller can skip
+// gathering session facts (sql_mode, current database) for the common text
+// that cannot need a rewrite. It answers false only when no statement of
+// the text can need a rewrite: none starts with INSERT, REPLACE, LOAD,
+// PREPARE, EXECUTE or SET STATEMENT (c.Plannable; quote-blind, a superset
+// of the real starts) and it has no sequence call (c.SeqCall). It does not
+// depend on the sql_mode; false means PlanQuery would return PassThrough.
+func MayRewrite(c sqltext.Class) bool { return c.SeqCall() || c.Plannable() }
 
 // NeedsSession reports whether planning sql (PlanQuery or PlanPrepare)
 // may depend on the session's facts, its current database and sql_mode.
@@ -23,12 +27,14 @@ func MayRewrite(sql string) bool { return mayRewrite(sql) }
 // there are rules, for anything but INSERT / REPLACE / LOAD statements
 // whose tables no rule matches in any database, read under every sql_mode
 // that changes how their names are quoted. Only their words up to the
-// table name are read, as the planner's own shortcut does.
-func NeedsSession(sql string, rules *Rules) bool {
-	if hasSeqCall(sql) {
+// table name are read, as the planner's own shortcut does. c is sql's
+// class (sqltext.Classify): its sequence calls and statement starts are
+// not read again.
+func NeedsSession(sql string, c sqltext.Class, rules *Rules) bool {
+	if c.SeqCall() {
 		return true
 	}
-	plan, dynamic, modal := statementStarts(sql)
+	plan, dynamic, modal := c.Plannable(), c.Dynamic(), c.Modal()
 	if !plan || dynamic || rules.empty() {
 		// Not even PlanQuery's first look finds a statement to plan; a
 		// statement run from a literal is read as statements; without
@@ -56,45 +62,4 @@ func NeedsSession(sql string, rules *Rules) bool {
 		}
 	}
 	return false
-}
-
-// statementStarts looks at every possible statement start of sql (the
-// text start and the byte after each ';'): plan is startsAny's answer;
-// dynamic reports one that may run a literal as statements (PREPARE ...
-// FROM '...', EXECUTE IMMEDIATE '...'): PREPARE, EXECUTE, SET STATEMENT in
-// a text that names either, or an executable comment, in a text with a
-// quote; modal one whose words before a table depend on the sql_mode
-// (LOAD, SET STATEMENT).
-func statementStarts(sql string) (plan, dynamic, modal bool) {
-	quotes := strings.IndexByte(sql, '\'') >= 0 || strings.IndexByte(sql, '"') >= 0
-	for from := 0; ; {
-		l := lexer{sql: sql, pos: from}
-		l.skipSpace()
-		if l.inBang {
-			plan, dynamic = true, quotes
-		} else {
-			switch w := l.word(); {
-			case sqltext.EqualFold(w, "INSERT") || sqltext.EqualFold(w, "REPLACE"):
-				plan = true
-			case sqltext.EqualFold(w, "LOAD"):
-				plan, modal = true, true
-			case sqltext.EqualFold(w, "PREPARE") || sqltext.EqualFold(w, "EXECUTE"):
-				plan, dynamic = true, quotes
-			case sqltext.EqualFold(w, "SET"):
-				l.skipSpace()
-				if l.inBang || sqltext.EqualFold(l.word(), "STATEMENT") {
-					plan, modal = true, true
-					dynamic = quotes && (l.inBang || sqltext.ContainsFold(sql, "prepare") || sqltext.ContainsFold(sql, "execute"))
-				}
-			}
-		}
-		if dynamic {
-			return plan, dynamic, modal
-		}
-		j := strings.IndexByte(sql[from:], ';')
-		if j < 0 {
-			return plan, false, modal
-		}
-		from += j + 1
-	}
 }

@@ -1,6 +1,7 @@
 package rewriter
 
 import (
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"strconv"
 	"strings"
 	"testing"
@@ -126,7 +127,7 @@ func FuzzSequence(f *testing.F) {
 			}
 			switch p.Kind {
 			case Rewrite:
-				if _, _, errP := planWith(sql, env, prepared, false); errP != nil {
+				if _, _, errP := planWith(sql, sqltext.ClassifyString(sql), env, prepared, false); errP != nil {
 					// The fast path planned text the TiDB parser cannot
 					// read (compareFast checked it): its output does not
 					// parse either.

@@ -2,6 +2,7 @@ package rewriter
 
 import (
 	"errors"
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"runtime"
 	"strings"
 	"testing"
@@ -108,7 +109,7 @@ func TestParseBudget(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			*b = budgetLog{}
-			if _, err := pl.PlanQuery(tc.sql, env); err != nil {
+			if _, err := pl.PlanQuery(tc.sql, sqltext.ClassifyString(tc.sql), env); err != nil {
 				t.Fatal(err)
 			}
 			if (b.calls > 0) != (tc.parsed > 0) || b.acquired != b.released {
@@ -123,7 +124,7 @@ func TestParseBudget(t *testing.T) {
 	// given back and the whole waited for (no holding while waiting).
 	*b = budgetLog{busy: true}
 	many := "SELECT NEXTVAL('order') + 1" + strings.Repeat(", NEXTVAL('order')", 2*freeCalls)
-	if _, err := pl.PlanQuery(many, env); err != nil {
+	if _, err := pl.PlanQuery(many, sqltext.ClassifyString(many), env); err != nil {
 		t.Fatal(err)
 	}
 	if calls := int64(2*freeCalls+1) * CallCost; b.calls != 3 || b.acquired <= 2*calls || b.released != b.acquired {
@@ -132,7 +133,7 @@ func TestParseBudget(t *testing.T) {
 	// What Acquire says is what the caller gets, and nothing is planned.
 	refusal := errors.New("budget says no")
 	*b = budgetLog{refuse: refusal}
-	if p, err := pl.PlanQuery("INSERT INTO orders VALUES (NULL, 'a', 'b')", env); err != refusal || p.Kind != PassThrough {
+	if p, err := pl.PlanQuery("INSERT INTO orders VALUES (NULL, 'a', 'b')", sqltext.ClassifyString("INSERT INTO orders VALUES (NULL, 'a', 'b')"), env); err != refusal || p.Kind != PassThrough {
 		t.Fatalf("refused budget: %v %v", p.Kind, err)
 	}
 	if b.released != 0 {

@@ -157,7 +157,7 @@ func TestPlanLoadPassThrough(t *testing.T) {
 		"LOAD DATA LOCAL INFILE 'f' INTO TABLE plain; LOAD DATA LOCAL INFILE 'g' INTO TABLE plain2",
 		"load data local infile 'f' into table `pla``in`",
 	} {
-		if !MayRewrite(sql) {
+		if !mayRewrite(sql) {
 			t.Errorf("%s: the filter does not look", sql)
 		}
 		if !plainInserts(sql, env) {

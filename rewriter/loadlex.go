@@ -1,8 +1,7 @@
 package rewriter
 
 import (
-	"strconv"
-	"strings"
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 )
 
 // The words of LOAD DATA that load.go and the filter (classify.go) read.
@@ -76,53 +75,23 @@ func (l *lexer) textString(t token) (string, bool) {
 	return "", false
 }
 
-// radixString decodes hex digits or bits into bytes (left-padded with zeros).
+// radixString decodes hex digits or bits into bytes (left-padded with
+// zeros), sqltext.AppendRadix; ok false for any other byte.
 func radixString(digits string, hex bool) (string, bool) {
-	bits := 1
-	if hex {
-		bits = 4
+	b, ok := sqltext.AppendRadix(nil, digits, hex)
+	if !ok {
+		return "", false
 	}
-	if len(digits)*bits%8 != 0 {
-		digits = strings.Repeat("0", (8-len(digits)*bits%8)/bits) + digits
-	}
-	out := make([]byte, 0, len(digits)*bits/8)
-	var acc, n int
-	for i := 0; i < len(digits); i++ {
-		v, err := strconv.ParseUint(digits[i:i+1], 1<<bits, 8)
-		if err != nil {
-			return "", false
-		}
-		acc, n = acc<<bits|int(v), n+bits
-		if n == 8 {
-			out, acc, n = append(out, byte(acc)), 0, 0
-		}
-	}
-	return string(out), true
+	return string(b), true
 }
 
 // loadUnescape is a string literal's value as MariaDB reads it: doubled
 // quotes, and with escapes the backslash sequences (\% and \_ keep their
-// backslash).
+// backslash), sqltext.AppendUnquoted.
 func loadUnescape(text string, escapes bool) string {
-	q := text[0]
-	body := text[1:]
-	if len(body) > 0 && body[len(body)-1] == q {
-		body = body[:len(body)-1]
+	esc := sqltext.NoEscapes
+	if escapes {
+		esc = sqltext.BackslashLike
 	}
-	out := make([]byte, 0, len(body))
-	for i := 0; i < len(body); i++ {
-		c := body[i]
-		switch {
-		case c == q && i+1 < len(body) && body[i+1] == q:
-			i++
-		case escapes && c == '\\' && i+1 < len(body):
-			i++
-			if body[i] == '%' || body[i] == '_' {
-				out = append(out, '\\')
-			}
-			c = unescape(body[i])
-		}
-		out = append(out, c)
-	}
-	return string(out)
+	return string(sqltext.AppendUnquoted(nil, text, esc))
 }

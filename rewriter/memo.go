@@ -44,9 +44,11 @@ type insertMemo struct {
 
 // memoPlan plans sql from a memoized head; ok false: no head applies, or
 // the rows are not the fast path's (plan it the ordinary way).
-func (pl *Planner) memoPlan(sql string, env *Env) (p Plan, ok bool) {
+// c is sql's class: a text that may hold a sequence call or has a ';'
+// (c.SeqCall, c.Semicolon) is not read here.
+func (pl *Planner) memoPlan(sql string, c sqltext.Class, env *Env) (p Plan, ok bool) {
 	m := pl.memoFind(sql, env)
-	if m == nil || len(sql) > bigRows || hasSeqCall(sql) || strings.IndexByte(sql, ';') >= 0 || hasBang(sql) {
+	if m == nil || len(sql) > bigRows || c.SeqCall() || c.Semicolon() || hasBang(sql) {
 		return Plan{}, false
 	}
 	b := pl.reset(sql, env, false, true, false, firstInsert{})

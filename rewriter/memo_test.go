@@ -1,6 +1,7 @@
 package rewriter
 
 import (
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"reflect"
 	"strings"
 	"testing"
@@ -21,8 +22,8 @@ var memoSeeds = []string{
 // error a Planner without a memo gives.
 func compareMemo(sql string, env *Env, prepared bool) string {
 	check := func(pl *Planner, text string) string {
-		got, _, errG := pl.planWith(text, env, prepared, true)
-		want, _, errW := planWith(text, env, prepared, true)
+		got, _, errG := pl.planWith(text, sqltext.ClassifyString(text), env, prepared, true)
+		want, _, errW := planWith(text, sqltext.ClassifyString(text), env, prepared, true)
 		if errString(errG) != errString(errW) || errW == nil && !reflect.DeepEqual(canon(got), canon(want)) {
 			return "the memo changed the plan of " + text + ":\nmemo  " + planString(got) + " " + errString(errG) +
 				"\nfresh " + planString(want) + " " + errString(errW)
@@ -37,7 +38,7 @@ func compareMemo(sql string, env *Env, prepared bool) string {
 	}
 	for _, seed := range memoSeeds {
 		var pl Planner
-		if _, _, err := pl.planWith(seed, env, prepared, true); err != nil || len(pl.memo) == 0 {
+		if _, _, err := pl.planWith(seed, sqltext.ClassifyString(seed), env, prepared, true); err != nil || len(pl.memo) == 0 {
 			continue // prepared, or a mode in which the seed is not a lone INSERT
 		}
 		head := pl.memo[0].head
@@ -55,7 +56,7 @@ func compareMemo(sql string, env *Env, prepared bool) string {
 func TestMemo(t *testing.T) {
 	env := testEnv(t, Mode{})
 	var pl Planner
-	if _, _, err := pl.planWith("INSERT INTO orders (name) VALUES ('x')", env, false, true); err != nil {
+	if _, _, err := pl.planWith("INSERT INTO orders (name) VALUES ('x')", sqltext.ClassifyString("INSERT INTO orders (name) VALUES ('x')"), env, false, true); err != nil {
 		t.Fatal(err)
 	}
 	if len(pl.memo) != 1 || pl.memo[0].head != "INSERT INTO orders (name) VALUES" {
@@ -80,7 +81,7 @@ func TestMemo(t *testing.T) {
 		{"INSERT INTO orders (name) VALUES ('a', 'b')", false},                // 1136 from the parser path
 		{"INSERT INTO orders (name) VALUE ('y')", false},                      // another head
 	} {
-		_, hit := pl.memoPlan(tt.sql, env)
+		_, hit := pl.memoPlan(tt.sql, sqltext.ClassifyString(tt.sql), env)
 		if hit != tt.hit {
 			t.Errorf("%q: memo hit %v, want %v", tt.sql, hit, tt.hit)
 		}
@@ -97,14 +98,14 @@ func TestMemo(t *testing.T) {
 		"mode":  {DB: env.DB, Mode: Mode{ANSIQuotes: true}, Rules: env.Rules, Columns: env.Columns},
 		"rules": testEnv(t, Mode{}),
 	} {
-		if _, hit := pl.memoPlan("INSERT INTO orders (name) VALUES ('y')", e); hit {
+		if _, hit := pl.memoPlan("INSERT INTO orders (name) VALUES ('y')", sqltext.ClassifyString("INSERT INTO orders (name) VALUES ('y')"), e); hit {
 			t.Errorf("%s changed: the memo still answered", name)
 		}
 	}
 	// A few heads, the oldest forgotten; a head too long is not kept.
 	for i := range memoHeads + 1 {
 		sql := "INSERT INTO orders (name" + strings.Repeat(" ", i) + ") VALUES ('x')"
-		if _, _, err := pl.planWith(sql, env, false, true); err != nil {
+		if _, _, err := pl.planWith(sql, sqltext.ClassifyString(sql), env, false, true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -112,7 +113,7 @@ func TestMemo(t *testing.T) {
 		t.Errorf("memo holds %d heads, the first among them: %v", len(pl.memo), pl.memoFind("INSERT INTO orders (name) VALUES ('x')", env) != nil)
 	}
 	long := "INSERT INTO orders (name" + strings.Repeat(" ", memoMaxHead) + ") VALUES ('x')"
-	if _, _, err := pl.planWith(long, env, false, true); err != nil {
+	if _, _, err := pl.planWith(long, sqltext.ClassifyString(long), env, false, true); err != nil {
 		t.Fatal(err)
 	}
 	if pl.memoFind(long, env) != nil {

@@ -41,19 +41,19 @@ func TestNeedsSession(t *testing.T) {
 		{"SET STATEMENT max_statement_time=1 FOR PREPARE s FROM @q", true, false},
 		{"SET STATEMENT max_statement_time=1 INSERT INTO t VALUES (1)", true, false},
 	} {
-		if got := NeedsSession(tt.s, rules); got != tt.rules {
+		if got := needsSession(tt.s, rules); got != tt.rules {
 			t.Errorf("NeedsSession(%q, rules) = %v", tt.s, got)
 		}
-		if got := NeedsSession(tt.s, nil); got != tt.noRules {
+		if got := needsSession(tt.s, nil); got != tt.noRules {
 			t.Errorf("NeedsSession(%q, nil) = %v", tt.s, got)
 		}
 		empty, _ := NewRules(nil)
-		if got := NeedsSession(tt.s, empty); got != tt.noRules {
+		if got := needsSession(tt.s, empty); got != tt.noRules {
 			t.Errorf("NeedsSession(%q, no rules) = %v", tt.s, got)
 		}
 	}
 	q := "INSERT INTO t (a, b) VALUES (1, 'x'), (2, 'y')"
-	if n := testing.AllocsPerRun(100, func() { NeedsSession(q, rules) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { needsSession(q, rules) }); n != 0 {
 		t.Errorf("NeedsSession allocates %v times", n)
 	}
 }
@@ -81,7 +81,7 @@ func FuzzNeedsSession(f *testing.F) {
 		mode := Mode{ANSIQuotes: m&1 != 0, NoBackslashEscapes: m&2 != 0, NoAutoValueOnZero: m&4 != 0}
 		withRules := testEnv(t, mode)
 		for _, rules := range []*Rules{withRules.Rules, nil} {
-			if NeedsSession(sql, rules) {
+			if needsSession(sql, rules) {
 				continue
 			}
 			for _, db := range []string{"shop", "other", "", "nodb", "ITEMS"} {
@@ -121,7 +121,7 @@ func BenchmarkNeedsSession(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(int64(len(c.sql)))
 			for b.Loop() {
-				NeedsSession(c.sql, c.rules)
+				needsSession(c.sql, c.rules)
 			}
 		})
 	}

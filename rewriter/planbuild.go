@@ -8,7 +8,11 @@ import (
 
 // PlanQuery plans one COM_QUERY text, which may hold several statements.
 // Errors are *Error; the text must then not be sent.
-func PlanQuery(sql string, env *Env) (Plan, error) { return plan(sql, env, false) }
+// It classifies sql itself (sqltext.ClassifyString); a caller that has
+// the class uses a Planner.
+func PlanQuery(sql string, env *Env) (Plan, error) {
+	return planIn(sql, sqltext.ClassifyString(sql), env, false)
+}
 
 // PlanPrepare plans a COM_STMT_PREPARE text. The client's placeholders
 // stay as they are and every generated value becomes one more ? parameter
@@ -17,10 +21,19 @@ func PlanQuery(sql string, env *Env) (Plan, error) { return plan(sql, env, false
 // COALESCE(NULLIF(?,0),?) (without NULLIF under NO_AUTO_VALUE_ON_ZERO) so
 // a value bound at execute time still wins. `SELECT NEXTVAL('t')` gives a
 // Sequence plan to answer each execute with.
-func PlanPrepare(sql string, env *Env) (Plan, error) { return plan(sql, env, true) }
+// It classifies sql itself; PlanPrepareClass takes the caller's class.
+func PlanPrepare(sql string, env *Env) (Plan, error) {
+	return planIn(sql, sqltext.ClassifyString(sql), env, true)
+}
 
-func plan(sql string, env *Env, prepared bool) (Plan, error) {
-	p, _, err := planWith(sql, env, prepared, true)
+// PlanPrepareClass is PlanPrepare for a caller that has sql's class
+// (sqltext.Classify, made once per command).
+func PlanPrepareClass(sql string, c sqltext.Class, env *Env) (Plan, error) {
+	return planIn(sql, c, env, true)
+}
+
+func planIn(sql string, c sqltext.Class, env *Env, prepared bool) (Plan, error) {
+	p, _, err := planWith(sql, c, env, prepared, true)
 	return p, err
 }
 

@@ -1,5 +1,7 @@
 package rewriter
 
+import "github.com/leafproxy/leafproxy/internal/sqltext"
+
 // Planner is PlanQuery reusing its memory from one call to the next (the
 // builder and the plan's slices), so that planning a filled INSERT
 // allocates nothing. One per session: not for concurrent use, and a plan
@@ -15,9 +17,10 @@ type Planner struct {
 	charge  charge       // plan memory held during a call (parse.go)
 }
 
-// PlanQuery is PlanQuery (the package function) with pl's memory.
-func (pl *Planner) PlanQuery(sql string, env *Env) (Plan, error) {
-	p, _, err := pl.planWith(sql, env, false, true)
+// PlanQuery is PlanQuery (the package function) with pl's memory; c is
+// sql's class (sqltext.Classify), made once per command by the caller.
+func (pl *Planner) PlanQuery(sql string, c sqltext.Class, env *Env) (Plan, error) {
+	p, _, err := pl.planWith(sql, c, env, false, true)
 	return p, err
 }
 
@@ -31,9 +34,9 @@ func (pl *Planner) Held() int64 { return pl.charge.held }
 
 // planWith plans with or without the fast path (fast.go); fastHits is the
 // number of statements the fast path planned.
-func planWith(sql string, env *Env, prepared, fast bool) (p Plan, fastHits int, err error) {
+func planWith(sql string, c sqltext.Class, env *Env, prepared, fast bool) (p Plan, fastHits int, err error) {
 	var ch charge
-	p, done, seq, first, err := quickPlan(sql, env, nil, prepared, &ch)
+	p, done, seq, first, err := quickPlan(sql, c, env, nil, prepared, &ch)
 	if done {
 		ch.done()
 		return p, 0, err
@@ -43,9 +46,9 @@ func planWith(sql string, env *Env, prepared, fast bool) (p Plan, fastHits int, 
 	return pl.build(sql, env, prepared, fast, seq, first)
 }
 
-func (pl *Planner) planWith(sql string, env *Env, prepared, fast bool) (p Plan, fastHits int, err error) {
+func (pl *Planner) planWith(sql string, c sqltext.Class, env *Env, prepared, fast bool) (p Plan, fastHits int, err error) {
 	if fast && !prepared && len(pl.memo) > 0 {
-		if p, ok := pl.memoPlan(sql, env); ok {
+		if p, ok := pl.memoPlan(sql, c, env); ok {
 			return p, 1, nil
 		}
 	}
@@ -58,7 +61,7 @@ func (pl *Planner) planWith(sql string, env *Env, prepared, fast bool) (p Plan, 
 			pl.charge.doneKeepRows() // until Release: the plan is in use
 		}
 	}()
-	p, done, seq, first, err := quickPlan(sql, env, pl.calls[:0], prepared, &pl.charge)
+	p, done, seq, first, err := quickPlan(sql, c, env, pl.calls[:0], prepared, &pl.charge)
 	if done {
 		if p.Calls != nil && cap(p.Calls) <= 64 {
 			pl.calls = p.Calls
@@ -73,19 +76,20 @@ func (pl *Planner) planWith(sql string, env *Env, prepared, fast bool) (p Plan, 
 }
 
 // quickPlan answers without the builder when it can: text with nothing to
-// plan, or the hot NEXTVAL select. seq says the text may hold a sequence
-// call (false: it holds none); first is what was read of a lone INSERT on
-// a rule table (see firstInsert). A text with many calls is charged for
-// them first (ch, parse.go).
-func quickPlan(sql string, env *Env, calls []Call, prepared bool, ch *charge) (p Plan, done, seq bool, first firstInsert, err error) {
-	n := seqCalls(sql, freeCalls+1)
-	seq = n > 0
-	if n > freeCalls {
-		if err := ch.calls(env, seqCalls(sql, -1)); err != nil {
-			return Plan{}, true, seq, first, err
+// plan (MayRewrite(c)), or the hot NEXTVAL select. seq says the text may
+// hold a sequence call (false: it holds none); first is what was read of a
+// lone INSERT on a rule table (see firstInsert). A text with many calls is
+// charged for them first (ch, parse.go).
+func quickPlan(sql string, c sqltext.Class, env *Env, calls []Call, prepared bool, ch *charge) (p Plan, done, seq bool, first firstInsert, err error) {
+	seq = c.SeqCall()
+	if seq {
+		if n := sqltext.SeqCalls(sql, freeCalls+1); n > freeCalls {
+			if err := ch.calls(env, sqltext.SeqCalls(sql, -1)); err != nil {
+				return Plan{}, true, seq, first, err
+			}
 		}
 	}
-	if !seq && !startsAny(sql) {
+	if !MayRewrite(c) {
 		return Plan{}, true, seq, first, nil // nothing to plan
 	}
 	if !seq {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 )
 
 // A Large plan (rows as offsets, rowRun) renders exactly what the parser
@@ -25,7 +27,7 @@ func TestLargePlanRendersAsEdits(t *testing.T) {
 			if err != nil || !large.Large() || large.Slots != nil || len(large.Tags) != 1 || large.Tags[0].Tag != "order" {
 				t.Fatalf("%v: Large %v, %d slots, tags %v", err, large.Large(), len(large.Slots), large.Tags)
 			}
-			parsed, _, err := planWith(tc.text, env, false, false)
+			parsed, _, err := planWith(tc.text, sqltext.ClassifyString(tc.text), env, false, false)
 			if err != nil || parsed.Large() || len(parsed.Tags) != 1 || parsed.Tags[0] != large.Tags[0] {
 				t.Fatalf("parser path: %v, tags %v, want %v", err, parsed.Tags, large.Tags)
 			}

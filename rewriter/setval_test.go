@@ -85,11 +85,11 @@ func TestSetval(t *testing.T) {
 // The cheap filter must let every SETVAL call through to the planner.
 func TestSetvalFilter(t *testing.T) {
 	for _, sql := range []string{"SELECT SETVAL('a', 1)", "select setval(a,1)", "SELECT x, SetVal(a, 1) FROM t"} {
-		if !MayRewrite(sql) {
+		if !mayRewrite(sql) {
 			t.Errorf("MayRewrite(%q) = false", sql)
 		}
 	}
-	if MayRewrite("SELECT offset_val FROM t") {
+	if mayRewrite("SELECT offset_val FROM t") {
 		t.Errorf("MayRewrite matched a column name ending in set_val")
 	}
 }

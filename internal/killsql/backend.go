@@ -73,7 +73,7 @@ func ParseAccount(spec []byte) (user, host string, currentUser bool) {
 		}
 		if c := q[0]; c == '\'' || c == '"' || c == '`' {
 			end, _ := sqltext.QuotedEnd(q, 0, c != '`')
-			return string(unescapeLiteral(nil, q[:end], c != '`')), q[end:]
+			return string(sqltext.AppendUnquoted(nil, q[:end], literalEscapes(c != '`'))), q[end:]
 		}
 		i := 0
 		for i < len(q) && q[i] != '@' && !sqltext.IsSpace(q[i]) && q[i] != ';' {

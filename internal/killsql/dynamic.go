@@ -58,24 +58,24 @@ func literalText(dst []byte, q []byte, escapes bool) []byte {
 		switch c := q[i]; {
 		case c == '\'' || c == '"':
 			end, _ := sqltext.QuotedEnd(q, i, escapes)
-			dst = unescapeLiteral(dst, q[i:end], escapes)
+			dst = sqltext.AppendUnquoted(dst, q[i:end], literalEscapes(escapes))
 			i = end
 		case c == '`':
 			i, _ = sqltext.QuotedEnd(q, i, false)
 		case (c == 'x' || c == 'X') && i+1 < len(q) && q[i+1] == '\'' && (i == 0 || !sqltext.IsIdentByte(q[i-1])):
 			end, _ := sqltext.QuotedEnd(q, i+1, false)
-			dst = appendHex(dst, q[i+2:max(end-1, i+2)])
+			dst, _ = sqltext.AppendRadix(dst, q[i+2:max(end-1, i+2)], true)
 			i = end
 		case (c == 'b' || c == 'B') && i+1 < len(q) && q[i+1] == '\'' && (i == 0 || !sqltext.IsIdentByte(q[i-1])):
 			end, _ := sqltext.QuotedEnd(q, i+1, false)
-			dst = appendBits(dst, q[i+2:max(end-1, i+2)])
+			dst, _ = sqltext.AppendRadix(dst, q[i+2:max(end-1, i+2)], false)
 			i = end
 		case c == '0' && i+1 < len(q) && (q[i+1] == 'x' || q[i+1] == 'X') && (i == 0 || !sqltext.IsIdentByte(q[i-1])):
 			j := i + 2
 			for j < len(q) && sqltext.IsIdentByte(q[j]) {
 				j++
 			}
-			dst = appendHex(dst, q[i+2:j])
+			dst, _ = sqltext.AppendRadix(dst, q[i+2:j], true)
 			i = j
 		case sqltext.IsIdentByte(c):
 			j := i
@@ -99,93 +99,13 @@ func literalText(dst []byte, q []byte, escapes bool) []byte {
 	return dst
 }
 
-// unescapeLiteral appends the content of the quoted literal lit (quotes
-// included; a missing closing quote is tolerated) as the server reads it.
-func unescapeLiteral(dst, lit []byte, escapes bool) []byte {
-	q := lit[0]
-	body := lit[1:]
-	if n := len(body); n > 0 && body[n-1] == q {
-		body = body[:n-1]
+// literalEscapes is how a string literal's backslashes read: as MariaDB
+// reads them (\% and \_ keep theirs), or not at all.
+func literalEscapes(escapes bool) sqltext.Escapes {
+	if escapes {
+		return sqltext.BackslashLike
 	}
-	for i := 0; i < len(body); i++ {
-		c := body[i]
-		switch {
-		case c == q && i+1 < len(body) && body[i+1] == q:
-			i++
-		case c == '\\' && escapes && i+1 < len(body):
-			i++
-			switch c = body[i]; c {
-			case '0':
-				c = 0
-			case 'b':
-				c = '\b'
-			case 'n':
-				c = '\n'
-			case 'r':
-				c = '\r'
-			case 't':
-				c = '\t'
-			case 'Z':
-				c = 0x1A
-			case '%', '_':
-				dst = append(dst, '\\')
-			}
-		}
-		dst = append(dst, c)
-	}
-	return dst
-}
-
-// appendHex appends the bytes the hex digits h stand for (an odd count
-// has a leading 0, as the server reads 0xABC).
-func appendHex(dst, h []byte) []byte {
-	val := func(c byte) (byte, bool) {
-		switch {
-		case c >= '0' && c <= '9':
-			return c - '0', true
-		case c >= 'a' && c <= 'f':
-			return c - 'a' + 10, true
-		case c >= 'A' && c <= 'F':
-			return c - 'A' + 10, true
-		}
-		return 0, false
-	}
-	i := 0
-	if len(h)%2 == 1 {
-		v, ok := val(h[0])
-		if !ok {
-			return dst
-		}
-		dst = append(dst, v)
-		i = 1
-	}
-	for ; i+1 < len(h); i += 2 {
-		a, ok1 := val(h[i])
-		b, ok2 := val(h[i+1])
-		if !ok1 || !ok2 {
-			return dst
-		}
-		dst = append(dst, a<<4|b)
-	}
-	return dst
-}
-
-// appendBits appends the bytes the binary digits b stand for (b'...'),
-// right-aligned as the server reads them.
-func appendBits(dst, b []byte) []byte {
-	var v byte
-	n := (8 - len(b)%8) % 8 // leading zero bits of the first byte
-	for _, c := range b {
-		if c != '0' && c != '1' {
-			return dst
-		}
-		v = v<<1 | (c - '0')
-		if n++; n == 8 {
-			dst = append(dst, v)
-			v, n = 0, 0
-		}
-	}
-	return dst
+	return sqltext.NoEscapes
 }
 
 // preparedName returns the statement name of PREPARE name FROM ... as

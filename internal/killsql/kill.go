@@ -1,7 +1,6 @@
 package killsql
 
 import (
-	"bytes"
 	"strconv"
 
 	"github.com/leafproxy/leafproxy/internal/sqltext"
@@ -42,21 +41,33 @@ const (
 // mapped in place, MapMulti); one in the literal text of PREPARE ...
 // FROM or EXECUTE IMMEDIATE, or among statements the server would not run
 // as several, comes back with Refuse set: relayed as written it could
-// reach a thread of a client that never went through this proxy.
-func Parse(q []byte, multi bool) (k Req, ok bool) { return parseIn(q, multi, false) }
+// reach a thread of a client that never went through this proxy. c is
+// q's class (sqltext.Classify, made once per command by the proxy): a
+// text whose first word is no KILL, PREPARE or EXECUTE, and that holds no
+// ';' of a multi-statement client, is no KILL and is not read again.
+func Parse(q []byte, c sqltext.Class, multi bool) (k Req, ok bool) {
+	return parseIn(q, c, multi, false)
+}
 
 // ParsePrepared is Parse for a COM_STMT_PREPARE text, where the id may
 // also be the statement's one parameter (KILL ?, k.Param).
-func ParsePrepared(q []byte) (k Req, ok bool) { return parseIn(q, false, true) }
+func ParsePrepared(q []byte, c sqltext.Class) (k Req, ok bool) { return parseIn(q, c, false, true) }
 
-func parseIn(q []byte, multi, prepared bool) (k Req, ok bool) {
-	// The hot path: one look at the first word. Only a text with a ';'
-	// from a client that negotiated multi-statements can hold a KILL
-	// further on (otherwise the server reads one statement and rejects
-	// the rest); such a text is walked statement by statement, looking at
-	// each one's first word, without collecting them.
+func parseIn(q []byte, c sqltext.Class, multi, prepared bool) (k Req, ok bool) {
+	// The hot path: the class's first word. Only a text with a ';' from
+	// a client that negotiated multi-statements can hold a KILL further
+	// on (otherwise the server reads one statement and rejects the rest);
+	// such a text is walked statement by statement, looking at each one's
+	// first word, without collecting them.
+	semi := c.Semicolon()
+	switch c.Word() {
+	case sqltext.Kill, sqltext.Prepare, sqltext.Execute:
+	default:
+		if !semi || !multi {
+			return k, false
+		}
+	}
 	w := firstWord(q)
-	semi := bytes.IndexByte(q, ';') >= 0
 	switch {
 	case hasKeyword(w, "KILL") && !semi:
 		return withText(parseArgs(skipSpace(w[4:]), prepared))(q)
@@ -69,7 +80,7 @@ func parseIn(q []byte, multi, prepared bool) (k Req, ok bool) {
 		}
 	case (hasKeyword(w, "PREPARE") || hasKeyword(w, "EXECUTE")) && dynamicKill(w):
 		k = Req{Refuse: InDynamic}
-		if !prepared && hasKeyword(w, "PREPARE") && !moreStatements(q) {
+		if !prepared && hasKeyword(w, "PREPARE") && !c.Multi() {
 			k.PrepareName = preparedName(w)
 		}
 		return k, false

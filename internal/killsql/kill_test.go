@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"reflect"
 	"testing"
+
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 )
 
 // KILL in the text of PREPARE ... FROM and EXECUTE IMMEDIATE: refused
@@ -41,16 +43,16 @@ func TestDynamicKill(t *testing.T) {
 		if got := dynamicKill(firstWord(q)); got != want {
 			t.Errorf("dynamicKill(%q) = %v, want %v", q, got, want)
 		}
-		k, ok := Parse(q, false)
+		k, ok := parse(q, false)
 		if ok || (k.Refuse == InDynamic) != want {
-			t.Errorf("Parse(%q) = %+v, %v", q, k, ok)
+			t.Errorf("parse(%q) = %+v, %v", q, k, ok)
 		}
 	}
 	// In a multi-statement text, any statement.
-	if k, _ := Parse([]byte("SELECT 1; PREPARE s FROM 'KILL 5'"), true); k.Refuse != InDynamic {
+	if k, _ := parse([]byte("SELECT 1; PREPARE s FROM 'KILL 5'"), true); k.Refuse != InDynamic {
 		t.Errorf("PREPARE after another statement: %+v", k)
 	}
-	if k, _ := Parse([]byte("SELECT 1; PREPARE s FROM 'KILL 5'"), false); k.Refuse != "" {
+	if k, _ := parse([]byte("SELECT 1; PREPARE s FROM 'KILL 5'"), false); k.Refuse != "" {
 		t.Errorf("without multi-statements the server runs only the first: %+v", k)
 	}
 }
@@ -66,12 +68,12 @@ func TestPrepareName(t *testing.T) {
 		"PREPARE s FROM 'KILL 5'; SELECT 1":  "",
 		"EXECUTE IMMEDIATE 'KILL 5'":         "",
 	} {
-		k, ok := Parse([]byte(q), true)
+		k, ok := parse([]byte(q), true)
 		if ok || k.Refuse != InDynamic || string(k.PrepareName) != want {
-			t.Errorf("Parse(%q) = %+v, %v, want the name %q", q, k, ok, want)
+			t.Errorf("parse(%q) = %+v, %v, want the name %q", q, k, ok, want)
 		}
-		if k, _ := ParsePrepared([]byte(q)); k.PrepareName != nil {
-			t.Errorf("ParsePrepared(%q) names %q", q, k.PrepareName)
+		if k, _ := parsePrepared([]byte(q)); k.PrepareName != nil {
+			t.Errorf("parsePrepared(%q) names %q", q, k.PrepareName)
 		}
 	}
 	if got, want := StandIn([]byte("`s`")), "PREPARE `s` FROM 'SIGNAL SQLSTATE ''42000'' SET MYSQL_ERRNO = 1235, "+
@@ -90,17 +92,17 @@ func TestParsePrepared(t *testing.T) {
 		"KILL QUERY 1073741825":    {ID: 1073741825},
 		"KILL CONNECTION_ID()":     {Connection: true, Expr: []byte("CONNECTION_ID()")},
 	} {
-		k, ok := ParsePrepared([]byte(q))
+		k, ok := parsePrepared([]byte(q))
 		k.Text = nil
 		if !ok || !reflect.DeepEqual(k, want) {
-			t.Errorf("ParsePrepared(%q) = %+v, %v, want %+v", q, k, ok, want)
+			t.Errorf("parsePrepared(%q) = %+v, %v, want %+v", q, k, ok, want)
 		}
 	}
 	for q, want := range map[string]string{
 		"KILL ? + 1": ParamInExpr, "KILL USER ?": ParamInExpr, "KILL ??": ParamInExpr, "KILL ?; SELECT 1": AmongStatements,
 	} {
-		if k, ok := ParsePrepared([]byte(q)); ok || k.Refuse != want {
-			t.Errorf("ParsePrepared(%q) = %+v, %v: want refused with %q", q, k, ok, want)
+		if k, ok := parsePrepared([]byte(q)); ok || k.Refuse != want {
+			t.Errorf("parsePrepared(%q) = %+v, %v: want refused with %q", q, k, ok, want)
 		}
 	}
 }
@@ -129,30 +131,30 @@ func TestParseForms(t *testing.T) {
 		"/*M!100000 KILL 6 */":           {Connection: true, Expr: []byte("6 */")},
 		"KILL 5;":                        {Connection: true, ID: 5},
 	} {
-		k, ok := Parse([]byte(q), false)
+		k, ok := parse([]byte(q), false)
 		if k.Expr != nil && string(k.Text) != q {
-			t.Errorf("Parse(%q) keeps the text %q", q, k.Text)
+			t.Errorf("parse(%q) keeps the text %q", q, k.Text)
 		}
 		k.Text = nil
 		if !ok || !reflect.DeepEqual(k, want) {
-			t.Errorf("Parse(%q) = %+v, %v, want %+v", q, k, ok, want)
+			t.Errorf("parse(%q) = %+v, %v, want %+v", q, k, ok, want)
 		}
 	}
 	for _, q := range []string{"SELECT 1", "SKILL 5", "SELECT 'KILL 5'", "/* KILL 5 */ SELECT 1", "", "KILLS 5"} {
-		if k, ok := Parse([]byte(q), true); ok || !reflect.DeepEqual(k, Req{}) {
-			t.Errorf("Parse(%q) = %+v, %v: not a KILL", q, k, ok)
+		if k, ok := parse([]byte(q), true); ok || !reflect.DeepEqual(k, Req{}) {
+			t.Errorf("parse(%q) = %+v, %v: not a KILL", q, k, ok)
 		}
 	}
-	if k, ok := Parse([]byte("KILL 5; SELECT 1"), true); ok || !k.Multi || k.Refuse != "" {
+	if k, ok := parse([]byte("KILL 5; SELECT 1"), true); ok || !k.Multi || k.Refuse != "" {
 		t.Errorf("KILL among statements: %+v %v, want multi (mapped in place)", k, ok)
 	}
-	if k, ok := Parse([]byte("SELECT 1; KILL 5"), true); ok || !k.Multi || k.Refuse != "" {
+	if k, ok := parse([]byte("SELECT 1; KILL 5"), true); ok || !k.Multi || k.Refuse != "" {
 		t.Errorf("KILL after a statement: %+v %v, want multi (mapped in place)", k, ok)
 	}
-	if k, ok := Parse([]byte("SELECT 1; KILL 5"), false); ok || k.Multi || k.Refuse != "" {
+	if k, ok := parse([]byte("SELECT 1; KILL 5"), false); ok || k.Multi || k.Refuse != "" {
 		t.Errorf("KILL after a statement without multi-statements (the server rejects it): %+v %v", k, ok)
 	}
-	if k, ok := Parse([]byte("KILL 5; SELECT 1"), false); ok || k.Refuse != AmongStatements {
+	if k, ok := parse([]byte("KILL 5; SELECT 1"), false); ok || k.Refuse != AmongStatements {
 		t.Errorf("KILL among statements without multi-statements: %+v %v", k, ok)
 	}
 }
@@ -239,14 +241,14 @@ func FuzzParseKill(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, q []byte) {
-		k, ok := Parse(q, true)
+		k, ok := parse(q, true)
 		if ok && k.Refuse != "" {
 			t.Fatalf("accepted and refused at once: %+v", k)
 		}
 		if ok && k.Param {
 			t.Fatalf("KILL ? accepted in a COM_QUERY: %+v", k)
 		}
-		if pk, pok := ParsePrepared(q); pok && (pk.Refuse != "" || !bytes.Contains(bytes.ToLower(q), []byte("kill"))) {
+		if pk, pok := parsePrepared(q); pok && (pk.Refuse != "" || !bytes.Contains(bytes.ToLower(q), []byte("kill"))) {
 			t.Fatalf("prepared: %+v in %q", pk, q)
 		}
 		if ok && !bytes.Contains(bytes.ToLower(q), []byte("kill")) {
@@ -276,3 +278,8 @@ func FuzzParseKill(f *testing.F) {
 		}
 	})
 }
+
+// parse and parsePrepared classify q as the proxy does before it asks.
+func parse(q []byte, multi bool) (Req, bool) { return Parse(q, sqltext.Classify(q), multi) }
+
+func parsePrepared(q []byte) (Req, bool) { return ParsePrepared(q, sqltext.Classify(q)) }

@@ -20,10 +20,6 @@ func firstWord(q []byte) []byte { return q[sqltext.SkipToCode(q, 0):] }
 // hasKeyword reports whether q starts with kw (upper case) as a whole word.
 func hasKeyword(q []byte, kw string) bool { return sqltext.HasKeyword(q, kw) }
 
-// moreStatements reports whether q holds anything the server may run after
-// its first statement, under either backslash rule.
-func moreStatements(q []byte) bool { return sqltext.MoreStatements(q) }
-
 // splitStatements splits a text at the semicolons that end statements,
 // skipping quoted strings, quoted names and comments (an executable
 // comment's content counts as code). Backslash escapes are assumed (a
