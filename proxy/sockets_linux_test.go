@@ -17,14 +17,7 @@ import (
 // lane holds for the client (its socket did not take them) and those
 // waiting unread in its backend socket.
 func heldForClient(e *env) (held, unread int) {
-	var ln *lane
-	e.srv.mu.Lock()
-	for _, s := range e.srv.sessions {
-		s.mu.Lock()
-		ln = s.loopSockets
-		s.mu.Unlock()
-	}
-	e.srv.mu.Unlock()
+	ln := onlyLane(e)
 	if ln == nil {
 		return 0, 0
 	}
@@ -75,14 +68,7 @@ func pendingUnread(e *env) (held, unread int) {
 // message: what waits in each of its sockets, what the lane holds and
 // where it stands, and the loop runners' stacks.
 func laneState(e *env) string {
-	var ln *lane
-	e.srv.mu.Lock()
-	for _, s := range e.srv.sessions {
-		s.mu.Lock()
-		ln = s.loopSockets
-		s.mu.Unlock()
-	}
-	e.srv.mu.Unlock()
+	ln := onlyLane(e)
 	if ln == nil {
 		return "no session is on a loop"
 	}
@@ -109,4 +95,18 @@ func runnerStacks() string {
 		}
 	}
 	return fmt.Sprintf("%d loop goroutines:\n%s", len(out), strings.Join(out, "\n\n"))
+}
+
+// onlyLane is the lane of the one session e's proxy serves (nil when it
+// is not on a loop).
+func onlyLane(e *env) *lane {
+	var ln *lane
+	e.srv.mu.Lock()
+	for _, s := range e.srv.sessions {
+		s.mu.Lock()
+		ln = s.loopSockets
+		s.mu.Unlock()
+	}
+	e.srv.mu.Unlock()
+	return ln
 }
