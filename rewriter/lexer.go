@@ -80,6 +80,15 @@ func (l *lexer) skipSpace() {
 // comments, the sql_mode's quoting).
 func (l *lexer) next() token {
 	l.skipSpace()
+	// Punctuation is most of a many-row VALUES list's tokens: answered
+	// here, as NextToken would (TokPunct), without the call.
+	if p := l.pos; p < len(l.sql) {
+		switch l.sql[p] {
+		case '(', ')', ',', ';', '=':
+			l.pos++
+			return token{tPunct, p, p + 1}
+		}
+	}
 	t := sqltext.NextToken(l.sql, l.pos, sqltext.Quoting{ANSIQuotes: l.mode.ANSIQuotes, NoBackslashEscapes: l.mode.NoBackslashEscapes})
 	l.pos = t.End
 	return token{t.Kind, t.Start, t.End}
