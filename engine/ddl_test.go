@@ -63,33 +63,8 @@ func testDDLForgets(t *testing.T, backend *testdb.Server, loops int) {
 	}
 	e := New(&lockedCounter{counter: counter{next: 1000}}, rules)
 	e.columns = newColumnCache(time.Hour) // entries change only when DDL drops them
-	srv, err := proxy.NewServer(proxy.Config{
-		Listen:     "127.0.0.1:0",
-		Backend:    proxy.Backend{Addr: backend.Addr, User: "root"},
-		Users:      []proxy.Account{{Name: "app", Password: "secret"}},
-		EventLoops: loops,
-	}, proxy.WithInterceptor(e), proxy.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, l) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	db, err := sql.Open("mysql", "app:secret@tcp("+l.Addr().String()+")/shop")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := serveEngine(t, e, backend, loops, "shop")
+	ctx := context.Background()
 	// One connection: once a later statement is answered, the session has
 	// finished with the DDL before it, invalidation included.
 	conn, err := db.Conn(ctx)
@@ -169,4 +144,39 @@ func testDDLForgets(t *testing.T, backend *testdb.Server, loops int) {
 	if cached("shop", "notes") != notesAt || cached("shop", "other") != otherAt {
 		t.Error("DROP DATABASE shop2 dropped shop's entries")
 	}
+}
+
+// serveEngine runs a proxy with e as its interceptor in front of backend
+// (loops event-loop runners; -1: none) until the test ends, and opens a
+// go-sql-driver pool to it as app, on database dbName.
+func serveEngine(t *testing.T, e *Engine, backend *testdb.Server, loops int, dbName string) *sql.DB {
+	t.Helper()
+	srv, err := proxy.NewServer(proxy.Config{
+		Listen:     "127.0.0.1:0",
+		Backend:    proxy.Backend{Addr: backend.Addr, User: "root"},
+		Users:      []proxy.Account{{Name: "app", Password: "secret"}},
+		EventLoops: loops,
+	}, proxy.WithInterceptor(e), proxy.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, l) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	db, err := sql.Open("mysql", "app:secret@tcp("+l.Addr().String()+")/"+dbName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }

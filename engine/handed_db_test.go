@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"log/slog"
-	"net"
 	"sync"
 	"testing"
 
@@ -83,33 +81,8 @@ func TestHandedInsertPlannedOnce(t *testing.T) {
 	}
 	ids := newDryIDs()
 	e := New(ids, rules)
-	srv, err := proxy.NewServer(proxy.Config{
-		Listen:     "127.0.0.1:0",
-		Backend:    proxy.Backend{Addr: backend.Addr, User: "root"},
-		Users:      []proxy.Account{{Name: "app", Password: "secret"}},
-		EventLoops: 1,
-	}, proxy.WithInterceptor(e), proxy.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, l) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	db, err := sql.Open("mysql", "app:secret@tcp("+l.Addr().String()+")/handed")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := serveEngine(t, e, backend, 1, "handed")
+	ctx := context.Background()
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
