@@ -89,7 +89,7 @@ func TestClassifiedOncePerCommand(t *testing.T) {
 			for _, b := range cc.bad {
 				t.Error(b)
 			}
-			want := []int{1} // on the goroutine: one call
+			want := []int{1}          // on the goroutine: one call
 			if loops > 0 && loopsOn { // LEAFPROXY_LOOP=0 turns the loops off whatever the config says
 				want = []int{1, 0} // on the loop, then again on the goroutine without a second pass
 			}
