@@ -35,7 +35,7 @@ fi
 tests=("$@")
 if [ ${#tests[@]} -eq 0 ]; then
 	tests=(TestProxyOverhead TestProxyStreaming TestNextvalBench TestNextvalBlockBench
-		TestIDAPIBench TestInsertBench TestInsertSelectBench TestIdleMemory)
+		TestIDAPIBench TestInsertBench TestInsertSelectBench TestIdleMemory TestLoginLatency)
 fi
 
 out=${OUT:-/tmp/leafproxy-before-after-$rev}
