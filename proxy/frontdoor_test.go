@@ -192,12 +192,15 @@ func TestHandshakeFaults(t *testing.T) {
 			if tc.want == 0 {
 				nc.(*net.TCPConn).CloseWrite()
 			}
-			code, took := answer(t, nc, 2*time.Second)
+			// "At once" is told from the handshake_timeout (3 s) that a
+			// proxy waiting for more would run into, with room for a slow
+			// machine on both sides.
+			code, took := answer(t, nc, 10*time.Second)
 			if code != tc.want {
 				t.Errorf("answered ERR %d, want %d", code, tc.want)
 			}
-			if took > time.Second {
-				t.Errorf("closed after %v", took)
+			if took > 2500*time.Millisecond {
+				t.Errorf("closed after %v, not at once (handshake_timeout is 3s)", took)
 			}
 			w.check()
 		})
@@ -209,15 +212,17 @@ func TestHandshakeFaults(t *testing.T) {
 		if _, err := nc.Write([]byte{0xff, 0xff, 0xff, 1}); err != nil {
 			t.Fatal(err)
 		}
-		if _, took := answer(t, nc, 2*time.Second); took > 500*time.Millisecond {
-			t.Fatalf("closed after %v", took)
+		if _, took := answer(t, nc, 10*time.Second); took > 2500*time.Millisecond {
+			t.Fatalf("closed after %v, not at once (handshake_timeout is 3s)", took)
 		}
 	})
 	// Silence is cut off at the handshake deadline.
 	t.Run("silent client closed at handshake_timeout", func(t *testing.T) {
 		nc, _ := preAuth(t, e.addr)
-		if _, took := answer(t, nc, 6*time.Second); took < 2*time.Second || took > 5*time.Second {
-			t.Fatalf("silent client closed after %v, want ~3s", took)
+		// The deadline is handshake_timeout plus up to half of it (3-4.5 s);
+		// the upper bound only tells a late close from none.
+		if _, took := answer(t, nc, 30*time.Second); took < 2*time.Second || took > 20*time.Second {
+			t.Fatalf("silent client closed after %v, want 3-4.5s", took)
 		}
 	})
 	// After login: a malformed COM_CHANGE_USER gets 1835 and closes only
