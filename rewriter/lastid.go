@@ -1,6 +1,9 @@
 package rewriter
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // The session's LAST_INSERT_ID() after a filled statement that failed.
 //
@@ -49,4 +52,87 @@ func RestoreLastInsertIDAfterError(id int64) string {
 func RestoreLastInsertID(id int64) string {
 	n := strconv.FormatInt(id, 10)
 	return "DO LAST_INSERT_ID(IF(LAST_INSERT_ID() = " + n + ", @__leaf_l, LAST_INSERT_ID()))"
+}
+
+// Plans that report their key (Env.ReportKeys, Plan.ReportsKey).
+//
+// With AUTO_INCREMENT the server sets LAST_INSERT_ID() when the statement
+// ends; LAST_INSERT_ID(<id>) in the text sets it as the row is read, so
+// the statement's own later reads (a child row's VALUES (LAST_INSERT_ID()),
+// ON DUPLICATE KEY UPDATE, RETURNING, @@identity) would see the new key.
+// A statement of one text (or a prepared one) therefore gets its keys as
+// plain values; the engine puts the first in the OK packet and makes the
+// session's LAST_INSERT_ID() equal to it before a later statement can read
+// it. Only when the key's row is not the last row and the next row has a
+// key does the text keep a trace, so that after an ERR the engine can
+// tell whether the key's row was written (MariaDB then keeps its key):
+// the key is written (@__leaf_k:=id) and the next row's key copies
+// @__leaf_k to @__leaf_m as that row is read (the server reads a row only
+// after it wrote the row before).
+
+// plainWrapOpen opens the first generated key of a ReportsKey plan with a
+// marked next row: the assignment's value is the key.
+const plainWrapOpen = "(@__leaf_k:="
+
+// plainMarkOpen and plainMarkIf are markOpen and markIf of a ReportsKey
+// plan: @__leaf_k holds the key of the row before (never NULL: a
+// generated key, or a client's key bound and kept).
+const (
+	plainMarkOpen = "0*(@__leaf_m:=@__leaf_k)+"
+	plainMarkIf   = "IF((@__leaf_m:=@__leaf_k) IS NULL,NULL,"
+)
+
+// wrapOpen is what opens the wrapped first key (closed by ')').
+func (p *Plan) wrapOpen() string {
+	if p.ReportsKey {
+		return plainWrapOpen
+	}
+	return wrapOpen
+}
+
+// reportKeys turns a Rewrite plan of one statement into a ReportsKey
+// plan: the first key is unwrapped (or, when the next row is marked,
+// written into @__leaf_k) and the markers copy @__leaf_k.
+func (b *builder) reportKeys(p *Plan) {
+	p.ReportsKey = true
+	for i := range p.edits {
+		e := &p.edits[i]
+		if e.wrap && !p.WrapMarked {
+			e.wrap = false
+		}
+		if e.pre == 0 {
+			continue
+		}
+		if t := p.texts[e.pre]; strings.Contains(t, markOpen) || strings.Contains(t, markIf) {
+			t = strings.Replace(t, markOpen, plainMarkOpen, 1)
+			t = strings.Replace(t, markIf, plainMarkIf, 1)
+			e.pre = b.text(t)
+		}
+	}
+	p.texts = b.texts
+}
+
+// RestorePlain is the statement to run after an ERR of a ReportsKey
+// plan with WrapMarked whose first generated key was id: when the row
+// after id's row was read, id's row was written before a later row failed
+// and MariaDB keeps id as LAST_INSERT_ID(); otherwise the session's value
+// is the one from before the statement: prev, or when prev is 0 the
+// server's own (LAST_INSERT_ID() is untouched by a ReportsKey plan).
+func RestorePlain(id, prev int64) string {
+	n := strconv.FormatInt(id, 10)
+	before := "LAST_INSERT_ID()"
+	if prev != 0 {
+		before = strconv.FormatInt(prev, 10)
+	}
+	return "DO LAST_INSERT_ID(IF(@__leaf_m <=> " + n + ", " + n + ", " + before + "))"
+}
+
+// SetLastInsertID is the statement that makes the session's
+// LAST_INSERT_ID() v: what a ReportsKey plan's statement set, run before
+// a later statement could read it. DO reads no table: it starts no
+// transaction and leaves SHOW WARNINGS as it was (ROW_COUNT() it sets to
+// 0, which is why it runs only before a statement that may read
+// LAST_INSERT_ID()).
+func SetLastInsertID(v int64) string {
+	return "DO LAST_INSERT_ID(" + strconv.FormatInt(v, 10) + ")"
 }

@@ -54,6 +54,13 @@ type Env struct {
 	// (parse.go); the zero value has the default nesting limit and no
 	// memory budget.
 	Limits Limits
+	// ReportKeys: the caller reports a statement's first generated key
+	// itself (the OK packet's insert id, and the session's
+	// LAST_INSERT_ID() made equal to it before anything reads it), so a
+	// Rewrite plan of one statement renders its keys without
+	// LAST_INSERT_ID(...) (Plan.ReportsKey; lastid.go). Without it every
+	// plan wraps its first key, as the server then reports it.
+	ReportKeys bool
 }
 
 // TagCount is how many IDs a plan needs from one tag.
@@ -170,6 +177,16 @@ type Plan struct {
 	// was written (MariaDB then reports its key) or not (MariaDB leaves
 	// LAST_INSERT_ID() as it was).
 	WrapMarked bool
+	// ReportsKey (Rewrite, one statement, Env.ReportKeys): the first
+	// generated key is spliced as a plain value, not in LAST_INSERT_ID(...),
+	// so that the statement's own reads of LAST_INSERT_ID() (later columns
+	// and rows, ON DUPLICATE KEY UPDATE, RETURNING, @@identity) see the
+	// value from before it, as with AUTO_INCREMENT. The caller puts the
+	// key in the OK packet and makes it the session's LAST_INSERT_ID()
+	// itself. With WrapMarked the key is written (@__leaf_k:=id) and the
+	// next row's marker copies @__leaf_k to @__leaf_m, so that after an
+	// ERR RestorePlain tells whether the key's row was written.
+	ReportsKey bool
 	// Idents (Rewrite and Numbered plans): the sequences the text's calls
 	// name with identifiers, which may be MariaDB native SEQUENCEs rather
 	// than proxy tags; StringCalls: some call names its tag with a string
@@ -277,11 +294,11 @@ func (p *Plan) Render(dst []byte, sql string, ids []int64) []byte {
 				// LAST_INSERT_ID(...) is not evaluated (COALESCE stops
 				// at the first non-NULL), so a kept key leaves
 				// LAST_INSERT_ID() alone, as AUTO_INCREMENT does.
-				dst = append(dst, "COALESCE(?,"+wrapOpen...)
+				dst = append(append(dst, "COALESCE(?,"...), p.wrapOpen()...)
 			case e.param:
 				dst = append(dst, "COALESCE(?,"...)
 			case e.wrap:
-				dst = append(dst, wrapOpen...)
+				dst = append(dst, p.wrapOpen()...)
 			}
 			if p.prepared {
 				dst = append(dst, '?')
@@ -315,11 +332,11 @@ func (p *Plan) appendEdit(dst []byte, e *edit, ids []int64) []byte {
 			// LAST_INSERT_ID(...) is not evaluated (COALESCE stops at the
 			// first non-NULL), so a kept key leaves LAST_INSERT_ID()
 			// alone, as AUTO_INCREMENT does.
-			dst = append(dst, "COALESCE(?,"+wrapOpen...)
+			dst = append(append(dst, "COALESCE(?,"...), p.wrapOpen()...)
 		case e.param:
 			dst = append(dst, "COALESCE(?,"...)
 		case e.wrap:
-			dst = append(dst, wrapOpen...)
+			dst = append(dst, p.wrapOpen()...)
 		}
 		if p.prepared {
 			dst = append(dst, '?')

@@ -73,6 +73,9 @@ func (b *builder) plan(slots []Slot, tags []TagCount) Plan {
 	p.StmtKeys = b.reportedKeys()
 	b.numberEdits(&p)
 	p.texts = b.texts // gluing may have added some
+	if b.env.ReportKeys && b.nstmts == 1 {
+		b.reportKeys(&p)
+	}
 	if b.prepared {
 		p.numberParams(b.sql, b.env.Mode)
 	}

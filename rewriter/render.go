@@ -24,11 +24,11 @@ func (p *Plan) renderedLen(sql string, ids []int64) int {
 		}
 		switch {
 		case e.param && e.wrap:
-			n += len("COALESCE(?,"+wrapOpen) + 2
+			n += len("COALESCE(?,") + len(p.wrapOpen()) + 2
 		case e.param:
 			n += len("COALESCE(?,") + 1
 		case e.wrap:
-			n += len(wrapOpen) + 1
+			n += len(p.wrapOpen()) + 1
 		}
 		if p.prepared {
 			n++
