@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"github.com/leafproxy/leafproxy/internal/sqltext"
+	"github.com/leafproxy/leafproxy/proxy"
 	"testing"
 
 	"github.com/leafproxy/leafproxy/rewriter"
@@ -14,6 +15,9 @@ type discardSession struct{ fakeSession }
 
 func (d *discardSession) RelayQuery([]byte) error       { return nil }
 func (d *discardSession) RelayQueryPacket([]byte) error { return nil }
+func (d *discardSession) RelayQueryPacketOr([]byte, proxy.Retrier) error {
+	return nil
+}
 
 // BenchmarkQueryFilledInsert is the engine's whole share of one filled
 // single-row INSERT as go-sql-driver sends it (bench/haproxy_test.go's

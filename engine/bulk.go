@@ -144,6 +144,9 @@ func (e *Engine) bulkRewrite(ctx context.Context, s Session, st *state, p *prepa
 	insertID := res.InsertID
 	if firstKey != 0 {
 		insertID = uint64(firstKey)
+		if p.plan.ReportsKey && res.Affected > 0 {
+			st.lastID = firstKey // the session's LAST_INSERT_ID() (lastid.go)
+		}
 	}
 	st.trim()
 	return true, s.WriteOK(res.Affected, insertID, res.Warnings)

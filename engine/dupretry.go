@@ -59,8 +59,18 @@ type dupRetry struct {
 	// else 0 (Restore).
 	wrapID int64
 	// firstID: the key in the attempt's LAST_INSERT_ID(...) (one
-	// statement), else 0 (RestoreOK).
+	// statement), else 0 (RestoreOK); of a ReportsKey plan its first
+	// generated key.
 	firstID int64
+	// plain: a ReportsKey plan, whose first key the engine reports
+	// (ReportOK, lastid.go); marked: its next row is marked (Restore);
+	// odku: it has ON DUPLICATE KEY UPDATE; prevLast: the session's
+	// state.lastID when it was sent.
+	plain, marked, odku bool
+	prevLast            int64
+	// noRetry: a 1062 is relayed, not retried (a ReportsKey plan relayed
+	// through RelayQueryOr only for ReportOK).
+	noRetry bool
 }
 
 var (
@@ -71,8 +81,13 @@ var (
 
 // arm remembers the attempt: text, the plan's generated keys (ids[i] for
 // plan.Slots[i]) and its filled tables.
-func (d *dupRetry) arm(e *Engine, st *state, text string, c sqltext.Class, plan *rewriter.Plan, ids []int64) {
+func (d *dupRetry) arm(e *Engine, st *state, text string, c sqltext.Class, plan *rewriter.Plan, ids []int64, retry bool) {
 	d.engine, d.session = e, st
+	d.noRetry = !retry
+	d.odku = plan.ReportsKey && containsFold(text, "duplicate")
+	if !retry {
+		text = "" // not sent again: no copy
+	}
 	d.text, d.class = append(d.text[:0], text...), c
 	d.tags, d.tagEnd = d.tags[:0], d.tagEnd[:0]
 	keys := 0
@@ -118,6 +133,17 @@ func (d *dupRetry) arm(e *Engine, st *state, text string, c sqltext.Class, plan 
 			d.wrapID = d.firstID
 		}
 	}
+	d.plain, d.marked, d.prevLast = plan.ReportsKey, plan.WrapMarked, st.lastID
+	if d.plain {
+		// The first generated key (a bound key kept is 0, not generated).
+		d.firstID = 0
+		for i, sl := range plan.Slots {
+			if sl.Key && ids[i] != 0 {
+				d.firstID = ids[i]
+				break
+			}
+		}
+	}
 }
 
 // RestoreOK: an OK with no row affected (INSERT IGNORE or ON DUPLICATE
@@ -125,7 +151,7 @@ func (d *dupRetry) arm(e *Engine, st *state, text string, c sqltext.Class, plan 
 // wrote no generated key, so MariaDB reports insert id 0 and leaves
 // LAST_INSERT_ID() as it was: put it back.
 func (d *dupRetry) RestoreOK() string {
-	if d.firstID <= 0 {
+	if d.plain || d.firstID <= 0 {
 		return ""
 	}
 	return rewriter.RestoreLastInsertID(d.firstID)
@@ -136,6 +162,17 @@ func (d *dupRetry) RestoreOK() string {
 // written: MariaDB leaves it as it was (rewriter.RestoreLastInsertID).
 // Not after 1927: the backend connection is gone.
 func (d *dupRetry) Restore(code uint16) string {
+	if d.plain {
+		// The server's LAST_INSERT_ID() is untouched; only a marked
+		// statement may have written its first key's row before it
+		// failed (MariaDB then keeps that key), which RestorePlain
+		// tells on the server, leaving the server's value the session's.
+		if !d.marked || d.firstID <= 0 || code == erConnectionKilled {
+			return ""
+		}
+		d.session.lastID = 0
+		return rewriter.RestorePlain(d.firstID, d.prevLast)
+	}
 	if d.wrapID <= 0 || code == erConnectionKilled {
 		return ""
 	}
@@ -145,14 +182,18 @@ func (d *dupRetry) Restore(code uint16) string {
 // armExecute remembers a prepared statement's attempt: the client's
 // execute packet pkt, the keys generated for it (ids[i] for its plan's
 // Slots[i]; 0 for a bound key kept).
-func (d *dupRetry) armExecute(e *Engine, st *state, p *prepared, pkt []byte, ids []int64) {
-	d.arm(e, st, "", sqltext.Class{}, &p.plan, ids)
-	d.stmt, d.execute = p, append(d.execute[:0], pkt...)
+func (d *dupRetry) armExecute(e *Engine, st *state, p *prepared, pkt []byte, ids []int64, retry bool) {
+	d.arm(e, st, "", sqltext.Class{}, &p.plan, ids, retry)
+	d.odku = p.plan.ReportsKey && containsFold(p.sql, "duplicate")
+	d.stmt = p
+	if retry {
+		d.execute = append(d.execute[:0], pkt...)
+	}
 }
 
 // Retry accepts 1062 on one of the attempt's generated keys.
 func (d *dupRetry) Retry(code uint16, msg string) bool {
-	if code != 1062 {
+	if code != 1062 || d.noRetry {
 		return false
 	}
 	// MariaDB and MySQL: Duplicate entry '<value>' for key '<index>'.

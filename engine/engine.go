@@ -118,6 +118,10 @@ type state struct {
 	// (numbered.go), read when asked for.
 	pending map[string]pendingLast
 	dup     dupRetry // a filled INSERT's recovery from 1062 (dupretry.go)
+	// lastID: the session's LAST_INSERT_ID() when the server's is stale
+	// (a ReportsKey statement's first key), 0 when the server's is the
+	// session's (lastid.go)
+	lastID int64
 	// orphans: count statements to close (numbered_prepared.go)
 	orphans []uint32
 	// handed: a loop's plan for the command it handed to the goroutine
@@ -133,6 +137,7 @@ func (e *Engine) state(s Session) *state {
 	}
 	st := &state{engine: e, last: map[string]*int64{}, stmts: map[uint32]*prepared{}, session: s, rules: &e.rules}
 	st.env.Rules = e.rules.Load()
+	st.env.ReportKeys = true // lastid.go
 	st.env.Columns = func(db, table string) ([]string, error) {
 		return e.columns.get(st.ctx, st.session, db, table)
 	}
@@ -189,6 +194,11 @@ func (e *Engine) query(ctx context.Context, s Session, sql []byte, c sqltext.Cla
 	// The text is only valid during this call; so is everything the plan
 	// borrows from it (tags, names). Nothing below keeps it.
 	text := raw.String(sql)
+	if st := stateOf(s); st != nil && st.lastID != 0 && queryNeedsSync(text, c) {
+		if err := e.syncLastID(ctx, s, st); err != nil {
+			return false, err
+		}
+	}
 	if c.DDL() {
 		return e.ddl(ctx, s, sql, text, c)
 	}
@@ -199,6 +209,9 @@ func (e *Engine) query(ctx context.Context, s Session, sql []byte, c sqltext.Cla
 // it to be relayed unchanged.
 func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text string, c sqltext.Class) (bool, error) {
 	if !rewriter.MayRewrite(c) || !rewriter.NeedsSession(text, c, e.rules.Load()) {
+		if st := stateOf(s); st != nil && st.lastID != 0 && writesLastID(c, nil) {
+			return false, e.syncLastID(ctx, s, st)
+		}
 		return false, nil
 	}
 	st := e.state(s)
@@ -238,6 +251,11 @@ func (e *Engine) runPlan(ctx context.Context, s Session, st *state, plan *rewrit
 	var err error
 	if relay, err := e.nativeRelay(ctx, st, plan); err != nil || relay {
 		return false, err
+	}
+	if st.lastID != 0 && writesLastID(st.class, plan) {
+		if err := e.syncLastID(ctx, s, st); err != nil {
+			return false, err
+		}
 	}
 	// An explicit key moves its tag past it, as AUTO_INCREMENT's counter
 	// (one written after a generated key of its tag: in drawPlan).
@@ -300,13 +318,15 @@ func (e *Engine) runPlan(ctx context.Context, s Session, st *state, plan *rewrit
 		st.rendered = plan.Render(append(st.rendered[:0], mysql.COM_QUERY), text, st.slotIDs)
 		st.countStmt(StmtFilled)
 		var err error
-		if len(plan.Filled) > 0 && plan.Statements == 1 && len(text) <= maxRetryText {
-			if _, ok := e.idSource.(advancer); ok {
-				st.dup.arm(e, st, text, st.class, plan, st.slotIDs)
-				err = s.RelayQueryPacketOr(st.rendered, &st.dup)
-				st.trim()
-				return true, err
-			}
+		_, adv := e.idSource.(advancer)
+		retry := adv && len(plan.Filled) > 0 && plan.Statements == 1 && len(text) <= maxRetryText
+		if retry || plan.ReportsKey {
+			// A ReportsKey plan's OK gets its key from the engine
+			// (dupRetry.ReportOK), retried after a 1062 or not.
+			st.dup.arm(e, st, text, st.class, plan, st.slotIDs, retry)
+			err = s.RelayQueryPacketOr(st.rendered, &st.dup)
+			st.trim()
+			return true, err
 		}
 		if plan.StmtKeys != nil {
 			err = bs.RelayQueryInsertIDs(st.rendered, reportedIDs(plan.StmtKeys))

@@ -152,6 +152,11 @@ func (st *state) relayKept(p *prepared, relay func() (proxy.PrepareResult, error
 // execute gives a planned prepared statement its IDs (or its answer).
 func (e *Engine) execute(ctx context.Context, s Session, stmtID uint32, pkt []byte) (bool, error) {
 	st, p := planned(s, stmtID)
+	if st := stateOf(s); st != nil && st.lastID != 0 && executeNeedsSync(p) {
+		if err := e.syncLastID(ctx, s, st); err != nil {
+			return false, err
+		}
+	}
 	if p == nil {
 		return false, nil
 	}
@@ -253,10 +258,12 @@ func (e *Engine) executeRewrite(ctx context.Context, s Session, st *state, p *pr
 	long := pm.anyLong // an execute sent again would lack it
 	pm.resetLong()     // the server drops long data after an execute
 	st.countStmt(StmtFilled)
+	_, adv := e.idSource.(advancer)
+	retry = retry && adv && len(p.plan.Filled) > 0 && !long && len(pkt) <= maxRetryText
 	if insertID != 0 {
 		err = bs.RelayExecuteInsertID(st.rendered, uint64(insertID))
-	} else if _, ok := e.idSource.(advancer); ok && retry && len(p.plan.Filled) > 0 && !long && len(pkt) <= maxRetryText {
-		st.dup.armExecute(e, st, p, pkt, st.slotIDs)
+	} else if retry || p.plan.ReportsKey {
+		st.dup.armExecute(e, st, p, pkt, st.slotIDs, retry)
 		err = s.RelayExecuteOr(st.rendered, &st.dup)
 	} else {
 		err = s.RelayExecute(st.rendered)
@@ -283,6 +290,11 @@ func (e *Engine) advanceExplicit(ctx context.Context, st *state, explicit []rewr
 // gets its own IDs (bulk.go).
 func (e *Engine) bulkExecute(ctx context.Context, s Session, stmtID uint32, pkt []byte) (bool, error) {
 	st, p := planned(s, stmtID)
+	if st := stateOf(s); st != nil && st.lastID != 0 && executeNeedsSync(p) {
+		if err := e.syncLastID(ctx, s, st); err != nil {
+			return false, err
+		}
+	}
 	if p == nil {
 		return false, nil
 	}

@@ -51,6 +51,7 @@ func (s *Session) relayKill(pkt []byte, kind int, a afterAction, tid uint64) err
 // relayedErr notes a relayed ERR packet (head: its first bytes): counted,
 // and a 1927 marks the session's backend connection as about to end.
 func (s *Session) relayedErr(head []byte) {
+	s.relayedErrs++
 	s.countErrPacket(head)
 	if len(head) >= 3 && uint16(head[1])|uint16(head[2])<<8 == erConnectionKilled {
 		s.connKilled = true

@@ -64,6 +64,11 @@ type lane struct {
 	// retrier: the response under way belongs to RelayQueryOr, whose
 	// first packet, if an ERR, goes to the goroutine unrelayed.
 	retrier Retrier
+	// rowsReporter: the response under way is a result set of a
+	// KeyReporter's statement, told when it ends without an ERR.
+	rowsReporter KeyReporter
+	// okBuf: a reported OK as the client gets it (relayReportedOK).
+	okBuf []byte
 }
 
 // What happened on a lane's sockets (lane.pend), besides pendAttach and

@@ -63,6 +63,7 @@ func (ln *lane) readBackend() {
 func (ln *lane) relayBackend(buf []byte) {
 	s := ln.s
 	pos, stop := 0, false
+	from := 0 // buf[from:pos] is relayed at the end (a reported OK moves it)
 	for !stop {
 		if ln.inPacket {
 			k := min(ln.bodyLeft, len(buf)-pos)
@@ -117,6 +118,23 @@ func (ln *lane) relayBackend(buf []byte) {
 					ln.retrier = nil
 					return
 				}
+				// An OK whose insert id the interceptor reports: relayed
+				// as it reports it (KeyReporter).
+				if rep := reporterOf(ln.retrier); rep != nil {
+					ln.retrier = nil
+					done, end := ln.relayReportedOK(rep, buf[from:pos], buf[pos+4:pos+4+n])
+					if ln.gone {
+						return
+					}
+					if done {
+						pos += 4 + n
+						from, stop = pos, end
+						continue
+					}
+				}
+			} else if n > 0 && buf[pos+4] != 0xFF {
+				// A result set (RETURNING): reported when it ends well.
+				ln.rowsReporter = reporterOf(ln.retrier)
 			}
 			ln.retrier = nil
 		}
@@ -131,6 +149,7 @@ func (ln *lane) relayBackend(buf []byte) {
 			}
 			if ev == evErr {
 				s.relayedErr(buf[pos+4 : pos+4+h])
+				ln.rowsReporter = nil
 			}
 			ln.packetKind = ev
 		}
@@ -138,8 +157,8 @@ func (ln *lane) relayBackend(buf []byte) {
 		ln.inPacket, ln.bodyLeft = true, n
 		pos += 4
 	}
-	if pos > 0 {
-		if err := ln.toClient(buf[:pos]); err != nil {
+	if pos > from {
+		if err := ln.toClient(buf[from:pos]); err != nil {
 			ln.fail(err)
 			return
 		}
@@ -172,6 +191,10 @@ func (ln *lane) finish() {
 	s := ln.s
 	ln.busy = false
 	ln.retrier = nil
+	if ln.rowsReporter != nil {
+		ln.rowsReporter.ReportRows()
+		ln.rowsReporter = nil
+	}
 	s.relayDone(ln.r.now)
 	s.applyAfter(ln.after, ln.response.ok)
 	ln.after = afterAction{}
@@ -187,4 +210,37 @@ func (ln *lane) finish() {
 func restores(r Retrier, code uint16) bool {
 	x, ok := r.(Restorer)
 	return ok && x.Restore(code) != ""
+}
+
+// relayReportedOK relays before (response bytes ahead of the OK, already
+// renumbered), then the OK payload p with the insert id rep gives, when
+// that differs from p's (done; end: the response ends with it). Not done:
+// nothing was written, p is relayed as it is.
+func (ln *lane) relayReportedOK(rep KeyReporter, before, p []byte) (done, end bool) {
+	s := ln.s
+	out, changed := reportedOK(rep, p, ln.okBuf[:0])
+	if !changed {
+		return false, false
+	}
+	n := len(out)
+	ln.okBuf = append(out, byte(n), byte(n>>8), byte(n>>16), s.c.seq)
+	hdr := ln.okBuf[n:]
+	if err := ln.toClient(before); err != nil {
+		ln.fail(err)
+		return false, false
+	}
+	if err := ln.toClient(append(hdr, out...)); err != nil {
+		ln.fail(err)
+		return false, false
+	}
+	s.b.seq++
+	s.c.seq++
+	ev, err := ln.response.step(s, out[:min(n, headLen)], n)
+	if err != nil {
+		ln.fail(err)
+		return false, false
+	}
+	ln.packetKind = ev
+	ln.inPacket, ln.continued = false, false
+	return true, ev == evDone || ev == evErr || ev == evInfile
 }

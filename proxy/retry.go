@@ -48,6 +48,48 @@ type OKRestorer interface {
 	RestoreOK() string
 }
 
+// KeyReporter is what a Retrier may also be: a statement whose generated
+// keys the interceptor reports, not the server (the key is a plain value
+// in the text, not LAST_INSERT_ID(<id>)). Both methods are called as the
+// answer arrives, on an event loop too: they must not block.
+type KeyReporter interface {
+	// ReportOK is given the statement's OK (its answer's first packet:
+	// rows affected, the server's insert id) before it is relayed, and
+	// returns the insert id the client gets there.
+	ReportOK(affected, insertID uint64) uint64
+	// ReportRows is told that the statement answered with a result set
+	// (RETURNING) that ended without an error.
+	ReportRows()
+}
+
+// reporterOf is r's KeyReporter, or nil.
+func reporterOf(r Retrier) KeyReporter {
+	x, _ := r.(KeyReporter)
+	return x
+}
+
+// reportedOK: the OK payload p (rows affected, insert id, status,
+// warnings, info) with the insert id rep gives, appended to dst; changed
+// false when it is the one p has (or p is no OK it can read).
+func reportedOK(rep KeyReporter, p, dst []byte) (out []byte, changed bool) {
+	if len(p) < 7 || p[0] != 0x00 {
+		return dst, false
+	}
+	affected, k1 := lenenc(p[1:])
+	insertID, k2 := lenenc(p[1+k1:])
+	if k1 == 0 || k2 == 0 {
+		return dst, false
+	}
+	id := rep.ReportOK(affected, insertID)
+	if id == insertID {
+		return dst, false
+	}
+	out = append(dst, 0x00)
+	out = mysql.AppendLengthEncodedInteger(out, affected)
+	out = mysql.AppendLengthEncodedInteger(out, id)
+	return append(out, p[1+k1+k2:]...), true
+}
+
 // okRestore: r is an OKRestorer with a statement to run before the OK p
 // (the whole packet's payload).
 func okRestore(r Retrier, p []byte) string {
@@ -154,8 +196,15 @@ func (s *Session) relayRetry(pkt []byte, kind int, a afterAction, retry func(cod
 	}
 	var t respTracker
 	t.start(kind, kind == respExecute && executeCursor(pkt))
+	rep := reporterOf(ok)
+	s.okReport = rep
+	errs := s.relayedErrs
 	if _, err := s.walkFrom(&t, walkRelay); err != nil {
 		return false, s.setFatal(err)
+	}
+	s.okReport = nil
+	if rep != nil && !t.ok && s.relayedErrs == errs {
+		rep.ReportRows()
 	}
 	s.applyAfter(a, t.ok)
 	return false, s.setFatal(s.c.flush())

@@ -106,6 +106,11 @@ type backendFacts struct {
 	// scratch.
 	okInsertID uint64
 	okBuf      []byte
+	// okReport, when set, gives the insert id of the next response's
+	// first packet if that is an OK (KeyReporter; relayRetry).
+	okReport KeyReporter
+	// relayedErrs counts the ERR packets relayed to the client.
+	relayedErrs int
 	// okInsertIDs, when set, is okInsertID for each result of a
 	// multi-statement text in turn (RelayQueryInsertIDs).
 	okInsertIDs []uint64

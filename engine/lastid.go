@@ -1,0 +1,174 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/leafproxy/leafproxy/internal/sqltext"
+	"github.com/leafproxy/leafproxy/proxy"
+	"github.com/leafproxy/leafproxy/rewriter"
+)
+
+// The session's LAST_INSERT_ID(), as AUTO_INCREMENT would leave it.
+//
+// A filled statement of one text (or an EXECUTE) carries its keys as plain
+// values (rewriter.Env.ReportKeys), so the server leaves LAST_INSERT_ID()
+// alone, and the statement's own reads of it see the value from before it,
+// as with AUTO_INCREMENT. The engine reports the first generated key in
+// the OK packet (dupRetry.ReportOK) and keeps it as the session's value in
+// state.lastID: the server's is then stale. Before a statement that may
+// read the value or that may change it on the server, the engine makes the
+// server's value the session's (syncLastID: DO LAST_INSERT_ID(<key>), one
+// round trip, on the session's goroutine). A stream of filled INSERTs and
+// the statements that cannot read it (SELECT, UPDATE, DELETE, COMMIT, ...
+// without the words LAST_INSERT_ID or IDENTITY) costs nothing more.
+//
+// What may read or change it: a text naming LAST_INSERT_ID or IDENTITY
+// (@@identity, @@last_insert_id), a multi-statement text, CALL, EXECUTE,
+// an INSERT / REPLACE / LOAD that the engine does not fill with a
+// ReportsKey plan (into a table without a rule, which may have an
+// AUTO_INCREMENT of its own; INSERT ... SELECT; LOAD DATA), and any
+// prepared statement the engine did not plan. Not seen: a stored function,
+// trigger or view that reads LAST_INSERT_ID() from a statement that names
+// none of these (README, Differences from AUTO_INCREMENT).
+
+// readsLastID reports whether text names LAST_INSERT_ID or IDENTITY, in
+// any case (a read, a LAST_INSERT_ID(expr) that sets it, @@identity).
+func readsLastID(text string) bool {
+	return containsFold(text, "last_insert_id") || containsFold(text, "identity")
+}
+
+// containsFold: text holds word (lower-case ASCII) in any case.
+func containsFold(text, word string) bool {
+	n := len(word)
+	for i := 0; i+n <= len(text); i++ {
+		j := 0
+		for j < n && lowerASCII(text[i+j]) == word[j] {
+			j++
+		}
+		if j == n {
+			return true
+		}
+	}
+	return false
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// startsWithCall: text's first word is CALL.
+func startsWithCall(text string) bool {
+	i := 0
+	for i < len(text) && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r' || text[i] == '(') {
+		i++
+	}
+	return i+4 <= len(text) && containsFold(text[i:i+4], "call") && (i+4 == len(text) || !sqltext.IsIdentByte(text[i+4]))
+}
+
+// queryNeedsSync: a COM_QUERY text of class c may read or change the
+// session's LAST_INSERT_ID() before the engine has planned it.
+func queryNeedsSync(text string, c sqltext.Class) bool {
+	if c.Multi() || readsLastID(text) || startsWithCall(text) {
+		return true
+	}
+	switch c.Word() {
+	case sqltext.Execute:
+		return true
+	}
+	return false
+}
+
+// writesLastID: the INSERT / REPLACE / LOAD of class c may set the
+// server's LAST_INSERT_ID() itself (an AUTO_INCREMENT of a table without a
+// rule) unless plan says the engine fills it with plain keys or it gives
+// every key of a rule table.
+func writesLastID(c sqltext.Class, plan *rewriter.Plan) bool {
+	switch c.Word() {
+	case sqltext.Insert, sqltext.Replace, sqltext.Load:
+	default:
+		return plan != nil && (plan.Kind == rewriter.Numbered || plan.Kind == rewriter.LoadData)
+	}
+	if plan == nil {
+		return true
+	}
+	switch plan.Kind {
+	case rewriter.Rewrite:
+		return !plan.ReportsKey
+	case rewriter.PassThrough:
+		return plan.LastKey == 0 && plan.Explicit == nil && plan.StmtKeys == nil
+	case rewriter.Sequence:
+		return false
+	}
+	return true
+}
+
+// syncLastID makes the server's LAST_INSERT_ID() the session's, when a
+// filled statement left it stale. On an event loop it returns
+// ErrWouldBlock before anything is sent (the command runs on the session's
+// goroutine).
+func (e *Engine) syncLastID(ctx context.Context, s Session, st *state) error {
+	if st == nil || st.lastID == 0 {
+		return nil
+	}
+	bs, err := s.Blocking(ctx)
+	if err != nil {
+		return err
+	}
+	if _, _, err := bs.BackendExec(ctx, rewriter.SetLastInsertID(st.lastID)); err != nil {
+		return fmt.Errorf("set LAST_INSERT_ID() to the last generated key %d: %w", st.lastID, err)
+	}
+	st.lastID = 0
+	return nil
+}
+
+// stateOf is the session's engine state, if it has one (no state: no
+// filled statement yet, nothing to sync).
+func stateOf(s Session) *state {
+	st, _ := s.Value().(*state)
+	return st
+}
+
+var _ proxy.KeyReporter = (*dupRetry)(nil)
+
+// ReportOK gives the OK packet of a ReportsKey statement its insert id:
+// the first generated key when a row was written (the session's
+// LAST_INSERT_ID() from now on), else the server's (0, or a client's
+// LAST_INSERT_ID(expr), as an ON DUPLICATE KEY UPDATE id =
+// LAST_INSERT_ID(id) of an existing row sets it). A one-row ON DUPLICATE
+// KEY UPDATE with 2 rows affected updated its row: nothing was inserted.
+func (d *dupRetry) ReportOK(affected, insertID uint64) uint64 {
+	if !d.plain || d.firstID <= 0 || affected == 0 {
+		return insertID
+	}
+	if d.odku && len(d.keys) == 1 && affected > 1 {
+		return insertID
+	}
+	d.session.lastID = d.firstID
+	return uint64(d.firstID)
+}
+
+// ReportRows: a ReportsKey statement with RETURNING wrote its rows.
+func (d *dupRetry) ReportRows() {
+	if d.plain && d.firstID > 0 {
+		d.session.lastID = d.firstID
+	}
+}
+
+// executeNeedsSync: an EXECUTE of p (nil: a statement the engine did not
+// plan) may read or change the session's LAST_INSERT_ID().
+func executeNeedsSync(p *prepared) bool {
+	if p == nil || readsLastID(p.sql) {
+		return true
+	}
+	switch p.plan.Kind {
+	case rewriter.Rewrite:
+		return !p.plan.ReportsKey
+	case rewriter.PassThrough, rewriter.Sequence:
+		return false
+	}
+	return true
+}
