@@ -35,6 +35,9 @@ func (e *Engine) ddl(ctx context.Context, s Session, sql []byte, text string, c 
 	defer e.natives.invalidate() // CREATE / DROP SEQUENCE
 	defer e.ddlSeen()
 	if c.Lone() {
+		if err := e.autoIncrementStart(ctx, s, text); err != nil {
+			return false, err
+		}
 		return true, s.RelayQuery(sql)
 	}
 	forget()
@@ -57,4 +60,38 @@ func (e *Engine) ddlSeen() {
 	if e.onDDL != nil {
 		e.onDDL()
 	}
+}
+
+// autoIncrementStart: `ALTER TABLE t AUTO_INCREMENT = n` (or CREATE TABLE
+// with the option) on a rule table raises the rule's tag so that its next
+// key is at least n, as the table's counter would be: a range reserved
+// that way and filled around the proxy does not collide later. Before the
+// statement is sent: a statement that fails leaves the tag raised (a gap,
+// never a duplicate); the tag never moves down (AUTO_INCREMENT does not
+// either, below the table's largest key).
+func (e *Engine) autoIncrementStart(ctx context.Context, s Session, text string) error {
+	rules := e.rules.Load()
+	if rules == nil {
+		return nil
+	}
+	mode := rewriter.Mode{}
+	if st := stateOf(s); st != nil {
+		mode = st.env.Mode
+	}
+	ref, n, ok := rewriter.AutoIncrementStart(text, mode)
+	if !ok || n <= 1 || n > 1<<63-1 {
+		return nil
+	}
+	db := ref.DB
+	if db == "" {
+		var err error
+		if db, err = s.CurrentDB(ctx); err != nil {
+			return err
+		}
+	}
+	rule, ok := rules.Lookup(db, ref.Table)
+	if !ok {
+		return nil
+	}
+	return e.advance(ctx, rule.Tag, int64(n-1))
 }

@@ -202,3 +202,25 @@ func TestKeysReadBackAsAutoIncrement(t *testing.T) {
 		})
 	}
 }
+
+// TestAlterAutoIncrementRaisesTag: issue 38 item 7, ALTER TABLE t
+// AUTO_INCREMENT = n on a rule table, as on its AUTO_INCREMENT twin, makes
+// the next generated key at least n (a range reserved that way and
+// filled around the proxy must not collide later).
+func TestAlterAutoIncrementRaisesTag(t *testing.T) {
+	direct, proxied := keybackEnv(t)
+	for _, s := range []*keybackSide{direct, proxied} {
+		first, _, code := s.exec(t, "INSERT INTO {P} (b) VALUES ('a1')")
+		if code != 0 || first <= 0 {
+			t.Fatalf("%s: first insert: code %d id %d", s.name, code, first)
+		}
+		n := first + 5_000_000
+		if _, _, code := s.exec(t, fmt.Sprintf("ALTER TABLE {P} AUTO_INCREMENT = %d", n)); code != 0 {
+			t.Fatalf("%s: ALTER: error %d", s.name, code)
+		}
+		next, _, code := s.exec(t, "INSERT INTO {P} (b) VALUES ('a2')")
+		if code != 0 || next < n {
+			t.Errorf("%s: after ALTER TABLE ... AUTO_INCREMENT = %d the next key is %d (error %d), want at least %d", s.name, n, next, code, n)
+		}
+	}
+}

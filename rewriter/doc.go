@@ -165,6 +165,16 @@
 // key of their tag) and Plan.Advances (those after one, in text order, so
 // that the rows before them keep keys below them, as with AUTO_INCREMENT).
 //
+// With Env.ReportKeys (the engine's setting) a Rewrite plan of one
+// statement (Plan.ReportsKey) renders its keys as plain values: the engine
+// reports the first in the OK packet and keeps it as the session's
+// LAST_INSERT_ID() (engine/lastid.go), so the statement's own reads of
+// LAST_INSERT_ID() see the value from before it, as with AUTO_INCREMENT;
+// only a marked next row (below) keeps a trace, (@__leaf_k:=id) and
+// 0*(@__leaf_m:=@__leaf_k)+ (RestorePlain). What follows describes the
+// other plans: a text of several statements, and plans made without
+// ReportKeys.
+//
 // In each statement the first generated key (first row's) is rendered as
 // LAST_INSERT_ID(id) so that the server reports it in the OK packet's
 // insert id and in LAST_INSERT_ID(), as for AUTO_INCREMENT; written
