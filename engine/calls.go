@@ -115,7 +115,8 @@ func (e *Engine) sessionReset(s Session) {
 		st.forgetAll()
 		clear(st.last)
 		clear(st.pending)
-		st.lastID = 0    // the server reset LAST_INSERT_ID() too
+		st.lastID = 0 // the server reset LAST_INSERT_ID() too
+		st.counters = counterVars{}
 		st.orphans = nil // the backend dropped every statement
 	}
 }

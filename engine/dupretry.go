@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"strconv"
 	"strings"
@@ -274,8 +275,15 @@ func (d *dupRetry) Redo(ctx context.Context) error {
 	if err := st.drawPlan(ctx, e, &plan, nil); err != nil {
 		return err
 	}
-	st.rendered = plan.Render(st.rendered[:0], text, st.slotIDs)
-	err = s.RelayQuery(st.rendered)
+	st.rendered = plan.Render(append(st.rendered[:0], mysql.COM_QUERY), text, st.slotIDs)
+	if plan.ReportsKey {
+		// Its OK's insert id is the engine's again (ReportOK), for the
+		// fresh keys; not retried again.
+		d.arm(e, st, text, d.class, &plan, st.slotIDs, false)
+		err = s.RelayQueryPacketOr(st.rendered, d)
+	} else {
+		err = s.RelayQueryPacket(st.rendered)
+	}
 	st.trim()
 	return err
 }

@@ -122,6 +122,9 @@ type state struct {
 	// (a ReportsKey statement's first key), 0 when the server's is the
 	// session's (lastid.go)
 	lastID int64
+	// counters: insert_id and auto_increment_* as the session set them
+	// (counters.go)
+	counters counterVars
 	// orphans: count statements to close (numbered_prepared.go)
 	orphans []uint32
 	// handed: a loop's plan for the command it handed to the goroutine
@@ -201,6 +204,9 @@ func (e *Engine) query(ctx context.Context, s Session, sql []byte, c sqltext.Cla
 	}
 	if c.DDL() {
 		return e.ddl(ctx, s, sql, text, c)
+	}
+	if setsCounter(text, c) {
+		return e.relaySetCounter(ctx, s, sql)
 	}
 	return e.planAndRun(ctx, s, sql, text, c)
 }
@@ -369,7 +375,11 @@ func (st *state) draw(ctx context.Context, e *Engine, plan *rewriter.Plan) error
 		start := len(st.drawnIDs)
 		te := st.ownTag(tc.Tag)
 		tag := te.name
-		st.drawnIDs, err = e.idSource.NextN(ctx, tag, tc.N, st.drawnIDs)
+		if st.counters.steers() && plan.ReportsKey && len(plan.Tags) == 1 && len(plan.Filled) == 1 && e.idSource.Generator(tag) == "segment" {
+			st.drawnIDs, err = st.counterKeys(ctx, e, tag, tc.N, st.drawnIDs)
+		} else {
+			st.drawnIDs, err = e.idSource.NextN(ctx, tag, tc.N, st.drawnIDs)
+		}
 		if err != nil {
 			if oe := atEnd(st.limits, tag, tc.N, err); oe != nil {
 				return oe

@@ -69,7 +69,7 @@ func TestLargeInsertWrittenInPieces(t *testing.T) {
 	if handled, err := e.queryText(context.Background(), s, []byte("INSERT INTO orders (v) VALUES ('a'), ('b')")); !handled || err != nil {
 		t.Fatalf("handled=%v err=%v", handled, err)
 	}
-	if want := "INSERT INTO orders (`id`, v) VALUES ((@__leaf_k:=51001), 'a'), (0*(@__leaf_m:=@__leaf_k)+51002, 'b')"; s.relayed[1] != want {
+	if want := "INSERT INTO orders (`id`, v) VALUES ((@__leaf_k:=51001), 'a'), (IF((@__leaf_m:=@__leaf_k)<=>0.5,NULL,51002), 'b')"; s.relayed[1] != want {
 		t.Fatalf("relayed %q, want %q", s.relayed[1], want)
 	}
 }

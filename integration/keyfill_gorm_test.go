@@ -250,7 +250,7 @@ func TestKeyfillGormSnowflakeBatchLimit(t *testing.T) {
 			gaps++
 		}
 		if i > 0 && stored[m.Body] <= stored[batch[i-1].Body] {
-			t.Fatalf("keys not ascending in row order: %d then %d", stored[batch[i-1].Body], stored[m.Body])
+			t.Fatalf("keys not ascending in row order: row %d %d then %d", i, stored[batch[i-1].Body], stored[m.Body])
 		}
 		if m.ID != uint64(stored[m.Body]) {
 			wrong++

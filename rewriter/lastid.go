@@ -74,13 +74,16 @@ func RestoreLastInsertID(id int64) string {
 // marked next row: the assignment's value is the key.
 const plainWrapOpen = "(@__leaf_k:="
 
-// plainMarkOpen and plainMarkIf are markOpen and markIf of a ReportsKey
-// plan: @__leaf_k holds the key of the row before (never NULL: a
-// generated key, or a client's key bound and kept).
-const (
-	plainMarkOpen = "0*(@__leaf_m:=@__leaf_k)+"
-	plainMarkIf   = "IF((@__leaf_m:=@__leaf_k) IS NULL,NULL,"
-)
+// plainMark opens the key of the row after the first generated key's in
+// a ReportsKey plan (markOpen and markIf both become it; closed by ')'):
+// it copies @__leaf_k, the key of the row before when that key was
+// generated, and leaves the value it opens as it is, of its own type,
+// even when @__leaf_k is NULL or stale (a bound key kept in the row
+// before: COALESCE(?,...) then never assigns it). An integer key never
+// equals 0.5. No arithmetic: a user variable the server has not seen set
+// yet is a string, and arithmetic on it would go through DOUBLE, rounding
+// a large key.
+const plainMark = "IF((@__leaf_m:=@__leaf_k)<=>0.5,NULL,"
 
 // wrapOpen is what opens the wrapped first key (closed by ')').
 func (p *Plan) wrapOpen() string {
@@ -103,10 +106,13 @@ func (b *builder) reportKeys(p *Plan) {
 		if e.pre == 0 {
 			continue
 		}
-		if t := p.texts[e.pre]; strings.Contains(t, markOpen) || strings.Contains(t, markIf) {
-			t = strings.Replace(t, markOpen, plainMarkOpen, 1)
-			t = strings.Replace(t, markIf, plainMarkIf, 1)
-			e.pre = b.text(t)
+		t := p.texts[e.pre]
+		switch {
+		case strings.Contains(t, markIf): // already closed after the value
+			e.pre = b.text(strings.Replace(t, markIf, plainMark, 1))
+		case strings.Contains(t, markOpen):
+			e.pre = b.text(strings.Replace(t, markOpen, plainMark, 1))
+			e.post = b.text(")" + p.texts[e.post])
 		}
 	}
 	p.texts = b.texts
