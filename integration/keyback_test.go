@@ -224,3 +224,43 @@ func TestAlterAutoIncrementRaisesTag(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkedRowsKeepLargeKeys: a multi-row INSERT's second row carries a
+// marker (so that after an ERR the proxy can tell whether the first row
+// was written). Its key must reach the server as the exact integer, in a
+// fresh session (a user variable the server has not seen set is a string,
+// and arithmetic on it would round a snowflake key through DOUBLE), text
+// and prepared: every stored key is the one reported, ascending, distinct.
+func TestMarkedRowsKeepLargeKeys(t *testing.T) {
+	_, lf, direct := gormEnv(t)
+	for _, prepared := range []bool{false, true} {
+		params := map[string]string{"interpolateParams": fmt.Sprint(!prepared)}
+		db := lf.open(t, "app", params)
+		db.SetMaxIdleConns(0) // a fresh session for every statement
+		for i := 0; i < 20; i++ {
+			body := fmt.Sprintf("m-%v-%d", prepared, i)
+			res, err := db.Exec("INSERT INTO messages (body) VALUES (?), (?), (?)", body+"a", body+"b", body+"c")
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, _ := res.LastInsertId()
+			var keys []int64
+			rows, err := direct.Query("SELECT id FROM messages WHERE body LIKE ? ORDER BY body", body+"_")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				var k int64
+				if err := rows.Scan(&k); err != nil {
+					t.Fatal(err)
+				}
+				keys = append(keys, k)
+			}
+			rows.Close()
+			if len(keys) != 3 || keys[0] != first || !(keys[0] < keys[1] && keys[1] < keys[2]) {
+				t.Fatalf("prepared %v: stored keys %v, insert id %d: want the reported first key, then two larger, exact", prepared, keys, first)
+			}
+		}
+		db.Close()
+	}
+}
