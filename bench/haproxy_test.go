@@ -137,10 +137,14 @@ func TestVsHaproxy(t *testing.T) {
 			{name: "leafproxy filled (prepared)", cfg: loadgen.Config{DSN: lpTCP, Query: ins("orders"), Args: seq, Mode: x, Prepare: true}, relay: leafTCP, before: truncate("orders")},
 			{name: "haproxy AUTO_INCREMENT (prepared)", cfg: loadgen.Config{DSN: hapTCP, Query: ins("orders_ai"), Args: seq, Mode: x, Prepare: true}, relay: hap, before: truncate("orders_ai")},
 			// The statement leafproxy sends, through haproxy: what MariaDB
-			// makes of an explicit key in LAST_INSERT_ID(...) apart from
-			// what the proxy costs (keys interleaved by connection, about
-			// as ordered as a shared segment's).
-			{name: "haproxy explicit key as leafproxy writes it", cfg: loadgen.Config{DSN: hapTCP, Query: "INSERT INTO orders (`id`, v) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+?), ?)", Args: []loadgen.ArgSpec{{Kind: "seq", Lo: 1}, {Kind: "seq", Lo: 1}}, Mode: x}, relay: hap, before: truncate("orders")},
+			// makes of an explicit key apart from what the proxy costs
+			// (keys interleaved by connection, about as ordered as a
+			// shared segment's). Since issue 38 a one-row INSERT carries
+			// its key as a plain value; the earlier
+			// LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+?) form is
+			// kept beside it for comparison.
+			{name: "haproxy explicit key as leafproxy writes it", cfg: loadgen.Config{DSN: hapTCP, Query: "INSERT INTO orders (`id`, v) VALUES (?, ?)", Args: []loadgen.ArgSpec{{Kind: "seq", Lo: 1}, {Kind: "seq", Lo: 1}}, Mode: x}, relay: hap, before: truncate("orders")},
+			{name: "haproxy explicit key in LAST_INSERT_ID(...) (before issue 38)", cfg: loadgen.Config{DSN: hapTCP, Query: "INSERT INTO orders (`id`, v) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+?), ?)", Args: []loadgen.ArgSpec{{Kind: "seq", Lo: 1}, {Kind: "seq", Lo: 1}}, Mode: x}, relay: hap, before: truncate("orders")},
 		}},
 		{"NEXTVAL", []vcase{
 			{name: "leafproxy NEXTVAL('t')", cfg: loadgen.Config{DSN: lpTCP, Query: "SELECT NEXTVAL('t')", Mode: q}, relay: leafTCP},
