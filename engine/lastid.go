@@ -139,12 +139,15 @@ var _ proxy.KeyReporter = (*dupRetry)(nil)
 // LAST_INSERT_ID() from now on), else the server's (0, or a client's
 // LAST_INSERT_ID(expr), as an ON DUPLICATE KEY UPDATE id =
 // LAST_INSERT_ID(id) of an existing row sets it). A one-row ON DUPLICATE
-// KEY UPDATE with 2 rows affected updated its row: nothing was inserted.
+// KEY UPDATE inserted nothing when 2 rows were affected (updated) or when
+// the server reports an insert id other than the key (its update clause
+// called LAST_INSERT_ID(expr)), which tells an unchanged row from an
+// inserted one under CLIENT_FOUND_ROWS, where both count 1.
 func (d *dupRetry) ReportOK(affected, insertID uint64) uint64 {
 	if !d.plain || d.firstID <= 0 || affected == 0 {
 		return insertID
 	}
-	if d.odku && len(d.keys) == 1 && affected > 1 {
+	if d.odku && len(d.keys) == 1 && (affected > 1 || insertID != 0 && insertID != uint64(d.firstID)) {
 		return insertID
 	}
 	d.session.lastID = d.firstID

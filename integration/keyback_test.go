@@ -27,7 +27,7 @@ type keybackSide struct {
 	trg, log string // a table with a trigger; a table without rule, AUTO_INCREMENT
 }
 
-func keybackEnv(t *testing.T) (direct, proxied *keybackSide) {
+func keybackEnv(t *testing.T, foundRows bool) (direct, proxied *keybackSide) {
 	t.Helper()
 	backend := testdb.Start(t)
 	backend.Open(t, "app")
@@ -59,12 +59,12 @@ func keybackEnv(t *testing.T) (direct, proxied *keybackSide) {
 		t.Cleanup(func() { c.Close() })
 		return c
 	}
-	ddb, err := sql.Open("mysql", directDSN(backend, "app", "multiStatements=true"))
+	ddb, err := sql.Open("mysql", directDSN(backend, "app", fmt.Sprintf("multiStatements=true&clientFoundRows=%v", foundRows)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ddb.Close() })
-	pdb := lf.open(t, "app", map[string]string{"multiStatements": "true"})
+	pdb := lf.open(t, "app", map[string]string{"multiStatements": "true", "clientFoundRows": fmt.Sprint(foundRows)})
 	direct = &keybackSide{name: "direct", conn: conn(ddb), par: "par_ai", chi: "chi_ai", trg: "trg_ai", log: "log_ai"}
 	proxied = &keybackSide{name: "proxy", conn: conn(pdb), par: "par_rule", chi: "chi_rule", trg: "trg_rule", log: "log_rule"}
 	return direct, proxied
@@ -104,7 +104,13 @@ func (s *keybackSide) int(t *testing.T, text string, args ...any) int64 {
 // TestKeysReadBackAsAutoIncrement: items 1, 3, 4, 5 of issue 38, text and
 // prepared, each case's relations equal on both sides.
 func TestKeysReadBackAsAutoIncrement(t *testing.T) {
-	direct, proxied := keybackEnv(t)
+	for _, foundRows := range []bool{false, true} {
+		t.Run(fmt.Sprint("clientFoundRows=", foundRows), func(t *testing.T) { keysReadBack(t, foundRows) })
+	}
+}
+
+func keysReadBack(t *testing.T, foundRows bool) {
+	direct, proxied := keybackEnv(t, foundRows)
 	type check func(t *testing.T, s *keybackSide, n int) string
 	// parentChild: a parent, then a child whose pid is read from
 	// LAST_INSERT_ID() in the child's own INSERT (as written by child).
@@ -208,7 +214,7 @@ func TestKeysReadBackAsAutoIncrement(t *testing.T) {
 // the next generated key at least n (a range reserved that way and
 // filled around the proxy must not collide later).
 func TestAlterAutoIncrementRaisesTag(t *testing.T) {
-	direct, proxied := keybackEnv(t)
+	direct, proxied := keybackEnv(t, false)
 	for _, s := range []*keybackSide{direct, proxied} {
 		first, _, code := s.exec(t, "INSERT INTO {P} (b) VALUES ('a1')")
 		if code != 0 || first <= 0 {

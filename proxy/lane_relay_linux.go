@@ -218,24 +218,24 @@ func restores(r Retrier, code uint16) bool {
 // nothing was written, p is relayed as it is.
 func (ln *lane) relayReportedOK(rep KeyReporter, before, p []byte) (done, end bool) {
 	s := ln.s
-	out, changed := reportedOK(rep, p, ln.okBuf[:0])
+	pkt, changed := reportedOK(rep, p, append(ln.okBuf[:0], 0, 0, 0, 0)) // the header, then the payload
 	if !changed {
 		return false, false
 	}
-	n := len(out)
-	ln.okBuf = append(out, byte(n), byte(n>>8), byte(n>>16), s.c.seq)
-	hdr := ln.okBuf[n:]
+	ln.okBuf = pkt
+	n := len(pkt) - 4
+	pkt[0], pkt[1], pkt[2], pkt[3] = byte(n), byte(n>>8), byte(n>>16), s.c.seq
 	if err := ln.toClient(before); err != nil {
 		ln.fail(err)
 		return false, false
 	}
-	if err := ln.toClient(append(hdr, out...)); err != nil {
+	if err := ln.toClient(pkt); err != nil {
 		ln.fail(err)
 		return false, false
 	}
 	s.b.seq++
 	s.c.seq++
-	ev, err := ln.response.step(s, out[:min(n, headLen)], n)
+	ev, err := ln.response.step(s, pkt[4:4+min(n, headLen)], n)
 	if err != nil {
 		ln.fail(err)
 		return false, false
