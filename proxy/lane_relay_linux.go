@@ -225,9 +225,11 @@ func (ln *lane) relayReportedOK(rep KeyReporter, before, p []byte) (done, end bo
 	ln.okBuf = pkt
 	n := len(pkt) - 4
 	pkt[0], pkt[1], pkt[2], pkt[3] = byte(n), byte(n>>8), byte(n>>16), s.c.seq
-	if err := ln.toClient(before); err != nil {
-		ln.fail(err)
-		return false, false
+	if len(before) > 0 {
+		if err := ln.toClient(before); err != nil {
+			ln.fail(err)
+			return false, false
+		}
 	}
 	if err := ln.toClient(pkt); err != nil {
 		ln.fail(err)
