@@ -52,7 +52,12 @@ type Engine struct {
 	stats    engineStats // per-session counts for metrics (stats.go)
 	natives  nativeCache
 	idSource IDSource
-	rules    atomic.Pointer[rewriter.Rules] // swapped whole on a configuration reload
+	rules    atomic.Pointer[rewriter.Rules] // swapped whole on a configuration reload: configured, plus views'
+	// configured and views: what rules is made of (SetRules, SetViewRules),
+	// under viewsMu.
+	viewsMu    sync.Mutex
+	configured *rewriter.Rules
+	views      []rewriter.Rule
 	columns  *columnCache
 	onDDL    func() // OnDDL
 	// What planning with the parser may cost (WithPlanLimits, planmem.go).
@@ -70,6 +75,7 @@ func New(ids IDSource, rules *rewriter.Rules, opts ...Option) *Engine {
 		o(e)
 	}
 	e.kept.init()
+	e.configured = rules
 	e.rules.Store(rules)
 	return e
 }
@@ -152,7 +158,29 @@ func (e *Engine) state(s Session) *state {
 
 // SetRules replaces the table rules (a configuration reload): statements
 // planned from now on use them; prepared statements keep their plans.
-func (e *Engine) SetRules(rules *rewriter.Rules) { e.rules.Store(rules) }
+func (e *Engine) SetRules(rules *rewriter.Rules) {
+	e.viewsMu.Lock()
+	defer e.viewsMu.Unlock()
+	e.configured = rules
+	e.rules.Store(rules.With(e.views))
+}
+
+// SetViewRules sets the rules of the views over rule tables
+// (rewriter.ViewRule), added to the configured rules: an INSERT through
+// such a view is filled as one into its table. Configured rules win.
+func (e *Engine) SetViewRules(views []rewriter.Rule) {
+	e.viewsMu.Lock()
+	defer e.viewsMu.Unlock()
+	e.views = views
+	e.rules.Store(e.configured.With(views))
+}
+
+// ConfiguredRules are the rules SetRules gave, without the views'.
+func (e *Engine) ConfiguredRules() *rewriter.Rules {
+	e.viewsMu.Lock()
+	defer e.viewsMu.Unlock()
+	return e.configured
+}
 
 // refreshEnv brings the planner's view of the session up to date: current
 // database and sql_mode (re-read by the proxy only after statements that may

@@ -169,13 +169,18 @@ func (s *Service) ListenAndServe(ctx context.Context) error {
 // waits.
 func (s *Service) runRunway() (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
+	done := make(chan struct{}, 2)
 	go func() {
-		defer close(done)
+		defer func() { done <- struct{}{} }()
 		s.Runway.Run(ctx)
+	}()
+	go func() {
+		defer func() { done <- struct{}{} }()
+		s.views.run(ctx) // views made around the proxy (views.go)
 	}()
 	return func() {
 		cancel()
+		<-done
 		<-done
 	}
 }

@@ -124,6 +124,7 @@ func (s *Service) reload(ctx context.Context, next *config.Config) (changes []st
 	s.Proxy.SetUsers(Accounts(next.Users))
 	s.Proxy.SetAdmins(next.Admins)
 	s.Engine.SetRules(rs)
+	s.views.refresh(ctx) // the views over the rule tables in force
 	if tokens {
 		s.IDAPI.SetTokens(IDAPITokens(next))
 	}

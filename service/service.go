@@ -94,6 +94,8 @@ type Service struct {
 	lowerCaseTableNames int // the backend's lower_case_table_names the rules were built with
 
 	life lifecycle // Serve calls in progress and Close
+
+	views *viewWatch // the rules of views over rule tables (views.go)
 }
 
 // New prepares the allocation store (creating its database, leaf_alloc,
@@ -198,7 +200,11 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	}
 	mon := runway.New(seq, liveAlloc.Load, ro)
 	adm.SetRunway(mon.Get)
-	eng.OnDDL(mon.Invalidate) // a key column widened through the proxy is seen at once
+	views := newViewWatch(h.backend, eng, log)
+	eng.OnDDL(func() {
+		mon.Invalidate() // a key column widened through the proxy is seen at once
+		views.refresh(context.Background())
+	})
 	popts := []proxy.Option{proxy.WithLogger(log), proxy.WithInterceptor(adm), proxy.WithAuthMethod(cfg.AuthMethod)}
 	if cfg.Metrics.Listen == "" && !o.stats {
 		// Nobody scrapes: the sessions count nothing.
@@ -234,6 +240,10 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	}
 	svc := &Service{IDAPI: api, Proxy: srv, Sequences: seq, Engine: eng, Runway: mon, log: log, cfg: cfg, registry: reg,
 		health: h, version: o.version, started: started, live: live, liveAlloc: liveAlloc, lowerCaseTableNames: names.lowerCaseTableNames, reloads: reloads}
+	svc.views = views
+	if backendErr == nil {
+		views.refresh(ctx)
+	}
 	svc.life.init()
 	return svc, nil
 }
