@@ -58,8 +58,8 @@ type Engine struct {
 	viewsMu    sync.Mutex
 	configured *rewriter.Rules
 	views      []rewriter.Rule
-	columns  *columnCache
-	onDDL    func() // OnDDL
+	columns    *columnCache
+	onDDL      func() // OnDDL
 	// What planning with the parser may cost (WithPlanLimits, planmem.go).
 	maxDepth int
 	plans    *planBudget
