@@ -46,7 +46,7 @@ again:
 	for {
 		seg := t.current.Load()
 		v := seg.next.Load()
-		if v >= seg.end || seg.end-v < n {
+		if !seg.holds(v) || seg.end-v < n {
 			if a.takeNext(t, seg, n) {
 				continue
 			}
@@ -249,6 +249,9 @@ func (a *Allocator) Advance(ctx context.Context, tag string, v int64) error {
 	for {
 		seg := t.current.Load()
 		n := seg.next.Load()
+		if n < seg.start {
+			n = math.MaxInt64 // wrapped past the top: used up (segment.exhausted)
+		}
 		if v < n {
 			return nil // everything still to come is above v
 		}
