@@ -2,6 +2,7 @@ package segment
 
 import (
 	"context"
+	"errors"
 
 	"github.com/leafproxy/leafproxy/internal/nonblock"
 )
@@ -62,6 +63,9 @@ func (a *Allocator) run(ctx context.Context, t *tagState, n int64) (int64, error
 		if changed {
 			continue
 		}
+		if pe := a.runPastEnd(t); pe != nil {
+			return 0, pe
+		}
 		if step := t.lastStep(); waits < maxRunWaits && (n <= step || step == 0) {
 			// The next segment will hold the run (or the tag has
 			// none yet: its first fetch says its step): wait for it.
@@ -70,7 +74,7 @@ func (a *Allocator) run(ctx context.Context, t *tagState, n int64) (int64, error
 			// range of its own (which drops the buffers below it).
 			waits++
 			if err := a.advance(ctx, t, seg); err != nil {
-				return 0, err
+				return 0, withFit(t, err)
 			}
 			continue
 		}
@@ -81,9 +85,40 @@ func (a *Allocator) run(ctx context.Context, t *tagState, n int64) (int64, error
 	}
 	first, err := a.dedicated(ctx, t, n)
 	if err != nil {
-		return 0, err
+		return 0, withFit(t, err)
 	}
 	return first, nil
+}
+
+// runPastEnd is t's PastEndError (with Fit) when t is stopped at its end
+// (its limit, MAXVALUE or the top of int64): a run that does not fit what
+// is left fetches nothing.
+func (a *Allocator) runPastEnd(t *tagState) error {
+	t.mu.Lock()
+	pe := t.pastEnd
+	if pe != nil && pe.RunOut && a.retryRunOut(t) {
+		pe = nil // MAXVALUE may have been raised: ask the store
+	}
+	t.mu.Unlock()
+	if pe == nil {
+		return nil
+	}
+	return withFit(t, pe)
+}
+
+// withFit is err with the IDs left in t's current segment as the Fit of a
+// PastEndError: the rows of the statement that would have had keys.
+func withFit(t *tagState, err error) error {
+	var pe *PastEndError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	cp := *pe
+	cur := t.current.Load()
+	if v := cur.next.Load(); cur.holds(v) {
+		cp.Fit = cur.end - v
+	}
+	return &cp
 }
 
 // join takes a run of n from the buffered next segment when the current
