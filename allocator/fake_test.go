@@ -465,14 +465,23 @@ func TestKeyLimits(t *testing.T) {
 		last = v
 	}
 	var pe *segment.PastEndError
-	if !errors.As(err, &pe) || code(err) != 167 || last < 15 {
-		t.Fatalf("past the column's end (last %d): %v", last, err)
+	if !errors.As(err, &pe) || code(err) != 167 || last != 15 {
+		t.Fatalf("past the column's end (last %d, want 15: the segment holding it is cut there): %v", last, err)
 	}
-	if r, _ := st.Segments.Get("seg"); r.MaxID != last+1 {
-		t.Errorf("leaf_alloc max_id %d after the last ID %d: a segment fetched past the column's end", r.MaxID, last)
+	atEnd, _ := st.Segments.Get("seg")
+	for range 3 {
+		if _, err := s.Next(ctx, "seg"); code(err) != 167 {
+			t.Fatalf("again past the end: %v", err)
+		}
+		if _, err := s.NextN(ctx, "seg", 3, nil); code(err) != 167 {
+			t.Fatalf("NextN(3) past the end: %v", err)
+		}
+	}
+	if r, _ := st.Segments.Get("seg"); r.MaxID != atEnd.MaxID {
+		t.Errorf("leaf_alloc max_id %d after the end, was %d: a segment fetched past the column's end", r.MaxID, atEnd.MaxID)
 	}
 	s.SetKeyLimits(map[string]allocator.KeyLimit{"seg": {Max: 1000, By: "t.id SMALLINT"}})
-	if v, err := s.Next(ctx, "seg"); v != last+1 || err != nil {
-		t.Errorf("after widening: %d %v", v, err)
+	if v, err := s.Next(ctx, "seg"); v != atEnd.MaxID || err != nil {
+		t.Errorf("after widening: %d %v, want %d (the store's max_id)", v, err, atEnd.MaxID)
 	}
 }

@@ -360,7 +360,9 @@ func (s *Sequences) Next(ctx context.Context, tag string) (int64, error) {
 	return v, nil
 }
 
-// NextN appends n ascending IDs for tag to dst.
+// NextN appends n ascending IDs for tag to dst: one run of consecutive
+// IDs for a segment tag (segment.Allocator.NextN), for a snowflake tag up
+// to a tick's sequence space (snowflake.Generator.NextN).
 func (s *Sequences) NextN(ctx context.Context, tag string, n int, dst []int64) ([]int64, error) {
 	if t := s.snowTag(tag); t != nil {
 		g, err := s.generator(ctx, tag, t)

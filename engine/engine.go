@@ -39,6 +39,11 @@ import (
 
 // IDSource draws IDs per tag; allocator.Sequences implements it.
 type IDSource interface {
+	// NextN appends n ascending IDs of tag to dst: one run of consecutive
+	// IDs for a segment tag, and for a snowflake tag up to a tick's
+	// sequence space (a statement's keys, as InnoDB's of a multi-row
+	// INSERT: ORMs count them from the insert id). A 167 at the tag's end
+	// may say how many IDs were left (Fits() int64: keyrange.go's atEnd).
 	NextN(ctx context.Context, tag string, n int, dst []int64) ([]int64, error)
 	// Generator names the generator that serves tag, "segment" or
 	// "snowflake": the key columns it may fill depend on it.

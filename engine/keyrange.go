@@ -155,8 +155,12 @@ type OutOfRangeError struct {
 
 func (e *OutOfRangeError) Error() string {
 	if e.Cause != nil {
+		left := "no ID left that fits"
+		if e.Row > 1 {
+			left = fmt.Sprintf("only %d IDs left that fit, fewer than the statement's keys", e.Row-1)
+		}
 		return "Out of range value for column '" + e.Column + "' at row " + strconv.Itoa(e.Row) +
-			fmt.Sprintf(" (leafproxy: tag '%s' is at the end of %s.%s %s, which holds at most %d: it has no ID left that fits "+
+			fmt.Sprintf(" (leafproxy: tag '%s' is at the end of %s.%s %s, which holds at most %d: it has "+left+" "+
 				"and fetches no segment past the widest key column filled from it; nothing was written; "+
 				"widen the column, e.g. to BIGINT, or move the rule to a new tag)", e.Tag, e.Table, e.Column, e.Type, e.Max)
 	}
@@ -193,14 +197,23 @@ func checkBlock(limits []keyLimit, tag string, b rewriter.Block) error {
 // column; nil for any other error, or a tag without a limit here.
 //
 // n is how many IDs were asked for: with one, no key of the statement fit.
+// With more, the ID source says how many would have fit (its IDs of one
+// statement are one run, which it does not split at the end: the error's
+// Fits), and the row after them is the one the 167 names, as
+// AUTO_INCREMENT's.
 func atEnd(limits []keyLimit, tag string, n int, err error) *OutOfRangeError {
 	var se proxy.SQLError
 	if err == nil || !errors.As(err, &se) || se.Code() != 167 {
 		return nil
 	}
+	row, allPast := 1, n == 1
+	var f interface{ Fits() int64 }
+	if errors.As(err, &f) && f.Fits() >= 0 && f.Fits() < int64(n) {
+		row, allPast = int(f.Fits())+1, f.Fits() == 0
+	}
 	for i := range limits {
 		if l := &limits[i]; l.tag == tag {
-			return &OutOfRangeError{Tag: l.tag, Column: l.column, Table: l.db + "." + l.table, Type: l.typ, Max: l.max, Row: 1, Cause: err, AllPast: n == 1}
+			return &OutOfRangeError{Tag: l.tag, Column: l.column, Table: l.db + "." + l.table, Type: l.typ, Max: l.max, Row: row, Cause: err, AllPast: allPast}
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -127,5 +128,51 @@ func TestQueryPastColumnEnd(t *testing.T) {
 	_, err = e.queryText(ctx, s, []byte("REPLACE INTO orders (item) VALUES ('e')"))
 	if !errors.As(err, &oe) || oe.Row != 1 || !oe.AllPast || len(s.relayed) != 2 {
 		t.Fatalf("REPLACE past the end: %v %q", err, s.relayed)
+	}
+}
+
+// fitErr is an ID source's 167 at a tag's end that says how many IDs were
+// left (segment.PastEndError's Fits).
+type fitErr struct{ fit int64 }
+
+func (e fitErr) Error() string    { return "leafproxy: sequence 't' is at its end" }
+func (e fitErr) Code() uint16     { return 167 }
+func (e fitErr) SQLState() string { return "22003" }
+func (e fitErr) Fits() int64      { return e.fit }
+
+type plainEnd struct{}
+
+func (plainEnd) Error() string    { return "leafproxy: sequence 't' is at its end" }
+func (plainEnd) Code() uint16     { return 167 }
+func (plainEnd) SQLState() string { return "22003" }
+
+// TestAtEndRow: the 167 of a statement whose keys do not all fit names the
+// first row past the end, as AUTO_INCREMENT's; with none left every key
+// is past it (INSERT IGNORE then gets a warning).
+func TestAtEndRow(t *testing.T) {
+	limits := []keyLimit{{tag: "t", max: 127, db: "d", table: "x", column: "id", typ: "tinyint(4)"}}
+	for _, tc := range []struct {
+		n       int
+		err     error
+		row     int
+		allPast bool
+	}{
+		{1, fitErr{0}, 1, true},
+		{5, fitErr{0}, 1, true},
+		{5, fitErr{2}, 3, false},
+		{5, fitErr{4}, 5, false},
+		{3, plainEnd{}, 1, false}, // says nothing of what was left
+	} {
+		oe := atEnd(limits, "t", tc.n, tc.err)
+		if oe == nil || oe.Row != tc.row || oe.AllPast != tc.allPast {
+			t.Errorf("n %d, %v: %+v, want row %d all past %v", tc.n, tc.err, oe, tc.row, tc.allPast)
+			continue
+		}
+		if want := "at row " + strconv.Itoa(tc.row) + " "; !strings.Contains(oe.Error(), want) {
+			t.Errorf("n %d: %q lacks %q", tc.n, oe.Error(), want)
+		}
+	}
+	if oe := atEnd(limits, "other", 2, fitErr{1}); oe != nil {
+		t.Errorf("a tag without a limit here: %+v", oe)
 	}
 }

@@ -3,7 +3,9 @@ package integration
 import (
 	"database/sql"
 	"fmt"
+	"sync"
 	"testing"
+	"time"
 
 	gormmysql "gorm.io/driver/mysql"
 	"gorm.io/gorm"
@@ -32,19 +34,20 @@ import (
 //     LastInsertId()+i to the i-th model, which is right only when the
 //     statement's keys are consecutive (see below).
 //
-// Consecutive keys in one statement, which only LastInsertId needs:
+// Consecutive keys in one statement, which only LastInsertId needs
+// (issue 38 item 2; README "How generated keys come back"):
 //
-//   - segment: one statement's IDs are one atomic block of a segment
-//     (NextN), consecutive unless the block crosses into the next segment
-//     AND another proxy took the segment in between (one proxy's segments
-//     are adjacent). With a step far above the batch size, GORM batches get
-//     the right IDs; that is asserted in TestKeyfillGorm.
-//   - snowflake: IDs of one statement are consecutive only while they stay
-//     in one millisecond tick (sequence+1). A batch that crosses a tick (at
-//     the latest after 4096 IDs, often sooner) has a gap, and GORM assigns
-//     IDs that are NOT the stored keys. TestKeyfillGormSnowflakeBatchLimit
-//     asserts this limitation with a batch that must cross a tick. On
-//     MariaDB keep RETURNING on (the default) with snowflake batches.
+//   - segment: one statement's IDs are one run (NextN), always, also
+//     through several proxies sharing a store (a run that does not fit
+//     what is left of the buffered segment takes one contiguous range).
+//     TestKeyfillGorm asserts it for one proxy, TestKeyfillGormFleet for
+//     CreateInBatches through two proxies on one store with step 10.
+//   - snowflake: up to one tick's sequence space (4,096 with the default
+//     layout) a statement's IDs are one run in one tick; a larger batch
+//     is one run per tick, and GORM assigns IDs that are NOT the stored
+//     keys past the first 4,096. TestKeyfillGormSnowflakeBatchLimit
+//     asserts both. Keep snowflake batches at or below 4,096
+//     (CreateInBatches) or, on MariaDB, RETURNING on (the default).
 
 type gormOrder struct {
 	ID  int64  `gorm:"primaryKey;autoIncrement"`
@@ -207,16 +210,16 @@ func TestKeyfillGorm(t *testing.T) {
 	}
 }
 
-// TestKeyfillGormSnowflakeBatchLimit documents a limitation, not a wish:
-// with RETURNING disabled, a GORM batch Create into a snowflake table whose
-// keys cross a millisecond tick gets model IDs that are not the stored
-// keys, because GORM assumes LastInsertId()+i. 5000 rows cannot fit one
-// tick (4096 sequence values, random start), so the keys have a gap and at
-// least one model ID is wrong. Every model ID that GORM got right is the
-// stored key of its own row; the first model is always right
-// (LAST_INSERT_ID is the first row's key). Without RETURNING (MySQL
-// backends), use segment tags (or one row per Create) with GORM batches;
-// on MariaDB keep RETURNING on (TestKeyfillGormReturning).
+// TestKeyfillGormSnowflakeBatchLimit documents a limit, not a wish: with
+// RETURNING disabled, a GORM batch Create into a snowflake table of more
+// rows than a tick's sequence space (4,096) gets model IDs that are not the
+// stored keys past the first 4,096, because GORM assumes LastInsertId()+i
+// and the keys are one run per tick. The first model is always right
+// (LAST_INSERT_ID is the first row's key). The same rows sent with
+// CreateInBatches(rows, 4096) get every ID right: each statement's keys
+// are one run in one tick. Without RETURNING (MySQL backends), keep
+// snowflake batches at or below 4,096; on MariaDB keep RETURNING on
+// (TestKeyfillGormReturning).
 func TestKeyfillGormSnowflakeBatchLimit(t *testing.T) {
 	_, lf, direct := gormEnv(t)
 	db := openGorm(t, lf, map[string]string{"interpolateParams": "true"}, false, false)
@@ -262,6 +265,26 @@ func TestKeyfillGormSnowflakeBatchLimit(t *testing.T) {
 	t.Logf("snowflake batch of %d: %d gaps between consecutive rows' keys, %d model IDs differ from the stored key (GORM limitation)", len(batch), gaps, wrong)
 	if gaps == 0 || wrong == 0 {
 		t.Fatalf("expected a tick crossing to break GORM's LastInsertId+i assignment (gaps %d, wrong %d): the limitation documented here no longer holds, update the docs", gaps, wrong)
+	}
+
+	// Batches of a tick's worth: every model ID is its stored key.
+	batch = make([]gormMessage, 5000)
+	for i := range batch {
+		batch[i] = gormMessage{Body: fmt.Sprintf("tick-%04d", i)}
+	}
+	for round := range 3 {
+		for i := range batch {
+			batch[i].ID = 0
+			batch[i].Body = fmt.Sprintf("tick%d-%04d", round, i)
+		}
+		if err := db.CreateInBatches(&batch, 4096).Error; err != nil {
+			t.Fatalf("CreateInBatches(5000, 4096): %v", err)
+		}
+		for _, m := range batch {
+			if want := storedID(t, direct, "messages", "body", m.Body); m.ID != uint64(want) {
+				t.Fatalf("CreateInBatches(5000, 4096) round %d: %s model ID %d, stored key %d", round, m.Body, m.ID, want)
+			}
+		}
 	}
 }
 
@@ -361,4 +384,88 @@ func TestKeyfillGormReturning(t *testing.T) {
 			t.Logf("snowflake batch of %d with RETURNING: %d gaps between consecutive keys, every model ID is its stored key", len(batch), gaps)
 		})
 	}
+}
+
+// TestKeyfillGormFleet (issue 38 item 2): GORM's CreateInBatches with
+// RETURNING disabled (each batch one multi-row INSERT, row i's ID set to
+// LastInsertId()+i) through two proxies sharing one store, a segment tag
+// with step 10, four clients at once (text and prepared on each proxy),
+// batches of 7 to 47: every model's ID is its stored row's key.
+func TestKeyfillGormFleet(t *testing.T) {
+	backend := testdb.Start(t)
+	direct := backend.Open(t, "app")
+	backend.Exec(t, "CREATE TABLE app.orders (id BIGINT PRIMARY KEY, sku VARCHAR(64) NOT NULL UNIQUE, qty INT NOT NULL)")
+	var proxies [2]*leaf
+	for i := range proxies {
+		cfg := leafConfig(t, backend, nil)
+		cfg.Sequences.WaitTimeout = config.Duration(10 * time.Second) // a loaded 2-core machine
+		cfg.Sequences.Tags = map[string]config.Tag{"order": {Generator: "segment", Step: 10}}
+		cfg.Tables = []config.Table{{Table: "orders", Column: "id", Tag: "order"}}
+		proxies[i] = startLeaf(t, cfg)
+	}
+	type client struct {
+		name string
+		db   *gorm.DB
+	}
+	var clients []client
+	for i, p := range proxies {
+		for _, mode := range gormModes {
+			clients = append(clients, client{fmt.Sprintf("proxy%d-%s", i, mode.name), openGorm(t, p, mode.params, mode.prepare, false)})
+		}
+	}
+	sizes := []int{7, 23, 47, 11, 31}
+	var wg sync.WaitGroup
+	results := make([][]gormOrder, len(clients))
+	errs := make(chan error, len(clients))
+	for c, cl := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for round, size := range sizes {
+				batch := make([]gormOrder, 4*size+3)
+				for i := range batch {
+					batch[i] = gormOrder{SKU: fmt.Sprintf("%s-%d-%03d", cl.name, round, i), Qty: i}
+				}
+				if err := cl.db.CreateInBatches(&batch, size).Error; err != nil {
+					errs <- fmt.Errorf("%s: CreateInBatches(%d rows, %d): %w", cl.name, len(batch), size, err)
+					return
+				}
+				results[c] = append(results[c], batch...)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	stored := map[string]int64{}
+	rows, err := direct.Query("SELECT sku, id FROM orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var sku string
+		var id int64
+		if err := rows.Scan(&sku, &id); err != nil {
+			t.Fatal(err)
+		}
+		stored[sku] = id
+	}
+	rows.Close()
+	wrong, total := 0, 0
+	for _, models := range results {
+		for _, o := range models {
+			total++
+			if want, ok := stored[o.SKU]; !ok || o.ID != want {
+				if wrong++; wrong <= 3 {
+					t.Errorf("%s: model ID %d, stored key %d", o.SKU, o.ID, want)
+				}
+			}
+		}
+	}
+	if wrong != 0 || total != len(stored) {
+		t.Fatalf("%d of %d model IDs are not their stored rows' keys (%d rows stored)", wrong, total, len(stored))
+	}
+	t.Logf("GORM CreateInBatches through two proxies on one store (step 10): %d models, every ID its stored row's key", total)
 }

@@ -16,7 +16,7 @@
 //	    // the last), the session's LASTVAL (Func Last, NULL before the first) or SETVAL's value of
 //	    // Calls[i].Tag, evaluated left to right; or, for a lone Func Decode, LEAFPROXY_DECODE's row
 //	case p.Kind == rewriter.Rewrite:
-//	    // for each p.Tags[i]: batches[i] = allocator.NextN(Tags[i].Tag, Tags[i].N) (ascending)
+//	    // for each p.Tags[i]: batches[i] = allocator.NextN(Tags[i].Tag, Tags[i].N) (ascending, consecutive)
 //	    ids, _ := p.AssignIDs(ids[:0], batches) // ids[j] belongs to p.Slots[j]
 //	    out := p.Render(buf[:0], sql, ids)      // send out instead of sql
 //	}

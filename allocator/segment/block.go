@@ -46,7 +46,7 @@ again:
 	for {
 		seg := t.current.Load()
 		v := seg.next.Load()
-		if v >= seg.end || seg.end-v < n {
+		if !seg.holds(v) || seg.end-v < n {
 			if a.takeNext(t, seg, n) {
 				continue
 			}
@@ -144,6 +144,11 @@ func (a *Allocator) dedicated(ctx context.Context, t *tagState, n int64) (int64,
 		t.mu.Unlock()
 
 		r, err := a.fetch(t.name, n, floor)
+		if overflowed(err) {
+			// max_id + n is past the top of int64 (top.go): fewer than n
+			// IDs are left, and a block is all or nothing.
+			return 0, atTop(t.name)
+		}
 		var ranOut *PastEndError
 		if errors.As(err, &ranOut) {
 			t.mu.Lock()
@@ -180,6 +185,13 @@ func (a *Allocator) dedicated(ctx context.Context, t *tagState, n int64) (int64,
 			t.runOutUntil = a.opts.Clock().Add(a.opts.UnknownTTL)
 			t.mu.Unlock()
 			return 0, runOut(t.name, r.MaxValue, r.MaxValue+1)
+		}
+		if l, ok := a.limitOf(t.name); ok && r.End-1 > l.Max {
+			// The block reaches past the widest key column filled from
+			// the tag: none of it is handed out (limit.go).
+			t.blockEnd = max(t.blockEnd, r.End)
+			t.mu.Unlock()
+			return 0, &PastEndError{Tag: t.name, Limit: l, Next: max(r.Start, l.Max+1)}
 		}
 		if r.Start < t.floor && attempt < 3 {
 			// Fetched before a SETVAL moved the store past it.
@@ -249,6 +261,9 @@ func (a *Allocator) Advance(ctx context.Context, tag string, v int64) error {
 	for {
 		seg := t.current.Load()
 		n := seg.next.Load()
+		if n < seg.start {
+			n = math.MaxInt64 // wrapped past the top: used up (segment.exhausted)
+		}
 		if v < n {
 			return nil // everything still to come is above v
 		}

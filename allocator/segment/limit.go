@@ -26,9 +26,22 @@ type PastEndError struct {
 	Limit  Limit
 	Next   int64 // the first ID past the limit this proxy would have handed out
 	RunOut bool
+	// Fit is how many IDs below the limit were left when a run of
+	// consecutive IDs (NextN) did not fit: a statement's rows up to Fit
+	// would have had keys, the one after it is the first past the end
+	// (AUTO_INCREMENT's 167 names that row). Nothing was taken.
+	Fit int64
 }
 
+// Fits is Fit, for a caller that sees the error only as an interface
+// (the engine: the row its 167 names).
+func (e *PastEndError) Fits() int64 { return e.Fit }
+
 func (e *PastEndError) Error() string {
+	if e.Limit.By == TopBy && !e.RunOut {
+		return fmt.Sprintf("leafproxy: sequence '%s' is at its end: leaf_alloc.max_id, a signed BIGINT as in Leaf's schema, has reached 2^63-1, "+
+			"so its last ID was %d; no ID past it is handed out, to a BIGINT UNSIGNED key column neither; move the rule to a new tag", e.Tag, e.Limit.Max)
+	}
 	if e.RunOut {
 		return fmt.Sprintf("Sequence '%s' has run out (leafproxy: its MAXVALUE is %d and no ID above it is handed out; "+
 			"raise it with ALTER LEAFPROXY SEQUENCE %s MAXVALUE n, or move the rule to a new tag)", e.Tag, e.Limit.Max, e.Tag)
@@ -71,14 +84,60 @@ func (a *Allocator) SetLimits(limits map[string]Limit) {
 	a.limits.Store(&m)
 	for tag, t := range *a.tags.Load() {
 		t.mu.Lock()
-		if t.pastEnd != nil && !t.pastEnd.RunOut {
+		if t.pastEnd != nil && !t.pastEnd.RunOut && t.pastEnd.Limit.By != TopBy {
 			if l, ok := m[tag]; !ok || t.pastEnd.Next <= l.Max {
 				t.pastEnd = nil
 				t.broadcast()
 			}
 		}
+		if l, ok := m[tag]; ok {
+			t.trimTo(l.Max + 1)
+		}
 		t.mu.Unlock()
 	}
+}
+
+// cutAtLimit cuts r, a fetched segment starting within t's Limit, at the
+// Limit: NEXTVAL and the ID API stop at the widest key column's end as
+// inserts do (the IDs past it, up to the store's max_id, are never handed
+// out; the column widened, the next fetch starts above them). t.mu must
+// be held.
+func (a *Allocator) cutAtLimit(t *tagState, r Range) Range {
+	if l, ok := a.limitOf(t.name); ok && r.End > l.Max+1 {
+		r.End = max(l.Max+1, r.Start)
+	}
+	return r
+}
+
+// trimTo makes end the end of t's buffered segments where they reach past
+// it (a Limit set or lowered after they were fetched): the IDs at or
+// above end are not handed out. The current segment is replaced, not
+// changed (it is read without the lock): its cursor is moved to its end
+// in one swap, so no ID of it is taken after the swap, and the new one
+// goes on from where it was. t.mu must be held.
+func (t *tagState) trimTo(end int64) {
+	if nx := t.next; nx != nil && nx.end > end {
+		if nx.start >= end {
+			t.next = nil
+		} else {
+			s := newSegment(nx.start, end)
+			s.next.Store(nx.next.Load())
+			t.next = s
+		}
+	}
+	cur := t.current.Load()
+	if cur.end <= end {
+		return
+	}
+	v := cur.next.Swap(cur.end)
+	if cur.start >= end {
+		t.current.Store(newSegment(0, 0))
+		return
+	}
+	s := newSegment(cur.start, end)
+	s.next.Store(v) // past end, or wrapped: used up (segment.holds)
+	s.asked.Store(cur.asked.Load())
+	t.current.Store(s)
 }
 
 // limitOf is tag's Limit, false when it has none.
@@ -96,6 +155,9 @@ func (a *Allocator) limitOf(tag string) (Limit, bool) {
 // end and its MAXVALUE (as the last fetch read it; a RunOut error at or
 // below the column's end). t.mu must be held.
 func (a *Allocator) pastLimit(t *tagState, floor int64) *PastEndError {
+	if floor >= math.MaxInt64 && (t.maxValue <= 0 || t.maxValue >= topLimit.Max) {
+		return atTop(t.name) // top.go
+	}
 	l, ok := a.limitOf(t.name)
 	if t.maxValue > 0 && (!ok || t.maxValue <= l.Max) {
 		if floor <= t.maxValue {

@@ -8,9 +8,10 @@ import (
 )
 
 // TestLimitStopsFetching: a tag whose widest key column holds at most 250
-// hands out IDs up to the end of the segment that holds 250, then answers
-// PastEndError (167) without fetching another segment; a raised limit
-// (the column widened) serves it again.
+// hands out IDs up to 250 (the segment that holds it is cut there: issue
+// 38 item 9, NEXTVAL stops at the column's end as inserts do), then
+// answers PastEndError (167) without fetching another segment; a raised
+// limit (the column widened) serves it again, above the store's max_id.
 func TestLimitStopsFetching(t *testing.T) {
 	store := newMemStore(map[string]int64{"t": 100})
 	a := New(store, Options{MaxStep: 100, WaitTimeout: time.Hour})
@@ -30,8 +31,8 @@ func TestLimitStopsFetching(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Code() != 167 || pe.SQLState() != "22003" || pe.Limit.Max != 250 {
 		t.Fatalf("after %d: %v", last, err)
 	}
-	if last != 300 {
-		t.Errorf("last ID handed out %d, want 300 (the end of the segment holding 250)", last)
+	if last != 250 {
+		t.Errorf("last ID handed out %d, want 250 (the column's end)", last)
 	}
 	store.mu.Lock()
 	fetches := store.fetches

@@ -141,7 +141,7 @@ func (a *Allocator) load(t *tagState) {
 		}
 		t.mu.Unlock()
 
-		r, err := a.fetch(t.name, step, floor)
+		r, err := a.fetchToTop(t.name, step, floor)
 		var unknown *UnknownTagError
 		if errors.As(err, &unknown) && a.opts.AutoCreate && !triedCreate {
 			triedCreate = true
@@ -152,10 +152,13 @@ func (a *Allocator) load(t *tagState) {
 
 		var ranOut *PastEndError
 		if errors.As(err, &ranOut) {
-			// The store's max_id is past the tag's MAXVALUE: nothing taken.
+			// The store's max_id is past the tag's MAXVALUE, or at the
+			// top of int64 (top.go): nothing taken.
 			a.storeAnswered(t.name)
 			t.mu.Lock()
-			t.maxValue = ranOut.Limit.Max
+			if ranOut.RunOut {
+				t.maxValue = ranOut.Limit.Max
+			}
 			a.stopAtEnd(t, ranOut)
 			t.mu.Unlock()
 			return
@@ -195,6 +198,7 @@ func (a *Allocator) load(t *tagState) {
 			t.refused++
 			refusedAttrs = []any{"max_id", moved.MaxID, "high_water", moved.Floor}
 		} else if err == nil {
+			r = a.cutAtLimit(t, r)
 			if err = t.accept(r, a.opts.Clock(), floor); err == nil {
 				t.loading = false
 				t.mu.Unlock()
@@ -212,7 +216,7 @@ func (a *Allocator) load(t *tagState) {
 		}
 		switch {
 		case movedBack:
-			to := max(t.highWater, t.seen, t.blockEnd) + max(a.opts.RepairMargin, 10*t.step)
+			to := addSat(max(t.highWater, t.seen, t.blockEnd), max(a.opts.RepairMargin, 10*t.step))
 			t.mu.Unlock()
 			a.log.Error("leaf_alloc.max_id moved back below IDs already issued (failover to a stale replica? restored backup? manual edit?); "+
 				"segment refused, pushing max_id past the high-water mark",
@@ -346,6 +350,9 @@ func (a *Allocator) stopAtEnd(t *tagState, pe *PastEndError) {
 			a.log.Warn("sequence has run out: no ID above its MAXVALUE is handed out", "tag", t.name, "max_value", pe.Limit.Max)
 		}
 		t.runOutUntil = a.opts.Clock().Add(a.opts.UnknownTTL)
+	} else if t.pastEnd == nil && pe.Limit.By == TopBy {
+		a.log.Warn("sequence is at its end: leaf_alloc.max_id, a signed BIGINT, is at 2^63-1; no ID past 2^63-2 is handed out",
+			"tag", t.name, "limit", pe.Limit.Max)
 	} else if t.pastEnd == nil {
 		a.log.Warn("sequence is at its end: no segment fetched beyond the widest key column filled from it",
 			"tag", t.name, "limit", pe.Limit.Max, "limited_by", pe.Limit.By, "next", pe.Next)

@@ -3,7 +3,6 @@ package segment
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -112,22 +111,33 @@ func TestAutoCreate(t *testing.T) {
 	}
 }
 
-func TestNextNSpansSegments(t *testing.T) {
+// TestNextNOneRun: a batch larger than a segment is one run of
+// consecutive IDs (issue 38: a statement's keys), above everything handed
+// out before it; dst's own values are kept.
+func TestNextNOneRun(t *testing.T) {
 	ctx := context.Background()
 	store := newMemStore(map[string]int64{"t": 10})
 	a := New(store, Options{MaxStep: 10})
 	defer a.Close()
-	dst := []int64{-7}
-	dst, err := a.NextN(ctx, "t", 35, dst)
+	first, err := a.Next(ctx, "t")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []int64{-7}
-	for i := int64(1); i <= 35; i++ {
-		want = append(want, i)
+	dst := []int64{-7}
+	dst, err = a.NextN(ctx, "t", 35, dst)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !slices.Equal(dst, want) {
-		t.Fatalf("NextN(35) = %v", dst)
+	if len(dst) != 36 || dst[0] != -7 || dst[1] <= first {
+		t.Fatalf("NextN(35) after %d = %v", first, dst)
+	}
+	for i := 1; i < len(dst); i++ {
+		if dst[i] != dst[1]+int64(i-1) {
+			t.Fatalf("NextN(35) = %v: not consecutive", dst)
+		}
+	}
+	if next, err := a.Next(ctx, "t"); err != nil || next <= dst[35] {
+		t.Fatalf("Next after the run: %d, %v; want above %d", next, err, dst[35])
 	}
 	if ids, err := a.NextN(ctx, "t", 0, nil); err != nil || len(ids) != 0 {
 		t.Fatalf("NextN(0) = %v, %v", ids, err)

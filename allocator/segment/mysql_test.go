@@ -141,8 +141,8 @@ func TestMySQLUnknownTagAndAutoCreate(t *testing.T) {
 	if err != nil {
 		t.Fatalf("auto-create: %v", err)
 	}
-	if ids[0] != 1 || ids[74] != 75 || !slices.IsSorted(ids) {
-		t.Fatalf("auto-created tag gave %d..%d", ids[0], ids[74])
+	if ids[0] < 1 || ids[74] != ids[0]+74 || !slices.IsSorted(ids) {
+		t.Fatalf("auto-created tag gave %d..%d, want 75 consecutive IDs", ids[0], ids[74])
 	}
 	var step int64
 	if err := db.QueryRow("SELECT step FROM leaf_alloc WHERE biz_tag = 'auto'").Scan(&step); err != nil || step != 30 {
@@ -150,7 +150,8 @@ func TestMySQLUnknownTagAndAutoCreate(t *testing.T) {
 	}
 }
 
-// TestMySQLNextNSpansSegments: one batch larger than a segment.
+// TestMySQLNextNSpansSegments: one batch larger than a segment is one
+// run of consecutive IDs (issue 38).
 func TestMySQLNextNSpansSegments(t *testing.T) {
 	ctx := context.Background()
 	srv := testdb.Start(t)
@@ -162,13 +163,13 @@ func TestMySQLNextNSpansSegments(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, id := range ids {
-		if id != int64(i+1) {
-			t.Fatalf("ids[%d] = %d: want 1..250 in order from one allocator", i, id)
+		if id != ids[0]+int64(i) || ids[0] < 1 {
+			t.Fatalf("ids[%d] = %d: want 250 consecutive IDs from %d", i, id, ids[0])
 		}
 	}
 	ids, err = a.NextN(ctx, "order", 1000, ids)
-	if err != nil || len(ids) != 1250 || !slices.IsSorted(ids) {
-		t.Fatalf("second batch: %d ids, %v", len(ids), err)
+	if err != nil || len(ids) != 1250 || !slices.IsSorted(ids) || ids[1249] != ids[250]+999 {
+		t.Fatalf("second batch: %d ids, %v: want 1000 consecutive IDs above the first 250", len(ids), err)
 	}
 	checkUnique(t, ids)
 }

@@ -68,7 +68,7 @@ func (a *Allocator) watch() {
 				continue
 			}
 			t.mu.Lock()
-			to := max(t.highWater, t.seen, t.blockEnd) + max(a.opts.RepairMargin, 10*t.step)
+			to := addSat(max(t.highWater, t.seen, t.blockEnd), max(a.opts.RepairMargin, 10*t.step))
 			t.mu.Unlock()
 			a.log.Error("leaf_alloc.max_id moved back below IDs already issued (failover to a stale replica? restored backup? manual edit?); "+
 				"pushing it past the high-water mark",

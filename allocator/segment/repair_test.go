@@ -20,9 +20,13 @@ func TestStaleSegmentRefused(t *testing.T) {
 	store := newMemStore(map[string]int64{"t": 100})
 	a := New(store, Options{MaxStep: 100, WaitTimeout: 300 * time.Millisecond})
 	defer a.Close()
-	served, err := a.NextN(ctx, "t", 150, nil)
-	if err != nil {
-		t.Fatal(err)
+	var served []int64
+	for range 150 { // across two segments: the high-water mark is 201
+		id, err := a.Next(ctx, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		served = append(served, id)
 	}
 	store.set(func(s *memStore) { s.stale = &Range{Start: 1, End: 101, TableStep: 100} })
 	for {
@@ -78,9 +82,13 @@ func TestStoreMovedBackRepaired(t *testing.T) {
 	store := newMemStore(map[string]int64{"t": 100})
 	a := New(store, Options{MaxStep: 100, RepairMargin: 5000, WaitTimeout: time.Second})
 	defer a.Close()
-	served, err := a.NextN(ctx, "t", 150, nil)
-	if err != nil {
-		t.Fatal(err)
+	var served []int64
+	for range 150 { // across two segments: the high-water mark is 201
+		id, err := a.Next(ctx, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		served = append(served, id)
 	}
 	testwait.For(t, "prefetch", func() bool { st, _ := a.Stats("t"); return st.NextReady })
 	st, _ := a.Stats("t")

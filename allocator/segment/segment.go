@@ -23,7 +23,9 @@
 //
 // IDs from one Allocator for one tag are unique and increasing (for calls
 // that do not overlap in time); across Allocators sharing a table they are
-// unique because the Store's ranges are disjoint. IDs are always > 0.
+// unique because the Store's ranges are disjoint. IDs are always > 0. The
+// IDs of one NextN call are consecutive, one run, whatever other
+// Allocators take meanwhile (run.go).
 package segment
 
 import (
@@ -150,7 +152,16 @@ func newSegment(start, end int64) *segment {
 	return s
 }
 
-func (s *segment) exhausted() bool { return s.next.Load() >= s.end }
+// exhausted reports whether s has no ID left. next below start means it
+// wrapped past math.MaxInt64 (requests keep adding to it once it is used
+// up, and a segment may end at the top of int64): used up as well.
+func (s *segment) exhausted() bool {
+	n := s.next.Load()
+	return n >= s.end || n < s.start
+}
+
+// holds reports whether v, a value taken from s.next, is an ID of s.
+func (s *segment) holds(v int64) bool { return v < s.end && v >= s.start }
 
 // tagState is one tag's double buffer. current is read lock-free; everything
 // else is guarded by mu.
@@ -257,7 +268,7 @@ func (a *Allocator) Next(ctx context.Context, tag string) (int64, error) {
 	// The fast path: a map read, one atomic add, no lock, no allocation.
 	if t := (*a.tags.Load())[tag]; t != nil && !a.closed.Load() {
 		seg := t.current.Load()
-		if v := seg.next.Add(1) - 1; v < seg.end {
+		if v := seg.next.Add(1) - 1; seg.holds(v) {
 			if v >= seg.trigger && seg.asked.Load() == 0 {
 				a.prefetch(t, seg)
 			}
@@ -276,9 +287,12 @@ func (a *Allocator) nextSlow(ctx context.Context, tag string) (int64, error) {
 	return ids[0], nil
 }
 
-// NextN appends n IDs for tag to dst, ascending, and returns it. The IDs may
-// span segments. On error dst is returned unchanged; IDs taken before the
-// error are dropped, never handed out again.
+// NextN appends n IDs for tag to dst, ascending, and returns it. They are
+// consecutive, [first, first+n), as InnoDB's for a multi-row INSERT, so a
+// caller that counts a statement's keys from its first (an ORM reading
+// insert_id + i) gets them right: see run. On error dst is returned
+// unchanged; IDs taken before the error are dropped, never handed out
+// again.
 func (a *Allocator) NextN(ctx context.Context, tag string, n int, dst []int64) ([]int64, error) {
 	if n <= 0 {
 		return dst, nil
@@ -290,26 +304,27 @@ func (a *Allocator) NextN(ctx context.Context, tag string, n int, dst []int64) (
 	if err != nil {
 		return dst, err
 	}
-	orig := len(dst)
+	if n == 1 {
+		for {
+			seg := t.current.Load()
+			if v := seg.next.Add(1) - 1; seg.holds(v) {
+				if v >= seg.trigger && seg.asked.Load() == 0 {
+					a.prefetch(t, seg)
+				}
+				return append(dst, v), nil
+			}
+			if err := a.advance(ctx, t, seg); err != nil {
+				return dst, err
+			}
+		}
+	}
+	first, err := a.run(ctx, t, int64(n))
+	if err != nil {
+		return dst, err
+	}
 	dst = slices.Grow(dst, n)
-	for n > 0 {
-		seg := t.current.Load()
-		want := int64(n)
-		v := seg.next.Add(want) - want
-		if v < seg.end {
-			hi := min(v+want, seg.end)
-			if hi > seg.trigger && seg.asked.Load() == 0 {
-				a.prefetch(t, seg)
-			}
-			for id := v; id < hi; id++ {
-				dst = append(dst, id)
-			}
-			n -= int(hi - v)
-			continue
-		}
-		if err := a.advance(ctx, t, seg); err != nil {
-			return dst[:orig], err
-		}
+	for id := first; id < first+int64(n); id++ {
+		dst = append(dst, id)
 	}
 	return dst, nil
 }

@@ -81,6 +81,9 @@ func (a *Allocator) Stats(tag string) (TagStats, bool) {
 		LastErr:     t.lastErr,
 		LastErrAt:   t.lastErrAt,
 	}
+	if s.NextID < cur.start {
+		s.NextID = cur.end // wrapped past the top of int64 once used up (segment.exhausted)
+	}
 	s.Remaining = max(0, cur.end-s.NextID)
 	if t.next != nil {
 		s.NextReady = true

@@ -344,20 +344,30 @@ func (g *Generator) lock(ctx context.Context) bool {
 	return false
 }
 
-// NextN appends n new IDs to dst. On error it returns dst as it was given
-// (the IDs drawn so far are skipped, never reissued).
+// NextN appends n new IDs to dst. Up to a tick's sequence space (4,096
+// with the default layout) they are consecutive, one run in one tick, as
+// InnoDB's keys of a multi-row INSERT are: a tick with fewer left than n
+// is left behind (the call waits for the next tick, less than one, as
+// when a tick's sequence runs out). More than that are such runs, one
+// per tick. On error it returns dst as it was given (the IDs drawn so
+// far are skipped, never reissued).
 func (g *Generator) NextN(ctx context.Context, n int, dst []int64) ([]int64, error) {
 	orig := len(dst)
 	if !g.lock(ctx) {
 		return dst, nonblock.ErrWouldBlock
 	}
 	defer g.mu.Unlock()
-	for range n {
-		id, err := g.nextLocked(ctx)
+	run := g.maxSeq + 1
+	for left := int64(n); left > 0; {
+		k := min(left, run)
+		first, err := g.runLocked(ctx, k)
 		if err != nil {
 			return dst[:orig], err
 		}
-		dst = append(dst, id)
+		for id := first; id < first+k; id++ {
+			dst = append(dst, id)
+		}
+		left -= k
 	}
 	return dst, nil
 }
@@ -374,7 +384,12 @@ func (g *Generator) timeAt(d time.Duration) string {
 }
 
 // nextLocked runs with g.mu held; long waits release it in between.
-func (g *Generator) nextLocked(ctx context.Context) (int64, error) {
+func (g *Generator) nextLocked(ctx context.Context) (int64, error) { return g.runLocked(ctx, 1) }
+
+// runLocked issues n consecutive IDs (1 <= n <= maxSeq+1) in one tick and
+// returns the first. It runs with g.mu held; long waits release it in
+// between.
+func (g *Generator) runLocked(ctx context.Context, n int64) (int64, error) {
 	for {
 		if g.closed {
 			return 0, ErrClosed
@@ -402,20 +417,23 @@ func (g *Generator) nextLocked(ctx context.Context) (int64, error) {
 				return 0, g.overflow(tick)
 			}
 			g.lastTick = tick
-			g.seq = 0
+			first := int64(0)
 			if g.randomStart > 1 {
-				g.seq = g.rng.Int64N(g.randomStart)
+				first = min(g.rng.Int64N(g.randomStart), g.maxSeq+1-n)
 			}
-			return tick<<g.tickShift | g.workerPart | g.seq, nil
+			g.seq = first + n - 1
+			return tick<<g.tickShift | g.workerPart | first, nil
 		case tick == g.lastTick:
-			if g.seq < g.maxSeq {
-				g.seq++
-				return tick<<g.tickShift | g.workerPart | g.seq, nil
+			if g.maxSeq-g.seq >= n {
+				first := g.seq + 1
+				g.seq += n
+				return tick<<g.tickShift | g.workerPart | first, nil
 			}
 			if tick >= g.maxTicks {
 				return 0, g.overflow(tick + 1)
 			}
-			// Sequence used up: wait for the next tick (less than one).
+			// Sequence used up (fewer than n left): wait for the next
+			// tick (less than one).
 			if nonblock.Requested(ctx) {
 				return 0, nonblock.ErrWouldBlock
 			}

@@ -9,6 +9,7 @@ package fakestore
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/leafproxy/leafproxy/allocator"
@@ -118,6 +119,10 @@ func (s *Segments) Fetch(ctx context.Context, tag string, step, floor int64) (se
 	}
 	if used <= 0 {
 		return segment.Range{}, fmt.Errorf("leaf_alloc row %q has step %d: must be positive", tag, row.Step)
+	}
+	if row.MaxID > math.MaxInt64-used {
+		// MariaDB's 1690 on max_id + step past BIGINT's range.
+		return segment.Range{}, fmt.Errorf("advance leaf_alloc.max_id of %q by %d from %d: %w", tag, used, row.MaxID, segment.ErrMaxIDOverflow)
 	}
 	row.MaxID += used
 	return segment.Range{Start: row.MaxID - used, End: row.MaxID, TableStep: row.Step, MaxValue: row.MaxValue}, nil
