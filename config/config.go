@@ -127,6 +127,14 @@ type Table struct {
 	Table  string `yaml:"table"`
 	Column string `yaml:"column"`
 	Tag    string `yaml:"tag"`
+	// Exclude (a pattern only): tables the pattern leaves alone, each
+	// table or db.table, exact or a pattern.
+	Exclude []string `yaml:"exclude"`
+	// Zero is what an explicit key 0 means: "fill" (AUTO_INCREMENT's
+	// meaning: a generated key), "keep" (stored as 0), "" (the default:
+	// keep on a table a pattern matched whose key column has no
+	// AUTO_INCREMENT, fill otherwise).
+	Zero string `yaml:"zero"`
 }
 
 // ServerTLS is TLS towards clients.

@@ -87,7 +87,7 @@ func backendDSN(c *config.Config) string {
 func RewriterRules(c *config.Config) []rewriter.Rule {
 	rules := make([]rewriter.Rule, 0, len(c.Tables))
 	for _, t := range c.Tables {
-		rules = append(rules, rewriter.Rule{Table: t.Table, Column: t.Column, Tag: t.Tag})
+		rules = append(rules, rewriter.Rule{Table: t.Table, Column: t.Column, Tag: t.Tag, Exclude: t.Exclude, Zero: rewriter.Zero(t.Zero)})
 	}
 	return rules
 }
