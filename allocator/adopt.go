@@ -86,7 +86,9 @@ func (k *keyFloors) floor(ctx context.Context, tag string) (floor int64, where s
 		return 0, "", nil
 	}
 	for _, r := range k.rules {
-		if r.Tag != tag {
+		if pr, ok := perTableRule(r, tag); ok {
+			r = pr // this table's own tag: its largest key alone
+		} else if r.Tag != tag {
 			continue
 		}
 		for _, s := range k.servers {
@@ -100,6 +102,33 @@ func (k *keyFloors) floor(ctx context.Context, tag string) (floor int64, where s
 		}
 	}
 	return floor, where, nil
+}
+
+// perTableRule is, when tag is one of the per-table tags of a per_table
+// rule r (tablematch.PerTableTag), the exact rule for that one table.
+func perTableRule(r Rule, tag string) (Rule, bool) {
+	if !r.PerTable {
+		return Rule{}, false
+	}
+	db, table, ok := tablematch.SplitPerTableTag(tag, r.Tag)
+	if !ok {
+		return Rule{}, false
+	}
+	name, err := tablematch.Parse(r.Table, tablematch.Fold)
+	if err != nil || !name.Match(db, table) {
+		return Rule{}, false
+	}
+	return Rule{Table: tablematch.Escape(db) + "." + tablematch.Escape(table), Column: r.Column, Tag: tag}, true
+}
+
+// isPerTableTag reports whether tag is a per-table tag of one of rules.
+func isPerTableTag(rules []Rule, tag string) bool {
+	for _, r := range rules {
+		if _, ok := perTableRule(r, tag); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // systemSchemas never hold application tables.

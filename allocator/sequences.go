@@ -167,6 +167,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*S
 		WaitTimeout:  cfg.WaitTimeout,
 		MaxLoaders:   cfg.MaxLoaders,
 		AutoCreate:   cfg.AutoCreate,
+		Creates:      func(tag string) bool { return isPerTableTag(cfg.Rules, tag) },
 		DefaultStep:  cfg.DefaultStep,
 		RepairMargin: cfg.RepairMargin,
 		Logger:       log.With("component", "segment"),

@@ -2,7 +2,8 @@ package rewriter
 
 import (
 	"fmt"
-	"strings"
+
+	"github.com/leafproxy/leafproxy/internal/tablematch"
 )
 
 // TableKey is what the backend says of one table's key column, the
@@ -84,7 +85,7 @@ func (b *builder) resolve(db, table string, rule Rule) (r Rule, ok bool, err err
 			return Rule{}, false, nil
 		}
 		if rule.PerTable {
-			rule.Tag = PerTableTag(rule.Tag, db, table)
+			rule.Tag = PerTableTag(rule.Tag, db, table, b.env.Rules.FoldsCase())
 		}
 	}
 	rule.keepZero = k.KeepsZero(rule)
@@ -93,9 +94,13 @@ func (b *builder) resolve(db, table string, rule Rule) (r Rule, ok bool, err err
 }
 
 // PerTableTag is the tag of db.table under a per_table pattern rule of
-// tag: "tag.db.table", in lower case (the tag's own name, the database
-// and the table as the statement names them). NEXTVAL('tag.db.table')
+// tag: "tag.db.table" (the names in lower case when fold, as the backend
+// compares them with lower_case_table_names 1 or 2). NEXTVAL('tag.db.table')
 // and SHOW LEAFPROXY SEQUENCES reach it under that name.
-func PerTableTag(tag, db, table string) string {
-	return strings.ToLower(tag + "." + db + "." + table)
+func PerTableTag(tag, db, table string, fold bool) string {
+	c := tablematch.Exact
+	if fold {
+		c = tablematch.Fold
+	}
+	return tablematch.PerTableTag(tag, db, table, c)
 }

@@ -89,7 +89,7 @@ func ruleCoverage(ctx context.Context, conn *sql.Conn, cfg *config.Config, lower
 				cov.Problem = fmt.Sprintf("%s cannot be filled by this rule: %s", full, why)
 			}
 			if rule.PerTable {
-				full += " (tag " + rewriter.PerTableTag(r.Tag, t.db, t.table) + ")"
+				full += " (tag " + rewriter.PerTableTag(r.Tag, t.db, t.table, rs.FoldsCase()) + ")"
 			}
 			cov.Filled = append(cov.Filled, full)
 		}

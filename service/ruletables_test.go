@@ -52,3 +52,58 @@ func TestRuleCoverage(t *testing.T) {
 		t.Errorf("check of an exact rule over cov.j: %q; want one finding naming tables[0].table and the missing column", found)
 	}
 }
+
+// per_table gives each table a pattern fills a tag of its own (issue 39
+// item 2): created above the table's largest key, a fresh table starting
+// at 1, reachable by NEXTVAL; one table's explicit BIGINT key never moves
+// another's counter.
+func TestPerTableTags(t *testing.T) {
+	backend := testdb.Start(t)
+	backend.Exec(t, "DROP DATABASE IF EXISTS pt", "CREATE DATABASE pt",
+		"CREATE TABLE pt.a (id INT PRIMARY KEY, v INT)",
+		"INSERT INTO pt.a VALUES (500, 0)",
+		"CREATE TABLE pt.bigs (id BIGINT PRIMARY KEY, v INT)")
+	cfg := testConfig(backend)
+	cfg.Tables = []config.Table{{Table: "pt.*", Column: "id", Tag: "t", PerTable: true}}
+	r := startService(t, cfg)
+	db := r.client(t)
+	db.SetMaxOpenConns(1)
+	exec := func(q string) {
+		t.Helper()
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	one := func(q string) int64 {
+		t.Helper()
+		var v int64
+		if err := db.QueryRow(q).Scan(&v); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return v
+	}
+	exec("INSERT INTO pt.a (v) VALUES (1)")
+	if id := one("SELECT id FROM pt.a WHERE v = 1"); id != 501 {
+		t.Errorf("pt.a's first filled key %d; want 501, above its largest key 500", id)
+	}
+	exec("INSERT INTO pt.bigs (v) VALUES (1)")
+	if id := one("SELECT id FROM pt.bigs WHERE v = 1"); id != 1 {
+		t.Errorf("pt.bigs's first filled key %d; want 1, as AUTO_INCREMENT on a fresh table", id)
+	}
+	exec("INSERT INTO pt.bigs (id, v) VALUES (3415718944570971483, 2)")
+	exec("CREATE TABLE pt.fresh (id INT PRIMARY KEY, v INT)")
+	exec("INSERT INTO pt.fresh (v) VALUES (1)")
+	exec("INSERT INTO pt.a (v) VALUES (2)")
+	if id := one("SELECT id FROM pt.fresh WHERE v = 1"); id != 1 {
+		t.Errorf("a table created after start: first key %d; want 1", id)
+	}
+	if id := one("SELECT id FROM pt.a WHERE v = 2"); id != 502 {
+		t.Errorf("pt.a after an explicit BIGINT key in pt.bigs: %d; want 502, its own counter", id)
+	}
+	if n := one("SELECT NEXTVAL('t.pt.a')"); n != 503 {
+		t.Errorf("NEXTVAL('t.pt.a') = %d; want 503", n)
+	}
+	if n := one("SELECT NEXTVAL('t.pt.bigs')"); n <= 3415718944570971483 {
+		t.Errorf("NEXTVAL('t.pt.bigs') = %d; want above the explicit key", n)
+	}
+}
