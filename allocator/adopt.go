@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -68,6 +69,7 @@ func newKeyFloors(cfg *Config, store *sql.DB) (k *keyFloors, close func(), err e
 		return nil, nil, fmt.Errorf("backend %s: %w", cfg.BackendAddr, err)
 	}
 	backend.SetMaxOpenConns(2)
+	backend.SetConnMaxIdleTime(BackendIdle) // read when a tag is made, then closed
 	close = func() { backend.Close() }
 	k.servers = append(k.servers, KeyServer{Addr: cfg.BackendAddr, Keys: sqlKeys{backend}})
 	if mc, err := mysql.ParseDSN(cfg.StoreDSN); err == nil && mc.Addr != cfg.BackendAddr && store != nil {
@@ -130,6 +132,15 @@ func isPerTableTag(rules []Rule, tag string) bool {
 	}
 	return false
 }
+
+// BackendIdle is how long a connection of the proxy's own to the backend
+// (the rule tables' largest keys, the runway's column reads) stays open
+// unused: not for good, since tests and operators count the server's
+// sessions (docs/PROTOCOL.md).
+const BackendIdle = 2 * time.Second
+
+// StoreIdle is the same for the allocation store's pool.
+const StoreIdle = 5 * time.Second
 
 // systemSchemas never hold application tables.
 const systemSchemas = "'mysql','information_schema','performance_schema','sys'"

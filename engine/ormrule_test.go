@@ -191,3 +191,43 @@ func TestPatternFillsOnlyKeyTables(t *testing.T) {
 		})
 	}
 }
+
+// Statements on tables outside every rule cost the backend exactly what
+// they cost directly (issue 39 item 7): a text PREPARE of a literal, its
+// EXECUTEs and an EXECUTE IMMEDIATE, with rules configured, add no
+// statement of the proxy's own (Questions as directly).
+func TestUnruledStatementsCostWhatTheyCostDirectly(t *testing.T) {
+	backend := testdb.Start(t)
+	run := func(db *sql.DB) int {
+		t.Helper()
+		conn, err := db.Conn(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		questions := func() int {
+			var name string
+			var n int
+			if err := conn.QueryRowContext(t.Context(), "SHOW SESSION STATUS LIKE 'Questions'").Scan(&name, &n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		before := questions()
+		for _, q := range []string{"PREPARE s FROM 'INSERT INTO t1 VALUES (1)'", "EXECUTE s", "EXECUTE s", "DEALLOCATE PREPARE s",
+			"EXECUTE IMMEDIATE 'INSERT INTO t1 VALUES (2)'", "INSERT INTO t1 VALUES (3)", "SELECT 1"} {
+			if _, err := conn.ExecContext(t.Context(), q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		return questions() - before
+	}
+	for _, loops := range []int{-1, 1} {
+		db := ormEngine(t, backend, loops, []rewriter.Rule{{Table: "orders", Column: "id", Tag: "t"}, {Table: "app.o_*", Column: "id", Tag: "t"}},
+			"CREATE TABLE app.t1 (a INT)")
+		direct := run(backend.Open(t, "app"))
+		if through := run(db); through != direct {
+			t.Errorf("loops %d: %d Questions through the proxy, %d directly", loops, through, direct)
+		}
+	}
+}

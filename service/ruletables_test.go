@@ -7,6 +7,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 	"github.com/leafproxy/leafproxy/service"
 )
 
@@ -106,4 +107,31 @@ func TestPerTableTags(t *testing.T) {
 	if n := one("SELECT NEXTVAL('t.pt.bigs')"); n <= 3415718944570971483 {
 		t.Errorf("NEXTVAL('t.pt.bigs') = %d; want above the explicit key", n)
 	}
+}
+
+// With rule tables, the proxy's own backend sessions (the store's pool,
+// the rule tables' key and column reads at start) close once idle: the
+// backend's sessions are the clients' again within seconds (issue 39 item
+// 7). (Once a tag has served IDs, the store's max_id watch reads it every
+// second: docs/PROTOCOL.md.)
+func TestOwnBackendSessionsCloseWhenIdle(t *testing.T) {
+	backend := testdb.Start(t)
+	backend.Exec(t, "DROP DATABASE IF EXISTS idle", "CREATE DATABASE idle",
+		"CREATE TABLE idle.orders (id BIGINT PRIMARY KEY, v INT)", "CREATE TABLE idle.j (a INT, b INT)")
+	cfg := testConfig(backend)
+	cfg.Tables = []config.Table{{Table: "idle.*", Column: "id", Tag: "t"}}
+	r := startService(t, cfg)
+	db := r.client(t)
+	if _, err := db.Exec("INSERT INTO idle.j (a, b) VALUES (1, 2)"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	direct := backend.Open(t, "")
+	direct.SetMaxOpenConns(1)
+	var left string
+	testwait.For(t, "the backend's sessions other than this test's to close", func() bool {
+		err := direct.QueryRow("SELECT COALESCE(GROUP_CONCAT(CONCAT(ID, ' ', USER, ' ', COMMAND, ' ', TIME, ' ', COALESCE(DB, '-')) SEPARATOR '; '), '') FROM information_schema.PROCESSLIST" +
+			" WHERE ID <> CONNECTION_ID() AND COMMAND NOT IN ('Daemon', 'Binlog Dump') AND USER NOT IN ('system user', 'event_scheduler')").Scan(&left)
+		return err == nil && left == ""
+	}, testwait.Detail(func() string { return left }))
 }
