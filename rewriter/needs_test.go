@@ -37,7 +37,7 @@ func TestNeedsSession(t *testing.T) {
 		{"EXECUTE IMMEDIATE 'SELECT NEXTVAL(s)'", true, true},
 		{"SET STATEMENT max_statement_time=1 FOR EXECUTE IMMEDIATE 'SELECT 1'", false, false},
 		{"PREPARE s FROM @q", true, false}, // with rules: not an INSERT
-		{"EXECUTE s", false, false}, // a statement prepared earlier: the server's (issue 39 item 7)
+		{"EXECUTE s", false, false},        // a statement prepared earlier: the server's (issue 39 item 7)
 		{"EXECUTE s; INSERT INTO orders VALUES (1)", true, false},
 		{"SET STATEMENT max_statement_time=1 FOR INSERT INTO t VALUES (1)", false, false},
 		{"SET STATEMENT max_statement_time=1, sql_mode='' FOR SELECT 1", false, false},
