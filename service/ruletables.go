@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/leafproxy/leafproxy/admin"
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/tablematch"
 	"github.com/leafproxy/leafproxy/rewriter"
@@ -24,8 +25,10 @@ type RuleCoverage struct {
 	Index   int    `json:"rule"`  // tables[Index]
 	Table   string `json:"table"` // the rule's table, as configured
 	Pattern bool   `json:"pattern"`
-	// Filled: the tables the rule fills, db.table.
+	// Filled: the tables the rule fills, db.table; Tags: the tag each is
+	// filled from (per_table: its own).
 	Filled []string `json:"filled"`
+	Tags   []string `json:"tags"`
 	// LeftAlone: the tables the pattern matches but leaves to the server.
 	LeftAlone []LeftAlone `json:"left_alone,omitempty"`
 	// Problem (an exact rule): why its table's key cannot be filled, "".
@@ -70,7 +73,7 @@ func ruleCoverage(ctx context.Context, conn *sql.Conn, cfg *config.Config, lower
 		if err != nil {
 			return out, err
 		}
-		cov := RuleCoverage{Index: i, Table: r.Table, Pattern: name.IsPattern(), Filled: []string{}}
+		cov := RuleCoverage{Index: i, Table: r.Table, Pattern: name.IsPattern(), Filled: []string{}, Tags: []string{}}
 		for _, t := range tables {
 			full := t.db + "." + t.table
 			rule, ok := rs.Lookup(t.db, t.table)
@@ -88,10 +91,11 @@ func ruleCoverage(ctx context.Context, conn *sql.Conn, cfg *config.Config, lower
 				}
 				cov.Problem = fmt.Sprintf("%s cannot be filled by this rule: %s", full, why)
 			}
+			tag := r.Tag
 			if rule.PerTable {
-				full += " (tag " + rewriter.PerTableTag(r.Tag, t.db, t.table, rs.FoldsCase()) + ")"
+				tag = rewriter.PerTableTag(r.Tag, t.db, t.table, rs.FoldsCase())
 			}
-			cov.Filled = append(cov.Filled, full)
+			cov.Filled, cov.Tags = append(cov.Filled, full), append(cov.Tags, tag)
 		}
 		out = append(out, cov)
 	}
@@ -183,4 +187,39 @@ func coverageNotes(cov []RuleCoverage, backend string) (info, warn []ruleNote) {
 			append(attrs, "filled", strings.Join(c.Filled, ", "), "left_alone", strings.Join(left, "; "))})
 	}
 	return info, warn
+}
+
+// tableRows reads what the rules in force cover on the backend now, for
+// SHOW LEAFPROXY TABLES (and keeps it for the status page).
+func (s *Service) tableRows(ctx context.Context) ([]admin.TableRow, error) {
+	cfg := s.live.Load()
+	s.mu.Lock()
+	lctn := s.lowerCaseTableNames
+	s.mu.Unlock()
+	if len(cfg.Tables) == 0 {
+		return nil, nil
+	}
+	conn, err := s.health.backend.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	cov, err := ruleCoverage(ctx, conn, cfg, lctn)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.coverage = cov
+	s.mu.Unlock()
+	var rows []admin.TableRow
+	for _, c := range cov {
+		rule := fmt.Sprintf("tables[%d]", c.Index)
+		for i, t := range c.Filled {
+			rows = append(rows, admin.TableRow{Rule: rule, RuleTable: c.Table, Table: t, Action: "filled", Tag: c.Tags[i], Why: c.Problem})
+		}
+		for _, l := range c.LeftAlone {
+			rows = append(rows, admin.TableRow{Rule: rule, RuleTable: c.Table, Table: l.Table, Action: "left alone", Why: l.Why})
+		}
+	}
+	return rows, nil
 }

@@ -2,8 +2,11 @@ package service_test
 
 import (
 	"context"
+	"database/sql"
 	"strings"
 	"testing"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/testdb"
@@ -24,6 +27,7 @@ func TestRuleCoverage(t *testing.T) {
 		"CREATE TABLE cov.bad (pk INT PRIMARY KEY)")
 	cfg := testConfig(backend)
 	cfg.Tables = []config.Table{{Table: "cov.*", Column: "id", Tag: "t", Exclude: []string{"skip"}}}
+	cfg.Users = append(cfg.Users, config.User{Name: "ops", Password: "secret", Admin: true})
 	r := startService(t, cfg)
 	st := r.Svc.Status(context.Background())
 	if len(st.Rules) != 1 {
@@ -40,6 +44,30 @@ func TestRuleCoverage(t *testing.T) {
 	for table, why := range map[string]string{"cov.j": "no column id", "cov.d": "DEFAULT 7", "cov.skip": "exclude", "cov.bad": "no column id"} {
 		if !strings.Contains(left[table], why) {
 			t.Errorf("%s left alone because %q; want it to say %q (all: %v)", table, left[table], why, left)
+		}
+	}
+
+	// SHOW LEAFPROXY TABLES reads it afresh: a table created since start
+	// is in it.
+	backend.Exec(t, "CREATE TABLE cov.later (id BIGINT PRIMARY KEY)")
+	adm := adminClient(t, r)
+	rows, err := adm.Query("SHOW LEAFPROXY TABLES")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for rows.Next() {
+		var rule, ruleTable, table, action string
+		var tag, why sql.NullString
+		if err := rows.Scan(&rule, &ruleTable, &table, &action, &tag, &why); err != nil {
+			t.Fatal(err)
+		}
+		got[table] = action + " " + tag.String + why.String
+	}
+	rows.Close()
+	for table, want := range map[string]string{"cov.orders": "filled t", "cov.later": "filled t", "cov.j": "left alone it has no column id", "cov.skip": "left alone left out by exclude"} {
+		if got[table] != want {
+			t.Errorf("SHOW LEAFPROXY TABLES: %s %q; want %q (all: %v)", table, got[table], want, got)
 		}
 	}
 
@@ -134,4 +162,17 @@ func TestOwnBackendSessionsCloseWhenIdle(t *testing.T) {
 			" WHERE ID <> CONNECTION_ID() AND COMMAND NOT IN ('Daemon', 'Binlog Dump') AND USER NOT IN ('system user', 'event_scheduler')").Scan(&left)
 		return err == nil && left == ""
 	}, testwait.Detail(func() string { return left }))
+}
+
+// adminClient opens a client as the admin account ops/secret.
+func adminClient(t *testing.T, r *running) *sql.DB {
+	t.Helper()
+	mc := mysql.NewConfig()
+	mc.User, mc.Passwd, mc.Net, mc.Addr = "ops", "secret", "tcp", r.Addr
+	db, err := sql.Open("mysql", mc.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }

@@ -236,6 +236,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	svc := &Service{IDAPI: api, Proxy: srv, Sequences: seq, Engine: eng, Runway: mon, log: log, cfg: cfg, registry: reg,
 		health: h, version: o.version, started: started, live: live, liveAlloc: liveAlloc, lowerCaseTableNames: names.lowerCaseTableNames, coverage: names.coverage, reloads: reloads}
 	svc.life.init()
+	adm.SetTables(svc.tableRows)
 	return svc, nil
 }
 

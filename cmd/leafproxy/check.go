@@ -88,8 +88,15 @@ func printCoverage(ctx context.Context, cfg *config.Config, w io.Writer) {
 			continue
 		}
 		fmt.Fprintf(w, "leafproxy check: tables[%d] %q fills %d table(s)", c.Index, c.Table, len(c.Filled))
-		if len(c.Filled) > 0 {
-			fmt.Fprintf(w, ": %s", strings.Join(c.Filled, ", "))
+		for i, t := range c.Filled {
+			sep := ", "
+			if i == 0 {
+				sep = ": "
+			}
+			fmt.Fprintf(w, "%s%s", sep, t)
+			if c.Tags[i] != c.Table && strings.HasPrefix(c.Tags[i], cfg.Tables[c.Index].Tag+".") {
+				fmt.Fprintf(w, " (tag %s)", c.Tags[i])
+			}
 		}
 		fmt.Fprintln(w)
 		for _, l := range c.LeftAlone {
