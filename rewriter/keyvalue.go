@@ -255,24 +255,7 @@ func readKeyLiteral(l *lexer, t token) (v KeyValue, last token, ok bool) {
 	// literal: _binary '..', _utf8mb4'..', _binary X'..', _binary 0x..
 	// (the literal's value, converted as a string).
 	if w[0] == '_' && len(w) > 1 {
-		save := l.pos
-		s := l.next()
-		if s.kind == tString && l.sql[s.start] == '\'' {
-			return ConvertString(unquote(l.text(s), s.kind, l.mode)), s, true
-		}
-		if s.kind == tWord || s.kind == tNumber {
-			if sw := l.text(s); sw[0] != '_' {
-				v, last, ok := readKeyLiteral(l, s)
-				if ok {
-					if vv, isStr := introducedBytes(sw, last, l); isStr {
-						v = ConvertString(vv)
-					}
-				}
-				return v, last, ok
-			}
-		}
-		l.pos = save
-		return KeyValue{}, t, false
+		return introducedLiteral(l, t)
 	}
 	// A prefix glued to a string: N'..', x'..', b'..'.
 	s := l.next()
@@ -294,6 +277,30 @@ func readKeyLiteral(l *lexer, t token) (v KeyValue, last token, ok bool) {
 	case strings.EqualFold(w, "n"):
 		return ConvertString(body), s, true
 	}
+	return KeyValue{}, t, false
+}
+
+// introducedLiteral reads the literal after the character set introducer
+// t (_binary, _utf8mb4), with or without space before it: a string, or a
+// hexadecimal or bit literal (a string too, with an introducer).
+func introducedLiteral(l *lexer, t token) (v KeyValue, last token, ok bool) {
+	save := l.pos
+	s := l.next()
+	if s.kind == tString && l.sql[s.start] == '\'' {
+		return ConvertString(unquote(l.text(s), s.kind, l.mode)), s, true
+	}
+	if s.kind == tWord || s.kind == tNumber {
+		if sw := l.text(s); sw[0] != '_' {
+			v, last, ok := readKeyLiteral(l, s)
+			if ok {
+				if vv, isStr := introducedBytes(sw, last, l); isStr {
+					v = ConvertString(vv)
+				}
+			}
+			return v, last, ok
+		}
+	}
+	l.pos = save
 	return KeyValue{}, t, false
 }
 
