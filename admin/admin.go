@@ -3,6 +3,7 @@
 //
 //	SHOW LEAFPROXY SEQUENCES [LIKE 'pat' | WHERE expr] -- one row per tag: buffers, layout, runway, the store's row
 //	SHOW LEAFPROXY SESSIONS                    -- the proxy's client sessions and their backend threads
+//	SHOW LEAFPROXY TABLES                      -- per table rule, the tables it fills and those a pattern leaves alone
 //	CREATE LEAFPROXY SEQUENCE [IF NOT EXISTS] tag [START [WITH] n] [STEP n]
 //	CREATE LEAFPROXY SEQUENCE [IF NOT EXISTS] tag SNOWFLAKE
 //	       [LAYOUT js_safe | LAYOUT default | LAYOUT (time_bits, worker_bits, sequence_bits)] [EPOCH 'time']
@@ -35,6 +36,18 @@ type Sessions func() []proxy.SessionInfo
 // Runway is a tag's last runway estimate (runway.Monitor.Get).
 type Runway func(tag string) (runway.Estimate, bool)
 
+// TableRow is one table a rule matches on the backend, as SHOW LEAFPROXY
+// TABLES shows it: the rule (tables[i] and its table), the table
+// (db.table), what the rule does with it ("filled" or "left alone"), the
+// tag it is filled from, and why a pattern leaves it alone (or why an
+// exact rule cannot fill it).
+type TableRow struct {
+	Rule, RuleTable, Table, Action, Tag, Why string
+}
+
+// Tables reads what each table rule covers on the backend now.
+type Tables func(ctx context.Context) ([]TableRow, error)
+
 // Interceptor answers admin statements and passes the rest to Next.
 type Interceptor struct {
 	proxy.Interceptor
@@ -42,6 +55,7 @@ type Interceptor struct {
 	config      func() *allocator.Config // the allocator configuration in force
 	sessions    Sessions
 	runway      Runway
+	tables      Tables
 	now         func() time.Time
 }
 
@@ -54,6 +68,9 @@ func New(next proxy.Interceptor, seq *allocator.Sequences, config func() *alloca
 
 // SetSessions sets where SHOW LEAFPROXY SESSIONS reads from.
 func (a *Interceptor) SetSessions(f Sessions) { a.sessions = f }
+
+// SetTables sets where SHOW LEAFPROXY TABLES reads from.
+func (a *Interceptor) SetTables(f Tables) { a.tables = f }
 
 // SetRunway sets where SHOW LEAFPROXY SEQUENCES reads runway estimates.
 func (a *Interceptor) SetRunway(f Runway) { a.runway = f }
@@ -140,6 +157,12 @@ func (a *Interceptor) run(ctx context.Context, s session, st stmt) (handled bool
 	case showSessions:
 		cols, rows := a.sessionRows()
 		return true, "ok", s.WriteTextResultSet(cols, rows)
+	case showTables:
+		rows, err := a.tableRows(ctx)
+		if err != nil {
+			return false, "", err
+		}
+		return true, "ok", s.WriteTextResultSet(tableCols, rows)
 	case createSequence:
 		result, err := a.create(ctx, s, st)
 		return true, result, err
@@ -200,4 +223,31 @@ func (a *Interceptor) StmtReset(s *proxy.Session, stmtID uint32) {
 	if sd, ok := a.Interceptor.(proxy.StmtDataInterceptor); ok {
 		sd.StmtReset(s, stmtID)
 	}
+}
+
+var tableCols = []string{"rule", "rule_table", "table", "action", "tag", "why"}
+
+// tableRows is SHOW LEAFPROXY TABLES' rows, read from the backend now.
+func (a *Interceptor) tableRows(ctx context.Context) ([][]*string, error) {
+	if a.tables == nil {
+		return [][]*string{}, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	list, err := a.tables(ctx)
+	if err != nil {
+		return nil, &mysql.MyError{Code: mysql.ER_UNKNOWN_ERROR, State: "HY000", Message: "leafproxy: cannot read the tables the rules match: " + err.Error()}
+	}
+	rows := make([][]*string, 0, len(list))
+	for _, t := range list {
+		v := []string{t.Rule, t.RuleTable, t.Table, t.Action, t.Tag, t.Why}
+		row := make([]*string, len(v))
+		for i := range v {
+			if v[i] != "" {
+				row[i] = &v[i]
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
 }

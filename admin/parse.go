@@ -14,6 +14,7 @@ type kind int
 const (
 	showSequences kind = iota + 1
 	showSessions
+	showTables
 	createSequence
 	alterSequence
 	dropSequence
@@ -55,6 +56,8 @@ func (s stmt) what() string {
 		return "SHOW LEAFPROXY SEQUENCES"
 	case showSessions:
 		return "SHOW LEAFPROXY SESSIONS"
+	case showTables:
+		return "SHOW LEAFPROXY TABLES"
 	case createSequence:
 		return "CREATE LEAFPROXY SEQUENCE"
 	case alterSequence:
@@ -94,7 +97,10 @@ func parse(sql []byte, c sqltext.Class) (stmt, bool) {
 		if len(rest) == 1 && (strings.EqualFold(rest[0], "SESSIONS") || strings.EqualFold(rest[0], "PROCESSLIST")) {
 			return stmt{kind: showSessions}, true
 		}
-		return bad("leafproxy: SHOW LEAFPROXY takes SEQUENCES [LIKE 'pattern' | WHERE expr] or SESSIONS")
+		if len(rest) == 1 && strings.EqualFold(rest[0], "TABLES") {
+			return stmt{kind: showTables}, true
+		}
+		return bad("leafproxy: SHOW LEAFPROXY takes SEQUENCES [LIKE 'pattern' | WHERE expr], SESSIONS or TABLES")
 	case "CREATE":
 		return parseCreate(rest)
 	case "ALTER":

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -68,6 +69,7 @@ func newKeyFloors(cfg *Config, store *sql.DB) (k *keyFloors, close func(), err e
 		return nil, nil, fmt.Errorf("backend %s: %w", cfg.BackendAddr, err)
 	}
 	backend.SetMaxOpenConns(2)
+	backend.SetConnMaxIdleTime(BackendIdle) // read when a tag is made, then closed
 	close = func() { backend.Close() }
 	k.servers = append(k.servers, KeyServer{Addr: cfg.BackendAddr, Keys: sqlKeys{backend}})
 	if mc, err := mysql.ParseDSN(cfg.StoreDSN); err == nil && mc.Addr != cfg.BackendAddr && store != nil {
@@ -86,7 +88,9 @@ func (k *keyFloors) floor(ctx context.Context, tag string) (floor int64, where s
 		return 0, "", nil
 	}
 	for _, r := range k.rules {
-		if r.Tag != tag {
+		if pr, ok := perTableRule(r, tag); ok {
+			r = pr // this table's own tag: its largest key alone
+		} else if r.Tag != tag {
 			continue
 		}
 		for _, s := range k.servers {
@@ -101,6 +105,42 @@ func (k *keyFloors) floor(ctx context.Context, tag string) (floor int64, where s
 	}
 	return floor, where, nil
 }
+
+// perTableRule is, when tag is one of the per-table tags of a per_table
+// rule r (tablematch.PerTableTag), the exact rule for that one table.
+func perTableRule(r Rule, tag string) (Rule, bool) {
+	if !r.PerTable {
+		return Rule{}, false
+	}
+	db, table, ok := tablematch.SplitPerTableTag(tag, r.Tag)
+	if !ok {
+		return Rule{}, false
+	}
+	name, err := tablematch.Parse(r.Table, tablematch.Fold)
+	if err != nil || !name.Match(db, table) {
+		return Rule{}, false
+	}
+	return Rule{Table: tablematch.Escape(db) + "." + tablematch.Escape(table), Column: r.Column, Tag: tag}, true
+}
+
+// isPerTableTag reports whether tag is a per-table tag of one of rules.
+func isPerTableTag(rules []Rule, tag string) bool {
+	for _, r := range rules {
+		if _, ok := perTableRule(r, tag); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// BackendIdle is how long a connection of the proxy's own to the backend
+// (the rule tables' largest keys, the runway's column reads) stays open
+// unused: not for good, since tests and operators count the server's
+// sessions (docs/PROTOCOL.md).
+const BackendIdle = 2 * time.Second
+
+// StoreIdle is the same for the allocation store's pool.
+const StoreIdle = 5 * time.Second
 
 // systemSchemas never hold application tables.
 const systemSchemas = "'mysql','information_schema','performance_schema','sys'"

@@ -78,6 +78,10 @@ type Rule struct {
 	Table  string
 	Column string
 	Tag    string
+	// PerTable (a pattern): each table it fills has a tag of its own,
+	// tablematch.PerTableTag(Tag, db, table), created on first use above
+	// that table's largest key (whatever AutoCreate says).
+	PerTable bool
 }
 
 // Snowflake is how the snowflake generators run.

@@ -126,7 +126,11 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*S
 		}
 		db.SetMaxOpenConns(cfg.MaxLoaders + 4)
 		db.SetMaxIdleConns(cfg.MaxLoaders + 4)
-		db.SetConnMaxIdleTime(5 * time.Minute)
+		// Closed when idle for a few seconds: the store is often the
+		// backend itself, whose sessions tests and operators count
+		// (docs/PROTOCOL.md); fetches are prefetched, off the statement
+		// path, so a fresh login there costs no client a wait.
+		db.SetConnMaxIdleTime(StoreIdle)
 	}
 	closeDB := func() {
 		if db != nil {
@@ -167,6 +171,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*S
 		WaitTimeout:  cfg.WaitTimeout,
 		MaxLoaders:   cfg.MaxLoaders,
 		AutoCreate:   cfg.AutoCreate,
+		Creates:      func(tag string) bool { return isPerTableTag(cfg.Rules, tag) },
 		DefaultStep:  cfg.DefaultStep,
 		RepairMargin: cfg.RepairMargin,
 		Logger:       log.With("component", "segment"),

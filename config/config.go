@@ -127,6 +127,19 @@ type Table struct {
 	Table  string `yaml:"table"`
 	Column string `yaml:"column"`
 	Tag    string `yaml:"tag"`
+	// Exclude (a pattern only): tables the pattern leaves alone, each
+	// table or db.table, exact or a pattern.
+	Exclude []string `yaml:"exclude"`
+	// PerTable (a pattern only): each table the pattern fills has a tag
+	// of its own, <tag>.<db>.<table> (a counter per table, as
+	// AUTO_INCREMENT), created on first use above the table's largest
+	// key; without it the whole family shares tag.
+	PerTable bool `yaml:"per_table"`
+	// Zero is what an explicit key 0 means: "fill" (AUTO_INCREMENT's
+	// meaning: a generated key), "keep" (stored as 0), "" (the default:
+	// keep on a table a pattern matched whose key column has no
+	// AUTO_INCREMENT, fill otherwise).
+	Zero string `yaml:"zero"`
 }
 
 // ServerTLS is TLS towards clients.

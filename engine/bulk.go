@@ -191,10 +191,14 @@ func bulkKept(p *prepared, mode rewriter.Mode, row bulkRow) ([]int64, error) {
 		case 1:
 			v.Null = true
 		}
+		m := mode
+		if sl.KeepZero {
+			m.NoAutoValueOnZero = true // the rule keeps a bound 0
+		}
 		switch {
-		case v.Generates(mode, sl.Ignore):
-		case v.Explicit(mode, sl.Ignore) > 0:
-			kept[k] = v.Explicit(mode, sl.Ignore)
+		case v.Generates(m, sl.Ignore):
+		case v.Explicit(m, sl.Ignore) > 0:
+			kept[k] = v.Explicit(m, sl.Ignore)
 		default:
 			kept[k] = keptNone
 		}

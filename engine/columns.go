@@ -41,6 +41,10 @@ type colEntry struct {
 	cols  []string
 	types []colType // parallel to cols
 	maxes []int64   // parallel to cols: the largest value each holds, 0 for no integer type (colMax)
+	// keys: per column, what information_schema says of its key and
+	// default (parallel to cols); pri: how many columns the primary key has.
+	keys []colKeyFacts
+	pri  int
 	// visible: cols without INVISIBLE ones (MariaDB 10.3+, MySQL 8.0.23+),
 	// which INSERT and LOAD DATA without a column list leave out.
 	visible  []string
@@ -48,6 +52,12 @@ type colEntry struct {
 	// refreshing: a session is re-reading this expired entry; the others
 	// keep using it meanwhile instead of all asking information_schema.
 	refreshing bool
+}
+
+// colKeyFacts is what information_schema says of a column as a key.
+type colKeyFacts struct {
+	primary, autoIncrement bool
+	def                    string // COLUMN_DEFAULT ("" for none, also for MariaDB's 'NULL')
 }
 
 // colType is what information_schema says of a column's type.
@@ -149,7 +159,7 @@ func (c *columnCache) entry(ctx context.Context, s Session, memo *colMemo, db, t
 	var rows [][]*string
 	bs, err := s.Blocking(ctx)
 	if err == nil {
-		rows, err = bs.BackendQuery(ctx, "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, NUMERIC_PRECISION, NUMERIC_SCALE, EXTRA"+
+		rows, err = bs.BackendQuery(ctx, "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, NUMERIC_PRECISION, NUMERIC_SCALE, EXTRA, COLUMN_KEY, COLUMN_DEFAULT"+
 			" FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "+quote(db)+" AND TABLE_NAME = "+quote(table)+
 			" ORDER BY ORDINAL_POSITION")
 	}
@@ -184,6 +194,18 @@ func (c *columnCache) entry(ctx context.Context, s Session, memo *colMemo, db, t
 		if len(r) < 6 || !strings.Contains(strings.ToUpper(str(r[5])), "INVISIBLE") {
 			e.visible = append(e.visible, *r[0])
 		}
+		var k colKeyFacts
+		if len(r) >= 8 {
+			k.primary = strings.EqualFold(str(r[6]), "PRI")
+			k.autoIncrement = strings.Contains(strings.ToLower(str(r[5])), "auto_increment")
+			if d := str(r[7]); r[7] != nil && d != "NULL" {
+				k.def = d
+			}
+		}
+		if k.primary {
+			e.pri++
+		}
+		e.keys = append(e.keys, k)
 	}
 	c.mu.Lock()
 	if len(c.entries) > 10000 {
@@ -256,4 +278,29 @@ func keyTypeProblem(t colType, gen string) string {
 		return ""
 	}
 	return "is not an integer type; the generator produces BIGINT IDs"
+}
+
+// tableKey is what the backend says of db.table's column (Env.TableKey):
+// from the column cache, so one read per table and TTL.
+func (c *columnCache) tableKey(ctx context.Context, s Session, memo *colMemo, db, table, column string) (rewriter.TableKey, error) {
+	ent, err := c.entry(ctx, s, memo, db, table)
+	if err != nil {
+		return rewriter.TableKey{}, err
+	}
+	k := rewriter.TableKey{Known: len(ent.cols) > 0}
+	for i, name := range ent.cols {
+		if !strings.EqualFold(name, column) {
+			continue
+		}
+		k.Column, k.Type = true, ent.types[i].columnType
+		k.Integer = keyTypeProblem(ent.types[i], "segment") == ""
+		if i < len(ent.keys) {
+			f := ent.keys[i]
+			k.Key = f.primary && ent.pri == 1
+			k.AutoIncrement = f.autoIncrement
+			k.Default = f.def
+		}
+		break
+	}
+	return k, nil
 }

@@ -155,6 +155,9 @@ func (e *Engine) state(s Session) *state {
 	st.env.Columns = func(db, table string) ([]string, error) {
 		return e.columns.get(st.ctx, st.session, db, table)
 	}
+	st.env.TableKey = func(db, table, column string) (rewriter.TableKey, error) {
+		return e.columns.tableKey(st.ctx, st.session, &st.lastColumns, db, table, column)
+	}
 	st.env.Limits = rewriter.Limits{MaxDepth: e.maxDepth, Memory: planMemory{budget: e.plans, session: st}}
 	s.SetValue(st)
 	e.register(st)

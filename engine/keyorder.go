@@ -155,11 +155,15 @@ func (st *state) keptKeys(p *prepared, mode rewriter.Mode, bitmap, values []byte
 				return nil, err
 			}
 		}
+		m := mode
+		if sl.KeepZero {
+			m.NoAutoValueOnZero = true // the rule keeps a bound 0
+		}
 		switch {
-		case v.Generates(mode, sl.Ignore):
+		case v.Generates(m, sl.Ignore):
 			kept = append(kept, 0)
-		case v.Explicit(mode, sl.Ignore) > 0:
-			kept = append(kept, v.Explicit(mode, sl.Ignore))
+		case v.Explicit(m, sl.Ignore) > 0:
+			kept = append(kept, v.Explicit(m, sl.Ignore))
 		default:
 			kept = append(kept, keptNone)
 		}

@@ -85,6 +85,15 @@ func plainInsertsIn(sql string, env *Env, anyDB bool) (plain bool, first firstIn
 				save = l.pos
 				w = l.word()
 			}
+			if sqltext.EqualFold(w, "EXECUTE") {
+				if l.skipSpace(); !sqltext.EqualFold(l.word(), "IMMEDIATE") {
+					// EXECUTE s of a statement prepared earlier: the
+					// server runs it, unseen (it may set sql_mode: the
+					// builder takes the mode as unknown after it).
+					goto nextStatement
+				}
+				return false, first
+			}
 			load := sqltext.EqualFold(w, "LOAD")
 			if !load && !sqltext.EqualFold(w, "INSERT") && !sqltext.EqualFold(w, "REPLACE") {
 				return false, first

@@ -152,7 +152,12 @@
 // conversion is not an error: without Mode.Strict, or with IGNORE).
 // Other literals are explicit and kept (the tag moves past them: Explicit
 // and Advances). An expression (0+0, (0), @v, CAST(...)) is error 1235:
-// the proxy cannot tell which key it stores. A NEXTVAL in the key column
+// the proxy cannot tell which key it stores. A character set introducer
+// (_binary 'x', with or without a space; _utf8mb4 0x41) makes a string
+// literal. Where Env.TableKey says the key column is not an integer column
+// (VARCHAR, BINARY), every value given, literal, expression or a prepared
+// ?, is kept as written; only NULL, DEFAULT or an absent key is filled
+// (which the engine refuses for the column's type). A NEXTVAL in the key column
 // is that row's key. Without a column list the table's
 // columns come from Env.Columns; rows whose value count differs from the
 // column count are error 1136 (21S01, "Column count doesn't match value

@@ -284,7 +284,7 @@ func (b *builder) fastKey(l *lexer, v token, tokens int, h *insertHead, rule *Ru
 		return false // the parser path says why
 	}
 	if fill {
-		b.edits = append(b.edits, edit{start: v.start, end: v.end, tag: tag, key: true, param: param, ignore: h.ignore})
+		b.edits = append(b.edits, edit{start: v.start, end: v.end, tag: tag, key: true, param: param, ignore: h.ignore, keepZero: rule.keepZero})
 	}
 	return true
 }

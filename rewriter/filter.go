@@ -22,8 +22,10 @@ func MayRewrite(c sqltext.Class) bool { return c.SeqCall() || c.Plannable() }
 // sql without learning them (which takes statements of the caller's own
 // inside the client's session, counted in its Questions and written to the
 // general log). It is conservative and cheap: true for text with a
-// sequence call, for PREPARE / EXECUTE (and SET STATEMENT ... FOR them)
-// with a quoted literal (text the planner reads as statements) and, when
+// sequence call, for PREPARE / EXECUTE IMMEDIATE (and SET STATEMENT ... FOR
+// them) of literals the planner plans or refuses under some sql_mode
+// (dynamicNeedsSession; EXECUTE s of a statement prepared earlier is not
+// read) and, when
 // there are rules, for anything but INSERT / REPLACE / LOAD statements
 // whose tables no rule matches in any database, read under every sql_mode
 // that changes how their names are quoted. Only their words up to the
@@ -35,11 +37,17 @@ func NeedsSession(sql string, c sqltext.Class, rules *Rules) bool {
 		return true
 	}
 	plan, dynamic, modal := c.Plannable(), c.Dynamic(), c.Modal()
-	if !plan || dynamic || rules.empty() {
-		// Not even PlanQuery's first look finds a statement to plan; a
-		// statement run from a literal is read as statements; without
-		// rules nothing else is planned.
-		return plan && dynamic
+	if !plan {
+		return false // not even PlanQuery's first look finds a statement to plan
+	}
+	if dynamic {
+		// A statement run from a literal is read as statements: planned
+		// as nothing under every sql_mode, in an unknown database, it is
+		// nothing to plan whatever the session's facts.
+		return dynamicNeedsSession(sql, rules)
+	}
+	if rules.empty() {
+		return false // without rules nothing else is planned
 	}
 	env := Env{Rules: rules}
 	if plain, _ := plainInsertsIn(sql, &env, true); !plain || !modal {
@@ -58,6 +66,28 @@ func NeedsSession(sql string, c sqltext.Class, rules *Rules) bool {
 		}
 		env.Mode = m
 		if plain, _ := plainInsertsIn(sql, &env, true); !plain {
+			return true
+		}
+	}
+	return false
+}
+
+// dynamicNeedsSession is NeedsSession for a text with a PREPARE / EXECUTE
+// IMMEDIATE of literals: false when the planner, reading it under every
+// combination of ANSI_QUOTES and NO_BACKSLASH_ESCAPES with the current
+// database unknown (an unqualified name any rule may match counts),
+// plans nothing.
+func dynamicNeedsSession(sql string, rules *Rules) bool {
+	var pl Planner
+	for _, m := range [...]Mode{{}, {ANSIQuotes: true}, {NoBackslashEscapes: true}, {ANSIQuotes: true, NoBackslashEscapes: true}} {
+		env := Env{Rules: rules, Mode: m}
+		b := pl.reset(sql, &env, false, false, true, firstInsert{})
+		b.dbUnknown = true
+		if err := b.run(); err != nil {
+			return true
+		}
+		p := pl.finish()
+		if p.Kind != PassThrough || p.LastKey != 0 || p.StmtKeys != nil || p.Explicit != nil {
 			return true
 		}
 	}

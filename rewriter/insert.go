@@ -312,7 +312,7 @@ func (s *stmtPlan) keyValue(e ast.ExprNode, rule Rule, ignore bool) error {
 		return err
 	}
 	if fill {
-		s.builder.edits = append(s.builder.edits, edit{start: s.start + t.start, end: s.start + end, tag: s.builder.text(rule.Tag), key: true, param: param, ignore: ignore})
+		s.builder.edits = append(s.builder.edits, edit{start: s.start + t.start, end: s.start + end, tag: s.builder.text(rule.Tag), key: true, param: param, ignore: ignore, keepZero: rule.keepZero})
 	}
 	return nil
 }
@@ -353,9 +353,17 @@ func (b *builder) keyFills(l *lexer, base int, t token, form keyForm, rule Rule,
 		}
 		return !mode.NoAutoValueOnZero, false, t.end, nil
 	case keyParam:
-		return b.prepared && t.kind == tParam, true, t.end, nil
+		// A ? in a key column that is not an integer column is the
+		// client's to bind: nothing the proxy could generate goes there.
+		return b.prepared && t.kind == tParam && !rule.text, true, t.end, nil
 	}
 	start := t.start
+	if rule.text {
+		return b.textKey(l, t, rule)
+	}
+	if rule.keepZero {
+		mode.NoAutoValueOnZero = true // an explicit 0 is stored, as the server stores it
+	}
 	v, last, ok := readKeyLiteral(l, t)
 	if ok {
 		after := l.next()
@@ -376,6 +384,36 @@ func (b *builder) keyFills(l *lexer, base int, t token, form keyForm, rule Rule,
 	}
 	b.noteExplicit(rule.Tag, b.lastKey, base+start)
 	return false, false, last.end, nil
+}
+
+// textKey decides a key value written in a rule table whose key column
+// is not an integer column (a VARCHAR or BINARY key, Rule.text): NULL is
+// filled (and refused by the caller's type check: a generated ID does not
+// belong there), anything else, literal or expression, is the client's key
+// and kept as written; it moves no tag.
+func (b *builder) textKey(l *lexer, t token, rule Rule) (fill, param bool, end int, err error) {
+	if l.is(t, "NULL") {
+		save := l.pos
+		if after := l.next(); after.kind == tEOF || l.isPunct(after, ',') || l.isPunct(after, ')') || l.is(after, "ON") || l.is(after, "RETURNING") {
+			l.pos = save
+			return true, false, t.end, nil
+		}
+		l.pos = save
+	}
+	end, depth := t.end, 0
+	for tk := t; tk.kind != tEOF; tk = l.next() {
+		if depth == 0 && (l.isPunct(tk, ',') || l.isPunct(tk, ')')) {
+			break
+		}
+		if l.isPunct(tk, '(') {
+			depth++
+		} else if l.isPunct(tk, ')') {
+			depth--
+		}
+		end = tk.end
+	}
+	b.lastKey, b.lastKeyAt = 0, 0
+	return false, false, end, nil
 }
 
 // ExplicitKey is the largest explicit integer key a plan's statement

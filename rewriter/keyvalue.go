@@ -251,8 +251,13 @@ func readKeyLiteral(l *lexer, t token) (v KeyValue, last token, ok bool) {
 	case l.is(t, "FALSE"):
 		return KeyValue{}, t, true
 	}
-	// An introducer or a prefix glued to a string: N'..', _utf8'..',
-	// x'..', b'..'.
+	// A character set introducer, with or without space before its
+	// literal: _binary '..', _utf8mb4'..', _binary X'..', _binary 0x..
+	// (the literal's value, converted as a string).
+	if w[0] == '_' && len(w) > 1 {
+		return introducedLiteral(l, t)
+	}
+	// A prefix glued to a string: N'..', x'..', b'..'.
 	s := l.next()
 	if s.kind != tString || s.start != t.end || l.sql[s.start] != '\'' {
 		return KeyValue{}, t, false
@@ -269,10 +274,56 @@ func readKeyLiteral(l *lexer, t token) (v KeyValue, last token, ok bool) {
 	case strings.EqualFold(w, "b"):
 		v, ok := bitsValue(body, 2)
 		return v, s, ok
-	case strings.EqualFold(w, "n") || w[0] == '_':
+	case strings.EqualFold(w, "n"):
 		return ConvertString(body), s, true
 	}
 	return KeyValue{}, t, false
+}
+
+// introducedLiteral reads the literal after the character set introducer
+// t (_binary, _utf8mb4), with or without space before it: a string, or a
+// hexadecimal or bit literal (a string too, with an introducer).
+func introducedLiteral(l *lexer, t token) (v KeyValue, last token, ok bool) {
+	save := l.pos
+	s := l.next()
+	if s.kind == tString && l.sql[s.start] == '\'' {
+		return ConvertString(unquote(l.text(s), s.kind, l.mode)), s, true
+	}
+	if s.kind == tWord || s.kind == tNumber {
+		if sw := l.text(s); sw[0] != '_' {
+			v, last, ok := readKeyLiteral(l, s)
+			if ok {
+				if vv, isStr := introducedBytes(sw, last, l); isStr {
+					v = ConvertString(vv)
+				}
+			}
+			return v, last, ok
+		}
+	}
+	l.pos = save
+	return KeyValue{}, t, false
+}
+
+// introducedBytes is, for a hexadecimal or bit literal after a character
+// set introducer (_binary 0x41, _binary X'41'), the string it stands for:
+// with an introducer it is a string, converted as one; isStr false for
+// other literals (a number after _utf8mb4 is a syntax error the server
+// reports).
+func introducedBytes(word string, last token, l *lexer) (b string, isStr bool) {
+	var digits string
+	switch {
+	case len(word) > 2 && word[0] == '0' && (word[1] == 'x' || word[1] == 'X'):
+		digits = word[2:]
+	case strings.EqualFold(word, "x") && last.kind == tString:
+		digits = unquote(l.text(last), last.kind, l.mode)
+	default:
+		return "", false
+	}
+	if len(digits)%2 != 0 {
+		digits = "0" + digits
+	}
+	h, err := hexBytes(digits)
+	return h, err == nil
 }
 
 // bitsValue is a hexadecimal or binary number literal in integer context.

@@ -73,6 +73,9 @@ func (b *builder) loadStatement(start, end int) (handled bool, err error) {
 	if !ok {
 		return false, nil
 	}
+	if rule, ok, err = b.resolve(db, table, rule); err != nil || !ok {
+		return err != nil, err
+	}
 	name := qualify(db, table)
 	what := "DATA"
 	if xml {
@@ -184,7 +187,7 @@ func (b *builder) readLoad(l *lexer, rule Rule, db, table string) (p *Load, why 
 	if why := f.Check(); why != "" {
 		return nil, why
 	}
-	p.edits = loadKeyEdits(p.edits, rule.Column, keys == 1, set, end, b.env.Mode.NoAutoValueOnZero)
+	p.edits = loadKeyEdits(p.edits, rule.Column, keys == 1, set, end, b.env.Mode.NoAutoValueOnZero || rule.keepZero)
 	f.FieldTerm, f.LineTerm, f.LineStart = strings.Clone(f.FieldTerm), strings.Clone(f.LineTerm), strings.Clone(f.LineStart)
 	p.Format = f
 	return p, ""

@@ -52,9 +52,15 @@ func (pl *Planner) memoPlan(sql string, c sqltext.Class, env *Env) (p Plan, ok b
 		return Plan{}, false
 	}
 	b := pl.reset(sql, env, false, true, false, firstInsert{})
+	// The table's key column as the backend has it now (cached by the
+	// caller): it may have changed since the head was kept.
+	rule, fill, err := b.resolve(m.db, m.table, m.rule)
+	if err != nil || !fill {
+		return Plan{}, false
+	}
 	b.nstmts = 1
 	l := lexer{sql: sql, pos: len(m.head), mode: env.Mode}
-	if !b.fastRows(&l, m.hash, m.rule, m.db, m.table, false) {
+	if !b.fastRows(&l, m.hash, rule, m.db, m.table, false) {
 		return Plan{}, false
 	}
 	b.fastHits++

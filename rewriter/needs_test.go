@@ -30,11 +30,15 @@ func TestNeedsSession(t *testing.T) {
 		{"INSERT /*!50000 INTO t */ VALUES (1)", true, false},
 		{"SELECT NEXTVAL('order')", true, true},
 		{"INSERT INTO t VALUES (NEXT VALUE FOR s)", true, true},
-		{"PREPARE s FROM 'INSERT INTO t VALUES (1)'", true, true},
+		{"PREPARE s FROM 'INSERT INTO t VALUES (1)'", false, false}, // nothing to plan under any sql_mode (issue 39 item 7)
+		{"PREPARE s FROM 'INSERT INTO orders VALUES (1)'", true, false},
+		{"PREPARE s FROM 'INSERT INTO items VALUES (1)'", true, false}, // shop.items: the database is not known
+		{"EXECUTE IMMEDIATE CONCAT('SELECT NEXT', 'VAL(s)')", true, true},
 		{"EXECUTE IMMEDIATE 'SELECT NEXTVAL(s)'", true, true},
-		{"SET STATEMENT max_statement_time=1 FOR EXECUTE IMMEDIATE 'SELECT 1'", true, true},
+		{"SET STATEMENT max_statement_time=1 FOR EXECUTE IMMEDIATE 'SELECT 1'", false, false},
 		{"PREPARE s FROM @q", true, false}, // with rules: not an INSERT
-		{"EXECUTE s", true, false},
+		{"EXECUTE s", false, false},        // a statement prepared earlier: the server's (issue 39 item 7)
+		{"EXECUTE s; INSERT INTO orders VALUES (1)", true, false},
 		{"SET STATEMENT max_statement_time=1 FOR INSERT INTO t VALUES (1)", false, false},
 		{"SET STATEMENT max_statement_time=1, sql_mode='' FOR SELECT 1", false, false},
 		{"SET STATEMENT sql_mode=(SELECT 'FOR') FOR INSERT INTO orders VALUES (1)", true, false},

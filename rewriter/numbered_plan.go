@@ -178,6 +178,14 @@ func (b *builder) numberInsertSelect(start int, text string, ins *ast.InsertStmt
 			}
 		}
 	}
+	if hasRule && key >= 0 && rule.text {
+		// The SELECT gives the keys of a VARCHAR / BINARY key column:
+		// nothing the proxy generates belongs there; they are the server's.
+		hasRule = false
+		if len(n.edits) == 0 {
+			return nil
+		}
+	}
 	cols := make([]string, width)
 	for i := range cols {
 		cols[i] = cteCol(i + 1)
@@ -204,7 +212,7 @@ func (b *builder) numberInsertSelect(start int, text string, ins *ast.InsertStmt
 		k := cols[key]
 		zero := " OR " + k + " = 0"
 		countKey = "COUNT(*) - COUNT(NULLIF(" + k + ", 0))"
-		if b.env.Mode.NoAutoValueOnZero {
+		if b.env.Mode.NoAutoValueOnZero || rule.keepZero {
 			zero, countKey = "", "COUNT(*) - COUNT("+k+")"
 		}
 		n.explicit = true

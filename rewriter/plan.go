@@ -50,6 +50,15 @@ type Env struct {
 	// INSERT without a column list into a rule table; nil makes such an
 	// INSERT an error.
 	Columns func(db, table string) ([]string, error)
+	// TableKey describes a rule table's key column (column, the rule's)
+	// as the backend has it. It is called for every INSERT / REPLACE /
+	// LOAD DATA into a table a rule matches (the caller caches it): a
+	// pattern rule fills only the tables TableKey.FillsPattern accepts and
+	// relays the others untouched; an explicit 0 is kept where
+	// TableKey.KeepsZero says; given keys of a column that is not an
+	// integer column are kept as they are. nil: every rule applies as
+	// written (the tables are taken to have integer key columns).
+	TableKey func(db, table, column string) (TableKey, error)
 	// Limits bound what planning a statement with the parser may cost
 	// (parse.go); the zero value has the default nesting limit and no
 	// memory budget.
@@ -93,7 +102,11 @@ type Slot struct {
 	// value that does not convert cleanly stores 0 with a warning (and
 	// AUTO_INCREMENT generates) even in strict mode: see KeyValue.
 	Ignore bool
-	tag    int32 // index into Plan.Tags (here, int32: a Slot is 48 bytes, not 56)
+	// KeepZero (with Bound): a bound value that stores as 0 is kept, as
+	// under NO_AUTO_VALUE_ON_ZERO (the table's rule keeps an explicit 0:
+	// rewriter.Zero); only NULL gets a generated key.
+	KeepZero bool
+	tag      int32 // index into Plan.Tags (here, int32: a Slot is 48 bytes, not 56)
 	// Param (PlanPrepare only) is the index of this slot's value among the
 	// backend statement's parameters: the client's ? markers and the
 	// generated ones, merged in text order (see Plan.Params).
@@ -227,6 +240,7 @@ type edit struct {
 	wrap           bool // LAST_INSERT_ID(...) around the value
 	param          bool // the value replaces a ? key: the engine decides at each EXECUTE
 	ignore         bool // with param: the statement is INSERT IGNORE
+	keepZero       bool // with param: a bound 0 is kept (Slot.KeepZero)
 }
 
 // AssignIDs spreads per-tag batches over the slots: batches[i] holds

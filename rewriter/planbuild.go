@@ -128,7 +128,7 @@ func (b *builder) numberEdits(p *Plan) {
 		p.Tags[t].N++
 		lastText, lastTag = e.tag, t
 		e.slot = len(p.Slots)
-		p.Slots = append(p.Slots, Slot{Tag: tag, Start: e.start, End: e.end, Key: e.key, Bound: e.param, Ignore: e.ignore, tag: int32(t)})
+		p.Slots = append(p.Slots, Slot{Tag: tag, Start: e.start, End: e.end, Key: e.key, Bound: e.param, Ignore: e.ignore, KeepZero: e.keepZero, tag: int32(t)})
 	}
 }
 

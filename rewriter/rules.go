@@ -16,7 +16,49 @@ type Rule struct {
 	Table  string
 	Column string
 	Tag    string
+	// Exclude (pattern rules only): names of tables the pattern leaves
+	// alone, each "table" or "db.table", exact or a pattern, compared as
+	// Table is.
+	Exclude []string
+	// PerTable (pattern rules only): every table the pattern fills has a
+	// tag of its own, PerTableTag(Tag, db, table), as each table has its
+	// own AUTO_INCREMENT counter (one table's explicit keys never move
+	// another's); without it the whole family shares Tag.
+	PerTable bool
+	// Zero is what an explicit key that stores as 0 means (ZeroAuto: as
+	// the table's column says; see Zero).
+	Zero Zero
+
+	// pattern: the rule's table is a pattern (set by NewRules).
+	pattern bool
+	// Resolved for one table (Env.TableKey; builder.resolve): keepZero,
+	// an explicit 0 is kept; text, the key column is not an integer
+	// column, so any value given is kept and never converted.
+	keepZero, text bool
 }
+
+// Zero is what a rule makes of an explicit key value that stores as 0 in
+// an integer key column (0, '0', 0.4, ...).
+type Zero string
+
+const (
+	// ZeroAuto (the default): as AUTO_INCREMENT would (ZeroFill) on an
+	// exact rule and on a pattern-matched table whose key column has
+	// AUTO_INCREMENT (a table moved off it keeps its meaning); as the
+	// server would without AUTO_INCREMENT (ZeroKeep) on a table a pattern
+	// matched whose key column never had it.
+	ZeroAuto Zero = ""
+	// ZeroFill: an explicit 0 gets a generated key, unless the session's
+	// sql_mode has NO_AUTO_VALUE_ON_ZERO.
+	ZeroFill Zero = "fill"
+	// ZeroKeep: an explicit 0 is stored as 0; only an absent key, NULL
+	// and DEFAULT are filled.
+	ZeroKeep Zero = "keep"
+)
+
+// IsPattern reports whether the rule's table is a pattern (a rule from a
+// Rules; false for one built by hand).
+func (r Rule) IsPattern() bool { return r.pattern }
 
 // Rules is an immutable set of rules, safe for concurrent use.
 //
@@ -43,8 +85,9 @@ type Rules struct {
 }
 
 type patternRule struct {
-	name tablematch.Name
-	rule Rule
+	name    tablematch.Name
+	exclude []tablematch.Name
+	rule    Rule
 }
 
 // RuleProblem is one thing wrong with the Index-th rule of a list: Field
@@ -77,6 +120,25 @@ func CheckRules(rules []Rule) []RuleProblem {
 		}
 		if rule.Tag == "" {
 			out = append(out, RuleProblem{i, "tag", fmt.Sprintf("empty (the sequence tag that generates %s)", rule.Table)})
+		}
+		pattern := tablematch.IsPattern(rule.Table) // either part
+		for k, x := range rule.Exclude {
+			if _, err := tablematch.Parse(x, tablematch.Exact); err != nil {
+				out = append(out, RuleProblem{i, fmt.Sprintf("exclude[%d]", k), err.Error()})
+			}
+		}
+		if !pattern {
+			if len(rule.Exclude) > 0 {
+				out = append(out, RuleProblem{i, "exclude", fmt.Sprintf("%q is one table, not a pattern: there is nothing to leave out (remove exclude)", rule.Table)})
+			}
+			if rule.PerTable {
+				out = append(out, RuleProblem{i, "per_table", fmt.Sprintf("%q is one table, not a pattern: it has its tag %q to itself already (remove per_table)", rule.Table, rule.Tag)})
+			}
+		}
+		switch rule.Zero {
+		case ZeroAuto, ZeroFill, ZeroKeep:
+		default:
+			out = append(out, RuleProblem{i, "zero", fmt.Sprintf("%q is not fill or keep (what an explicit key 0 means: fill generates one, keep stores 0)", string(rule.Zero))})
 		}
 		if j, ok := seen[rule.Table]; ok {
 			out = append(out, RuleProblem{i, "table", fmt.Sprintf("%q has two rules (tables[%d] is the other)", rule.Table, j)})
@@ -121,7 +183,13 @@ func NewRules(rules []Rule, opts ...RulesOption) (*Rules, error) {
 		first[key] = i
 		switch {
 		case name.IsPattern():
-			r.patterns = append(r.patterns, patternRule{name, rule})
+			rule.pattern = true
+			pr := patternRule{name: name, rule: rule}
+			for _, x := range rule.Exclude {
+				xn, _ := tablematch.Parse(x, c) // CheckRules parsed it
+				pr.exclude = append(pr.exclude, xn)
+			}
+			r.patterns = append(r.patterns, pr)
 		case name.Qualified():
 			r.qualified[name.DB+"."+name.Table] = rule
 			r.tables[name.Table] = true
@@ -196,11 +264,21 @@ func (r *Rules) Lookup(db, table string) (Rule, bool) {
 		return rule, true
 	}
 	for i := range r.patterns {
-		if p := &r.patterns[i]; (db != "" || !p.name.Qualified()) && p.name.Match(db, table) {
+		if p := &r.patterns[i]; (db != "" || !p.name.Qualified()) && p.name.Match(db, table) && !p.excludes(db, table) {
 			return p.rule, true
 		}
 	}
 	return Rule{}, false
+}
+
+// excludes reports whether the pattern leaves db.table out (Rule.Exclude).
+func (p *patternRule) excludes(db, table string) bool {
+	for i := range p.exclude {
+		if x := &p.exclude[i]; (db != "" || !x.Qualified()) && x.Match(db, table) {
+			return true
+		}
+	}
+	return false
 }
 
 // lookupExact looks db.table up among the exact "db.table" rules, then

@@ -125,9 +125,14 @@ func (b *builder) target(raw, start, end int) (tg stmtTarget, err error) {
 	if f := b.first; f.ok && start == f.start && raw == 0 && b.scan == scanNone && b.db == b.env.DB && !b.dbUnknown {
 		// What insertRule would find again: the same words, read in the
 		// same mode from the same byte, looked up in the same rules.
-		return stmtTarget{rule: f.rule, hasRule: true, db: f.db, table: f.table}, nil
+		tg = stmtTarget{rule: f.rule, hasRule: true, db: f.db, table: f.table}
+	} else {
+		tg.rule, tg.hasRule, tg.db, tg.table, err = b.insertRule(b.sql[start:end], b.env.Mode, false)
+		if err != nil || !tg.hasRule {
+			return tg, err
+		}
 	}
-	tg.rule, tg.hasRule, tg.db, tg.table, err = b.insertRule(b.sql[start:end], b.env.Mode, false)
+	tg.rule, tg.hasRule, err = b.resolve(tg.db, tg.table, tg.rule)
 	return tg, err
 }
 

@@ -51,7 +51,7 @@ func AllocatorConfig(c *config.Config) (allocator.Config, error) {
 	}
 	rules := make([]allocator.Rule, 0, len(c.Tables))
 	for _, t := range c.Tables {
-		rules = append(rules, allocator.Rule{Table: t.Table, Column: t.Column, Tag: t.Tag})
+		rules = append(rules, allocator.Rule{Table: t.Table, Column: t.Column, Tag: t.Tag, PerTable: t.PerTable})
 	}
 	return allocator.Config{
 		StoreDSN:            c.StoreDSN(),
@@ -87,7 +87,7 @@ func backendDSN(c *config.Config) string {
 func RewriterRules(c *config.Config) []rewriter.Rule {
 	rules := make([]rewriter.Rule, 0, len(c.Tables))
 	for _, t := range c.Tables {
-		rules = append(rules, rewriter.Rule{Table: t.Table, Column: t.Column, Tag: t.Tag})
+		rules = append(rules, rewriter.Rule{Table: t.Table, Column: t.Column, Tag: t.Tag, Exclude: t.Exclude, PerTable: t.PerTable, Zero: rewriter.Zero(t.Zero)})
 	}
 	return rules
 }

@@ -26,6 +26,10 @@ type Finding struct {
 	Key         string
 	Msg         string
 	Unreachable bool
+	// Table: the finding is about a table on the backend (an exact rule
+	// over a table whose key it cannot fill): check fails on it, serve
+	// warns and starts (the table may be changed while it runs).
+	Table bool
 }
 
 func (f Finding) String() string { return f.Key + ": " + f.Msg }
@@ -116,6 +120,18 @@ func CheckConfig(ctx context.Context, cfg *config.Config) []Finding {
 			}
 		case err != nil:
 			add(explainStoreError(cfg, "read the tags in leaf_alloc", err))
+		}
+	}
+	if backendErr == nil && len(cfg.Tables) > 0 {
+		cov, err := ReadRuleCoverage(ctx, cfg)
+		if err != nil {
+			add(explainBackendError(cfg, "read the tables the rules match", err))
+		}
+		for _, c := range cov {
+			if c.Problem != "" {
+				out = append(out, Finding{Key: fmt.Sprintf("tables[%d].table", c.Index), Table: true,
+					Msg: fmt.Sprintf("%s (an exact rule fills its table whatever it has; point it at the table's integer primary key without a default, or remove it)", c.Problem)})
+			}
 		}
 	}
 	return out

@@ -36,6 +36,9 @@ func DomainRules(c *config.Config) []config.Problem {
 		if err := schema.CheckTag(t.Tag); err != nil {
 			add(fmt.Sprintf("tables[%d].tag", i), "%q: %v", t.Tag, err)
 		}
+		if t.PerTable && c.Sequences.Tags[t.Tag].Generator == config.GeneratorSnowflake {
+			add(fmt.Sprintf("tables[%d].per_table", i), "tag %q is a snowflake tag, whose IDs are unique without a counter: per_table gives segment tags a counter per table; remove per_table or use a segment tag", t.Tag)
+		}
 	}
 	if _, err := c.Snowflake.EpochTime(); err != nil {
 		return probs // config.Validate reports snowflake.epoch

@@ -130,6 +130,7 @@ func (s *Service) reload(ctx context.Context, next *config.Config) (changes []st
 	}
 	s.mu.Lock()
 	s.lowerCaseTableNames = bn.lowerCaseTableNames
+	s.coverage = bn.coverage
 	s.mu.Unlock()
 	bn.log(s.log, next)
 	applied := *cur

@@ -26,6 +26,8 @@ type backendNames struct {
 	lowerCaseTableNames int   // lower_case_table_names
 	err                 error // why it could not be read (lowerCaseTableNames is then a default)
 	notes               []ruleNote
+	infos               []ruleNote     // what each pattern fills and leaves alone
+	coverage            []RuleCoverage // what each rule covers (nil: not read)
 }
 
 // ruleNote is one warning about a rule.
@@ -49,6 +51,9 @@ func (b backendNames) log(log *slog.Logger, cfg *config.Config) {
 			"backend", cfg.Backend.Addr, "err", b.err)
 	} else {
 		log.Info("table rules compare names as the backend does", "lower_case_table_names", b.lowerCaseTableNames, "names", c.String(), "backend", cfg.Backend.Addr)
+	}
+	for _, n := range b.infos {
+		log.Info(n.msg, n.attrs...)
 	}
 	for _, n := range b.notes {
 		log.Warn(n.msg, n.attrs...)
@@ -81,8 +86,31 @@ func readBackendNames(ctx context.Context, db *sql.DB, cfg *config.Config, fallb
 	if err != nil {
 		notes = append(notes, ruleNote{"could not check the table rules against the backend's tables", []any{"backend", cfg.Backend.Addr, "err", err}})
 	}
-	b.notes = notes
+	cov, err := ruleCoverage(ctx, conn, cfg, n)
+	if err != nil {
+		notes = append(notes, ruleNote{"could not read which tables the table rules fill", []any{"backend", cfg.Backend.Addr, "err", err}})
+	}
+	infos, warns := coverageNotes(cov, cfg.Backend.Addr)
+	b.notes, b.infos, b.coverage = append(notes, warns...), infos, cov
 	return b
+}
+
+// ReadRuleCoverage reads what each table rule of cfg covers on its
+// backend (for leafproxy check), with the backend's account.
+func ReadRuleCoverage(ctx context.Context, cfg *config.Config) ([]RuleCoverage, error) {
+	if len(cfg.Tables) == 0 {
+		return nil, nil
+	}
+	h, err := newHealth(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer h.close()
+	b := readBackendNames(ctx, h.backend, cfg, 0)
+	if b.err != nil {
+		return nil, b.err
+	}
+	return b.coverage, nil
 }
 
 // checkRuleTables finds rules that stand for no table the backend has: a

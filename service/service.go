@@ -91,7 +91,8 @@ type Service struct {
 	mu                  sync.Mutex
 	metricsAddr         net.Addr
 	idapiAddr           net.Addr
-	lowerCaseTableNames int // the backend's lower_case_table_names the rules were built with
+	lowerCaseTableNames int            // the backend's lower_case_table_names the rules were built with
+	coverage            []RuleCoverage // what the rules covered when last read (status)
 
 	life lifecycle // Serve calls in progress and Close
 
@@ -239,12 +240,13 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		reg.MustRegister(api.Collectors()...)
 	}
 	svc := &Service{IDAPI: api, Proxy: srv, Sequences: seq, Engine: eng, Runway: mon, log: log, cfg: cfg, registry: reg,
-		health: h, version: o.version, started: started, live: live, liveAlloc: liveAlloc, lowerCaseTableNames: names.lowerCaseTableNames, reloads: reloads}
+		health: h, version: o.version, started: started, live: live, liveAlloc: liveAlloc, lowerCaseTableNames: names.lowerCaseTableNames, coverage: names.coverage, reloads: reloads}
 	svc.views = views
 	if backendErr == nil {
 		views.refresh(ctx)
 	}
 	svc.life.init()
+	adm.SetTables(svc.tableRows)
 	return svc, nil
 }
 

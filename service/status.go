@@ -33,6 +33,9 @@ type Status struct {
 	// every layout's, one generator and worker id each.
 	Snowflake        *Snowflake  `json:"snowflake,omitempty"`
 	SnowflakeLayouts []Snowflake `json:"snowflake_layouts,omitempty"`
+	// Rules: what each table rule filled and left alone on the backend
+	// when it was last read (start, reload).
+	Rules []RuleCoverage `json:"rules,omitempty"`
 }
 
 // Sessions counts client connections.
@@ -128,6 +131,7 @@ func (s *Service) Status(ctx context.Context) Status {
 		Store:         addr + "/" + db,
 		Health:        s.health.get(ctx),
 		Tags:          []TagState{},
+		Rules:         s.ruleCoverage(),
 	}
 	if a := s.Proxy.Addr(); a != nil {
 		st.Listen = a.String()
@@ -312,4 +316,11 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
+}
+
+// ruleCoverage is what the rules covered when last read.
+func (s *Service) ruleCoverage() []RuleCoverage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.coverage
 }

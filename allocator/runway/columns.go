@@ -24,6 +24,10 @@ func (m *Monitor) readColumns(ctx context.Context, cfg *allocator.Config) (map[s
 		}
 		db.SetMaxOpenConns(1)
 		db.SetMaxIdleConns(1)
+		// A session of the proxy's own on the backend closes when idle
+		// (docs/PROTOCOL.md): the columns are read at start, on reload
+		// and DDL, not held open between.
+		db.SetConnMaxIdleTime(allocator.BackendIdle)
 		m.db = db
 	}
 	db := m.db

@@ -159,7 +159,7 @@ func (a *Allocator) dedicated(ctx context.Context, t *tagState, n int64) (int64,
 		}
 		var unknown *UnknownTagError
 		if errors.As(err, &unknown) {
-			if a.opts.AutoCreate && !triedCreate {
+			if a.autoCreate(t.name) && !triedCreate {
 				triedCreate = true
 				if err = a.create(t.name); err == nil {
 					continue
@@ -361,7 +361,7 @@ func (a *Allocator) Known(ctx context.Context, tag string) (bool, error) {
 	if _, ok := got[tag]; ok {
 		return true, nil
 	}
-	if !a.opts.AutoCreate {
+	if !a.autoCreate(tag) {
 		if t, err := a.state(tag); err == nil {
 			t.mu.Lock()
 			t.unknown = &UnknownTagError{Tag: t.name}

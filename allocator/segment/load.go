@@ -143,7 +143,7 @@ func (a *Allocator) load(t *tagState) {
 
 		r, err := a.fetchToTop(t.name, step, floor)
 		var unknown *UnknownTagError
-		if errors.As(err, &unknown) && a.opts.AutoCreate && !triedCreate {
+		if errors.As(err, &unknown) && a.autoCreate(t.name) && !triedCreate {
 			triedCreate = true
 			if err = a.create(t.name); err == nil {
 				continue

@@ -104,7 +104,7 @@ func (a *Allocator) Raise(ctx context.Context, tag string, floor int64) error {
 	}
 	err = r.Raise(ctx, t.name, floor)
 	var unknown *UnknownTagError
-	if errors.As(err, &unknown) && a.opts.AutoCreate {
+	if errors.As(err, &unknown) && a.autoCreate(tag) {
 		if err = a.create(t.name); err == nil {
 			err = r.Raise(ctx, t.name, floor)
 		}

@@ -50,7 +50,11 @@ type Options struct {
 	MaxLoaders int
 	// AutoCreate inserts a missing tag with DefaultStep (default 1000) on
 	// first use instead of failing with UnknownTagError.
-	AutoCreate  bool
+	AutoCreate bool
+	// Creates, if set, names tags that are created on first use whatever
+	// AutoCreate says (a per_table rule's tags: one per table, made as
+	// tables are).
+	Creates     func(tag string) bool
 	DefaultStep int64
 	// MaxStep caps dynamic step growth (default 1_000_000). A table step
 	// above it wins.
@@ -373,4 +377,9 @@ func (a *Allocator) prune(m map[string]*tagState) {
 			delete(m, k)
 		}
 	}
+}
+
+// autoCreate reports whether tag is created on first use when missing.
+func (a *Allocator) autoCreate(tag string) bool {
+	return a.opts.AutoCreate || a.opts.Creates != nil && a.opts.Creates(tag)
 }

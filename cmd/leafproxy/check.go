@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/service"
@@ -21,6 +22,7 @@ func runCheck(ctx context.Context, cfg *config.Config, path string, stdout, stde
 		fmt.Fprintf(stderr, "leafproxy check: warning: %s\n", w)
 	}
 	findings := service.CheckConfig(ctx, cfg)
+	printCoverage(ctx, cfg, stdout)
 	if len(findings) == 0 {
 		fmt.Fprintf(stdout, "leafproxy check: %s is valid; the backend %s and the allocation store accept their logins, and every table rule's tag exists or is declared\n",
 			where, cfg.Backend.Addr)
@@ -58,6 +60,9 @@ func prepareServe(ctx context.Context, cfg *config.Config, log *slog.Logger, std
 			log.Warn("start-up check: not reachable now; starting anyway", "key", f.Key, "err", f.Msg)
 			continue
 		}
+		if f.Table {
+			continue // logged with the rules' tables at start
+		}
 		fatal = append(fatal, f)
 	}
 	if len(fatal) == 0 {
@@ -69,4 +74,33 @@ func prepareServe(ctx context.Context, cfg *config.Config, log *slog.Logger, std
 	}
 	fmt.Fprintf(stderr, "leafproxy serve: nothing started: fix the configuration (leafproxy check --config FILE lists every problem)\n")
 	return service.Listeners{}, 2
+}
+
+// printCoverage writes what each pattern rule fills and leaves alone on
+// the backend (nothing when it cannot be read: CheckConfig says why).
+func printCoverage(ctx context.Context, cfg *config.Config, w io.Writer) {
+	cov, err := service.ReadRuleCoverage(ctx, cfg)
+	if err != nil {
+		return
+	}
+	for _, c := range cov {
+		if !c.Pattern {
+			continue
+		}
+		fmt.Fprintf(w, "leafproxy check: tables[%d] %q fills %d table(s)", c.Index, c.Table, len(c.Filled))
+		for i, t := range c.Filled {
+			sep := ", "
+			if i == 0 {
+				sep = ": "
+			}
+			fmt.Fprintf(w, "%s%s", sep, t)
+			if c.Tags[i] != c.Table && strings.HasPrefix(c.Tags[i], cfg.Tables[c.Index].Tag+".") {
+				fmt.Fprintf(w, " (tag %s)", c.Tags[i])
+			}
+		}
+		fmt.Fprintln(w)
+		for _, l := range c.LeftAlone {
+			fmt.Fprintf(w, "leafproxy check: tables[%d] %q leaves %s alone: %s\n", c.Index, c.Table, l.Table, l.Why)
+		}
+	}
 }

@@ -15,7 +15,7 @@ const module = "github.com/leafproxy/leafproxy"
 // module it may import directly: the table of docs/ARCHITECTURE.md. A
 // package of the product missing here fails the test, so a new one is
 // placed in the layering when it is made. Test programs (integration,
-// bench, loadgen, cmd/leafbench, internal/driversuite) import as needed.
+// bench, loadgen, cmd/leafbench, internal/driversuite, internal/ormsuite) import as needed.
 var mayImport = map[string][]string{
 	"config":              {"internal/nearname"},
 	"allocator/schema":    nil,
@@ -54,7 +54,7 @@ var mayImport = map[string][]string{
 }
 
 // asNeeded are the test programs: they may import anything.
-var asNeeded = []string{"integration", "bench", "loadgen", "cmd/leafbench", "internal/driversuite"}
+var asNeeded = []string{"integration", "bench", "loadgen", "cmd/leafbench", "internal/driversuite", "internal/ormsuite"}
 
 // domain packages must not import config, not even in their tests: they
 // take their own options, which the service builds from the YAML.
