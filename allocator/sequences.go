@@ -244,10 +244,14 @@ func transient(err error) bool {
 }
 
 // initStore runs InitStore bounded by d.
+// Store write conflicts (racing proxies, Galera) are tried again at once
+// (retryConflicts), each try bounded by d.
 func (s *Sequences) initStore(ctx context.Context, d time.Duration) error {
-	ictx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	return InitStore(ictx, &s.cfg, nil)
+	return retryConflicts(ctx, s.log, "preparing the allocation store", func() error {
+		ictx, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		return InitStore(ictx, &s.cfg, nil)
+	})
 }
 
 // background retries what could not be done at start: preparing the store,

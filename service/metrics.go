@@ -29,15 +29,15 @@ type collector struct {
 	configured map[string]bool
 	runway     *runway.Monitor
 
-	remaining, nextReady, step, fetches, fetchErrors, refused, repairs *prometheus.Desc
-	worker, fenced, lost                                               *prometheus.Desc
-	layoutWorker, layoutFenced                                         *prometheus.Desc
-	idsLeft, exhaustedAt, idsPerSecond                                 *prometheus.Desc
-	rangeLeft, atEnd                                                   *prometheus.Desc
-	sessions, accepted                                                 *prometheus.Desc
-	loops, loopSessions, loopMoves, loopHandoffs                       *prometheus.Desc
-	loginFailures, loginThrottled, blockedHosts, handshakesDropped     *prometheus.Desc
-	handshakesPending                                                  *prometheus.Desc
+	remaining, nextReady, step, fetches, fetchErrors, conflicts, refused, repairs *prometheus.Desc
+	worker, fenced, lost                                                          *prometheus.Desc
+	layoutWorker, layoutFenced                                                    *prometheus.Desc
+	idsLeft, exhaustedAt, idsPerSecond                                            *prometheus.Desc
+	rangeLeft, atEnd                                                              *prometheus.Desc
+	sessions, accepted                                                            *prometheus.Desc
+	loops, loopSessions, loopMoves, loopHandoffs                                  *prometheus.Desc
+	loginFailures, loginThrottled, blockedHosts, handshakesDropped                *prometheus.Desc
+	handshakesPending                                                             *prometheus.Desc
 }
 
 func newCollector(seq *allocator.Sequences, srv *proxy.Server, configured map[string]bool, rw *runway.Monitor) *collector {
@@ -70,7 +70,9 @@ func newCollector(seq *allocator.Sequences, srv *proxy.Server, configured map[st
 		fetches: prometheus.NewDesc("leafproxy_segment_fetches_total",
 			"Segments fetched from leaf_alloc and accepted for the tag.", tag, nil),
 		fetchErrors: prometheus.NewDesc("leafproxy_segment_fetch_errors_total",
-			"Failed segment fetches for the tag.", tag, nil),
+			"Failed segment fetches for the tag: the store down, slow or refusing (not write conflicts, counted apart).", tag, nil),
+		conflicts: prometheus.NewDesc("leafproxy_segment_fetch_conflicts_total",
+			"Segment and block fetches for the tag that met a store write conflict (a deadlock, a Galera certification failure, a Galera node not ready: 1213, 1205, 1047, 1020) and were tried again; routine with writers on several Galera nodes, not an outage.", tag, nil),
 		refused: prometheus.NewDesc("leafproxy_segment_refused_total",
 			"Segments refused for the tag because they lay below its high-water mark (a store that moved back).", tag, nil),
 		repairs: prometheus.NewDesc("leafproxy_segment_repairs_total",
@@ -107,7 +109,7 @@ func newCollector(seq *allocator.Sequences, srv *proxy.Server, configured map[st
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.remaining, c.nextReady, c.step, c.fetches, c.fetchErrors, c.refused, c.repairs,
+	for _, d := range []*prometheus.Desc{c.remaining, c.nextReady, c.step, c.fetches, c.fetchErrors, c.conflicts, c.refused, c.repairs,
 		c.worker, c.fenced, c.lost, c.layoutWorker, c.layoutFenced, c.idsLeft, c.exhaustedAt, c.idsPerSecond, c.rangeLeft, c.atEnd,
 		c.sessions, c.accepted, c.loops, c.loopSessions, c.loopMoves, c.loopHandoffs,
 		c.loginFailures, c.loginThrottled, c.blockedHosts, c.handshakesDropped, c.handshakesPending} {
@@ -141,6 +143,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.step, float64(st.Step), tag)
 		counter(c.fetches, float64(st.Fetches), tag)
 		counter(c.fetchErrors, float64(st.FetchErrors), tag)
+		counter(c.conflicts, float64(st.Conflicts), tag)
 		counter(c.refused, float64(st.Refused), tag)
 		counter(c.repairs, float64(st.Repairs), tag)
 	}

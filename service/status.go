@@ -92,6 +92,7 @@ type SegmentState struct {
 	HighWater   int64     `json:"high_water"`
 	Fetches     uint64    `json:"fetches"`
 	FetchErrors uint64    `json:"fetch_errors"`
+	Conflicts   uint64    `json:"fetch_conflicts"` // store write conflicts, retried; not in fetch_errors
 	Refused     uint64    `json:"refused"`
 	LastError   string    `json:"last_error,omitempty"`
 	LastErrorAt time.Time `json:"last_error_at,omitzero"`
@@ -198,7 +199,7 @@ func (s *Service) Status(ctx context.Context) Status {
 		seg := &SegmentState{
 			Start: t.Current.Start, End: t.Current.End, NextID: t.NextID, Remaining: t.Remaining,
 			NextReady: t.NextReady, Loading: t.Loading, Step: t.Step, TableStep: t.TableStep,
-			HighWater: t.HighWater, Fetches: t.Fetches, FetchErrors: t.FetchErrors, Refused: t.Refused,
+			HighWater: t.HighWater, Fetches: t.Fetches, FetchErrors: t.FetchErrors, Conflicts: t.Conflicts, Refused: t.Refused,
 		}
 		if size > 0 {
 			seg.FillPercent = float64(t.Remaining) * 100 / float64(size)

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/leafproxy/leafproxy/internal/conflict"
 )
 
 // DefaultLeaseTTL matches the config's default lease_ttl.
@@ -147,15 +149,16 @@ func refused(err error) bool {
 	return false
 }
 
+// retryable says an acquisition attempt met a collision with a racing
+// acquirer (a duplicate key) or a store write conflict (a deadlock, a
+// Galera certification failure or a node not ready, a lock wait timeout:
+// internal/conflict).
 func retryable(err error) bool {
 	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		switch me.Number {
-		case 1213, 1205, 1062: // deadlock, lock wait timeout, duplicate key
-			return true
-		}
+	if errors.As(err, &me) && me.Number == 1062 {
+		return true
 	}
-	return false
+	return conflict.Is(err)
 }
 
 func (m *MySQLLeaser) tryAcquire(ctx context.Context, maxWorker int64, notAfter time.Time, token string) (Lease, error) {

@@ -86,31 +86,37 @@ func (g *Generator) loop() {
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
-	// A leased generator fences itself at its deadline, between ticks:
-	// fence wakes the loop then, so that it is logged when it happens.
-	fence := time.NewTimer(time.Hour)
-	defer fence.Stop()
 	for {
+		// A leased generator fences itself at its deadline, which may
+		// come between ticks or while a renewal hangs on a store that
+		// does not answer: a timer of its own logs it then (noteFence is
+		// safe from any goroutine and reads the deadline in force, so a
+		// renewal that succeeds first makes it log nothing).
+		var fence *time.Timer
 		if d := g.untilFence(); g.ttl > 0 && d > 0 {
-			fence.Reset(d + time.Millisecond)
-		} else {
-			fence.Stop() // fenced already (the ticks look again), or never
+			fence = time.AfterFunc(d+time.Millisecond, g.noteFence)
 		}
 		select {
 		case <-g.stop:
+			stopTimer(fence)
 			return
-		case <-fence.C:
-			g.noteFence()
-			continue
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), every)
 		err := g.refresh(ctx)
 		cancel()
+		stopTimer(fence)
 		if errors.Is(err, ErrLeaseLost) {
 			return
 		}
 		g.noteFence()
+	}
+}
+
+// stopTimer stops t, if any.
+func stopTimer(t *time.Timer) {
+	if t != nil {
+		t.Stop()
 	}
 }
 
