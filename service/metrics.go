@@ -239,7 +239,7 @@ func serveMetrics(l net.Listener, h http.Handler, log *slog.Logger) (net.Addr, f
 			log.Error("metrics endpoint stopped", "addr", l.Addr().String(), "err", err)
 		}
 	}()
-	log.Info("metrics and status page listening", "addr", l.Addr().String(), "paths", "/ /status.json /healthz /metrics")
+	log.Info("metrics and status page listening", "addr", l.Addr().String(), "paths", "/ /status.json /healthz /livez /readyz /metrics")
 	stop := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()

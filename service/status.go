@@ -282,7 +282,8 @@ func mapKeysOf[V any](m map[string]V) func(func(string) bool) {
 //go:embed status.html
 var statusPage []byte
 
-// handler serves /metrics, the status page, /status.json and /healthz.
+// handler serves /metrics, the status page, /status.json, /healthz, /livez
+// and /readyz.
 func (s *Service) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
@@ -302,6 +303,12 @@ func (s *Service) handler() http.Handler {
 			code = http.StatusServiceUnavailable
 		}
 		writeJSON(w, code, h)
+	})
+	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, r *http.Request) {
+		serveProbe(w, s.Live())
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		serveProbe(w, s.Ready(r.Context()))
 	})
 	return mux
 }
