@@ -23,10 +23,10 @@ import (
 type collector struct {
 	seq   *allocator.Sequences
 	proxy *proxy.Server
-	// configured are the tags the configuration names (sequences.tags,
-	// tables[].tag), validated at load: their series show even while
-	// their fetches fail.
-	configured map[string]bool
+	// configured returns the tags the configuration in force names
+	// (sequences.tags, tables[].tag; also those a reload added),
+	// validated at load: their series show even while their fetches fail.
+	configured func() map[string]string
 	runway     *runway.Monitor
 
 	remaining, nextReady, step, fetches, fetchErrors, conflicts, refused, repairs *prometheus.Desc
@@ -40,7 +40,7 @@ type collector struct {
 	handshakesPending                                                             *prometheus.Desc
 }
 
-func newCollector(seq *allocator.Sequences, srv *proxy.Server, configured map[string]bool, rw *runway.Monitor) *collector {
+func newCollector(seq *allocator.Sequences, srv *proxy.Server, configured func() map[string]string, rw *runway.Monitor) *collector {
 	tag := []string{"tag"}
 	return &collector{
 		seq:        seq,
@@ -125,12 +125,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
 	segs := c.seq.Segments()
+	configured := c.configured()
 	for _, tag := range segs.Tags() {
 		st, ok := segs.Stats(tag)
 		if !ok || !utf8.ValidString(tag) {
 			continue
 		}
-		if !c.configured[tag] && st.Fetches == 0 && st.Refused == 0 {
+		if _, named := configured[tag]; !named && st.Fetches == 0 && st.Refused == 0 {
 			// Never created as far as this proxy knows (no segment ever
 			// came back): an unknown or made-up name someone asked for,
 			// perhaps while the store failed. Left out, so that names

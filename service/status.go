@@ -119,13 +119,16 @@ type Snowflake struct {
 // Status gathers the proxy's state now; health comes from the cached probe
 // (at most a second old).
 func (s *Service) Status(ctx context.Context) Status {
-	addr, _, db := storeIdentity(s.cfg)
+	// The configuration in force: tags and table rules a reload (SIGHUP)
+	// added are listed, as a proxy started on the same file lists them.
+	cfg := s.current()
+	addr, _, db := storeIdentity(cfg)
 	st := Status{
 		Version:       s.version,
 		StartedAt:     s.started,
 		UptimeSeconds: time.Since(s.started).Seconds(),
-		Listen:        s.cfg.Listen,
-		Backend:       s.cfg.Backend.Addr,
+		Listen:        cfg.Listen,
+		Backend:       cfg.Backend.Addr,
 		Store:         addr + "/" + db,
 		Health:        s.health.get(ctx),
 		Tags:          []TagState{},
@@ -137,10 +140,10 @@ func (s *Service) Status(ctx context.Context) Status {
 
 	tables := map[string][]string{}
 	names := map[string]bool{}
-	for name := range s.cfg.Sequences.Tags {
+	for name := range cfg.Sequences.Tags {
 		names[name] = true
 	}
-	for _, r := range s.cfg.Tables {
+	for _, r := range cfg.Tables {
 		tables[r.Tag] = append(tables[r.Tag], r.Table)
 		names[r.Tag] = true
 	}
