@@ -18,9 +18,11 @@ import (
 	"github.com/leafproxy/leafproxy/service"
 )
 
-// version is set at build time with -ldflags "-X main.version=..."; the
-// commit and its date come from the Go build info (internal/buildinfo).
-var version = "0.1.0-dev"
+// version may be set at build time with -ldflags "-X main.version=...";
+// empty, it is the released version (buildinfo.Release, CHANGELOG.md's
+// newest). The commit and its date come from the Go build info
+// (internal/buildinfo).
+var version = ""
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
