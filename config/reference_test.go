@@ -63,6 +63,8 @@ func typeName(t reflect.Type) string {
 		return "duration"
 	case reflect.TypeFor[ByteSize]():
 		return "size"
+	case reflect.TypeFor[StoreList]():
+		return "string or list of strings"
 	}
 	switch t.Kind() {
 	case reflect.String:
@@ -107,6 +109,9 @@ func defaultOf(key string, t reflect.Type) string {
 			return "none"
 		}
 		v = v.Elem()
+	}
+	if _, ok := v.Interface().(StoreList); ok && v.Len() == 0 {
+		return "`\"\"`"
 	}
 	if (v.Kind() == reflect.Slice || v.Kind() == reflect.Map) && v.Len() == 0 {
 		if v.Kind() == reflect.Map {

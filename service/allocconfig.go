@@ -55,7 +55,8 @@ func AllocatorConfig(c *config.Config) (allocator.Config, error) {
 	}
 	return allocator.Config{
 		StoreDSN:            c.StoreDSN(),
-		CreateStoreDatabase: c.Sequences.Store == "",
+		StoreDSNs:           c.StoreDSNs(),
+		CreateStoreDatabase: !c.Sequences.Store.Set(),
 		BackendAddr:         c.Backend.Addr,
 		BackendDSN:          backendDSN(c),
 		StoreTimeout:        c.Backend.ConnectTimeout.D(),

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -38,6 +39,7 @@ type collector struct {
 	loops, loopSessions, loopMoves, loopHandoffs                                  *prometheus.Desc
 	loginFailures, loginThrottled, blockedHosts, handshakesDropped                *prometheus.Desc
 	handshakesPending                                                             *prometheus.Desc
+	storeNode, storeFailovers, storeFailbacks                                     *prometheus.Desc
 }
 
 func newCollector(seq *allocator.Sequences, srv *proxy.Server, configured func() map[string]string, rw *runway.Monitor) *collector {
@@ -105,6 +107,12 @@ func newCollector(seq *allocator.Sequences, srv *proxy.Server, configured func()
 			"Connections closed before logging in to make room in limits.max_handshakes or limits.max_silent_handshakes (the host holding the most pending handshakes gives one up).", nil, nil),
 		handshakesPending: prometheus.NewDesc("leafproxy_handshakes_pending",
 			"Connections not logged in yet: state=\"under_way\" (limits.max_handshakes), state=\"silent\" greeted and nothing received yet (limits.max_silent_handshakes).", []string{"state"}, nil),
+		storeNode: prometheus.NewDesc("leafproxy_store_node_in_use",
+			"1 for the node of the allocation store (sequences.store; one of its list) the proxy uses now, 0 for the others; position is its place in the list, from 0.", []string{"addr", "position"}, nil),
+		storeFailovers: prometheus.NewDesc("leafproxy_store_failovers_total",
+			"Moves of the allocation store's connections to a later node of sequences.store's list (the one in use did not answer, refused or was not ready).", nil, nil),
+		storeFailbacks: prometheus.NewDesc("leafproxy_store_failbacks_total",
+			"Moves back to an earlier node of sequences.store's list once it answered as ready again (connections to the other closed).", nil, nil),
 	}
 }
 
@@ -112,7 +120,8 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.remaining, c.nextReady, c.step, c.fetches, c.fetchErrors, c.conflicts, c.refused, c.repairs,
 		c.worker, c.fenced, c.lost, c.layoutWorker, c.layoutFenced, c.idsLeft, c.exhaustedAt, c.idsPerSecond, c.rangeLeft, c.atEnd,
 		c.sessions, c.accepted, c.loops, c.loopSessions, c.loopMoves, c.loopHandoffs,
-		c.loginFailures, c.loginThrottled, c.blockedHosts, c.handshakesDropped, c.handshakesPending} {
+		c.loginFailures, c.loginThrottled, c.blockedHosts, c.handshakesDropped, c.handshakesPending,
+		c.storeNode, c.storeFailovers, c.storeFailbacks} {
 		ch <- d
 	}
 }
@@ -206,6 +215,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.handshakesDropped, float64(lg.Dropped))
 	gauge(c.handshakesPending, float64(lg.Handshakes), "under_way")
 	gauge(c.handshakesPending, float64(lg.Silent), "silent")
+	if p := c.seq.StorePool(); p != nil {
+		in, _ := p.InUse()
+		for i, addr := range p.Addrs() {
+			gauge(c.storeNode, b2f(i == in), addr, strconv.Itoa(i))
+		}
+		fo, fb := p.Moves()
+		counter(c.storeFailovers, float64(fo))
+		counter(c.storeFailbacks, float64(fb))
+	}
 }
 
 func b2f(b bool) float64 {

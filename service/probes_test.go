@@ -31,7 +31,7 @@ func TestLivezReadyz(t *testing.T) {
 	store := testdb.Start(t)
 	cfg := testConfig(backend)
 	cfg.Sequences.Tags = map[string]config.Tag{"t": {Generator: "segment", Step: 1000}}
-	cfg.Sequences.Store = store.DSN("ids")
+	cfg.Sequences.Store = config.StoreList{store.DSN("ids")}
 	r := startService(t, cfg)
 
 	for _, path := range []string{"/livez", "/readyz"} {

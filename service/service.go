@@ -141,7 +141,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	}
 	// A custom store's database is created here; its tables and tags are
 	// prepared by allocator.Open (WithInitStore), bounded and retried.
-	if cfg.Sequences.Store != "" {
+	if cfg.Sequences.Store.Set() {
 		dbCtx, cancel := context.WithTimeout(ctx, cfg.Backend.ConnectTimeout.D())
 		err := createStoreDatabase(dbCtx, cfg.Sequences.Store)
 		cancel()

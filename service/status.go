@@ -123,6 +123,9 @@ func (s *Service) Status(ctx context.Context) Status {
 	// added are listed, as a proxy started on the same file lists them.
 	cfg := s.current()
 	addr, _, db := storeIdentity(cfg)
+	if p := s.Sequences.StorePool(); p != nil {
+		_, addr = p.InUse() // the node in use, of a list
+	}
 	st := Status{
 		Version:       s.version,
 		StartedAt:     s.started,
