@@ -105,6 +105,11 @@ type Snowflake struct {
 	// StateFile remembers worker id and last timestamp ("" none); each
 	// layout other than the global one keeps its own beside it.
 	StateFile string
+	// Identity, when set, binds the leased worker ids to this process
+	// (snowflake.MySQLLeaser.BindTo): no other identity takes them while
+	// they are recorded, and the generators issue through a store outage
+	// (with a StateFile).
+	Identity string
 }
 
 // WithDefaults returns c with every zero duration and count set to the

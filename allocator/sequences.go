@@ -145,7 +145,18 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*S
 		o.segStore = mysqlSegments{MySQLStore: segment.NewMySQLStore(db), db: db}
 	}
 	if o.snowStore == nil {
-		o.snowStore = mysqlSnowflakes{snowflake.NewMySQLLeaser(db, cfg.Owner, cfg.Snowflake.LeaseTTL)}
+		leaser := snowflake.NewMySQLLeaser(db, cfg.Owner, cfg.Snowflake.LeaseTTL)
+		if cfg.Snowflake.Identity != "" {
+			bound, err := leaser.BindTo(cfg.Snowflake.Identity)
+			if err != nil {
+				closeDB()
+				return nil, err
+			}
+			leaser = bound
+			log.Info("snowflake worker ids bound to this proxy's identity: no other proxy takes them while recorded; issuing goes on through a store outage",
+				"identity", cfg.Snowflake.Identity)
+		}
+		o.snowStore = mysqlSnowflakes{leaser}
 	}
 
 	s := &Sequences{db: db, pool: pool, log: log, cfg: cfg, snowflakeGens: map[string]*snowGen{}, snowflakeMisses: map[string]time.Time{},
@@ -248,7 +259,8 @@ func unreachable(err error) bool {
 // id, clock behind the id's history, a layout other than the store's, bad
 // layout or state file) is not.
 func transient(err error) bool {
-	return errors.Is(err, snowflake.ErrStoreUnavailable) || errors.Is(err, context.DeadlineExceeded)
+	return errors.Is(err, snowflake.ErrStoreUnavailable) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, snowflake.ErrIdentityBusy)
 }
 
 // initStore runs InitStore bounded by d.

@@ -447,6 +447,7 @@ func (c *Config) Validate(checks ...Check) error {
 			add("snowflake.worker_id", "%q is not a number or auto", c.Snowflake.WorkerID)
 		}
 	}
+	c.Snowflake.validateIdentity(add)
 	if (c.TLS.Cert == "") != (c.TLS.Key == "") {
 		add("tls", "cert and key must be set together")
 	}

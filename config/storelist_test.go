@@ -58,3 +58,22 @@ func TestStoreList(t *testing.T) {
 		}
 	}
 }
+
+// snowflake.identity needs a leased worker id and a state file, and a
+// name that fits the store's owner column.
+func TestSnowflakeIdentity(t *testing.T) {
+	ok := "snowflake:\n  identity: auto\n  state_file: /tmp/x\n"
+	if _, err := Parse([]byte(ok)); err != nil {
+		t.Fatalf("identity auto with a state file: %v", err)
+	}
+	for _, c := range []struct{ yaml, want string }{
+		{"snowflake:\n  identity: auto\n", "snowflake.identity: needs snowflake.state_file"},
+		{"snowflake:\n  identity: p1\n  state_file: /tmp/x\n  worker_id: \"7\"\n", "snowflake.identity: binds a leased worker id"},
+		{"snowflake:\n  identity: \"a|b\"\n  state_file: /tmp/x\n", `snowflake.identity: "a|b"`},
+		{"snowflake:\n  identity: " + strings.Repeat("x", 33) + "\n  state_file: /tmp/x\n", "snowflake.identity:"},
+	} {
+		if _, err := Parse([]byte(c.yaml)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.yaml, err, c.want)
+		}
+	}
+}

@@ -106,10 +106,14 @@ type Snowflake struct {
 	// LeaseExpires is when the worker lease runs out unless renewed
 	// (RFC 3339, this process's count); empty for an unregistered id.
 	LeaseExpires string `json:"lease_expires,omitempty"`
-	Fenced       bool   `json:"fenced"`
-	Lost         bool   `json:"lost"`
-	Layout       string `json:"layout"`
-	Epoch        string `json:"epoch"`
+	// Identity is what the leased worker id is bound to
+	// (snowflake.identity; no other proxy takes it while recorded, and
+	// the generator issues through a store outage); empty when unbound.
+	Identity string `json:"identity,omitempty"`
+	Fenced   bool   `json:"fenced"`
+	Lost     bool   `json:"lost"`
+	Layout   string `json:"layout"`
+	Epoch    string `json:"epoch"`
 	// Tags are the snowflake tags of this layout (SnowflakeLayouts).
 	Tags []string `json:"tags,omitempty"`
 	// Error says why the layout's generator holds no worker id.
@@ -246,6 +250,9 @@ func (s *Service) snowflakeState(g *snowflake.Generator, l snowflake.Layout) Sno
 	}
 	if sf.Leased {
 		sf.LeaseTTLSeconds = s.cfg.Snowflake.LeaseTTL.D().Seconds()
+		if ac := s.liveAlloc.Load(); ac != nil {
+			sf.Identity = ac.Snowflake.Identity
+		}
 	}
 	if g == nil {
 		return sf
