@@ -26,10 +26,11 @@ func (b *boundLeaser) Acquire(context.Context, int64, time.Time) (Lease, error) 
 }
 
 // A generator whose worker id is bound to its identity issues through a
-// store outage of any length, compressed here: renewals fail for 10 lease
-// TTLs (600 ms each, renewed every 100 ms with a 100 ms margin, so a
-// loaded machine's late ticks leave room; a 10-minute outage is 20 of the
-// default 30 s), and
+// store outage of any length, compressed here: renewals fail for 6 lease
+// TTLs (1 s each, renewed every 100 ms with a 100 ms margin, so that a
+// loaded machine's late ticks leave 800 ms of room; a 10-minute outage is
+// 20 of the default 30 s, and each failed renewal extends the generator
+// the same way however many came before), and
 // every NEXTVAL meanwhile is answered, strictly increasing, never fenced.
 // The state file's high-water mark moves on, and a restart of the same
 // identity after a crash (the same id, the store's mark from before the
@@ -38,14 +39,14 @@ func (b *boundLeaser) Acquire(context.Context, int64, time.Time) (Lease, error) 
 func TestBoundIssuesThroughOutage(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state")
 	var logs testdb.LockedBuffer
-	src := &boundLeaser{memLeaser: memLeaser{ttl: 600 * time.Millisecond}}
+	src := &boundLeaser{memLeaser: memLeaser{ttl: time.Second}}
 	g := newGen(t, Options{Worker: src, StateFile: state, RenewEvery: 100 * time.Millisecond, FenceMargin: 100 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	prev := mustNext(t, g)
 
 	src.failing.Store(true)
 	from := src.renews.Load()
-	outage := 10 * src.ttl
+	outage := 6 * src.ttl
 	start := time.Now()
 	issued := 0
 	pace := time.NewTicker(time.Millisecond) // a client's pace
@@ -82,9 +83,12 @@ func TestBoundIssuesThroughOutage(t *testing.T) {
 	}
 
 	// A crash and a restart of the same identity during the outage: the
-	// store still has the mark from before it; the state file has more.
-	src2 := &boundLeaser{memLeaser: memLeaser{ttl: 600 * time.Millisecond}, hw: start}
-	g2 := newGen(t, Options{Worker: src2, StateFile: state, RenewEvery: 100 * time.Millisecond, FenceMargin: 100 * time.Millisecond})
+	// store still has the mark from before it; the state file has more,
+	// up to a TTL ahead, which the restart waits out (not refused as a
+	// clock behind, though max_backward is smaller).
+	src2 := &boundLeaser{memLeaser: memLeaser{ttl: time.Second}, hw: start}
+	g2 := newGen(t, Options{Worker: src2, StateFile: state, RenewEvery: 100 * time.Millisecond, FenceMargin: 100 * time.Millisecond,
+		MaxBackward: time.Millisecond})
 	if first := mustNext(t, g2); first <= prev {
 		t.Fatalf("after a restart of the same identity the first ID %d is not above the last before it, %d", first, prev)
 	}
