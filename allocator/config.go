@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"database/sql"
 	"time"
 
 	"github.com/leafproxy/leafproxy/allocator/segment"
@@ -15,8 +16,12 @@ import (
 // the defaults below (WithDefaults).
 type Config struct {
 	// StoreDSN is the go-sql-driver DSN of the database holding
-	// leaf_alloc and the snowflake tables.
+	// leaf_alloc and the snowflake tables (the first of StoreDSNs).
 	StoreDSN string
+	// StoreDSNs are the store's nodes in order of preference (a
+	// replicated store; StorePool fails over between them and back);
+	// empty: StoreDSN alone.
+	StoreDSNs []string
 	// CreateStoreDatabase makes InitStore create StoreDSN's database
 	// first (the default store: database leafproxy on the backend).
 	CreateStoreDatabase bool
@@ -104,10 +109,35 @@ type Snowflake struct {
 	// StateFile remembers worker id and last timestamp ("" none); each
 	// layout other than the global one keeps its own beside it.
 	StateFile string
+	// Identity, when set, binds the leased worker ids to this process
+	// (snowflake.MySQLLeaser.BindTo): no other identity takes them while
+	// they are recorded, and the generators issue through a store outage
+	// (with a StateFile).
+	Identity string
 }
 
 // WithDefaults returns c with every zero duration and count set to the
 // allocator packages' default.
+// storeDSNs are the store's nodes in order of preference: StoreDSNs, or
+// StoreDSN alone.
+func (c *Config) storeDSNs() []string {
+	if len(c.StoreDSNs) > 0 {
+		return c.StoreDSNs
+	}
+	return []string{c.StoreDSN}
+}
+
+// openStore opens the store over its nodes for a short job (InitStore,
+// CheckTags, the layout check): the node in use is the first that
+// answers; no failback probe runs.
+func (c *Config) openStore() (*sql.DB, error) {
+	p, err := NewStorePool(c.storeDSNs(), nil)
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(p), nil
+}
+
 func (c Config) WithDefaults() Config {
 	if c.DefaultStep == 0 {
 		c.DefaultStep = segment.DefaultStep

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +43,7 @@ import (
 type Sequences struct {
 	segments *segment.Allocator
 	db       *sql.DB
+	pool     *StorePool // db's connector: the store's nodes (nil with WithStores)
 	log      *slog.Logger
 	cfg      Config
 
@@ -118,11 +120,16 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*S
 		log = slog.New(slog.DiscardHandler)
 	}
 	var db *sql.DB
+	var pool *StorePool
 	if o.segStore == nil || o.snowStore == nil {
 		var err error
-		db, err = sql.Open("mysql", cfg.StoreDSN)
-		if err != nil {
-			return nil, fmt.Errorf("allocation store: %w", err)
+		if pool, err = NewStorePool(cfg.storeDSNs(), log.With("component", "store")); err != nil {
+			return nil, err
+		}
+		db = pool.OpenDB()
+		if addrs := pool.Addrs(); len(addrs) > 1 {
+			log.Info("allocation store: a list of nodes, the first in use; failover to the next that answers, failback when a preferred one is ready again",
+				"in_use", addrs[0], "nodes", strings.Join(addrs, ", "))
 		}
 		db.SetMaxOpenConns(cfg.MaxLoaders + 4)
 		db.SetMaxIdleConns(cfg.MaxLoaders + 4)
@@ -135,16 +142,28 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*S
 	closeDB := func() {
 		if db != nil {
 			db.Close()
+			pool.Close()
 		}
 	}
 	if o.segStore == nil {
 		o.segStore = mysqlSegments{MySQLStore: segment.NewMySQLStore(db), db: db}
 	}
 	if o.snowStore == nil {
-		o.snowStore = mysqlSnowflakes{snowflake.NewMySQLLeaser(db, cfg.Owner, cfg.Snowflake.LeaseTTL)}
+		leaser := snowflake.NewMySQLLeaser(db, cfg.Owner, cfg.Snowflake.LeaseTTL)
+		if cfg.Snowflake.Identity != "" {
+			bound, err := leaser.BindTo(cfg.Snowflake.Identity)
+			if err != nil {
+				closeDB()
+				return nil, err
+			}
+			leaser = bound
+			log.Info("snowflake worker ids bound to this proxy's identity: no other proxy takes them while recorded; issuing goes on through a store outage",
+				"identity", cfg.Snowflake.Identity)
+		}
+		o.snowStore = mysqlSnowflakes{leaser}
 	}
 
-	s := &Sequences{db: db, log: log, cfg: cfg, snowflakeGens: map[string]*snowGen{}, snowflakeMisses: map[string]time.Time{},
+	s := &Sequences{db: db, pool: pool, log: log, cfg: cfg, snowflakeGens: map[string]*snowGen{}, snowflakeMisses: map[string]time.Time{},
 		leaser: o.snowStore,
 		stop:   make(chan struct{}), done: make(chan struct{})}
 	floors, closeFloors, err := newKeyFloors(&cfg, db)
@@ -245,14 +264,19 @@ func unreachable(err error) bool {
 // id, clock behind the id's history, a layout other than the store's, bad
 // layout or state file) is not.
 func transient(err error) bool {
-	return errors.Is(err, snowflake.ErrStoreUnavailable) || errors.Is(err, context.DeadlineExceeded)
+	return errors.Is(err, snowflake.ErrStoreUnavailable) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, snowflake.ErrIdentityBusy)
 }
 
 // initStore runs InitStore bounded by d.
+// Store write conflicts (racing proxies, Galera) are tried again at once
+// (retryConflicts), each try bounded by d.
 func (s *Sequences) initStore(ctx context.Context, d time.Duration) error {
-	ictx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	return InitStore(ictx, &s.cfg, nil)
+	return retryConflicts(ctx, s.log, "preparing the allocation store", func() error {
+		ictx, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		return InitStore(ictx, &s.cfg, nil)
+	})
 }
 
 // background retries what could not be done at start: preparing the store,
@@ -470,6 +494,10 @@ func (s *Sequences) nameError(tag string, err error) error {
 // Segments exposes the segment allocator (stats, tests).
 func (s *Sequences) Segments() *segment.Allocator { return s.segments }
 
+// StorePool is the store's connector over its nodes, which says the node
+// in use; nil when the stores were given (WithStores).
+func (s *Sequences) StorePool() *StorePool { return s.pool }
+
 // Close stops the loaders and the background retries, releases the
 // snowflake lease and closes the store.
 func (s *Sequences) Close() error {
@@ -491,6 +519,7 @@ func (s *Sequences) Close() error {
 	err := s.closeSnowflake()
 	if s.db != nil {
 		s.db.Close()
+		s.pool.Close()
 	}
 	if s.closeFloors != nil {
 		s.closeFloors()

@@ -233,6 +233,14 @@ func (s *Sequences) startSnowflake(ctx context.Context) error {
 	if !s.configuredSnowflake() {
 		return nil
 	}
+	// A store write conflict (proxies starting together on different
+	// Galera nodes) is tried again at once rather than fencing the tags
+	// until the background retry; generators already started are kept.
+	return retryConflicts(ctx, s.log, "starting the snowflake generators", func() error { return s.startSnowflakeOnce(ctx) })
+}
+
+// startSnowflakeOnce is one try of startSnowflake.
+func (s *Sequences) startSnowflakeOnce(ctx context.Context) error {
 	cctx, cancel := s.storeCtx(ctx)
 	chk, err := s.leaser.CheckLayout(cctx, s.global)
 	cancel()

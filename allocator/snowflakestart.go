@@ -2,7 +2,6 @@ package allocator
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -97,7 +96,7 @@ func CheckSnowflakeLayout(ctx context.Context, cfg *Config, report func(format s
 	if err := layout.Validate(); err != nil {
 		return fmt.Errorf("snowflake: %w", err)
 	}
-	db, err := sql.Open("mysql", cfg.StoreDSN)
+	db, err := cfg.openStore()
 	if err != nil {
 		return err
 	}

@@ -51,7 +51,7 @@ func InitStore(ctx context.Context, cfg *Config, report func(format string, args
 				return err
 			}
 		}
-		if db, err = sql.Open("mysql", dsn); err != nil {
+		if db, err = cfg.openStore(); err != nil {
 			return err
 		}
 		defer db.Close()
@@ -88,7 +88,7 @@ func CheckTags(ctx context.Context, cfg *Config, opts ...Option) error {
 	if o.tagStore != nil {
 		return undeclaredTags(ctx, cfg, o.tagStore)
 	}
-	db, err := sql.Open("mysql", cfg.StoreDSN)
+	db, err := cfg.openStore()
 	if err != nil {
 		return err
 	}

@@ -18,8 +18,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/go-sql-driver/mysql"
 )
 
 // Config is the whole file. Its YAML keys are the user-facing contract:
@@ -93,8 +91,10 @@ type User struct {
 // Sequences configures the ID allocators.
 type Sequences struct {
 	// Store is the DSN (go-sql-driver form) of the database holding
-	// leaf_alloc and the worker-lease table; empty means the backend.
-	Store string `yaml:"store"`
+	// leaf_alloc and the worker-lease table, or a list of them (the
+	// nodes of a replicated store, in order of preference); empty means
+	// the backend.
+	Store StoreList `yaml:"store"`
 	// StorePasswordEnv / StorePasswordFile give the password of the
 	// account in Store from an environment variable or a file.
 	StorePasswordEnv  string         `yaml:"store_password_env"`
@@ -417,13 +417,7 @@ func (c *Config) Validate(checks ...Check) error {
 		}
 	}
 	c.validateLimits(add)
-	if c.Sequences.Store != "" {
-		if mc, err := mysql.ParseDSN(c.Sequences.Store); err != nil {
-			add("sequences.store", "not a DSN like user:password@tcp(host:3306)/leafproxy: %v", err)
-		} else if mc.DBName == "" {
-			add("sequences.store", "names no database: end the DSN with /leafproxy (or another name; it is created if missing)")
-		}
-	}
+	c.validateStore(add)
 	if c.Sequences.DefaultStep < 1 || c.Sequences.DefaultStep > 1_000_000 {
 		add("sequences.default_step", "%d is outside 1..1000000", c.Sequences.DefaultStep)
 	}
@@ -466,6 +460,7 @@ func (c *Config) Validate(checks ...Check) error {
 			add("snowflake.worker_id", "%q is not a number or auto", c.Snowflake.WorkerID)
 		}
 	}
+	c.Snowflake.validateIdentity(add)
 	if (c.TLS.Cert == "") != (c.TLS.Key == "") {
 		add("tls", "cert and key must be set together")
 	}

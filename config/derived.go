@@ -42,11 +42,12 @@ func Network(addr string) string {
 	return "tcp"
 }
 
-// StoreDSN is the go-sql-driver DSN of the allocation store: sequences.store,
-// or database `leafproxy` on the backend with the backend's account.
+// StoreDSN is the go-sql-driver DSN of the allocation store: sequences.store
+// (its first entry when it lists several), or database `leafproxy` on the
+// backend with the backend's account.
 func (c *Config) StoreDSN() string {
-	if c.Sequences.Store != "" {
-		return c.Sequences.Store
+	if c.Sequences.Store.Set() {
+		return c.Sequences.Store.First()
 	}
 	mc := mysql.NewConfig()
 	mc.Net = Network(c.Backend.Addr)
@@ -56,4 +57,13 @@ func (c *Config) StoreDSN() string {
 	mc.DBName = "leafproxy"
 	mc.Timeout = c.Backend.ConnectTimeout.D()
 	return mc.FormatDSN()
+}
+
+// StoreDSNs are the allocation store's DSNs in order of preference: every
+// entry of sequences.store, or StoreDSN alone.
+func (c *Config) StoreDSNs() []string {
+	if c.Sequences.Store.Set() {
+		return append([]string(nil), c.Sequences.Store...)
+	}
+	return []string{c.StoreDSN()}
 }

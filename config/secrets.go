@@ -97,22 +97,36 @@ func (c *Config) ResolveSecrets() []Problem {
 	}
 	s := &c.Sequences
 	if s.StorePasswordEnv != "" || s.StorePasswordFile != "" {
-		mc, err := mysql.ParseDSN(s.Store)
-		switch {
-		case s.Store == "":
+		if !s.Store.Set() {
 			add("sequences.store_password", "sequences.store is empty: the store then uses the backend's account (backend.password_env / backend.password_file)")
-		case err != nil:
-			// Validate reports the DSN.
-		default:
-			pw := mc.Passwd
-			resolve("sequences.store_password", &pw, s.StorePasswordEnv, s.StorePasswordFile)
+		}
+		// One account on every node of the store: the password is read
+		// once and given to each DSN (in a copy: the list may be shared
+		// with a copy of this Config).
+		s.Store = append(StoreList(nil), s.Store...)
+		var pw string
+		read := false
+		for i, dsn := range s.Store {
+			mc, err := mysql.ParseDSN(dsn)
+			if err != nil {
+				continue // Validate reports the DSN.
+			}
+			if !read {
+				pw, read = mc.Passwd, true
+				resolve("sequences.store_password", &pw, s.StorePasswordEnv, s.StorePasswordFile)
+			}
 			if pw != mc.Passwd {
 				mc.Passwd = pw
-				s.Store = mc.FormatDSN()
+				s.Store[i] = mc.FormatDSN()
 			}
 		}
-	} else if mc, err := mysql.ParseDSN(s.Store); err == nil && mc.Passwd != "" {
-		c.inlineSecrets = append(c.inlineSecrets, "sequences.store")
+	} else {
+		for _, dsn := range s.Store {
+			if mc, err := mysql.ParseDSN(dsn); err == nil && mc.Passwd != "" {
+				c.inlineSecrets = append(c.inlineSecrets, "sequences.store")
+				break
+			}
+		}
 	}
 	return probs
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -19,7 +20,33 @@ type Snowflake struct {
 	MaxBackward  Duration `yaml:"max_backward"` // longest wait when the clock is behind
 	LeaseTTL     Duration `yaml:"lease_ttl"`
 	StateFile    string   `yaml:"state_file"` // remembers worker id and last timestamp
+	// Identity binds the leased worker id to this proxy: "" (off), auto
+	// (the host name and the listening port) or a name no other live
+	// proxy has. No other identity can take the id while the store
+	// records it, so the generator issues through a store outage of any
+	// length (needs worker_id auto and state_file).
+	Identity string `yaml:"identity"`
 }
+
+// validateIdentity checks snowflake.identity against what it needs.
+func (s Snowflake) validateIdentity(add func(key, format string, a ...any)) {
+	id := s.Identity
+	if id == "" {
+		return
+	}
+	if s.WorkerID != "auto" {
+		add("snowflake.identity", "binds a leased worker id: it needs snowflake.worker_id: auto (a fixed worker id is already this proxy's alone)")
+	}
+	if s.StateFile == "" {
+		add("snowflake.identity", "needs snowflake.state_file: while the store is down, the state file keeps the high-water mark a restart of the same identity starts above")
+	}
+	if id != "auto" && (len(id) > MaxIdentity || strings.ContainsAny(id, "|#")) {
+		add("snowflake.identity", "%q: auto, or a name of 1 to %d bytes without | or #", id, MaxIdentity)
+	}
+}
+
+// MaxIdentity is the longest snowflake.identity (snowflake.MaxIdentity).
+const MaxIdentity = 32
 
 // EpochTime parses snowflake.epoch (RFC 3339).
 func (s Snowflake) EpochTime() (time.Time, error) {

@@ -45,7 +45,7 @@ func TestGaleraStoreFailover(t *testing.T) {
 	var leaves []*leaf
 	for range 3 {
 		cfg := leafConfig(t, backend, nil)
-		cfg.Sequences.Store = mc.FormatDSN()
+		cfg.Sequences.Store = config.StoreList{mc.FormatDSN()}
 		cfg.Sequences.WaitTimeout = config.Duration(10 * time.Second)
 		cfg.Sequences.Tags = map[string]config.Tag{"t": {Generator: "segment", Step: 100}, "s": {Generator: "snowflake"}}
 		cfg.Snowflake.LeaseTTL = config.Duration(15 * time.Second)

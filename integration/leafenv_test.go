@@ -39,7 +39,7 @@ func leafConfig(t testing.TB, backend, store *testdb.Server) *config.Config {
 	cfg.Log.Level = "warn"
 	if store != nil {
 		store.Exec(t, "CREATE DATABASE IF NOT EXISTS leafstore")
-		cfg.Sequences.Store = store.DSN("leafstore")
+		cfg.Sequences.Store = config.StoreList{store.DSN("leafstore")}
 	}
 	return cfg
 }

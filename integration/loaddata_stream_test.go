@@ -112,7 +112,7 @@ func TestLoadDataKeysRunOutMidFile(t *testing.T) {
 	store := testdb.Start(t)
 	backend, lf := loadEnv(t, func(cfg *config.Config, b *testdb.Server) {
 		store.Exec(t, "CREATE DATABASE IF NOT EXISTS leafstore")
-		cfg.Sequences.Store = store.DSN("leafstore")
+		cfg.Sequences.Store = config.StoreList{store.DSN("leafstore")}
 		cfg.Sequences.Tags["order"] = config.Tag{Generator: "segment", Step: 100}
 	})
 	db := lf.open(t, "app", nil)

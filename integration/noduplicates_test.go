@@ -159,7 +159,7 @@ func TestStartWithStoreDown(t *testing.T) {
 	var leaves []*leaf
 	for i, worker := range []string{"auto", "3"} {
 		cfg := snowConfig(t, backend, nil, worker)
-		cfg.Sequences.Store = store.DSN("leafstore")
+		cfg.Sequences.Store = config.StoreList{store.DSN("leafstore")}
 		cfg.Backend.ConnectTimeout = config.Duration(time.Second)
 		t0 := time.Now()
 		lf, err := newLeaf(t, cfg)
@@ -227,7 +227,7 @@ func TestStartWithStoreStalled(t *testing.T) {
 	store.Exec(t, "CREATE DATABASE IF NOT EXISTS leafstore")
 	fw := testdb.NewForwarder(t, "")
 	cfg := snowConfig(t, backend, nil, "auto")
-	cfg.Sequences.Store = strings.Replace(store.DSN("leafstore"), store.Addr, fw.Addr, 1)
+	cfg.Sequences.Store = config.StoreList{strings.Replace(store.DSN("leafstore"), store.Addr, fw.Addr, 1)}
 	cfg.Backend.ConnectTimeout = config.Duration(time.Second)
 	t0 := time.Now()
 	lf, err := newLeaf(t, cfg)

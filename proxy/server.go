@@ -220,6 +220,10 @@ func (s *Server) Addr() net.Addr {
 	return s.listeners[0].Addr()
 }
 
+// Draining reports whether Shutdown has begun: no client is accepted any
+// more (a readiness probe's answer).
+func (s *Server) Draining() bool { return s.draining.Load() }
+
 // Sessions reports the logged-in client sessions now and the connections
 // accepted since start (including ones refused or that failed to log in).
 // Two atomic loads: cheap enough for a metrics scrape at any rate.

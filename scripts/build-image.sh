@@ -24,7 +24,7 @@ if [ -z "$tool" ]; then
 fi
 ctx=$(mktemp -d)
 trap 'rm -rf "$ctx"' EXIT
-version="${LEAFPROXY_IMAGE_VERSION:-dev}"
+version="${LEAFPROXY_IMAGE_VERSION:-}" # empty: the released version (internal/buildinfo.Release)
 CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$version" -o "$ctx/leafproxy" ./cmd/leafproxy
 printf 'leafproxy:x:65532:65532:leafproxy:/var/lib/leafproxy:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n' >"$ctx/passwd"
 printf 'leafproxy:x:65532:\nnobody:x:65534:\n' >"$ctx/group"

@@ -3,7 +3,10 @@ package service
 import (
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"strconv"
+	"strings"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -30,6 +33,9 @@ func AllocatorConfig(c *config.Config) (allocator.Config, error) {
 		LeaseTTL:      c.Snowflake.LeaseTTL.D(),
 		StateFile:     c.Snowflake.StateFile,
 	}
+	if sf.Identity, err = snowflakeIdentity(c); err != nil {
+		return allocator.Config{}, err
+	}
 	if c.Snowflake.RandomStart != nil {
 		sf.RandomStart = *c.Snowflake.RandomStart
 	}
@@ -55,7 +61,8 @@ func AllocatorConfig(c *config.Config) (allocator.Config, error) {
 	}
 	return allocator.Config{
 		StoreDSN:            c.StoreDSN(),
-		CreateStoreDatabase: c.Sequences.Store == "",
+		StoreDSNs:           c.StoreDSNs(),
+		CreateStoreDatabase: !c.Sequences.Store.Set(),
 		BackendAddr:         c.Backend.Addr,
 		BackendDSN:          backendDSN(c),
 		StoreTimeout:        c.Backend.ConnectTimeout.D(),
@@ -154,4 +161,27 @@ func tagLayout(t config.TagLayout, global snowflake.Layout) (snowflake.Layout, e
 		l.Unit = t.TimeUnit.D()
 	}
 	return l, l.Validate()
+}
+
+// snowflakeIdentity is snowflake.identity with auto resolved: the host
+// name and the port clients connect to (two live processes cannot listen
+// on one host and port), or the socket path.
+func snowflakeIdentity(c *config.Config) (string, error) {
+	id := c.Snowflake.Identity
+	if id != "auto" {
+		return id, nil
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("snowflake.identity: auto needs the host name: %w (give a name instead)", err)
+	}
+	where := c.Listen
+	if _, port, err := net.SplitHostPort(c.Listen); err == nil {
+		where = port
+	}
+	id = host + ":" + where
+	if len(id) > config.MaxIdentity || strings.ContainsAny(id, "|#") {
+		return "", fmt.Errorf("snowflake.identity: auto makes %q, over %d bytes or with | or #: give a name no other proxy has", id, config.MaxIdentity)
+	}
+	return id, nil
 }

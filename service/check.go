@@ -98,10 +98,26 @@ func CheckConfig(ctx context.Context, cfg *config.Config) []Finding {
 	// The store: its own login when sequences.store names one; the
 	// default store is the backend's account, tried above.
 	storeUp := backendErr == nil
-	if cfg.Sequences.Store != "" {
-		err := storeLogin(ctx, cfg.Sequences.Store, h.timeout)
-		add(explainStoreError(cfg, "log in to the allocation store", err))
-		storeUp = err == nil
+	if cfg.Sequences.Store.Set() {
+		// Each node of a list: one that does not answer is a warning
+		// while another does (the proxy fails over); every one refusing
+		// or unreachable is the store's finding.
+		storeUp = false
+		var errs []error
+		for _, dsn := range cfg.Sequences.Store {
+			err := storeLogin(ctx, dsn, h.timeout)
+			errs = append(errs, err)
+			storeUp = storeUp || err == nil
+		}
+		for i, err := range errs {
+			if err == nil {
+				continue
+			}
+			if len(errs) > 1 {
+				err = fmt.Errorf("node %d of %d: %w", i+1, len(errs), err)
+			}
+			add(explainStoreError(cfg, "log in to the allocation store", err))
+		}
 	}
 	if storeUp {
 		tctx, cancel := context.WithTimeout(ctx, h.timeout)

@@ -55,7 +55,8 @@ type health struct {
 	cfg     *config.Config
 	seq     *allocator.Sequences
 	backend *sql.DB
-	store   *sql.DB
+	stores  []*sql.DB // one per node of the store (config.StoreDSNs); the one in use is probed
+	addrs   []string  // their addresses
 	timeout time.Duration
 	ttl     time.Duration
 	probes  atomic.Int64 // probes run, for tests
@@ -100,17 +101,35 @@ func newHealth(cfg *config.Config, seq *allocator.Sequences) (*health, error) {
 	if h.backend, err = openProbeDB(mc.FormatDSN()); err != nil {
 		return nil, fmt.Errorf("backend probe: %w", err)
 	}
-	smc, err := mysql.ParseDSN(cfg.StoreDSN())
-	if err != nil {
-		h.backend.Close()
-		return nil, fmt.Errorf("sequences.store: %w", err)
-	}
-	smc.Timeout, smc.ReadTimeout, smc.WriteTimeout = h.timeout, h.timeout, h.timeout
-	if h.store, err = openProbeDB(smc.FormatDSN()); err != nil {
-		h.backend.Close()
-		return nil, fmt.Errorf("store probe: %w", err)
+	for _, dsn := range cfg.StoreDSNs() {
+		smc, err := mysql.ParseDSN(dsn)
+		if err != nil {
+			h.close()
+			return nil, fmt.Errorf("sequences.store: %w", err)
+		}
+		smc.Timeout, smc.ReadTimeout, smc.WriteTimeout = h.timeout, h.timeout, h.timeout
+		db, err := openProbeDB(smc.FormatDSN())
+		if err != nil {
+			h.close()
+			return nil, fmt.Errorf("store probe: %w", err)
+		}
+		h.stores, h.addrs = append(h.stores, db), append(h.addrs, smc.Addr)
 	}
 	return h, nil
+}
+
+// storeInUse is the index of the store's node the allocator uses (0 while
+// it has none yet, or with one node).
+func (h *health) storeInUse() int {
+	if h.seq == nil {
+		return 0
+	}
+	if p := h.seq.StorePool(); p != nil {
+		if i, _ := p.InUse(); i < len(h.stores) {
+			return i
+		}
+	}
+	return 0
 }
 
 func openProbeDB(dsn string) (*sql.DB, error) {
@@ -148,7 +167,9 @@ func backendTLS(cfg *config.Config) (*tls.Config, error) {
 
 func (h *health) close() {
 	h.backend.Close()
-	h.store.Close()
+	for _, db := range h.stores {
+		db.Close()
+	}
 }
 
 // get returns a result at most ttl old, probing when it is older; callers
@@ -209,10 +230,11 @@ func (h *health) probe() Health {
 		}
 	})
 	wg.Go(func() {
-		addr, _, db := storeIdentity(h.cfg)
-		r.Store = h.check(addr+"/"+db, func(ctx context.Context) error {
+		_, _, db := storeIdentity(h.cfg)
+		i := h.storeInUse()
+		r.Store = h.check(h.addrs[i]+"/"+db, func(ctx context.Context) error {
 			var one int
-			err := h.store.QueryRowContext(ctx, "SELECT 1 FROM leaf_alloc LIMIT 1").Scan(&one)
+			err := h.stores[i].QueryRowContext(ctx, "SELECT 1 FROM leaf_alloc LIMIT 1").Scan(&one)
 			if errors.Is(err, sql.ErrNoRows) {
 				err = nil // no tags yet: reachable all the same
 			}

@@ -84,8 +84,8 @@ func (s *Service) Close() error {
 
 // Serve runs the proxy on l until ctx ends or Close, then shuts down
 // gracefully and releases the generators.
-// With metrics.listen set, /metrics, the status page (/), /status.json and
-// /healthz are served alongside and stopped with the proxy; failing to bind
+// With metrics.listen set, /metrics, the status page (/), /status.json,
+// /healthz, /livez and /readyz are served alongside and stopped with the proxy; failing to bind
 // it fails start-up.
 func (s *Service) Serve(ctx context.Context, l net.Listener) error {
 	ctx, done, err := s.begin(ctx)

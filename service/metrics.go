@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -23,24 +24,25 @@ import (
 type collector struct {
 	seq   *allocator.Sequences
 	proxy *proxy.Server
-	// configured are the tags the configuration names (sequences.tags,
-	// tables[].tag), validated at load: their series show even while
-	// their fetches fail.
-	configured map[string]bool
+	// configured returns the tags the configuration in force names
+	// (sequences.tags, tables[].tag; also those a reload added),
+	// validated at load: their series show even while their fetches fail.
+	configured func() map[string]string
 	runway     *runway.Monitor
 
-	remaining, nextReady, step, fetches, fetchErrors, refused, repairs *prometheus.Desc
-	worker, fenced, lost                                               *prometheus.Desc
-	layoutWorker, layoutFenced                                         *prometheus.Desc
-	idsLeft, exhaustedAt, idsPerSecond                                 *prometheus.Desc
-	rangeLeft, atEnd                                                   *prometheus.Desc
-	sessions, accepted                                                 *prometheus.Desc
-	loops, loopSessions, loopMoves, loopHandoffs                       *prometheus.Desc
-	loginFailures, loginThrottled, blockedHosts, handshakesDropped     *prometheus.Desc
-	handshakesPending                                                  *prometheus.Desc
+	remaining, nextReady, step, fetches, fetchErrors, conflicts, refused, repairs *prometheus.Desc
+	worker, fenced, lost                                                          *prometheus.Desc
+	layoutWorker, layoutFenced                                                    *prometheus.Desc
+	idsLeft, exhaustedAt, idsPerSecond                                            *prometheus.Desc
+	rangeLeft, atEnd                                                              *prometheus.Desc
+	sessions, accepted                                                            *prometheus.Desc
+	loops, loopSessions, loopMoves, loopHandoffs                                  *prometheus.Desc
+	loginFailures, loginThrottled, blockedHosts, handshakesDropped                *prometheus.Desc
+	handshakesPending                                                             *prometheus.Desc
+	storeNode, storeFailovers, storeFailbacks                                     *prometheus.Desc
 }
 
-func newCollector(seq *allocator.Sequences, srv *proxy.Server, configured map[string]bool, rw *runway.Monitor) *collector {
+func newCollector(seq *allocator.Sequences, srv *proxy.Server, configured func() map[string]string, rw *runway.Monitor) *collector {
 	tag := []string{"tag"}
 	return &collector{
 		seq:        seq,
@@ -70,7 +72,9 @@ func newCollector(seq *allocator.Sequences, srv *proxy.Server, configured map[st
 		fetches: prometheus.NewDesc("leafproxy_segment_fetches_total",
 			"Segments fetched from leaf_alloc and accepted for the tag.", tag, nil),
 		fetchErrors: prometheus.NewDesc("leafproxy_segment_fetch_errors_total",
-			"Failed segment fetches for the tag.", tag, nil),
+			"Failed segment fetches for the tag: the store down, slow or refusing (not write conflicts, counted apart).", tag, nil),
+		conflicts: prometheus.NewDesc("leafproxy_segment_fetch_conflicts_total",
+			"Segment and block fetches for the tag that met a store write conflict (a deadlock, a Galera certification failure, a Galera node not ready: 1213, 1205, 1047, 1020) and were tried again; routine with writers on several Galera nodes, not an outage.", tag, nil),
 		refused: prometheus.NewDesc("leafproxy_segment_refused_total",
 			"Segments refused for the tag because they lay below its high-water mark (a store that moved back).", tag, nil),
 		repairs: prometheus.NewDesc("leafproxy_segment_repairs_total",
@@ -103,14 +107,21 @@ func newCollector(seq *allocator.Sequences, srv *proxy.Server, configured map[st
 			"Connections closed before logging in to make room in limits.max_handshakes or limits.max_silent_handshakes (the host holding the most pending handshakes gives one up).", nil, nil),
 		handshakesPending: prometheus.NewDesc("leafproxy_handshakes_pending",
 			"Connections not logged in yet: state=\"under_way\" (limits.max_handshakes), state=\"silent\" greeted and nothing received yet (limits.max_silent_handshakes).", []string{"state"}, nil),
+		storeNode: prometheus.NewDesc("leafproxy_store_node_in_use",
+			"1 for the node of the allocation store (sequences.store; one of its list) the proxy uses now, 0 for the others; position is its place in the list, from 0.", []string{"addr", "position"}, nil),
+		storeFailovers: prometheus.NewDesc("leafproxy_store_failovers_total",
+			"Moves of the allocation store's connections to a later node of sequences.store's list (the one in use did not answer, refused or was not ready).", nil, nil),
+		storeFailbacks: prometheus.NewDesc("leafproxy_store_failbacks_total",
+			"Moves back to an earlier node of sequences.store's list once it answered as ready again (connections to the other closed).", nil, nil),
 	}
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.remaining, c.nextReady, c.step, c.fetches, c.fetchErrors, c.refused, c.repairs,
+	for _, d := range []*prometheus.Desc{c.remaining, c.nextReady, c.step, c.fetches, c.fetchErrors, c.conflicts, c.refused, c.repairs,
 		c.worker, c.fenced, c.lost, c.layoutWorker, c.layoutFenced, c.idsLeft, c.exhaustedAt, c.idsPerSecond, c.rangeLeft, c.atEnd,
 		c.sessions, c.accepted, c.loops, c.loopSessions, c.loopMoves, c.loopHandoffs,
-		c.loginFailures, c.loginThrottled, c.blockedHosts, c.handshakesDropped, c.handshakesPending} {
+		c.loginFailures, c.loginThrottled, c.blockedHosts, c.handshakesDropped, c.handshakesPending,
+		c.storeNode, c.storeFailovers, c.storeFailbacks} {
 		ch <- d
 	}
 }
@@ -123,12 +134,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
 	segs := c.seq.Segments()
+	configured := c.configured()
 	for _, tag := range segs.Tags() {
 		st, ok := segs.Stats(tag)
 		if !ok || !utf8.ValidString(tag) {
 			continue
 		}
-		if !c.configured[tag] && st.Fetches == 0 && st.Refused == 0 {
+		if _, named := configured[tag]; !named && st.Fetches == 0 && st.Refused == 0 {
 			// Never created as far as this proxy knows (no segment ever
 			// came back): an unknown or made-up name someone asked for,
 			// perhaps while the store failed. Left out, so that names
@@ -141,6 +153,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.step, float64(st.Step), tag)
 		counter(c.fetches, float64(st.Fetches), tag)
 		counter(c.fetchErrors, float64(st.FetchErrors), tag)
+		counter(c.conflicts, float64(st.Conflicts), tag)
 		counter(c.refused, float64(st.Refused), tag)
 		counter(c.repairs, float64(st.Repairs), tag)
 	}
@@ -202,6 +215,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.handshakesDropped, float64(lg.Dropped))
 	gauge(c.handshakesPending, float64(lg.Handshakes), "under_way")
 	gauge(c.handshakesPending, float64(lg.Silent), "silent")
+	if p := c.seq.StorePool(); p != nil {
+		in, _ := p.InUse()
+		for i, addr := range p.Addrs() {
+			gauge(c.storeNode, b2f(i == in), addr, strconv.Itoa(i))
+		}
+		fo, fb := p.Moves()
+		counter(c.storeFailovers, float64(fo))
+		counter(c.storeFailbacks, float64(fb))
+	}
 }
 
 func b2f(b bool) float64 {
@@ -236,7 +258,7 @@ func serveMetrics(l net.Listener, h http.Handler, log *slog.Logger) (net.Addr, f
 			log.Error("metrics endpoint stopped", "addr", l.Addr().String(), "err", err)
 		}
 	}()
-	log.Info("metrics and status page listening", "addr", l.Addr().String(), "paths", "/ /status.json /healthz /metrics")
+	log.Info("metrics and status page listening", "addr", l.Addr().String(), "paths", "/ /status.json /healthz /livez /readyz /metrics")
 	stop := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()

@@ -134,10 +134,7 @@ func (s *Service) reload(ctx context.Context, next *config.Config) (changes []st
 	s.mu.Unlock()
 	bn.log(s.log, next)
 	applied := *cur
-	applied.Users, applied.Admins, applied.Tables, applied.Sequences.Tags = next.Users, next.Admins, next.Tables, next.Sequences.Tags
-	if tokens {
-		applied.IDAPI.Tokens = next.IDAPI.Tokens
-	}
+	takeReloadable(&applied, next, tokens)
 	appliedAlloc, err := AllocatorConfig(&applied)
 	if err != nil {
 		return nil, err
@@ -151,14 +148,22 @@ func (s *Service) reload(ctx context.Context, next *config.Config) (changes []st
 
 	// What a restart would pick up.
 	restart := *next
-	restart.Users, restart.Admins, restart.Tables, restart.Sequences.Tags, restart.Path = cur.Users, cur.Admins, cur.Tables, cur.Sequences.Tags, cur.Path
-	if tokens {
-		restart.IDAPI.Tokens = cur.IDAPI.Tokens
-	}
+	takeReloadable(&restart, cur, tokens)
+	restart.Path = cur.Path
 	for _, f := range changedKeys(*cur, restart) {
 		changes = append(changes, f+": needs a restart, not applied")
 	}
 	return changes, nil
+}
+
+// takeReloadable copies into dst the keys a reload applies
+// (config.ReloadableKeys: the accounts, the table rules, the tags, and the
+// ID API's tokens when tokens says the API runs) from src.
+func takeReloadable(dst *config.Config, src *config.Config, tokens bool) {
+	dst.Users, dst.Admins, dst.Tables, dst.Sequences.Tags = src.Users, src.Admins, src.Tables, src.Sequences.Tags
+	if tokens {
+		dst.IDAPI.Tokens = src.IDAPI.Tokens
+	}
 }
 
 // current is the configuration in force (as reloaded).

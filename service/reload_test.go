@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/service"
 )
 
 // TestReloadNamesEveryKey: what a reload does not apply is reported key by
@@ -73,4 +75,45 @@ func TestLoginMetrics(t *testing.T) {
 	want(t, m, "leafproxy_handshakes_dropped_total", 0)
 	want(t, m, `leafproxy_handshakes_pending{state="under_way"}`, 0)
 	want(t, m, `leafproxy_handshakes_pending{state="silent"}`, 0)
+}
+
+// TestStatusShowsReloadedRules: a table rule and a tag added by a reload
+// (SIGHUP) are on /status.json (what the status page shows) as on a proxy
+// started with them, and their tag's series on /metrics once it is used.
+func TestStatusShowsReloadedRules(t *testing.T) {
+	backend := testdb.Start(t)
+	backend.Exec(t, "CREATE DATABASE IF NOT EXISTS app", "CREATE TABLE IF NOT EXISTS app.invoices (id BIGINT PRIMARY KEY, note TEXT)")
+	cfg := testConfig(backend)
+	r := startService(t, cfg)
+	tagsOf := func() map[string][]string {
+		var st service.Status
+		if code := get(t, r.Base+"/status.json", &st); code != 200 {
+			t.Fatalf("/status.json: %d", code)
+		}
+		out := map[string][]string{}
+		for _, ts := range st.Tags {
+			out[ts.Tag] = ts.Tables
+		}
+		return out
+	}
+	if _, ok := tagsOf()["invoice"]; ok {
+		t.Fatal("tag invoice listed before the reload")
+	}
+	next := *cfg
+	next.Sequences.Tags = maps.Clone(cfg.Sequences.Tags)
+	next.Sequences.Tags["invoice"] = config.Tag{Generator: "segment", Step: 1000}
+	next.Tables = append(slices.Clone(cfg.Tables), config.Table{Table: "app.invoices", Column: "id", Tag: "invoice"})
+	if _, err := r.Svc.Reload(context.Background(), &next); err != nil {
+		t.Fatal(err)
+	}
+	got := tagsOf()
+	if tables, ok := got["invoice"]; !ok || !slices.Equal(tables, []string{"app.invoices"}) {
+		t.Fatalf("after the reload /status.json lists tag invoice with tables %v (listed: %v), want [app.invoices]", tables, ok)
+	}
+	db := r.client(t)
+	if _, err := db.Exec("INSERT INTO app.invoices (note) VALUES ('x')"); err != nil {
+		t.Fatalf("insert through the reloaded rule: %v", err)
+	}
+	m := scrape(t, r.Base+"/metrics")
+	want(t, m, `leafproxy_segment_fetches_total{tag="invoice"}`, 1)
 }

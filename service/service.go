@@ -144,7 +144,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	}
 	// A custom store's database is created here; its tables and tags are
 	// prepared by allocator.Open (WithInitStore), bounded and retried.
-	if cfg.Sequences.Store != "" {
+	if cfg.Sequences.Store.Set() {
 		dbCtx, cancel := context.WithTimeout(ctx, cfg.Backend.ConnectTimeout.D())
 		err := createStoreDatabase(dbCtx, cfg.Sequences.Store)
 		cancel()
@@ -224,10 +224,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		srv.ReportBackend(backendErr)
 	}
 	reg := prometheus.NewRegistry()
-	configured := map[string]bool{}
-	for name := range configuredTags(cfg) {
-		configured[name] = true
-	}
+	// The tags the configuration in force names: those a reload added
+	// too.
+	configured := func() map[string]string { return configuredTags(live.Load()) }
 	reloads := newReloadState(started)
 	reg.MustRegister(newCollector(seq, srv, configured, mon))
 	reg.MustRegister(newTrafficCollector(srv, eng, h.get, reloads, o.version))

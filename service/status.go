@@ -95,6 +95,7 @@ type SegmentState struct {
 	HighWater   int64     `json:"high_water"`
 	Fetches     uint64    `json:"fetches"`
 	FetchErrors uint64    `json:"fetch_errors"`
+	Conflicts   uint64    `json:"fetch_conflicts"` // store write conflicts, retried; not in fetch_errors
 	Refused     uint64    `json:"refused"`
 	LastError   string    `json:"last_error,omitempty"`
 	LastErrorAt time.Time `json:"last_error_at,omitzero"`
@@ -108,10 +109,14 @@ type Snowflake struct {
 	// LeaseExpires is when the worker lease runs out unless renewed
 	// (RFC 3339, this process's count); empty for an unregistered id.
 	LeaseExpires string `json:"lease_expires,omitempty"`
-	Fenced       bool   `json:"fenced"`
-	Lost         bool   `json:"lost"`
-	Layout       string `json:"layout"`
-	Epoch        string `json:"epoch"`
+	// Identity is what the leased worker id is bound to
+	// (snowflake.identity; no other proxy takes it while recorded, and
+	// the generator issues through a store outage); empty when unbound.
+	Identity string `json:"identity,omitempty"`
+	Fenced   bool   `json:"fenced"`
+	Lost     bool   `json:"lost"`
+	Layout   string `json:"layout"`
+	Epoch    string `json:"epoch"`
 	// Tags are the snowflake tags of this layout (SnowflakeLayouts).
 	Tags []string `json:"tags,omitempty"`
 	// Error says why the layout's generator holds no worker id.
@@ -121,13 +126,19 @@ type Snowflake struct {
 // Status gathers the proxy's state now; health comes from the cached probe
 // (at most a second old).
 func (s *Service) Status(ctx context.Context) Status {
-	addr, _, db := storeIdentity(s.cfg)
+	// The configuration in force: tags and table rules a reload (SIGHUP)
+	// added are listed, as a proxy started on the same file lists them.
+	cfg := s.current()
+	addr, _, db := storeIdentity(cfg)
+	if p := s.Sequences.StorePool(); p != nil {
+		_, addr = p.InUse() // the node in use, of a list
+	}
 	st := Status{
 		Version:       s.version,
 		StartedAt:     s.started,
 		UptimeSeconds: time.Since(s.started).Seconds(),
-		Listen:        s.cfg.Listen,
-		Backend:       s.cfg.Backend.Addr,
+		Listen:        cfg.Listen,
+		Backend:       cfg.Backend.Addr,
 		Store:         addr + "/" + db,
 		Health:        s.health.get(ctx),
 		Tags:          []TagState{},
@@ -140,10 +151,10 @@ func (s *Service) Status(ctx context.Context) Status {
 
 	tables := map[string][]string{}
 	names := map[string]bool{}
-	for name := range s.cfg.Sequences.Tags {
+	for name := range cfg.Sequences.Tags {
 		names[name] = true
 	}
-	for _, r := range s.cfg.Tables {
+	for _, r := range cfg.Tables {
 		tables[r.Tag] = append(tables[r.Tag], r.Table)
 		names[r.Tag] = true
 	}
@@ -202,7 +213,7 @@ func (s *Service) Status(ctx context.Context) Status {
 		seg := &SegmentState{
 			Start: t.Current.Start, End: t.Current.End, NextID: t.NextID, Remaining: t.Remaining,
 			NextReady: t.NextReady, Loading: t.Loading, Step: t.Step, TableStep: t.TableStep,
-			HighWater: t.HighWater, Fetches: t.Fetches, FetchErrors: t.FetchErrors, Refused: t.Refused,
+			HighWater: t.HighWater, Fetches: t.Fetches, FetchErrors: t.FetchErrors, Conflicts: t.Conflicts, Refused: t.Refused,
 		}
 		if size > 0 {
 			seg.FillPercent = float64(t.Remaining) * 100 / float64(size)
@@ -243,6 +254,9 @@ func (s *Service) snowflakeState(g *snowflake.Generator, l snowflake.Layout) Sno
 	}
 	if sf.Leased {
 		sf.LeaseTTLSeconds = s.cfg.Snowflake.LeaseTTL.D().Seconds()
+		if ac := s.liveAlloc.Load(); ac != nil {
+			sf.Identity = ac.Snowflake.Identity
+		}
 	}
 	if g == nil {
 		return sf
@@ -285,7 +299,8 @@ func mapKeysOf[V any](m map[string]V) func(func(string) bool) {
 //go:embed status.html
 var statusPage []byte
 
-// handler serves /metrics, the status page, /status.json and /healthz.
+// handler serves /metrics, the status page, /status.json, /healthz, /livez
+// and /readyz.
 func (s *Service) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
@@ -305,6 +320,12 @@ func (s *Service) handler() http.Handler {
 			code = http.StatusServiceUnavailable
 		}
 		writeJSON(w, code, h)
+	})
+	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, r *http.Request) {
+		serveProbe(w, s.Live())
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		serveProbe(w, s.Ready(r.Context()))
 	})
 	return mux
 }

@@ -172,7 +172,7 @@ func TestHealthzStoreApart(t *testing.T) {
 	store := testdb.Start(t)
 	cfg := testConfig(backend)
 	cfg.Sequences.Tags = map[string]config.Tag{"t": {Generator: "segment", Step: 1000}}
-	cfg.Sequences.Store = store.DSN("ids_custom")
+	cfg.Sequences.Store = config.StoreList{store.DSN("ids_custom")}
 	r := startService(t, cfg)
 
 	db := store.Open(t, "")
@@ -229,7 +229,7 @@ func TestLoginRefusedNamesTheKey(t *testing.T) {
 	mc.User, mc.Passwd = "leaf", "wrong"
 	cfg = testConfig(backend)
 	cfg.Snowflake.WorkerID = "auto"
-	cfg.Sequences.Store = mc.FormatDSN()
+	cfg.Sequences.Store = config.StoreList{mc.FormatDSN()}
 	_, err = service.New(context.Background(), cfg, nil)
 	if err == nil || !strings.HasPrefix(err.Error(), "sequences.store: the allocation store "+backend.Addr+` refused login as "leaf"`) {
 		t.Errorf("New with a wrong store password: %v", err)

@@ -22,7 +22,7 @@ import (
 // (or checked against the recorded one: a difference is an error wrapping
 // snowflake.ErrLayoutMismatch). Errors name the config key to fix.
 func InitStore(ctx context.Context, cfg *config.Config, report func(format string, args ...any)) error {
-	if cfg.Sequences.Store != "" {
+	if cfg.Sequences.Store.Set() {
 		if err := createStoreDatabase(ctx, cfg.Sequences.Store); err != nil {
 			return explainStoreError(cfg, "create the allocation store's database", err)
 		}
@@ -40,10 +40,24 @@ func InitStore(ctx context.Context, cfg *config.Config, report func(format strin
 	return nil
 }
 
-// createStoreDatabase creates the database a custom sequences.store DSN
-// names, connecting without it first, as allocator.InitStore does for the
-// default store.
-func createStoreDatabase(ctx context.Context, dsn string) error {
+// createStoreDatabase creates the database a custom sequences.store
+// names, on the first of its nodes that answers (a replicated store
+// replicates it), connecting without it first, as allocator.InitStore
+// does for the default store.
+func createStoreDatabase(ctx context.Context, dsns config.StoreList) error {
+	var errs []error
+	for _, dsn := range dsns {
+		err := createStoreDatabaseOn(ctx, dsn)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// createStoreDatabaseOn is createStoreDatabase on the node of one DSN.
+func createStoreDatabaseOn(ctx context.Context, dsn string) error {
 	mc, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return fmt.Errorf("parse DSN: %w", err)
@@ -122,7 +136,7 @@ func explainStoreError(cfg *config.Config, what string, err error) error {
 		return err
 	}
 	addr, user, db := storeIdentity(cfg)
-	custom := cfg.Sequences.Store != ""
+	custom := cfg.Sequences.Store.Set()
 	var me *mysql.MySQLError
 	switch {
 	case errors.As(err, &me) && (me.Number == erAccessDenied || me.Number == erAccessDeniedNoPasswd):

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 	"unicode/utf8"
 
+	"github.com/leafproxy/leafproxy/internal/conflict"
 	"github.com/leafproxy/leafproxy/internal/nonblock"
 )
 
@@ -126,6 +128,7 @@ func (t *tagState) lastStep() int64 {
 // dedicated fetches a range of exactly n for t.
 func (a *Allocator) dedicated(ctx context.Context, t *tagState, n int64) (int64, error) {
 	triedCreate := false
+	started, conflicts := time.Now(), 0
 	for attempt := 0; ; attempt++ {
 		t.mu.Lock()
 		if t.unknown != nil && a.opts.Clock().Before(t.unknownUntil) {
@@ -148,6 +151,14 @@ func (a *Allocator) dedicated(ctx context.Context, t *tagState, n int64) (int64,
 			// max_id + n is past the top of int64 (top.go): fewer than n
 			// IDs are left, and a block is all or nothing.
 			return 0, atTop(t.name)
+		}
+		if conflict.Is(err) {
+			// Nothing was taken: the same fetch is tried again.
+			if conflicts++; a.retryConflict(ctx, t, conflicts, err, started) {
+				attempt--
+				continue
+			}
+			return 0, err
 		}
 		var ranOut *PastEndError
 		if errors.As(err, &ranOut) {

@@ -3,6 +3,7 @@ package segment
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +29,10 @@ type memStore struct {
 	creates     int
 	raises      []int64 // floor of every Raise
 	peeks       int
+	// conflicts: so many next fetches fail with conflictErr (a store write
+	// conflict) and take nothing.
+	conflicts   int
+	conflictErr error
 }
 
 type memRow struct{ maxID, step int64 }
@@ -87,6 +92,10 @@ func (s *memStore) take(tag string, step, floor int64) (Range, error) {
 	defer s.mu.Unlock()
 	if s.fail != nil {
 		return Range{}, s.fail
+	}
+	if s.conflicts > 0 {
+		s.conflicts--
+		return Range{}, fmt.Errorf("commit leaf_alloc transaction: %w", s.conflictErr)
 	}
 	row := s.rows[tag]
 	if row == nil {

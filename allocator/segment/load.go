@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/leafproxy/leafproxy/internal/conflict"
 	"github.com/leafproxy/leafproxy/internal/nonblock"
 )
 
@@ -120,7 +121,8 @@ var errTimeout = errors.New("timeout")
 func (a *Allocator) load(t *tagState) {
 	defer a.wg.Done()
 	triedCreate := false
-	repaired := 0 // repairs in this run without an accepted segment
+	repaired := 0  // repairs in this run without an accepted segment
+	conflicts := 0 // write conflicts in a row in this run
 	for {
 		now := a.opts.Clock()
 		t.mu.Lock()
@@ -249,16 +251,35 @@ func (a *Allocator) load(t *tagState) {
 			return
 		}
 		t.failing++
-		t.fetchErrors++
 		t.lastErr, t.lastErrAt = err, time.Now()
 		wait := min(retryMin<<min(t.failing-1, 10), retryMax)
+		isConflict := conflict.Is(err)
+		if isConflict {
+			// A write conflict (deadlock, Galera certification, a node
+			// not ready): the store answered and the fetch took nothing.
+			// Retried at once, whether or not anyone waits, and counted
+			// apart from failures; the store's up/down state is left
+			// as it is.
+			conflicts++
+			t.conflicts++
+			wait = conflictWait(conflicts)
+		} else {
+			conflicts = 0
+			t.fetchErrors++
+		}
 		t.mu.Unlock()
-		if !answered {
+		switch {
+		case isConflict:
+			a.noteConflict(t.name, "segment fetch", conflicts, err, wait)
+		case !answered:
 			a.storeFailed(t.name, err)
 		}
-		// Every failure at debug level; the store going down and coming
-		// back are logged once each (storeFailed, storeAnswered).
-		a.log.Debug("segment fetch failed", "tag", t.name, "err", err, "retry_in", wait)
+		if !isConflict {
+			// Every failure at debug level; the store going down and
+			// coming back are logged once each (storeFailed,
+			// storeAnswered).
+			a.log.Debug("segment fetch failed", "tag", t.name, "err", err, "retry_in", wait)
+		}
 
 		select {
 		case <-time.After(wait):
@@ -269,7 +290,7 @@ func (a *Allocator) load(t *tagState) {
 			return
 		}
 		t.mu.Lock()
-		if t.waiters == 0 {
+		if t.waiters == 0 && (!isConflict || conflicts >= conflictTries) {
 			// Nobody is blocked: let the next request past the 10% mark (or
 			// the next one to find the buffer empty) ask again, so an idle
 			// tag does not poll a dead store.

@@ -198,6 +198,7 @@ type tagState struct {
 	lastErrAt   time.Time
 	fetches     uint64
 	fetchErrors uint64
+	conflicts   uint64 // fetches that met a store write conflict (conflict.go), not in fetchErrors
 	refused     uint64
 	repairs     uint64
 }

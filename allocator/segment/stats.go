@@ -33,6 +33,10 @@ type TagStats struct {
 	BlockEnd    int64
 	Fetches     uint64
 	FetchErrors uint64
+	// Conflicts counts fetches (segments and blocks) that met a store
+	// write conflict (a deadlock, a Galera certification failure or a
+	// node not ready) and were tried again: not in FetchErrors.
+	Conflicts uint64
 	// Refused counts segments rejected by the high-water mark.
 	Refused uint64
 	// Repairs counts the times this allocator raised the store's max_id
@@ -76,6 +80,7 @@ func (a *Allocator) Stats(tag string) (TagStats, bool) {
 		BlockEnd:    t.blockEnd,
 		Fetches:     t.fetches,
 		FetchErrors: t.fetchErrors,
+		Conflicts:   t.conflicts,
 		Refused:     t.refused,
 		Repairs:     t.repairs,
 		LastErr:     t.lastErr,

@@ -82,3 +82,60 @@ func TestFenceLoggedOnce(t *testing.T) {
 		t.Errorf("fencing not at error level:\n%s", logs.String())
 	}
 }
+
+// hangLeaser is a memLeaser whose renewals, once hanging is set, wait
+// until their context ends (a store that takes connections and never
+// answers); inflight counts the renewals under way.
+type hangLeaser struct {
+	memLeaser
+	hanging  atomic.Bool
+	inflight atomic.Int64
+}
+
+func (h *hangLeaser) Renew(ctx context.Context, l Lease, hw time.Time) error {
+	if !h.hanging.Load() {
+		return h.memLeaser.Renew(ctx, l, hw)
+	}
+	h.inflight.Add(1)
+	defer h.inflight.Add(-1)
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// lineWriter records, when a line containing what is written, the value
+// of probe at that moment.
+type lineWriter struct {
+	testdb.LockedBuffer
+	what  string
+	probe func() int64
+	seen  atomic.Int64 // probe+1 at the first such line; 0 before
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), w.what) {
+		w.seen.CompareAndSwap(0, w.probe()+1)
+	}
+	return w.LockedBuffer.Write(p)
+}
+
+// The fencing is logged when it happens, also while a renewal hangs on a
+// store that does not answer (each renewal may take up to the renewal
+// interval): the line is written while the hung renewal is still under
+// way, not after it gave up. With TTL 5 s, renewals every 3.5 s and a
+// 1 s margin, the fence comes 4 s after the last renewal, 0.5 s into the
+// hung one, which gives up at 7 s.
+func TestFenceLoggedWhileRenewalHangs(t *testing.T) {
+	src := &hangLeaser{memLeaser: memLeaser{ttl: 5 * time.Second}}
+	w := &lineWriter{what: "snowflake generator fenced", probe: src.inflight.Load}
+	g := newGen(t, Options{Worker: src, RenewEvery: 3500 * time.Millisecond, FenceMargin: time.Second,
+		Logger: slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	mustNext(t, g)
+	src.hanging.Store(true)
+	testwait.For(t, "the fencing line", func() bool { return w.seen.Load() != 0 }, testwait.Detail(w.String))
+	if got := w.seen.Load() - 1; got != 1 {
+		t.Fatalf("renewals under way when the fencing was logged: %d, want 1 (logged only after the hung renewal gave up)\n%s", got, w.String())
+	}
+	if f, _ := g.Health(); !f {
+		t.Fatalf("fencing logged, but the generator is not fenced")
+	}
+}

@@ -280,9 +280,16 @@ func (g *Generator) start(ctx context.Context, hw time.Time, storeTimeout time.D
 	}
 	if first := time.Duration((g.lastTick + 1) * g.unit); now < first {
 		behind := first - now
-		if g.maxBackward < 0 || behind > g.maxBackward {
+		// A bound id's mark is its own identity's reservation (a renewal,
+		// or the state file through a store outage, reaches one lease TTL
+		// ahead): waited out up to that, not refused as a clock behind.
+		allowed := g.maxBackward
+		if g.lease.Bound && allowed >= 0 {
+			allowed = max(allowed, g.ttl)
+		}
+		if allowed < 0 || behind > allowed {
 			return fmt.Errorf("snowflake worker %d: clock %s is %v behind the high-water mark %s left by earlier IDs (max_backward %v): %w",
-				g.lease.Worker, g.timeAt(now), behind, g.timeAt(first), max(g.maxBackward, 0), ErrClockBackward)
+				g.lease.Worker, g.timeAt(now), behind, g.timeAt(first), max(allowed, 0), ErrClockBackward)
 		}
 		g.log.Warn("snowflake clock behind the persisted high-water mark; waiting",
 			"worker", g.lease.Worker, "now", g.timeAt(now), "high_water", g.timeAt(first), "wait", behind)

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/leafproxy/leafproxy/internal/conflict"
 )
 
 // DefaultLeaseTTL matches the config's default lease_ttl.
@@ -29,6 +31,14 @@ const dbNowMs = "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAM
 // heartbeat (database clock) and the high-water mark of issued time. An id
 // is free when its row is missing, released (owner ”), or its heartbeat is
 // older than the TTL.
+//
+// A leaser bound to an identity (BindTo) takes ids that stay bound to it:
+// its holdings' owner starts with "id=<identity>|", and such a row is
+// never free for another identity, expired or not, until it is released
+// (a clean shutdown) or an operator clears it. Its own identity gets the
+// id back after a restart. So a generator of a bound lease need not fence
+// itself when renewals fail: no other process can take its id while it
+// is recorded (Lease.Bound).
 type MySQLLeaser struct {
 	db    *sql.DB
 	owner string
@@ -36,6 +46,39 @@ type MySQLLeaser struct {
 	// layout is empty for leaf_worker (the store's global layout), else
 	// the LayoutKey whose rows of leaf_worker_layout this leaser uses.
 	layout string
+	// identity, when set, binds the ids this leaser takes (BindTo).
+	identity string
+}
+
+// MaxIdentity is the longest identity BindTo takes (owner is a
+// VARCHAR(255): the identity, the owner and the token's random part fit).
+const MaxIdentity = 32
+
+// BindTo is a leaser whose holdings are bound to identity, a name that
+// stands for one proxy and that no two live processes may share (its host
+// and listening port, or a configured name): the id it takes is its own
+// until released, and it takes back the id bound to it when there is one.
+// identity must be 1 to MaxIdentity bytes without '|' or '#'; "" unbinds.
+func (m *MySQLLeaser) BindTo(identity string) (*MySQLLeaser, error) {
+	if len(identity) > MaxIdentity || strings.ContainsAny(identity, "|#") {
+		return nil, fmt.Errorf("snowflake identity %q: at most %d bytes, without | or #", identity, MaxIdentity)
+	}
+	c := *m
+	c.identity = identity
+	return &c, nil
+}
+
+// boundTo is the identity a row's owner binds it to ("" for none).
+func boundTo(owner string) string {
+	rest, ok := strings.CutPrefix(owner, "id=")
+	if !ok {
+		return ""
+	}
+	id, _, ok := strings.Cut(rest, "|")
+	if !ok {
+		return ""
+	}
+	return id
 }
 
 // ForLayout is a leaser with the same owner and TTL over the worker ids of
@@ -112,6 +155,9 @@ func (m *MySQLLeaser) acquire(ctx context.Context, try func(context.Context, str
 	var b [8]byte
 	rand.Read(b[:])
 	token := m.owner + "#" + hex.EncodeToString(b[:])
+	if m.identity != "" {
+		token = "id=" + m.identity + "|" + token
+	}
 	for attempt := 1; ; attempt++ {
 		l, err := try(ctx, token)
 		if err == nil || !retryable(err) || attempt == 20 {
@@ -147,15 +193,16 @@ func refused(err error) bool {
 	return false
 }
 
+// retryable says an acquisition attempt met a collision with a racing
+// acquirer (a duplicate key) or a store write conflict (a deadlock, a
+// Galera certification failure or a node not ready, a lock wait timeout:
+// internal/conflict).
 func retryable(err error) bool {
 	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		switch me.Number {
-		case 1213, 1205, 1062: // deadlock, lock wait timeout, duplicate key
-			return true
-		}
+	if errors.As(err, &me) && me.Number == 1062 {
+		return true
 	}
-	return false
+	return conflict.Is(err)
 }
 
 func (m *MySQLLeaser) tryAcquire(ctx context.Context, maxWorker int64, notAfter time.Time, token string) (Lease, error) {
@@ -176,12 +223,16 @@ func (m *MySQLLeaser) tryAcquire(ctx context.Context, maxWorker int64, notAfter 
 	var lastTS int64
 	held := 0
 	var ahead []string // free ids passed over: their marks are after notAfter
+	var mine *boundRow // the id bound to this leaser's identity, if any
 	for rows.Next() {
 		var id, hb, ts, now int64
 		var owner string
 		if err := rows.Scan(&id, &owner, &hb, &ts, &now); err != nil {
 			rows.Close()
 			return Lease{}, err
+		}
+		if b := boundTo(owner); b != "" && m.identity != "" && b == m.identity && mine == nil {
+			mine = &boundRow{id: id, owner: owner, hb: hb, ts: ts, now: now}
 		}
 		if found {
 			continue
@@ -191,6 +242,10 @@ func (m *MySQLLeaser) tryAcquire(ctx context.Context, maxWorker int64, notAfter 
 			continue
 		}
 		next = id + 1
+		if b := boundTo(owner); b != "" && b != m.identity {
+			held++ // bound to another identity: never free while recorded
+			continue
+		}
 		if owner == "" || now-hb > ttlMs {
 			if !notAfter.IsZero() && ts > notAfter.UnixMilli() {
 				if len(ahead) < 8 {
@@ -212,6 +267,17 @@ func (m *MySQLLeaser) tryAcquire(ctx context.Context, maxWorker int64, notAfter 
 	if !found && next <= maxWorker {
 		pick, found = next, true
 	}
+	if mine != nil {
+		// This identity's own id, whatever else is free: taken back at
+		// once when its last holding was released or expired; held by a
+		// live process of the same identity (a restart within the TTL of
+		// one that died, or two proxies given one name), it is waited
+		// for.
+		if mine.owner != "" && mine.now-mine.hb <= ttlMs {
+			return Lease{}, fmt.Errorf("%w: %w", ErrIdentityBusy, heldError(mine.id, mine.owner, mine.hb+ttlMs, mine.now))
+		}
+		pick, found, existing, lastTS = mine.id, true, true, mine.ts
+	}
 	if !found {
 		if len(ahead) > 0 {
 			return Lease{}, fmt.Errorf("%d worker ids in [0, %d] are held by live processes and the free ones have high-water marks after %s, further ahead of this clock than it may wait (e.g. worker %s): %w",
@@ -230,11 +296,17 @@ func (m *MySQLLeaser) tryAcquire(ctx context.Context, maxWorker int64, notAfter 
 	if err := tx.Commit(); err != nil {
 		return Lease{}, err
 	}
-	l := Lease{Worker: pick, Token: token}
+	l := Lease{Worker: pick, Token: token, Bound: m.identity != ""}
 	if lastTS > 0 {
 		l.HighWater = time.UnixMilli(lastTS)
 	}
 	return l, nil
+}
+
+// boundRow is a leaf_worker row bound to the acquiring identity.
+type boundRow struct {
+	id, hb, ts, now int64
+	owner           string
 }
 
 // Fixed is a WorkerSource for one configured worker id, registered in
@@ -301,6 +373,9 @@ func (f *fixedLease) tryAcquireFixed(ctx context.Context, token string) (Lease, 
 func heldError(id int64, owner string, expiresMs, nowMs int64) *WorkerHeldError {
 	if i := strings.LastIndexByte(owner, '#'); i >= 0 {
 		owner = owner[:i]
+	}
+	if b := boundTo(owner); b != "" {
+		owner = strings.TrimPrefix(owner, "id="+b+"|")
 	}
 	e := &WorkerHeldError{Worker: id, Owner: owner, Expires: time.UnixMilli(expiresMs), In: time.Duration(expiresMs-nowMs) * time.Millisecond}
 	if parts := strings.SplitN(owner, ":", 3); len(parts) >= 2 {

@@ -40,6 +40,9 @@ func (g *Generator) refresh(ctx context.Context) error {
 				g.log.Error("snowflake worker lease lost; no more IDs from this generator", "worker", g.lease.Worker, "err", err)
 				return err
 			}
+			if g.lease.Bound && g.stateFile != "" {
+				return g.issueOn(sent, err)
+			}
 			// The first failure of a run is a warning; the rest are
 			// debug detail: the generator fencing itself is logged once
 			// (noteFence).
@@ -78,6 +81,34 @@ func (g *Generator) refresh(ctx context.Context) error {
 	return nil
 }
 
+// issueOn is a failed renewal of a bound lease (Lease.Bound): no other
+// process can take the id while the store records it bound to this
+// identity, so the generator goes on issuing through a store outage of
+// any length, as a fixed worker id does: the state file records how far
+// it may issue (sent + TTL) before the deadline moves there, so a restart
+// of the same identity, which gets the id back, starts above every ID
+// issued meanwhile. A state file that cannot be written fences it as a
+// failed renewal would.
+func (g *Generator) issueOn(sent time.Duration, renewErr error) error {
+	written, err := g.persist(g.ceilMs(sent+g.ttl), false)
+	if err != nil {
+		g.log.Warn("snowflake state file not updated", "err", err)
+		return fmt.Errorf("renew lease of worker %d: %w (and the state file: %v)", g.lease.Worker, renewErr, err)
+	}
+	if g.renewFailing++; g.renewFailing == 1 {
+		g.log.Warn("snowflake worker lease renewal failed; the worker id is bound to this proxy's identity, so it issues on (the state file keeps its high-water mark) until the store answers",
+			"worker", g.lease.Worker, "err", renewErr)
+	} else {
+		g.log.Debug("snowflake worker lease renewal failed; issuing on the bound id", "worker", g.lease.Worker, "err", renewErr, "failures", g.renewFailing)
+	}
+	g.mu.Lock()
+	if d := min(sent+g.ttl, time.UnixMilli(written).Sub(g.layout.Epoch)) - g.margin; d > g.deadline {
+		g.deadline = d
+	}
+	g.mu.Unlock()
+	return nil
+}
+
 func (g *Generator) loop() {
 	defer close(g.done)
 	every := g.persistEvery
@@ -86,31 +117,37 @@ func (g *Generator) loop() {
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
-	// A leased generator fences itself at its deadline, between ticks:
-	// fence wakes the loop then, so that it is logged when it happens.
-	fence := time.NewTimer(time.Hour)
-	defer fence.Stop()
 	for {
+		// A leased generator fences itself at its deadline, which may
+		// come between ticks or while a renewal hangs on a store that
+		// does not answer: a timer of its own logs it then (noteFence is
+		// safe from any goroutine and reads the deadline in force, so a
+		// renewal that succeeds first makes it log nothing).
+		var fence *time.Timer
 		if d := g.untilFence(); g.ttl > 0 && d > 0 {
-			fence.Reset(d + time.Millisecond)
-		} else {
-			fence.Stop() // fenced already (the ticks look again), or never
+			fence = time.AfterFunc(d+time.Millisecond, g.noteFence)
 		}
 		select {
 		case <-g.stop:
+			stopTimer(fence)
 			return
-		case <-fence.C:
-			g.noteFence()
-			continue
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), every)
 		err := g.refresh(ctx)
 		cancel()
+		stopTimer(fence)
 		if errors.Is(err, ErrLeaseLost) {
 			return
 		}
 		g.noteFence()
+	}
+}
+
+// stopTimer stops t, if any.
+func stopTimer(t *time.Timer) {
+	if t != nil {
+		t.Stop()
 	}
 }
 

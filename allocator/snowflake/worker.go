@@ -28,6 +28,11 @@ var (
 	// ErrWorkerHeld: a fixed worker id is held by another live process
 	// (a WorkerHeldError says which).
 	ErrWorkerHeld = errors.New("snowflake worker id held by another live process")
+	// ErrIdentityBusy: the worker id bound to this process's identity is
+	// held by a live process of the same identity (one that died within
+	// the lease TTL, or two processes given one identity). Transient:
+	// the holding expires unless the other process lives.
+	ErrIdentityBusy = errors.New("snowflake worker id bound to this identity is held by a live process")
 	// ErrStoreUnavailable: the worker-id store could not be asked (down,
 	// stalled, schema missing). Transient: the caller may retry.
 	ErrStoreUnavailable = errors.New("worker-id store unavailable")
@@ -46,6 +51,11 @@ type Lease struct {
 	// Token identifies this holding to Renew and Release, so a holder whose
 	// lease passed to another cannot renew or release the other's.
 	Token string
+	// Bound: the id is bound to this process's identity (MySQLLeaser.BindTo):
+	// no other process can take it while it is recorded, so the generator
+	// keeps issuing when renewals fail (the state file, then, keeps the
+	// high-water mark a restart of the same identity starts above).
+	Bound bool
 }
 
 // WorkerSource hands out worker ids. FixedWorker never expires and is

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/leafproxy/leafproxy/internal/buildinfo"
 )
 
 // TestLeanBinary: the binary people deploy does not link the demo's
@@ -54,7 +56,7 @@ func TestLeanBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("leafproxy version: %s", out)
-	if !bytes.HasPrefix(out, []byte("leafproxy 0.1.0-dev (")) || !bytes.Contains(out, []byte("linux/")) && !bytes.Contains(out, []byte("darwin/")) {
+	if !bytes.HasPrefix(out, []byte("leafproxy "+buildinfo.Release+" (")) || !bytes.Contains(out, []byte("linux/")) && !bytes.Contains(out, []byte("darwin/")) {
 		t.Errorf("version output %q", out)
 	}
 	meta, _ := exec.Command(goTool, "version", "-m", bin).Output()

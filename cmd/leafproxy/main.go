@@ -18,9 +18,11 @@ import (
 	"github.com/leafproxy/leafproxy/service"
 )
 
-// version is set at build time with -ldflags "-X main.version=..."; the
-// commit and its date come from the Go build info (internal/buildinfo).
-var version = "0.1.0-dev"
+// version may be set at build time with -ldflags "-X main.version=...";
+// empty, it is the released version (buildinfo.Release, CHANGELOG.md's
+// newest). The commit and its date come from the Go build info
+// (internal/buildinfo).
+var version = ""
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -63,8 +65,8 @@ backend or store login or an undeclared tag exits 2 (a server that does not answ
 a warning: the proxy starts and serves once it is up). At start it creates the allocation
 store's database, leaf_alloc, leaf_worker and configured tags when missing (as init
 does); a snowflake layout other than the one the store records exits 2. With
-metrics.listen set it also serves /metrics, a status page (/), /status.json and
-/healthz. SIGHUP re-reads the config file and applies its users, tables and tags
+metrics.listen set it also serves /metrics, a status page (/), /status.json,
+/healthz, /livez and /readyz. SIGHUP re-reads the config file and applies its users, tables and tags
 without dropping sessions (other changes need a restart; an invalid file is refused
 and the running configuration kept). Logs go to stderr.`},
 	{name: "check", flags: []string{"config", "listen", "backend"},

@@ -28,6 +28,8 @@ case([(sel('leafproxy_backend_up'),'1 1 0 0 0 0')],'LeafproxyBackendDown','5m',l
 case([(sel('leafproxy_store_up'),'1 1 0 0 0 0')],'LeafproxyStoreDown','5m',lab(),also_quiet=['2m'])
 case([(sel('leafproxy_store_up'),'1x10')],'LeafproxyStoreDown','10m',None,name='LeafproxyStoreDown quiet while up')
 case([(sel('leafproxy_segment_fetch_errors_total',{'tag':'order'}),'0 0 1 2 3 4 5 6 7 8 9 10 11')],'LeafproxySegmentFetchErrors','12m',lab({'tag':'order'},keep_job=False),also_quiet=['3m'])
+case([(sel('leafproxy_store_failovers_total'),'0 0 0 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1')],'LeafproxyStoreFailedOver','5m',lab(keep_job=False),also_quiet=['2m','18m'])
+case([(sel('leafproxy_segment_fetch_conflicts_total',{'tag':'order'}),'0+40x20'),(sel('leafproxy_segment_fetch_errors_total',{'tag':'order'}),'0x20')],'LeafproxySegmentFetchErrors','15m',None,name='LeafproxySegmentFetchErrors quiet on write conflicts')
 case([(sel('leafproxy_snowflake_layout_fenced',{'layout':'default'}),'0 0 1 1 1')],'LeafproxySnowflakeFenced','4m',lab({'layout':'default'}),also_quiet=['2m'])
 case([(sel('leafproxy_snowflake_lease_lost'),'0 0 1')],'LeafproxySnowflakeLeaseLost','2m',lab(),also_quiet=['1m'])
 # runway: time() starts at 0; 20 days from 0 -> fires after for: 1h; 60 days does not

@@ -12,9 +12,16 @@ import (
 	"strings"
 )
 
+// Release is the newest released version of leafproxy: the newest
+// version heading of CHANGELOG.md (a test keeps the two equal). A release
+// raises it in the commit that moves CHANGELOG's Unreleased section under
+// the new version. A binary built from a later commit names this release
+// and its own commit.
+const Release = "0.4.0"
+
 // Info describes the running binary.
 type Info struct {
-	Version  string // -ldflags "-X main.version=..." if set, else the module version, else "dev"
+	Version  string // -ldflags "-X main.version=..." if set, else the module version, else Release
 	Commit   string // vcs.revision: the full commit hash; "" when not stamped (go test, -buildvcs=false)
 	Time     string // vcs.time: the commit's time, RFC 3339
 	Modified bool   // vcs.modified: built from a tree with uncommitted changes
@@ -27,8 +34,9 @@ type Info struct {
 var pseudo = regexp.MustCompile(`\d{14}-[0-9a-f]{12}(\+dirty)?$`)
 
 // Read returns the running binary's build information. version is the
-// value stamped with -ldflags "-X main.version=..." ("" or a *-dev default
-// defers to the module version when that is a real one).
+// value stamped with -ldflags "-X main.version=..." ("" or a *-dev value
+// defers to the module version when that is a real one, and "" then to
+// Release).
 func Read(version string) Info {
 	in := Info{Version: version, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	bi, ok := debug.ReadBuildInfo()
@@ -50,7 +58,7 @@ func Read(version string) Info {
 		}
 	}
 	if in.Version == "" {
-		in.Version = "dev"
+		in.Version = Release
 	}
 	return in
 }

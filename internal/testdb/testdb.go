@@ -349,6 +349,33 @@ func (s *Server) Kill(tb testing.TB) {
 	}
 }
 
+// Pause stops the server process with SIGSTOP: it keeps its port and its
+// connections and answers nothing (a hung node), until Resume.
+func (s *Server) Pause(tb testing.TB) {
+	tb.Helper()
+	if err := s.signal(syscall.SIGSTOP); err != nil {
+		tb.Fatalf("pause MariaDB %s: %v", s.Addr, err)
+	}
+}
+
+// Resume lets a paused server run again (SIGCONT).
+func (s *Server) Resume(tb testing.TB) {
+	tb.Helper()
+	if err := s.signal(syscall.SIGCONT); err != nil {
+		tb.Fatalf("resume MariaDB %s: %v", s.Addr, err)
+	}
+}
+
+func (s *Server) signal(sig syscall.Signal) error {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return errors.New("not running")
+	}
+	return cmd.Process.Signal(sig)
+}
+
 // Restart starts a stopped server again on the same port with the same data.
 func (s *Server) Restart(tb testing.TB) {
 	tb.Helper()
