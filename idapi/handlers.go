@@ -18,14 +18,10 @@ const (
 // get answers GET /api/{segment,snowflake}/get/{tag}[?count=n]: the ID as
 // Leaf writes it (the decimal number alone), or with count a block of n
 // IDs, one per line.
-func (a *API) get(w http.ResponseWriter, r *http.Request, ep endpoint) {
-	start := time.Now()
-	tag := r.PathValue("tag")
-	if a.authorize(w, r, ep, tag, start) == nil {
-		return
-	}
+func (a *API) get(w http.ResponseWriter, r *http.Request, _ *token, ep endpoint, tag string, start time.Time) {
 	n := int64(1)
-	if s := r.URL.Query().Get("count"); s != "" {
+	if q := r.URL.Query(); q.Has("count") {
+		s := q.Get("count")
 		v, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || v < 1 || v > a.opts.MaxCount {
 			a.fail(w, ep, http.StatusBadRequest, fmt.Sprintf("leafproxy: count=%q: a block is 1 to %d IDs", s, a.opts.MaxCount), start)
@@ -61,6 +57,9 @@ func (a *API) get(w http.ResponseWriter, r *http.Request, ep endpoint) {
 		a.fail(w, ep, http.StatusInternalServerError, fmt.Sprintf("leafproxy: sequence '%s': the block came as runs of %d IDs, not %d consecutive", tag, run, n), start)
 		return
 	}
+	// Counted as handed out now, before the answer is written: a client
+	// that does not read it still took them.
+	a.m.ids(tag, n)
 	h := w.Header()
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -77,7 +76,6 @@ func (a *API) get(w http.ResponseWriter, r *http.Request, ep endpoint) {
 		}
 		bw.Flush()
 	}
-	a.m.ids(tag, n)
 	a.m.done(ep, http.StatusOK, start)
 }
 
@@ -126,12 +124,7 @@ type Decoded struct {
 }
 
 // decode answers GET /api/decode/{tag}/{id}.
-func (a *API) decode(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	tag, idText := r.PathValue("tag"), r.PathValue("id")
-	if a.authorize(w, r, epDecode, tag, start) == nil {
-		return
-	}
+func (a *API) decode(w http.ResponseWriter, r *http.Request, tag, idText string, start time.Time) {
 	id, err := strconv.ParseInt(idText, 10, 64)
 	if err != nil {
 		a.fail(w, epDecode, http.StatusBadRequest, fmt.Sprintf("Incorrect arguments to LEAFPROXY_DECODE: %q is not an integer ID", idText), start)

@@ -6,7 +6,9 @@
 // its tags. IDs come from the same Source as SQL's NEXTVAL (the service
 // passes its allocator.Sequences), so SQL and HTTP callers never share an
 // ID. Requests are counted in Prometheus collectors (Collectors); refusals
-// (401, 403) are written to the audit log.
+// (401, 403) are written to the audit log, clipped and rate-limited. The
+// port has a budget of its own (Limits, applied by Server and Listener),
+// so that a flood at it cannot take what the SQL port needs.
 package idapi
 
 import (
@@ -16,8 +18,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -60,6 +63,8 @@ type Options struct {
 	MaxCount int64
 	// Logger receives the audit lines of refusals; nil discards them.
 	Logger *slog.Logger
+	// Limits is the port's budget; zero fields take their defaults.
+	Limits Limits
 }
 
 // DefaultMaxCount is NEXTVAL('tag', n)'s largest n (rewriter.MaxBlock).
@@ -71,8 +76,8 @@ type API struct {
 	opts   Options
 	log    *slog.Logger
 	tokens atomic.Pointer[tokenSet]
-	mux    *http.ServeMux
 	m      *metrics
+	audits auditLimiter
 }
 
 // tokenSet holds the tokens by the SHA-256 of their secret: a lookup
@@ -92,15 +97,12 @@ func New(src Source, tokens []Token, o Options) *API {
 	if o.MaxCount <= 0 {
 		o.MaxCount = DefaultMaxCount
 	}
+	o.Limits.applyDefaults()
 	a := &API{src: src, opts: o, log: o.Logger, m: newMetrics()}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
 	a.SetTokens(tokens)
-	a.mux = http.NewServeMux()
-	a.mux.HandleFunc("GET /api/segment/get/{tag}", func(w http.ResponseWriter, r *http.Request) { a.get(w, r, epSegment) })
-	a.mux.HandleFunc("GET /api/snowflake/get/{tag}", func(w http.ResponseWriter, r *http.Request) { a.get(w, r, epSnowflake) })
-	a.mux.HandleFunc("GET /api/decode/{tag}/{id}", a.decode)
 	return a
 }
 
@@ -121,65 +123,110 @@ func (a *API) SetTokens(tokens []Token) {
 	a.tokens.Store(ts)
 }
 
-// ServeHTTP routes a request; a path the API does not serve is 404 and
-// a method other than GET 405, counted as endpoint "other".
+// ServeHTTP routes a request. Every answer is the proxy's own, in its
+// wording (README, "HTTP ID API"): a path the API does not serve is 404
+// and a method other than GET 405 (HEAD too: it would draw IDs it cannot
+// return), counted as endpoint "other"; no redirects. A request without a
+// valid token closes its connection after the answer, whatever it asked.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if _, pattern := a.mux.Handler(r); pattern == "" {
-		start := time.Now()
-		rec := &statusWriter{ResponseWriter: w}
-		a.mux.ServeHTTP(rec, r)
-		a.m.done(epOther, rec.status(), start)
+	start := time.Now()
+	tk, sent := a.token(r)
+	if tk == nil {
+		w.Header().Set("Connection", "close")
+	}
+	rt, ok := route(r)
+	if !ok {
+		a.fail(w, epOther, http.StatusNotFound, "leafproxy: no such path: "+strconv.Quote(clip(r.URL.Path, auditPathBytes))+
+			" (the ID API serves GET /api/segment/get/{tag}, /api/snowflake/get/{tag} and /api/decode/{tag}/{id})", start)
 		return
 	}
-	a.mux.ServeHTTP(w, r)
-}
-
-// statusWriter records the status a handler wrote.
-type statusWriter struct {
-	http.ResponseWriter
-	code int
-}
-
-func (s *statusWriter) WriteHeader(code int) {
-	if s.code == 0 {
-		s.code = code
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		a.fail(w, epOther, http.StatusMethodNotAllowed, "leafproxy: method "+strconv.Quote(clip(r.Method, 16))+
+			" not allowed: the ID API answers GET only (HEAD would draw IDs it cannot return)", start)
+		return
 	}
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusWriter) status() int {
-	if s.code == 0 {
-		return http.StatusOK
+	if rt.tag == "" {
+		a.fail(w, rt.ep, http.StatusNotFound, "leafproxy: no tag in the path: GET "+rt.ep.pattern(), start)
+		return
 	}
-	return s.code
+	if !a.authorize(w, r, tk, sent, rt.ep, rt.tag, start) {
+		return
+	}
+	switch rt.ep {
+	case epDecode:
+		a.decode(w, r, rt.tag, rt.id, start)
+	default:
+		a.get(w, r, tk, rt.ep, rt.tag, start)
+	}
 }
 
-// authorize returns the request's token, allowed to use tag; otherwise it
-// answers 401 (no token, or an unknown one) or 403 (tag not among the
-// token's), writes the refusal to the audit log, and returns nil.
-func (a *API) authorize(w http.ResponseWriter, r *http.Request, ep endpoint, tag string, start time.Time) *token {
+// routed is what a path asks for.
+type routed struct {
+	ep      endpoint
+	tag, id string
+}
+
+// route reads the path: /api/{segment,snowflake}/get/{tag} and
+// /api/decode/{tag}/{id}, each part unescaped (a tag may hold any
+// character; %2F is a slash within it). An empty tag is routed, to be
+// answered as such.
+func route(r *http.Request) (routed, bool) {
+	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), "/api/")
+	if !ok {
+		return routed{}, false
+	}
+	parts := strings.Split(rest, "/")
+	for i, p := range parts {
+		u, err := url.PathUnescape(p)
+		if err != nil {
+			return routed{}, false
+		}
+		parts[i] = u
+	}
+	switch {
+	case len(parts) == 3 && parts[0] == "segment" && parts[1] == "get":
+		return routed{ep: epSegment, tag: parts[2]}, true
+	case len(parts) == 3 && parts[0] == "snowflake" && parts[1] == "get":
+		return routed{ep: epSnowflake, tag: parts[2]}, true
+	case len(parts) == 3 && parts[0] == "decode" && parts[2] != "":
+		return routed{ep: epDecode, tag: parts[1], id: parts[2]}, true
+	}
+	return routed{}, false
+}
+
+// token is the request's valid token (nil when it has none) and whether
+// it sent one at all.
+func (a *API) token(r *http.Request) (*token, bool) {
 	secret, ok := bearer(r)
-	var t *token
-	if ok {
-		t = a.tokens.Load().bySum[sha256.Sum256([]byte(secret))]
+	if !ok {
+		return nil, false
 	}
+	return a.tokens.Load().bySum[sha256.Sum256([]byte(secret))], true
+}
+
+// authorize reports whether token t (nil: none valid; sent: whether the
+// request carried one) may use tag; otherwise it answers 401 (no token,
+// or an unknown one) or 403 (tag not among the token's) and writes the
+// refusal to the audit log.
+func (a *API) authorize(w http.ResponseWriter, r *http.Request, t *token, sent bool, ep endpoint, tag string, start time.Time) bool {
 	if t == nil {
 		why := "no bearer token (send Authorization: Bearer <token>)"
-		if ok {
+		if sent {
 			why = "the bearer token is not one of id_api.tokens"
 		}
 		a.audit(r, "", tag, http.StatusUnauthorized, why)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="leafproxy"`)
 		a.fail(w, ep, http.StatusUnauthorized, "leafproxy: "+why, start)
-		return nil
+		return false
 	}
 	if !t.all && !t.tags[tag] {
-		msg := fmt.Sprintf("token %q may not use sequence '%s' (id_api.tokens[].tags)", t.name, tag)
+		msg := fmt.Sprintf("token %q may not use sequence '%s' (id_api.tokens[].tags)", t.name, clip(tag, auditPathBytes))
 		a.audit(r, t.name, tag, http.StatusForbidden, msg)
 		a.fail(w, ep, http.StatusForbidden, "leafproxy: "+msg, start)
-		return nil
+		return false
 	}
-	return t
+	return true
 }
 
 // bearer is the token of an "Authorization: Bearer" header, or of an
@@ -202,17 +249,24 @@ func bearer(r *http.Request) (string, bool) {
 
 // audit writes one refusal: who (the token's name, or "-" without a valid
 // one, and the client's host), what and why, as the admin SQL's audit
-// lines are written.
+// lines are written. The path and the tag are clipped to auditPathBytes,
+// and lines are rate-limited (auditLimiter): a flood of refusals costs
+// the log a bounded number of bounded lines, and a counter.
 func (a *API) audit(r *http.Request, name, tag string, code int, why string) {
-	host := r.RemoteAddr
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
+	ok, suppressed := a.audits.allow(time.Now())
+	if !ok {
+		a.m.auditSuppressed.Inc()
+		return
 	}
 	if name == "" {
 		name = "-"
 	}
-	a.log.Warn("audit", "who", "id_api:"+name+"@"+host, "action", "HTTP "+r.Method+" "+r.URL.Path,
-		"tag", tag, "result", "denied", "code", code, "err", why)
+	args := []any{"who", "id_api:" + name + "@" + hostOf(r.RemoteAddr), "action", "HTTP " + clip(r.Method, 16) + " " + clip(r.URL.Path, auditPathBytes),
+		"tag", clip(tag, auditPathBytes), "result", "denied", "code", code, "err", why}
+	if suppressed > 0 {
+		args = append(args, "suppressed", suppressed)
+	}
+	a.log.Warn("audit", args...)
 }
 
 // coded is an error carrying a MySQL error code (the allocator's).

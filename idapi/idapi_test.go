@@ -98,11 +98,43 @@ func TestAPI(t *testing.T) {
 		{"GET", "/api/segment/get/snow", "Bearer " + tok, 400, "uses the snowflake generator"},
 		{"GET", "/api/snowflake/get/seg", "Bearer " + tok, 400, "uses the segment generator"},
 		{"GET", "/api/decode/seg/x1", "Bearer " + tok, 400, `"error":"Incorrect arguments to LEAFPROXY_DECODE: \"x1\" is not an integer ID"`},
-		{"PUT", "/api/segment/get/seg", "Bearer " + tok, 405, ""},
+		{"PUT", "/api/segment/get/seg", "Bearer " + tok, 405, `leafproxy: method "PUT" not allowed: the ID API answers GET only`},
+		{"HEAD", "/api/segment/get/seg?count=5", "Bearer " + tok, 405, ""},
+		{"GET", "/api/segment/get/seg?count=", "Bearer " + tok, 400, `leafproxy: count="": a block is 1 to 10 IDs`},
+		{"GET", "/api/segment/get/seg?count=1.5", "Bearer " + tok, 400, `leafproxy: count="1.5"`},
+		{"GET", "/api/segment/get/", "Bearer " + tok, 404, "leafproxy: no tag in the path: GET /api/segment/get/{tag}"},
+		{"GET", "/api//segment/get/seg", "Bearer " + tok, 404, "leafproxy: no such path"},
+		{"GET", "/api/segment/get/seg/", "Bearer " + tok, 404, "leafproxy: no such path"},
+		{"GET", "/nope", "", 404, "leafproxy: no such path: \"/nope\""},
 	} {
 		code, body := do(t, a, tc.method, tc.target, tc.auth)
 		if code != tc.code || !strings.Contains(body, tc.body) {
 			t.Errorf("%s %s (%q): %d %q, want %d with %q", tc.method, tc.target, tc.auth, code, body, tc.code, tc.body)
+		}
+	}
+	// HEAD drew nothing: the next ID follows the last GET's.
+	if code, body := do(t, a, "GET", "/api/segment/get/seg", "Bearer "+tok); code != 200 || body != "105" {
+		t.Errorf("after HEAD: %d %q, want 105", code, body)
+	}
+	// A request without a valid token closes its connection; one with a
+	// token keeps it.
+	for _, tc := range []struct {
+		target, auth string
+		close        bool
+	}{
+		{"/api/segment/get/seg", "", true},
+		{"/nope", "Bearer nope-0123456789abcdef", true},
+		{"/api/segment/get/seg", "Bearer " + tok, false},
+		{"/api/segment/get/other", "Bearer " + tok, false},
+	} {
+		req := httptest.NewRequest("GET", tc.target, nil)
+		if tc.auth != "" {
+			req.Header.Set("Authorization", tc.auth)
+		}
+		rec := httptest.NewRecorder()
+		a.ServeHTTP(rec, req)
+		if got := rec.Header().Get("Connection") == "close"; got != tc.close {
+			t.Errorf("%s (%q): Connection: close %v, want %v", tc.target, tc.auth, got, tc.close)
 		}
 	}
 	// Tokens replaced: the old one is refused at once.
@@ -112,5 +144,29 @@ func TestAPI(t *testing.T) {
 	}
 	if code, body := do(t, a, "GET", "/api/segment/get/seg?access_token="+tok+"-new", ""); code != 200 {
 		t.Errorf("new token (query parameter) after SetTokens: %d %q", code, body)
+	}
+}
+
+// TestAuditLimiter: a burst passes, then lines are suppressed and
+// counted, and the next line allowed says how many it stands for.
+func TestAuditLimiter(t *testing.T) {
+	var l auditLimiter
+	now := time.Unix(1000, 0)
+	for i := range auditBurst {
+		if ok, n := l.allow(now); !ok || n != 0 {
+			t.Fatalf("line %d of the burst: %v %d", i, ok, n)
+		}
+	}
+	for range 1000 {
+		if ok, _ := l.allow(now); ok {
+			t.Fatal("a line past the burst was let through")
+		}
+	}
+	ok, n := l.allow(now.Add(time.Second / auditRate))
+	if !ok || n != 1000 {
+		t.Fatalf("after 1/rate s: %v, suppressed %d, want 1000", ok, n)
+	}
+	if got := clip(strings.Repeat("é", 100), 11); got != "ééééé...(200 bytes)" {
+		t.Errorf("clip: %q", got)
 	}
 }
