@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -157,6 +158,55 @@ type capConn struct {
 	l      *capListener
 	host   string
 	closed atomic.Bool
+}
+
+// Write passes the server's writes on, but for the answers net/http
+// writes itself, before any handler, to a request it cannot read (431
+// for headers past MaxHeaderBytes, 400 for a malformed request): their
+// body, Go's status text, becomes the proxy's own wording.
+func (c *capConn) Write(b []byte) (int, error) {
+	if own, ok := c.l.a.ownWording(b); ok {
+		if _, err := c.Conn.Write(own); err != nil {
+			return 0, err
+		}
+		return len(b), nil
+	}
+	return c.Conn.Write(b)
+}
+
+// goErrorHeaders are the headers net/http writes between the status line
+// and the body of its own error answers (a handler's answers carry a
+// Date, and their headers sorted: Connection never follows Content-Type).
+const goErrorHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
+
+// ownWording rewrites one of net/http's own error answers, b, in the
+// proxy's wording; ok is false for anything else.
+func (a *API) ownWording(b []byte) ([]byte, bool) {
+	s := string(b)
+	if len(s) > 512 || !strings.HasPrefix(s, "HTTP/1.1 4") {
+		return nil, false
+	}
+	status, body, found := strings.Cut(s[len("HTTP/1.1 "):], goErrorHeaders)
+	if !found || !strings.HasPrefix(body, status) {
+		return nil, false
+	}
+	var msg string
+	switch {
+	case strings.HasPrefix(status, "431 "):
+		msg = "leafproxy: request headers larger than " + strconv.Itoa(a.opts.Limits.MaxHeaderBytes) + " bytes (id_api.max_header_bytes)"
+		a.m.done(epOther, 431, time.Now())
+	case strings.HasPrefix(status, "400 "):
+		msg = "leafproxy: malformed HTTP request"
+		if _, why, ok := strings.Cut(body, ": "); ok {
+			msg += ": " + clip(why, 128)
+		}
+		a.m.done(epOther, 400, time.Now())
+	default:
+		return nil, false
+	}
+	msg += "\n"
+	return []byte("HTTP/1.1 " + status + "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: " +
+		strconv.Itoa(len(msg)) + "\r\n\r\n" + msg), true
 }
 
 func (c *capConn) Close() error {

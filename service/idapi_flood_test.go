@@ -162,3 +162,33 @@ func TestIDAPIRefusalLogBounded(t *testing.T) {
 	want(t, m, `leafproxy_id_api_requests_total{code="401",endpoint="segment"}`, n)
 	sqlAndHealthAnswer(t, r, "after the log flood")
 }
+
+// TestIDAPIServerErrorsInOwnWording (issue 40): the answers net/http
+// writes itself, before the API sees a request (431, 400), come in the
+// proxy's wording too.
+func TestIDAPIServerErrorsInOwnWording(t *testing.T) {
+	backend := testdb.Start(t)
+	r := startAPI(t, apiConfig(backend))
+	addr := strings.TrimPrefix(r.API, "http://")
+	for _, tc := range []struct{ req, status, body string }{
+		{"GET /api/segment/get/t HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("y", 40<<10) + "\r\n\r\n", "431",
+			"leafproxy: request headers larger than 16384 bytes (id_api.max_header_bytes)\n"},
+		{"GET /api/segment/get/t HTTP/1.1\r\n\r\n", "400", "leafproxy: malformed HTTP request: missing required Host header\n"},
+	} {
+		conn := dialFrom(t, "127.0.0.1", addr)
+		go fmt.Fprint(conn, tc.req)
+		conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.HasPrefix(resp.Status, tc.status) || string(b) != tc.body {
+			t.Errorf("%.40q: %s %q, want %s %q", tc.req, resp.Status, b, tc.status, tc.body)
+		}
+	}
+	m := scrape(t, r.Base+"/metrics")
+	want(t, m, `leafproxy_id_api_requests_total{code="431",endpoint="other"}`, 1)
+	want(t, m, `leafproxy_id_api_requests_total{code="400",endpoint="other"}`, 1)
+}

@@ -377,3 +377,63 @@ func TestIDAPIAndSQLNoDuplicates(t *testing.T) {
 	}
 	t.Logf("%d IDs over SQL and HTTP, all distinct", total)
 }
+
+// TestIDAPIFirstUseAndStoreWait (issue 40): a tag's first use over HTTP
+// takes the first ID of its first segment, the one SQL's first NEXTVAL
+// takes on a twin tag (it skipped the segment: 41 where SQL gave 1); and
+// with the store not answering, a request that needs a segment waits
+// sequences.wait_timeout, as SQL does, and is answered 503 saying the
+// store did not answer.
+func TestIDAPIFirstUseAndStoreWait(t *testing.T) {
+	backend := testdb.Start(t)
+	store := testdb.Start(t)
+	fwd := testdb.NewForwarder(t, store.Addr)
+	cfg := apiConfig(backend)
+	cfg.Sequences.Store = strings.Replace(store.DSN("ids"), store.Addr, fwd.Addr, 1)
+	const tries = 5
+	for i := range tries {
+		cfg.Sequences.Tags[fmt.Sprintf("h%d", i)] = config.Tag{Generator: "segment", Step: 40}
+		cfg.Sequences.Tags[fmt.Sprintf("q%d", i)] = config.Tag{Generator: "segment", Step: 40}
+	}
+	cfg.Sequences.Tags["w"] = config.Tag{Generator: "segment", Step: 40}
+	cfg.Sequences.Tags["w2"] = config.Tag{Generator: "segment", Step: 40}
+	r := startAPI(t, cfg)
+	c := &http.Client{Timeout: 30 * time.Second}
+	db := r.client(t)
+	for i := range tries {
+		code, body := call(t, c, "GET", fmt.Sprintf("%s/api/segment/get/h%d", r.API, i), tokAll)
+		var sqlFirst int64
+		if err := db.QueryRow(fmt.Sprintf("SELECT NEXTVAL('q%d')", i)).Scan(&sqlFirst); err != nil {
+			t.Fatal(err)
+		}
+		if code != 200 || strings.TrimSpace(body) != strconv.FormatInt(sqlFirst, 10) {
+			t.Errorf("try %d: HTTP's first ID %d %q, SQL's on a twin tag %d", i, code, body, sqlFirst)
+		}
+		// The next HTTP ID follows: nothing was skipped.
+		if _, body2 := call(t, c, "GET", fmt.Sprintf("%s/api/segment/get/h%d", r.API, i), tokAll); ids(t, body2)[0] != sqlFirst+1 {
+			t.Errorf("try %d: second HTTP ID %q, want %d", i, body2, sqlFirst+1)
+		}
+	}
+
+	// The store stops answering: a cold tag over HTTP and over SQL.
+	fwd.Stall()
+	wait := cfg.Sequences.WaitTimeout.D()
+	start := time.Now()
+	code, body := call(t, c, "GET", r.API+"/api/segment/get/w", tokAll)
+	took := time.Since(start)
+	if code != 503 || !strings.Contains(body, `leafproxy: no ID for sequence "w" after waiting`) ||
+		!strings.Contains(body, "(sequences.wait_timeout): the ID store did not answer") {
+		t.Errorf("HTTP with the store stalled: %d %q", code, body)
+	}
+	if took < wait {
+		t.Errorf("HTTP answered after %v, before sequences.wait_timeout (%v)", took, wait)
+	}
+	start = time.Now()
+	var v int64
+	err := db.QueryRow("SELECT NEXTVAL('w2')").Scan(&v)
+	if err == nil || !strings.Contains(err.Error(), "(sequences.wait_timeout): the ID store did not answer") {
+		t.Errorf("SQL with the store stalled: %v", err)
+	}
+	t.Logf("store stalled: HTTP answered 503 after %v, SQL after %v (wait_timeout %v)", took.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), wait)
+	fwd.SetTarget(store.Addr)
+}
