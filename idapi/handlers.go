@@ -18,7 +18,7 @@ const (
 // get answers GET /api/{segment,snowflake}/get/{tag}[?count=n]: the ID as
 // Leaf writes it (the decimal number alone), or with count a block of n
 // IDs, one per line.
-func (a *API) get(w http.ResponseWriter, r *http.Request, _ *token, ep endpoint, tag string, start time.Time) {
+func (a *API) get(w http.ResponseWriter, r *http.Request, tk *token, ep endpoint, tag string, start time.Time) {
 	n := int64(1)
 	if q := r.URL.Query(); q.Has("count") {
 		s := q.Get("count")
@@ -41,8 +41,15 @@ func (a *API) get(w http.ResponseWriter, r *http.Request, _ *token, ep endpoint,
 			return
 		}
 	}
+	release := a.newTag(r.Context(), w, tk, ep, tag, start)
+	if release == nil {
+		return
+	}
 	first, run, _, err := a.src.Block(r.Context(), tag, n)
 	if err != nil {
+		if statusOf(err) == http.StatusNotFound {
+			release()
+		}
 		a.fail(w, ep, statusOf(err), message(err), start)
 		return
 	}

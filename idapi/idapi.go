@@ -51,6 +51,14 @@ type Token struct {
 	Name   string
 	Secret string
 	Tags   []string
+	// Rate is the requests a second it may make, with bursts of as many
+	// (a block counts once); more get 429. 0 means DefaultRate.
+	Rate int
+	// MaxNewTags is how many tags it may bring into being through
+	// auto_create (tags it may use only through "*"; those named in Tags
+	// are not counted) while the process runs; nil means
+	// DefaultMaxNewTags.
+	MaxNewTags *int
 }
 
 // AllTags in a Token's Tags lets it use every tag.
@@ -87,9 +95,12 @@ type tokenSet struct {
 }
 
 type token struct {
-	name string
-	all  bool
-	tags map[string]bool
+	name       string
+	all        bool
+	tags       map[string]bool
+	rate       int
+	maxNewTags int
+	state      *tokenState
 }
 
 // New returns the API over src with tokens.
@@ -110,8 +121,25 @@ func New(src Source, tokens []Token, o Options) *API {
 // flight finish with the old ones.
 func (a *API) SetTokens(tokens []Token) {
 	ts := &tokenSet{bySum: make(map[[32]byte]*token, len(tokens))}
+	// A token that keeps its name keeps its rate's state and the tags it
+	// created.
+	states := map[string]*tokenState{}
+	if old := a.tokens.Load(); old != nil {
+		for _, t := range old.bySum {
+			states[t.name] = t.state
+		}
+	}
 	for _, t := range tokens {
-		tk := &token{name: t.Name, tags: map[string]bool{}}
+		tk := &token{name: t.Name, tags: map[string]bool{}, rate: t.Rate, maxNewTags: DefaultMaxNewTags, state: states[t.Name]}
+		if tk.rate <= 0 {
+			tk.rate = DefaultRate
+		}
+		if t.MaxNewTags != nil {
+			tk.maxNewTags = max(0, *t.MaxNewTags)
+		}
+		if tk.state == nil {
+			tk.state = &tokenState{created: map[string]bool{}}
+		}
 		for _, tag := range t.Tags {
 			if tag == AllTags {
 				tk.all = true
@@ -151,6 +179,9 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !a.authorize(w, r, tk, sent, rt.ep, rt.tag, start) {
+		return
+	}
+	if a.overRate(w, tk, rt.ep, start) {
 		return
 	}
 	switch rt.ep {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,10 @@ import (
 // fake is a Source: tag "seg" a segment tag counting from 100, "snow" a
 // snowflake tag with 8-ID ticks, "down" a segment tag whose store is down;
 // anything else unknown.
-type fake struct{ next int64 }
+type fake struct {
+	next    int64
+	created map[string]bool // auto*: made on first draw (auto_create)
+}
 
 type codedErr struct {
 	code uint16
@@ -32,7 +36,7 @@ func (f *fake) Generator(tag string) string {
 }
 
 func (f *fake) Known(_ context.Context, tag string) (bool, error) {
-	return tag == "seg" || tag == "snow" || tag == "down", nil
+	return tag == "seg" || tag == "snow" || tag == "down" || f.created[tag], nil
 }
 
 func (f *fake) Block(_ context.Context, tag string, n int64) (int64, int64, int64, error) {
@@ -45,6 +49,13 @@ func (f *fake) Block(_ context.Context, tag string, n int64) (int64, int64, int6
 		return 1 << 22, 8, 1 << 22, nil
 	case "down":
 		return 0, 0, 0, &codedErr{1105, "leafproxy: no ID for sequence \"down\" after waiting 2s: the ID store is failing"}
+	}
+	if strings.HasPrefix(tag, "auto") {
+		if f.created == nil {
+			f.created = map[string]bool{}
+		}
+		f.created[tag] = true
+		return 1, 0, 0, nil
 	}
 	return 0, 0, 0, &codedErr{4091, fmt.Sprintf("Unknown SEQUENCE: '%s'", tag)}
 }
@@ -168,5 +179,53 @@ func TestAuditLimiter(t *testing.T) {
 	}
 	if got := clip(strings.Repeat("é", 100), 11); got != "ééééé...(200 bytes)" {
 		t.Errorf("clip: %q", got)
+	}
+}
+
+// TestTokenLimits: a token over its rate gets 429; a "*" token creates at
+// most max_new_tags tags through auto_create (names that turn out to be
+// no sequence, and tags that exist or that it names, do not count), and
+// both survive a reload that keeps the token's name.
+func TestTokenLimits(t *testing.T) {
+	const tok = "0123456789abcdef"
+	two := 2
+	toks := []Token{{Name: "x", Secret: tok, Tags: []string{AllTags, "autonamed"}, Rate: 1000, MaxNewTags: &two}}
+	a := New(&fake{}, toks, Options{})
+	for _, tc := range []struct {
+		target string
+		code   int
+		body   string
+	}{
+		{"/api/segment/get/auto1", 200, "1"},
+		{"/api/segment/get/auto1", 200, "1"}, // exists now
+		{"/api/segment/get/nosuch", 404, "Unknown SEQUENCE"},
+		{"/api/segment/get/autonamed", 200, "1"}, // named: not counted
+		{"/api/segment/get/seg", 200, "100"},
+		{"/api/segment/get/auto2", 200, "1"},
+		{"/api/segment/get/auto3", 403, `leafproxy: token "x" may not create sequence 'auto3': it has created its 2 (id_api.tokens[].max_new_tags)`},
+	} {
+		if code, body := do(t, a, "GET", tc.target, "Bearer "+tok); code != tc.code || !strings.Contains(body, tc.body) {
+			t.Errorf("%s: %d %q, want %d with %q", tc.target, code, body, tc.code, tc.body)
+		}
+	}
+	a.SetTokens(toks)
+	if code, _ := do(t, a, "GET", "/api/segment/get/auto4", "Bearer "+tok); code != 403 {
+		t.Errorf("after a reload: %d, want 403 (the count kept)", code)
+	}
+
+	one := []Token{{Name: "r", Secret: tok, Tags: []string{"seg"}, Rate: 3}}
+	b := New(&fake{}, one, Options{})
+	codes := []int{}
+	for range 50 {
+		code, _ := do(t, b, "GET", "/api/segment/get/seg", "Bearer "+tok)
+		codes = append(codes, code)
+	}
+	// 3 at once; a few more as time passes (3 a second), far from 50.
+	if codes[0] != 200 || codes[1] != 200 || codes[2] != 200 || !slices.Contains(codes, 429) {
+		t.Errorf("rate 3: %v", codes)
+	}
+	code, body := do(t, b, "GET", "/api/segment/get/seg", "Bearer "+tok)
+	if code == 429 && !strings.Contains(body, `leafproxy: token "r" is over its rate of 3 requests a second (id_api.tokens[].rate)`) {
+		t.Errorf("429 body %q", body)
 	}
 }

@@ -45,6 +45,8 @@ func TestConfigDefaultsAreTheDomainDefaults(t *testing.T) {
 		{"id_api.idle_timeout", c.IDAPI.IdleTimeout.D(), idapi.DefaultIdleTimeout},
 		{"id_api.write_timeout", c.IDAPI.WriteTimeout.D(), idapi.DefaultWriteTimeout},
 		{"id_api.max_header_bytes", int(c.IDAPI.MaxHeaderBytes), idapi.DefaultMaxHeaderBytes},
+		{"id_api.tokens[].rate", config.DefaultAPITokenRate, idapi.DefaultRate},
+		{"id_api.tokens[].max_new_tags", config.DefaultAPIMaxNewTags, idapi.DefaultMaxNewTags},
 	} {
 		if d.config != d.own {
 			t.Errorf("%s: config's default %v, the owning package's %v", d.key, d.config, d.own)

@@ -18,7 +18,7 @@ import (
 func IDAPITokens(cfg *config.Config) []idapi.Token {
 	out := make([]idapi.Token, 0, len(cfg.IDAPI.Tokens))
 	for _, t := range cfg.IDAPI.Tokens {
-		out = append(out, idapi.Token{Name: t.Name, Secret: t.Token, Tags: append([]string(nil), t.Tags...)})
+		out = append(out, idapi.Token{Name: t.Name, Secret: t.Token, Tags: append([]string(nil), t.Tags...), Rate: t.Rate, MaxNewTags: t.MaxNewTags})
 	}
 	return out
 }
