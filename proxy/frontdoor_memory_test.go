@@ -515,7 +515,7 @@ func TestCommandLargerThanCommandMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	db.SetMaxIdleConns(0) // the refusal ends its connection: each statement on a new one
+	db.SetMaxIdleConns(0)                            // the refusal ends its connection: each statement on a new one
 	for _, size := range []int{33 * mib, 40 * mib} { // three pieces, the third past the budget
 		var n int64
 		err := db.QueryRow("SELECT LENGTH('" + strings.Repeat("x", size) + "')").Scan(&n)
