@@ -162,8 +162,9 @@ type Metrics struct {
 	Listen string `yaml:"listen"`
 }
 
-// IDAPI is the optional HTTP ID service (Leaf's /api/segment/get/{tag},
-// /api/snowflake/get/{tag}, and /api/decode/{tag}/{id}).
+// IDAPI is the optional HTTP ID service: Leaf's /api/segment/get/{tag} and
+// /api/snowflake/get/{tag}, and leafproxy's own /api/decode/{tag}/{id}
+// (with LeafDecodeTag, also Leaf's /decodeSnowflakeId).
 type IDAPI struct {
 	// Listen is the host:port it serves on; empty (the default) means off.
 	Listen string `yaml:"listen"`
@@ -179,6 +180,12 @@ type IDAPI struct {
 	IdleTimeout           Duration `yaml:"idle_timeout"`
 	WriteTimeout          Duration `yaml:"write_timeout"`
 	MaxHeaderBytes        ByteSize `yaml:"max_header_bytes"`
+	// LeafErrors answers the get endpoints' errors as a Leaf server does
+	// (HTTP 500, Spring Boot's JSON body), for clients written for Leaf.
+	LeafErrors bool `yaml:"leaf_errors"`
+	// LeafDecodeTag, when set, serves Leaf's /decodeSnowflakeId under
+	// that snowflake tag's layout.
+	LeafDecodeTag string `yaml:"leaf_decode_tag"`
 }
 
 // APIToken is one caller of the ID API: a name (the audit log's), its

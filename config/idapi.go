@@ -51,6 +51,11 @@ func (c *Config) validateIDAPI(add func(key, format string, a ...any)) {
 	if a.MaxHeaderBytes > 0 && a.MaxHeaderBytes < 1024 {
 		add("id_api.max_header_bytes", "%d: at least 1024 (default %d)", a.MaxHeaderBytes, DefaultAPIMaxHeaderBytes)
 	}
+	if tag := a.LeafDecodeTag; tag != "" {
+		if t, ok := c.Sequences.Tags[tag]; ok && t.Generator != GeneratorSnowflake {
+			add("id_api.leaf_decode_tag", "%q is a %s tag: Leaf's /decodeSnowflakeId decodes snowflake IDs; name a snowflake tag", tag, t.Generator)
+		}
+	}
 	if len(a.Tokens) == 0 {
 		add("id_api.tokens", "none: every request would be refused (401); list at least one {name, token (or token_env, token_file), tags}")
 	}

@@ -73,6 +73,13 @@ type Options struct {
 	Logger *slog.Logger
 	// Limits is the port's budget; zero fields take their defaults.
 	Limits Limits
+	// LeafErrors answers the get endpoints' errors as a Leaf server does
+	// (500, Spring Boot's JSON body), for clients written against Leaf.
+	LeafErrors bool
+	// LeafDecodeTag, when set, serves Leaf's GET
+	// /decodeSnowflakeId?snowflakeId=n, decoding under that snowflake
+	// tag's layout (the token must be allowed the tag).
+	LeafDecodeTag string
 }
 
 // DefaultMaxCount is NEXTVAL('tag', n)'s largest n (rewriter.MaxBlock).
@@ -162,31 +169,33 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if tk == nil {
 		w.Header().Set("Connection", "close")
 	}
-	rt, ok := route(r)
+	rt, ok := a.route(r)
 	if !ok {
-		a.fail(w, epOther, http.StatusNotFound, "leafproxy: no such path: "+strconv.Quote(clip(r.URL.Path, auditPathBytes))+
+		a.fail(w, r, epOther, http.StatusNotFound, "leafproxy: no such path: "+strconv.Quote(clip(r.URL.Path, auditPathBytes))+
 			" (the ID API serves GET /api/segment/get/{tag}, /api/snowflake/get/{tag} and /api/decode/{tag}/{id})", start)
 		return
 	}
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", http.MethodGet)
-		a.fail(w, epOther, http.StatusMethodNotAllowed, "leafproxy: method "+strconv.Quote(clip(r.Method, 16))+
+		a.fail(w, r, epOther, http.StatusMethodNotAllowed, "leafproxy: method "+strconv.Quote(clip(r.Method, 16))+
 			" not allowed: the ID API answers GET only (HEAD would draw IDs it cannot return)", start)
 		return
 	}
 	if rt.tag == "" {
-		a.fail(w, rt.ep, http.StatusNotFound, "leafproxy: no tag in the path: GET "+rt.ep.pattern(), start)
+		a.fail(w, r, rt.ep, http.StatusNotFound, "leafproxy: no tag in the path: GET "+rt.ep.pattern(), start)
 		return
 	}
 	if !a.authorize(w, r, tk, sent, rt.ep, rt.tag, start) {
 		return
 	}
-	if a.overRate(w, tk, rt.ep, start) {
+	if a.overRate(w, r, tk, rt.ep, start) {
 		return
 	}
 	switch rt.ep {
 	case epDecode:
 		a.decode(w, r, rt.tag, rt.id, start)
+	case epLeafDecode:
+		a.leafDecode(w, r, rt.tag, rt.id, start)
 	default:
 		a.get(w, r, tk, rt.ep, rt.tag, start)
 	}
@@ -202,7 +211,10 @@ type routed struct {
 // /api/decode/{tag}/{id}, each part unescaped (a tag may hold any
 // character; %2F is a slash within it). An empty tag is routed, to be
 // answered as such.
-func route(r *http.Request) (routed, bool) {
+func (a *API) route(r *http.Request) (routed, bool) {
+	if a.opts.LeafDecodeTag != "" && r.URL.Path == "/decodeSnowflakeId" {
+		return routed{ep: epLeafDecode, tag: a.opts.LeafDecodeTag, id: r.URL.Query().Get("snowflakeId")}, true
+	}
 	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), "/api/")
 	if !ok {
 		return routed{}, false
@@ -248,13 +260,13 @@ func (a *API) authorize(w http.ResponseWriter, r *http.Request, t *token, sent b
 		}
 		a.audit(r, "", tag, http.StatusUnauthorized, why)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="leafproxy"`)
-		a.fail(w, ep, http.StatusUnauthorized, "leafproxy: "+why, start)
+		a.fail(w, r, ep, http.StatusUnauthorized, "leafproxy: "+why, start)
 		return false
 	}
 	if !t.all && !t.tags[tag] {
 		msg := fmt.Sprintf("token %q may not use sequence '%s' (id_api.tokens[].tags)", t.name, clip(tag, auditPathBytes))
 		a.audit(r, t.name, tag, http.StatusForbidden, msg)
-		a.fail(w, ep, http.StatusForbidden, "leafproxy: "+msg, start)
+		a.fail(w, r, ep, http.StatusForbidden, "leafproxy: "+msg, start)
 		return false
 	}
 	return true
@@ -336,17 +348,35 @@ func message(err error) string {
 	return errstyle.Styled(1105, err.Error())
 }
 
-// fail answers an error in plain text (the get endpoints' form) and counts it.
-func (a *API) fail(w http.ResponseWriter, ep endpoint, code int, msg string, start time.Time) {
+// fail answers an error in plain text (the get endpoints' form; JSON on
+// decode) and counts it. With Options.LeafErrors a get endpoint answers
+// as a Leaf server does: 500, with Spring Boot's JSON error body.
+func (a *API) fail(w http.ResponseWriter, r *http.Request, ep endpoint, code int, msg string, start time.Time) {
 	h := w.Header()
-	if ep == epDecode {
+	switch {
+	case a.opts.LeafErrors && (ep == epSegment || ep == epSnowflake):
+		code = http.StatusInternalServerError
+		h.Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(struct {
+			Timestamp string `json:"timestamp"`
+			Status    int    `json:"status"`
+			Error     string `json:"error"`
+			Message   string `json:"message"`
+			Path      string `json:"path"`
+		}{start.UTC().Format("2006-01-02T15:04:05.000+00:00"), code, "Internal Server Error", msg, clip(r.URL.Path, auditPathBytes)})
+	case ep == epDecode:
 		h.Set("Content-Type", "application/json")
 		w.WriteHeader(code)
 		_ = json.NewEncoder(w).Encode(struct {
 			Error  string `json:"error"`
 			Status int    `json:"status"`
 		}{msg, code})
-	} else {
+	case ep == epLeafDecode:
+		h.Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(map[string]string{"errorMsg": msg})
+	default:
 		h.Set("Content-Type", "text/plain; charset=utf-8")
 		h.Set("X-Content-Type-Options", "nosniff")
 		w.WriteHeader(code)

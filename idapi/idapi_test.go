@@ -2,6 +2,7 @@ package idapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -67,8 +68,13 @@ func (f *fake) BlockLimit(tag string) (int64, string) {
 	return 0, ""
 }
 
-func (f *fake) DecodeSnowflake(string, int64) (time.Time, int64, int64, error) {
-	return time.Time{}, 0, 0, errors.New("unused")
+// DecodeSnowflake decodes Leaf's layout: epoch 1288834974657 ms,
+// 10 worker bits, 12 sequence bits.
+func (f *fake) DecodeSnowflake(tag string, id int64) (time.Time, int64, int64, error) {
+	if tag != "snow" {
+		return time.Time{}, 0, 0, errors.New("unused")
+	}
+	return time.UnixMilli(id>>22 + 1288834974657), id >> 12 & 1023, id & 4095, nil
 }
 
 func (f *fake) MaxID(context.Context, string) (int64, error) { return 0, errors.New("unused") }
@@ -227,5 +233,48 @@ func TestTokenLimits(t *testing.T) {
 	code, body := do(t, b, "GET", "/api/segment/get/seg", "Bearer "+tok)
 	if code == 429 && !strings.Contains(body, `leafproxy: token "r" is over its rate of 3 requests a second (id_api.tokens[].rate)`) {
 		t.Errorf("429 body %q", body)
+	}
+}
+
+// TestLeafCompatibility: with leaf_errors the get endpoints answer errors
+// as a Leaf server does (500, Spring Boot's JSON); with leaf_decode_tag,
+// Leaf's /decodeSnowflakeId answers what Leaf's LeafMonitorController
+// does for the same ID (its own documented example).
+func TestLeafCompatibility(t *testing.T) {
+	const tok = "0123456789abcdef"
+	toks := []Token{{Name: "x", Secret: tok, Tags: []string{"seg", "snow", "down"}}}
+	a := New(&fake{}, toks, Options{LeafErrors: true, LeafDecodeTag: "snow"})
+	code, body := do(t, a, "GET", "/api/segment/get/down", "Bearer "+tok)
+	var spring map[string]any
+	if err := json.Unmarshal([]byte(body), &spring); err != nil || code != 500 || spring["status"] != float64(500) ||
+		spring["error"] != "Internal Server Error" || spring["path"] != "/api/segment/get/down" ||
+		!strings.Contains(spring["message"].(string), "the ID store is failing") || spring["timestamp"] == nil {
+		t.Errorf("leaf_errors: %d %q (%v)", code, body, err)
+	}
+	if code, body := do(t, a, "GET", "/api/segment/get/seg", "Bearer "+tok); code != 200 || body != "100" {
+		t.Errorf("leaf_errors, a good request: %d %q", code, body)
+	}
+	// Leaf's example: 1567733700834(2019-09-06 09:35:00.834), worker 39,
+	// sequence 3448 (its zone +08:00: 01:35 UTC).
+	id := (int64(1567733700834-1288834974657) << 22) | 39<<12 | 3448
+	code, body = do(t, a, "GET", fmt.Sprintf("/decodeSnowflakeId?snowflakeId=%d", id), "Bearer "+tok)
+	var got map[string]string
+	if err := json.Unmarshal([]byte(body), &got); err != nil || code != 200 ||
+		got["timestamp"] != "1567733700834(2019-09-06 01:35:00.834)" || got["workerId"] != "39" || got["sequenceId"] != "3448" {
+		t.Errorf("/decodeSnowflakeId: %d %q (%v)", code, body, err)
+	}
+	if code, body := do(t, a, "GET", "/decodeSnowflakeId?snowflakeId=x", "Bearer "+tok); code != 400 || !strings.Contains(body, `"errorMsg":"leafproxy: snowflakeId=\"x\" is not an integer ID"`) {
+		t.Errorf("/decodeSnowflakeId, a bad ID: %d %q", code, body)
+	}
+	if code, _ := do(t, a, "GET", fmt.Sprintf("/decodeSnowflakeId?snowflakeId=%d", id), ""); code != 401 {
+		t.Errorf("/decodeSnowflakeId without a token: %d", code)
+	}
+	// Off by default.
+	b := New(&fake{}, toks, Options{})
+	if code, _ := do(t, b, "GET", fmt.Sprintf("/decodeSnowflakeId?snowflakeId=%d", id), "Bearer "+tok); code != 404 {
+		t.Errorf("/decodeSnowflakeId without leaf_decode_tag: %d", code)
+	}
+	if code, _ := do(t, b, "GET", "/api/segment/get/down", "Bearer "+tok); code != 503 {
+		t.Errorf("without leaf_errors: %d", code)
 	}
 }

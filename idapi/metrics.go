@@ -16,11 +16,12 @@ const (
 	epSegment endpoint = iota
 	epSnowflake
 	epDecode
-	epOther // a path or method the API does not serve
+	epOther      // a path or method the API does not serve
+	epLeafDecode // Leaf's /decodeSnowflakeId (id_api.leaf_decode_tag)
 	endpoints
 )
 
-var endpointNames = [endpoints]string{"segment", "snowflake", "decode", "other"}
+var endpointNames = [endpoints]string{"segment", "snowflake", "decode", "other", "leaf_decode"}
 
 // pattern is the endpoint's path, as its messages name it.
 func (e endpoint) pattern() string {
@@ -31,6 +32,8 @@ func (e endpoint) pattern() string {
 		return "/api/snowflake/get/{tag}"
 	case epDecode:
 		return "/api/decode/{tag}/{id}"
+	case epLeafDecode:
+		return "/decodeSnowflakeId?snowflakeId={id}"
 	}
 	return "/api/..."
 }
@@ -78,7 +81,7 @@ type metrics struct {
 func newMetrics() *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricRequests,
-			Help: "HTTP ID API requests by endpoint (segment, snowflake, decode, other) and HTTP status (401 no valid token, 403 tag not allowed, 404 unknown sequence)."},
+			Help: "HTTP ID API requests by endpoint (segment, snowflake, decode, leaf_decode, other) and HTTP status (401 no valid token, 403 tag not allowed, 404 unknown sequence)."},
 			[]string{"endpoint", "code"}),
 		idsVec: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricIDs,
 			Help: "IDs handed out by the HTTP ID API per tag (a block of n counts n)."}, []string{"tag"}),

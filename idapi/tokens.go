@@ -1,7 +1,6 @@
 package idapi
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"sync"
@@ -46,12 +45,12 @@ func (s *tokenState) take(now time.Time, rate int) bool {
 }
 
 // overRate answers 429 when t is past its rate; it reports whether it did.
-func (a *API) overRate(w http.ResponseWriter, t *token, ep endpoint, start time.Time) bool {
+func (a *API) overRate(w http.ResponseWriter, r *http.Request, t *token, ep endpoint, start time.Time) bool {
 	if t.state.take(start, t.rate) {
 		return false
 	}
 	w.Header().Set("Retry-After", "1")
-	a.fail(w, ep, http.StatusTooManyRequests, fmt.Sprintf("leafproxy: token %q is over its rate of %d requests a second (id_api.tokens[].rate)", t.name, t.rate), start)
+	a.fail(w, r, ep, http.StatusTooManyRequests, fmt.Sprintf("leafproxy: token %q is over its rate of %d requests a second (id_api.tokens[].rate)", t.name, t.rate), start)
 	return true
 }
 
@@ -61,14 +60,14 @@ func (a *API) overRate(w http.ResponseWriter, t *token, ep endpoint, start time.
 // counts against t's max_new_tags. It returns release (non-nil), to call
 // when the draw found no such sequence (auto_create off), or answers 403
 // (or the lookup's error) and returns nil.
-func (a *API) newTag(ctx context.Context, w http.ResponseWriter, t *token, ep endpoint, tag string, start time.Time) func() {
+func (a *API) newTag(w http.ResponseWriter, r *http.Request, t *token, ep endpoint, tag string, start time.Time) func() {
 	none := func() {}
 	if !t.all || t.tags[tag] {
 		return none
 	}
-	known, err := a.src.Known(ctx, tag)
+	known, err := a.src.Known(r.Context(), tag)
 	if err != nil {
-		a.fail(w, ep, statusOf(err), message(err), start)
+		a.fail(w, r, ep, statusOf(err), message(err), start)
 		return nil
 	}
 	if known {
@@ -81,7 +80,7 @@ func (a *API) newTag(ctx context.Context, w http.ResponseWriter, t *token, ep en
 			s.mu.Unlock()
 			msg := fmt.Sprintf("token %q may not create sequence '%s': it has created its %d (id_api.tokens[].max_new_tags); declare the tag in sequences.tags or raise max_new_tags",
 				t.name, clip(tag, auditPathBytes), t.maxNewTags)
-			a.fail(w, ep, http.StatusForbidden, "leafproxy: "+msg, start)
+			a.fail(w, r, ep, http.StatusForbidden, "leafproxy: "+msg, start)
 			return nil
 		}
 		s.created[tag] = true

@@ -437,3 +437,59 @@ func TestIDAPIFirstUseAndStoreWait(t *testing.T) {
 	t.Logf("store stalled: HTTP answered 503 after %v, SQL after %v (wait_timeout %v)", took.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), wait)
 	fwd.SetTarget(store.Addr)
 }
+
+// leafEpochMs is Leaf's snowflake epoch (SnowflakeIDGenImpl's twepoch,
+// 2010-11-04T01:42:54.657Z); its IDs are (ms - epoch) << 22 | worker << 12
+// | sequence.
+const leafEpochMs = 1288834974657
+
+// TestLeafSnowflakeMoveKeepsRising (issue 40; README, "Coming from
+// Meituan Leaf"): a Leaf snowflake service moved to leafproxy with Leaf's
+// epoch and 41/10/12 layout hands out IDs above every ID Leaf can have
+// issued before the move (the largest: this millisecond, worker 1023,
+// sequence 4095), over HTTP and SQL, and Leaf's /decodeSnowflakeId
+// (leaf_decode_tag) reads them as Leaf would. With leafproxy's default
+// epoch (2020-01-01) they would be lower: going backwards.
+func TestLeafSnowflakeMoveKeepsRising(t *testing.T) {
+	backend := testdb.Start(t)
+	cfg := apiConfig(backend)
+	cfg.Snowflake.Epoch = "2010-11-04T01:42:54.657Z"
+	cfg.Snowflake.TimeBits, cfg.Snowflake.WorkerBits, cfg.Snowflake.SequenceBits = 41, 10, 12
+	cfg.IDAPI.LeafDecodeTag = "s"
+	leafLast := (time.Now().UnixMilli()-leafEpochMs)<<22 | 1023<<12 | 4095
+	r := startAPI(t, cfg)
+	c := &http.Client{Timeout: 10 * time.Second}
+	code, body := call(t, c, "GET", r.API+"/api/snowflake/get/s", tokA)
+	if code != 200 {
+		t.Fatalf("HTTP: %d %q", code, body)
+	}
+	httpID := ids(t, body)[0]
+	var sqlID int64
+	if err := r.client(t).QueryRow("SELECT NEXTVAL('s')").Scan(&sqlID); err != nil {
+		t.Fatal(err)
+	}
+	for what, id := range map[string]int64{"HTTP": httpID, "SQL": sqlID} {
+		if id <= leafLast {
+			t.Errorf("%s ID %d not above Leaf's last possible ID %d", what, id, leafLast)
+		}
+	}
+	// Leaf's own decoding of the proxy's ID: its time is now, worker 7.
+	code, body = call(t, c, "GET", fmt.Sprintf("%s/decodeSnowflakeId?snowflakeId=%d", r.API, httpID), tokA)
+	var d map[string]string
+	if err := json.Unmarshal([]byte(body), &d); err != nil || code != 200 || d["workerId"] != "7" {
+		t.Fatalf("/decodeSnowflakeId: %d %q %v", code, body, err)
+	}
+	ms, _, _ := strings.Cut(d["timestamp"], "(")
+	if leafMs := httpID>>22 + leafEpochMs; ms != strconv.FormatInt(leafMs, 10) || time.Since(time.UnixMilli(leafMs)).Abs() > time.Hour {
+		t.Errorf("/decodeSnowflakeId timestamp %q, Leaf's formula gives %d", d["timestamp"], leafMs)
+	}
+	// The hazard the configuration avoids: leafproxy's default epoch
+	// puts today's IDs below Leaf's.
+	def, err := time.Parse(time.RFC3339, config.DefaultSnowflakeEpoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if withDefault := (time.Now().UnixMilli()-def.UnixMilli())<<22 | 1023<<12 | 4095; withDefault >= leafLast {
+		t.Errorf("default epoch's ID %d not below Leaf's %d: the README's warning is wrong", withDefault, leafLast)
+	}
+}
