@@ -112,9 +112,14 @@ func (l *capListener) Accept() (net.Conn, error) {
 		host := hostOf(c.RemoteAddr().String())
 		l.mu.Lock()
 		var why string
+		status := "503 Service Unavailable"
 		switch {
 		case l.total >= lim.MaxConnections:
 			why = "leafproxy: the HTTP ID API has " + strconv.Itoa(l.total) + " connections open, its limit (id_api.max_connections)"
+		case l.a.unauth.blocked(host, time.Now()):
+			status = "429 Too Many Requests"
+			why = "leafproxy: too many requests without a valid token from this address (bursts of " + strconv.Itoa(unauthBurst) + ", " +
+				strconv.Itoa(unauthRate) + " a second after): refused until it slows down; send Authorization: Bearer <token>"
 		case l.perHost[host] >= lim.MaxConnectionsPerHost:
 			why = "leafproxy: " + strconv.Itoa(l.perHost[host]) + " connections from this address are open, its limit (id_api.max_connections_per_host); reuse them (keep-alive)"
 		default:
@@ -126,18 +131,19 @@ func (l *capListener) Accept() (net.Conn, error) {
 		if why == "" {
 			return &capConn{Conn: c, l: l, host: host}, nil
 		}
-		l.refuse(c, why)
+		l.refuse(c, status, why)
 	}
 }
 
-// refuse answers 503 on a connection just accepted and closes it. The
-// answer fits the new socket's empty send buffer, so the write does not
-// wait; the deadline bounds it anyway.
-func (l *capListener) refuse(c net.Conn, why string) {
+// refuse answers status (503, or 429 for a throttled address) on a
+// connection just accepted and closes it. The answer fits the new
+// socket's empty send buffer, so the write does not wait; the deadline
+// bounds it anyway.
+func (l *capListener) refuse(c net.Conn, status, why string) {
 	l.a.m.refusedConns.Inc()
 	body := why + "\n"
 	_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-	_, _ = c.Write([]byte("HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nRetry-After: 1\r\nContent-Length: " +
+	_, _ = c.Write([]byte("HTTP/1.1 " + status + "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nRetry-After: 1\r\nContent-Length: " +
 		strconv.Itoa(len(body)) + "\r\n\r\n" + body))
 	_ = c.Close()
 }
@@ -275,4 +281,68 @@ func clip(s string, n int) string {
 		i--
 	}
 	return s[:i] + "...(" + strconv.Itoa(len(s)) + " bytes)"
+}
+
+// unauthThrottle counts, per client address, requests that came without
+// a valid token (401s, and any other answer to a token-less request): an
+// address past unauthBurst of them, regaining unauthRate a second, has
+// its new connections refused at accept (no goroutine, no parsing, no
+// audit line) until it slows down, as the SQL port refuses a host whose
+// failed logins are over budget (issue 40: a token-less request flood
+// cost every other client its CPU). Addresses with valid tokens are
+// never counted.
+type unauthThrottle struct {
+	mu    sync.Mutex
+	hosts map[string]*unauthBudget
+}
+
+type unauthBudget struct {
+	left float64
+	last time.Time
+}
+
+const (
+	unauthBurst = 100
+	unauthRate  = 10
+	// unauthHosts bounds the addresses remembered; past it the oldest
+	// knowledge is dropped (a fresh start for every address).
+	unauthHosts = 65536
+)
+
+// budget is host's budget refilled to now (nil: none spent).
+func (u *unauthThrottle) budget(host string, now time.Time) *unauthBudget {
+	b := u.hosts[host]
+	if b == nil {
+		return nil
+	}
+	b.left = min(unauthBurst, b.left+now.Sub(b.last).Seconds()*unauthRate)
+	b.last = now
+	if b.left >= unauthBurst {
+		delete(u.hosts, host)
+		return nil
+	}
+	return b
+}
+
+// spend counts one token-less request from host.
+func (u *unauthThrottle) spend(host string, now time.Time) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	b := u.budget(host, now)
+	if b == nil {
+		if u.hosts == nil || len(u.hosts) >= unauthHosts {
+			u.hosts = map[string]*unauthBudget{}
+		}
+		b = &unauthBudget{left: unauthBurst, last: now}
+		u.hosts[host] = b
+	}
+	b.left = max(0, b.left-1)
+}
+
+// blocked reports whether host is past its budget.
+func (u *unauthThrottle) blocked(host string, now time.Time) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	b := u.budget(host, now)
+	return b != nil && b.left < 1
 }

@@ -93,6 +93,7 @@ type API struct {
 	tokens atomic.Pointer[tokenSet]
 	m      *metrics
 	audits auditLimiter
+	unauth unauthThrottle
 }
 
 // tokenSet holds the tokens by the SHA-256 of their secret: a lookup
@@ -168,6 +169,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tk, sent := a.token(r)
 	if tk == nil {
 		w.Header().Set("Connection", "close")
+		a.unauth.spend(hostOf(r.RemoteAddr), start)
 	}
 	rt, ok := a.route(r)
 	if !ok {

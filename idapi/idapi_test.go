@@ -278,3 +278,25 @@ func TestLeafCompatibility(t *testing.T) {
 		t.Errorf("without leaf_errors: %d", code)
 	}
 }
+
+// TestUnauthThrottle: an address past its burst of token-less requests is
+// blocked, regains them at the rate, and other addresses are not touched.
+func TestUnauthThrottle(t *testing.T) {
+	var u unauthThrottle
+	now := time.Unix(1000, 0)
+	for range unauthBurst {
+		if u.blocked("10.0.0.1", now) {
+			t.Fatal("blocked within the burst")
+		}
+		u.spend("10.0.0.1", now)
+	}
+	if !u.blocked("10.0.0.1", now) || u.blocked("10.0.0.2", now) {
+		t.Fatalf("after the burst: 10.0.0.1 blocked %v, 10.0.0.2 blocked %v", u.blocked("10.0.0.1", now), u.blocked("10.0.0.2", now))
+	}
+	if u.blocked("10.0.0.1", now.Add(time.Second/unauthRate)) {
+		t.Fatal("still blocked after 1/rate s")
+	}
+	if u.blocked("10.0.0.1", now.Add(time.Hour)); len(u.hosts) != 0 {
+		t.Fatalf("a full budget is forgotten: %d hosts kept", len(u.hosts))
+	}
+}

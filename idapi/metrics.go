@@ -53,7 +53,8 @@ const (
 	// MetricConnections is the API's open connections (a gauge).
 	MetricConnections = "leafproxy_id_api_connections"
 	// MetricRefusedConnections counts connections closed at accept, past
-	// id_api.max_connections or max_connections_per_host.
+	// id_api.max_connections or max_connections_per_host, or from an
+	// address over its budget of token-less requests.
 	MetricRefusedConnections = "leafproxy_id_api_connections_refused_total"
 	// MetricAuditSuppressed counts refusals not written to the audit log
 	// (over its rate).
@@ -90,7 +91,7 @@ func newMetrics() *metrics {
 			Buckets: []float64{10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3, 1, 2.5, 5, 10}},
 			[]string{"endpoint"}),
 		refusedConns: prometheus.NewCounter(prometheus.CounterOpts{Name: MetricRefusedConnections,
-			Help: "HTTP ID API connections answered 503 and closed at accept: past id_api.max_connections or id_api.max_connections_per_host."}),
+			Help: "HTTP ID API connections answered and closed at accept: 503 past id_api.max_connections or id_api.max_connections_per_host, 429 from an address over its budget of requests without a valid token."}),
 		auditSuppressed: prometheus.NewCounter(prometheus.CounterOpts{Name: MetricAuditSuppressed,
 			Help: "HTTP ID API refusals (401, 403) not written to the audit log: over its rate (10 lines a second, bursts of 50)."}),
 	}

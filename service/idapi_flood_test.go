@@ -132,18 +132,26 @@ func TestIDAPIConnectionFlood(t *testing.T) {
 	sqlAndHealthAnswer(t, r, "after the flood")
 }
 
+// clientFrom is an HTTP client whose connections come from the loopback
+// address from.
+func clientFrom(from string) *http.Client {
+	d := &net.Dialer{Timeout: 10 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.DialContext}}
+}
+
 // TestIDAPIRefusalLogBounded (issue 40): 600 token-less requests with
-// 8 KB paths cost the audit log at most its burst of lines, each with the
+// 8 KB paths, from six addresses (each within its burst of token-less
+// requests), cost the audit log at most its burst of lines, each with the
 // path clipped, and the rest are counted.
 func TestIDAPIRefusalLogBounded(t *testing.T) {
 	backend := testdb.Start(t)
 	r := startAPI(t, apiConfig(backend))
-	c := &http.Client{Timeout: 10 * time.Second}
 	long := strings.Repeat("x", 8<<10)
 	const n = 600
-	for range n {
+	for i := range n {
+		c := clientFrom(fmt.Sprintf("127.0.0.%d", 10+i%6))
 		if code, _ := call(t, c, "GET", r.API+"/api/segment/get/"+long, ""); code != 401 {
-			t.Fatalf("token-less request: %d", code)
+			t.Fatalf("token-less request %d: %d", i, code)
 		}
 	}
 	logs := r.Log.String()
@@ -191,4 +199,35 @@ func TestIDAPIServerErrorsInOwnWording(t *testing.T) {
 	m := scrape(t, r.Base+"/metrics")
 	want(t, m, `leafproxy_id_api_requests_total{code="431",endpoint="other"}`, 1)
 	want(t, m, `leafproxy_id_api_requests_total{code="400",endpoint="other"}`, 1)
+}
+
+// TestIDAPITokenlessThrottle (issue 40): an address past its burst of
+// token-less requests has its new connections refused at accept (429,
+// before any request is read), while another address with a valid token
+// is served, and the SQL port and /healthz answer.
+func TestIDAPITokenlessThrottle(t *testing.T) {
+	backend := testdb.Start(t)
+	r := startAPI(t, apiConfig(backend))
+	bad := clientFrom("127.0.0.20")
+	for i := range 100 {
+		if code, _ := call(t, bad, "GET", r.API+"/api/segment/get/t", ""); code != 401 {
+			t.Fatalf("token-less request %d: %d", i, code)
+		}
+	}
+	code, body := call(t, bad, "GET", r.API+"/api/segment/get/t", tokA)
+	if code != 429 || !strings.Contains(body, "leafproxy: too many requests without a valid token from this address") {
+		t.Errorf("past the burst (even with a token now): %d %q", code, body)
+	}
+	if code, body := call(t, clientFrom("127.0.0.21"), "GET", r.API+"/api/segment/get/t", tokA); code != 200 {
+		t.Errorf("another address with a token: %d %q", code, body)
+	}
+	sqlAndHealthAnswer(t, r, "with an address throttled")
+	// It regains 10 requests a second.
+	testwait.For(t, "the throttled address served again", func() bool {
+		code, _ := call(t, bad, "GET", r.API+"/api/segment/get/t", tokA)
+		return code == 200
+	})
+	if n := scrape(t, r.Base+"/metrics")["leafproxy_id_api_connections_refused_total"]; n < 1 {
+		t.Errorf("refusals at accept counted: %v", n)
+	}
 }
