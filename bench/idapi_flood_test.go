@@ -52,7 +52,7 @@ func TestIDAPIFloodBench(t *testing.T) {
 	var out strings.Builder
 	fmt.Fprintf(&out, "\nHTTP ID API floods (issue 40): %d held token-less connections, %d token-less request loops for %v; %d SQL logins and /healthz timed one at a time in each phase\n",
 		conns, workers, dur, logins)
-	fmt.Fprintf(&out, "| build | phase | SQL login p50 | p99 | failed | /healthz p50 | p99 | failed | proxy fds | proxy RSS | log bytes | API requests answered |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&out, "| build | phase | SQL login p50 | p99 | failed | /healthz p50 | p99 | failed | proxy fds | proxy RSS | proxy CPU (of one core) | log bytes | API answers/s |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, b := range builds {
 		floodRun(t, &out, b.name, b.bin, dir, srv.Addr, conns, workers, logins, dur)
 	}
@@ -91,12 +91,14 @@ log: {level: warn}
 	hc := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	var answered atomic.Int64
 	row := func(phase string) {
-		logBefore := fileSize(logPath)
+		logBefore, cpuBefore, start, answeredBefore := fileSize(logPath), procCPU(pid), time.Now(), answered.Load()
 		sqlLat, sqlFail := timeLogins(conn, logins)
 		hLat, hFail := timeHealth(hc, "http://"+metrics+"/healthz", logins)
-		fmt.Fprintf(out, "| %s | %s | %s | %s | %d | %s | %s | %d | %d | %.0f MiB | %d | %d |\n", name, phase,
+		took := time.Since(start)
+		fmt.Fprintf(out, "| %s | %s | %s | %s | %d | %s | %s | %d | %d | %.0f MiB | %.0f%% | %d | %.0f |\n", name, phase,
 			pct(sqlLat, 50), pct(sqlLat, 99), sqlFail, pct(hLat, 50), pct(hLat, 99), hFail,
-			fdCount(pid), float64(procRSS(t, pid))/(1<<20), fileSize(logPath)-logBefore, answered.Load())
+			fdCount(pid), float64(procRSS(t, pid))/(1<<20), 100*(procCPU(pid)-cpuBefore).Seconds()/took.Seconds(),
+			fileSize(logPath)-logBefore, float64(answered.Load()-answeredBefore)/took.Seconds())
 	}
 	row("no flood (baseline)")
 
