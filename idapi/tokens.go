@@ -59,18 +59,16 @@ func (a *API) overRate(w http.ResponseWriter, r *http.Request, t *token, ep endp
 // tag named in t's tags may always be; one t may use only through "*"
 // counts against t's max_new_tags. It returns release (non-nil), to call
 // when the draw found no such sequence (auto_create off), or answers 403
-// (or the lookup's error) and returns nil.
+// and returns nil.
 func (a *API) newTag(w http.ResponseWriter, r *http.Request, t *token, ep endpoint, tag string, start time.Time) func() {
 	none := func() {}
 	if !t.all || t.tags[tag] {
 		return none
 	}
-	known, err := a.src.Known(r.Context(), tag)
-	if err != nil {
-		a.fail(w, r, ep, statusOf(err), message(err), start)
-		return nil
-	}
-	if known {
+	// A lookup that fails (the store down) counts the tag as new: the
+	// draw then waits for the store as SQL's does, and a tag that existed
+	// after all keeps its place among the token's (conservative).
+	if known, err := a.src.Known(r.Context(), tag); err == nil && known {
 		return none
 	}
 	s := t.state

@@ -493,3 +493,41 @@ func TestLeafSnowflakeMoveKeepsRising(t *testing.T) {
 		t.Errorf("default epoch's ID %d not below Leaf's %d: the README's warning is wrong", withDefault, leafLast)
 	}
 }
+
+// TestIDAPIStartedWithStoreDown (issue 40): on a proxy started while the
+// store is down, a request for a segment waits sequences.wait_timeout as
+// SQL's NEXTVAL does (it was answered 503 in 1-2 ms), for a token naming
+// the tag and for a "*" token alike.
+func TestIDAPIStartedWithStoreDown(t *testing.T) {
+	backend := testdb.Start(t)
+	store := testdb.Start(t)
+	fwd := testdb.NewForwarder(t, store.Addr)
+	cfg := apiConfig(backend)
+	cfg.Sequences.Store = strings.Replace(store.DSN("ids"), store.Addr, fwd.Addr, 1)
+	cfg.Sequences.Tags = map[string]config.Tag{"t": {Generator: "segment", Step: 40}, "s": {Generator: "segment", Step: 40}, "u": {Generator: "segment", Step: 40}}
+	// The store's database and tags exist; then the proxy starts without it.
+	first := startAPI(t, cfg)
+	first.Stop()
+	fwd.SetTarget(freeClosedAddr(t))
+	r := startAPI(t, cfg)
+	c := &http.Client{Timeout: 30 * time.Second}
+	wait := cfg.Sequences.WaitTimeout.D()
+	for _, tok := range []string{tokA, tokAll} {
+		start := time.Now()
+		code, body := call(t, c, "GET", r.API+"/api/segment/get/t", tok)
+		if took := time.Since(start); code != 503 || took < wait || !strings.Contains(body, "(sequences.wait_timeout)") {
+			t.Errorf("token %s: %d %q after %v; want 503 after sequences.wait_timeout (%v)", strings.Split(tok, "-")[1], code, body, took, wait)
+		}
+	}
+}
+
+// freeClosedAddr is a loopback address nothing listens on.
+func freeClosedAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
