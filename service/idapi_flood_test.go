@@ -231,3 +231,23 @@ func TestIDAPITokenlessThrottle(t *testing.T) {
 		t.Errorf("refusals at accept counted: %v", n)
 	}
 }
+
+// TestIDAPIWriteTimeout (issue 40): a client that asks for a block and
+// never reads the answer loses its connection after id_api.write_timeout,
+// and the IDs it was handed are counted as handed out.
+func TestIDAPIWriteTimeout(t *testing.T) {
+	backend := testdb.Start(t)
+	cfg := apiConfig(backend)
+	cfg.IDAPI.WriteTimeout = config.Duration(3 * time.Second)
+	r := startAPI(t, cfg)
+	conn := dialFrom(t, "127.0.0.1", strings.TrimPrefix(r.API, "http://"))
+	// About 8 MB of IDs: more than the sockets' buffers hold.
+	fmt.Fprintf(conn, "GET /api/segment/get/t?count=1000000 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", tokA)
+	testwait.For(t, "the IDs counted while the answer is unread", func() bool {
+		return scrape(t, r.Base+"/metrics")[`leafproxy_id_api_ids_total{tag="t"}`] == 1_000_000
+	})
+	testwait.For(t, "the unread connection closed after id_api.write_timeout", func() bool {
+		return scrape(t, r.Base+"/metrics")["leafproxy_id_api_connections"] == 0
+	})
+	sqlAndHealthAnswer(t, r, "after the unread answer")
+}
