@@ -531,3 +531,33 @@ func freeClosedAddr(t *testing.T) string {
 	l.Close()
 	return addr
 }
+
+// TestIDAPIMaxNewTags (issue 40): with sequences.auto_create, a "*" token
+// brings at most its max_new_tags tags into being; a tag it names, or one
+// that exists, costs nothing.
+func TestIDAPIMaxNewTags(t *testing.T) {
+	backend := testdb.Start(t)
+	cfg := apiConfig(backend)
+	cfg.Sequences.AutoCreate = true
+	two := 2
+	cfg.IDAPI.Tokens[1].MaxNewTags = &two
+	cfg.IDAPI.Tokens[1].Tags = []string{"*", "named"}
+	r := startAPI(t, cfg)
+	c := &http.Client{Timeout: 10 * time.Second}
+	for _, tc := range []struct {
+		tag  string
+		code int
+	}{{"new1", 200}, {"new1", 200}, {"t", 200}, {"named", 200}, {"new2", 200}, {"new3", 403}} {
+		code, body := call(t, c, "GET", r.API+"/api/segment/get/"+tc.tag, tokAll)
+		if code != tc.code {
+			t.Errorf("%s: %d %q, want %d", tc.tag, code, body, tc.code)
+		}
+		if code == 403 && !strings.Contains(body, `leafproxy: token "all" may not create sequence 'new3': it has created its 2 (id_api.tokens[].max_new_tags)`) {
+			t.Errorf("403 body %q", body)
+		}
+	}
+	var n int
+	if err := backend.Open(t, "leafproxy").QueryRow("SELECT COUNT(*) FROM leaf_alloc WHERE biz_tag LIKE 'new%'").Scan(&n); err != nil || n != 2 {
+		t.Errorf("tags created: %d (%v), want 2", n, err)
+	}
+}
