@@ -8,7 +8,11 @@
 // ID. Requests are counted in Prometheus collectors (Collectors); refusals
 // (401, 403) are written to the audit log, clipped and rate-limited. The
 // port has a budget of its own (Limits, applied by Server and Listener),
-// so that a flood at it cannot take what the SQL port needs.
+// so that a flood at it cannot take what the SQL port needs; an address
+// sending many requests without a valid token is refused at accept for a
+// while (unauthThrottle); each token has a rate and a number of tags it
+// may create through auto_create (tokens.go). Options add Leaf's error
+// style and Leaf's /decodeSnowflakeId for clients written for Leaf.
 package idapi
 
 import (
