@@ -175,13 +175,30 @@ type Metrics struct {
 	Listen string `yaml:"listen"`
 }
 
-// IDAPI is the optional HTTP ID service (Leaf's /api/segment/get/{tag},
-// /api/snowflake/get/{tag}, and /api/decode/{tag}/{id}).
+// IDAPI is the optional HTTP ID service: Leaf's /api/segment/get/{tag} and
+// /api/snowflake/get/{tag}, and leafproxy's own /api/decode/{tag}/{id}
+// (with LeafDecodeTag, also Leaf's /decodeSnowflakeId).
 type IDAPI struct {
 	// Listen is the host:port it serves on; empty (the default) means off.
 	Listen string `yaml:"listen"`
 	// Tokens are the bearer tokens callers send, each with its tags.
 	Tokens []APIToken `yaml:"tokens"`
+	// The port's own budget (idapi.Limits): open connections in all and
+	// per client address, how long a request's headers may take to
+	// arrive, how long a keep-alive connection may idle, how long an
+	// answer may take to be written, the largest headers.
+	MaxConnections        int      `yaml:"max_connections"`
+	MaxConnectionsPerHost int      `yaml:"max_connections_per_host"`
+	HeaderTimeout         Duration `yaml:"header_timeout"`
+	IdleTimeout           Duration `yaml:"idle_timeout"`
+	WriteTimeout          Duration `yaml:"write_timeout"`
+	MaxHeaderBytes        ByteSize `yaml:"max_header_bytes"`
+	// LeafErrors answers the get endpoints' errors as a Leaf server does
+	// (HTTP 500, Spring Boot's JSON body), for clients written for Leaf.
+	LeafErrors bool `yaml:"leaf_errors"`
+	// LeafDecodeTag, when set, serves Leaf's /decodeSnowflakeId under
+	// that snowflake tag's layout.
+	LeafDecodeTag string `yaml:"leaf_decode_tag"`
 }
 
 // APIToken is one caller of the ID API: a name (the audit log's), its
@@ -193,6 +210,13 @@ type APIToken struct {
 	TokenEnv  string   `yaml:"token_env"`
 	TokenFile string   `yaml:"token_file"`
 	Tags      []string `yaml:"tags"`
+	// Rate is the requests a second the token may make (a block counts
+	// once), with bursts of as many; more get 429.
+	Rate int `yaml:"rate"`
+	// MaxNewTags is how many tags the token may bring into being through
+	// sequences.auto_create (tags neither configured, in the store nor
+	// named in its tags) while the process runs; nil: the default.
+	MaxNewTags *int `yaml:"max_new_tags"`
 }
 
 // MinTokenLength is the shortest id_api token accepted.
@@ -311,6 +335,15 @@ const (
 	// engine.DefaultPreparedMemory and engine.DefaultSessionPreparedMemory.
 	DefaultPreparedMemory        = 256 << 20
 	DefaultSessionPreparedMemory = 8 << 20
+	// The id_api defaults are idapi's (DefaultMaxConnections, ...).
+	DefaultAPIMaxConnections        = 1024
+	DefaultAPIMaxConnectionsPerHost = 128
+	DefaultAPIHeaderTimeout         = 5 * time.Second
+	DefaultAPIIdleTimeout           = 30 * time.Second
+	DefaultAPIWriteTimeout          = 30 * time.Second
+	DefaultAPIMaxHeaderBytes        = 16 << 10
+	DefaultAPITokenRate             = 5000
+	DefaultAPIMaxNewTags            = 16
 )
 
 // Generators a tag can name.
@@ -356,6 +389,7 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&c.Limits.PlanMemory, DefaultPlanMemory)
 	setDefault(&c.Limits.PreparedMemory, DefaultPreparedMemory)
 	setDefault(&c.Limits.SessionPreparedMemory, DefaultSessionPreparedMemory)
+	c.IDAPI.applyDefaults()
 	for name, t := range c.Sequences.Tags {
 		setDefault(&t.Generator, GeneratorSegment)
 		setDefault(&t.Step, c.Sequences.DefaultStep)

@@ -7,6 +7,23 @@ import (
 	"slices"
 )
 
+func (a *IDAPI) applyDefaults() {
+	setDefault(&a.MaxConnections, DefaultAPIMaxConnections)
+	setDefault(&a.MaxConnectionsPerHost, DefaultAPIMaxConnectionsPerHost)
+	setDefault(&a.HeaderTimeout, Duration(DefaultAPIHeaderTimeout))
+	setDefault(&a.IdleTimeout, Duration(DefaultAPIIdleTimeout))
+	setDefault(&a.WriteTimeout, Duration(DefaultAPIWriteTimeout))
+	setDefault(&a.MaxHeaderBytes, DefaultAPIMaxHeaderBytes)
+	for i := range a.Tokens {
+		t := &a.Tokens[i]
+		setDefault(&t.Rate, DefaultAPITokenRate)
+		if t.MaxNewTags == nil {
+			v := DefaultAPIMaxNewTags
+			t.MaxNewTags = &v
+		}
+	}
+}
+
 // validateIDAPI checks the id_api section: an address, and tokens each
 // with a name, a token of at least MinTokenLength characters and tags,
 // when the API is on.
@@ -17,6 +34,27 @@ func (c *Config) validateIDAPI(add func(key, format string, a ...any)) {
 	}
 	if _, _, err := net.SplitHostPort(a.Listen); err != nil {
 		add("id_api.listen", "%q is not host:port (empty disables the HTTP ID API)", a.Listen)
+	}
+	for _, n := range []struct {
+		key string
+		v   int64
+	}{{"max_connections", int64(a.MaxConnections)}, {"max_connections_per_host", int64(a.MaxConnectionsPerHost)},
+		{"header_timeout", int64(a.HeaderTimeout)}, {"idle_timeout", int64(a.IdleTimeout)}, {"write_timeout", int64(a.WriteTimeout)},
+		{"max_header_bytes", int64(a.MaxHeaderBytes)}} {
+		if n.v < 0 {
+			add("id_api."+n.key, "negative: must be positive (0 takes the default)")
+		}
+	}
+	if a.WriteTimeout > 0 && a.WriteTimeout.D() <= c.Sequences.WaitTimeout.D() {
+		add("id_api.write_timeout", "%v: must be longer than sequences.wait_timeout (%v), which a request may wait for a segment", a.WriteTimeout.D(), c.Sequences.WaitTimeout.D())
+	}
+	if a.MaxHeaderBytes > 0 && a.MaxHeaderBytes < 1024 {
+		add("id_api.max_header_bytes", "%d: at least 1024 (default %d)", a.MaxHeaderBytes, DefaultAPIMaxHeaderBytes)
+	}
+	if tag := a.LeafDecodeTag; tag != "" {
+		if t, ok := c.Sequences.Tags[tag]; ok && t.Generator != GeneratorSnowflake {
+			add("id_api.leaf_decode_tag", "%q is a %s tag: Leaf's /decodeSnowflakeId decodes snowflake IDs; name a snowflake tag", tag, t.Generator)
+		}
 	}
 	if len(a.Tokens) == 0 {
 		add("id_api.tokens", "none: every request would be refused (401); list at least one {name, token (or token_env, token_file), tags}")
@@ -44,6 +82,12 @@ func (c *Config) validateIDAPI(add func(key, format string, a ...any)) {
 				add(key+".token", "the same token as id_api.tokens[%d]: give each caller its own", j)
 			}
 			secrets[t.Token] = i
+		}
+		if t.Rate < 0 {
+			add(key+".rate", "%d: requests a second must be positive (default %d)", t.Rate, DefaultAPITokenRate)
+		}
+		if t.MaxNewTags != nil && *t.MaxNewTags < 0 {
+			add(key+".max_new_tags", "%d: must be 0 (creates none) or more (default %d)", *t.MaxNewTags, DefaultAPIMaxNewTags)
 		}
 		if len(t.Tags) == 0 {
 			add(key+".tags", "none: list the tags this token may use, or [\"*\"] for every tag")

@@ -27,6 +27,11 @@ id_api:
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The budget's and the tokens' limits' defaults.
+	if a := c.IDAPI; a.MaxConnections != DefaultAPIMaxConnections || a.MaxConnectionsPerHost != DefaultAPIMaxConnectionsPerHost ||
+		a.WriteTimeout.D() != DefaultAPIWriteTimeout || a.Tokens[0].Rate != DefaultAPITokenRate || *a.Tokens[0].MaxNewTags != DefaultAPIMaxNewTags {
+		t.Errorf("id_api defaults: %+v", a)
+	}
 	got := []string{c.IDAPI.Tokens[0].Token, c.IDAPI.Tokens[1].Token, c.IDAPI.Tokens[2].Token}
 	if got[0] != tok || got[1] != tok+"-env" || got[2] != tok+"-file" {
 		t.Fatalf("tokens resolved as %q", got)
@@ -44,6 +49,12 @@ id_api:
 		{"id_api: {listen: '127.0.0.1:1', tokens: [{name: a, token: " + tok + ", tags: [x]}, {name: b, token: " + tok + ", tags: [x]}]}", "the same token as id_api.tokens[0]"},
 		{"sequences: {tags: {order: {}}}\nid_api: {listen: '127.0.0.1:1', tokens: [{name: a, token: " + tok + ", tags: [ordr]}]}", `did you mean "order"`},
 		{"id_api: {listen: '127.0.0.1:1', tokens: [{name: a, tokn: x}]}", "tokn"},
+		{"id_api: {listen: '127.0.0.1:1', tokens: [{name: a, token: " + tok + ", tags: [x], rate: -1}]}", "id_api.tokens[0].rate: -1"},
+		{"id_api: {listen: '127.0.0.1:1', tokens: [{name: a, token: " + tok + ", tags: [x], max_new_tags: -2}]}", "id_api.tokens[0].max_new_tags: -2"},
+		{"sequences: {wait_timeout: 3s}\nid_api: {listen: '127.0.0.1:1', write_timeout: 2s, tokens: [{name: a, token: " + tok + ", tags: [x]}]}",
+			"id_api.write_timeout: 2s: must be longer than sequences.wait_timeout (3s)"},
+		{"id_api: {listen: '127.0.0.1:1', max_header_bytes: 100, tokens: [{name: a, token: " + tok + ", tags: [x]}]}", "id_api.max_header_bytes: 100: at least 1024"},
+		{"id_api: {listen: '127.0.0.1:1', max_connections: -5, tokens: [{name: a, token: " + tok + ", tags: [x]}]}", "id_api.max_connections: negative"},
 	} {
 		_, err := Parse([]byte(tc.yaml))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

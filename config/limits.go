@@ -29,7 +29,8 @@ type Limits struct {
 	HandshakeTimeout Duration `yaml:"handshake_timeout"`
 	// CommandMemory bounds the bytes all sessions together may hold for
 	// client commands larger than 1 MiB (a big INSERT the proxy may have to
-	// rewrite); a command that cannot get its share within 10 s gets 1041.
+	// rewrite); a command that cannot get its share within 10 s gets 1041,
+	// one larger than all of it gets 1041 at once.
 	CommandMemory ByteSize `yaml:"command_memory"`
 	// LoginFailures is the failed logins (wrong user or password) a
 	// client host may make in a burst; then its connections are refused

@@ -18,49 +18,55 @@ const (
 // get answers GET /api/{segment,snowflake}/get/{tag}[?count=n]: the ID as
 // Leaf writes it (the decimal number alone), or with count a block of n
 // IDs, one per line.
-func (a *API) get(w http.ResponseWriter, r *http.Request, ep endpoint) {
-	start := time.Now()
-	tag := r.PathValue("tag")
-	if a.authorize(w, r, ep, tag, start) == nil {
-		return
-	}
+func (a *API) get(w http.ResponseWriter, r *http.Request, tk *token, ep endpoint, tag string, start time.Time) {
 	n := int64(1)
-	if s := r.URL.Query().Get("count"); s != "" {
+	if q := r.URL.Query(); q.Has("count") {
+		s := q.Get("count")
 		v, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || v < 1 || v > a.opts.MaxCount {
-			a.fail(w, ep, http.StatusBadRequest, fmt.Sprintf("leafproxy: count=%q: a block is 1 to %d IDs", s, a.opts.MaxCount), start)
+			a.fail(w, r, ep, http.StatusBadRequest, fmt.Sprintf("leafproxy: count=%q: a block is 1 to %d IDs", s, a.opts.MaxCount), start)
 			return
 		}
 		n = v
 	}
 	want := ep.generator()
 	if code, msg := a.checkGenerator(r, tag, want); code != 0 {
-		a.fail(w, ep, code, msg, start)
+		a.fail(w, r, ep, code, msg, start)
 		return
 	}
 	if want == snowflake {
 		if max, why := a.src.BlockLimit(tag); max > 0 && n > max {
-			a.fail(w, ep, http.StatusBadRequest, fmt.Sprintf("leafproxy: count=%d: sequence '%s' gives at most %d consecutive IDs at once (%s); take several blocks",
+			a.fail(w, r, ep, http.StatusBadRequest, fmt.Sprintf("leafproxy: count=%d: sequence '%s' gives at most %d consecutive IDs at once (%s); take several blocks",
 				n, tag, max, why), start)
 			return
 		}
 	}
+	release := a.newTag(w, r, tk, ep, tag, start)
+	if release == nil {
+		return
+	}
 	first, run, _, err := a.src.Block(r.Context(), tag, n)
 	if err != nil {
-		a.fail(w, ep, statusOf(err), message(err), start)
+		if statusOf(err) == http.StatusNotFound {
+			release()
+		}
+		a.fail(w, r, ep, statusOf(err), message(err), start)
 		return
 	}
 	if want == segment && run != 0 {
 		// The tag turned out to be a snowflake tag made in SQL
 		// elsewhere, learned by this very draw: never answer a snowflake
 		// ID on the segment endpoint.
-		a.fail(w, ep, http.StatusBadRequest, wrongGenerator(tag, snowflake), start)
+		a.fail(w, r, ep, http.StatusBadRequest, wrongGenerator(tag, snowflake), start)
 		return
 	}
 	if run != 0 && n > run {
-		a.fail(w, ep, http.StatusInternalServerError, fmt.Sprintf("leafproxy: sequence '%s': the block came as runs of %d IDs, not %d consecutive", tag, run, n), start)
+		a.fail(w, r, ep, http.StatusInternalServerError, fmt.Sprintf("leafproxy: sequence '%s': the block came as runs of %d IDs, not %d consecutive", tag, run, n), start)
 		return
 	}
+	// Counted as handed out now, before the answer is written: a client
+	// that does not read it still took them.
+	a.m.ids(tag, n)
 	h := w.Header()
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -77,7 +83,6 @@ func (a *API) get(w http.ResponseWriter, r *http.Request, ep endpoint) {
 		}
 		bw.Flush()
 	}
-	a.m.ids(tag, n)
 	a.m.done(ep, http.StatusOK, start)
 }
 
@@ -126,26 +131,21 @@ type Decoded struct {
 }
 
 // decode answers GET /api/decode/{tag}/{id}.
-func (a *API) decode(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	tag, idText := r.PathValue("tag"), r.PathValue("id")
-	if a.authorize(w, r, epDecode, tag, start) == nil {
-		return
-	}
+func (a *API) decode(w http.ResponseWriter, r *http.Request, tag, idText string, start time.Time) {
 	id, err := strconv.ParseInt(idText, 10, 64)
 	if err != nil {
-		a.fail(w, epDecode, http.StatusBadRequest, fmt.Sprintf("Incorrect arguments to LEAFPROXY_DECODE: %q is not an integer ID", idText), start)
+		a.fail(w, r, epDecode, http.StatusBadRequest, fmt.Sprintf("Incorrect arguments to LEAFPROXY_DECODE: %q is not an integer ID", idText), start)
 		return
 	}
 	g := a.src.Generator(tag)
 	if g != snowflake {
 		known, err := a.src.Known(r.Context(), tag)
 		if err != nil {
-			a.fail(w, epDecode, statusOf(err), message(err), start)
+			a.fail(w, r, epDecode, statusOf(err), message(err), start)
 			return
 		}
 		if !known {
-			a.fail(w, epDecode, http.StatusNotFound, fmt.Sprintf("Unknown SEQUENCE: '%s'", tag), start)
+			a.fail(w, r, epDecode, http.StatusNotFound, fmt.Sprintf("Unknown SEQUENCE: '%s'", tag), start)
 			return
 		}
 		g = a.src.Generator(tag)
@@ -154,7 +154,7 @@ func (a *API) decode(w http.ResponseWriter, r *http.Request) {
 	if g == snowflake {
 		created, worker, seq, err := a.src.DecodeSnowflake(tag, id)
 		if err != nil {
-			a.fail(w, epDecode, statusOf(err), message(err), start)
+			a.fail(w, r, epDecode, statusOf(err), message(err), start)
 			return
 		}
 		created = created.UTC()
@@ -162,11 +162,11 @@ func (a *API) decode(w http.ResponseWriter, r *http.Request) {
 	} else {
 		maxID, err := a.src.MaxID(r.Context(), tag)
 		if err != nil {
-			a.fail(w, epDecode, statusOf(err), message(err), start)
+			a.fail(w, r, epDecode, statusOf(err), message(err), start)
 			return
 		}
 		if id < 1 {
-			a.fail(w, epDecode, http.StatusBadRequest, fmt.Sprintf("Incorrect arguments to LEAFPROXY_DECODE: %d is not an ID of sequence '%s': its IDs start at 1", id, tag), start)
+			a.fail(w, r, epDecode, http.StatusBadRequest, fmt.Sprintf("Incorrect arguments to LEAFPROXY_DECODE: %d is not an ID of sequence '%s': its IDs start at 1", id, tag), start)
 			return
 		}
 		handed := 0
@@ -178,4 +178,30 @@ func (a *API) decode(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(d)
 	a.m.done(epDecode, http.StatusOK, start)
+}
+
+// leafDecode answers Leaf's GET /decodeSnowflakeId?snowflakeId=n as Leaf
+// does (its LeafMonitorController): a JSON object of strings,
+// {"timestamp": "<ms since 1970>(<yyyy-MM-dd HH:mm:ss.SSS>)", "workerId",
+// "sequenceId"}, here under the layout of snowflake tag (the time in UTC,
+// where Leaf writes its JVM's zone); a bad ID is a 400 with {"errorMsg"}.
+func (a *API) leafDecode(w http.ResponseWriter, r *http.Request, tag, idText string, start time.Time) {
+	id, err := strconv.ParseInt(idText, 10, 64)
+	if err != nil {
+		a.fail(w, r, epLeafDecode, http.StatusBadRequest, fmt.Sprintf("leafproxy: snowflakeId=%q is not an integer ID", clip(idText, 64)), start)
+		return
+	}
+	created, worker, seq, err := a.src.DecodeSnowflake(tag, id)
+	if err != nil {
+		a.fail(w, r, epLeafDecode, statusOf(err), message(err), start)
+		return
+	}
+	created = created.UTC()
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]string{
+		"timestamp":  strconv.FormatInt(created.UnixMilli(), 10) + "(" + created.Format("2006-01-02 15:04:05.000") + ")",
+		"workerId":   strconv.FormatInt(worker, 10),
+		"sequenceId": strconv.FormatInt(seq, 10),
+	})
+	a.m.done(epLeafDecode, http.StatusOK, start)
 }

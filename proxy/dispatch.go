@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
+	"runtime"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -363,6 +365,27 @@ func (s *Session) readCommand() ([]byte, error) {
 			_ = s.writeErrFlush(mysql.ER_NET_PACKET_TOO_LARGE, "08S01", "Got a packet bigger than 'max_allowed_packet' bytes")
 			return nil, io.EOF
 		}
+		if lim := s.srv.mem.limit; lim > 0 && held+int64(n) > lim {
+			// The statement alone is larger than the whole budget: no
+			// wait can make room (issue 40: it waited 10 s for a
+			// "try again" that could never succeed). Its remaining bytes
+			// are read and dropped, so the client, done sending, reads
+			// the error in sequence.
+			// The budget and the one large-command slot are kept until
+			// the rest is dropped, and the bytes read so far (up to the
+			// whole budget, and the copies the buffer grew through) are
+			// collected before the next large command starts: without
+			// that it stacked its buffers on them (4 x 256 MiB with a
+			// 64 MiB budget: +260 MiB RSS, over the 4 x budget bound).
+			// One collection per statement larger than the whole budget.
+			got := len(buf)
+			buf = nil
+			err := s.refuseOverBudget(got)
+			runtime.GC()
+			s.srv.mem.release(held)
+			s.releaseLarge()
+			return nil, err
+		}
 		ctx, cancel := context.WithTimeout(s.ctx, s.srv.mem.wait)
 		err = s.srv.mem.acquire(ctx, int64(n))
 		cancel()
@@ -392,6 +415,40 @@ func (s *Session) readCommand() ([]byte, error) {
 			return buf, nil
 		}
 	}
+}
+
+// refuseOverBudget answers a command larger than limits.command_memory
+// (got bytes of it read so far) with 1041 naming the key, after reading
+// and dropping the rest of it (each piece within a minute; no more than
+// max_allowed_packet in all), and ends the session (io.EOF).
+func (s *Session) refuseOverBudget(got int) error {
+	total := got
+	for {
+		n, err := s.c.peekPacketLen()
+		if err != nil {
+			return err
+		}
+		total += n
+		if total > s.srv.maxPacket {
+			s.log.Info("command larger than max_allowed_packet", "bytes", total, "max", s.srv.maxPacket)
+			_ = s.writeErrFlush(mysql.ER_NET_PACKET_TOO_LARGE, "08S01", "Got a packet bigger than 'max_allowed_packet' bytes")
+			return io.EOF
+		}
+		_ = s.c.conn.SetReadDeadline(time.Now().Add(time.Minute))
+		err = s.c.discardPacketPiece()
+		_ = s.c.conn.SetReadDeadline(time.Time{})
+		if err != nil {
+			return err
+		}
+		if n < maxPayload {
+			break
+		}
+	}
+	s.log.Warn("command refused: larger than limits.command_memory", "bytes", total, "limit", s.srv.mem.limit)
+	_ = s.writeErrFlush(mysql.ER_OUT_OF_RESOURCES, "HY000", fmt.Sprintf(
+		"Out of memory (leafproxy: the statement, %d bytes, is larger than limits.command_memory, %d bytes, the memory all large statements share; raise limits.command_memory or send it in smaller statements)",
+		total, s.srv.mem.limit))
+	return io.EOF
 }
 
 // releaseLarge frees the server's one slot for reading a multi-piece

@@ -272,7 +272,10 @@
 //   - After login, commands up to 1 MiB use the session's own buffer; larger
 //     ones reserve their bytes from limits.command_memory (default 512 MiB)
 //     as they arrive, and a command that cannot get its share within 10 s
-//     gets ERR 1041 and its connection closes. The budget counts payload
+//     gets ERR 1041 and its connection closes; one larger than the whole
+//     budget gets 1041 naming limits.command_memory at once, after its
+//     remaining bytes are read and dropped (so the client reads it in
+//     sequence). The budget counts payload
 //     bytes; buffer growth and garbage-collector pacing make the heap a
 //     small multiple of it (tested on the binary in a child process: 4
 //     clients sending 256 MiB with a 64 MiB budget grow its peak resident

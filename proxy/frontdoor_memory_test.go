@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"database/sql"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/leafproxy/leafproxy/internal/leafproc"
 	"github.com/leafproxy/leafproxy/internal/testwait"
@@ -489,4 +491,42 @@ func TestLargeCommandsTakeTurns(t *testing.T) {
 	}
 	// Every command gave its bytes back.
 	testwait.For(t, "command memory is released after every command", func() bool { return e.srv.mem.held() == 0 })
+}
+
+// TestCommandLargerThanCommandMemory (issue 40): a statement larger than
+// limits.command_memory, with nothing else running, gets 1041 naming the
+// key at once, read in sequence by go-sql-driver (it waited 10 s for a
+// "try again" that could never succeed, and PyMySQL read "Packet
+// sequence number wrong"); the budget is given back, and a statement
+// that fits goes through after it.
+func TestCommandLargerThanCommandMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends 35 MB through loopback")
+	}
+	e := startProxy(t, shared.Addr, func(c *testConfig) { c.Limits.CommandMemory = 32 * mib })
+	// Were the refusal the waiting one, it would take the whole turn:
+	// the test would time out.
+	e.srv.mem.wait = 3 * time.Minute
+	mc := mysql.NewConfig()
+	mc.User, mc.Passwd, mc.Net, mc.Addr = "app", "secret", "tcp", e.addr
+	mc.MaxAllowedPacket = 64 << 20
+	db, err := sql.Open("mysql", mc.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxIdleConns(0)                            // the refusal ends its connection: each statement on a new one
+	for _, size := range []int{33 * mib, 40 * mib} { // three pieces, the third past the budget
+		var n int64
+		err := db.QueryRow("SELECT LENGTH('" + strings.Repeat("x", size) + "')").Scan(&n)
+		var me *mysql.MySQLError
+		if !errors.As(err, &me) || me.Number != 1041 || !strings.Contains(me.Message, "is larger than limits.command_memory, 33554432 bytes") {
+			t.Fatalf("%d-byte statement, command_memory 32 MiB: %v", size, err)
+		}
+	}
+	testwait.For(t, "command memory released", func() bool { return e.srv.mem.held() == 0 })
+	var n int64
+	if err := db.QueryRow("SELECT LENGTH('" + strings.Repeat("x", 20*mib) + "')").Scan(&n); err != nil || n != 20*mib {
+		t.Fatalf("20 MiB statement after: %d %v", n, err)
+	}
 }

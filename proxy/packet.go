@@ -400,6 +400,18 @@ func (l *leg) readPacketPiece(dst []byte) ([]byte, error) {
 	return dst, nil
 }
 
+// discardPacketPiece reads one physical packet and drops its payload.
+func (l *leg) discardPacketPiece() error {
+	n, err := l.readHeader()
+	if err != nil {
+		return err
+	}
+	if _, err := l.r.Discard(n); err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
 // bufferedConn reads through r (bytes already buffered from Conn) first; a
 // TLS upgrade wraps it so no byte read ahead is lost.
 type bufferedConn struct {

@@ -39,6 +39,14 @@ func TestConfigDefaultsAreTheDomainDefaults(t *testing.T) {
 		{"snowflake.random_start", *c.Snowflake.RandomStart, snowflake.DefaultRandomStart},
 		{"snowflake.max_backward", c.Snowflake.MaxBackward.D(), time.Duration(snowflake.DefaultMaxBackward)},
 		{"snowflake.lease_ttl", c.Snowflake.LeaseTTL.D(), time.Duration(snowflake.DefaultLeaseTTL)},
+		{"id_api.max_connections", c.IDAPI.MaxConnections, idapi.DefaultMaxConnections},
+		{"id_api.max_connections_per_host", c.IDAPI.MaxConnectionsPerHost, idapi.DefaultMaxConnectionsPerHost},
+		{"id_api.header_timeout", c.IDAPI.HeaderTimeout.D(), idapi.DefaultHeaderTimeout},
+		{"id_api.idle_timeout", c.IDAPI.IdleTimeout.D(), idapi.DefaultIdleTimeout},
+		{"id_api.write_timeout", c.IDAPI.WriteTimeout.D(), idapi.DefaultWriteTimeout},
+		{"id_api.max_header_bytes", int(c.IDAPI.MaxHeaderBytes), idapi.DefaultMaxHeaderBytes},
+		{"id_api.tokens[].rate", config.DefaultAPITokenRate, idapi.DefaultRate},
+		{"id_api.tokens[].max_new_tags", config.DefaultAPIMaxNewTags, idapi.DefaultMaxNewTags},
 	} {
 		if d.config != d.own {
 			t.Errorf("%s: config's default %v, the owning package's %v", d.key, d.config, d.own)

@@ -18,9 +18,16 @@ import (
 func IDAPITokens(cfg *config.Config) []idapi.Token {
 	out := make([]idapi.Token, 0, len(cfg.IDAPI.Tokens))
 	for _, t := range cfg.IDAPI.Tokens {
-		out = append(out, idapi.Token{Name: t.Name, Secret: t.Token, Tags: append([]string(nil), t.Tags...)})
+		out = append(out, idapi.Token{Name: t.Name, Secret: t.Token, Tags: append([]string(nil), t.Tags...), Rate: t.Rate, MaxNewTags: t.MaxNewTags})
 	}
 	return out
+}
+
+// IDAPILimits is the ID API port's budget from id_api.
+func IDAPILimits(cfg *config.Config) idapi.Limits {
+	a := cfg.IDAPI
+	return idapi.Limits{MaxConnections: a.MaxConnections, MaxConnectionsPerHost: a.MaxConnectionsPerHost,
+		HeaderTimeout: a.HeaderTimeout.D(), IdleTimeout: a.IdleTimeout.D(), WriteTimeout: a.WriteTimeout.D(), MaxHeaderBytes: int(a.MaxHeaderBytes)}
 }
 
 // IDAPIAddr is the address the HTTP ID API is served on: nil while not
@@ -51,12 +58,11 @@ func idapiListenError(cfg *config.Config, err error) error {
 
 // serveIDAPI serves the ID API on l until the returned stop.
 func (s *Service) serveIDAPI(l net.Listener) func() {
-	hs := &http.Server{Handler: s.IDAPI, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)}
+	hs := s.IDAPI.Server(slog.NewLogLogger(s.log.Handler(), slog.LevelDebug))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := hs.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := hs.Serve(s.IDAPI.Listener(l)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("HTTP ID API stopped", "addr", l.Addr().String(), "err", err)
 		}
 	}()

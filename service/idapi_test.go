@@ -377,3 +377,187 @@ func TestIDAPIAndSQLNoDuplicates(t *testing.T) {
 	}
 	t.Logf("%d IDs over SQL and HTTP, all distinct", total)
 }
+
+// TestIDAPIFirstUseAndStoreWait (issue 40): a tag's first use over HTTP
+// takes the first ID of its first segment, the one SQL's first NEXTVAL
+// takes on a twin tag (it skipped the segment: 41 where SQL gave 1); and
+// with the store not answering, a request that needs a segment waits
+// sequences.wait_timeout, as SQL does, and is answered 503 saying the
+// store did not answer.
+func TestIDAPIFirstUseAndStoreWait(t *testing.T) {
+	backend := testdb.Start(t)
+	store := testdb.Start(t)
+	fwd := testdb.NewForwarder(t, store.Addr)
+	cfg := apiConfig(backend)
+	cfg.Sequences.Store = strings.Replace(store.DSN("ids"), store.Addr, fwd.Addr, 1)
+	const tries = 5
+	for i := range tries {
+		cfg.Sequences.Tags[fmt.Sprintf("h%d", i)] = config.Tag{Generator: "segment", Step: 40}
+		cfg.Sequences.Tags[fmt.Sprintf("q%d", i)] = config.Tag{Generator: "segment", Step: 40}
+	}
+	cfg.Sequences.Tags["w"] = config.Tag{Generator: "segment", Step: 40}
+	cfg.Sequences.Tags["w2"] = config.Tag{Generator: "segment", Step: 40}
+	r := startAPI(t, cfg)
+	c := &http.Client{Timeout: 30 * time.Second}
+	db := r.client(t)
+	for i := range tries {
+		code, body := call(t, c, "GET", fmt.Sprintf("%s/api/segment/get/h%d", r.API, i), tokAll)
+		var sqlFirst int64
+		if err := db.QueryRow(fmt.Sprintf("SELECT NEXTVAL('q%d')", i)).Scan(&sqlFirst); err != nil {
+			t.Fatal(err)
+		}
+		if code != 200 || strings.TrimSpace(body) != strconv.FormatInt(sqlFirst, 10) {
+			t.Errorf("try %d: HTTP's first ID %d %q, SQL's on a twin tag %d", i, code, body, sqlFirst)
+		}
+		// The next HTTP ID follows: nothing was skipped.
+		if _, body2 := call(t, c, "GET", fmt.Sprintf("%s/api/segment/get/h%d", r.API, i), tokAll); ids(t, body2)[0] != sqlFirst+1 {
+			t.Errorf("try %d: second HTTP ID %q, want %d", i, body2, sqlFirst+1)
+		}
+	}
+
+	// The store stops answering: a cold tag over HTTP and over SQL.
+	fwd.Stall()
+	wait := cfg.Sequences.WaitTimeout.D()
+	start := time.Now()
+	code, body := call(t, c, "GET", r.API+"/api/segment/get/w", tokAll)
+	took := time.Since(start)
+	if code != 503 || !strings.Contains(body, `leafproxy: no ID for sequence "w" after waiting`) ||
+		!strings.Contains(body, "(sequences.wait_timeout): the ID store did not answer") {
+		t.Errorf("HTTP with the store stalled: %d %q", code, body)
+	}
+	if took < wait {
+		t.Errorf("HTTP answered after %v, before sequences.wait_timeout (%v)", took, wait)
+	}
+	start = time.Now()
+	var v int64
+	err := db.QueryRow("SELECT NEXTVAL('w2')").Scan(&v)
+	if err == nil || !strings.Contains(err.Error(), "(sequences.wait_timeout): the ID store did not answer") {
+		t.Errorf("SQL with the store stalled: %v", err)
+	}
+	t.Logf("store stalled: HTTP answered 503 after %v, SQL after %v (wait_timeout %v)", took.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), wait)
+	fwd.SetTarget(store.Addr)
+}
+
+// leafEpochMs is Leaf's snowflake epoch (SnowflakeIDGenImpl's twepoch,
+// 2010-11-04T01:42:54.657Z); its IDs are (ms - epoch) << 22 | worker << 12
+// | sequence.
+const leafEpochMs = 1288834974657
+
+// TestLeafSnowflakeMoveKeepsRising (issue 40; README, "Coming from
+// Meituan Leaf"): a Leaf snowflake service moved to leafproxy with Leaf's
+// epoch and 41/10/12 layout hands out IDs above every ID Leaf can have
+// issued before the move (the largest: this millisecond, worker 1023,
+// sequence 4095), over HTTP and SQL, and Leaf's /decodeSnowflakeId
+// (leaf_decode_tag) reads them as Leaf would. With leafproxy's default
+// epoch (2020-01-01) they would be lower: going backwards.
+func TestLeafSnowflakeMoveKeepsRising(t *testing.T) {
+	backend := testdb.Start(t)
+	cfg := apiConfig(backend)
+	cfg.Snowflake.Epoch = "2010-11-04T01:42:54.657Z"
+	cfg.Snowflake.TimeBits, cfg.Snowflake.WorkerBits, cfg.Snowflake.SequenceBits = 41, 10, 12
+	cfg.IDAPI.LeafDecodeTag = "s"
+	leafLast := (time.Now().UnixMilli()-leafEpochMs)<<22 | 1023<<12 | 4095
+	r := startAPI(t, cfg)
+	c := &http.Client{Timeout: 10 * time.Second}
+	code, body := call(t, c, "GET", r.API+"/api/snowflake/get/s", tokA)
+	if code != 200 {
+		t.Fatalf("HTTP: %d %q", code, body)
+	}
+	httpID := ids(t, body)[0]
+	var sqlID int64
+	if err := r.client(t).QueryRow("SELECT NEXTVAL('s')").Scan(&sqlID); err != nil {
+		t.Fatal(err)
+	}
+	for what, id := range map[string]int64{"HTTP": httpID, "SQL": sqlID} {
+		if id <= leafLast {
+			t.Errorf("%s ID %d not above Leaf's last possible ID %d", what, id, leafLast)
+		}
+	}
+	// Leaf's own decoding of the proxy's ID: its time is now, worker 7.
+	code, body = call(t, c, "GET", fmt.Sprintf("%s/decodeSnowflakeId?snowflakeId=%d", r.API, httpID), tokA)
+	var d map[string]string
+	if err := json.Unmarshal([]byte(body), &d); err != nil || code != 200 || d["workerId"] != "7" {
+		t.Fatalf("/decodeSnowflakeId: %d %q %v", code, body, err)
+	}
+	ms, _, _ := strings.Cut(d["timestamp"], "(")
+	if leafMs := httpID>>22 + leafEpochMs; ms != strconv.FormatInt(leafMs, 10) || time.Since(time.UnixMilli(leafMs)).Abs() > time.Hour {
+		t.Errorf("/decodeSnowflakeId timestamp %q, Leaf's formula gives %d", d["timestamp"], leafMs)
+	}
+	// The hazard the configuration avoids: leafproxy's default epoch
+	// puts today's IDs below Leaf's.
+	def, err := time.Parse(time.RFC3339, config.DefaultSnowflakeEpoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if withDefault := (time.Now().UnixMilli()-def.UnixMilli())<<22 | 1023<<12 | 4095; withDefault >= leafLast {
+		t.Errorf("default epoch's ID %d not below Leaf's %d: the README's warning is wrong", withDefault, leafLast)
+	}
+}
+
+// TestIDAPIStartedWithStoreDown (issue 40): on a proxy started while the
+// store is down, a request for a segment waits sequences.wait_timeout as
+// SQL's NEXTVAL does (it was answered 503 in 1-2 ms), for a token naming
+// the tag and for a "*" token alike.
+func TestIDAPIStartedWithStoreDown(t *testing.T) {
+	backend := testdb.Start(t)
+	store := testdb.Start(t)
+	fwd := testdb.NewForwarder(t, store.Addr)
+	cfg := apiConfig(backend)
+	cfg.Sequences.Store = strings.Replace(store.DSN("ids"), store.Addr, fwd.Addr, 1)
+	cfg.Sequences.Tags = map[string]config.Tag{"t": {Generator: "segment", Step: 40}, "s": {Generator: "segment", Step: 40}, "u": {Generator: "segment", Step: 40}}
+	// The store's database and tags exist; then the proxy starts without it.
+	first := startAPI(t, cfg)
+	first.Stop()
+	fwd.SetTarget(freeClosedAddr(t))
+	r := startAPI(t, cfg)
+	c := &http.Client{Timeout: 30 * time.Second}
+	wait := cfg.Sequences.WaitTimeout.D()
+	for _, tok := range []string{tokA, tokAll} {
+		start := time.Now()
+		code, body := call(t, c, "GET", r.API+"/api/segment/get/t", tok)
+		if took := time.Since(start); code != 503 || took < wait || !strings.Contains(body, "(sequences.wait_timeout)") {
+			t.Errorf("token %s: %d %q after %v; want 503 after sequences.wait_timeout (%v)", strings.Split(tok, "-")[1], code, body, took, wait)
+		}
+	}
+}
+
+// freeClosedAddr is a loopback address nothing listens on.
+func freeClosedAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// TestIDAPIMaxNewTags (issue 40): with sequences.auto_create, a "*" token
+// brings at most its max_new_tags tags into being; a tag it names, or one
+// that exists, costs nothing.
+func TestIDAPIMaxNewTags(t *testing.T) {
+	backend := testdb.Start(t)
+	cfg := apiConfig(backend)
+	cfg.Sequences.AutoCreate = true
+	two := 2
+	cfg.IDAPI.Tokens[1].MaxNewTags = &two
+	cfg.IDAPI.Tokens[1].Tags = []string{"*", "named"}
+	r := startAPI(t, cfg)
+	c := &http.Client{Timeout: 10 * time.Second}
+	for _, tc := range []struct {
+		tag  string
+		code int
+	}{{"new1", 200}, {"new1", 200}, {"t", 200}, {"named", 200}, {"new2", 200}, {"new3", 403}} {
+		code, body := call(t, c, "GET", r.API+"/api/segment/get/"+tc.tag, tokAll)
+		if code != tc.code {
+			t.Errorf("%s: %d %q, want %d", tc.tag, code, body, tc.code)
+		}
+		if code == 403 && !strings.Contains(body, `leafproxy: token "all" may not create sequence 'new3': it has created its 2 (id_api.tokens[].max_new_tags)`) {
+			t.Errorf("403 body %q", body)
+		}
+	}
+	var n int
+	if err := backend.Open(t, "leafproxy").QueryRow("SELECT COUNT(*) FROM leaf_alloc WHERE biz_tag LIKE 'new%'").Scan(&n); err != nil || n != 2 {
+		t.Errorf("tags created: %d (%v), want 2", n, err)
+	}
+}

@@ -235,7 +235,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if cfg.IDAPI.Listen != "" {
 		// The same allocators as SQL's NEXTVAL: SQL and HTTP callers
 		// never get the same ID.
-		api = idapi.New(seq, IDAPITokens(cfg), idapi.Options{MaxCount: rewriter.MaxBlock, Logger: log.With("component", "id_api")})
+		api = idapi.New(seq, IDAPITokens(cfg), idapi.Options{MaxCount: rewriter.MaxBlock, Logger: log.With("component", "id_api"), Limits: IDAPILimits(cfg),
+			LeafErrors: cfg.IDAPI.LeafErrors, LeafDecodeTag: cfg.IDAPI.LeafDecodeTag})
 		reg.MustRegister(api.Collectors()...)
 	}
 	svc := &Service{IDAPI: api, Proxy: srv, Sequences: seq, Engine: eng, Runway: mon, log: log, cfg: cfg, registry: reg,

@@ -52,11 +52,14 @@ again:
 			if a.takeNext(t, seg, n) {
 				continue
 			}
-			if !waited && n <= t.lastStep() {
-				// The next segment will hold the block: wait for it as
-				// NEXTVAL does (bounded, and only when nothing buffered
-				// can serve), rather than fetch a range of its own, which
-				// drops what the loader brings meanwhile.
+			if step := t.lastStep(); !waited && (n <= step || step == 0) {
+				// The next segment will hold the block (or, before the
+				// tag's first fetch, may: its step is not known yet):
+				// wait for it as NEXTVAL does (bounded by WaitTimeout,
+				// and only when nothing buffered can serve), rather than
+				// fetch a range of its own, which drops what the loader
+				// brings meanwhile: a tag's first use as a block would
+				// skip its first segment (issue 40).
 				waited = true
 				if err := a.advance(ctx, t, seg); err != nil {
 					return 0, err

@@ -154,3 +154,27 @@ func (s *memStore) counts() (int, []int64) {
 	defer s.mu.Unlock()
 	return s.fetches, append([]int64(nil), s.steps...)
 }
+
+// TestBlockFirstUseTakesFirstSegment (issue 40): a tag's first draw as a
+// block (the HTTP ID API's way) waits for the first segment, as NEXTVAL
+// does, and takes its first ID, rather than fetching a range of its own
+// beside the loader and dropping the segment the loader brings.
+func TestBlockFirstUseTakesFirstSegment(t *testing.T) {
+	ctx := context.Background()
+	for i := range 20 {
+		st := newMemStore(map[string]int64{"t": 40})
+		a := New(st, Options{WatchEvery: -1})
+		first, err := a.Block(ctx, "t", 1)
+		if err != nil || first != 1 {
+			a.Close()
+			t.Fatalf("try %d: first block at %d, %v; want 1, as NEXTVAL's first ID", i, first, err)
+		}
+		if id, _ := a.Next(ctx, "t"); id != 2 {
+			t.Fatalf("try %d: the ID after it %d, want 2", i, id)
+		}
+		if fetches, _ := st.counts(); fetches != 1 {
+			t.Fatalf("try %d: %d fetches, want 1", i, fetches)
+		}
+		a.Close()
+	}
+}

@@ -45,9 +45,9 @@ type ExhaustedError struct {
 func (e *ExhaustedError) Error() string {
 	waited := e.Waited.Round(time.Millisecond)
 	if e.LastErr != nil {
-		return fmt.Sprintf("leafproxy: no ID for sequence %q after waiting %v: the ID store is failing: %v", e.Tag, waited, e.LastErr)
+		return fmt.Sprintf("leafproxy: no ID for sequence %q after waiting %v (sequences.wait_timeout): the ID store is failing: %v", e.Tag, waited, e.LastErr)
 	}
-	return fmt.Sprintf("leafproxy: no ID for sequence %q after waiting %v: the segment fetch from the ID store has not finished", e.Tag, waited)
+	return fmt.Sprintf("leafproxy: no ID for sequence %q after waiting %v (sequences.wait_timeout): the ID store did not answer (the segment fetch has not finished)", e.Tag, waited)
 }
 
 func (e *ExhaustedError) Unwrap() error    { return e.LastErr }

@@ -111,8 +111,8 @@ func TestLimitIsTheSmallerOfColumnAndMaxValue(t *testing.T) {
 	// A block that does not fit below MAXVALUE is refused whole.
 	c := New(&maxStore{memStore: newMemStore(map[string]int64{"t": 10}), maxValue: 25}, Options{MaxStep: 10, WaitTimeout: time.Hour})
 	defer c.Close()
-	if first, err := c.Block(ctx, "t", 20); err != nil || first != 1 {
-		t.Fatalf("block of 20 below MAXVALUE 25: %d %v", first, err)
+	if first, err := c.Block(ctx, "t", 10); err != nil || first != 1 {
+		t.Fatalf("block of 10 below MAXVALUE 25: %d %v", first, err)
 	}
 	if _, err := c.Block(ctx, "t", 50); !errors.As(err, &pe) || pe.Code() != ErrCodeRunOut {
 		t.Fatalf("block of 50 past MAXVALUE 25: %v", err)

@@ -68,7 +68,8 @@ does); a snowflake layout other than the one the store records exits 2. With
 metrics.listen set it also serves /metrics, a status page (/), /status.json,
 /healthz, /livez and /readyz. SIGHUP re-reads the config file and applies its users, tables and tags
 without dropping sessions (other changes need a restart; an invalid file is refused
-and the running configuration kept). Logs go to stderr.`},
+and the running configuration kept; one received during start-up is applied once the
+proxy runs). Logs go to stderr.`},
 	{name: "check", flags: []string{"config", "listen", "backend"},
 		summary: "validate a configuration and try its backend and store logins (as haproxy -c, nginx -t)",
 		about: `Validates the configuration, then tries what serve would need, changing nothing:
@@ -168,6 +169,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stdout)
 		return 0
 	}
+	var hup chan os.Signal
+	if args[0] == "serve" {
+		// SIGHUP is caught from serve's first instruction: its default
+		// action ends the process, and a reload (systemctl reload) may
+		// come while serve is still starting, its sockets already
+		// accepting. One that arrives before the proxy runs waits here
+		// and is applied once it does (onReload).
+		hup = make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+	}
 	cmd := findCommand(args[0])
 	if cmd == nil {
 		fmt.Fprintf(stderr, "leafproxy: unknown command %q\n\n", args[0])
@@ -244,7 +256,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			exit(1)
 		})
 		defer stop()
-		err = serve(ctx, cfg, log, ls, func() (*config.Config, error) {
+		err = serve(ctx, cfg, log, ls, hup, func() (*config.Config, error) {
 			return loadConfig(get("config"), get("listen"), get("backend"))
 		})
 	case "init":
