@@ -389,7 +389,7 @@ func TestIDAPIFirstUseAndStoreWait(t *testing.T) {
 	store := testdb.Start(t)
 	fwd := testdb.NewForwarder(t, store.Addr)
 	cfg := apiConfig(backend)
-	cfg.Sequences.Store = strings.Replace(store.DSN("ids"), store.Addr, fwd.Addr, 1)
+	cfg.Sequences.Store = config.StoreList{strings.Replace(store.DSN("ids"), store.Addr, fwd.Addr, 1)}
 	const tries = 5
 	for i := range tries {
 		cfg.Sequences.Tags[fmt.Sprintf("h%d", i)] = config.Tag{Generator: "segment", Step: 40}
@@ -503,7 +503,7 @@ func TestIDAPIStartedWithStoreDown(t *testing.T) {
 	store := testdb.Start(t)
 	fwd := testdb.NewForwarder(t, store.Addr)
 	cfg := apiConfig(backend)
-	cfg.Sequences.Store = strings.Replace(store.DSN("ids"), store.Addr, fwd.Addr, 1)
+	cfg.Sequences.Store = config.StoreList{strings.Replace(store.DSN("ids"), store.Addr, fwd.Addr, 1)}
 	cfg.Sequences.Tags = map[string]config.Tag{"t": {Generator: "segment", Step: 40}, "s": {Generator: "segment", Step: 40}, "u": {Generator: "segment", Step: 40}}
 	// The store's database and tags exist; then the proxy starts without it.
 	first := startAPI(t, cfg)
