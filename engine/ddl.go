@@ -93,5 +93,9 @@ func (e *Engine) autoIncrementStart(ctx context.Context, s Session, text string)
 	if !ok {
 		return nil
 	}
-	return e.advance(ctx, rule.Tag, int64(n-1))
+	tag := rule.Tag
+	if rule.PerTable {
+		tag = rewriter.PerTableTag(rule.Tag, db, ref.Table, rules.FoldsCase())
+	}
+	return e.advance(ctx, tag, int64(n-1))
 }

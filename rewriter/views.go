@@ -64,6 +64,13 @@ func ViewRule(db, name, def string, rules *Rules) (rule Rule, ok bool, why strin
 		return Rule{}, false, ""
 	}
 	rule = Rule{Table: db + "." + name, Column: baseRule.Column, Tag: baseRule.Tag}
+	if baseRule.PerTable {
+		bdb := base.Schema.O
+		if bdb == "" {
+			bdb = db
+		}
+		rule.Tag = PerTableTag(baseRule.Tag, bdb, base.Name.O, rules.FoldsCase())
+	}
 	if sel.Fields == nil {
 		return rule, true, ""
 	}
