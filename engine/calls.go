@@ -117,7 +117,8 @@ func (e *Engine) sessionReset(s Session) {
 		clear(st.pending)
 		st.lastID = 0 // the server reset LAST_INSERT_ID() too
 		st.counters = counterVars{}
-		st.orphans = nil // the backend dropped every statement
+		st.unplannedReads = false // every prepared statement is gone
+		st.orphans = nil          // the backend dropped every statement
 	}
 }
 

@@ -133,6 +133,9 @@ type state struct {
 	// (a ReportsKey statement's first key), 0 when the server's is the
 	// session's (lastid.go)
 	lastID int64
+	// unplannedReads: the session prepared a statement the engine does
+	// not plan that may read or change LAST_INSERT_ID() (noteUnplanned)
+	unplannedReads bool
 	// counters: insert_id and auto_increment_* as the session set them
 	// (counters.go)
 	counters counterVars

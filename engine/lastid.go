@@ -27,8 +27,9 @@ import (
 // (@@identity, @@last_insert_id), a multi-statement text, CALL, EXECUTE,
 // an INSERT / REPLACE / LOAD that the engine does not fill with a
 // ReportsKey plan (into a table without a rule, which may have an
-// AUTO_INCREMENT of its own; INSERT ... SELECT; LOAD DATA), and any
-// prepared statement the engine did not plan. Not seen: a stored function,
+// AUTO_INCREMENT of its own; INSERT ... SELECT; LOAD DATA), and an
+// EXECUTE of a statement the engine did not plan once the session has
+// prepared such a statement that may (noteUnplanned). Not seen: a stored function,
 // trigger or view that reads LAST_INSERT_ID() from a statement that names
 // none of these (README, Differences from AUTO_INCREMENT).
 
@@ -161,10 +162,25 @@ func (d *dupRetry) ReportRows() {
 	}
 }
 
+// noteUnplanned remembers that the session prepared a statement the
+// engine does not plan (its EXECUTEs reach the engine with an id it does
+// not know) that may read or change LAST_INSERT_ID(): from then on every
+// EXECUTE of an unknown statement is preceded by syncLastID. A session
+// whose unplanned statements are all plain SELECTs, UPDATEs, DELETEs...
+// executes them without it.
+func (e *Engine) noteUnplanned(s Session, text string, c sqltext.Class, plan *rewriter.Plan) {
+	if queryNeedsSync(text, c) || writesLastID(c, plan) {
+		e.state(s).unplannedReads = true
+	}
+}
+
 // executeNeedsSync: an EXECUTE of p (nil: a statement the engine did not
 // plan) may read or change the session's LAST_INSERT_ID().
-func executeNeedsSync(p *prepared) bool {
-	if p == nil || readsLastID(p.sql) {
+func (st *state) executeNeedsSync(p *prepared) bool {
+	if p == nil {
+		return st.unplannedReads
+	}
+	if readsLastID(p.sql) {
 		return true
 	}
 	switch p.plan.Kind {

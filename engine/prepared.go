@@ -36,6 +36,7 @@ func (e *Engine) prepare(ctx context.Context, s Session, sql []byte, c sqltext.C
 		return false, nil
 	}
 	if !rewriter.MayRewrite(c) || !rewriter.NeedsSession(raw.String(sql), c, e.rules.Load()) {
+		e.noteUnplanned(s, raw.String(sql), c, nil)
 		return false, nil
 	}
 	text := string(sql) // kept with the statement
@@ -63,6 +64,7 @@ func (e *Engine) prepare(ctx context.Context, s Session, sql []byte, c sqltext.C
 	switch plan.Kind {
 	case rewriter.PassThrough:
 		if len(plan.Explicit) == 0 && plan.LastKey == 0 {
+			e.noteUnplanned(s, text, c, &plan)
 			return false, nil
 		}
 		// Relayed as it is; its explicit keys move the tag at each EXECUTE
@@ -152,7 +154,7 @@ func (st *state) relayKept(p *prepared, relay func() (proxy.PrepareResult, error
 // execute gives a planned prepared statement its IDs (or its answer).
 func (e *Engine) execute(ctx context.Context, s Session, stmtID uint32, pkt []byte) (bool, error) {
 	st, p := planned(s, stmtID)
-	if st := stateOf(s); st != nil && st.lastID != 0 && executeNeedsSync(p) {
+	if st := stateOf(s); st != nil && st.lastID != 0 && st.executeNeedsSync(p) {
 		if err := e.syncLastID(ctx, s, st); err != nil {
 			return false, err
 		}
@@ -290,7 +292,7 @@ func (e *Engine) advanceExplicit(ctx context.Context, st *state, explicit []rewr
 // gets its own IDs (bulk.go).
 func (e *Engine) bulkExecute(ctx context.Context, s Session, stmtID uint32, pkt []byte) (bool, error) {
 	st, p := planned(s, stmtID)
-	if st := stateOf(s); st != nil && st.lastID != 0 && executeNeedsSync(p) {
+	if st := stateOf(s); st != nil && st.lastID != 0 && st.executeNeedsSync(p) {
 		if err := e.syncLastID(ctx, s, st); err != nil {
 			return false, err
 		}

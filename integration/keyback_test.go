@@ -141,8 +141,12 @@ func keysReadBack(t *testing.T, foundRows bool) {
 				}
 				out = append(out, fmt.Sprintf("pid=parent:%v key>=insertid:%v", p == pid, id >= cid))
 			}
+			// A prepared SELECT of another kind, then a prepared read, then
+			// a text read.
+			s.int(t, "SELECT COUNT(*) FROM {C} WHERE id > ?", 0)
+			lastPrep := s.int(t, "SELECT LAST_INSERT_ID() + ?", 0)
 			last := s.int(t, "SELECT LAST_INSERT_ID()")
-			return fmt.Sprintf("affected %d, rows %v, LAST_INSERT_ID()=child:%v", aff, out, last == cid)
+			return fmt.Sprintf("affected %d, rows %v, LAST_INSERT_ID()=child:%v, prepared:%v", aff, out, last == cid, lastPrep == cid)
 		}
 	}
 	cases := []struct {
