@@ -4,9 +4,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 )
@@ -16,75 +14,16 @@ import (
 // LEAFPROXY_MYSQL2_VERSION overrides it.
 const mysql2Version = "3.24.6"
 
-var mysql2Once struct {
-	sync.Once
-	dir  string
-	skip string
-}
+var mysql2Pkgs npmPackages
 
-// needMySQL2 returns a directory whose node_modules holds mysql2, installed
-// with npm once into a cache under $HOME (or the temp directory) and reused
-// afterwards. It skips the test when node or npm is missing or the
-// registry cannot be reached.
+// needMySQL2 returns a directory whose node_modules holds mysql2 (npmPackages).
 func needMySQL2(t *testing.T) string {
 	t.Helper()
-	mysql2Once.Do(func() {
-		ver := mysql2Version
-		if v := os.Getenv("LEAFPROXY_MYSQL2_VERSION"); v != "" {
-			ver = v
-		}
-		if _, err := exec.LookPath("node"); err != nil {
-			mysql2Once.skip = "node not found: install nodejs and npm (scripts/test.sh does, as root)"
-			return
-		}
-		if _, err := exec.LookPath("npm"); err != nil {
-			mysql2Once.skip = "npm not found: install npm (scripts/test.sh does, as root)"
-			return
-		}
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			cache = os.TempDir()
-		}
-		dir := filepath.Join(cache, "leafproxy-test", "mysql2-"+ver)
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", "mysql2", "package.json")); err == nil {
-			mysql2Once.dir = dir
-			return
-		}
-		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-			mysql2Once.skip = "cannot create npm cache directory: " + err.Error()
-			return
-		}
-		// Install into a fresh directory, then rename: concurrent test
-		// binaries never see a half-installed package.
-		tmp, err := os.MkdirTemp(filepath.Dir(dir), "install-")
-		if err != nil {
-			mysql2Once.skip = err.Error()
-			return
-		}
-		defer os.RemoveAll(tmp)
-		if err := os.WriteFile(filepath.Join(tmp, "package.json"), []byte(`{"private":true}`), 0o644); err != nil {
-			mysql2Once.skip = err.Error()
-			return
-		}
-		cmd := exec.Command("npm", "install", "--no-audit", "--no-fund", "--no-progress", "mysql2@"+ver)
-		cmd.Dir = tmp
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			mysql2Once.skip = "npm install mysql2@" + ver + " failed (no network to the npm registry?): " + err.Error() + "\n" + string(out)
-			return
-		}
-		if err := os.Rename(tmp, dir); err != nil {
-			if _, serr := os.Stat(filepath.Join(dir, "node_modules", "mysql2")); serr != nil {
-				mysql2Once.skip = "install mysql2: " + err.Error()
-				return
-			}
-		}
-		mysql2Once.dir = dir
-	})
-	if mysql2Once.skip != "" {
-		t.Skip(mysql2Once.skip)
+	ver := mysql2Version
+	if v := os.Getenv("LEAFPROXY_MYSQL2_VERSION"); v != "" {
+		ver = v
 	}
-	return mysql2Once.dir
+	return mysql2Pkgs.need(t, "mysql2-"+ver, "mysql2@"+ver)
 }
 
 // mysql2Script drives node mysql2 through the proxy. argv: host port.

@@ -8,9 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/leafproxy/leafproxy/config"
 	"github.com/leafproxy/leafproxy/internal/testdb"
@@ -20,76 +18,21 @@ import (
 // dialect uses) that TestSequelizeBulkCreateTwoProxies installs with npm;
 // LEAFPROXY_SEQUELIZE_VERSION overrides the first.
 const (
-	sequelizeVersion     = "6.37.8"
-	mariadbNodeVersion   = "3.5.4"
-	sequelizeInstallWait = 5 * time.Minute
+	sequelizeVersion   = "6.37.8"
+	mariadbNodeVersion = "3.5.4"
 )
 
-var sequelizeOnce struct {
-	sync.Once
-	dir  string
-	skip string
-}
+var sequelizePkgs npmPackages
 
 // needSequelize returns a directory whose node_modules holds sequelize
-// and mariadb, installed once into a cache under $HOME, as needMySQL2
-// does; it skips the test without node, npm or the registry.
+// and mariadb (npmPackages).
 func needSequelize(t *testing.T) string {
 	t.Helper()
-	sequelizeOnce.Do(func() {
-		ver := sequelizeVersion
-		if v := os.Getenv("LEAFPROXY_SEQUELIZE_VERSION"); v != "" {
-			ver = v
-		}
-		for _, tool := range []string{"node", "npm"} {
-			if _, err := exec.LookPath(tool); err != nil {
-				sequelizeOnce.skip = tool + " not found: install nodejs and npm (scripts/test.sh does, as root)"
-				return
-			}
-		}
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			cache = os.TempDir()
-		}
-		dir := filepath.Join(cache, "leafproxy-test", "sequelize-"+ver+"-mariadb-"+mariadbNodeVersion)
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", "sequelize", "package.json")); err == nil {
-			sequelizeOnce.dir = dir
-			return
-		}
-		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-			sequelizeOnce.skip = err.Error()
-			return
-		}
-		tmp, err := os.MkdirTemp(filepath.Dir(dir), "install-")
-		if err != nil {
-			sequelizeOnce.skip = err.Error()
-			return
-		}
-		defer os.RemoveAll(tmp)
-		if err := os.WriteFile(filepath.Join(tmp, "package.json"), []byte(`{"private":true}`), 0o644); err != nil {
-			sequelizeOnce.skip = err.Error()
-			return
-		}
-		cmd := exec.Command("npm", "install", "--no-audit", "--no-fund", "--no-progress", "sequelize@"+ver, "mariadb@"+mariadbNodeVersion)
-		cmd.Dir = tmp
-		cmd.WaitDelay = sequelizeInstallWait
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			sequelizeOnce.skip = "npm install sequelize failed (no network to the npm registry?): " + err.Error() + "\n" + string(out)
-			return
-		}
-		if err := os.Rename(tmp, dir); err != nil {
-			if _, serr := os.Stat(filepath.Join(dir, "node_modules", "sequelize")); serr != nil {
-				sequelizeOnce.skip = "install sequelize: " + err.Error()
-				return
-			}
-		}
-		sequelizeOnce.dir = dir
-	})
-	if sequelizeOnce.skip != "" {
-		t.Skip(sequelizeOnce.skip)
+	ver := sequelizeVersion
+	if v := os.Getenv("LEAFPROXY_SEQUELIZE_VERSION"); v != "" {
+		ver = v
 	}
-	return sequelizeOnce.dir
+	return sequelizePkgs.need(t, "sequelize-"+ver+"-mariadb-"+mariadbNodeVersion, "sequelize@"+ver, "mariadb@"+mariadbNodeVersion)
 }
 
 // sequelizeScript: two Sequelize instances (argv: portA portB batches
