@@ -21,10 +21,22 @@ var leafMarks = [][2][]byte{
 	{leafCapture, nil},
 	{[]byte("0*(@__leaf_m:=LAST_INSERT_ID())+"), nil},
 	{[]byte("IF((@__leaf_m:=LAST_INSERT_ID()) IS NULL,NULL,"), []byte("IF(1 IS NULL,NULL,")},
+	// a statement whose key the proxy reports (rewriter's plainWrapOpen,
+	// plainMark)
+	{[]byte("(@__leaf_k:="), []byte("(")},
+	{[]byte("IF((@__leaf_m:=@__leaf_k)<=>0.5,NULL,"), []byte("IF(1 IS NULL,NULL,")},
 }
+
+// doLastID is how the proxy sets the session's LAST_INSERT_ID() to a key
+// it reported (engine/lastid.go); go-mysql-server has no DO, so the demo
+// backend reads it as the SELECT that does the same.
+var doLastID = []byte("DO LAST_INSERT_ID(")
 
 // stripMarks is body without the proxy's captures and marks.
 func stripMarks(body []byte) []byte {
+	if len(body) > 0 && bytes.HasPrefix(body[1:], doLastID) {
+		body = append([]byte{body[0]}, append([]byte("SELECT "), body[1+len("DO "):]...)...)
+	}
 	for _, m := range leafMarks {
 		if bytes.Contains(body, m[0]) {
 			body = bytes.ReplaceAll(body, m[0], m[1])
@@ -60,7 +72,7 @@ func (c *stripConn) Read(p []byte) (int, error) {
 			n := int(c.in[0]) | int(c.in[1])<<8 | int(c.in[2])<<16
 			if len(c.in) >= 4+n {
 				body := c.in[4 : 4+n]
-				if !c.cont && n > 0 && (body[0] == 0x03 || body[0] == 0x16) && n < maxPacket && bytes.Contains(body, []byte("@__leaf_")) {
+				if !c.cont && n > 0 && (body[0] == 0x03 || body[0] == 0x16) && n < maxPacket && (bytes.Contains(body, []byte("@__leaf_")) || bytes.HasPrefix(body[1:], doLastID)) {
 					body = stripMarks(body)
 					c.out = append(c.out, byte(len(body)), byte(len(body)>>8), byte(len(body)>>16), c.in[3])
 					c.out = append(c.out, body...)
