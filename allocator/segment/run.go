@@ -114,6 +114,7 @@ func withFit(t *tagState, err error) error {
 		return err
 	}
 	cp := *pe
+	cp.Fit, cp.Counted = 0, true
 	cur := t.current.Load()
 	if v := cur.next.Load(); cur.holds(v) {
 		cp.Fit = cur.end - v
