@@ -131,7 +131,7 @@ func TestKeyLimitCutsSegments(t *testing.T) {
 	}
 	_, err := s.NextN(ctx, "late", 5, nil)
 	var pe *segment.PastEndError
-	if !errors.As(err, &pe) || code(err) != 167 || pe.Fit != 2 {
+	if !errors.As(err, &pe) || code(err) != 167 || pe.Fits() != 2 {
 		t.Fatalf("NextN(5) across the end: %v (fit %+v)", err, pe)
 	}
 	for want := int64(6); want <= 7; want++ {

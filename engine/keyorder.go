@@ -62,6 +62,7 @@ func (st *state) drawOrdered(ctx context.Context, e *Engine, plan *rewriter.Plan
 				ids, err := e.idSource.NextN(ctx, te.name, len(r.slots), st.drawnIDs[:0])
 				if err != nil {
 					if oe := atEnd(st.limits, te.name, len(r.slots), err); oe != nil {
+						oe.Row += r.slots[0] // rows counted as checkIDs counts them
 						return oe
 					}
 					return fmt.Errorf("generate %d ID(s) for %q: %w", len(r.slots), te.name, err)

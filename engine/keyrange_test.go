@@ -140,6 +140,7 @@ func (e fitErr) Code() uint16     { return 167 }
 func (e fitErr) SQLState() string { return "22003" }
 func (e fitErr) Fits() int64      { return e.fit }
 
+// plainEnd says nothing of what was left (a block's: Fits -1, or none).
 type plainEnd struct{}
 
 func (plainEnd) Error() string    { return "leafproxy: sequence 't' is at its end" }
@@ -162,6 +163,8 @@ func TestAtEndRow(t *testing.T) {
 		{5, fitErr{2}, 3, false},
 		{5, fitErr{4}, 5, false},
 		{3, plainEnd{}, 1, false}, // says nothing of what was left
+		{3, fitErr{-1}, 1, false},
+		{1, fitErr{-1}, 1, true},
 	} {
 		oe := atEnd(limits, "t", tc.n, tc.err)
 		if oe == nil || oe.Row != tc.row || oe.AllPast != tc.allPast {

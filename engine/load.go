@@ -116,8 +116,8 @@ func (k *keyFeed) Next() (int64, error) {
 func (k *keyFeed) draw(n int) error {
 	b, err := k.engine.idSource.NextN(k.ctx, k.tag, n, k.batch[:0])
 	if oe := atEnd(k.limits, k.tag, n, err); oe != nil {
-		oe.Row = k.drawn + 1
-		oe.AllPast = k.drawn == 0 && n == 1
+		oe.Row += k.drawn // atEnd counts from the batch's first key
+		oe.AllPast = oe.AllPast && k.drawn == 0
 		return oe
 	}
 	if err != nil {

@@ -29,13 +29,20 @@ type PastEndError struct {
 	// Fit is how many IDs below the limit were left when a run of
 	// consecutive IDs (NextN) did not fit: a statement's rows up to Fit
 	// would have had keys, the one after it is the first past the end
-	// (AUTO_INCREMENT's 167 names that row). Nothing was taken.
-	Fit int64
+	// (AUTO_INCREMENT's 167 names that row). Nothing was taken. Counted
+	// says Fit was counted (NextN's errors; not a block's).
+	Fit     int64
+	Counted bool
 }
 
-// Fits is Fit, for a caller that sees the error only as an interface
-// (the engine: the row its 167 names).
-func (e *PastEndError) Fits() int64 { return e.Fit }
+// Fits is Fit, -1 when it was not counted, for a caller that sees the
+// error only as an interface (the engine: the row its 167 names).
+func (e *PastEndError) Fits() int64 {
+	if !e.Counted {
+		return -1
+	}
+	return e.Fit
+}
 
 func (e *PastEndError) Error() string {
 	if e.Limit.By == TopBy && !e.RunOut {

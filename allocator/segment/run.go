@@ -32,7 +32,11 @@ import (
 //     below it dropped so that later IDs are above it).
 //
 // The IDs skipped (a tail dropped) are never handed out: the IDs stay
-// unique and increasing, only denser or sparser.
+// unique and increasing, only denser or sparser. At the tag's end (its
+// widest key column, MAXVALUE, the top of int64) a run that does not fit
+// takes nothing: the PastEndError says how many IDs were left (Fit),
+// which stay for shorter statements, as AUTO_INCREMENT hands out the last
+// keys.
 
 // maxRunWaits bounds how many segments run waits for before it fetches a
 // range of its own.
@@ -114,6 +118,7 @@ func withFit(t *tagState, err error) error {
 		return err
 	}
 	cp := *pe
+	cp.Fit, cp.Counted = 0, true
 	cur := t.current.Load()
 	if v := cur.next.Load(); cur.holds(v) {
 		cp.Fit = cur.end - v
