@@ -162,7 +162,9 @@ func (s *Sequences) generator(ctx context.Context, tag string, t *snowTag) (*sno
 	if g := gen.g.Load(); g != nil {
 		return g, nil
 	}
-	if err := s.startGen(ctx, gen); err != nil {
+	// A store write conflict (proxies leasing at once on different Galera
+	// nodes) is tried again here rather than answered to the client.
+	if err := retryConflicts(ctx, s.log, "leasing a snowflake worker id", func() error { return s.startGen(ctx, gen) }); err != nil {
 		s.mu.Lock()
 		gen.err, gen.from = err, time.Now()
 		s.mu.Unlock()

@@ -3,7 +3,9 @@ package integration
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -135,5 +137,82 @@ func TestGaleraStoreList(t *testing.T) {
 		if st.Refused != 0 || st.Repairs != 0 {
 			t.Errorf("proxy %d saw the store move back on Galera", i)
 		}
+	}
+}
+
+// TestGaleraMultiWriterBlocks (issue 41, item 3): three proxies, each on
+// a different node of a 3-node Galera cluster (three writers: what a
+// list avoids, but what a proxy on its own node does), take blocks of
+// 100,000 (NEXTVAL('seg', 100000), a fetch of its own each) at once. The
+// fetches that lose certification to another node's (1213) or meet any
+// other write conflict are retried: no block request fails, and the
+// blocks are disjoint.
+func TestGaleraMultiWriterBlocks(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("Galera multi-writer test takes about 30 s")
+	}
+	cluster := testdb.StartGalera(t, 3)
+	cluster.Nodes[0].Exec(t, "CREATE DATABASE leafstore")
+	backend := testdb.Start(t)
+	idTable(t, backend)
+	var leaves []*leaf
+	for _, n := range cluster.Nodes {
+		mc := mysql.NewConfig()
+		mc.User, mc.Net, mc.Addr, mc.DBName = "root", "tcp", n.Addr, "leafstore"
+		mc.Timeout = 3 * time.Second
+		mc.Params = map[string]string{"wsrep_sync_wait": "1"}
+		cfg := leafConfig(t, backend, nil)
+		cfg.Sequences.Store = config.StoreList{mc.FormatDSN()}
+		cfg.Sequences.WaitTimeout = config.Duration(15 * time.Second)
+		cfg.Sequences.Tags = map[string]config.Tag{"seg": {Generator: "segment", Step: 1000}}
+		leaves = append(leaves, startLeaf(t, cfg))
+	}
+	const size, perConn, conns = 100_000, 40, 8
+	type block struct{ first int64 }
+	blocks := make(chan block, len(leaves)*conns*perConn)
+	errs := make(chan error, len(leaves)*conns*perConn)
+	var wg sync.WaitGroup
+	for _, lf := range leaves {
+		db := lf.open(t, "nodup", nil)
+		db.SetMaxOpenConns(conns)
+		for range conns {
+			wg.Go(func() {
+				for range perConn {
+					var first int64
+					if err := db.QueryRow(fmt.Sprintf("SELECT NEXTVAL('seg', %d)", size)).Scan(&first); err != nil {
+						errs <- err
+						continue
+					}
+					blocks <- block{first}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(blocks)
+	close(errs)
+	for err := range errs {
+		t.Errorf("block request failed: %v", err)
+	}
+	var firsts []int64
+	for b := range blocks {
+		firsts = append(firsts, b.first)
+	}
+	slices.Sort(firsts)
+	for i := 1; i < len(firsts); i++ {
+		if firsts[i] < firsts[i-1]+size {
+			t.Fatalf("blocks at %d and %d overlap", firsts[i-1], firsts[i])
+		}
+	}
+	var conflicts, fetchErrors uint64
+	for _, lf := range leaves {
+		st, _ := lf.svc.Sequences.Segments().Stats("seg")
+		conflicts += st.Conflicts
+		fetchErrors += st.FetchErrors
+	}
+	t.Logf("%d blocks of %d from 3 writers, all disjoint; %d write conflicts retried, %d fetch errors", len(firsts), size, conflicts, fetchErrors)
+	if len(firsts) != len(leaves)*conns*perConn {
+		t.Fatalf("%d blocks, want %d", len(firsts), len(leaves)*conns*perConn)
 	}
 }

@@ -250,57 +250,67 @@ func (a *Allocator) load(t *tagState) {
 			t.mu.Unlock()
 			return
 		}
-		t.failing++
-		t.lastErr, t.lastErrAt = err, time.Now()
-		wait := min(retryMin<<min(t.failing-1, 10), retryMax)
-		isConflict := conflict.Is(err)
-		if isConflict {
-			// A write conflict (deadlock, Galera certification, a node
-			// not ready): the store answered and the fetch took nothing.
-			// Retried at once, whether or not anyone waits, and counted
-			// apart from failures; the store's up/down state is left
-			// as it is.
-			conflicts++
-			t.conflicts++
-			wait = conflictWait(conflicts)
-		} else {
-			conflicts = 0
-			t.fetchErrors++
-		}
-		t.mu.Unlock()
-		switch {
-		case isConflict:
-			a.noteConflict(t.name, "segment fetch", conflicts, err, wait)
-		case !answered:
-			a.storeFailed(t.name, err)
-		}
-		if !isConflict {
-			// Every failure at debug level; the store going down and
-			// coming back are logged once each (storeFailed,
-			// storeAnswered).
-			a.log.Debug("segment fetch failed", "tag", t.name, "err", err, "retry_in", wait)
-		}
-
-		select {
-		case <-time.After(wait):
-		case <-a.done:
-			t.mu.Lock()
-			t.loading = false
-			t.mu.Unlock()
+		if a.backOff(t, err, answered, &conflicts) {
 			return
 		}
-		t.mu.Lock()
-		if t.waiters == 0 && (!isConflict || conflicts >= conflictTries) {
-			// Nobody is blocked: let the next request past the 10% mark (or
-			// the next one to find the buffer empty) ask again, so an idle
-			// tag does not poll a dead store.
-			t.loading = false
-			t.current.Load().asked.Store(0)
-			t.mu.Unlock()
-			return
-		}
-		t.mu.Unlock()
 	}
+}
+
+// backOff records a failed fetch of t (err; answered: the store answered,
+// so it is not down), logs it, waits before the next try and reports
+// whether the loader stops: the allocator closed, or nobody waits for the
+// segment (after a run of write conflicts, conflictTries of them).
+// conflicts counts the write conflicts in a row of this loader's run.
+// t.mu must be held; it is released.
+func (a *Allocator) backOff(t *tagState, err error, answered bool, conflicts *int) (stop bool) {
+	t.failing++
+	t.lastErr, t.lastErrAt = err, time.Now()
+	wait := min(retryMin<<min(t.failing-1, 10), retryMax)
+	isConflict := conflict.Is(err)
+	if isConflict {
+		// A write conflict (deadlock, Galera certification, a node not
+		// ready): the store answered and the fetch took nothing. Retried
+		// at once, whether or not anyone waits, and counted apart from
+		// failures; the store's up/down state is left as it is.
+		*conflicts++
+		t.conflicts++
+		wait = conflictWait(*conflicts)
+	} else {
+		*conflicts = 0
+		t.fetchErrors++
+	}
+	t.mu.Unlock()
+	switch {
+	case isConflict:
+		a.noteConflict(t.name, "segment fetch", *conflicts, err, wait)
+	case !answered:
+		a.storeFailed(t.name, err)
+	}
+	if !isConflict {
+		// Every failure at debug level; the store going down and coming
+		// back are logged once each (storeFailed, storeAnswered).
+		a.log.Debug("segment fetch failed", "tag", t.name, "err", err, "retry_in", wait)
+	}
+
+	select {
+	case <-time.After(wait):
+	case <-a.done:
+		t.mu.Lock()
+		t.loading = false
+		t.mu.Unlock()
+		return true
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.waiters == 0 && (!isConflict || *conflicts >= conflictTries) {
+		// Nobody is blocked: let the next request past the 10% mark (or
+		// the next one to find the buffer empty) ask again, so an idle
+		// tag does not poll a dead store.
+		t.loading = false
+		t.current.Load().asked.Store(0)
+		return true
+	}
+	return false
 }
 
 // accept validates a fetched range against floor (the high-water mark and
