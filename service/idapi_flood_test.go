@@ -58,7 +58,7 @@ func TestIDAPIConnectionFlood(t *testing.T) {
 	backend := testdb.Start(t)
 	cfg := apiConfig(backend)
 	cfg.IDAPI.MaxConnections, cfg.IDAPI.MaxConnectionsPerHost = 60, 40
-	cfg.IDAPI.HeaderTimeout = config.Duration(5 * time.Second)
+	cfg.IDAPI.HeaderTimeout = config.Duration(15 * time.Second) // room for 300 dials on a loaded machine
 	r := startAPI(t, cfg)
 	addr := strings.TrimPrefix(r.API, "http://")
 
