@@ -55,6 +55,8 @@ id_api:
 			"id_api.write_timeout: 2s: must be longer than sequences.wait_timeout (3s)"},
 		{"id_api: {listen: '127.0.0.1:1', max_header_bytes: 100, tokens: [{name: a, token: " + tok + ", tags: [x]}]}", "id_api.max_header_bytes: 100: at least 1024"},
 		{"id_api: {listen: '127.0.0.1:1', max_connections: -5, tokens: [{name: a, token: " + tok + ", tags: [x]}]}", "id_api.max_connections: negative"},
+		{"sequences: {tags: {order: {}}}\nid_api: {listen: '127.0.0.1:1', leaf_decode_tag: order, tokens: [{name: a, token: " + tok + ", tags: [order]}]}",
+			`id_api.leaf_decode_tag: "order" is a segment tag`},
 	} {
 		_, err := Parse([]byte(tc.yaml))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -58,7 +58,7 @@ func TestIDAPIConnectionFlood(t *testing.T) {
 	backend := testdb.Start(t)
 	cfg := apiConfig(backend)
 	cfg.IDAPI.MaxConnections, cfg.IDAPI.MaxConnectionsPerHost = 60, 40
-	cfg.IDAPI.HeaderTimeout = config.Duration(5 * time.Second)
+	cfg.IDAPI.HeaderTimeout = config.Duration(15 * time.Second) // room for 300 dials on a loaded machine
 	r := startAPI(t, cfg)
 	addr := strings.TrimPrefix(r.API, "http://")
 
@@ -148,6 +148,7 @@ func TestIDAPIRefusalLogBounded(t *testing.T) {
 	r := startAPI(t, apiConfig(backend))
 	long := strings.Repeat("x", 8<<10)
 	const n = 600
+	start := time.Now()
 	for i := range n {
 		c := clientFrom(fmt.Sprintf("127.0.0.%d", 10+i%6))
 		if code, _ := call(t, c, "GET", r.API+"/api/segment/get/"+long, ""); code != 401 {
@@ -156,9 +157,9 @@ func TestIDAPIRefusalLogBounded(t *testing.T) {
 	}
 	logs := r.Log.String()
 	lines := strings.Count(logs, "msg=audit")
-	// 50 at once, 10 a second after: the requests take a few seconds at most.
-	if lines < 50 || lines > 200 {
-		t.Errorf("%d audit lines for %d refusals", lines, n)
+	// 50 at once, 10 a second after.
+	if most := 50 + int(10*time.Since(start).Seconds()) + 1; lines < 50 || lines > most {
+		t.Errorf("%d audit lines for %d refusals in %v, want 50 to %d", lines, n, time.Since(start), most)
 	}
 	if len(logs) > lines*800 {
 		t.Errorf("%d bytes of log for %d lines: the path is not clipped", len(logs), lines)
@@ -209,14 +210,22 @@ func TestIDAPITokenlessThrottle(t *testing.T) {
 	backend := testdb.Start(t)
 	r := startAPI(t, apiConfig(backend))
 	bad := clientFrom("127.0.0.20")
-	for i := range 100 {
-		if code, _ := call(t, bad, "GET", r.API+"/api/segment/get/t", ""); code != 401 {
-			t.Fatalf("token-less request %d: %d", i, code)
+	// 100 at once, then 10 a second: however slow the machine, a few
+	// hundred requests one after another get past it.
+	// (A connection refused at accept is answered before its request is
+	// read: the client may fail to send it; that counts as refused too,
+	// but the test waits for a 429 it could read.)
+	var code int
+	var body string
+	n := 0
+	for n = 1; n <= 2000; n++ {
+		var err error
+		if code, body, err = tryCall(bad, r.API+"/api/segment/get/t", ""); err == nil && code != 401 {
+			break
 		}
 	}
-	code, body := call(t, bad, "GET", r.API+"/api/segment/get/t", tokA)
-	if code != 429 || !strings.Contains(body, "leafproxy: too many requests without a valid token from this address") {
-		t.Errorf("past the burst (even with a token now): %d %q", code, body)
+	if code != 429 || n <= 100 || !strings.Contains(body, "leafproxy: too many requests without a valid token from this address") {
+		t.Fatalf("token-less request %d: %d %q; want 429 after the first 100", n, code, body)
 	}
 	if code, body := call(t, clientFrom("127.0.0.21"), "GET", r.API+"/api/segment/get/t", tokA); code != 200 {
 		t.Errorf("another address with a token: %d %q", code, body)
@@ -224,8 +233,8 @@ func TestIDAPITokenlessThrottle(t *testing.T) {
 	sqlAndHealthAnswer(t, r, "with an address throttled")
 	// It regains 10 requests a second.
 	testwait.For(t, "the throttled address served again", func() bool {
-		code, _ := call(t, bad, "GET", r.API+"/api/segment/get/t", tokA)
-		return code == 200
+		code, _, err := tryCall(bad, r.API+"/api/segment/get/t", tokA)
+		return err == nil && code == 200
 	})
 	if n := scrape(t, r.Base+"/metrics")["leafproxy_id_api_connections_refused_total"]; n < 1 {
 		t.Errorf("refusals at accept counted: %v", n)
@@ -250,4 +259,23 @@ func TestIDAPIWriteTimeout(t *testing.T) {
 		return scrape(t, r.Base+"/metrics")["leafproxy_id_api_connections"] == 0
 	})
 	sqlAndHealthAnswer(t, r, "after the unread answer")
+}
+
+// tryCall GETs url with the bearer token (none when empty) and returns
+// the status and body, or the error.
+func tryCall(c *http.Client, url, token string) (int, string, error) {
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
 }

@@ -35,7 +35,7 @@ func TestSIGHUPDuringStartup(t *testing.T) {
 	addr, maddr := freeAddr(t), freeAddr(t)
 	path := filepath.Join(dir, "leafproxy.yaml")
 	cfg := fmt.Sprintf(`listen: %s
-backend: {addr: %s, user: root, connect_timeout: 1s}
+backend: {addr: %s, user: root, connect_timeout: 3s}
 users: [{name: app, password: secret}]
 sequences: {tags: {order: {generator: segment}}}
 metrics: {listen: %s}
