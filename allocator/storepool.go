@@ -262,7 +262,7 @@ func (p *StorePool) ready(ctx context.Context, c driver.Conn) error {
 		state = string(b)
 	}
 	if state != "4" {
-		return fmt.Errorf("Galera node not synced (wsrep_local_state %s, 4 is Synced)", state)
+		return fmt.Errorf("galera node not synced (wsrep_local_state %s, 4 is Synced)", state)
 	}
 	return nil
 }

@@ -162,7 +162,7 @@ func (a *Allocator) limitOf(tag string) (Limit, bool) {
 // end and its MAXVALUE (as the last fetch read it; a RunOut error at or
 // below the column's end). t.mu must be held.
 func (a *Allocator) pastLimit(t *tagState, floor int64) *PastEndError {
-	if floor >= math.MaxInt64 && (t.maxValue <= 0 || t.maxValue >= topLimit.Max) {
+	if floor == math.MaxInt64 && (t.maxValue <= 0 || t.maxValue >= topLimit.Max) {
 		return atTop(t.name) // top.go
 	}
 	l, ok := a.limitOf(t.name)

@@ -62,7 +62,7 @@ func (a *Allocator) fetchToTop(tag string, step, floor int64) (Range, error) {
 		switch {
 		case !ok:
 			return Range{}, &UnknownTagError{Tag: tag}
-		case m >= math.MaxInt64:
+		case m == math.MaxInt64:
 			return Range{}, atTop(tag)
 		}
 		if step <= 0 {
