@@ -34,6 +34,11 @@ func (e *Engine) ddl(ctx context.Context, s Session, sql []byte, text string, c 
 	defer forget()
 	defer e.natives.invalidate() // CREATE / DROP SEQUENCE
 	defer e.ddlSeen()
+	if w := c.PlainWord(); e.onTableReset != nil && !all && c.Lone() && (w == sqltext.Create || w == sqltext.Drop || w == sqltext.Truncate) {
+		// After the statement: a table created, dropped or truncated
+		// starts its per_table tag again (resetTables).
+		defer e.resetTables(ctx, s, targets)
+	}
 	if c.Lone() {
 		return true, s.RelayQuery(sql)
 	}
@@ -56,5 +61,34 @@ func (e *Engine) ForgetColumns() { e.columns.invalidate() }
 func (e *Engine) ddlSeen() {
 	if e.onDDL != nil {
 		e.onDDL()
+	}
+}
+
+// OnTableReset sets what is called with a per_table rule's tag of a table
+// that CREATE TABLE, DROP TABLE or TRUNCATE named through this proxy (a
+// lone statement), after it ran: the tag starts again above the table's
+// largest key, as AUTO_INCREMENT does for a fresh or truncated table.
+func (e *Engine) OnTableReset(f func(ctx context.Context, tag string)) { e.onTableReset = f }
+
+// resetTables calls onTableReset with the per_table tag of each table of
+// refs (an unqualified name in the session's current database) that a
+// per_table pattern fills.
+func (e *Engine) resetTables(ctx context.Context, s Session, refs []rewriter.SchemaRef) {
+	rules := e.rules.Load()
+	for _, r := range refs {
+		if r.Table == "" {
+			continue // DROP DATABASE: its tables' tags stay
+		}
+		db := r.DB
+		if db == "" {
+			cur, err := s.CurrentDB(ctx)
+			if err != nil || cur == "" {
+				continue
+			}
+			db = cur
+		}
+		if rule, ok := rules.Lookup(db, r.Table); ok && rule.PerTable && rule.IsPattern() {
+			e.onTableReset(ctx, rewriter.PerTableTag(rule.Tag, db, r.Table, rules.FoldsCase()))
+		}
 	}
 }

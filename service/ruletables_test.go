@@ -135,6 +135,31 @@ func TestPerTableTags(t *testing.T) {
 	if n := one("SELECT NEXTVAL('t.pt.bigs')"); n <= 3415718944570971483 {
 		t.Errorf("NEXTVAL('t.pt.bigs') = %d; want above the explicit key", n)
 	}
+
+	// A table created again, or truncated, through the proxy starts at 1
+	// again, as AUTO_INCREMENT; a table altered keeps its counter.
+	exec("DROP TABLE pt.fresh")
+	exec("CREATE TABLE pt.fresh (id INT PRIMARY KEY, v INT)")
+	exec("INSERT INTO pt.fresh (v) VALUES (1)")
+	if id := one("SELECT id FROM pt.fresh WHERE v = 1"); id != 1 {
+		t.Errorf("a table dropped and created again: first key %d; want 1", id)
+	}
+	exec("TRUNCATE TABLE pt.bigs")
+	exec("INSERT INTO pt.bigs (v) VALUES (3)")
+	if id := one("SELECT id FROM pt.bigs WHERE v = 3"); id != 1 {
+		t.Errorf("a table truncated: first key %d; want 1", id)
+	}
+	exec("USE pt")
+	exec("ALTER TABLE a ADD COLUMN w INT")
+	exec("INSERT INTO a (v) VALUES (3)")
+	if id := one("SELECT id FROM a WHERE v = 3"); id != 504 {
+		t.Errorf("pt.a after ALTER TABLE: %d; want 504, its counter kept", id)
+	}
+	exec("TRUNCATE a")
+	exec("INSERT INTO a (v) VALUES (4)")
+	if id := one("SELECT id FROM a WHERE v = 4"); id != 1 {
+		t.Errorf("pt.a truncated by its unqualified name: %d; want 1", id)
+	}
 }
 
 // With rule tables, the proxy's own backend sessions (the store's pool,
