@@ -201,3 +201,28 @@ func adminClient(t *testing.T, r *running) *sql.DB {
 	t.Cleanup(func() { db.Close() })
 	return db
 }
+
+// A per_table tag whose table's first key is explicit is created above
+// it at once: the next generated key follows it, without the store
+// looking moved back (which pushed the tag ten million ahead).
+func TestPerTableExplicitFirstKey(t *testing.T) {
+	backend := testdb.Start(t)
+	backend.Exec(t, "DROP DATABASE IF EXISTS pe", "CREATE DATABASE pe", "CREATE TABLE pe.w (id INT PRIMARY KEY, v INT)")
+	cfg := testConfig(backend)
+	cfg.Tables = []config.Table{{Table: "pe.*", Column: "id", Tag: "t", PerTable: true}}
+	r := startService(t, cfg)
+	db := r.client(t)
+	db.SetMaxOpenConns(1)
+	for _, q := range []string{"INSERT INTO pe.w (id, v) VALUES (1337, 1), (NULL, 2)", "INSERT INTO pe.w (v) VALUES (3)"} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(q, err)
+		}
+	}
+	var id int64
+	if err := db.QueryRow("SELECT id FROM pe.w WHERE v = 2").Scan(&id); err != nil || id != 1338 {
+		t.Fatalf("the key after an explicit first key 1337: %d, %v; want 1338", id, err)
+	}
+	if err := db.QueryRow("SELECT id FROM pe.w WHERE v = 3").Scan(&id); err != nil || id != 1339 {
+		t.Fatalf("the next statement's key: %d, %v; want 1339", id, err)
+	}
+}
