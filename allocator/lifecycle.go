@@ -211,7 +211,7 @@ func (s *Sequences) SetRules(rules []Rule) {
 }
 
 // RestartPerTable starts a per_table rule's tag of one table again, after
-// the table was created, dropped or truncated: its leaf_alloc row is
+// the table was dropped or truncated: its leaf_alloc row is
 // deleted and this proxy's buffers dropped, so the next key is created
 // just above the table's largest key (1 for an empty table), as
 // AUTO_INCREMENT starts a fresh or truncated table. Another proxy still

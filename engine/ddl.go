@@ -34,9 +34,9 @@ func (e *Engine) ddl(ctx context.Context, s Session, sql []byte, text string, c 
 	defer forget()
 	defer e.natives.invalidate() // CREATE / DROP SEQUENCE
 	defer e.ddlSeen()
-	if w := c.PlainWord(); e.onTableReset != nil && !all && c.Lone() && (w == sqltext.Create || w == sqltext.Drop || w == sqltext.Truncate) {
-		// After the statement: a table created, dropped or truncated
-		// starts its per_table tag again (resetTables).
+	if e.onTableReset != nil && !all && c.Lone() && rewriter.EmptiesTables(text) {
+		// After the statement: a table dropped or truncated starts its
+		// per_table tag again (resetTables).
 		defer e.resetTables(ctx, s, targets)
 	}
 	if c.Lone() {
@@ -65,9 +65,11 @@ func (e *Engine) ddlSeen() {
 }
 
 // OnTableReset sets what is called with a per_table rule's tag of a table
-// that CREATE TABLE, DROP TABLE or TRUNCATE named through this proxy (a
-// lone statement), after it ran: the tag starts again above the table's
-// largest key, as AUTO_INCREMENT does for a fresh or truncated table.
+// that DROP TABLE or TRUNCATE named through this proxy (a lone statement),
+// after it ran: the tag starts again above the table's largest key (when
+// it is next used), as AUTO_INCREMENT does for a re-created or truncated
+// table. CREATE TABLE restarts nothing: CREATE TABLE IF NOT EXISTS of a
+// table with rows must not reuse the keys of rows deleted at its top.
 func (e *Engine) OnTableReset(f func(ctx context.Context, tag string)) { e.onTableReset = f }
 
 // resetTables calls onTableReset with the per_table tag of each table of

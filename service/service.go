@@ -201,10 +201,10 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	adm.SetRunway(mon.Get)
 	eng.OnDDL(mon.Invalidate) // a key column widened through the proxy is seen at once
 	eng.OnTableReset(func(ctx context.Context, tag string) {
-		// A per_table tag's table was created, dropped or truncated: the
-		// tag starts again above its largest key (README, Table rules).
+		// A per_table tag's table was dropped or truncated: the tag
+		// starts again above its largest key (README, Table rules).
 		if _, err := seq.RestartPerTable(ctx, tag); err != nil {
-			log.Warn("could not restart a per_table tag after its table was created, dropped or truncated; it goes on from where it was", "tag", tag, "err", err)
+			log.Warn("could not restart a per_table tag after its table was dropped or truncated; it goes on from where it was", "tag", tag, "err", err)
 		}
 	})
 	popts := []proxy.Option{proxy.WithLogger(log), proxy.WithInterceptor(adm), proxy.WithAuthMethod(cfg.AuthMethod)}
