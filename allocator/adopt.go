@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -24,8 +26,8 @@ import (
 
 // keyFloors reads the largest existing keys of the rule tables.
 type keyFloors struct {
-	rules         []Rule
-	snowflakeTags map[string]bool // time-based IDs: no floor
+	rules         atomic.Pointer[[]Rule] // the rules in force (SetRules on reload)
+	snowflakeTags map[string]bool        // time-based IDs: no floor
 	servers       []KeyServer
 }
 
@@ -54,14 +56,16 @@ func (k sqlKeys) LargestKey(ctx context.Context, r Rule) (int64, string, error) 
 // the proxy's backend account, and reuses store, the allocation store's
 // pool, when the store is another server. close releases what it opened.
 func newKeyFloors(cfg *Config, store *sql.DB) (k *keyFloors, close func(), err error) {
-	k = &keyFloors{rules: cfg.Rules, snowflakeTags: map[string]bool{}}
+	k = &keyFloors{snowflakeTags: map[string]bool{}}
+	rules := slices.Clone(cfg.Rules)
+	k.rules.Store(&rules)
 	for name, t := range cfg.Tags {
 		if t.Generator == GeneratorSnowflake {
 			k.snowflakeTags[name] = true
 		}
 	}
 	close = func() {}
-	if len(k.rules) == 0 {
+	if len(rules) == 0 {
 		return k, close, nil
 	}
 	backend, err := sql.Open("mysql", cfg.BackendDSN)
@@ -87,7 +91,7 @@ func (k *keyFloors) floor(ctx context.Context, tag string) (floor int64, where s
 	if k == nil || k.snowflakeTags[tag] {
 		return 0, "", nil
 	}
-	for _, r := range k.rules {
+	for _, r := range *k.rules.Load() {
 		if pr, ok := perTableRule(r, tag); ok {
 			r = pr // this table's own tag: its largest key alone
 		} else if r.Tag != tag {
@@ -121,6 +125,11 @@ func perTableRule(r Rule, tag string) (Rule, bool) {
 		return Rule{}, false
 	}
 	return Rule{Table: tablematch.Escape(db) + "." + tablematch.Escape(table), Column: r.Column, Tag: tag}, true
+}
+
+// perTable reports whether tag is a per-table tag of the rules in force.
+func (k *keyFloors) perTable(tag string) bool {
+	return k != nil && isPerTableTag(*k.rules.Load(), tag)
 }
 
 // isPerTableTag reports whether tag is a per-table tag of one of rules.

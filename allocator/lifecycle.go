@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -199,4 +200,32 @@ func missingTable(err error) bool {
 // created with bits.
 func (s *Sequences) GlobalLayout(ctx context.Context) (snowflake.Layout, error) {
 	return s.defaultLayout(ctx)
+}
+
+// SetRules gives the allocator the table rules in force after a reload:
+// which tags are per_table tags (created on first use, restarted by
+// RestartPerTable) and which tables a tag starts above.
+func (s *Sequences) SetRules(rules []Rule) {
+	rules = slices.Clone(rules)
+	s.floors.rules.Store(&rules)
+}
+
+// RestartPerTable starts a per_table rule's tag of one table again, after
+// the table was dropped or truncated: its leaf_alloc row is
+// deleted and this proxy's buffers dropped, so the next key is created
+// just above the table's largest key (1 for an empty table), as
+// AUTO_INCREMENT starts a fresh or truncated table. Another proxy still
+// holding a segment of the tag keeps issuing from it, and its watch finds
+// the row moved back and pushes it past what it issued: keys stay unique,
+// the restart does not take. Other tags are left alone (false).
+func (s *Sequences) RestartPerTable(ctx context.Context, tag string) (bool, error) {
+	if !s.floors.perTable(tag) || s.snowTag(tag) != nil {
+		return false, nil
+	}
+	s.segments.Forget(tag)
+	if _, err := s.store.Delete(ctx, tag); err != nil {
+		return false, fmt.Errorf("restart per-table tag %q: %w", tag, err)
+	}
+	s.segments.Forget(tag) // what a session drew meanwhile
+	return true, nil
 }

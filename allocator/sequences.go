@@ -65,6 +65,9 @@ type Sequences struct {
 	// closeFloors releases the backend pool used to read rule tables'
 	// largest keys when auto_create makes a tag.
 	closeFloors func()
+	// floors: the rule tables' largest keys, and the rules in force
+	// (SetRules), which per_table tags are (RestartPerTable, Creates).
+	floors *keyFloors
 }
 
 // Option adjusts Open.
@@ -176,6 +179,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*S
 		floors.servers, closeFloors = o.keyServers, func() {}
 	}
 	s.closeFloors = closeFloors
+	s.floors = floors
 	ms := o.segStore
 	ms.SetCreateFloor(func(ctx context.Context, tag string) (int64, error) {
 		floor, _, err := floors.floor(ctx, tag)
@@ -190,7 +194,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*S
 		WaitTimeout:  cfg.WaitTimeout,
 		MaxLoaders:   cfg.MaxLoaders,
 		AutoCreate:   cfg.AutoCreate,
-		Creates:      func(tag string) bool { return isPerTableTag(cfg.Rules, tag) },
+		Creates:      floors.perTable,
 		DefaultStep:  cfg.DefaultStep,
 		RepairMargin: cfg.RepairMargin,
 		Logger:       log.With("component", "segment"),

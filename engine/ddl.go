@@ -34,6 +34,11 @@ func (e *Engine) ddl(ctx context.Context, s Session, sql []byte, text string, c 
 	defer forget()
 	defer e.natives.invalidate() // CREATE / DROP SEQUENCE
 	defer e.ddlSeen()
+	if e.onTableReset != nil && !all && c.Lone() && rewriter.EmptiesTables(text) {
+		// After the statement: a table dropped or truncated starts its
+		// per_table tag again (resetTables).
+		defer e.resetTables(ctx, s, targets)
+	}
 	if c.Lone() {
 		if err := e.autoIncrementStart(ctx, s, text); err != nil {
 			return false, err
@@ -98,4 +103,35 @@ func (e *Engine) autoIncrementStart(ctx context.Context, s Session, text string)
 		tag = rewriter.PerTableTag(rule.Tag, db, ref.Table, rules.FoldsCase())
 	}
 	return e.advance(ctx, tag, int64(n-1))
+}
+
+// OnTableReset sets what is called with a per_table rule's tag of a table
+// that DROP TABLE or TRUNCATE named through this proxy (a lone statement),
+// after it ran: the tag starts again above the table's largest key (when
+// it is next used), as AUTO_INCREMENT does for a re-created or truncated
+// table. CREATE TABLE restarts nothing: CREATE TABLE IF NOT EXISTS of a
+// table with rows must not reuse the keys of rows deleted at its top.
+func (e *Engine) OnTableReset(f func(ctx context.Context, tag string)) { e.onTableReset = f }
+
+// resetTables calls onTableReset with the per_table tag of each table of
+// refs (an unqualified name in the session's current database) that a
+// per_table pattern fills.
+func (e *Engine) resetTables(ctx context.Context, s Session, refs []rewriter.SchemaRef) {
+	rules := e.rules.Load()
+	for _, r := range refs {
+		if r.Table == "" {
+			continue // DROP DATABASE: its tables' tags stay
+		}
+		db := r.DB
+		if db == "" {
+			cur, err := s.CurrentDB(ctx)
+			if err != nil || cur == "" {
+				continue
+			}
+			db = cur
+		}
+		if rule, ok := rules.Lookup(db, r.Table); ok && rule.PerTable && rule.IsPattern() {
+			e.onTableReset(ctx, rewriter.PerTableTag(rule.Tag, db, r.Table, rules.FoldsCase()))
+		}
+	}
 }

@@ -65,6 +65,9 @@ type Engine struct {
 	views      []rewriter.Rule
 	columns    *columnCache
 	onDDL      func() // OnDDL
+	// onTableReset: a per_table tag's table was created, dropped or
+	// truncated (OnTableReset).
+	onTableReset func(ctx context.Context, tag string)
 	// What planning with the parser may cost (WithPlanLimits, planmem.go).
 	maxDepth int
 	plans    *planBudget

@@ -272,8 +272,12 @@ func TestRulePatternWarnings(t *testing.T) {
 			t.Errorf("start-up log lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, `table rule \"shop_*.orders_*\"`) {
+	if strings.Contains(out, `level=WARN msg="table rule \"shop_*.orders_*\"`) {
 		t.Errorf("a warning about the pattern that matches tables:\n%s", out)
+	}
+	// What it fills is said (issue 39).
+	if want := `level=INFO msg="table rule \"shop_*.orders_*\" fills 4 table(s) and leaves 0 alone"`; !strings.Contains(out, want) {
+		t.Errorf("start-up log lacks %q:\n%s", want, out)
 	}
 
 	// Reload: a new pattern applies at once; one that matches nothing warns.

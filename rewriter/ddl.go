@@ -254,3 +254,23 @@ func (l *lexer) skipIfExists(t token) (token, bool) {
 	}
 	return l.next(), true
 }
+
+// EmptiesTables reports whether text is one statement that leaves the
+// tables it names without rows, as AUTO_INCREMENT restarts for them:
+// DROP [TEMPORARY] TABLE[S] or TRUNCATE [TABLE] (DDLTargets names them).
+// CREATE TABLE is not one: CREATE TABLE IF NOT EXISTS on a table with
+// rows, which ORMs send at every start, keeps them.
+func EmptiesTables(text string) bool {
+	l := lexer{sql: text}
+	t := l.next()
+	switch {
+	case l.is(t, "TRUNCATE"):
+		return true
+	case l.is(t, "DROP"):
+		if t = l.next(); l.is(t, "TEMPORARY") {
+			t = l.next()
+		}
+		return l.is(t, "TABLE") || l.is(t, "TABLES")
+	}
+	return false
+}

@@ -72,3 +72,17 @@ func TestRuleExclude(t *testing.T) {
 		t.Errorf("problems %v; want exclude (exact rule), zero, exclude[0]", problems)
 	}
 }
+
+// Which DDL restarts a per_table tag: the statements that leave their
+// tables without rows.
+func TestEmptiesTables(t *testing.T) {
+	for text, want := range map[string]bool{
+		"DROP TABLE t": true, "drop temporary table if exists t": true, "DROP TABLES a, b": true, "TRUNCATE t": true, "TRUNCATE TABLE db.t": true,
+		"CREATE TABLE t (id INT)": false, "CREATE TABLE IF NOT EXISTS t (id INT)": false, "ALTER TABLE t ADD c INT": false,
+		"DROP INDEX i ON t": false, "DROP DATABASE d": false, "/* c */ DROP TABLE t": true,
+	} {
+		if got := EmptiesTables(text); got != want {
+			t.Errorf("EmptiesTables(%q) = %v, want %v", text, got, want)
+		}
+	}
+}

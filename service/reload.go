@@ -141,6 +141,7 @@ func (s *Service) reload(ctx context.Context, next *config.Config) (changes []st
 	}
 	s.live.Store(&applied)
 	s.liveAlloc.Store(&appliedAlloc)
+	s.Sequences.SetRules(appliedAlloc.Rules) // which tags are per_table tags
 	// The rules may name other tables, or the tables other types: the
 	// engine and the runway read the key columns again now.
 	s.Engine.ForgetColumns()

@@ -135,6 +135,32 @@ func TestPerTableTags(t *testing.T) {
 	if n := one("SELECT NEXTVAL('t.pt.bigs')"); n <= 3415718944570971483 {
 		t.Errorf("NEXTVAL('t.pt.bigs') = %d; want above the explicit key", n)
 	}
+
+	// A table created again, or truncated, through the proxy starts at 1
+	// again, as AUTO_INCREMENT; a table altered keeps its counter.
+	exec("DROP TABLE pt.fresh")
+	exec("CREATE TABLE pt.fresh (id INT PRIMARY KEY, v INT)")
+	exec("INSERT INTO pt.fresh (v) VALUES (1)")
+	if id := one("SELECT id FROM pt.fresh WHERE v = 1"); id != 1 {
+		t.Errorf("a table dropped and created again: first key %d; want 1", id)
+	}
+	exec("TRUNCATE TABLE pt.bigs")
+	exec("INSERT INTO pt.bigs (v) VALUES (3)")
+	if id := one("SELECT id FROM pt.bigs WHERE v = 3"); id != 1 {
+		t.Errorf("a table truncated: first key %d; want 1", id)
+	}
+	exec("USE pt")
+	exec("CREATE TABLE IF NOT EXISTS a (id INT PRIMARY KEY, v INT)") // as an ORM at start: a has rows
+	exec("ALTER TABLE a ADD COLUMN w INT")
+	exec("INSERT INTO a (v) VALUES (3)")
+	if id := one("SELECT id FROM a WHERE v = 3"); id != 504 {
+		t.Errorf("pt.a after CREATE TABLE IF NOT EXISTS and ALTER TABLE: %d; want 504, its counter kept", id)
+	}
+	exec("TRUNCATE a")
+	exec("INSERT INTO a (v) VALUES (4)")
+	if id := one("SELECT id FROM a WHERE v = 4"); id != 1 {
+		t.Errorf("pt.a truncated by its unqualified name: %d; want 1", id)
+	}
 }
 
 // With rule tables, the proxy's own backend sessions (the store's pool,
@@ -175,4 +201,29 @@ func adminClient(t *testing.T, r *running) *sql.DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// A per_table tag whose table's first key is explicit is created above
+// it at once: the next generated key follows it, without the store
+// looking moved back (which pushed the tag ten million ahead).
+func TestPerTableExplicitFirstKey(t *testing.T) {
+	backend := testdb.Start(t)
+	backend.Exec(t, "DROP DATABASE IF EXISTS pe", "CREATE DATABASE pe", "CREATE TABLE pe.w (id INT PRIMARY KEY, v INT)")
+	cfg := testConfig(backend)
+	cfg.Tables = []config.Table{{Table: "pe.*", Column: "id", Tag: "t", PerTable: true}}
+	r := startService(t, cfg)
+	db := r.client(t)
+	db.SetMaxOpenConns(1)
+	for _, q := range []string{"INSERT INTO pe.w (id, v) VALUES (1337, 1), (NULL, 2)", "INSERT INTO pe.w (v) VALUES (3)"} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(q, err)
+		}
+	}
+	var id int64
+	if err := db.QueryRow("SELECT id FROM pe.w WHERE v = 2").Scan(&id); err != nil || id != 1338 {
+		t.Fatalf("the key after an explicit first key 1337: %d, %v; want 1338", id, err)
+	}
+	if err := db.QueryRow("SELECT id FROM pe.w WHERE v = 3").Scan(&id); err != nil || id != 1339 {
+		t.Fatalf("the next statement's key: %d, %v; want 1339", id, err)
+	}
 }

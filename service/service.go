@@ -206,6 +206,13 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		mon.Invalidate() // a key column widened through the proxy is seen at once
 		views.refresh(context.Background())
 	})
+	eng.OnTableReset(func(ctx context.Context, tag string) {
+		// A per_table tag's table was dropped or truncated: the tag
+		// starts again above its largest key (README, Table rules).
+		if _, err := seq.RestartPerTable(ctx, tag); err != nil {
+			log.Warn("could not restart a per_table tag after its table was dropped or truncated; it goes on from where it was", "tag", tag, "err", err)
+		}
+	})
 	popts := []proxy.Option{proxy.WithLogger(log), proxy.WithInterceptor(adm), proxy.WithAuthMethod(cfg.AuthMethod)}
 	if cfg.Metrics.Listen == "" && !o.stats {
 		// Nobody scrapes: the sessions count nothing.

@@ -312,9 +312,19 @@ func (a *Allocator) Advance(ctx context.Context, tag string, v int64) error {
 		t.mu.Unlock()
 		return nil
 	}
+	// Never fetched here: the row may not exist yet (a tag auto-created
+	// on first use, a per_table tag whose table's first key is explicit).
+	// The UPDATE below would then change nothing and the first fetch
+	// would create the row below v: create it first.
+	fresh := t.highWater == 0 && t.seen == 0 && t.blockEnd == 0 && t.next == nil
 	t.mu.Unlock()
 	if nonblock.Requested(ctx) {
 		return nonblock.ErrWouldBlock
+	}
+	if fresh && a.autoCreate(t.name) {
+		if err := a.create(t.name); err != nil {
+			return fmt.Errorf("move sequence %q past the key %d: %w", t.name, v, err)
+		}
 	}
 	to := v + 1
 	if err := a.repairCtx(ctx, t.name, to); err != nil {
