@@ -137,7 +137,7 @@ func startProxy(t *testing.T, backend, db string) string {
 	// when it is on the backend.
 	store := testdb.Start(t)
 	cfg := config.Default()
-	cfg.Sequences.Store = store.DSN("leafproxy")
+	cfg.Sequences.Store = config.StoreList{store.DSN("leafproxy")}
 	cfg.Listen = "127.0.0.1:0"
 	cfg.Backend.Addr = backend
 	cfg.Shutdown.Grace = config.Duration(2 * time.Second)
