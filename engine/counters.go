@@ -64,7 +64,7 @@ func (v counterVars) atLeast(k int64) int64 {
 
 // setsCounter: a SET text of class c names insert_id or auto_increment_*.
 func setsCounter(text string, c sqltext.Class) bool {
-	return c.Word() == sqltext.Set && !c.Multi() && (containsFold(text, "insert_id") || containsFold(text, "auto_increment"))
+	return c.Word() == sqltext.Set && !c.Multi() && (sqltext.ContainsFold(text, "insert_id") || sqltext.ContainsFold(text, "auto_increment"))
 }
 
 // relaySetCounter relays a SET that names the counter's settings, then

@@ -85,7 +85,7 @@ var (
 func (d *dupRetry) arm(e *Engine, st *state, text string, c sqltext.Class, plan *rewriter.Plan, ids []int64, retry bool) {
 	d.engine, d.session = e, st
 	d.noRetry = !retry
-	d.odku = plan.ReportsKey && containsFold(text, "duplicate")
+	d.odku = plan.ReportsKey && sqltext.ContainsFold(text, "duplicate")
 	if !retry {
 		text = "" // not sent again: no copy
 	}
@@ -185,7 +185,7 @@ func (d *dupRetry) Restore(code uint16) string {
 // Slots[i]; 0 for a bound key kept).
 func (d *dupRetry) armExecute(e *Engine, st *state, p *prepared, pkt []byte, ids []int64, retry bool) {
 	d.arm(e, st, "", sqltext.Class{}, &p.plan, ids, retry)
-	d.odku = p.plan.ReportsKey && containsFold(p.sql, "duplicate")
+	d.odku = p.plan.ReportsKey && sqltext.ContainsFold(p.sql, "duplicate")
 	d.stmt = p
 	if retry {
 		d.execute = append(d.execute[:0], pkt...)

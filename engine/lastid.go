@@ -36,29 +36,7 @@ import (
 // readsLastID reports whether text names LAST_INSERT_ID or IDENTITY, in
 // any case (a read, a LAST_INSERT_ID(expr) that sets it, @@identity).
 func readsLastID(text string) bool {
-	return containsFold(text, "last_insert_id") || containsFold(text, "identity")
-}
-
-// containsFold: text holds word (lower-case ASCII) in any case.
-func containsFold(text, word string) bool {
-	n := len(word)
-	for i := 0; i+n <= len(text); i++ {
-		j := 0
-		for j < n && lowerASCII(text[i+j]) == word[j] {
-			j++
-		}
-		if j == n {
-			return true
-		}
-	}
-	return false
-}
-
-func lowerASCII(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
+	return sqltext.ContainsFold(text, "last_insert_id") || sqltext.ContainsFold(text, "identity")
 }
 
 // startsWithCall: text's first word is CALL.
@@ -67,7 +45,7 @@ func startsWithCall(text string) bool {
 	for i < len(text) && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r' || text[i] == '(') {
 		i++
 	}
-	return i+4 <= len(text) && containsFold(text[i:i+4], "call") && (i+4 == len(text) || !sqltext.IsIdentByte(text[i+4]))
+	return sqltext.HasKeyword(text[i:], "CALL")
 }
 
 // queryNeedsSync: a COM_QUERY text of class c may read or change the

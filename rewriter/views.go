@@ -3,6 +3,7 @@ package rewriter
 import (
 	"fmt"
 	"maps"
+	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -79,7 +80,7 @@ func ViewRule(db, name, def string, rules *Rules) (rule Rule, ok bool, why strin
 			return rule, true, "" // SELECT *: the key keeps its name
 		}
 		c, isCol := f.Expr.(*ast.ColumnNameExpr)
-		if !isCol || !sameName(rules, c.Name.Name.O, baseRule.Column) {
+		if !isCol || !strings.EqualFold(c.Name.Name.O, baseRule.Column) {
 			continue
 		}
 		if f.AsName.O != "" {
@@ -107,26 +108,6 @@ func baseTables(n ast.ResultSetNode, out *[]*ast.TableName) bool {
 		return ok
 	}
 	return false
-}
-
-// sameName compares column names (always case-insensitive in MariaDB).
-func sameName(_ *Rules, a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		if lowerByte(a[i]) != lowerByte(b[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func lowerByte(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
 }
 
 // With returns the rules with extra exact rules added after the
@@ -161,7 +142,7 @@ func (r *Rules) With(extra []Rule) *Rules {
 			continue
 		}
 		if n.caseFold {
-			db, table = toLowerASCII(db), toLowerASCII(table)
+			db, table = strings.ToLower(db), strings.ToLower(table)
 		}
 		key := db + "." + table
 		if _, taken := n.qualified[key]; taken {
@@ -185,12 +166,4 @@ func splitQualified(name string) (db, table string, ok bool) {
 		}
 	}
 	return "", "", false
-}
-
-func toLowerASCII(s string) string {
-	b := []byte(s)
-	for i := range b {
-		b[i] = lowerByte(b[i])
-	}
-	return string(b)
 }
