@@ -1,6 +1,8 @@
 package service_test
 
 import (
+	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -8,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testwait"
 )
 
 // TestStatusPageProblemsFirst: the status page opens with the problems,
@@ -61,6 +64,22 @@ func TestStatusPageProblemsFirst(t *testing.T) {
 	}
 
 	backend.Stop(t)
+	// The page reads /status.json, whose health is cached for a second:
+	// load it once the proxy has seen the backend down (a loaded machine
+	// may have probed while the server was still stopping).
+	testwait.For(t, "status.json to report the backend down", func() bool {
+		resp, err := http.Get(r.Base + "/status.json")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var st struct {
+			Health struct {
+				Backend struct{ OK bool } `json:"backend"`
+			} `json:"health"`
+		}
+		return json.NewDecoder(resp.Body).Decode(&st) == nil && !st.Health.Backend.OK
+	})
 	dom := load("1000")
 	for _, want := range []string{`data-problem="backend"`, "Clients get 1429 until it answers", `data-problem="store"`, "fix sequences.store"} {
 		if !strings.Contains(dom, want) {
