@@ -276,7 +276,9 @@ func (d *dupRetry) Redo(ctx context.Context) error {
 	if err := st.drawPlan(ctx, e, &plan, nil); err != nil {
 		return err
 	}
-	st.rendered = plan.Render(append(st.rendered[:0], mysql.COM_QUERY), text, st.slotIDs)
+	if st.rendered, err = plan.Render(append(st.rendered[:0], mysql.COM_QUERY), text, st.slotIDs); err != nil {
+		return err
+	}
 	if plan.ReportsKey {
 		// Its OK's insert id is the engine's again (ReportOK), for the
 		// fresh keys; not retried again.

@@ -115,7 +115,11 @@ func (e *Engine) prepare(ctx context.Context, s Session, sql []byte, c sqltext.C
 			if err != nil {
 				return proxy.PrepareResult{}, err
 			}
-			return bs.RelayPrepareHidden(plan.Render(nil, text, nil), hidden, pm.backendParams)
+			rendered, err := plan.Render(nil, text, nil)
+			if err != nil {
+				return proxy.PrepareResult{}, err
+			}
+			return bs.RelayPrepareHidden(rendered, hidden, pm.backendParams)
 		})
 	}
 	return st.relayKept(p, func() (proxy.PrepareResult, error) { return relayPrepare(ctx, s, backendText) })
