@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"github.com/leafproxy/leafproxy/internal/tablematch"
 )
 
@@ -266,13 +267,13 @@ func chunkFloor(ctx context.Context, db *sql.DB, tables []RuleTable) (floor int6
 		if i > 0 {
 			q.WriteString(" UNION ALL ")
 		}
-		fmt.Fprintf(&q, "SELECT %d, MAX(%s) FROM %s.%s", i, quoteIdent(t.Column), quoteIdent(t.DB), quoteIdent(t.Table))
+		fmt.Fprintf(&q, "SELECT %d, MAX(%s) FROM %s.%s", i, sqltext.QuoteIdent(t.Column), sqltext.QuoteIdent(t.DB), sqltext.QuoteIdent(t.Table))
 	}
 	rows, err := db.QueryContext(ctx, q.String())
 	if err != nil {
 		if len(tables) == 1 {
 			t := tables[0]
-			return 0, "", fmt.Errorf("SELECT MAX(%s) FROM %s.%s: %w", t.Column, quoteIdent(t.DB), quoteIdent(t.Table), err)
+			return 0, "", fmt.Errorf("SELECT MAX(%s) FROM %s.%s: %w", t.Column, sqltext.QuoteIdent(t.DB), sqltext.QuoteIdent(t.Table), err)
 		}
 		return 0, "", err
 	}
@@ -291,7 +292,7 @@ func chunkFloor(ctx context.Context, db *sql.DB, tables []RuleTable) (floor int6
 		if err != nil {
 			var ne *strconv.NumError
 			if errors.As(err, &ne) && errors.Is(ne.Err, strconv.ErrRange) && !strings.HasPrefix(v.String, "-") {
-				return 0, "", fmt.Errorf("the largest %s of %s.%s, %s, is beyond the IDs a tag can issue (BIGINT)", t.Column, quoteIdent(t.DB), quoteIdent(t.Table), v.String)
+				return 0, "", fmt.Errorf("the largest %s of %s.%s, %s, is beyond the IDs a tag can issue (BIGINT)", t.Column, sqltext.QuoteIdent(t.DB), sqltext.QuoteIdent(t.Table), v.String)
 			}
 			continue // negative or fractional: no ID >= 1 can collide with it
 		}
@@ -301,5 +302,3 @@ func chunkFloor(ctx context.Context, db *sql.DB, tables []RuleTable) (floor int6
 	}
 	return floor, where, rows.Err()
 }
-
-func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }

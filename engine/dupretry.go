@@ -3,13 +3,14 @@ package engine
 import (
 	"context"
 	"fmt"
-	"github.com/go-mysql-org/go-mysql/mysql"
-	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"strconv"
 	"strings"
 	"sync/atomic"
 
+	"github.com/go-mysql-org/go-mysql/mysql"
+
 	"github.com/leafproxy/leafproxy/internal/raw"
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"github.com/leafproxy/leafproxy/proxy"
 	"github.com/leafproxy/leafproxy/rewriter"
 )
@@ -236,7 +237,7 @@ func (d *dupRetry) Redo(ctx context.Context) error {
 		if f.Tag != d.dupTag {
 			continue
 		}
-		rows, err := bs.BackendQuery(ctx, "SELECT MAX("+quoteIdent(f.Column)+") FROM "+quoteIdent(f.DB)+"."+quoteIdent(f.Table))
+		rows, err := bs.BackendQuery(ctx, "SELECT MAX("+sqltext.QuoteIdent(f.Column)+") FROM "+sqltext.QuoteIdent(f.DB)+"."+sqltext.QuoteIdent(f.Table))
 		if err != nil {
 			return fmt.Errorf("leafproxy: the generated key %d of sequence %q collided with an existing row; reading the largest key of %s.%s: %w",
 				d.dupKey, d.dupTag, f.DB, f.Table, err)
@@ -275,7 +276,9 @@ func (d *dupRetry) Redo(ctx context.Context) error {
 	if err := st.drawPlan(ctx, e, &plan, nil); err != nil {
 		return err
 	}
-	st.rendered = plan.Render(append(st.rendered[:0], mysql.COM_QUERY), text, st.slotIDs)
+	if st.rendered, err = plan.Render(append(st.rendered[:0], mysql.COM_QUERY), text, st.slotIDs); err != nil {
+		return err
+	}
 	if plan.ReportsKey {
 		// Its OK's insert id is the engine's again (ReportOK), for the
 		// fresh keys; not retried again.
@@ -287,9 +290,6 @@ func (d *dupRetry) Redo(ctx context.Context) error {
 	st.trim()
 	return err
 }
-
-// quoteIdent quotes a name for a statement of the engine's own.
-func quoteIdent(name string) string { return "`" + strings.ReplaceAll(name, "`", "``") + "`" }
 
 type engineCounters struct {
 	numberedRetries, dupRetries atomic.Uint64

@@ -363,9 +363,11 @@ func (e *Engine) runPlan(ctx context.Context, s Session, st *state, plan *rewrit
 			return true, st.sendLarge(bs, plan, text)
 		}
 		// The COM_QUERY packet itself: the proxy sends it without a copy.
-		st.rendered = plan.Render(append(st.rendered[:0], mysql.COM_QUERY), text, st.slotIDs)
-		st.countStmt(StmtFilled)
 		var err error
+		if st.rendered, err = plan.Render(append(st.rendered[:0], mysql.COM_QUERY), text, st.slotIDs); err != nil {
+			return true, err
+		}
+		st.countStmt(StmtFilled)
 		_, adv := e.idSource.(advancer)
 		retry := adv && len(plan.Filled) > 0 && plan.Statements == 1 && len(text) <= maxRetryText
 		if retry || plan.ReportsKey {

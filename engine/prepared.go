@@ -4,11 +4,10 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"strconv"
-	"strings"
 
 	"github.com/leafproxy/leafproxy/internal/raw"
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"github.com/leafproxy/leafproxy/proxy"
 	"github.com/leafproxy/leafproxy/rewriter"
 )
@@ -89,14 +88,12 @@ func (e *Engine) prepare(ctx context.Context, s Session, sql []byte, c sqltext.C
 			if c.ArgParam > 0 {
 				// The client's ? (a block size), so that the statement
 				// takes as many parameters as the client binds.
-				backendText = append(backendText, "CAST(0*? AS SIGNED) AS `"...)
-				backendText = append(backendText, strings.ReplaceAll(c.Name, "`", "``")...)
-				backendText = append(backendText, '`')
+				backendText = append(backendText, "CAST(0*? AS SIGNED) AS "...)
+				backendText = sqltext.AppendQuotedIdent(backendText, c.Name)
 				continue
 			}
-			backendText = append(backendText, "CAST(0 AS SIGNED) AS `"...)
-			backendText = append(backendText, strings.ReplaceAll(c.Name, "`", "``")...)
-			backendText = append(backendText, '`')
+			backendText = append(backendText, "CAST(0 AS SIGNED) AS "...)
+			backendText = sqltext.AppendQuotedIdent(backendText, c.Name)
 		}
 	case rewriter.Numbered:
 		return e.prepareNumbered(ctx, s, st, p)
@@ -118,7 +115,11 @@ func (e *Engine) prepare(ctx context.Context, s Session, sql []byte, c sqltext.C
 			if err != nil {
 				return proxy.PrepareResult{}, err
 			}
-			return bs.RelayPrepareHidden(plan.Render(nil, text, nil), hidden, pm.backendParams)
+			rendered, err := plan.Render(nil, text, nil)
+			if err != nil {
+				return proxy.PrepareResult{}, err
+			}
+			return bs.RelayPrepareHidden(rendered, hidden, pm.backendParams)
 		})
 	}
 	return st.relayKept(p, func() (proxy.PrepareResult, error) { return relayPrepare(ctx, s, backendText) })

@@ -22,11 +22,11 @@ func backendConnections(t *testing.T, db *sql.DB) int {
 }
 
 func TestAuthPlugins(t *testing.T) {
-	ensureDB(t, shared, "authdb")
-	direct := shared.Open(t, "authdb")
+	ensureDB(t, sharedDB(t), "authdb")
+	direct := sharedDB(t).Open(t, "authdb")
 	for _, method := range []string{gomysql.AUTH_NATIVE_PASSWORD, gomysql.AUTH_CACHING_SHA2_PASSWORD} {
 		t.Run(method, func(t *testing.T) {
-			e := startProxy(t, shared.Addr, nil, WithAuthMethod(method))
+			e := startProxy(t, sharedDB(t).Addr, nil, WithAuthMethod(method))
 			db := e.open(t, "authdb", "")
 			var got string
 			if err := db.QueryRow("SELECT DATABASE()").Scan(&got); err != nil {
@@ -62,7 +62,7 @@ func TestAuthPlugins(t *testing.T) {
 // With no users configured, clients log in with the backend's own accounts
 // (backend-account mode, passthrough_test.go); unknown accounts get 1045.
 func TestAuthDefaultsToBackendAccounts(t *testing.T) {
-	e := startProxy(t, shared.Addr, func(c *testConfig) { c.Users = nil })
+	e := startProxy(t, sharedDB(t).Addr, func(c *testConfig) { c.Users = nil })
 	db, err := sql.Open("mysql", e.dsn("root", "", "", ""))
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +80,7 @@ func TestAuthDefaultsToBackendAccounts(t *testing.T) {
 }
 
 func TestClientTLS(t *testing.T) {
-	e := startProxy(t, shared.Addr, func(c *testConfig) { c.TLS.Required = true })
+	e := startProxy(t, sharedDB(t).Addr, func(c *testConfig) { c.TLS.Required = true })
 	db := e.open(t, "", "tls=skip-verify")
 	var v string
 	if err := db.QueryRow("SELECT 1").Scan(&v); err != nil {

@@ -116,7 +116,7 @@ func TestBackendTLS(t *testing.T) {
 		}
 	})
 	t.Run("backend without TLS refused", func(t *testing.T) {
-		e := startProxy(t, shared.Addr, withTLS(BackendTLS{Enabled: true, InsecureSkipVerify: true}))
+		e := startProxy(t, sharedDB(t).Addr, withTLS(BackendTLS{Enabled: true, InsecureSkipVerify: true}))
 		refused(t, e, "does not offer TLS")
 	})
 }

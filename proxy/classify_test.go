@@ -64,9 +64,9 @@ func (cc *classCounter) Prepare(_ context.Context, s *Session, sql []byte) (bool
 func TestClassifiedOncePerCommand(t *testing.T) {
 	for _, loops := range []int{-1, 1} {
 		t.Run(fmt.Sprintf("loops=%d", loops), func(t *testing.T) {
-			ensureDB(t, shared, "classify")
+			ensureDB(t, sharedDB(t), "classify")
 			cc := &classCounter{last: map[*Session]int{}}
-			e := startProxy(t, shared.Addr, func(c *testConfig) { c.EventLoops = loops }, WithInterceptor(cc))
+			e := startProxy(t, sharedDB(t).Addr, func(c *testConfig) { c.EventLoops = loops }, WithInterceptor(cc))
 			db := e.open(t, "classify", "")
 			ctx := context.Background()
 			conn, err := db.Conn(ctx)

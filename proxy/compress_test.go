@@ -12,9 +12,9 @@ import (
 // every shape crosses both compressed legs intact.
 func TestCompressionReachesBackend(t *testing.T) {
 	t.Parallel()
-	ensureDB(t, shared, "compbe")
-	shared.Exec(t, "DROP TABLE IF EXISTS compbe.t", "CREATE TABLE compbe.t (id INT PRIMARY KEY, s LONGTEXT)")
-	e := startProxy(t, shared.Addr, nil)
+	ensureDB(t, sharedDB(t), "compbe")
+	sharedDB(t).Exec(t, "DROP TABLE IF EXISTS compbe.t", "CREATE TABLE compbe.t (id INT PRIMARY KEY, s LONGTEXT)")
+	e := startProxy(t, sharedDB(t).Addr, nil)
 	status := func(params string) string {
 		t.Helper()
 		var name, v string

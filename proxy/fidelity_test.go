@@ -24,8 +24,8 @@ import (
 // (autocommit: PyMySQL trusts it), charset, and the backend's capabilities
 // less only what the relay cannot carry.
 func TestGreetingMirrorsBackend(t *testing.T) {
-	e := startProxy(t, shared.Addr, nil)
-	direct := dialRaw(t, shared.Addr).hello
+	e := startProxy(t, sharedDB(t).Addr, nil)
+	direct := dialRaw(t, sharedDB(t).Addr).hello
 	via := dialRaw(t, e.addr).hello
 	if via.version != direct.version {
 		t.Errorf("version %q, backend says %q", via.version, direct.version)
@@ -62,11 +62,11 @@ func TestGreetingMirrorsBackend(t *testing.T) {
 // go-sql-driver's multiStatements, clientFoundRows and CALL with results
 // reach the backend session.
 func TestClientFlagsReachBackend(t *testing.T) {
-	ensureDB(t, shared, "flagsdb")
-	shared.Exec(t, "DROP TABLE IF EXISTS flagsdb.f", "CREATE TABLE flagsdb.f (id INT PRIMARY KEY, v INT)",
+	ensureDB(t, sharedDB(t), "flagsdb")
+	sharedDB(t).Exec(t, "DROP TABLE IF EXISTS flagsdb.f", "CREATE TABLE flagsdb.f (id INT PRIMARY KEY, v INT)",
 		"INSERT INTO flagsdb.f VALUES (1, 5)",
 		"DROP PROCEDURE IF EXISTS flagsdb.p", "CREATE PROCEDURE flagsdb.p() BEGIN SELECT 1; SELECT 2; END")
-	e := startProxy(t, shared.Addr, nil)
+	e := startProxy(t, sharedDB(t).Addr, nil)
 	db := e.open(t, "flagsdb", "multiStatements=true&clientFoundRows=true")
 	if _, err := db.Exec("UPDATE f SET v = 5 WHERE id = 1; UPDATE f SET v = 5 WHERE id = 1"); err != nil {
 		t.Fatalf("multi-statement text: %v", err)
@@ -102,7 +102,7 @@ func TestClientFlagsReachBackend(t *testing.T) {
 // proxy, or of another proxy user's session, is "Unknown thread id".
 func TestKillMapsGreetingIDs(t *testing.T) {
 	t.Parallel() // waits more than it works; own servers or own tables
-	e := startProxy(t, shared.Addr, func(c *testConfig) {
+	e := startProxy(t, sharedDB(t).Addr, func(c *testConfig) {
 		c.Users = []Account{{Name: "app", Password: "secret"}, {Name: "other", Password: "pw2"}}
 	})
 	victim := dialRaw(t, e.addr)
@@ -115,7 +115,7 @@ func TestKillMapsGreetingIDs(t *testing.T) {
 
 	killer := e.open(t, "", "")
 	// A stranger's thread: a direct session, sleeping.
-	direct := shared.Open(t, "")
+	direct := sharedDB(t).Open(t, "")
 	dconn, err := direct.Conn(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -192,7 +192,7 @@ func TestKillMapsGreetingIDs(t *testing.T) {
 // waitForQuery waits until the backend shows a statement running.
 func waitForQuery(t *testing.T, q string) {
 	t.Helper()
-	waitForQueryOn(t, shared, q)
+	waitForQueryOn(t, sharedDB(t), q)
 }
 
 // waitForQueryOn waits until server srv shows statement q running: a test
@@ -212,7 +212,7 @@ func waitForQueryOn(t *testing.T, srv *testdb.Server, q string) {
 // the connection, reset, as the old user, as MariaDB does; after three
 // refusals the command is refused (1047).
 func TestChangeUser(t *testing.T) {
-	e := startProxy(t, shared.Addr, func(c *testConfig) {
+	e := startProxy(t, sharedDB(t).Addr, func(c *testConfig) {
 		c.Users = []Account{{Name: "app", Password: "secret"}, {Name: "app2", Password: "pw2"}}
 	})
 	c := dialRaw(t, e.addr)
@@ -230,7 +230,7 @@ func TestChangeUser(t *testing.T) {
 		p = append(append(p, gomysql.AUTH_NATIVE_PASSWORD...), 0)
 		return c.command(p)
 	}
-	ensureDB(t, shared, "cudb")
+	ensureDB(t, sharedDB(t), "cudb")
 	if p := cu("app2", "pw2", "cudb"); p[0] != 0 {
 		t.Fatalf("change user answered %x", p)
 	}
@@ -270,7 +270,7 @@ func TestChangeUser(t *testing.T) {
 // Session tracking: after SET NAMES the OK packet carries the new
 // character_set_client, as the backend sends it (mysql2 decodes with it).
 func TestSessionTrack(t *testing.T) {
-	e := startProxy(t, shared.Addr, nil)
+	e := startProxy(t, sharedDB(t).Addr, nil)
 	c := dialRaw(t, e.addr)
 	if p := c.login("app", "secret", "", gomysql.CLIENT_SESSION_TRACK, 0); p[0] != 0 {
 		t.Fatalf("login: %x", p)
@@ -285,9 +285,9 @@ func TestSessionTrack(t *testing.T) {
 // MariaDB's extended type metadata: JSON columns say "json"; the proxy's
 // own result sets carry the (empty) metadata field when it is negotiated.
 func TestExtendedTypeInfo(t *testing.T) {
-	ensureDB(t, shared, "extdb")
-	shared.Exec(t, "DROP TABLE IF EXISTS extdb.j", "CREATE TABLE extdb.j (d JSON)", `INSERT INTO extdb.j VALUES ('{"a":1}')`)
-	e := startProxy(t, shared.Addr, nil, WithInterceptor(answer42{}))
+	ensureDB(t, sharedDB(t), "extdb")
+	sharedDB(t).Exec(t, "DROP TABLE IF EXISTS extdb.j", "CREATE TABLE extdb.j (d JSON)", `INSERT INTO extdb.j VALUES ('{"a":1}')`)
+	e := startProxy(t, sharedDB(t).Addr, nil, WithInterceptor(answer42{}))
 	c := dialRaw(t, e.addr)
 	if c.hello.extCaps&mariadbExtTypeInfo == 0 {
 		t.Skip("backend does not offer extended type info")
@@ -325,7 +325,7 @@ func (answer42) Query(_ context.Context, s *Session, sql []byte) (bool, error) {
 // connection too, so the pool opens a new one instead of failing.
 func TestBackendClosesIdleSession(t *testing.T) {
 	t.Parallel() // waits more than it works; own servers or own tables
-	e := startProxy(t, shared.Addr, nil)
+	e := startProxy(t, sharedDB(t).Addr, nil)
 	db := e.open(t, "", "wait_timeout=1")
 	db.SetMaxIdleConns(1)
 	var v int
@@ -348,7 +348,7 @@ func TestBackendClosesIdleSession(t *testing.T) {
 			tid = si.ThreadID
 		}
 	}
-	shared.Exec(t, fmt.Sprintf("KILL %d", tid))
+	sharedDB(t).Exec(t, fmt.Sprintf("KILL %d", tid))
 	expectClosed(t, c.l.conn)
 
 	// A command that arrives before the proxy's idle watch has noticed
@@ -361,7 +361,7 @@ func TestBackendClosesIdleSession(t *testing.T) {
 			tid = si.ThreadID
 		}
 	}
-	shared.Exec(t, fmt.Sprintf("KILL %d", tid))
+	sharedDB(t).Exec(t, fmt.Sprintf("KILL %d", tid))
 	if err := c2.l.writeCommand(append([]byte{gomysql.COM_QUERY}, "SELECT 1"...)); err != nil {
 		t.Fatal(err)
 	}
@@ -374,8 +374,8 @@ func TestBackendClosesIdleSession(t *testing.T) {
 // LOAD DATA LOCAL INFILE: the file request goes to the client and its file
 // to the backend.
 func TestLocalInfile(t *testing.T) {
-	ensureDB(t, shared, "infiledb")
-	shared.Exec(t, "DROP TABLE IF EXISTS infiledb.t", "CREATE TABLE infiledb.t (id INT PRIMARY KEY, s VARCHAR(20))")
+	ensureDB(t, sharedDB(t), "infiledb")
+	sharedDB(t).Exec(t, "DROP TABLE IF EXISTS infiledb.t", "CREATE TABLE infiledb.t (id INT PRIMARY KEY, s VARCHAR(20))")
 	path := filepath.Join(t.TempDir(), "rows.csv")
 	var b strings.Builder
 	for i := 1; i <= 5000; i++ {
@@ -385,7 +385,7 @@ func TestLocalInfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	mysql.RegisterLocalFile(path)
-	e := startProxy(t, shared.Addr, nil)
+	e := startProxy(t, sharedDB(t).Addr, nil)
 	db := e.open(t, "infiledb", "")
 	res, err := db.Exec("LOAD DATA LOCAL INFILE '" + path + "' INTO TABLE t FIELDS TERMINATED BY ','")
 	if err != nil {
@@ -403,9 +403,9 @@ func TestLocalInfile(t *testing.T) {
 // The compressed protocol on the client leg, with results and statements
 // larger than one frame.
 func TestCompression(t *testing.T) {
-	ensureDB(t, shared, "compdb")
-	shared.Exec(t, "DROP TABLE IF EXISTS compdb.t", "CREATE TABLE compdb.t (id INT PRIMARY KEY, s LONGTEXT)")
-	e := startProxy(t, shared.Addr, nil)
+	ensureDB(t, sharedDB(t), "compdb")
+	sharedDB(t).Exec(t, "DROP TABLE IF EXISTS compdb.t", "CREATE TABLE compdb.t (id INT PRIMARY KEY, s LONGTEXT)")
+	e := startProxy(t, sharedDB(t).Addr, nil)
 	db := e.open(t, "compdb", "compress=true")
 	big := strings.Repeat("abcdefghij", 300_000) // 3 MB, larger than one frame
 	if _, err := db.Exec("INSERT INTO t VALUES (1, ?)", big); err != nil {
@@ -428,7 +428,7 @@ func TestCompression(t *testing.T) {
 
 // A prepare with 65,535 parameters used to spin forever (uint16 counter).
 func TestPrepareMaxParams(t *testing.T) {
-	e := startProxy(t, shared.Addr, nil)
+	e := startProxy(t, sharedDB(t).Addr, nil)
 	db := e.open(t, "", "")
 	q := "SELECT ?" + strings.Repeat(",?", 65534)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -448,7 +448,7 @@ func TestPrepareMaxParams(t *testing.T) {
 func TestUnixSockets(t *testing.T) {
 	cfg := Config{
 		Listen:  filepath.Join(t.TempDir(), "leafproxy.sock"),
-		Backend: Backend{Addr: filepath.Join(shared.Dir, "mysqld.sock"), User: "root"},
+		Backend: Backend{Addr: filepath.Join(sharedDB(t).Dir, "mysqld.sock"), User: "root"},
 		Users:   []Account{{Name: "app", Password: "secret"}},
 	}
 	srv, err := NewServer(cfg, WithLogger(testLogger()))

@@ -136,7 +136,7 @@ func floodLoginLatency(t *testing.T, variant string) {
 	if n, err := strconv.Atoi(os.Getenv("LEAF_FLOOD_TRIES")); err == nil && n > 0 {
 		tries = n
 	}
-	e := startProxy(t, shared.Addr, func(c *testConfig) {
+	e := startProxy(t, sharedDB(t).Addr, func(c *testConfig) {
 		if n, err := strconv.Atoi(os.Getenv("LEAF_FLOOD_MAX_HANDSHAKES")); err == nil {
 			c.Limits.MaxHandshakes = n
 		}

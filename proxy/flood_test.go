@@ -26,7 +26,7 @@ func TestHandshakeFloodShare(t *testing.T) {
 	if lim := raiseNoFile(t); uint64(2*silent+500) > lim {
 		silent = int(lim-500) / 2
 	}
-	e := startProxy(t, shared.Addr, func(c *testConfig) {
+	e := startProxy(t, sharedDB(t).Addr, func(c *testConfig) {
 		c.Limits.MaxHandshakes = silent / 2
 		c.Limits.MaxSilentHandshakes = silent / 2
 		c.Limits.HandshakeTimeout = 5 * time.Second

@@ -84,7 +84,7 @@ const mib = 1 << 20
 // claim just under it costs at most 64 KiB per pending handshake, bounded by
 // limits.max_handshakes. Bound asserted: < 64 MiB heap growth in-process.
 func TestPreAuthMemoryBound(t *testing.T) {
-	e := startProxy(t, shared.Addr, func(c *testConfig) { c.Limits.HandshakeTimeout = testDuration(20 * time.Second) })
+	e := startProxy(t, sharedDB(t).Addr, func(c *testConfig) { c.Limits.HandshakeTimeout = testDuration(20 * time.Second) })
 	w := newWitness(t, e)
 	const conns = 200
 	for _, claim := range []struct {
@@ -158,7 +158,7 @@ limits:
   command_memory: %dMiB
 log:
   level: warn
-`, shared.Addr, budget/mib))
+`, sharedDB(t).Addr, budget/mib))
 	chunk := bytes.Repeat([]byte{'x'}, maxPayload) // shared: the clients hold nothing per query
 	m := p.Measure(t)
 	results := sendHugeConcurrently(t, p.Addr, 4, 256*mib, chunk)
@@ -316,7 +316,7 @@ func TestSlowLoris(t *testing.T) {
 	if testing.Short() {
 		silent = 1024
 	}
-	e := startProxy(t, shared.Addr, func(c *testConfig) {
+	e := startProxy(t, sharedDB(t).Addr, func(c *testConfig) {
 		c.Limits.HandshakeTimeout = testDuration(4 * time.Second)
 		c.Limits.MaxConnections = 64 // far fewer than the silent crowd
 		c.Limits.MaxSilentHandshakes = silent / 4
@@ -478,7 +478,7 @@ func TestLargeCommandsTakeTurns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sends 160 MB through loopback")
 	}
-	e := startProxy(t, shared.Addr, func(c *testConfig) { c.Limits.CommandMemory = 64 * mib })
+	e := startProxy(t, sharedDB(t).Addr, func(c *testConfig) { c.Limits.CommandMemory = 64 * mib })
 	// What is tested is taking turns, not how fast: on a loaded machine
 	// one 40 MiB command can take longer than the default 10 s turn.
 	e.srv.mem.wait = 3 * time.Minute
@@ -503,7 +503,7 @@ func TestCommandLargerThanCommandMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sends 35 MB through loopback")
 	}
-	e := startProxy(t, shared.Addr, func(c *testConfig) { c.Limits.CommandMemory = 32 * mib })
+	e := startProxy(t, sharedDB(t).Addr, func(c *testConfig) { c.Limits.CommandMemory = 32 * mib })
 	// The waiting refusal (after 10 s) says "in use by other large
 	// statements": the wording checked below is the immediate one's.
 	mc := mysql.NewConfig()

@@ -31,7 +31,7 @@ func startLoggedProxy(t testing.TB, mutate func(*testConfig)) (*env, *testdb.Loc
 	t.Helper()
 	buf := &testdb.LockedBuffer{}
 	log := slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	return startProxy(t, shared.Addr, mutate, WithLogger(log)), buf
+	return startProxy(t, sharedDB(t).Addr, mutate, WithLogger(log)), buf
 }
 
 // witness is a logged-in go-sql-driver session kept open across a test:

@@ -16,7 +16,7 @@ import (
 // collections and debug.FreeOSMemory), and the sessions carry on as
 // before. bench/TestIdleMemory measures the RSS.
 func TestIdleMemoryReturned(t *testing.T) {
-	e := startProxy(t, shared.Addr, nil)
+	e := startProxy(t, sharedDB(t).Addr, nil)
 	e.srv.idleMem.min.Store(1 << 20) // ~20 sessions' buffers instead of 16 MB
 	db := e.open(t, "", "")
 	const n = 24

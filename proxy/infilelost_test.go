@@ -34,9 +34,9 @@ func (f *blockingFile) Read(p []byte) (int, error) {
 // connection, not an error packet from the proxy as the statement's answer.
 func TestBackendLostDuringLocalInfile(t *testing.T) {
 	t.Parallel()
-	ensureDB(t, shared, "infilelost")
-	shared.Exec(t, "CREATE TABLE IF NOT EXISTS infilelost.t (s TEXT)")
-	e := startProxy(t, shared.Addr, nil)
+	ensureDB(t, sharedDB(t), "infilelost")
+	sharedDB(t).Exec(t, "CREATE TABLE IF NOT EXISTS infilelost.t (s TEXT)")
+	e := startProxy(t, sharedDB(t).Addr, nil)
 	c, id := backendThread(t, e.open(t, "infilelost", ""))
 	defer c.Close()
 	f := &blockingFile{first: strings.NewReader(strings.Repeat("line\n", 1000)), release: make(chan struct{})}
@@ -47,7 +47,7 @@ func TestBackendLostDuringLocalInfile(t *testing.T) {
 		_, err := c.ExecContext(context.Background(), "LOAD DATA LOCAL INFILE 'Reader::infilelost' INTO TABLE t")
 		done <- err
 	}()
-	root := shared.Open(t, "")
+	root := sharedDB(t).Open(t, "")
 	testwait.For(t, "the LOAD DATA runs", func() bool {
 		var n int
 		_ = root.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ? AND INFO LIKE 'LOAD DATA%'", id).Scan(&n)

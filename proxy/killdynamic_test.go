@@ -16,14 +16,14 @@ import (
 // thread.
 func TestPrepareFromKill(t *testing.T) {
 	t.Parallel()
-	e := startProxy(t, shared.Addr, nil)
-	stranger, strangerID := backendThread(t, shared.Open(t, ""))
+	e := startProxy(t, sharedDB(t).Addr, nil)
+	stranger, strangerID := backendThread(t, sharedDB(t).Open(t, ""))
 	defer stranger.Close()
 	ctx := context.Background()
 	c, _ := backendThread(t, e.open(t, "", "multiStatements=true"))
 	defer c.Close()
-	ensureDB(t, shared, "killdyn")
-	direct, _ := backendThread(t, shared.Open(t, ""))
+	ensureDB(t, sharedDB(t), "killdyn")
+	direct, _ := backendThread(t, sharedDB(t).Open(t, ""))
 	defer direct.Close()
 
 	// The server's own answers to the PREPARE itself.
@@ -50,7 +50,7 @@ func TestPrepareFromKill(t *testing.T) {
 	if _, err := c.ExecContext(ctx, "CREATE OR REPLACE PROCEDURE killdyn.kill_prepared() EXECUTE s"); err != nil {
 		t.Fatal(err)
 	}
-	defer shared.Exec(t, "DROP PROCEDURE IF EXISTS killdyn.kill_prepared")
+	defer sharedDB(t).Exec(t, "DROP PROCEDURE IF EXISTS killdyn.kill_prepared")
 	_, err = c.ExecContext(ctx, "CALL killdyn.kill_prepared()")
 	refused("EXECUTE in a procedure", err)
 	if err := stranger.PingContext(ctx); err != nil {

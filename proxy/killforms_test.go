@@ -43,8 +43,8 @@ func killAnswer(t *testing.T, c *sql.Conn, q string, prepared bool) (uint16, str
 // text and the binary protocol, for ids no proxy session has.
 func TestKillFormsAnswerAsServer(t *testing.T) {
 	t.Parallel()
-	e := startProxy(t, shared.Addr, nil)
-	direct, _ := backendThread(t, shared.Open(t, ""))
+	e := startProxy(t, sharedDB(t).Addr, nil)
+	direct, _ := backendThread(t, sharedDB(t).Open(t, ""))
 	defer direct.Close()
 	via, _ := backendThread(t, e.open(t, "", ""))
 	defer via.Close()
@@ -77,7 +77,7 @@ func TestKillFormsAnswerAsServer(t *testing.T) {
 // the session lives on.
 func TestKillConnectionID(t *testing.T) {
 	t.Parallel()
-	e := startProxy(t, shared.Addr, nil)
+	e := startProxy(t, sharedDB(t).Addr, nil)
 	for _, prepared := range []bool{false, true} {
 		c, _ := backendThread(t, e.open(t, "", ""))
 		if code, msg := killAnswer(t, c, "KILL QUERY CONNECTION_ID()", prepared); code != 1317 {
@@ -100,7 +100,7 @@ func TestKillConnectionID(t *testing.T) {
 // the same user, and never a thread the proxy did not open.
 func TestKillFormsReachOwnSessions(t *testing.T) {
 	t.Parallel()
-	e := startProxy(t, shared.Addr, nil)
+	e := startProxy(t, sharedDB(t).Addr, nil)
 	db := e.open(t, "", "")
 	killer, _ := backendThread(t, db)
 	defer killer.Close()
@@ -154,7 +154,7 @@ func TestKillFormsReachOwnSessions(t *testing.T) {
 
 	// KILL QUERY USER of the backend account: the proxy session's query
 	// stops, a direct connection's query of the same account runs on.
-	stranger, strangerID := backendThread(t, shared.Open(t, ""))
+	stranger, strangerID := backendThread(t, sharedDB(t).Open(t, ""))
 	defer stranger.Close()
 	strangerDone := sleeper(stranger, "SELECT SLEEP(63)")
 	done = sleeper(victim, "SELECT SLEEP(64)")
@@ -174,7 +174,7 @@ func TestKillFormsReachOwnSessions(t *testing.T) {
 		t.Fatalf("a direct connection's statement ended: %v", err)
 	default:
 	}
-	shared.Open(t, "").Exec(fmt.Sprintf("KILL QUERY %d", strangerID))
+	sharedDB(t).Open(t, "").Exec(fmt.Sprintf("KILL QUERY %d", strangerID))
 	<-strangerDone
 
 	// KILL USER ends the other sessions, then the killer's own after its OK.
@@ -198,8 +198,8 @@ func TestKillFormsReachOwnSessions(t *testing.T) {
 // KILLs from threads it did not open.
 func TestKillAcrossBackendAccounts(t *testing.T) {
 	t.Parallel()
-	shared.Exec(t, "CREATE USER IF NOT EXISTS kill_low@'%'", "GRANT SELECT ON *.* TO kill_low@'%'")
-	e := startProxy(t, shared.Addr, func(c *testConfig) {
+	sharedDB(t).Exec(t, "CREATE USER IF NOT EXISTS kill_low@'%'", "GRANT SELECT ON *.* TO kill_low@'%'")
+	e := startProxy(t, sharedDB(t).Addr, func(c *testConfig) {
 		c.Users = append(c.Users, Account{Name: "low", Password: "pw", BackendUser: "kill_low"})
 	})
 	open := func(user, pw string) *sql.DB {
@@ -216,7 +216,7 @@ func TestKillAcrossBackendAccounts(t *testing.T) {
 	defer low.Close()
 
 	// Directly, kill_low may not kill root's thread: 1095.
-	directLow, err := sql.Open("mysql", "kill_low@tcp("+shared.Addr+")/")
+	directLow, err := sql.Open("mysql", "kill_low@tcp("+sharedDB(t).Addr+")/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +243,7 @@ func TestKillAcrossBackendAccounts(t *testing.T) {
 	}()
 	waitForQuery(t, "SELECT SLEEP(66)")
 	var qid int64
-	if err := shared.Open(t, "").QueryRow("SELECT QUERY_ID FROM information_schema.PROCESSLIST WHERE INFO = 'SELECT SLEEP(66)'").Scan(&qid); err != nil {
+	if err := sharedDB(t).Open(t, "").QueryRow("SELECT QUERY_ID FROM information_schema.PROCESSLIST WHERE INFO = 'SELECT SLEEP(66)'").Scan(&qid); err != nil {
 		t.Fatal(err)
 	}
 	q = fmt.Sprintf("KILL QUERY ID %d", qid)

@@ -18,7 +18,7 @@ import (
 // thread's, and the proxy lists the session under it.
 func TestBackendAccountIDsAgree(t *testing.T) {
 	t.Parallel()
-	e := startProxy(t, shared.Addr, func(c *testConfig) { c.Users = nil })
+	e := startProxy(t, sharedDB(t).Addr, func(c *testConfig) { c.Users = nil })
 	for _, compress := range []bool{false, true} {
 		rc := dialRaw(t, e.addr)
 		var caps uint32
@@ -39,7 +39,7 @@ func TestBackendAccountIDsAgree(t *testing.T) {
 			t.Errorf("compress %v: greeted with %d, CONNECTION_ID() = %s", compress, greeted, got)
 		}
 		// The processlist, read through another session and directly.
-		for _, db := range []*sql.DB{shared.Open(t, ""), openAs(t, e, "root")} {
+		for _, db := range []*sql.DB{sharedDB(t).Open(t, ""), openAs(t, e, "root")} {
 			var user, host string
 			if err := db.QueryRow("SELECT USER, HOST FROM information_schema.PROCESSLIST WHERE ID = ?", greeted).Scan(&user, &host); err != nil {
 				t.Errorf("processlist has no thread %d: %v", greeted, err)
@@ -89,7 +89,7 @@ func openAs(t *testing.T, e *env, user string) *sql.DB {
 // client's connection.
 func TestBackendAccountKillForms(t *testing.T) {
 	t.Parallel()
-	e := startProxy(t, shared.Addr, func(c *testConfig) { c.Users = nil })
+	e := startProxy(t, sharedDB(t).Addr, func(c *testConfig) { c.Users = nil })
 	db := openAs(t, e, "root")
 	ctx := context.Background()
 	killer, _ := backendThread(t, db)

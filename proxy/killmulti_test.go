@@ -19,9 +19,9 @@ import (
 // nothing of the text runs.
 func TestKillInMultiStatementMapped(t *testing.T) {
 	t.Parallel()
-	ensureDB(t, shared, "killmulti")
-	shared.Exec(t, "DROP TABLE IF EXISTS killmulti.t", "CREATE TABLE killmulti.t (v INT)")
-	e := startProxy(t, shared.Addr, func(c *testConfig) {
+	ensureDB(t, sharedDB(t), "killmulti")
+	sharedDB(t).Exec(t, "DROP TABLE IF EXISTS killmulti.t", "CREATE TABLE killmulti.t (v INT)")
+	e := startProxy(t, sharedDB(t).Addr, func(c *testConfig) {
 		c.Users = []Account{{Name: "app", Password: "secret"}, {Name: "other", Password: "pw2"}}
 	})
 	ctx := context.Background()
@@ -36,7 +36,7 @@ func TestKillInMultiStatementMapped(t *testing.T) {
 	app, other := open("app", "secret"), open("other", "pw2")
 	var me *mysql.MySQLError
 	rows := func() (n int) {
-		if err := shared.Open(t, "").QueryRow("SELECT COUNT(*) FROM killmulti.t").Scan(&n); err != nil {
+		if err := sharedDB(t).Open(t, "").QueryRow("SELECT COUNT(*) FROM killmulti.t").Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
@@ -71,7 +71,7 @@ func TestKillInMultiStatementMapped(t *testing.T) {
 	// Another proxy user's session, and a thread the proxy did not open:
 	// 1094 at the KILL, the statements before it have run, those after
 	// it have not (as the server's own 1094 would).
-	direct, directID := backendThread(t, shared.Open(t, ""))
+	direct, directID := backendThread(t, sharedDB(t).Open(t, ""))
 	defer direct.Close()
 	for _, c := range []struct {
 		db *sql.DB
@@ -85,7 +85,7 @@ func TestKillInMultiStatementMapped(t *testing.T) {
 		}
 	}
 	// Ids no thread has, as the server words them (past 2^63, past 2^64).
-	directMulti, err := sql.Open("mysql", "root@tcp("+shared.Addr+")/killmulti?multiStatements=true")
+	directMulti, err := sql.Open("mysql", "root@tcp("+sharedDB(t).Addr+")/killmulti?multiStatements=true")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,10 +15,10 @@ import (
 // (killrelay.go).
 func TestKillPassThroughAccounts(t *testing.T) {
 	t.Parallel()
-	shared.Exec(t,
+	sharedDB(t).Exec(t,
 		"CREATE USER IF NOT EXISTS kpt_a@'%'", "GRANT SELECT ON *.* TO kpt_a@'%'",
 		"CREATE USER IF NOT EXISTS kpt_b@'%'", "GRANT SELECT ON *.* TO kpt_b@'%'")
-	e := startProxy(t, shared.Addr, func(c *testConfig) { c.Users = nil })
+	e := startProxy(t, sharedDB(t).Addr, func(c *testConfig) { c.Users = nil })
 	open := func(dsn string) *sql.DB {
 		d, err := sql.Open("mysql", dsn)
 		if err != nil {
@@ -38,7 +38,7 @@ func TestKillPassThroughAccounts(t *testing.T) {
 	defer root.Close()
 
 	// kpt_b may not kill kpt_a's thread: the backend's 1095, word for word.
-	directB, _ := backendThread(t, open("kpt_b@tcp("+shared.Addr+")/"))
+	directB, _ := backendThread(t, open("kpt_b@tcp("+sharedDB(t).Addr+")/"))
 	defer directB.Close()
 	q := fmt.Sprintf("KILL %d", a1ID)
 	wantCode, wantMsg := killAnswer(t, directB, q, false)

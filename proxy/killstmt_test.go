@@ -96,8 +96,8 @@ func backendThread(t testing.TB, db *sql.DB) (*sql.Conn, int64) {
 // same user is killed; KILL in EXECUTE IMMEDIATE text is refused.
 func TestPreparedKill(t *testing.T) {
 	t.Parallel()
-	e := startProxy(t, shared.Addr, nil)
-	direct := shared.Open(t, "")
+	e := startProxy(t, sharedDB(t).Addr, nil)
+	direct := sharedDB(t).Open(t, "")
 	stranger, strangerID := backendThread(t, direct)
 	defer stranger.Close()
 

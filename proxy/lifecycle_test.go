@@ -98,7 +98,7 @@ func TestBackendKilledMidSession(t *testing.T) {
 }
 
 func TestManyConnections(t *testing.T) {
-	e := startProxy(t, shared.Addr, nil)
+	e := startProxy(t, sharedDB(t).Addr, nil)
 	const n = 500
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -141,7 +141,7 @@ func TestManyConnections(t *testing.T) {
 }
 
 func TestMaxConnections(t *testing.T) {
-	e := startProxy(t, shared.Addr, func(c *testConfig) { c.Limits.MaxConnections = 2 })
+	e := startProxy(t, sharedDB(t).Addr, func(c *testConfig) { c.Limits.MaxConnections = 2 })
 	db := e.open(t, "", "")
 	db.SetMaxIdleConns(0) // Conn.Close really closes
 	ctx := context.Background()
@@ -168,7 +168,7 @@ func TestShutdownWithStatementsInFlight(t *testing.T) {
 	// A grace far above what the shutdown should take, so that "an idle
 	// session kept it waiting" (the whole grace) stays apart from a slow
 	// shutdown on a loaded machine.
-	e := startProxy(t, shared.Addr, func(c *testConfig) { c.Shutdown.Grace = testDuration(60 * time.Second) })
+	e := startProxy(t, sharedDB(t).Addr, func(c *testConfig) { c.Shutdown.Grace = testDuration(60 * time.Second) })
 	busy := e.open(t, "", "")
 	idle := e.open(t, "", "")
 	ctx := context.Background()
@@ -227,7 +227,7 @@ func TestShutdownWithStatementsInFlight(t *testing.T) {
 
 // Statements still running when the grace period ends are cut off.
 func TestShutdownGraceExpires(t *testing.T) {
-	e := startProxy(t, shared.Addr, func(c *testConfig) { c.Shutdown.Grace = testDuration(500 * time.Millisecond) })
+	e := startProxy(t, sharedDB(t).Addr, func(c *testConfig) { c.Shutdown.Grace = testDuration(500 * time.Millisecond) })
 	db := e.open(t, "", "")
 	result := make(chan error, 1)
 	go func() {

@@ -25,7 +25,7 @@ import (
 func TestIdleTimeout(t *testing.T) {
 	for _, loops := range append(runnerCounts, -1) {
 		t.Run(fmt.Sprintf("event_loops=%d", loops), func(t *testing.T) {
-			e := startProxy(t, shared.Addr, func(c *Config) {
+			e := startProxy(t, sharedDB(t).Addr, func(c *Config) {
 				c.Limits.IdleTimeout = 300 * time.Millisecond
 				c.EventLoops = loops
 			})
@@ -89,7 +89,7 @@ func testLoopIdleTimeoutOnBusyLoop(t *testing.T, runners int) {
 
 // Shutdown twice (an explicit call and the context's) is harmless.
 func TestShutdownTwice(t *testing.T) {
-	e := startProxy(t, shared.Addr, nil)
+	e := startProxy(t, sharedDB(t).Addr, nil)
 	db := e.open(t, "", "")
 	if err := db.Ping(); err != nil {
 		t.Fatal(err)

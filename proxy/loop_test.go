@@ -59,7 +59,7 @@ func TestLoop(t *testing.T) {
 // loop of the given number of runners (mutate may change that too).
 func startLoopProxy(t testing.TB, runners int, mutate func(*testConfig), opts ...Option) *env {
 	t.Helper()
-	return startProxy(t, shared.Addr, func(c *testConfig) {
+	return startProxy(t, sharedDB(t).Addr, func(c *testConfig) {
 		c.EventLoops = runners
 		if mutate != nil {
 			mutate(c)
@@ -224,7 +224,7 @@ func testLoopHandoffRoundTrips(t *testing.T, runners int) {
 // client, measured directly, stays under 16 MiB of the 48 MB result), and
 // the result arrives whole once the client reads.
 func testLoopSlowClient(t *testing.T, runners int) {
-	ensureDB(t, shared, "loopt")
+	ensureDB(t, sharedDB(t), "loopt")
 	e := startLoopProxy(t, runners, nil)
 	c := loggedIn(t, e.addr, "loopt")
 	const rows, width = 48, 1 << 20
@@ -288,15 +288,15 @@ func testLoopSlowClient(t *testing.T, runners int) {
 // A client that sends an INSERT and COM_QUIT and closes without reading:
 // the INSERT still reaches the backend, as it would directly.
 func testLoopClientLeavesAfterPipelinedInsert(t *testing.T, runners int) {
-	ensureDB(t, shared, "loopt")
-	shared.Exec(t, "CREATE TABLE IF NOT EXISTS loopt.quit (id INT PRIMARY KEY)", "DELETE FROM loopt.quit")
+	ensureDB(t, sharedDB(t), "loopt")
+	sharedDB(t).Exec(t, "CREATE TABLE IF NOT EXISTS loopt.quit (id INT PRIMARY KEY)", "DELETE FROM loopt.quit")
 	e := startLoopProxy(t, runners, nil)
 	for i := range 20 {
 		c := loggedIn(t, e.addr, "")
 		sendCommands(t, c, queryPkt(fmt.Sprintf("INSERT INTO loopt.quit VALUES (%d)", i)), []byte{gomysql.COM_QUIT})
 		c.l.conn.Close()
 	}
-	db := shared.Open(t, "loopt")
+	db := sharedDB(t).Open(t, "loopt")
 	var n int
 	testwait.For(t, "the 20 INSERTs sent before each client left reach the backend", func() bool {
 		if err := db.QueryRow("SELECT COUNT(*) FROM quit").Scan(&n); err != nil {

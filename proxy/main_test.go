@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"database/sql"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,8 +18,23 @@ import (
 	"github.com/leafproxy/leafproxy/internal/testdb"
 )
 
-// shared is one MariaDB for the tests that do not stop their backend.
-var shared *testdb.Server
+// shared is one MariaDB for the tests that do not stop their backend;
+// tests reach it through sharedDB. It is nil, and sharedErr says why, only
+// under -short on a machine without MariaDB (testdb.Skippable).
+var (
+	shared    *testdb.Server
+	sharedErr error
+)
+
+// sharedDB is the shared MariaDB; on a machine without one (possible only
+// under -short, see TestMain) it skips the test, saying so.
+func sharedDB(tb testing.TB) *testdb.Server {
+	tb.Helper()
+	if shared == nil {
+		testdb.Unavailable(tb, sharedErr)
+	}
+	return shared
+}
 
 func TestMain(m *testing.M) {
 	if addr := os.Getenv(floodChildEnv); addr != "" {
@@ -27,11 +43,17 @@ func TestMain(m *testing.M) {
 		runFloodChild(addr)
 		os.Exit(0)
 	}
-	var err error
-	if shared, err = testdb.New(); err != nil {
-		fmt.Fprintln(os.Stderr, "start MariaDB:", err)
-		testdb.CleanupTemplate()
-		os.Exit(1)
+	flag.Parse() // testdb.Skippable reads -short
+	if shared, sharedErr = testdb.New(); sharedErr != nil {
+		if !testdb.Skippable(sharedErr) {
+			fmt.Fprintln(os.Stderr, "start MariaDB:", sharedErr)
+			testdb.CleanupTemplate()
+			os.Exit(1)
+		}
+		// go test -short without MariaDB: the tests that need none
+		// (packets, tracker, compression, ...) run, the others skip
+		// through sharedDB. Main exits.
+		testdb.Main(m, leafproc.Cleanup)
 	}
 	testdb.Main(m, shared.Close, leafproc.Cleanup)
 }

@@ -13,9 +13,9 @@ import (
 // a large statement before the pause and a large result after it.
 func TestParkedSessionsWork(t *testing.T) {
 	t.Parallel() // waits more than it works; own servers or own tables
-	ensureDB(t, shared, "parkdb")
-	shared.Exec(t, "DROP TABLE IF EXISTS parkdb.t", "CREATE TABLE parkdb.t (id INT PRIMARY KEY, s LONGTEXT)")
-	e := startProxy(t, shared.Addr, nil)
+	ensureDB(t, sharedDB(t), "parkdb")
+	sharedDB(t).Exec(t, "DROP TABLE IF EXISTS parkdb.t", "CREATE TABLE parkdb.t (id INT PRIMARY KEY, s LONGTEXT)")
+	e := startProxy(t, sharedDB(t).Addr, nil)
 	big := strings.Repeat("0123456789", 100_000)
 	for i, params := range []string{"", "compress=true"} {
 		db := e.open(t, "parkdb", params)

@@ -134,8 +134,8 @@ func binaryInts(row []byte, cols int, width int) []int64 {
 // executed with a cursor asked for is answered the same way (the server
 // opens cursors for SELECT only).
 func TestPreparedCallResultSetsWithCursorFlag(t *testing.T) {
-	ensureDB(t, shared, "pcall")
-	shared.Exec(t, "DROP TABLE IF EXISTS pcall.src", "CREATE TABLE pcall.src (a INT)",
+	ensureDB(t, sharedDB(t), "pcall")
+	sharedDB(t).Exec(t, "DROP TABLE IF EXISTS pcall.src", "CREATE TABLE pcall.src (a INT)",
 		"INSERT INTO pcall.src VALUES (1), (2), (3), (4)",
 		"DROP PROCEDURE IF EXISTS pcall.p",
 		`CREATE PROCEDURE pcall.p(IN n INT, OUT total BIGINT)
@@ -147,7 +147,7 @@ func TestPreparedCallResultSetsWithCursorFlag(t *testing.T) {
 		  END FOR;
 		  SET total = s;
 		END`)
-	e := startProxy(t, shared.Addr, nil)
+	e := startProxy(t, sharedDB(t).Addr, nil)
 	for _, loop := range []bool{true, false} {
 		for _, flags := range []byte{0, 1} { // no cursor; CURSOR_TYPE_READ_ONLY
 			t.Run(fmt.Sprintf("loop=%v/cursor=%d", loop, flags), func(t *testing.T) {
@@ -203,10 +203,10 @@ func TestPreparedCallResultSetsWithCursorFlag(t *testing.T) {
 // A cursor the client asks for holds a SELECT's rows: the execute's
 // response ends after the definitions and COM_STMT_FETCH reads the rows.
 func TestPreparedCursorFetch(t *testing.T) {
-	ensureDB(t, shared, "pcur")
-	shared.Exec(t, "DROP TABLE IF EXISTS pcur.t", "CREATE TABLE pcur.t (a INT)",
+	ensureDB(t, sharedDB(t), "pcur")
+	sharedDB(t).Exec(t, "DROP TABLE IF EXISTS pcur.t", "CREATE TABLE pcur.t (a INT)",
 		"INSERT INTO pcur.t VALUES (1), (2), (3), (4), (5)")
-	e := startProxy(t, shared.Addr, nil)
+	e := startProxy(t, sharedDB(t).Addr, nil)
 	c := dialRaw(t, e.addr)
 	if p := c.login("app", "secret", "pcur", gomysql.CLIENT_MULTI_RESULTS|gomysql.CLIENT_PS_MULTI_RESULTS, 0); p[0] != 0 {
 		t.Fatalf("login: % x", p)

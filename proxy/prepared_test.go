@@ -12,8 +12,8 @@ import (
 // new values, NULLs and long data (go-sql-driver sends arguments larger than
 // maxAllowedPacket/(params+1) with COM_STMT_SEND_LONG_DATA).
 func TestPreparedStatements(t *testing.T) {
-	ensureDB(t, shared, "prep")
-	e := startProxy(t, shared.Addr, nil)
+	ensureDB(t, sharedDB(t), "prep")
+	e := startProxy(t, sharedDB(t).Addr, nil)
 	db := e.open(t, "prep", "maxAllowedPacket=4096")
 	mustExec(t, db, "DROP TABLE IF EXISTS p")
 	mustExec(t, db, "CREATE TABLE p (id INT PRIMARY KEY, s VARCHAR(20), n DOUBLE, b LONGBLOB)")
@@ -75,8 +75,8 @@ func TestPreparedStatements(t *testing.T) {
 
 // Packets of 16 MB and more, both directions, in text and binary protocol.
 func TestLargePackets(t *testing.T) {
-	ensureDB(t, shared, "big")
-	e := startProxy(t, shared.Addr, nil)
+	ensureDB(t, sharedDB(t), "big")
+	e := startProxy(t, sharedDB(t).Addr, nil)
 	for _, params := range []string{"interpolateParams=true", ""} {
 		db := e.open(t, "big", params)
 		mustExec(t, db, "DROP TABLE IF EXISTS big")

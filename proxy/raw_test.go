@@ -62,7 +62,7 @@ func expectClosed(t *testing.T, nc net.Conn) {
 }
 
 func TestMalformedPackets(t *testing.T) {
-	e := startProxy(t, shared.Addr, nil)
+	e := startProxy(t, sharedDB(t).Addr, nil)
 	witness := rawLogin(t, e, "")
 	check := func() {
 		t.Helper()
@@ -152,9 +152,9 @@ func TestMalformedPackets(t *testing.T) {
 
 // Commands beyond queries: each relayed and answered in its own shape.
 func TestOtherCommands(t *testing.T) {
-	ensureDB(t, shared, "cmds")
-	shared.Exec(t, "CREATE TABLE IF NOT EXISTS cmds.f (a INT, b VARCHAR(10))")
-	e := startProxy(t, shared.Addr, nil)
+	ensureDB(t, sharedDB(t), "cmds")
+	sharedDB(t).Exec(t, "CREATE TABLE IF NOT EXISTS cmds.f (a INT, b VARCHAR(10))")
+	e := startProxy(t, sharedDB(t).Addr, nil)
 	c := rawLogin(t, e, "cmds")
 
 	fields, err := c.FieldList("f", "")

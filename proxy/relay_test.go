@@ -11,8 +11,8 @@ import (
 )
 
 func TestRelayBasics(t *testing.T) {
-	ensureDB(t, shared, "relay")
-	e := startProxy(t, shared.Addr, nil)
+	ensureDB(t, sharedDB(t), "relay")
+	e := startProxy(t, sharedDB(t).Addr, nil)
 	for _, params := range []string{"interpolateParams=true&multiStatements=true", "multiStatements=true"} {
 		t.Run(params, func(t *testing.T) {
 			db := e.open(t, "relay", params)

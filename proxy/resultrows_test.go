@@ -64,8 +64,8 @@ func (rowsInterceptor) Execute(_ context.Context, s *Session, id uint32, _ []byt
 // binary one, with and without parseTime; a value of the wrong type is
 // refused before anything is written and the session goes on.
 func TestWriteRows(t *testing.T) {
-	ensureDB(t, shared, "typedrows")
-	e := startProxy(t, shared.Addr, nil, WithInterceptor(rowsInterceptor{}))
+	ensureDB(t, sharedDB(t), "typedrows")
+	e := startProxy(t, sharedDB(t).Addr, nil, WithInterceptor(rowsInterceptor{}))
 	for _, params := range []string{"", "parseTime=true"} {
 		db := e.open(t, "typedrows", params)
 		ctx := context.Background()

@@ -132,10 +132,10 @@ func (ti *testInterceptor) SessionClosed(s *Session) {
 }
 
 func TestInterceptorSeams(t *testing.T) {
-	ensureDB(t, shared, "seams")
-	ensureDB(t, shared, "seams2")
+	ensureDB(t, sharedDB(t), "seams")
+	ensureDB(t, sharedDB(t), "seams2")
 	ti := &testInterceptor{seen: map[string]string{}}
-	e := startProxy(t, shared.Addr, nil, WithInterceptor(ti))
+	e := startProxy(t, sharedDB(t).Addr, nil, WithInterceptor(ti))
 	db := e.open(t, "seams", "")
 	ctx := context.Background()
 	conn, err := db.Conn(ctx)

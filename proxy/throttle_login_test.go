@@ -59,7 +59,7 @@ func login(t *testing.T, dsn string) uint16 {
 // speed, and its own wrong password is still answered 1045. The counters
 // say what happened.
 func TestLoginThrottle(t *testing.T) {
-	e := startProxy(t, shared.Addr, func(c *testConfig) {
+	e := startProxy(t, sharedDB(t).Addr, func(c *testConfig) {
 		c.Limits.LoginFailures = 10
 		c.Limits.LoginFailureInterval = time.Minute
 	})
@@ -125,7 +125,7 @@ func TestLoginThrottle(t *testing.T) {
 // over (the host is never locked out for good), and a failure right after
 // blocks it again.
 func TestLoginThrottleExpires(t *testing.T) {
-	e := startProxy(t, shared.Addr, func(c *testConfig) {
+	e := startProxy(t, sharedDB(t).Addr, func(c *testConfig) {
 		c.Limits.LoginFailures = 3
 		c.Limits.LoginFailureInterval = 300 * time.Millisecond
 	})

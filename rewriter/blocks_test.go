@@ -177,7 +177,7 @@ func TestSelectItemNames(t *testing.T) {
 			t.Errorf("%q: %v", tt.sql, err)
 			continue
 		}
-		got := string(p.Render(nil, tt.sql, ids(len(p.Slots))))
+		got := string(p.mustRender(t, nil, tt.sql, ids(len(p.Slots))))
 		if got != tt.want {
 			t.Errorf("%q:\n got %q\nwant %q", tt.sql, got, tt.want)
 			continue
@@ -189,7 +189,7 @@ func TestSelectItemNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := string(p.Render(nil, "SELECT NEXTVAL('t') + ?", nil)), "SELECT ? + ? AS `NEXTVAL('t') + ?`"; got != want || p.ClientParams != 1 || p.Params != 2 {
+	if got, want := string(p.mustRender(t, nil, "SELECT NEXTVAL('t') + ?", nil)), "SELECT ? + ? AS `NEXTVAL('t') + ?`"; got != want || p.ClientParams != 1 || p.Params != 2 {
 		t.Errorf("prepared: %q (%d/%d params), want %q", got, p.ClientParams, p.Params, want)
 	}
 }

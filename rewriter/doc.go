@@ -18,7 +18,7 @@
 //	case p.Kind == rewriter.Rewrite:
 //	    // for each p.Tags[i]: batches[i] = allocator.NextN(Tags[i].Tag, Tags[i].N) (ascending, consecutive)
 //	    ids, _ := p.AssignIDs(ids[:0], batches) // ids[j] belongs to p.Slots[j]
-//	    out := p.Render(buf[:0], sql, ids)      // send out instead of sql
+//	    out, err := p.Render(buf[:0], sql, ids) // send out instead of sql (err: a kept plan, a caller's bug)
 //	}
 //
 // The session should remember, per tag, the last ID it handed out (also
@@ -34,7 +34,8 @@
 // Slots[i].Param (a BIGINT), the client's values at the other indexes in
 // order. A plan whose Params != ClientParams+len(Slots) must not be used.
 // Once prepared, keep p.Keep(): what an EXECUTE reads, without what only
-// Render needs (Size says what it holds, for a budget of kept plans).
+// Render needs (Size says what it holds, for a budget of kept plans);
+// Render of the kept plan returns an error.
 //
 // A many-row INSERT into a rule table (over 64 KiB) planned with a
 // Planner is charged RowCost a row to Env.Limits.Memory before it is

@@ -45,7 +45,11 @@ func compareFast(sql string, env *Env, prepared, tolerate bool) (hits int, probl
 				tolerated(sql, errP)
 			}
 			if !prepared {
-				out := string(pf.Render(nil, sql, fuzzIDs(len(pf.Slots))))
+				rendered, err := pf.Render(nil, sql, fuzzIDs(len(pf.Slots)))
+				if err != nil {
+					return hits, "fast path plan does not render: " + err.Error()
+				}
+				out := string(rendered)
 				for i := range pf.Slots {
 					if strings.Count(out, strconv.FormatInt(fuzzIDBase+int64(i), 10)) != 1 {
 						return hits, "ID not exactly once in " + out
@@ -59,8 +63,13 @@ func compareFast(sql string, env *Env, prepared, tolerate bool) (hits int, probl
 		return hits, "plans differ:\nfast   " + planString(pf) + "\nparser " + planString(pp)
 	}
 	ids := fuzzIDs(len(pf.Slots))
-	if a, b := string(pf.Render(nil, sql, ids)), string(pp.Render(nil, sql, ids)); a != b {
-		return hits, "rendered texts differ:\nfast   " + a + "\nparser " + b
+	a, errA := pf.Render(nil, sql, ids)
+	b, errB := pp.Render(nil, sql, ids)
+	if errA != nil || errB != nil {
+		return hits, "plans do not render: fast " + errString(errA) + " / parser " + errString(errB)
+	}
+	if string(a) != string(b) {
+		return hits, "rendered texts differ:\nfast   " + string(a) + "\nparser " + string(b)
 	}
 	return hits, ""
 }
@@ -308,7 +317,7 @@ func TestFastPathOutput(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := string(p.Render(nil, tt.sql, ids(len(p.Slots)))); got != tt.want {
+		if got := string(p.mustRender(t, nil, tt.sql, ids(len(p.Slots)))); got != tt.want {
 			t.Errorf("%q:\n got %q\nwant %q", tt.sql, got, tt.want)
 		}
 		if tt.prepared {

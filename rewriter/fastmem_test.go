@@ -38,7 +38,11 @@ func rowsBytes(t testing.TB, pl *Planner, env *Env, text string) (alloc uint64, 
 			t.Fatal(err)
 		}
 	} else {
-		out = len(p.Render(nil, text, ids))
+		rendered, err := p.Render(nil, text, ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = len(rendered)
 	}
 	runtime.ReadMemStats(&ms1)
 	return ms1.TotalAlloc - ms0.TotalAlloc, out, p.Large()

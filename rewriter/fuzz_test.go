@@ -29,7 +29,7 @@ func checkRendered(t *testing.T, sql string, mode Mode, p Plan) string {
 	if n != len(p.Slots) || n == 0 {
 		t.Fatalf("%q: %d slots, tags %+v", sql, len(p.Slots), p.Tags)
 	}
-	out := string(p.Render(nil, sql, fuzzIDs(n)))
+	out := string(p.mustRender(t, nil, sql, fuzzIDs(n)))
 	if l := p.renderedLen(sql, fuzzIDs(n)); l != len(out) {
 		t.Fatalf("%q: renderedLen %d, rendered %d bytes", sql, l, len(out))
 	}

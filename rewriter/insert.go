@@ -149,10 +149,6 @@ func (l *lexer) skipParens(open token) {
 	}
 }
 
-func quoteIdent(name string) string {
-	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
-}
-
 func columnIndex(cols []*ast.ColumnName, name string) int {
 	for i, c := range cols {
 		if strings.EqualFold(c.Name.O, name) {
@@ -176,7 +172,7 @@ func (s *stmtPlan) fillKey(ins *ast.InsertStmt, rule Rule, db, table string) err
 	}
 	parts := scanInsert(s.text, s.builder.env.Mode)
 	s.builder.edits = slices.Grow(s.builder.edits, len(ins.Lists)+1)
-	col := quoteIdent(rule.Column)
+	col := sqltext.QuoteIdent(rule.Column)
 	if ins.Setlist {
 		if k := columnIndex(ins.Columns, rule.Column); k >= 0 {
 			return s.keyValue(ins.Lists[0][k], rule, ins.IgnoreErr)

@@ -16,8 +16,8 @@ import (
 // parameter map.
 
 // Keep returns the plan as a prepared statement keeps it after its
-// PREPARE: Rewrite plans without their edits (Render must not be called
-// on the result: it panics), every slice cut to its length. Other kinds
+// PREPARE: Rewrite plans without their edits (Render and WriteTo of the
+// result return an error), every slice cut to its length. Other kinds
 // are returned as they are (a Numbered plan renders at each EXECUTE).
 func (p Plan) Keep() Plan {
 	if p.Kind != Rewrite {

@@ -1,13 +1,14 @@
 package rewriter
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
 )
 
 // A kept prepared plan is a few dozen bytes a row (issue 29: ~205 before),
-// and cannot be rendered by mistake.
+// and rendering one by mistake is an error, not a crash.
 func TestKeptPlanCompact(t *testing.T) {
 	env := testEnv(t, Mode{})
 	const rows = 1000
@@ -26,12 +27,15 @@ func TestKeptPlanCompact(t *testing.T) {
 	if len(k.Slots) != rows || k.Params != p.Params || k.ClientParams != p.ClientParams || len(k.Tags) != 1 || k.Tags[0].N != rows {
 		t.Fatalf("kept plan lost what an EXECUTE reads: %+v", k.Tags)
 	}
-	defer func() {
-		if recover() == nil {
-			t.Fatal("Render of a kept plan did not panic")
-		}
-	}()
-	k.Render(nil, text, nil)
+	var rerr *Error
+	if out, err := k.Render([]byte("x"), text, nil); !errors.As(err, &rerr) || rerr.Code() != CodeUnknown || string(out) != "x" ||
+		!strings.Contains(err.Error(), "kept plan") {
+		t.Errorf("Render of a kept plan: %q, %v; want dst untouched and a 1105 naming the kept plan", out, err)
+	}
+	var w strings.Builder
+	if _, err := k.WriteTo(&w, nil, text, nil); !errors.As(err, &rerr) || rerr.Code() != CodeUnknown || w.Len() != 0 {
+		t.Errorf("WriteTo of a kept plan: wrote %d bytes, %v; want nothing and a 1105", w.Len(), err)
+	}
 }
 
 func TestAppendID(t *testing.T) {

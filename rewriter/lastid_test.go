@@ -87,7 +87,7 @@ func TestWrapMarked(t *testing.T) {
 			if p.Kind != Rewrite || p.WrapMarked != tc.want {
 				t.Errorf("%s (prepared %v): %v plan, WrapMarked %v, want %v", tc.sql, prepared, p.Kind, p.WrapMarked, tc.want)
 			}
-			if n := strings.Count(string(p.Render(nil, tc.sql, make([]int64, len(p.Slots)))), "@__leaf_m"); (n == 1) != tc.want || n > 1 {
+			if n := strings.Count(string(p.mustRender(t, nil, tc.sql, make([]int64, len(p.Slots)))), "@__leaf_m"); (n == 1) != tc.want || n > 1 {
 				t.Errorf("%s (prepared %v): %d markers", tc.sql, prepared, n)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"github.com/leafproxy/leafproxy/rewriter/loadfile"
 )
 
@@ -138,7 +139,7 @@ func (b *builder) loadColumns(p *Load, f *loadfile.Format, list loadList, rule R
 			keys = 1
 			text.WriteString("@__leaf_v")
 		} else {
-			text.WriteString(quoteIdent(c))
+			text.WriteString(sqltext.QuoteIdent(c))
 		}
 	}
 	text.WriteString(")")
@@ -157,7 +158,7 @@ func (b *builder) loadColumns(p *Load, f *loadfile.Format, list loadList, rule R
 // first, so that the statement's own SET items see it as they would; the
 // decision comes last, at end (the statement's end).
 func loadKeyEdits(edits []loadEdit, column string, fileKey bool, set loadSet, end int, noAutoValueOnZero bool) []loadEdit {
-	key := quoteIdent(column)
+	key := sqltext.QuoteIdent(column)
 	// The generated key: a "0" (the transformer's mark for a key it could
 	// not draw) fails the statement; the first one becomes LAST_INSERT_ID().
 	gen := "IF(@__leaf_g = '0', (SELECT 1 UNION ALL SELECT 2), IF(@__leaf_f IS NULL, LAST_INSERT_ID(@__leaf_f := @__leaf_g), @__leaf_g))"

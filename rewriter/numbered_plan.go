@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 )
 
@@ -233,7 +234,7 @@ func (b *builder) numberInsertSelect(start int, text string, ins *ast.InsertStmt
 		if width == 0 {
 			sep = ""
 		}
-		n.edits = append(n.edits, numberedEdit{start: start + colClose, end: start + colClose, counter: -1, pre: sep + quoteIdent(rule.Column)})
+		n.edits = append(n.edits, numberedEdit{start: start + colClose, end: start + colClose, counter: -1, pre: sep + sqltext.QuoteIdent(rule.Column)})
 		n.edits = append(n.edits, numberedEdit{start: absSel, end: absSel, counter: -1, pre: with})
 		pre := limitFor(ins.Select) + ") SELECT " + strings.Join(cols, ", ") + sep
 		n.edits = append(n.edits, numberedEdit{start: absEnd, end: absEnd, counter: n.counter(rule.Tag, true), pre: pre, post: " FROM " + cteName})

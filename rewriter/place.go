@@ -2,8 +2,8 @@ package rewriter
 
 import (
 	"sort"
-	"strings"
 
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // value expressions for the parser
 )
@@ -110,7 +110,7 @@ func (s *stmtPlan) nameItem(from, limit int) {
 		return // no call: the server names it as written
 	}
 	name := s.builder.sql[from:end]
-	s.builder.edits = append(s.builder.edits, edit{start: end, end: end, slot: -1, pre: s.builder.text(" AS `" + strings.ReplaceAll(name, "`", "``") + "`")})
+	s.builder.edits = append(s.builder.edits, edit{start: end, end: end, slot: -1, pre: s.builder.text(" AS " + sqltext.QuoteIdent(name))})
 }
 
 // itemEnd returns where the select item starting at offset from ends: at

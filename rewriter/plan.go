@@ -280,15 +280,17 @@ func (p *Plan) AssignIDs(dst []int64, batches [][]int64) ([]int64, error) {
 // was made from) with ids[i] spliced in for Slots[i]. For a plan from
 // PlanPrepare every ID is a ? parameter and ids is ignored: the caller
 // binds the IDs at each EXECUTE as parameters Slots[i].Param. It allocates
-// only to grow dst, and panics if ids is short, which is a caller bug.
-func (p *Plan) Render(dst []byte, sql string, ids []int64) []byte {
+// only to grow dst. It fails only for a plan Keep cut down (keptError),
+// and panics, with an index out of range, if ids is short: both are the
+// caller's bugs.
+func (p *Plan) Render(dst []byte, sql string, ids []int64) ([]byte, error) {
 	if p.kept {
-		panic("rewriter: Render of a kept plan (Plan.Keep)")
+		return dst, keptError("Render")
 	}
 	if p.rows != nil {
 		dst = slices.Grow(dst, p.RenderedLen(sql, ids))
-		dst, _ = p.renderRows(dst, sql, ids, nil)
-		return dst
+		dst, _ = p.renderRows(dst, sql, ids, nil) // no writer: no error
+		return dst, nil
 	}
 	if len(p.edits) > bigEdits {
 		dst = slices.Grow(dst, p.renderedLen(sql, ids))
@@ -331,7 +333,16 @@ func (p *Plan) Render(dst []byte, sql string, ids []int64) []byte {
 		}
 		last = e.end
 	}
-	return append(dst, sql[last:]...)
+	return append(dst, sql[last:]...), nil
+}
+
+// keptError is what Render and WriteTo return for a plan Keep cut down:
+// its edits are gone. The engine renders a prepared statement's text once,
+// at its PREPARE, before it keeps the plan, so this is a caller's bug; an
+// error (ER_UNKNOWN_ERROR to the client whose statement it was) costs that
+// statement, where a panic would cost the process.
+func keptError(op string) *Error {
+	return errorf(CodeUnknown, "%s of a prepared statement's kept plan, whose edits are gone (Plan.Keep): an internal error of the proxy", op)
 }
 
 // appendEdit appends what e puts in place of its text.

@@ -111,14 +111,14 @@ func TestRewrite(t *testing.T) {
 			}
 			if tt.want == "" {
 				if p.Kind != PassThrough {
-					t.Fatalf("%q: %v plan, renders %q", tt.sql, p.Kind, p.Render(nil, tt.sql, ids(len(p.Slots))))
+					t.Fatalf("%q: %v plan, renders %q", tt.sql, p.Kind, p.mustRender(t, nil, tt.sql, ids(len(p.Slots))))
 				}
 				return
 			}
 			if p.Kind != Rewrite {
 				t.Fatalf("%q: %v plan, want Rewrite", tt.sql, p.Kind)
 			}
-			if got := string(p.Render(nil, tt.sql, ids(len(p.Slots)))); got != tt.want {
+			if got := string(p.mustRender(t, nil, tt.sql, ids(len(p.Slots)))); got != tt.want {
 				t.Errorf("%q:\n got %q\nwant %q", tt.sql, got, tt.want)
 			} else if l := p.renderedLen(tt.sql, ids(len(p.Slots))); l != len(got) {
 				t.Errorf("%q: renderedLen %d, rendered %d bytes", tt.sql, l, len(got))
@@ -130,7 +130,7 @@ func TestRewrite(t *testing.T) {
 			if n != len(p.Slots) {
 				t.Errorf("tags count %d IDs, %d slots", n, len(p.Slots))
 			}
-			mustParse(t, string(p.Render(nil, tt.sql, ids(len(p.Slots)))), tt.mode)
+			mustParse(t, string(p.mustRender(t, nil, tt.sql, ids(len(p.Slots)))), tt.mode)
 		})
 	}
 }
@@ -163,7 +163,7 @@ func TestPrepare(t *testing.T) {
 			}
 			continue
 		}
-		got := string(p.Render(nil, tt.sql, nil))
+		got := string(p.mustRender(t, nil, tt.sql, nil))
 		if l := p.renderedLen(tt.sql, nil); l != len(got) {
 			t.Errorf("%q: renderedLen %d, rendered %d bytes", tt.sql, l, len(got))
 		}
@@ -211,7 +211,7 @@ func TestAssignIDs(t *testing.T) {
 		t.Error("AssignIDs accepted a missing batch")
 	}
 	var none Plan
-	if s := string(none.Render(nil, "SELECT 1", nil)); s != "SELECT 1" {
+	if s := string(none.mustRender(t, nil, "SELECT 1", nil)); s != "SELECT 1" {
 		t.Errorf("Render of a pass-through plan = %q", s)
 	}
 }
@@ -225,7 +225,7 @@ func checkParams(t testing.TB, sql string, mode Mode, p Plan) {
 	if !p.prepared || p.Kind != Rewrite {
 		t.Fatalf("%q: not a prepared Rewrite plan", sql)
 	}
-	out := string(p.Render(nil, sql, nil))
+	out := string(p.mustRender(t, nil, sql, nil))
 	if want := strings.Count(sql, "?"); p.ClientParams != want || p.Params != want+len(p.Slots) {
 		t.Fatalf("%q: ClientParams %d, Params %d; want %d and %d", sql, p.ClientParams, p.Params, want, want+len(p.Slots))
 	}
@@ -258,7 +258,7 @@ func checkParams(t testing.TB, sql string, mode Mode, p Plan) {
 	sb.WriteString(out[last:])
 	lit := p
 	lit.prepared = false
-	if want := string(lit.Render(nil, sql, vals)); sb.String() != want {
+	if want := string(lit.mustRender(t, nil, sql, vals)); sb.String() != want {
 		t.Fatalf("%q: IDs at their parameter indexes give\n %q\nwant %q", sql, sb.String(), want)
 	}
 }
@@ -297,7 +297,18 @@ func TestPrepareParams(t *testing.T) {
 			got = append(got, sl.Param)
 		}
 		if p.ClientParams != tt.client || fmt.Sprint(got) != fmt.Sprint(tt.params) || p.Params != tt.client+len(p.Slots) {
-			t.Errorf("%q: client %d, params %v (of %d); want %d, %v\n%s", tt.sql, p.ClientParams, got, p.Params, tt.client, tt.params, p.Render(nil, tt.sql, nil))
+			t.Errorf("%q: client %d, params %v (of %d); want %d, %v\n%s", tt.sql, p.ClientParams, got, p.Params, tt.client, tt.params, p.mustRender(t, nil, tt.sql, nil))
 		}
 	}
+}
+
+// mustRender is Render for a test: an error fails tb. Not for timed loops
+// (tb.Helper costs more than Render).
+func (p *Plan) mustRender(tb testing.TB, dst []byte, sql string, ids []int64) []byte {
+	tb.Helper()
+	out, err := p.Render(dst, sql, ids)
+	if err != nil {
+		tb.Fatalf("Render: %v", err)
+	}
+	return out
 }

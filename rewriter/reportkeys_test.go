@@ -51,9 +51,9 @@ func TestReportKeysRender(t *testing.T) {
 		}
 		var got string
 		if tc.prepared {
-			got = string(p.Render(nil, tc.sql, nil))
+			got = string(p.mustRender(t, nil, tc.sql, nil))
 		} else {
-			got = string(p.Render(nil, tc.sql, ids[:len(p.Slots)]))
+			got = string(p.mustRender(t, nil, tc.sql, ids[:len(p.Slots)]))
 		}
 		// the proxy adds the key column backquoted
 		want := tc.want

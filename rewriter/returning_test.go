@@ -129,7 +129,7 @@ func TestReturning(t *testing.T) {
 			if p.Kind != Rewrite {
 				t.Fatalf("%q: %v plan, want Rewrite", tt.sql, p.Kind)
 			}
-			out := string(p.Render(nil, tt.sql, ids(len(p.Slots))))
+			out := string(p.mustRender(t, nil, tt.sql, ids(len(p.Slots))))
 			if out != tt.want {
 				t.Fatalf("%q:\n got %q\nwant %q", tt.sql, out, tt.want)
 			}

@@ -64,14 +64,18 @@ func (p *Plan) RenderedLen(sql string, ids []int64) int {
 }
 
 // WriteTo writes the rendered text (what Render appends) to w in pieces,
-// using buf's memory; it returns buf, maybe grown, for the next call.
+// using buf's memory; it returns buf, maybe grown, for the next call. It
+// fails as Render does, or with w's error.
 func (p *Plan) WriteTo(w io.Writer, buf []byte, sql string, ids []int64) ([]byte, error) {
 	if p.kept {
-		panic("rewriter: WriteTo of a kept plan (Plan.Keep)")
+		return buf, keptError("WriteTo")
 	}
 	if p.rows == nil {
-		buf = p.Render(buf[:0], sql, ids)
-		_, err := w.Write(buf)
+		buf, err := p.Render(buf[:0], sql, ids)
+		if err != nil {
+			return buf, err
+		}
+		_, err = w.Write(buf)
 		return buf, err
 	}
 	return p.renderRows(buf[:0], sql, ids, w)

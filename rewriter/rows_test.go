@@ -43,8 +43,8 @@ func TestLargePlanRendersAsEdits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := string(parsed.Render(nil, tc.text, pids))
-			if got := string(large.Render(nil, tc.text, ids)); got != want {
+			want := string(parsed.mustRender(t, nil, tc.text, pids))
+			if got := string(large.mustRender(t, nil, tc.text, ids)); got != want {
 				t.Fatalf("Render differs from the parser path's at byte %d", firstDiff(got, want))
 			}
 			var w bytes.Buffer

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"github.com/leafproxy/leafproxy/internal/tablematch"
 )
 
@@ -197,7 +198,7 @@ func NewRules(rules []Rule, opts ...RulesOption) (*Rules, error) {
 			r.anyDB[name.Table] = rule
 			r.tables[name.Table] = true
 		}
-		q := quoteIdent(rule.Column)
+		q := sqltext.QuoteIdent(rule.Column)
 		r.quoted[rule.Column] = [2]string{q, q + ", "}
 	}
 	return r, nil
@@ -220,7 +221,7 @@ func (r *Rules) quotedColumn(column string, more bool) string {
 		q, ok = r.quoted[column]
 	}
 	if !ok {
-		q[0] = quoteIdent(column)
+		q[0] = sqltext.QuoteIdent(column)
 		q[1] = q[0] + ", "
 	}
 	if more {

@@ -225,7 +225,7 @@ func TestPlanPatternsAndCase(t *testing.T) {
 		}
 		got := ""
 		if p.Kind != PassThrough {
-			got = string(p.Render(nil, tc.sql, ids(len(p.Slots))))
+			got = string(p.mustRender(t, nil, tc.sql, ids(len(p.Slots))))
 		}
 		if got != tc.want {
 			t.Errorf("%q (db %s, lower_case_table_names=%d): %v plan\n got %q\nwant %q", tc.sql, tc.db, tc.lctn, p.Kind, got, tc.want)

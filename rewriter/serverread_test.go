@@ -42,7 +42,7 @@ func runPlanCases(t *testing.T, tests []planCase) {
 			}
 			got := ""
 			if p.Kind != PassThrough {
-				got = string(p.Render(nil, tt.sql, ids(len(p.Slots))))
+				got = string(p.mustRender(t, nil, tt.sql, ids(len(p.Slots))))
 			}
 			if got != tt.want {
 				t.Fatalf("%q: %v plan\n got %q\nwant %q", tt.sql, p.Kind, got, tt.want)
@@ -135,7 +135,7 @@ func TestSetStatement(t *testing.T) {
 		}
 	}
 	p, err := PlanPrepare("SET STATEMENT x=1 FOR INSERT INTO orders (name) VALUES (?)", testEnv(t, Mode{}))
-	if want := "SET STATEMENT x=1 FOR INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+?), ?)"; err != nil || string(p.Render(nil, "SET STATEMENT x=1 FOR INSERT INTO orders (name) VALUES (?)", nil)) != want {
+	if want := "SET STATEMENT x=1 FOR INSERT INTO orders (`id`, name) VALUES (LAST_INSERT_ID(0*(@__leaf_l:=LAST_INSERT_ID())+?), ?)"; err != nil || string(p.mustRender(t, nil, "SET STATEMENT x=1 FOR INSERT INTO orders (name) VALUES (?)", nil)) != want {
 		t.Errorf("PlanPrepare: %v %v, want %q", p.Kind, err, want)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"strings"
 
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 )
@@ -151,7 +152,7 @@ func (r *Rules) With(extra []Rule) *Rules {
 		n.qualified[key] = x
 		n.tables[table] = true
 		if _, ok := n.quoted[x.Column]; !ok {
-			q := quoteIdent(x.Column)
+			q := sqltext.QuoteIdent(x.Column)
 			n.quoted[x.Column] = [2]string{q, q + ", "}
 		}
 	}

@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strings"
 
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/leafproxy/leafproxy/allocator"
 	"github.com/leafproxy/leafproxy/config"
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 )
 
 // InitStore prepares the allocation store as `leafproxy init` and start-up
@@ -80,13 +80,11 @@ func createStoreDatabaseOn(ctx context.Context, dsn string) error {
 	if err != nil {
 		return fmt.Errorf("look for database %s on %s: %w", name, mc.Addr, err)
 	}
-	if _, err := db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS "+quoteIdent(name)); err != nil {
+	if _, err := db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS "+sqltext.QuoteIdent(name)); err != nil {
 		return fmt.Errorf("create database %s on %s: %w", name, mc.Addr, err)
 	}
 	return nil
 }
-
-func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
 
 // ConfigError is a failure to reach or use the backend or the allocation
 // store, naming the configuration key to fix.
@@ -155,7 +153,7 @@ func explainStoreError(cfg *config.Config, what string, err error) error {
 		}
 		return &ConfigError{Key: key, Err: me, What: what,
 			Msg: fmt.Sprintf("user %q may not use database %s on %s", user, db, addr),
-			Fix: fmt.Sprintf("GRANT ALL ON %s.* TO that user, or point sequences.store at a database it may use", quoteIdent(db))}
+			Fix: fmt.Sprintf("GRANT ALL ON %s.* TO that user, or point sequences.store at a database it may use", sqltext.QuoteIdent(db))}
 	case isNetError(err):
 		if custom {
 			return &ConfigError{Key: "sequences.store", Err: err, What: what,

@@ -60,7 +60,7 @@ func benchStore(b *testing.B, tag string, step int64) (*sql.DB, *rtCounter) {
 	b.Helper()
 	benchDB.once.Do(func() { benchDB.srv, benchDB.err = testdb.New() })
 	if benchDB.err != nil {
-		b.Fatal(benchDB.err)
+		testdb.Unavailable(b, benchDB.err)
 	}
 	name := fmt.Sprintf("bench%d", benchDB.seq.Add(1))
 	openStore(b, benchDB.srv, name, map[string]int64{tag: step})

@@ -41,7 +41,7 @@ func store(t *testing.T, name string, n int) []*sql.DB {
 	t.Helper()
 	mariadb.once.Do(func() { mariadb.s, mariadb.err = testdb.New() })
 	if mariadb.err != nil {
-		t.Fatalf("start MariaDB: %v", mariadb.err)
+		testdb.Unavailable(t, mariadb.err)
 	}
 	dbs := make([]*sql.DB, n)
 	for i := range dbs {

@@ -15,7 +15,11 @@
 //     itself, a backslash escaping the next byte in '...' and "..." unless
 //     NO_BACKSLASH_ESCAPES (or ANSI_QUOTES for "...") says otherwise.
 //
-// Every function works on string and []byte alike and none allocates.
+// It also owns the one quoting of identifiers (QuoteIdent,
+// AppendQuotedIdent: `name`, backquotes doubled).
+//
+// Every function works on string and []byte alike and none allocates,
+// except QuoteIdent, which returns a new string.
 // Nothing here knows SQL grammar beyond that.
 package sqltext
 

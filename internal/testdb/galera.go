@@ -57,7 +57,7 @@ func StartGalera(tb testing.TB, n int) *Cluster {
 	}
 	tmpl, err := prepareTemplate()
 	if err != nil {
-		tb.Fatalf("start MariaDB: %v", err)
+		Unavailable(tb, err)
 	}
 	c := &Cluster{}
 	tb.Cleanup(c.Close)

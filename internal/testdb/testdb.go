@@ -14,6 +14,12 @@
 // mariadb-install-db and copied for each server, which keeps a start under a
 // second. The test command (scripts/test.sh) installs Debian's mariadb-server
 // when mariadbd is missing and it runs as root.
+//
+// Without MariaDB on the machine a test that needs one fails, except under
+// go test -short, the edit loop, where it skips saying so (Skippable,
+// Unavailable; Start and StartWith do it). A TestMain that starts a server
+// for its package's tests decides the same with Skippable, so that the
+// package's tests that need no database still run.
 package testdb
 
 import (
@@ -69,7 +75,28 @@ func binary(names ...string) (string, error) {
 			}
 		}
 	}
-	return "", fmt.Errorf("%s not found: install Debian's mariadb-server (apt-get install -y mariadb-server) or run scripts/test.sh as root, which installs it", names[0])
+	return "", fmt.Errorf("%s not found (%w): install Debian's mariadb-server (apt-get install -y mariadb-server) or run scripts/test.sh as root, which installs it", names[0], ErrNoServer)
+}
+
+// ErrNoServer is in the error of New (errors.Is) when the machine has no
+// MariaDB server program: neither on PATH nor where Debian installs it.
+var ErrNoServer = errors.New("no MariaDB server program on this machine")
+
+// Skippable reports whether err, from New, may skip a test instead of
+// failing it: the machine has no MariaDB (ErrNoServer) and the tests run
+// with -short, the edit loop (README, "Tests"). Without -short a missing
+// server fails, so that a CI machine without one cannot pass by skipping.
+// A TestMain calls flag.Parse before it (testing.Short reads the flags).
+func Skippable(err error) bool { return errors.Is(err, ErrNoServer) && testing.Short() }
+
+// Unavailable ends the test for err, from New: it skips, saying why, when
+// Skippable(err), and fails otherwise.
+func Unavailable(tb testing.TB, err error) {
+	tb.Helper()
+	if Skippable(err) {
+		tb.Skipf("skipped under -short: needs MariaDB: %v", err)
+	}
+	tb.Fatalf("start MariaDB: %v", err)
 }
 
 // serverFlags are shared by install-db and the server so that the copied
@@ -96,6 +123,13 @@ func serverFlags(dir string) []string {
 
 func prepareTemplate() (string, error) {
 	templateOnce.Do(func() {
+		// The server first: mariadb-install-db comes with the client
+		// package too, and without a server it fails with its own words,
+		// not ErrNoServer.
+		if _, err := binary("mariadbd", "mysqld"); err != nil {
+			templateErr = err
+			return
+		}
 		installer, err := binary("mariadb-install-db", "mysql_install_db")
 		if err != nil {
 			templateErr = err
@@ -157,11 +191,13 @@ func Main(m *testing.M, after ...func()) {
 }
 
 // Start launches a new server and registers its shutdown with tb.Cleanup.
+// It fails tb when the server cannot start; under -short, on a machine
+// without MariaDB, it skips tb instead (Unavailable).
 func Start(tb testing.TB) *Server {
 	tb.Helper()
 	s, err := New()
 	if err != nil {
-		tb.Fatalf("start MariaDB: %v", err)
+		Unavailable(tb, err)
 	}
 	tb.Cleanup(s.Close)
 	return s
@@ -172,7 +208,7 @@ func StartWith(tb testing.TB, extra ...string) *Server {
 	tb.Helper()
 	s, err := New(extra...)
 	if err != nil {
-		tb.Fatalf("start MariaDB: %v", err)
+		Unavailable(tb, err)
 	}
 	tb.Cleanup(s.Close)
 	return s
