@@ -22,12 +22,30 @@ func heldForClient(e *env) (held, unread int) {
 		return 0, 0
 	}
 	ln.mu.Lock() // not while a runner handles it
+	defer rearm(ln, ln.gone)
 	defer ln.mu.Unlock()
 	if ln.gone {
 		return 0, 0
 	}
 	unread, _ = unix.IoctlGetInt(ln.backendFD, unix.SIOCINQ)
 	return len(ln.clientPending), unread
+}
+
+// rearm, after a test looked at a lane under its lock (gone: as it saw
+// it there): a runner that had an event for the lane meanwhile found it
+// locked and left it to the holder, which serves what is pending when it
+// lets go (runner.serve); this test does not, so the event would wait for
+// the next one. Modifying the sockets' registrations has the kernel
+// report their readiness again, which brings a runner. The lane's slot,
+// generation and descriptors do not change while it is attached.
+func rearm(ln *lane, gone bool) {
+	if gone || ln.pend.Load() == 0 {
+		return
+	}
+	cev := unix.EpollEvent{Events: laneEvents, Fd: ln.idx, Pad: ln.gen << 1}
+	bev := unix.EpollEvent{Events: laneEvents, Fd: ln.idx, Pad: ln.gen<<1 | 1}
+	_ = unix.EpollCtl(ln.l.epfd, unix.EPOLL_CTL_MOD, ln.clientFD, &cev)
+	_ = unix.EpollCtl(ln.l.epfd, unix.EPOLL_CTL_MOD, ln.backendFD, &bev)
 }
 
 // clientUnread is how many bytes wait unread in c's socket.
@@ -75,6 +93,7 @@ func laneState(e *env) string {
 	if !ln.mu.TryLock() {
 		return "a runner holds the lane; " + runnerStacks()
 	}
+	defer rearm(ln, ln.gone)
 	defer ln.mu.Unlock()
 	cin, _ := unix.IoctlGetInt(ln.clientFD, unix.SIOCINQ)
 	bin, _ := unix.IoctlGetInt(ln.backendFD, unix.SIOCINQ)
