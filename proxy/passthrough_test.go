@@ -234,7 +234,15 @@ func (c *rawClient) changeUser(user, pass, db string) []byte {
 	for r[0] == 0xFE {
 		rest := r[1:]
 		i := bytes.IndexByte(rest, 0)
-		plugin, scramble := string(rest[:i]), bytes.TrimRight(rest[i+1:], "\x00")
+		// The switch's data: mysql_native_password's 20 bytes end with a
+		// NUL; ed25519's 32 bytes are all scramble (one may be 0: trimming
+		// NULs off it failed the login about once in 256).
+		plugin, scramble := string(rest[:i]), rest[i+1:]
+		if plugin == "client_ed25519" && len(scramble) > 32 {
+			scramble = scramble[:32]
+		} else if plugin != "client_ed25519" {
+			scramble = bytes.TrimSuffix(scramble, []byte{0})
+		}
 		var reply []byte
 		switch plugin {
 		case "client_ed25519":
