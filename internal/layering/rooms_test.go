@@ -7,32 +7,101 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 )
 
-// roomDirs are the packages whose functions must each stay small enough
-// for a new maintainer to change in an afternoon (issue 31): cyclomatic
-// complexity under maxComplexity+1 and under maxLines lines.
-var roomDirs = []string{"rewriter", "rewriter/loadfile"}
-
+// The function-size rule (issue 31 for the rewriter, issue 42 for all
+// production code): every function of every production package must stay
+// small enough for a new maintainer to change in an afternoon: cyclomatic
+// complexity under maxComplexity+1 and under maxLines lines. The packages
+// are listed by go list, so a new package is covered by default; only the
+// test harnesses of roomHarnesses are left out.
 const (
 	maxComplexity = 29  // as gocyclo -over 29 reports
 	maxLines      = 120 // a function must be shorter than this
 )
 
-// roomAllowlist names the functions (as "pkg.Recv.Name" or "pkg.Name")
-// still over the limits. It only shrinks.
-var roomAllowlist = map[string]bool{}
+// roomHarnesses are the packages of the module the rule leaves out: test
+// harnesses and test-only programs, which no product binary links. Their
+// _test.go files are skipped anyway; these have production-looking files
+// that serve only tests. Everything else go list reports is covered.
+var roomHarnesses = []string{
+	"integration",          // tests only
+	"internal/driversuite", // drivers' test suites
+	"internal/ormsuite",    // ORMs' test suites
+	"internal/testdb",      // throwaway MariaDB for tests
+	"internal/fakestore",   // in-memory allocator stores for tests
+	"internal/testwait",    // tests' wait-for-condition helper
+	"internal/leafproc",    // runs a built leafproxy for tests
+}
 
-// TestFunctionsFitARoom fails naming every function of roomDirs' non-test
-// files whose cyclomatic complexity (as gocyclo counts it: 1, plus one per
-// if, for, range, non-default case and select clause, && and ||, closures
-// included) is over maxComplexity, or that spans maxLines lines or more.
+// roomAllowlist names the functions (as "dir.Recv.Name" or "dir.Name",
+// dir the package's directory in the module, e.g. "allocator/segment")
+// still over the limits. It only shrinks.
+var roomAllowlist = map[string]bool{
+	// Over the limit when the rule was widened to all production code;
+	// being split on branch 42-rooms.
+	"admin.Interceptor.sequences":                true,
+	"allocator.Open":                             true,
+	"allocator/segment.Allocator.load":           true,
+	"allocator/snowflake.New":                    true,
+	"allocator/snowflake.MySQLLeaser.tryAcquire": true,
+	"cmd/leafproxy.run":                          true,
+	"config.Config.Validate":                     true,
+	"config.Config.validateIDAPI":                true,
+	"engine.Engine.bulkRewrite":                  true,
+	"engine.columnCache.entry":                   true,
+	"engine.Engine.runPlan":                      true,
+	"internal/killsql.literalText":               true,
+	"service.CheckConfig":                        true,
+	"service.Service.reload":                     true,
+	"service.New":                                true,
+	"service.Service.Status":                     true,
+	// proxy/ is being split by other helpers of issue 42 on their own
+	// branches; these leave the list as their splits land.
+	"proxy.Server.handle":               true,
+	"proxy.Session.dispatch":            true,
+	"proxy.blocking.RelayPrepareHidden": true,
+	"proxy.killStmt.bind":               true,
+	"proxy.lane.relayBackend":           true,
+	"proxy.respTracker.step":            true,
+}
+
+// roomDirs lists, relative to the module root, the directories of the
+// packages the rule covers: every package go list reports but the
+// harnesses.
+func roomDirs(t *testing.T) []string {
+	t.Helper()
+	var dirs []string
+	for _, line := range strings.Fields(string(goList(t, "{{.ImportPath}}"))) {
+		rel, ok := strings.CutPrefix(line, module+"/")
+		if !ok || slices.Contains(roomHarnesses, rel) {
+			continue
+		}
+		dirs = append(dirs, rel)
+	}
+	for _, h := range roomHarnesses {
+		if _, err := os.Stat(filepath.Join("../..", h)); err != nil {
+			t.Errorf("roomHarnesses names %s, which is gone: remove it", h)
+		}
+	}
+	if len(dirs) < 20 {
+		t.Fatalf("go list found only %d packages to check: %v", len(dirs), dirs)
+	}
+	return dirs
+}
+
+// TestFunctionsFitARoom fails naming every function of the covered
+// packages' non-test files whose cyclomatic complexity (as gocyclo counts
+// it: 1, plus one per if, for, range, non-default case and select clause,
+// && and ||, closures included) is over maxComplexity, or that spans
+// maxLines lines or more.
 func TestFunctionsFitARoom(t *testing.T) {
 	seen := map[string]bool{}
-	for _, dir := range roomDirs {
+	for _, dir := range roomDirs(t) {
 		files, err := filepath.Glob(filepath.Join("../..", dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)
@@ -44,7 +113,7 @@ func TestFunctionsFitARoom(t *testing.T) {
 			if strings.HasSuffix(path, "_test.go") {
 				continue
 			}
-			for _, r := range roomsOf(t, path) {
+			for _, r := range roomsOf(t, dir, path) {
 				seen[r.name] = true
 				over := r.complexity > maxComplexity || r.lines >= maxLines
 				switch {
@@ -100,7 +169,7 @@ func b(x int) int {
 		t.Fatal(err)
 	}
 	got := map[string]room{}
-	for _, r := range roomsOf(t, path) {
+	for _, r := range roomsOf(t, "p", path) {
 		got[r.name] = r
 	}
 	// b: 1 + if + && + || + for + range + 2 cases + 1 comm + closure's if.
@@ -119,8 +188,10 @@ type room struct {
 	lines      int
 }
 
-// roomsOf reads the functions of one file.
-func roomsOf(t *testing.T, path string) []room {
+// roomsOf reads the functions of one file of the package in directory
+// dir, naming them "dir.Recv.Name" or "dir.Name" (the directory, not the
+// package name, so that the several package mains stay apart).
+func roomsOf(t *testing.T, dir, path string) []room {
 	t.Helper()
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
@@ -133,7 +204,7 @@ func roomsOf(t *testing.T, path string) []room {
 		if !ok {
 			continue
 		}
-		name := f.Name.Name + "."
+		name := dir + "."
 		if fn.Recv != nil && len(fn.Recv.List) > 0 {
 			name += recvName(fn.Recv.List[0].Type) + "."
 		}
