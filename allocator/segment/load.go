@@ -117,143 +117,256 @@ func (a *Allocator) advance(ctx context.Context, t *tagState, seg *segment) erro
 var errTimeout = errors.New("timeout")
 
 // load is tag's loader: it fetches one segment, retrying with backoff while
-// requests wait for it.
+// requests wait for it. Each try (loadOnce) takes the same steps in order:
+// plan the fetch (nextFetch), fetch it, auto-create an unknown tag
+// (createUnknown), stop at the tag's end (stopIfRanOut), read the answer
+// (classify), trim the segment to what may be handed out (vetFetched),
+// install it (install), or else repair a store that moved back, give up
+// on an unknown tag or wait and try again (retry).
 func (a *Allocator) load(t *tagState) {
 	defer a.wg.Done()
-	triedCreate := false
-	repaired := 0  // repairs in this run without an accepted segment
-	conflicts := 0 // write conflicts in a row in this run
+	run := &loadRun{}
 	for {
-		now := a.opts.Clock()
-		t.mu.Lock()
-		step := int64(0) // the row's own step until we know it
-		if t.step > 0 {
-			step = nextStep(t.step, t.tableStep, a.opts.MaxStep, now.Sub(t.lastFetch))
-		}
-		// A fetch that starts now, in a store that never moves back,
-		// returns a segment at or above everything reserved or read back
-		// so far.
-		floor := max(t.highWater, t.seen, t.blockEnd)
-		if pe := a.pastLimit(t, floor); pe != nil {
-			// Every ID of the next segment would be past the widest
-			// key column filled from the tag: fetch none.
-			a.stopAtEnd(t, pe)
-			t.mu.Unlock()
-			return
-		}
-		t.mu.Unlock()
-
-		r, err := a.fetchToTop(t.name, step, floor)
-		var unknown *UnknownTagError
-		if errors.As(err, &unknown) && a.autoCreate(t.name) && !triedCreate {
-			triedCreate = true
-			if err = a.create(t.name); err == nil {
-				continue
-			}
-		}
-
-		var ranOut *PastEndError
-		if errors.As(err, &ranOut) {
-			// The store's max_id is past the tag's MAXVALUE, or at the
-			// top of int64 (top.go): nothing taken.
-			a.storeAnswered(t.name)
-			t.mu.Lock()
-			if ranOut.RunOut {
-				t.maxValue = ranOut.Limit.Max
-			}
-			a.stopAtEnd(t, ranOut)
-			t.mu.Unlock()
-			return
-		}
-		var moved *MovedBackError
-		movedBack := errors.As(err, &moved) // the store refused the floor: nothing was taken
-		answered := err == nil || movedBack || errors.As(err, &unknown)
-		if answered {
-			a.storeAnswered(t.name)
-		}
-		t.mu.Lock()
-		if err == nil {
-			r = t.cutAtMax(r)
-		}
-		if err == nil && (r.End <= t.floor || r.End <= t.blockEnd) {
-			// Fetched before a Raise moved the store past it (every ID
-			// in it lies below the floor an operator just set), or before
-			// a block fetched on its own, which later IDs must follow.
-			// Fetch again.
-			t.mu.Unlock()
-			continue
-		}
-		if err == nil && r.Start < t.floor {
-			r.Start = t.floor
-		}
-		if err == nil {
-			if pe := a.pastLimit(t, max(r.Start, 1)); pe != nil {
-				// Another proxy took the IDs up to the limit: this
-				// segment holds none of use. Drop it, fetch no more.
-				a.stopAtEnd(t, pe)
-				t.mu.Unlock()
-				return
-			}
-		}
-		var refusedAttrs []any // what the error log says about the refused fetch
-		if movedBack {
-			t.refused++
-			refusedAttrs = []any{"max_id", moved.MaxID, "high_water", moved.Floor}
-		} else if err == nil {
-			r = a.cutAtLimit(t, r)
-			if err = t.accept(r, a.opts.Clock(), floor); err == nil {
-				t.loading = false
-				t.mu.Unlock()
-				return
-			}
-			t.refused++
-			// A store that took the range below the floor anyway (one
-			// that ignores it): refused here.
-			var stale *StaleSegmentError
-			if movedBack = errors.As(err, &stale); movedBack {
-				refusedAttrs = []any{"got_start", r.Start, "got_end", r.End, "high_water", stale.HighWater}
-			} else {
-				a.log.Error("segment refused", "tag", t.name, "start", r.Start, "end", r.End, "err", err)
-			}
-		}
-		switch {
-		case movedBack:
-			to := addSat(max(t.highWater, t.seen, t.blockEnd), max(a.opts.RepairMargin, 10*t.step))
-			t.mu.Unlock()
-			a.log.Error("leaf_alloc.max_id moved back below IDs already issued (failover to a stale replica? restored backup? manual edit?); "+
-				"segment refused, pushing max_id past the high-water mark",
-				append(append([]any{"tag", t.name}, refusedAttrs...), "new_max_id_floor", to)...)
-			rerr := a.repair(t.name, to)
-			t.mu.Lock()
-			if rerr == nil {
-				t.repairs++
-				if repaired++; repaired <= 3 {
-					t.mu.Unlock()
-					continue // fetch again at once, above the floor
-				}
-				// Still stale after repairs: another writer keeps
-				// moving it back, or the store ignores the UPDATE.
-				// Back off like any failing fetch.
-			} else {
-				err = fmt.Errorf("%w; repairing it failed: %w", err, rerr)
-			}
-		case errors.As(err, &unknown):
-			t.unknown = &UnknownTagError{Tag: t.name}
-			t.unknownUntil = a.opts.Clock().Add(a.opts.UnknownTTL)
-			t.loading = false
-			t.broadcast()
-			t.mu.Unlock()
-			a.log.Debug("unknown sequence", "tag", t.name)
-			return
-		case errors.Is(err, ErrClosed) || a.ctx.Err() != nil:
-			t.loading = false
-			t.mu.Unlock()
-			return
-		}
-		if a.backOff(t, err, answered, &conflicts) {
+		if a.loadOnce(t, run) {
 			return
 		}
 	}
+}
+
+// loadRun is what one run of a tag's loader (from startLoad until load
+// returns) carries from one try to the next.
+type loadRun struct {
+	triedCreate bool // the tag was auto-created (or tried) in this run: never twice
+	repaired    int  // repairs in this run without an accepted segment
+	conflicts   int  // write conflicts in a row in this run
+}
+
+// fetched is one try's fetch and what the loader learned of it.
+type fetched struct {
+	floor int64 // the floor asked for: at or above every ID reserved or read back before the fetch
+	r     Range
+	err   error // the fetch's error; later why the segment was refused
+	// moved is the store's refusal of the floor (nothing was taken).
+	moved *MovedBackError
+	// movedBack: the store's max_id is below IDs already issued (it
+	// refused the floor, or returned a range below it): nothing of use
+	// was taken, and the store is repaired before the next fetch.
+	movedBack    bool
+	answered     bool  // the store answered, so it is not down
+	refusedAttrs []any // what the error log says about the refused fetch
+}
+
+// loadOnce makes one try at a segment for t and reports whether the
+// loader's run is over: a segment installed, the tag at its end or
+// unknown, the allocator closed, or nobody waiting any more. On false the
+// loader tries again, at once or after retry's wait.
+func (a *Allocator) loadOnce(t *tagState, run *loadRun) (done bool) {
+	step, floor, stop := a.nextFetch(t)
+	if stop {
+		return true
+	}
+	r, err := a.fetchToTop(t.name, step, floor)
+	created, err := a.createUnknown(t.name, run, err)
+	if created {
+		return false // fetch again, from the new row
+	}
+	if a.stopIfRanOut(t, err) {
+		return true
+	}
+	f := a.classify(t.name, floor, r, err)
+	t.mu.Lock()
+	if again, stop := a.vetFetched(t, &f); again || stop {
+		t.mu.Unlock()
+		return stop
+	}
+	if a.install(t, &f) {
+		t.mu.Unlock()
+		return true
+	}
+	return a.retry(t, run, &f)
+}
+
+// nextFetch plans t's next fetch: the step to ask for (the row's own, 0,
+// until a segment was fetched; then nextStep's) and the floor, at or above
+// everything reserved or read back so far, so that a fetch starting now,
+// in a store that never moves back, returns a segment above them all.
+// stop: every ID of the next segment would be past the widest key column
+// filled from the tag, so none is fetched and the loader stops
+// (stopAtEnd). It takes and releases t.mu.
+func (a *Allocator) nextFetch(t *tagState) (step, floor int64, stop bool) {
+	now := a.opts.Clock()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.step > 0 {
+		step = nextStep(t.step, t.tableStep, a.opts.MaxStep, now.Sub(t.lastFetch))
+	}
+	floor = max(t.highWater, t.seen, t.blockEnd)
+	if pe := a.pastLimit(t, floor); pe != nil {
+		a.stopAtEnd(t, pe)
+		return 0, 0, true
+	}
+	return step, floor, false
+}
+
+// createUnknown auto-creates tag's row when the fetch found none
+// (UnknownTagError) and the tag may be auto-created, once per loader run.
+// created: the row was created; fetch again. Otherwise err is the fetch's
+// error, or the failed create's.
+func (a *Allocator) createUnknown(tag string, run *loadRun, err error) (created bool, _ error) {
+	var unknown *UnknownTagError
+	if !errors.As(err, &unknown) || !a.autoCreate(tag) || run.triedCreate {
+		return false, err
+	}
+	run.triedCreate = true
+	if err = a.create(tag); err == nil {
+		return true, nil
+	}
+	return false, err
+}
+
+// stopIfRanOut stops the loader when the fetch found the store's max_id
+// past the tag's MAXVALUE, or at the top of int64 (top.go): nothing was
+// taken, and requests get the PastEndError once the buffered IDs are gone.
+func (a *Allocator) stopIfRanOut(t *tagState, err error) bool {
+	var ranOut *PastEndError
+	if !errors.As(err, &ranOut) {
+		return false
+	}
+	a.storeAnswered(t.name)
+	t.mu.Lock()
+	if ranOut.RunOut {
+		t.maxValue = ranOut.Limit.Max
+	}
+	a.stopAtEnd(t, ranOut)
+	t.mu.Unlock()
+	return true
+}
+
+// classify reads a fetch's answer: whether the store refused the floor
+// (its max_id moved back: nothing was taken) and whether it answered at
+// all, which it notes (storeAnswered) so that a store marked down is up
+// again.
+func (a *Allocator) classify(tag string, floor int64, r Range, err error) fetched {
+	f := fetched{floor: floor, r: r, err: err}
+	var unknown *UnknownTagError
+	f.movedBack = errors.As(err, &f.moved)
+	f.answered = err == nil || f.movedBack || errors.As(err, &unknown)
+	if f.answered {
+		a.storeAnswered(tag)
+	}
+	return f
+}
+
+// vetFetched trims a fetched segment to what may be handed out: cut at
+// the tag's MAXVALUE (cutAtMax) and started at the operator's floor
+// (Raise). again: the segment was fetched before a Raise moved the store
+// past it (every ID in it lies below the floor an operator just set), or
+// before a block fetched on its own, which later IDs must follow: fetch
+// again. stop: another proxy took the IDs up to the limit, so the segment
+// holds none of use; it is dropped and the loader stops (stopAtEnd). A
+// failed fetch is left as it is. t.mu must be held.
+func (a *Allocator) vetFetched(t *tagState, f *fetched) (again, stop bool) {
+	if f.err != nil {
+		return false, false
+	}
+	f.r = t.cutAtMax(f.r)
+	if f.r.End <= t.floor || f.r.End <= t.blockEnd {
+		return true, false
+	}
+	if f.r.Start < t.floor {
+		f.r.Start = t.floor
+	}
+	if pe := a.pastLimit(t, max(f.r.Start, 1)); pe != nil {
+		a.stopAtEnd(t, pe)
+		return false, true
+	}
+	return false, false
+}
+
+// install cuts a vetted segment at the tag's limit (cutAtLimit) and
+// buffers it as the next one (accept), which ends the loader's run. When
+// the fetch failed, or accept refuses the segment, it counts the refusal
+// and leaves why in f: f.err, and f.movedBack for a range below IDs
+// already issued (a store that took it below the floor anyway, ignoring
+// it), so that retry repairs the store. t.mu must be held.
+func (a *Allocator) install(t *tagState, f *fetched) (installed bool) {
+	if f.movedBack {
+		t.refused++
+		f.refusedAttrs = []any{"max_id", f.moved.MaxID, "high_water", f.moved.Floor}
+		return false
+	}
+	if f.err != nil {
+		return false
+	}
+	f.r = a.cutAtLimit(t, f.r)
+	if f.err = t.accept(f.r, a.opts.Clock(), f.floor); f.err == nil {
+		t.loading = false
+		return true
+	}
+	t.refused++
+	var stale *StaleSegmentError
+	if f.movedBack = errors.As(f.err, &stale); f.movedBack {
+		f.refusedAttrs = []any{"got_start", f.r.Start, "got_end", f.r.End, "high_water", stale.HighWater}
+	} else {
+		a.log.Error("segment refused", "tag", t.name, "start", f.r.Start, "end", f.r.End, "err", f.err)
+	}
+	return false
+}
+
+// retry decides what follows a try that installed no segment, and reports
+// whether the loader's run is over: a store whose max_id moved back is
+// repaired and fetched from again at once (up to 3 times a run, then
+// backed off like any failure); an unknown tag is remembered for
+// UnknownTTL and the run ends; so it does when the allocator closes;
+// anything else waits (backOff). t.mu must be held; it is released.
+func (a *Allocator) retry(t *tagState, run *loadRun, f *fetched) (done bool) {
+	var unknown *UnknownTagError
+	switch {
+	case f.movedBack:
+		if a.repairMovedBack(t, run, f) {
+			t.mu.Unlock()
+			return false // fetch again at once, above the floor
+		}
+		// Still stale after repairs: another writer keeps moving it
+		// back, or the store ignores the UPDATE; or the repair failed.
+		// Back off like any failing fetch.
+	case errors.As(f.err, &unknown):
+		t.unknown = &UnknownTagError{Tag: t.name}
+		t.unknownUntil = a.opts.Clock().Add(a.opts.UnknownTTL)
+		t.loading = false
+		t.broadcast()
+		t.mu.Unlock()
+		a.log.Debug("unknown sequence", "tag", t.name)
+		return true
+	case errors.Is(f.err, ErrClosed) || a.ctx.Err() != nil:
+		t.loading = false
+		t.mu.Unlock()
+		return true
+	}
+	return a.backOff(t, f.err, f.answered, &run.conflicts)
+}
+
+// repairMovedBack pushes the store's max_id past the high-water mark
+// (plus a margin) after it moved back below IDs already issued (failover
+// to a stale replica, a restored backup, a manual edit), and reports
+// whether to fetch again at once: the repair worked and this run has made
+// at most 3. A failed repair is added to f.err. t.mu must be held; it is
+// released during the repair and held again on return.
+func (a *Allocator) repairMovedBack(t *tagState, run *loadRun, f *fetched) (again bool) {
+	to := addSat(max(t.highWater, t.seen, t.blockEnd), max(a.opts.RepairMargin, 10*t.step))
+	t.mu.Unlock()
+	a.log.Error("leaf_alloc.max_id moved back below IDs already issued (failover to a stale replica? restored backup? manual edit?); "+
+		"segment refused, pushing max_id past the high-water mark",
+		append(append([]any{"tag", t.name}, f.refusedAttrs...), "new_max_id_floor", to)...)
+	rerr := a.repair(t.name, to)
+	t.mu.Lock()
+	if rerr != nil {
+		f.err = fmt.Errorf("%w; repairing it failed: %w", f.err, rerr)
+		return false
+	}
+	t.repairs++
+	run.repaired++
+	return run.repaired <= 3
 }
 
 // backOff records a failed fetch of t (err; answered: the store answered,

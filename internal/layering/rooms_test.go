@@ -46,7 +46,6 @@ var roomAllowlist = map[string]bool{
 	// being split on branch 42-rooms.
 	"admin.Interceptor.sequences":                true,
 	"allocator.Open":                             true,
-	"allocator/segment.Allocator.load":           true,
 	"allocator/snowflake.New":                    true,
 	"allocator/snowflake.MySQLLeaser.tryAcquire": true,
 	"cmd/leafproxy.run":                          true,
