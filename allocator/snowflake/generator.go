@@ -122,7 +122,58 @@ type Generator struct {
 // high-water marks (waiting up to MaxBackward when behind, refusing when
 // further), makes the first renewal or reservation, and starts the heartbeat.
 func New(ctx context.Context, opts Options) (*Generator, error) {
-	l := opts.Layout
+	l := defaultLayout(opts.Layout)
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Worker == nil {
+		return nil, errors.New("snowflake: no worker id source (FixedWorker or a leaser)")
+	}
+	g, err := newGenerator(l, opts)
+	if err != nil {
+		return nil, err
+	}
+	var st state
+	var haveState bool
+	if g.stateFile != "" {
+		if st, haveState, err = readState(g.stateFile); err != nil {
+			return nil, err
+		}
+		g.fileHW = st.HighWaterUnixMs
+	}
+	lease, err := g.acquire(ctx, opts.StoreTimeout, st, haveState)
+	if err != nil {
+		return nil, err
+	}
+	g.lease = lease
+	g.workerPart = lease.Worker << l.SequenceBits
+	hw := lease.HighWater
+	if haveState && st.Worker == lease.Worker && st.highWater().After(hw) {
+		hw = st.highWater()
+	}
+	if err := g.start(ctx, hw, opts.StoreTimeout); err != nil {
+		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if !hw.IsZero() {
+			g.src.Release(rctx, lease, hw)
+		} else {
+			g.src.Release(rctx, lease, l.Epoch)
+		}
+		return nil, err
+	}
+	if g.ttl > 0 || g.stateFile != "" {
+		go g.loop()
+	} else {
+		close(g.done)
+	}
+	g.log.Info("snowflake generator started", "worker", lease.Worker, "leased", g.ttl > 0,
+		"high_water", hw, "layout", l.String())
+	return g, nil
+}
+
+// defaultLayout fills in l's unset parts: the default bit split when no
+// width is set, the default unit and DefaultEpoch.
+func defaultLayout(l Layout) Layout {
 	if l.TimeBits == 0 && l.WorkerBits == 0 && l.SequenceBits == 0 {
 		d := DefaultLayout()
 		l.TimeBits, l.WorkerBits, l.SequenceBits = d.TimeBits, d.WorkerBits, d.SequenceBits
@@ -133,12 +184,13 @@ func New(ctx context.Context, opts Options) (*Generator, error) {
 	if l.Epoch.IsZero() {
 		l.Epoch = DefaultEpoch
 	}
-	if err := l.Validate(); err != nil {
-		return nil, err
-	}
-	if opts.Worker == nil {
-		return nil, errors.New("snowflake: no worker id source (FixedWorker or a leaser)")
-	}
+	return l
+}
+
+// newGenerator builds the generator for the valid layout l from opts, the
+// options' defaults filled in; it holds no worker id yet. It fails when
+// the renewals could not keep a lease alive.
+func newGenerator(l Layout, opts Options) (*Generator, error) {
 	g := &Generator{
 		layout:      l,
 		unit:        int64(l.Unit),
@@ -184,31 +236,28 @@ func New(ctx context.Context, opts Options) (*Generator, error) {
 		}
 	}
 	g.persistEvery = cmp0(opts.PersistEvery, DefaultPersistEvery)
+	return g, nil
+}
 
-	var st state
-	var haveState bool
-	if g.stateFile != "" {
-		var err error
-		if st, haveState, err = readState(g.stateFile); err != nil {
-			return nil, err
-		}
-		g.fileHW = st.HighWaterUnixMs
-	}
-
+// acquire checks the layout against the store's, then takes a worker id
+// from the source, each call bounded by storeTimeout. st (when haveState)
+// is the state file's memory, named in the error: a leased id is never
+// reused without the store.
+func (g *Generator) acquire(ctx context.Context, storeTimeout time.Duration, st state, haveState bool) (Lease, error) {
 	// Ids whose history lies further ahead of this clock than it may wait
 	// are passed over by sources that choose (one such row must not stop
 	// every start).
 	notAfter := g.clock.Now().Add(max(g.maxBackward, 0))
 	// The layout is checked against the store's first: a worker id is
 	// taken only under the layout every holder uses.
-	err := g.checkLayout(ctx, opts.StoreTimeout)
+	err := g.checkLayout(ctx, storeTimeout)
 	if errors.Is(err, ErrLayoutMismatch) {
-		return nil, err
+		return Lease{}, err
 	}
 	var lease Lease
 	if err == nil {
-		actx, cancel := storeCtx(ctx, opts.StoreTimeout)
-		lease, err = g.src.Acquire(actx, l.MaxWorker(), notAfter)
+		actx, cancel := storeCtx(ctx, storeTimeout)
+		lease, err = g.src.Acquire(actx, g.layout.MaxWorker(), notAfter)
 		cancel()
 	}
 	if err != nil {
@@ -216,35 +265,12 @@ func New(ctx context.Context, opts Options) (*Generator, error) {
 			// Reusing the remembered id without the store is not safe: the
 			// old lease may have expired and passed to another process,
 			// which only the store knows. Refusing is; the caller retries.
-			return nil, fmt.Errorf("acquire snowflake worker id: %w (the state file %s remembers worker %d, but a leased id is never reused without the store)",
+			return Lease{}, fmt.Errorf("acquire snowflake worker id: %w (the state file %s remembers worker %d, but a leased id is never reused without the store)",
 				err, g.stateFile, st.Worker)
 		}
-		return nil, fmt.Errorf("acquire snowflake worker id: %w", err)
+		return Lease{}, fmt.Errorf("acquire snowflake worker id: %w", err)
 	}
-	g.lease = lease
-	g.workerPart = lease.Worker << l.SequenceBits
-	hw := lease.HighWater
-	if haveState && st.Worker == lease.Worker && st.highWater().After(hw) {
-		hw = st.highWater()
-	}
-	if err := g.start(ctx, hw, opts.StoreTimeout); err != nil {
-		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if !hw.IsZero() {
-			g.src.Release(rctx, lease, hw)
-		} else {
-			g.src.Release(rctx, lease, l.Epoch)
-		}
-		return nil, err
-	}
-	if g.ttl > 0 || g.stateFile != "" {
-		go g.loop()
-	} else {
-		close(g.done)
-	}
-	g.log.Info("snowflake generator started", "worker", lease.Worker, "leased", g.ttl > 0,
-		"high_water", hw, "layout", l.String())
-	return g, nil
+	return lease, nil
 }
 
 // storeCtx bounds ctx by d when d is positive.

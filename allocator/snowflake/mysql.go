@@ -217,78 +217,17 @@ func (m *MySQLLeaser) tryAcquire(ctx context.Context, maxWorker int64, notAfter 
 	if err != nil {
 		return Lease{}, err
 	}
-	ttlMs := m.ttl.Milliseconds()
-	next := int64(0) // lowest id without a row, if the rows so far are contiguous
-	pick, found, existing := int64(-1), false, false
-	var lastTS int64
-	held := 0
-	var ahead []string // free ids passed over: their marks are after notAfter
-	var mine *boundRow // the id bound to this leaser's identity, if any
-	for rows.Next() {
-		var id, hb, ts, now int64
-		var owner string
-		if err := rows.Scan(&id, &owner, &hb, &ts, &now); err != nil {
-			rows.Close()
-			return Lease{}, err
-		}
-		if b := boundTo(owner); b != "" && m.identity != "" && b == m.identity && mine == nil {
-			mine = &boundRow{id: id, owner: owner, hb: hb, ts: ts, now: now}
-		}
-		if found {
-			continue
-		}
-		if id > next {
-			pick, found = next, true
-			continue
-		}
-		next = id + 1
-		if b := boundTo(owner); b != "" && b != m.identity {
-			held++ // bound to another identity: never free while recorded
-			continue
-		}
-		if owner == "" || now-hb > ttlMs {
-			if !notAfter.IsZero() && ts > notAfter.UnixMilli() {
-				if len(ahead) < 8 {
-					ahead = append(ahead, fmt.Sprintf("%d (%s)", id, time.UnixMilli(ts).UTC().Format(time.RFC3339Nano)))
-				}
-				continue
-			}
-			pick, found, existing, lastTS = id, true, true, ts
-			continue
-		}
-		held++
-	}
-	if err := rows.Close(); err != nil {
+	s := workerScan{ttlMs: m.ttl.Milliseconds(), notAfter: notAfter, identity: m.identity}
+	if err := s.scan(rows); err != nil {
 		return Lease{}, err
 	}
-	if err := rows.Err(); err != nil {
+	if err := s.choose(maxWorker); err != nil {
 		return Lease{}, err
 	}
-	if !found && next <= maxWorker {
-		pick, found = next, true
-	}
-	if mine != nil {
-		// This identity's own id, whatever else is free: taken back at
-		// once when its last holding was released or expired; held by a
-		// live process of the same identity (a restart within the TTL of
-		// one that died, or two proxies given one name), it is waited
-		// for.
-		if mine.owner != "" && mine.now-mine.hb <= ttlMs {
-			return Lease{}, fmt.Errorf("%w: %w", ErrIdentityBusy, heldError(mine.id, mine.owner, mine.hb+ttlMs, mine.now))
-		}
-		pick, found, existing, lastTS = mine.id, true, true, mine.ts
-	}
-	if !found {
-		if len(ahead) > 0 {
-			return Lease{}, fmt.Errorf("%d worker ids in [0, %d] are held by live processes and the free ones have high-water marks after %s, further ahead of this clock than it may wait (e.g. worker %s): %w",
-				held, maxWorker, notAfter.UTC().Format(time.RFC3339Nano), ahead[0], ErrNoFreeWorker)
-		}
-		return Lease{}, fmt.Errorf("all %d worker ids in [0, %d] are held by live processes: %w", held, maxWorker, ErrNoFreeWorker)
-	}
-	if existing {
-		_, err = tx.ExecContext(ctx, m.q("UPDATE {T} SET owner = ?, heartbeat = "+dbNowMs+" WHERE worker_id = ?{S}"), m.args(token, pick)...)
+	if s.existing {
+		_, err = tx.ExecContext(ctx, m.q("UPDATE {T} SET owner = ?, heartbeat = "+dbNowMs+" WHERE worker_id = ?{S}"), m.args(token, s.pick)...)
 	} else {
-		_, err = tx.ExecContext(ctx, m.q("INSERT INTO {T} (worker_id, owner, heartbeat, last_timestamp{C}) VALUES (?, ?, "+dbNowMs+", 0{V})"), m.args(pick, token)...)
+		_, err = tx.ExecContext(ctx, m.q("INSERT INTO {T} (worker_id, owner, heartbeat, last_timestamp{C}) VALUES (?, ?, "+dbNowMs+", 0{V})"), m.args(s.pick, token)...)
 	}
 	if err != nil {
 		return Lease{}, err
@@ -296,11 +235,107 @@ func (m *MySQLLeaser) tryAcquire(ctx context.Context, maxWorker int64, notAfter 
 	if err := tx.Commit(); err != nil {
 		return Lease{}, err
 	}
-	l := Lease{Worker: pick, Token: token, Bound: m.identity != ""}
-	if lastTS > 0 {
-		l.HighWater = time.UnixMilli(lastTS)
+	l := Lease{Worker: s.pick, Token: token, Bound: m.identity != ""}
+	if s.lastTS > 0 {
+		l.HighWater = time.UnixMilli(s.lastTS)
 	}
 	return l, nil
+}
+
+// workerScan is what tryAcquire learns from the leaf_worker rows, read in
+// worker_id order under FOR UPDATE: the id to take, or why none is free.
+type workerScan struct {
+	ttlMs    int64     // a heartbeat older than this has expired
+	notAfter time.Time // a free id whose mark is after this is passed over (zero: none is)
+	identity string    // the leaser's identity ("" for none)
+
+	next     int64     // lowest id without a row, if the rows so far are contiguous
+	pick     int64     // the id to take, when found
+	found    bool      // pick is free (or this identity's own)
+	existing bool      // pick has a row: UPDATE it rather than INSERT one
+	lastTS   int64     // pick's high-water mark (last_timestamp), 0 for none
+	held     int       // ids held by live processes or bound to other identities
+	ahead    []string  // free ids passed over: their marks are after notAfter
+	mine     *boundRow // the id bound to this leaser's identity, if any
+}
+
+// scan reads the rows (and closes them): the first free id, in order, and
+// the id bound to this identity wherever it is.
+func (s *workerScan) scan(rows *sql.Rows) error {
+	s.pick = -1
+	for rows.Next() {
+		var id, hb, ts, now int64
+		var owner string
+		if err := rows.Scan(&id, &owner, &hb, &ts, &now); err != nil {
+			rows.Close()
+			return err
+		}
+		s.see(id, owner, hb, ts, now)
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	return rows.Err()
+}
+
+// see takes one row into account. Once a free id is found, later rows are
+// read only for the identity's own.
+func (s *workerScan) see(id int64, owner string, hb, ts, now int64) {
+	if b := boundTo(owner); b != "" && s.identity != "" && b == s.identity && s.mine == nil {
+		s.mine = &boundRow{id: id, owner: owner, hb: hb, ts: ts, now: now}
+	}
+	if s.found {
+		return
+	}
+	if id > s.next {
+		s.pick, s.found = s.next, true // a gap: an id without a row
+		return
+	}
+	s.next = id + 1
+	if b := boundTo(owner); b != "" && b != s.identity {
+		s.held++ // bound to another identity: never free while recorded
+		return
+	}
+	if owner == "" || now-hb > s.ttlMs {
+		if !s.notAfter.IsZero() && ts > s.notAfter.UnixMilli() {
+			if len(s.ahead) < 8 {
+				s.ahead = append(s.ahead, fmt.Sprintf("%d (%s)", id, time.UnixMilli(ts).UTC().Format(time.RFC3339Nano)))
+			}
+			return
+		}
+		s.pick, s.found, s.existing, s.lastTS = id, true, true, ts
+		return
+	}
+	s.held++
+}
+
+// choose settles the id to take after the scan: the identity's own if it
+// has one, else the first free id or the lowest without a row up to
+// maxWorker. It fails with ErrIdentityBusy when the identity's id is held
+// by a live process, with ErrNoFreeWorker when no id is free.
+func (s *workerScan) choose(maxWorker int64) error {
+	if !s.found && s.next <= maxWorker {
+		s.pick, s.found = s.next, true
+	}
+	if mine := s.mine; mine != nil {
+		// This identity's own id, whatever else is free: taken back at
+		// once when its last holding was released or expired; held by a
+		// live process of the same identity (a restart within the TTL of
+		// one that died, or two proxies given one name), it is waited
+		// for.
+		if mine.owner != "" && mine.now-mine.hb <= s.ttlMs {
+			return fmt.Errorf("%w: %w", ErrIdentityBusy, heldError(mine.id, mine.owner, mine.hb+s.ttlMs, mine.now))
+		}
+		s.pick, s.found, s.existing, s.lastTS = mine.id, true, true, mine.ts
+	}
+	if s.found {
+		return nil
+	}
+	if len(s.ahead) > 0 {
+		return fmt.Errorf("%d worker ids in [0, %d] are held by live processes and the free ones have high-water marks after %s, further ahead of this clock than it may wait (e.g. worker %s): %w",
+			s.held, maxWorker, s.notAfter.UTC().Format(time.RFC3339Nano), s.ahead[0], ErrNoFreeWorker)
+	}
+	return fmt.Errorf("all %d worker ids in [0, %d] are held by live processes: %w", s.held, maxWorker, ErrNoFreeWorker)
 }
 
 // boundRow is a leaf_worker row bound to the acquiring identity.
