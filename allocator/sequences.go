@@ -126,21 +126,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*S
 	var pool *StorePool
 	if o.segStore == nil || o.snowStore == nil {
 		var err error
-		if pool, err = NewStorePool(cfg.storeDSNs(), log.With("component", "store")); err != nil {
+		if db, pool, err = openStoreDB(cfg, log); err != nil {
 			return nil, err
 		}
-		db = pool.OpenDB()
-		if addrs := pool.Addrs(); len(addrs) > 1 {
-			log.Info("allocation store: a list of nodes, the first in use; failover to the next that answers, failback when a preferred one is ready again",
-				"in_use", addrs[0], "nodes", strings.Join(addrs, ", "))
-		}
-		db.SetMaxOpenConns(cfg.MaxLoaders + 4)
-		db.SetMaxIdleConns(cfg.MaxLoaders + 4)
-		// Closed when idle for a few seconds: the store is often the
-		// backend itself, whose sessions tests and operators count
-		// (docs/PROTOCOL.md); fetches are prefetched, off the statement
-		// path, so a fresh login there costs no client a wait.
-		db.SetConnMaxIdleTime(StoreIdle)
 	}
 	closeDB := func() {
 		if db != nil {
@@ -148,22 +136,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*S
 			pool.Close()
 		}
 	}
-	if o.segStore == nil {
-		o.segStore = mysqlSegments{MySQLStore: segment.NewMySQLStore(db), db: db}
-	}
-	if o.snowStore == nil {
-		leaser := snowflake.NewMySQLLeaser(db, cfg.Owner, cfg.Snowflake.LeaseTTL)
-		if cfg.Snowflake.Identity != "" {
-			bound, err := leaser.BindTo(cfg.Snowflake.Identity)
-			if err != nil {
-				closeDB()
-				return nil, err
-			}
-			leaser = bound
-			log.Info("snowflake worker ids bound to this proxy's identity: no other proxy takes them while recorded; issuing goes on through a store outage",
-				"identity", cfg.Snowflake.Identity)
-		}
-		o.snowStore = mysqlSnowflakes{leaser}
+	if err := o.defaultStores(cfg, db, log); err != nil {
+		closeDB()
+		return nil, err
 	}
 
 	s := &Sequences{db: db, pool: pool, log: log, cfg: cfg, snowflakeGens: map[string]*snowGen{}, snowflakeMisses: map[string]time.Time{},
@@ -205,21 +180,79 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*S
 		closeFloors()
 		return nil, err
 	}
+	if err := s.startUp(ctx, o, cfg.StoreTimeout); err != nil {
+		return nil, err
+	}
+	s.syncDone = make(chan struct{})
+	go s.syncLoop(o.tagSync)
+	return s, nil
+}
 
+// openStoreDB opens the pool of the allocation store's nodes and the
+// database handle over it, sized for cfg.MaxLoaders.
+func openStoreDB(cfg Config, log *slog.Logger) (*sql.DB, *StorePool, error) {
+	pool, err := NewStorePool(cfg.storeDSNs(), log.With("component", "store"))
+	if err != nil {
+		return nil, nil, err
+	}
+	db := pool.OpenDB()
+	if addrs := pool.Addrs(); len(addrs) > 1 {
+		log.Info("allocation store: a list of nodes, the first in use; failover to the next that answers, failback when a preferred one is ready again",
+			"in_use", addrs[0], "nodes", strings.Join(addrs, ", "))
+	}
+	db.SetMaxOpenConns(cfg.MaxLoaders + 4)
+	db.SetMaxIdleConns(cfg.MaxLoaders + 4)
+	// Closed when idle for a few seconds: the store is often the
+	// backend itself, whose sessions tests and operators count
+	// (docs/PROTOCOL.md); fetches are prefetched, off the statement
+	// path, so a fresh login there costs no client a wait.
+	db.SetConnMaxIdleTime(StoreIdle)
+	return db, pool, nil
+}
+
+// defaultStores fills in the segment and snowflake stores the options did
+// not set: MySQL ones over db, the snowflake leaser bound to
+// cfg.Snowflake.Identity when one is set.
+func (o *options) defaultStores(cfg Config, db *sql.DB, log *slog.Logger) error {
+	if o.segStore == nil {
+		o.segStore = mysqlSegments{MySQLStore: segment.NewMySQLStore(db), db: db}
+	}
+	if o.snowStore == nil {
+		leaser := snowflake.NewMySQLLeaser(db, cfg.Owner, cfg.Snowflake.LeaseTTL)
+		if cfg.Snowflake.Identity != "" {
+			bound, err := leaser.BindTo(cfg.Snowflake.Identity)
+			if err != nil {
+				return err
+			}
+			leaser = bound
+			log.Info("snowflake worker ids bound to this proxy's identity: no other proxy takes them while recorded; issuing goes on through a store outage",
+				"identity", cfg.Snowflake.Identity)
+		}
+		o.snowStore = mysqlSnowflakes{leaser}
+	}
+	return nil
+}
+
+// startUp prepares the store (when asked: WithInitStore), reads its tags
+// and starts the snowflake generators (storeTimeout: cfg.StoreTimeout). A store that cannot be reached, or
+// a snowflake start that may succeed later, does not fail it: that is
+// retried in the background (s.done closes when nothing is). A definitive
+// snowflake failure closes s and is returned.
+func (s *Sequences) startUp(ctx context.Context, o options, storeTimeout time.Duration) error {
 	initPending := false
 	var initErr error
 	if o.init {
 		// Bounded by the connect timeout alone: a stalled store must not
 		// hold the start (relay needs no store); the background retry
 		// allows more.
-		if err := s.initStore(ctx, cfg.StoreTimeout); err != nil {
+		if err := s.initStore(ctx, storeTimeout); err != nil {
 			initErr = err
 			initPending = unreachable(err)
 			if initPending {
-				log.Warn("allocation store unreachable; starting anyway (retrying in the background): NEXTVAL and key filling fail until it answers",
+				s.log.Warn("allocation store unreachable; starting anyway (retrying in the background): NEXTVAL and key filling fail until it answers",
 					"err", err)
 			} else {
-				log.Warn("could not prepare the allocation store (leafproxy init); NEXTVAL and key filling may fail", "err", err)
+				s.log.Warn("could not prepare the allocation store (leafproxy init); NEXTVAL and key filling may fail", "err", err)
 			}
 		}
 	}
@@ -238,11 +271,11 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*S
 			if !transient(err) {
 				close(s.done)
 				s.Close()
-				return nil, err
+				return err
 			}
 			snowPending = true
 			s.setPendingErr(err)
-			log.Warn("snowflake tags fenced until a worker id is obtained (retrying in the background)", "err", err)
+			s.log.Warn("snowflake tags fenced until a worker id is obtained (retrying in the background)", "err", err)
 		}
 	}
 	if initPending || snowPending {
@@ -250,9 +283,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*S
 	} else {
 		close(s.done)
 	}
-	s.syncDone = make(chan struct{})
-	go s.syncLoop(o.tagSync)
-	return s, nil
+	return nil
 }
 
 // unreachable says err is not an answer from the store (a MySQL error),
