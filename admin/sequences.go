@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/leafproxy/leafproxy/allocator"
 	"github.com/leafproxy/leafproxy/allocator/runway"
 	"github.com/leafproxy/leafproxy/allocator/segment"
 	"github.com/leafproxy/leafproxy/allocator/snowflake"
@@ -48,6 +49,51 @@ func (a *Interceptor) sequences(ctx context.Context) ([]string, [][]*string, err
 	defer cancel()
 	store, storeErr := a.idSequences.StoreRows(ctx)
 	snowRows, _ := a.idSequences.SnowflakeRows(ctx)
+	segs := a.idSequences.Segments()
+	gens := a.sequenceGenerators(segs, store, snowRows)
+	snowGen := map[string]*snowflake.Generator{}
+	for _, g := range a.idSequences.SnowflakeGenerators() {
+		for _, t := range g.Tags {
+			snowGen[t] = g.Generator
+		}
+	}
+	var rows [][]*string
+	for _, t := range validTags(gens) {
+		row := make([]*string, len(sequenceColumns))
+		row[0], row[1] = cellStr(t), cellStr(gens[t])
+		a.runwayCells(t, row, cellNum, cellStr)
+		if gens[t] == "snowflake" {
+			a.snowflakeCells(t, row, snowRows, snowGen[t])
+			rows = append(rows, row)
+			continue
+		}
+		segmentCells(t, row, segs)
+		storeCells(row, store, t, storeErr)
+		rows = append(rows, row)
+	}
+	if storeErr != nil && len(rows) == 0 {
+		return nil, nil, storeErr
+	}
+	return sequenceColumns, rows, nil
+}
+
+// The cells of the views: a string, a number, YES or NO.
+func cellStr(v string) *string { return &v }
+func cellNum(v int64) *string  { return cellStr(strconv.FormatInt(v, 10)) }
+func cellYes(b bool) *string {
+	if b {
+		return cellStr("YES")
+	}
+	return cellStr("NO")
+}
+
+// sequenceGenerators names every tag known to this proxy with its
+// generator: the rules' tags and the configured ones, segment tags this
+// proxy fetched for, the store's leaf_alloc rows, and snowflake tags (its
+// own and the store's). A tag configured or in use keeps its generator;
+// this proxy's snowflake tags are snowflake whatever else says.
+func (a *Interceptor) sequenceGenerators(segs *segment.Allocator, store map[string]allocator.StoreRow,
+	snowRows map[string]snowflake.LayoutRecord) map[string]string {
 	gens := map[string]string{}
 	cfg := a.config()
 	for _, r := range cfg.Rules {
@@ -56,7 +102,6 @@ func (a *Interceptor) sequences(ctx context.Context) ([]string, [][]*string, err
 	for name, t := range cfg.Tags {
 		gens[name] = t.Generator
 	}
-	segs := a.idSequences.Segments()
 	for _, t := range segs.Tags() {
 		if _, ok := gens[t]; !ok {
 			if st, ok := segs.Stats(t); ok && (st.Fetches > 0 || st.Refused > 0) {
@@ -77,6 +122,11 @@ func (a *Interceptor) sequences(ctx context.Context) ([]string, [][]*string, err
 			gens[t] = "snowflake"
 		}
 	}
+	return gens
+}
+
+// validTags are gens' tags that are valid UTF-8, sorted.
+func validTags(gens map[string]string) []string {
 	tags := make([]string, 0, len(gens))
 	for t := range gens {
 		if utf8.ValidString(t) {
@@ -84,95 +134,92 @@ func (a *Interceptor) sequences(ctx context.Context) ([]string, [][]*string, err
 		}
 	}
 	slices.Sort(tags)
-	snowGen := map[string]*snowflake.Generator{}
-	for _, g := range a.idSequences.SnowflakeGenerators() {
-		for _, t := range g.Tags {
-			snowGen[t] = g.Generator
+	return tags
+}
+
+// snowflakeCells fills a snowflake tag's row: its layout (this proxy's, or
+// the store's record), the record's description, and the worker id and
+// lease of g, this proxy's generator for the tag (nil: none).
+func (a *Interceptor) snowflakeCells(t string, row []*string, snowRows map[string]snowflake.LayoutRecord, g *snowflake.Generator) {
+	if l, ok := a.idSequences.Layout(t); ok {
+		row[colLayout] = cellStr(LayoutText(l))
+	} else if r, ok := snowRows[t]; ok {
+		row[colLayout] = cellStr(LayoutText(r.Layout))
+	}
+	if r, ok := snowRows[t]; ok && r.Description != "" {
+		row[colDescription] = cellStr(r.Description)
+	}
+	if g != nil {
+		fenced, lost := g.Health()
+		row[11], row[13], row[14] = cellNum(g.Worker()), cellYes(fenced), cellYes(lost)
+		if exp := g.LeaseExpiry(); !exp.IsZero() {
+			row[12] = cellStr(exp.UTC().Format("2006-01-02 15:04:05.000"))
 		}
 	}
-	str := func(v string) *string { return &v }
-	num := func(v int64) *string { return str(strconv.FormatInt(v, 10)) }
-	yes := func(b bool) *string {
-		if b {
-			return str("YES")
-		}
-		return str("NO")
+}
+
+// segmentCells fills a segment tag's row from this proxy's allocator:
+// the values and buffers once a segment was fetched, the fetch counts and
+// last error, and the end when the tag is at it.
+func segmentCells(t string, row []*string, segs *segment.Allocator) {
+	st, ok := segs.Stats(t)
+	if !ok {
+		return
 	}
-	var rows [][]*string
-	for _, t := range tags {
-		row := make([]*string, len(sequenceColumns))
-		row[0], row[1] = str(t), str(gens[t])
-		a.runwayCells(t, row, num, str)
-		if gens[t] == "snowflake" {
-			if l, ok := a.idSequences.Layout(t); ok {
-				row[colLayout] = str(LayoutText(l))
-			} else if r, ok := snowRows[t]; ok {
-				row[colLayout] = str(LayoutText(r.Layout))
-			}
-			if r, ok := snowRows[t]; ok && r.Description != "" {
-				row[colDescription] = str(r.Description)
-			}
-			if g := snowGen[t]; g != nil {
-				fenced, lost := g.Health()
-				row[11], row[13], row[14] = num(g.Worker()), yes(fenced), yes(lost)
-				if exp := g.LeaseExpiry(); !exp.IsZero() {
-					row[12] = str(exp.UTC().Format("2006-01-02 15:04:05.000"))
-				}
-			}
-			rows = append(rows, row)
-			continue
+	if st.Current.End <= 0 {
+		row[8], row[9] = cellNum(int64(st.Fetches)), cellNum(int64(st.FetchErrors))
+		if st.LastErr != nil {
+			row[10] = cellStr(st.LastErr.Error())
 		}
-		if st, ok := segs.Stats(t); ok && st.Current.End > 0 {
-			if st.NextID > st.Current.Start {
-				row[2] = num(st.NextID - 1)
-			}
-			buffered := st.Remaining
-			switch {
-			case st.NextID < st.Current.End:
-				row[3] = num(st.NextID)
-			case st.NextReady:
-				row[3] = num(st.Next.Start)
-			}
-			if st.NextReady {
-				buffered += st.Next.End - st.Next.Start
-			}
-			row[4], row[5], row[6] = num(buffered), yes(st.NextReady), num(st.Step)
-			row[8], row[9] = num(int64(st.Fetches)), num(int64(st.FetchErrors))
-			if st.LastErr != nil {
-				row[10] = str(st.LastErr.Error())
-			}
-			if err := segs.PastEnd(t); err != nil {
-				row[colEnd], row[10] = str(endAt), str(err.Error())
-				if se, ok := err.(interface{ Code() uint16 }); ok && se.Code() == segment.ErrCodeRunOut {
-					row[colEnd] = str(runOutAt)
-				}
-			}
-		} else if ok {
-			row[8], row[9] = num(int64(st.Fetches)), num(int64(st.FetchErrors))
-			if st.LastErr != nil {
-				row[10] = str(st.LastErr.Error())
-			}
-		}
-		if r, ok := store[t]; ok {
-			row[7] = num(r.MaxID)
-			if row[6] == nil {
-				row[6] = num(r.Step)
-			}
-			if r.Description != "" {
-				row[colDescription] = str(r.Description)
-			}
-			if r.MaxValue > 0 {
-				row[colMaxValue] = num(r.MaxValue)
-			}
-		} else if storeErr != nil && row[10] == nil {
-			row[10] = str(storeErr.Error())
-		}
-		rows = append(rows, row)
+		return
 	}
-	if storeErr != nil && len(rows) == 0 {
-		return nil, nil, storeErr
+	if st.NextID > st.Current.Start {
+		row[2] = cellNum(st.NextID - 1)
 	}
-	return sequenceColumns, rows, nil
+	buffered := st.Remaining
+	switch {
+	case st.NextID < st.Current.End:
+		row[3] = cellNum(st.NextID)
+	case st.NextReady:
+		row[3] = cellNum(st.Next.Start)
+	}
+	if st.NextReady {
+		buffered += st.Next.End - st.Next.Start
+	}
+	row[4], row[5], row[6] = cellNum(buffered), cellYes(st.NextReady), cellNum(st.Step)
+	row[8], row[9] = cellNum(int64(st.Fetches)), cellNum(int64(st.FetchErrors))
+	if st.LastErr != nil {
+		row[10] = cellStr(st.LastErr.Error())
+	}
+	if err := segs.PastEnd(t); err != nil {
+		row[colEnd], row[10] = cellStr(endAt), cellStr(err.Error())
+		if se, ok := err.(interface{ Code() uint16 }); ok && se.Code() == segment.ErrCodeRunOut {
+			row[colEnd] = cellStr(runOutAt)
+		}
+	}
+}
+
+// storeCells fills a segment tag's row from its leaf_alloc row in store;
+// without one, the store's error (storeErr) goes in last_error unless the
+// allocator put one there.
+func storeCells(row []*string, store map[string]allocator.StoreRow, t string, storeErr error) {
+	r, ok := store[t]
+	if !ok {
+		if storeErr != nil && row[10] == nil {
+			row[10] = cellStr(storeErr.Error())
+		}
+		return
+	}
+	row[7] = cellNum(r.MaxID)
+	if row[6] == nil {
+		row[6] = cellNum(r.Step)
+	}
+	if r.Description != "" {
+		row[colDescription] = cellStr(r.Description)
+	}
+	if r.MaxValue > 0 {
+		row[colMaxValue] = cellNum(r.MaxValue)
+	}
 }
 
 // runwayCells fills the runway columns from the last estimate (NULL until
