@@ -413,7 +413,28 @@ func (c *Config) Validate(checks ...Check) error {
 	add := func(key, format string, a ...any) {
 		probs = append(probs, Problem{Key: key, Msg: fmt.Sprintf(format, a...)})
 	}
+	// The sections in the order their problems are reported.
+	c.validateFront(add)
+	c.validateUsers(add)
+	c.validateLimits(add)
+	c.validateStore(add)
+	c.validateSequences(add)
+	c.validateSnowflake(add)
+	c.validateOutput(add)
+	c.validateIDAPI(add)
+	c.validatePlanLimits(add)
+	for _, check := range checks {
+		probs = append(probs, check(c)...)
+	}
+	if len(probs) > 0 {
+		return &Error{Problems: probs}
+	}
+	return nil
+}
 
+// validateFront checks the addresses (listen, backend.addr), event_loops
+// and auth_method.
+func (c *Config) validateFront(add func(key, format string, a ...any)) {
 	// A value with a '/' is a Unix socket path (same-host deployments).
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil && !strings.Contains(c.Listen, "/") {
 		add("listen", "%q is neither host:port nor a Unix socket path", c.Listen)
@@ -427,6 +448,11 @@ func (c *Config) Validate(checks ...Check) error {
 	if c.AuthMethod != "mysql_native_password" && c.AuthMethod != "caching_sha2_password" {
 		add("auth_method", "%q is not mysql_native_password or caching_sha2_password", c.AuthMethod)
 	}
+}
+
+// validateUsers checks users (named, once each, hashes that parse) and
+// admins (only without users, none empty).
+func (c *Config) validateUsers(add func(key, format string, a ...any)) {
 	seen := map[string]bool{}
 	for i, u := range c.Users {
 		if u.Name == "" {
@@ -450,8 +476,11 @@ func (c *Config) Validate(checks ...Check) error {
 			add(fmt.Sprintf("admins[%d]", i), "empty")
 		}
 	}
-	c.validateLimits(add)
-	c.validateStore(add)
+}
+
+// validateSequences checks the sequences section and its tags, and the
+// tables' tags one typo away from a declared one.
+func (c *Config) validateSequences(add func(key, format string, a ...any)) {
 	if c.Sequences.DefaultStep < 1 || c.Sequences.DefaultStep > 1_000_000 {
 		add("sequences.default_step", "%d is outside 1..1000000", c.Sequences.DefaultStep)
 	}
@@ -486,6 +515,11 @@ func (c *Config) Validate(checks ...Check) error {
 			}
 		}
 	}
+}
+
+// validateSnowflake checks the snowflake section: epoch, worker_id and
+// identity.
+func (c *Config) validateSnowflake(add func(key, format string, a ...any)) {
 	if _, err := c.Snowflake.EpochTime(); err != nil {
 		add("snowflake.epoch", "%v", err)
 	}
@@ -495,6 +529,11 @@ func (c *Config) Validate(checks ...Check) error {
 		}
 	}
 	c.Snowflake.validateIdentity(add)
+}
+
+// validateOutput checks tls (cert and key together), log (level, format)
+// and metrics.listen.
+func (c *Config) validateOutput(add func(key, format string, a ...any)) {
 	if (c.TLS.Cert == "") != (c.TLS.Key == "") {
 		add("tls", "cert and key must be set together")
 	}
@@ -513,7 +552,11 @@ func (c *Config) Validate(checks ...Check) error {
 			add("metrics.listen", "%q is not host:port (empty disables the endpoint)", c.Metrics.Listen)
 		}
 	}
-	c.validateIDAPI(add)
+}
+
+// validatePlanLimits checks the limits on planning and prepared
+// statements' memory.
+func (c *Config) validatePlanLimits(add func(key, format string, a ...any)) {
 	if c.Limits.MaxPlanDepth < 1 {
 		add("limits.max_plan_depth", "%d: must be at least 1 (default %d)", c.Limits.MaxPlanDepth, DefaultMaxPlanDepth)
 	}
@@ -527,11 +570,4 @@ func (c *Config) Validate(checks ...Check) error {
 	if c.Limits.PreparedMemory < c.Limits.SessionPreparedMemory {
 		add("limits.prepared_memory", "%d bytes: must be at least limits.session_prepared_memory (%d)", c.Limits.PreparedMemory, c.Limits.SessionPreparedMemory)
 	}
-	for _, check := range checks {
-		probs = append(probs, check(c)...)
-	}
-	if len(probs) > 0 {
-		return &Error{Problems: probs}
-	}
-	return nil
 }

@@ -62,47 +62,54 @@ func (c *Config) validateIDAPI(add func(key, format string, a ...any)) {
 	names := map[string]bool{}
 	secrets := map[string]int{}
 	for i, t := range a.Tokens {
-		key := fmt.Sprintf("id_api.tokens[%d]", i)
-		switch {
-		case t.Name == "":
-			add(key+".name", "empty: name the caller (the audit log shows it)")
-		case names[t.Name]:
-			add(key+".name", "%q listed twice", t.Name)
+		c.validateAPIToken(add, i, t, names, secrets)
+	}
+}
+
+// validateAPIToken checks id_api.tokens[i]: a name not used before (names
+// holds the earlier tokens'), a token long enough and not an earlier
+// token's (secrets: token to index), rate, max_new_tags and tags.
+func (c *Config) validateAPIToken(add func(key, format string, a ...any), i int, t APIToken, names map[string]bool, secrets map[string]int) {
+	key := fmt.Sprintf("id_api.tokens[%d]", i)
+	switch {
+	case t.Name == "":
+		add(key+".name", "empty: name the caller (the audit log shows it)")
+	case names[t.Name]:
+		add(key+".name", "%q listed twice", t.Name)
+	}
+	names[t.Name] = true
+	switch {
+	case t.Token == "" && t.TokenEnv == "" && t.TokenFile == "":
+		add(key+".token", "no token: set token, token_env or token_file")
+	case t.Token == "":
+		// ResolveSecrets reported why the env or file gave none.
+	case len(t.Token) < MinTokenLength:
+		add(key+".token", "%d characters: a token must have at least %d (e.g. openssl rand -hex 32)", len(t.Token), MinTokenLength)
+	default:
+		if j, dup := secrets[t.Token]; dup {
+			add(key+".token", "the same token as id_api.tokens[%d]: give each caller its own", j)
 		}
-		names[t.Name] = true
+		secrets[t.Token] = i
+	}
+	if t.Rate < 0 {
+		add(key+".rate", "%d: requests a second must be positive (default %d)", t.Rate, DefaultAPITokenRate)
+	}
+	if t.MaxNewTags != nil && *t.MaxNewTags < 0 {
+		add(key+".max_new_tags", "%d: must be 0 (creates none) or more (default %d)", *t.MaxNewTags, DefaultAPIMaxNewTags)
+	}
+	if len(t.Tags) == 0 {
+		add(key+".tags", "none: list the tags this token may use, or [\"*\"] for every tag")
+	}
+	for j, tag := range t.Tags {
+		_, declared := c.Sequences.Tags[tag]
 		switch {
-		case t.Token == "" && t.TokenEnv == "" && t.TokenFile == "":
-			add(key+".token", "no token: set token, token_env or token_file")
-		case t.Token == "":
-			// ResolveSecrets reported why the env or file gave none.
-		case len(t.Token) < MinTokenLength:
-			add(key+".token", "%d characters: a token must have at least %d (e.g. openssl rand -hex 32)", len(t.Token), MinTokenLength)
+		case tag == "":
+			add(fmt.Sprintf("%s.tags[%d]", key, j), "empty")
+		case declared || tag == "*" || ruleTag(c, tag):
 		default:
-			if j, dup := secrets[t.Token]; dup {
-				add(key+".token", "the same token as id_api.tokens[%d]: give each caller its own", j)
-			}
-			secrets[t.Token] = i
-		}
-		if t.Rate < 0 {
-			add(key+".rate", "%d: requests a second must be positive (default %d)", t.Rate, DefaultAPITokenRate)
-		}
-		if t.MaxNewTags != nil && *t.MaxNewTags < 0 {
-			add(key+".max_new_tags", "%d: must be 0 (creates none) or more (default %d)", *t.MaxNewTags, DefaultAPIMaxNewTags)
-		}
-		if len(t.Tags) == 0 {
-			add(key+".tags", "none: list the tags this token may use, or [\"*\"] for every tag")
-		}
-		for j, tag := range t.Tags {
-			_, declared := c.Sequences.Tags[tag]
-			switch {
-			case tag == "":
-				add(fmt.Sprintf("%s.tags[%d]", key, j), "empty")
-			case declared || tag == "*" || ruleTag(c, tag):
-			default:
-				// A name one typo away from a declared tag is a typo.
-				if near := suggest(tag, slices.Sorted(maps.Keys(c.Sequences.Tags))); near != "" {
-					add(fmt.Sprintf("%s.tags[%d]", key, j), "%q is not declared in sequences.tags (did you mean %q?)", tag, near)
-				}
+			// A name one typo away from a declared tag is a typo.
+			if near := suggest(tag, slices.Sorted(maps.Keys(c.Sequences.Tags))); near != "" {
+				add(fmt.Sprintf("%s.tags[%d]", key, j), "%q is not declared in sequences.tags (did you mean %q?)", tag, near)
 			}
 		}
 	}
