@@ -62,30 +62,20 @@ func literalText(dst []byte, q []byte, escapes bool) []byte {
 			i = end
 		case c == '`':
 			i, _ = sqltext.QuotedEnd(q, i, false)
-		case (c == 'x' || c == 'X') && i+1 < len(q) && q[i+1] == '\'' && (i == 0 || !sqltext.IsIdentByte(q[i-1])):
-			end, _ := sqltext.QuotedEnd(q, i+1, false)
-			dst, _ = sqltext.AppendRadix(dst, q[i+2:max(end-1, i+2)], true)
-			i = end
-		case (c == 'b' || c == 'B') && i+1 < len(q) && q[i+1] == '\'' && (i == 0 || !sqltext.IsIdentByte(q[i-1])):
-			end, _ := sqltext.QuotedEnd(q, i+1, false)
-			dst, _ = sqltext.AppendRadix(dst, q[i+2:max(end-1, i+2)], false)
-			i = end
-		case c == '0' && i+1 < len(q) && (q[i+1] == 'x' || q[i+1] == 'X') && (i == 0 || !sqltext.IsIdentByte(q[i-1])):
-			j := i + 2
-			for j < len(q) && sqltext.IsIdentByte(q[j]) {
-				j++
-			}
-			dst, _ = sqltext.AppendRadix(dst, q[i+2:j], true)
-			i = j
 		case sqltext.IsIdentByte(c):
-			j := i
-			for j < len(q) && sqltext.IsIdentByte(q[j]) {
-				j++
+			// A hex or bit literal, or a word (EXECUTE IMMEDIATE's USING
+			// ends the text).
+			var radix bool
+			if dst, i, radix = appendRadixAt(dst, q, i); !radix {
+				j := i
+				for j < len(q) && sqltext.IsIdentByte(q[j]) {
+					j++
+				}
+				if immediate && depth == 0 && sqltext.EqualFold(q[i:j], "USING") {
+					return dst
+				}
+				i = j
 			}
-			if immediate && depth == 0 && sqltext.EqualFold(q[i:j], "USING") {
-				return dst
-			}
-			i = j
 		case c == '(':
 			depth++
 			i++
@@ -97,6 +87,30 @@ func literalText(dst []byte, q []byte, escapes bool) []byte {
 		}
 	}
 	return dst
+}
+
+// appendRadixAt reads the hex or bit literal (X'..', B'..', 0x..) that
+// starts at q[i], when one does (not inside a word): radix, dst with its
+// bytes appended and the index after it. Otherwise dst and i come back
+// as they were.
+func appendRadixAt(dst, q []byte, i int) (_ []byte, next int, radix bool) {
+	if i+1 >= len(q) || i > 0 && sqltext.IsIdentByte(q[i-1]) {
+		return dst, i, false
+	}
+	switch c := q[i]; {
+	case (c == 'x' || c == 'X' || c == 'b' || c == 'B') && q[i+1] == '\'':
+		end, _ := sqltext.QuotedEnd(q, i+1, false)
+		dst, _ = sqltext.AppendRadix(dst, q[i+2:max(end-1, i+2)], c == 'x' || c == 'X')
+		return dst, end, true
+	case c == '0' && (q[i+1] == 'x' || q[i+1] == 'X'):
+		j := i + 2
+		for j < len(q) && sqltext.IsIdentByte(q[j]) {
+			j++
+		}
+		dst, _ = sqltext.AppendRadix(dst, q[i+2:j], true)
+		return dst, j, true
+	}
+	return dst, i, false
 }
 
 // literalEscapes is how a string literal's backslashes read: as MariaDB
