@@ -30,6 +30,13 @@ const (
 	bulkSendTypes       = 128
 )
 
+// bulkRewrite runs a COM_STMT_BULK_EXECUTE of a statement with generated
+// keys as one bulk execute: the header and types read (bulkHeader), every
+// row's IDs drawn at once (drawBulk), each row rewritten with its IDs
+// (bulkRows), the result passed on (bulkAnswer). The bool is true once
+// the batch went to the backend (or had no rows): the client's answer was
+// written, or err says why it could not be; false with err: refused
+// before anything was sent.
 func (e *Engine) bulkRewrite(ctx context.Context, s Session, st *state, p *prepared, pkt []byte) (bool, error) {
 	// The batch's answer is waited for (ExecuteResult): on the session's
 	// goroutine, before any ID is drawn.
@@ -37,109 +44,165 @@ func (e *Engine) bulkRewrite(ctx context.Context, s Session, st *state, p *prepa
 	if err != nil {
 		return false, err
 	}
-	if len(pkt) < 7 {
-		return false, &notSupportedError{msg: "leafproxy: malformed COM_STMT_BULK_EXECUTE"}
-	}
-	flags := binary.LittleEndian.Uint16(pkt[5:7])
-	if flags&bulkSendUnitResults != 0 {
-		return false, &notSupportedError{msg: "leafproxy: COM_STMT_BULK_EXECUTE with unit results is not supported on a statement with generated keys"}
-	}
 	pm := p.params
-	n := pm.clientParams
-	body := pkt[7:]
-	if flags&bulkSendTypes != 0 {
-		if len(body) < 2*n {
-			return false, &notSupportedError{msg: "leafproxy: malformed COM_STMT_BULK_EXECUTE (parameter types)"}
-		}
-		pm.types = append(pm.types[:0], body[:2*n]...)
-		body = body[2*n:]
+	flags, body, err := bulkHeader(pkt, pm)
+	if err != nil {
+		return false, err
 	}
-	if len(pm.types) != 2*n {
-		return false, &notSupportedError{msg: "leafproxy: COM_STMT_BULK_EXECUTE without parameter types"}
-	}
-	rows, err := splitBulkRows(body, pm.types, n)
+	rows, err := splitBulkRows(body, pm.types, pm.clientParams)
 	if err != nil {
 		return false, err
 	}
 	if len(rows) == 0 {
 		return true, s.WriteOK(0, 0, 0)
 	}
-	// Draw every row's IDs at once: one allocator call per tag.
-	plan := &p.plan
-	perRow := make([]int, len(plan.Tags))
+	out, firstKey, err := e.bulkRows(ctx, s, st, p, pkt, flags, rows)
+	if err != nil {
+		return false, err
+	}
+	st.countStmt(StmtFilled)
+	return true, bulkAnswer(s, st, p, bs, out, firstKey)
+}
+
+// bulkHeader reads a bulk execute's flags and parameter types (kept in pm
+// when sent, else the ones kept from an earlier execute) and returns the
+// rows' bytes. Unit results, and packets too short or without types, are
+// refused (notSupportedError).
+func bulkHeader(pkt []byte, pm *paramMap) (flags uint16, body []byte, _ error) {
+	if len(pkt) < 7 {
+		return 0, nil, &notSupportedError{msg: "leafproxy: malformed COM_STMT_BULK_EXECUTE"}
+	}
+	flags = binary.LittleEndian.Uint16(pkt[5:7])
+	if flags&bulkSendUnitResults != 0 {
+		return 0, nil, &notSupportedError{msg: "leafproxy: COM_STMT_BULK_EXECUTE with unit results is not supported on a statement with generated keys"}
+	}
+	n := pm.clientParams
+	body = pkt[7:]
+	if flags&bulkSendTypes != 0 {
+		if len(body) < 2*n {
+			return 0, nil, &notSupportedError{msg: "leafproxy: malformed COM_STMT_BULK_EXECUTE (parameter types)"}
+		}
+		pm.types = append(pm.types[:0], body[:2*n]...)
+		body = body[2*n:]
+	}
+	if len(pm.types) != 2*n {
+		return 0, nil, &notSupportedError{msg: "leafproxy: COM_STMT_BULK_EXECUTE without parameter types"}
+	}
+	return flags, body, nil
+}
+
+// drawBulk draws the IDs of nrows rows at once, one allocator call per
+// tag: all[t] holds tag t's IDs, perRow[t] of them per row, in row order.
+func (e *Engine) drawBulk(ctx context.Context, st *state, plan *rewriter.Plan, nrows int) (all [][]int64, perRow []int, _ error) {
+	perRow = make([]int, len(plan.Tags))
 	whole := make([]rewriter.TagCount, len(plan.Tags))
 	for i, tc := range plan.Tags {
 		perRow[i] = tc.N
-		whole[i] = rewriter.TagCount{Tag: tc.Tag, N: tc.N * len(rows)}
+		whole[i] = rewriter.TagCount{Tag: tc.Tag, N: tc.N * nrows}
 	}
 	if err := st.draw(ctx, e, &rewriter.Plan{Kind: rewriter.Rewrite, Tags: whole, Filled: plan.Filled}); err != nil {
-		return false, err
+		return nil, nil, err
 	}
-	all := append([][]int64(nil), st.tagBatches...)
+	return append([][]int64(nil), st.tagBatches...), perRow, nil
+}
+
+// bulkRows builds the backend's bulk execute from the client's pkt: its
+// command and statement id, flags with the types always sent, the backend's types,
+// then every row with its IDs as the hidden parameters. firstKey is the
+// first row's key (firstRowKey).
+func (e *Engine) bulkRows(ctx context.Context, s Session, st *state, p *prepared, pkt []byte, flags uint16, rows []bulkRow) (out []byte, firstKey int64, err error) {
+	pm, plan := p.params, &p.plan
+	all, perRow, err := e.drawBulk(ctx, st, plan, len(rows))
+	if err != nil {
+		return nil, 0, err
+	}
 	sub := make([][]int64, len(all))
 	var ids []int64
 	var mode rewriter.Mode
 	if pm.anyBound {
 		if mode, err = st.currentMode(ctx, s); err != nil {
-			return false, err
+			return nil, 0, err
 		}
 	}
 	hidden := pm.backendParams - pm.clientParams // the generated values
-	out := make([]byte, 0, len(pkt)+2*hidden+len(rows)*9*hidden)
+	out = make([]byte, 0, len(pkt)+2*hidden+len(rows)*9*hidden)
 	out = append(out, pkt[:5]...)
 	out = binary.LittleEndian.AppendUint16(out, flags|bulkSendTypes)
 	out = pm.appendTypes(out)
-	var firstKey int64
 	for r, row := range rows {
 		for t := range all {
 			sub[t] = all[t][r*perRow[t] : (r+1)*perRow[t]]
 		}
 		if ids, err = plan.AssignIDs(ids[:0], sub); err != nil {
-			return false, err
+			return nil, 0, err
 		}
-		// A bound key the row's value keeps: its ID goes unused (a gap
-		// AUTO_INCREMENT would not leave) and the tag moves past it.
-		kept, err := bulkKept(p, mode, row)
-		if err != nil {
-			return false, err
-		}
-		for k, v := range kept {
-			if v != 0 {
-				ids[k] = 0
-				if v > 0 {
-					if err := e.advance(ctx, st.own(plan.Slots[k].Tag), v); err != nil {
-						return false, err
-					}
-				}
-			}
+		if err := e.keepBulkKeys(ctx, st, p, mode, row, ids); err != nil {
+			return nil, 0, err
 		}
 		if r == 0 {
 			firstKey = firstRowKey(plan, ids)
 		}
-		for _, src := range pm.sourceOf {
-			if src < 0 {
-				if id := ids[-src-1]; id != 0 {
-					out = append(out, 0)
-					out = binary.LittleEndian.AppendUint64(out, uint64(id))
-				} else {
-					out = append(out, 1) // NULL: the client's value is kept
+		out = appendBulkRow(out, pm, ids, row)
+	}
+	return out, firstKey, nil
+}
+
+// keepBulkKeys clears, in ids, the IDs of the bound keys whose value the
+// row keeps (bulkKept): such an ID goes unused (a gap AUTO_INCREMENT would
+// not leave) and the tag moves past the kept value.
+func (e *Engine) keepBulkKeys(ctx context.Context, st *state, p *prepared, mode rewriter.Mode, row bulkRow, ids []int64) error {
+	kept, err := bulkKept(p, mode, row)
+	if err != nil {
+		return err
+	}
+	for k, v := range kept {
+		if v != 0 {
+			ids[k] = 0
+			if v > 0 {
+				if err := e.advance(ctx, st.own(p.plan.Slots[k].Tag), v); err != nil {
+					return err
 				}
-				continue
 			}
-			if pm.anyBound && pm.boundBy[src] != 0 && ids[pm.boundBy[src]-1] != 0 {
-				out = append(out, 1) // NULL: the key is generated
-				continue
-			}
-			out = append(out, row.raw[row.paramRanges[2*src]:row.paramRanges[2*src+1]]...)
 		}
 	}
-	st.countStmt(StmtFilled)
+	return nil
+}
+
+// appendBulkRow appends one row's backend parameters to out, in the
+// backend's order: a generated parameter's ID (NULL when the client's
+// value is kept), NULL for a client parameter whose key is generated, the
+// client's bytes otherwise.
+func appendBulkRow(out []byte, pm *paramMap, ids []int64, row bulkRow) []byte {
+	for _, src := range pm.sourceOf {
+		if src < 0 {
+			if id := ids[-src-1]; id != 0 {
+				out = append(out, 0)
+				out = binary.LittleEndian.AppendUint64(out, uint64(id))
+			} else {
+				out = append(out, 1) // NULL: the client's value is kept
+			}
+			continue
+		}
+		if pm.anyBound && pm.boundBy[src] != 0 && ids[pm.boundBy[src]-1] != 0 {
+			out = append(out, 1) // NULL: the key is generated
+			continue
+		}
+		out = append(out, row.raw[row.paramRanges[2*src]:row.paramRanges[2*src+1]]...)
+	}
+	return out
+}
+
+// bulkAnswer sends out to the backend and passes its answer on: its
+// error, or its OK with the first row's key (when generated) as insert id,
+// which also becomes the session's LAST_INSERT_ID() when the plan reports
+// keys.
+func bulkAnswer(s Session, st *state, p *prepared, bs proxy.BlockingSession, out []byte, firstKey int64) error {
 	res, err := bs.ExecuteResult(out)
 	if err != nil {
-		return true, err
+		return err
 	}
 	if res.Err != nil {
-		return true, s.WriteError(res.Err.Code, res.Err.State, res.Err.Message)
+		return s.WriteError(res.Err.Code, res.Err.State, res.Err.Message)
 	}
 	insertID := res.InsertID
 	if firstKey != 0 {
@@ -149,7 +212,7 @@ func (e *Engine) bulkRewrite(ctx context.Context, s Session, st *state, p *prepa
 		}
 	}
 	st.trim()
-	return true, s.WriteOK(res.Affected, insertID, res.Warnings)
+	return s.WriteOK(res.Affected, insertID, res.Warnings)
 }
 
 // firstRowKey is the key LAST_INSERT_ID(...) reports for the first row:

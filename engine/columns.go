@@ -173,7 +173,23 @@ func (c *columnCache) entry(ctx context.Context, s Session, memo *colMemo, db, t
 		c.mu.Unlock()
 		return colEntry{}, fmt.Errorf("read columns of %s.%s: %w", db, table, err)
 	}
-	e = colEntry{cols: make([]string, 0, len(rows)), types: make([]colType, 0, len(rows)), loadedAt: time.Now()}
+	e = columnsOf(rows)
+	c.mu.Lock()
+	if len(c.entries) > 10000 {
+		clear(c.entries)
+	}
+	c.entries[owned(key)] = e
+	c.generation.Add(1)
+	c.mu.Unlock()
+	return e, nil
+}
+
+// columnsOf reads information_schema.COLUMNS rows (COLUMN_NAME,
+// DATA_TYPE, COLUMN_TYPE, NUMERIC_PRECISION, NUMERIC_SCALE, EXTRA,
+// COLUMN_KEY, COLUMN_DEFAULT, in ordinal order) into a cache entry loaded
+// now. Rows too short or without a name are skipped.
+func columnsOf(rows [][]*string) colEntry {
+	e := colEntry{cols: make([]string, 0, len(rows)), types: make([]colType, 0, len(rows)), loadedAt: time.Now()}
 	str := func(p *string) string {
 		if p == nil {
 			return ""
@@ -207,14 +223,7 @@ func (c *columnCache) entry(ctx context.Context, s Session, memo *colMemo, db, t
 		}
 		e.keys = append(e.keys, k)
 	}
-	c.mu.Lock()
-	if len(c.entries) > 10000 {
-		clear(c.entries)
-	}
-	c.entries[owned(key)] = e
-	c.generation.Add(1)
-	c.mu.Unlock()
-	return e, nil
+	return e
 }
 
 // owned is key with its strings copied: the statement's may borrow the

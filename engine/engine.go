@@ -296,69 +296,11 @@ func (e *Engine) runPlan(ctx context.Context, s Session, st *state, plan *rewrit
 	case rewriter.Numbered:
 		return e.runNumbered(ctx, s, st, plan, text)
 	case rewriter.Sequence:
-		if len(plan.Calls) == 1 && plan.Calls[0].Func == rewriter.Decode {
-			err := e.decode(ctx, s, st, plan.Calls[0], false)
-			st.countNextval(s)
-			return true, err
-		}
-		if err := st.evalCalls(ctx, e, plan.Calls); err != nil {
-			return false, err
-		}
-		st.columnNames = st.columnNames[:0]
-		for _, c := range plan.Calls {
-			st.columnNames = append(st.columnNames, c.Name) // borrowed from sql: used only below
-		}
-		st.resultRows[0] = st.resultRow
-		err := s.WriteResultSet(st.columnNames, st.resultRows[:])
-		clear(st.columnNames)
-		st.countNextval(s)
-		return true, err
+		return e.runSequence(ctx, s, st, plan)
 	case rewriter.LoadData:
 		return e.load(ctx, s, st, plan, text)
 	case rewriter.Rewrite:
-		if err := e.checkKeys(ctx, s, &st.lastColumns, plan.Filled); err != nil {
-			return false, err
-		}
-		if plan.Large() || plan.StmtKeys != nil {
-			// Written in pieces, or with insert ids in the OKs: on the
-			// session's goroutine, nothing drawn yet.
-			if bs, err = s.Blocking(ctx); err != nil {
-				return false, err
-			}
-		}
-		if err := st.drawPlan(ctx, e, plan, nil); err != nil {
-			if w := ignoreWarning(text, plan.Statements, err); w != "" {
-				return true, s.RelayQuery([]byte(w))
-			}
-			return false, err
-		}
-		if plan.Large() {
-			st.countStmt(StmtFilled)
-			return true, st.sendLarge(bs, plan, text)
-		}
-		// The COM_QUERY packet itself: the proxy sends it without a copy.
-		var err error
-		if st.rendered, err = plan.Render(append(st.rendered[:0], mysql.COM_QUERY), text, st.slotIDs); err != nil {
-			return true, err
-		}
-		st.countStmt(StmtFilled)
-		_, adv := e.idSource.(advancer)
-		retry := adv && len(plan.Filled) > 0 && plan.Statements == 1 && len(text) <= maxRetryText
-		if retry || plan.ReportsKey {
-			// A ReportsKey plan's OK gets its key from the engine
-			// (dupRetry.ReportOK), retried after a 1062 or not.
-			st.dup.arm(e, st, text, st.class, plan, st.slotIDs, retry)
-			err = s.RelayQueryPacketOr(st.rendered, &st.dup)
-			st.trim()
-			return true, err
-		}
-		if plan.StmtKeys != nil {
-			err = bs.RelayQueryInsertIDs(st.rendered, reportedIDs(plan.StmtKeys))
-		} else {
-			err = s.RelayQueryPacket(st.rendered)
-		}
-		st.trim()
-		return true, err
+		return e.runRewrite(ctx, s, st, plan, text)
 	case rewriter.PassThrough:
 		if plan.LastKey != 0 {
 			// Every row gives its key: the OK packet reports the last, as
@@ -371,6 +313,81 @@ func (e *Engine) runPlan(ctx context.Context, s Session, st *state, plan *rewrit
 		}
 	}
 	return false, nil
+}
+
+// runSequence answers a Sequence plan (a SELECT of NEXTVAL, LASTVAL and
+// the like) with one row of the calls' values, or a DECODE alone with its
+// own result.
+func (e *Engine) runSequence(ctx context.Context, s Session, st *state, plan *rewriter.Plan) (bool, error) {
+	if len(plan.Calls) == 1 && plan.Calls[0].Func == rewriter.Decode {
+		err := e.decode(ctx, s, st, plan.Calls[0], false)
+		st.countNextval(s)
+		return true, err
+	}
+	if err := st.evalCalls(ctx, e, plan.Calls); err != nil {
+		return false, err
+	}
+	st.columnNames = st.columnNames[:0]
+	for _, c := range plan.Calls {
+		st.columnNames = append(st.columnNames, c.Name) // borrowed from sql: used only below
+	}
+	st.resultRows[0] = st.resultRow
+	err := s.WriteResultSet(st.columnNames, st.resultRows[:])
+	clear(st.columnNames)
+	st.countNextval(s)
+	return true, err
+}
+
+// runRewrite runs a Rewrite plan: the key columns checked, the IDs drawn,
+// the statement rendered with them and relayed: in pieces when large,
+// armed for a duplicate-key retry (or a reported key) when it may be, with
+// the insert ids in the OKs when each statement reports its keys.
+func (e *Engine) runRewrite(ctx context.Context, s Session, st *state, plan *rewriter.Plan, text string) (bool, error) {
+	if err := e.checkKeys(ctx, s, &st.lastColumns, plan.Filled); err != nil {
+		return false, err
+	}
+	var bs proxy.BlockingSession
+	if plan.Large() || plan.StmtKeys != nil {
+		// Written in pieces, or with insert ids in the OKs: on the
+		// session's goroutine, nothing drawn yet.
+		var err error
+		if bs, err = s.Blocking(ctx); err != nil {
+			return false, err
+		}
+	}
+	if err := st.drawPlan(ctx, e, plan, nil); err != nil {
+		if w := ignoreWarning(text, plan.Statements, err); w != "" {
+			return true, s.RelayQuery([]byte(w))
+		}
+		return false, err
+	}
+	if plan.Large() {
+		st.countStmt(StmtFilled)
+		return true, st.sendLarge(bs, plan, text)
+	}
+	// The COM_QUERY packet itself: the proxy sends it without a copy.
+	var err error
+	if st.rendered, err = plan.Render(append(st.rendered[:0], mysql.COM_QUERY), text, st.slotIDs); err != nil {
+		return true, err
+	}
+	st.countStmt(StmtFilled)
+	_, adv := e.idSource.(advancer)
+	retry := adv && len(plan.Filled) > 0 && plan.Statements == 1 && len(text) <= maxRetryText
+	if retry || plan.ReportsKey {
+		// A ReportsKey plan's OK gets its key from the engine
+		// (dupRetry.ReportOK), retried after a 1062 or not.
+		st.dup.arm(e, st, text, st.class, plan, st.slotIDs, retry)
+		err = s.RelayQueryPacketOr(st.rendered, &st.dup)
+		st.trim()
+		return true, err
+	}
+	if plan.StmtKeys != nil {
+		err = bs.RelayQueryInsertIDs(st.rendered, reportedIDs(plan.StmtKeys))
+	} else {
+		err = s.RelayQueryPacket(st.rendered)
+	}
+	st.trim()
+	return true, err
 }
 
 // draw takes the plan's IDs, one NextN per tag, and assigns them to slots.
