@@ -153,21 +153,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
-	switch args[0] {
-	case "--version", "-v":
+	if args[0] == "--version" || args[0] == "-v" {
 		args[0] = "version"
-	case "help", "-h", "--help":
-		if len(args) > 1 {
-			if c := findCommand(args[1]); c != nil {
-				commandUsage(stdout, c)
-				return 0
-			}
-			fmt.Fprintf(stderr, "leafproxy: unknown command %q\n\n", args[1])
-			usage(stderr)
-			return 2
-		}
-		usage(stdout)
-		return 0
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		return help(args[1:], stdout, stderr)
 	}
 	var hup chan os.Signal
 	if args[0] == "serve" {
@@ -193,35 +183,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return runDemo(args[1:], stdout)
 	}
-	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors and help are printed below
-	vals := map[string]*string{}
-	for _, f := range cmd.flags {
-		vals[f] = fs.String(f, "", cmd.help(f)[1])
-	}
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			commandUsage(stdout, cmd)
-			return 0
-		}
-		fmt.Fprintf(stderr, "leafproxy %s: %v\n\n", cmd.name, err)
-		commandUsage(stderr, cmd)
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "leafproxy %s: unexpected argument %q\n\n", cmd.name, fs.Arg(0))
-		commandUsage(stderr, cmd)
-		return 2
+	get, code, ok := parseFlags(cmd, args[1:], stdout, stderr)
+	if !ok {
+		return code
 	}
 	if cmd.name == "version" {
 		fmt.Fprintln(stdout, buildinfo.Read(version))
 		return 0
-	}
-	get := func(name string) string {
-		if v := vals[name]; v != nil {
-			return *v
-		}
-		return ""
 	}
 	cfg, err := loadConfig(get("config"), get("listen"), get("backend"))
 	if err != nil {
@@ -266,11 +234,65 @@ func run(args []string, stdout, stderr io.Writer) int {
 		defer stop()
 		err = initStore(ctx, cfg, stdout)
 	}
+	return exitCode(stderr, cmd.name, err)
+}
+
+// help prints the usage (help) or a command's (help <command>) and
+// returns the exit code: 2 for an unknown command.
+func help(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		if c := findCommand(args[0]); c != nil {
+			commandUsage(stdout, c)
+			return 0
+		}
+		fmt.Fprintf(stderr, "leafproxy: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	usage(stdout)
+	return 0
+}
+
+// parseFlags parses cmd's flags in args. get reads a flag's value ("" when
+// unset or not cmd's). !ok: the command does not run and code is the exit
+// code (0 after --help, 2 for a bad flag or an argument).
+func parseFlags(cmd *command, args []string, stdout, stderr io.Writer) (get func(string) string, code int, ok bool) {
+	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors and help are printed below
+	vals := map[string]*string{}
+	for _, f := range cmd.flags {
+		vals[f] = fs.String(f, "", cmd.help(f)[1])
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			commandUsage(stdout, cmd)
+			return nil, 0, false
+		}
+		fmt.Fprintf(stderr, "leafproxy %s: %v\n\n", cmd.name, err)
+		commandUsage(stderr, cmd)
+		return nil, 2, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "leafproxy %s: unexpected argument %q\n\n", cmd.name, fs.Arg(0))
+		commandUsage(stderr, cmd)
+		return nil, 2, false
+	}
+	return func(name string) string {
+		if v := vals[name]; v != nil {
+			return *v
+		}
+		return ""
+	}, 0, true
+}
+
+// exitCode reports err of command name (none after a cancel: a signal
+// stopped it) and returns the process's exit code: 0, 1, or 2 when the
+// config contradicts the store and restarting cannot help (systemd's
+// RestartPreventExitStatus=2).
+func exitCode(stderr io.Writer, name string, err error) int {
 	if err != nil && !errors.Is(err, context.Canceled) {
-		fmt.Fprintf(stderr, "leafproxy %s: %v\n", cmd.name, err)
+		fmt.Fprintf(stderr, "leafproxy %s: %v\n", name, err)
 		if errors.Is(err, snowflake.ErrLayoutMismatch) {
-			// The config contradicts the store: restarting cannot help
-			// (systemd's RestartPreventExitStatus=2).
 			return 2
 		}
 		return 1
