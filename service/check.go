@@ -41,116 +41,142 @@ func (f Finding) String() string { return f.Key + ": " + f.Msg }
 // in leaf_alloc (unless auto_create is on). Each probe is bounded by
 // backend.connect_timeout. cfg must be valid (config.Validate).
 func CheckConfig(ctx context.Context, cfg *config.Config) []Finding {
-	var out []Finding
+	f := &findings{}
 	timeout := cfg.Backend.ConnectTimeout.D()
 	// The files the proxy reads at start (a failure there would come
 	// after start-up work, with exit 1).
 	if cfg.TLS.Cert != "" {
 		if _, err := tls.LoadX509KeyPair(cfg.TLS.Cert, cfg.TLS.Key); err != nil {
-			out = append(out, Finding{Key: "tls.cert", Msg: fmt.Sprintf("cannot load the certificate and key (tls.cert, tls.key): %v", err)})
+			f.out = append(f.out, Finding{Key: "tls.cert", Msg: fmt.Sprintf("cannot load the certificate and key (tls.cert, tls.key): %v", err)})
 		}
 	}
 	h, err := newHealth(cfg, nil)
 	if err != nil {
-		return append(out, Finding{Key: "backend.tls", Msg: err.Error()})
+		return append(f.out, Finding{Key: "backend.tls", Msg: err.Error()})
 	}
 	defer h.close()
 	if t := timeout; t > h.timeout {
 		h.timeout = t
 	}
-	add := func(err error) {
-		if err == nil {
-			return
-		}
-		var ce *ConfigError
-		if errors.As(err, &ce) {
-			out = append(out, Finding{Key: ce.Key, Msg: trimKey(ce), Unreachable: isNetError(err)})
-			return
-		}
-		out = append(out, Finding{Key: "backend", Msg: err.Error(), Unreachable: isNetError(err)})
-	}
-	ping := func(db *sql.DB) error {
-		pctx, cancel := context.WithTimeout(ctx, h.timeout)
-		defer cancel()
-		return db.PingContext(pctx)
-	}
-	backendErr := ping(h.backend)
-	add(explainBackendError(cfg, "log in to the backend", backendErr))
+	pctx, cancel := context.WithTimeout(ctx, h.timeout)
+	backendErr := h.backend.PingContext(pctx)
+	cancel()
+	f.add(explainBackendError(cfg, "log in to the backend", backendErr))
+	f.checkUsers(ctx, cfg, h.timeout, backendErr)
 
-	// The accounts sessions log in with, when not the backend's own.
+	// The store: its own login when sequences.store names one; the
+	// default store is the backend's account, tried above.
+	storeUp := backendErr == nil
+	if cfg.Sequences.Store.Set() {
+		storeUp = f.checkStoreLogins(ctx, cfg, h.timeout)
+	}
+	if storeUp {
+		f.checkTags(ctx, cfg, h.timeout)
+	}
+	if backendErr == nil && len(cfg.Tables) > 0 {
+		f.checkRules(ctx, cfg)
+	}
+	return f.out
+}
+
+// findings collects CheckConfig's findings, in the order they are made.
+type findings struct{ out []Finding }
+
+// add records err (nil: nothing): under its key for a ConfigError, else
+// under backend; Unreachable when the server could not be reached.
+func (f *findings) add(err error) {
+	if err == nil {
+		return
+	}
+	var ce *ConfigError
+	if errors.As(err, &ce) {
+		f.out = append(f.out, Finding{Key: ce.Key, Msg: trimKey(ce), Unreachable: isNetError(err)})
+		return
+	}
+	f.out = append(f.out, Finding{Key: "backend", Msg: err.Error(), Unreachable: isNetError(err)})
+}
+
+// checkUsers tries each distinct users[].backend_user login other than the
+// backend's own account (none when the backend could not be reached:
+// backendErr), each bounded by timeout.
+func (f *findings) checkUsers(ctx context.Context, cfg *config.Config, timeout time.Duration, backendErr error) {
 	tried := map[string]bool{cfg.Backend.User + "\x00" + cfg.Backend.Password: true}
 	for i, u := range cfg.Users {
 		if u.BackendUser == "" || tried[u.BackendUser+"\x00"+u.BackendPassword] || backendErr != nil && isNetError(backendErr) {
 			continue
 		}
 		tried[u.BackendUser+"\x00"+u.BackendPassword] = true
-		if err := loginAs(ctx, cfg, h.timeout, u.BackendUser, u.BackendPassword); err != nil {
+		if err := loginAs(ctx, cfg, timeout, u.BackendUser, u.BackendPassword); err != nil {
 			var me *mysql.MySQLError
 			if errors.As(err, &me) && (me.Number == erAccessDenied || me.Number == erAccessDeniedNoPasswd) {
-				out = append(out, Finding{Key: fmt.Sprintf("users[%d].backend_password", i),
+				f.out = append(f.out, Finding{Key: fmt.Sprintf("users[%d].backend_password", i),
 					Msg: fmt.Sprintf("the backend %s refused login as %q (fix users[%d].backend_user / backend_password): %v", cfg.Backend.Addr, u.BackendUser, i, me)})
 			} else {
-				out = append(out, Finding{Key: fmt.Sprintf("users[%d].backend_user", i), Msg: err.Error(), Unreachable: isNetError(err)})
+				f.out = append(f.out, Finding{Key: fmt.Sprintf("users[%d].backend_user", i), Msg: err.Error(), Unreachable: isNetError(err)})
 			}
 		}
 	}
+}
 
-	// The store: its own login when sequences.store names one; the
-	// default store is the backend's account, tried above.
-	storeUp := backendErr == nil
-	if cfg.Sequences.Store.Set() {
-		// Each node of a list: one that does not answer is a warning
-		// while another does (the proxy fails over); every one refusing
-		// or unreachable is the store's finding.
-		storeUp = false
-		var errs []error
-		for _, dsn := range cfg.Sequences.Store {
-			err := storeLogin(ctx, dsn, h.timeout)
-			errs = append(errs, err)
-			storeUp = storeUp || err == nil
+// checkStoreLogins logs in to each node of sequences.store and reports
+// whether one answered. One that does not answer is a warning while
+// another does (the proxy fails over); every one refusing or unreachable
+// is the store's finding.
+func (f *findings) checkStoreLogins(ctx context.Context, cfg *config.Config, timeout time.Duration) (storeUp bool) {
+	var errs []error
+	for _, dsn := range cfg.Sequences.Store {
+		err := storeLogin(ctx, dsn, timeout)
+		errs = append(errs, err)
+		storeUp = storeUp || err == nil
+	}
+	for i, err := range errs {
+		if err == nil {
+			continue
 		}
-		for i, err := range errs {
-			if err == nil {
-				continue
-			}
-			if len(errs) > 1 {
-				err = fmt.Errorf("node %d of %d: %w", i+1, len(errs), err)
-			}
-			add(explainStoreError(cfg, "log in to the allocation store", err))
+		if len(errs) > 1 {
+			err = fmt.Errorf("node %d of %d: %w", i+1, len(errs), err)
+		}
+		f.add(explainStoreError(cfg, "log in to the allocation store", err))
+	}
+	return storeUp
+}
+
+// checkTags finds the table rules' tags neither declared in
+// sequences.tags nor in leaf_alloc (allocator.CheckTags), bounded by
+// timeout.
+func (f *findings) checkTags(ctx context.Context, cfg *config.Config, timeout time.Duration) {
+	tctx, cancel := context.WithTimeout(ctx, timeout)
+	var err error
+	if ac, aerr := AllocatorConfig(cfg); aerr != nil {
+		err = aerr
+	} else {
+		err = allocator.CheckTags(tctx, &ac)
+	}
+	cancel()
+	var ut *allocator.UndeclaredTagError
+	switch {
+	case errors.As(err, &ut):
+		for _, u := range ut.Tags {
+			f.out = append(f.out, Finding{Key: u.Key(), Msg: u.Problem()})
+		}
+	case err != nil:
+		f.add(explainStoreError(cfg, "read the tags in leaf_alloc", err))
+	}
+}
+
+// checkRules finds the exact table rules whose table's key the proxy
+// cannot fill (ReadRuleCoverage): Table findings.
+func (f *findings) checkRules(ctx context.Context, cfg *config.Config) {
+	cov, err := ReadRuleCoverage(ctx, cfg)
+	if err != nil {
+		f.add(explainBackendError(cfg, "read the tables the rules match", err))
+	}
+	for _, c := range cov {
+		if c.Problem != "" {
+			f.out = append(f.out, Finding{Key: fmt.Sprintf("tables[%d].table", c.Index), Table: true,
+				Msg: fmt.Sprintf("%s (an exact rule fills its table whatever it has; point it at the table's integer primary key without a default, or remove it)", c.Problem)})
 		}
 	}
-	if storeUp {
-		tctx, cancel := context.WithTimeout(ctx, h.timeout)
-		var err error
-		if ac, aerr := AllocatorConfig(cfg); aerr != nil {
-			err = aerr
-		} else {
-			err = allocator.CheckTags(tctx, &ac)
-		}
-		cancel()
-		var ut *allocator.UndeclaredTagError
-		switch {
-		case errors.As(err, &ut):
-			for _, u := range ut.Tags {
-				out = append(out, Finding{Key: u.Key(), Msg: u.Problem()})
-			}
-		case err != nil:
-			add(explainStoreError(cfg, "read the tags in leaf_alloc", err))
-		}
-	}
-	if backendErr == nil && len(cfg.Tables) > 0 {
-		cov, err := ReadRuleCoverage(ctx, cfg)
-		if err != nil {
-			add(explainBackendError(cfg, "read the tables the rules match", err))
-		}
-		for _, c := range cov {
-			if c.Problem != "" {
-				out = append(out, Finding{Key: fmt.Sprintf("tables[%d].table", c.Index), Table: true,
-					Msg: fmt.Sprintf("%s (an exact rule fills its table whatever it has; point it at the table's integer primary key without a default, or remove it)", c.Problem)})
-			}
-		}
-	}
-	return out
 }
 
 // trimKey is a ConfigError's message without its leading key.

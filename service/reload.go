@@ -49,17 +49,8 @@ func (s *Service) reload(ctx context.Context, next *config.Config) (changes []st
 		return nil, err
 	}
 	cur := s.current()
-	for name, t := range next.Sequences.Tags {
-		old, ok := cur.Sequences.Tags[name]
-		switch {
-		case ok && old.Generator != t.Generator:
-			return nil, fmt.Errorf("sequences.tags.%s.generator: changing %s to %s needs a restart (IDs already issued must not be repeated)", name, old.Generator, t.Generator)
-		case ok && t.Generator == "snowflake" && old.TagLayout != t.TagLayout:
-			return nil, fmt.Errorf("sequences.tags.%s: a snowflake tag's layout cannot change while it runs (IDs of two layouts can collide; "+
-				"the store records the tag's layout and refuses another at start): use a new tag", name)
-		case !ok && t.Generator == "snowflake":
-			return nil, fmt.Errorf("sequences.tags.%s: a new snowflake tag needs a restart (tags are routed to their generator at start)", name)
-		}
+	if err := checkTagChanges(cur, next); err != nil {
+		return nil, err
 	}
 	// Names compare as the backend does: read again (the backend may have
 	// been down at start), else as before.
@@ -71,54 +62,14 @@ func (s *Service) reload(ctx context.Context, next *config.Config) (changes []st
 	if err != nil {
 		return nil, fmt.Errorf("tables: %w", err)
 	}
-	var added []string
-	for name, t := range next.Sequences.Tags {
-		if _, ok := cur.Sequences.Tags[name]; !ok && t.Generator != "snowflake" {
-			added = append(added, name)
-		}
-	}
-	if len(added) > 0 || !reflect.DeepEqual(cur.Tables, next.Tables) {
-		// New tags (and tags of new rules) are created as init would.
-		ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := allocator.InitStore(ictx, &nextAlloc, nil)
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("create the new tags in the store: %w", err)
-		}
+	if err := createNewTags(ctx, cur, next, &nextAlloc); err != nil {
+		return nil, err
 	}
 
-	changes = append(changes, diffNames("user", names(cur.Users), names(next.Users))...)
-	changes = append(changes, diffNames("admin", cur.Admins, next.Admins)...)
-	for _, u := range next.Users {
-		for _, o := range cur.Users {
-			if o.Name == u.Name && o != u {
-				changes = append(changes, fmt.Sprintf("user %q changed", u.Name))
-			}
-		}
-	}
-	changes = append(changes, diffNames("table rule", ruleNames(cur.Tables), ruleNames(next.Tables))...)
 	// ID API tokens apply at once while the API runs and stays configured
 	// (a changed or emptied id_api.listen needs a restart, tokens too).
 	tokens := s.IDAPI != nil && next.IDAPI.Listen != ""
-	if tokens {
-		changes = append(changes, diffNames("id_api token", apiTokenNames(cur.IDAPI.Tokens), apiTokenNames(next.IDAPI.Tokens))...)
-		for _, t := range next.IDAPI.Tokens {
-			for _, o := range cur.IDAPI.Tokens {
-				if o.Name == t.Name && !reflect.DeepEqual(o, t) {
-					changes = append(changes, fmt.Sprintf("id_api token %q changed", t.Name))
-				}
-			}
-		}
-	}
-	changes = append(changes, diffNames("tag", slices.Collect(maps.Keys(cur.Sequences.Tags)), slices.Collect(maps.Keys(next.Sequences.Tags)))...)
-	for _, name := range slices.Sorted(maps.Keys(next.Sequences.Tags)) {
-		t, old := next.Sequences.Tags[name], cur.Sequences.Tags[name]
-		if _, ok := cur.Sequences.Tags[name]; ok && t.Step != old.Step && t.Generator == "segment" {
-			changes = append(changes, fmt.Sprintf("sequences.tags.%s.step changed (%d -> %d): not applied to the tag, whose row in leaf_alloc keeps its step "+
-				"(step is what init gives a tag it creates); to change it: UPDATE leaf_alloc SET step = %d WHERE biz_tag = '%s'",
-				name, old.Step, t.Step, t.Step, strings.ReplaceAll(name, "'", "''")))
-		}
-	}
+	changes = reloadChanges(cur, next, tokens)
 
 	// Apply: accounts, rules, the configured-tags view.
 	s.Proxy.SetUsers(Accounts(next.Users))
@@ -155,6 +106,82 @@ func (s *Service) reload(ctx context.Context, next *config.Config) (changes []st
 		changes = append(changes, f+": needs a restart, not applied")
 	}
 	return changes, nil
+}
+
+// checkTagChanges refuses a reload that changes what only a restart may:
+// a tag's generator, a snowflake tag's layout, a new snowflake tag.
+func checkTagChanges(cur, next *config.Config) error {
+	for name, t := range next.Sequences.Tags {
+		old, ok := cur.Sequences.Tags[name]
+		switch {
+		case ok && old.Generator != t.Generator:
+			return fmt.Errorf("sequences.tags.%s.generator: changing %s to %s needs a restart (IDs already issued must not be repeated)", name, old.Generator, t.Generator)
+		case ok && t.Generator == "snowflake" && old.TagLayout != t.TagLayout:
+			return fmt.Errorf("sequences.tags.%s: a snowflake tag's layout cannot change while it runs (IDs of two layouts can collide; "+
+				"the store records the tag's layout and refuses another at start): use a new tag", name)
+		case !ok && t.Generator == "snowflake":
+			return fmt.Errorf("sequences.tags.%s: a new snowflake tag needs a restart (tags are routed to their generator at start)", name)
+		}
+	}
+	return nil
+}
+
+// createNewTags creates in the store, as init would, the tags a reload
+// adds (new segment tags, and tags of new or changed table rules),
+// bounded by 30 seconds.
+func createNewTags(ctx context.Context, cur, next *config.Config, nextAlloc *allocator.Config) error {
+	var added []string
+	for name, t := range next.Sequences.Tags {
+		if _, ok := cur.Sequences.Tags[name]; !ok && t.Generator != "snowflake" {
+			added = append(added, name)
+		}
+	}
+	if len(added) > 0 || !reflect.DeepEqual(cur.Tables, next.Tables) {
+		// New tags (and tags of new rules) are created as init would.
+		ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := allocator.InitStore(ictx, nextAlloc, nil)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("create the new tags in the store: %w", err)
+		}
+	}
+	return nil
+}
+
+// reloadChanges lists what a reload from cur to next changes: users,
+// admins, table rules, ID API tokens (when tokens: the API runs and stays
+// configured) and tags, and the segment steps it leaves as they are.
+func reloadChanges(cur, next *config.Config, tokens bool) (changes []string) {
+	changes = append(changes, diffNames("user", names(cur.Users), names(next.Users))...)
+	changes = append(changes, diffNames("admin", cur.Admins, next.Admins)...)
+	for _, u := range next.Users {
+		for _, o := range cur.Users {
+			if o.Name == u.Name && o != u {
+				changes = append(changes, fmt.Sprintf("user %q changed", u.Name))
+			}
+		}
+	}
+	changes = append(changes, diffNames("table rule", ruleNames(cur.Tables), ruleNames(next.Tables))...)
+	if tokens {
+		changes = append(changes, diffNames("id_api token", apiTokenNames(cur.IDAPI.Tokens), apiTokenNames(next.IDAPI.Tokens))...)
+		for _, t := range next.IDAPI.Tokens {
+			for _, o := range cur.IDAPI.Tokens {
+				if o.Name == t.Name && !reflect.DeepEqual(o, t) {
+					changes = append(changes, fmt.Sprintf("id_api token %q changed", t.Name))
+				}
+			}
+		}
+	}
+	changes = append(changes, diffNames("tag", slices.Collect(maps.Keys(cur.Sequences.Tags)), slices.Collect(maps.Keys(next.Sequences.Tags)))...)
+	for _, name := range slices.Sorted(maps.Keys(next.Sequences.Tags)) {
+		t, old := next.Sequences.Tags[name], cur.Sequences.Tags[name]
+		if _, ok := cur.Sequences.Tags[name]; ok && t.Step != old.Step && t.Generator == "segment" {
+			changes = append(changes, fmt.Sprintf("sequences.tags.%s.step changed (%d -> %d): not applied to the tag, whose row in leaf_alloc keeps its step "+
+				"(step is what init gives a tag it creates); to change it: UPDATE leaf_alloc SET step = %d WHERE biz_tag = '%s'",
+				name, old.Step, t.Step, t.Step, strings.ReplaceAll(name, "'", "''")))
+		}
+	}
+	return changes
 }
 
 // takeReloadable copies into dst the keys a reload applies

@@ -131,28 +131,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	// Problems found before the generators start are logged once the
 	// proxy is sure to run; when start-up fails, its error says it all
 	// unless a problem had another cause.
-	type warning struct {
-		msg string
-		err error
-	}
-	var warnings []warning
-	probeCtx, cancel := context.WithTimeout(ctx, h.timeout)
-	backendErr := explainBackendError(cfg, "check the backend account at start-up", h.backend.PingContext(probeCtx))
-	cancel()
-	if backendErr != nil {
-		warnings = append(warnings, warning{"backend not usable; sessions fail until it is", backendErr})
-	}
-	// A custom store's database is created here; its tables and tags are
-	// prepared by allocator.Open (WithInitStore), bounded and retried.
-	if cfg.Sequences.Store.Set() {
-		dbCtx, cancel := context.WithTimeout(ctx, cfg.Backend.ConnectTimeout.D())
-		err := createStoreDatabase(dbCtx, cfg.Sequences.Store)
-		cancel()
-		if err != nil {
-			warnings = append(warnings, warning{"could not create the allocation store's database; NEXTVAL and key filling fail until it exists (leafproxy init)",
-				explainStoreError(cfg, "create the allocation store's database", err)})
-		}
-	}
+	warnings, backendErr := startWarnings(ctx, cfg, h)
 	// Table names compare as the backend compares them (a server global,
 	// read once here); a backend not usable now gets Linux's default.
 	names := backendNames{lowerCaseTableNames: 0, err: backendErr}
@@ -192,27 +171,10 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	liveAlloc := &atomic.Pointer[allocator.Config]{}
 	liveAlloc.Store(&ac)
 	adm := admin.New(eng, seq, liveAlloc.Load)
-	ro := o.runway
-	if ro.Logger == nil {
-		ro.Logger = log.With("component", "runway")
-	}
-	if ro.Limits == nil {
-		ro.Limits = func(cols map[string]runway.Column) { seq.SetKeyLimits(segmentLimits(cols)) }
-	}
-	mon := runway.New(seq, liveAlloc.Load, ro)
+	mon := newRunway(seq, liveAlloc.Load, o.runway, log)
 	adm.SetRunway(mon.Get)
 	views := newViewWatch(h.backend, eng, log)
-	eng.OnDDL(func() {
-		mon.Invalidate() // a key column widened through the proxy is seen at once
-		views.refresh(context.Background())
-	})
-	eng.OnTableReset(func(ctx context.Context, tag string) {
-		// A per_table tag's table was dropped or truncated: the tag
-		// starts again above its largest key (README, Table rules).
-		if _, err := seq.RestartPerTable(ctx, tag); err != nil {
-			log.Warn("could not restart a per_table tag after its table was dropped or truncated; it goes on from where it was", "tag", tag, "err", err)
-		}
-	})
+	hookEngine(eng, seq, mon, views, log)
 	popts := []proxy.Option{proxy.WithLogger(log), proxy.WithInterceptor(adm), proxy.WithAuthMethod(cfg.AuthMethod)}
 	if cfg.Metrics.Listen == "" && !o.stats {
 		// Nobody scrapes: the sessions count nothing.
@@ -255,6 +217,65 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	svc.life.init()
 	adm.SetTables(svc.tableRows)
 	return svc, nil
+}
+
+// startWarning is a problem found before the generators start: logged
+// once the proxy is sure to run.
+type startWarning struct {
+	msg string
+	err error
+}
+
+// startWarnings probes the backend account (bounded by h.timeout) and
+// creates a custom store's database (its tables and tags are prepared by
+// allocator.Open (WithInitStore), bounded and retried): what failed, and
+// the backend's error explained, nil when the account works.
+func startWarnings(ctx context.Context, cfg *config.Config, h *health) (warnings []startWarning, backendErr error) {
+	probeCtx, cancel := context.WithTimeout(ctx, h.timeout)
+	backendErr = explainBackendError(cfg, "check the backend account at start-up", h.backend.PingContext(probeCtx))
+	cancel()
+	if backendErr != nil {
+		warnings = append(warnings, startWarning{"backend not usable; sessions fail until it is", backendErr})
+	}
+	if cfg.Sequences.Store.Set() {
+		dbCtx, cancel := context.WithTimeout(ctx, cfg.Backend.ConnectTimeout.D())
+		err := createStoreDatabase(dbCtx, cfg.Sequences.Store)
+		cancel()
+		if err != nil {
+			warnings = append(warnings, startWarning{"could not create the allocation store's database; NEXTVAL and key filling fail until it exists (leafproxy init)",
+				explainStoreError(cfg, "create the allocation store's database", err)})
+		}
+	}
+	return warnings, backendErr
+}
+
+// newRunway builds the runway monitor over seq with ro, by default
+// logging to log's runway component and handing the key columns' limits
+// to seq.
+func newRunway(seq *allocator.Sequences, cfg func() *allocator.Config, ro runway.Options, log *slog.Logger) *runway.Monitor {
+	if ro.Logger == nil {
+		ro.Logger = log.With("component", "runway")
+	}
+	if ro.Limits == nil {
+		ro.Limits = func(cols map[string]runway.Column) { seq.SetKeyLimits(segmentLimits(cols)) }
+	}
+	return runway.New(seq, cfg, ro)
+}
+
+// hookEngine tells the runway and the views of DDL run through the proxy,
+// and restarts a per_table tag whose table was dropped or truncated.
+func hookEngine(eng *engine.Engine, seq *allocator.Sequences, mon *runway.Monitor, views *viewWatch, log *slog.Logger) {
+	eng.OnDDL(func() {
+		mon.Invalidate() // a key column widened through the proxy is seen at once
+		views.refresh(context.Background())
+	})
+	eng.OnTableReset(func(ctx context.Context, tag string) {
+		// A per_table tag's table was dropped or truncated: the tag
+		// starts again above its largest key (README, Table rules).
+		if _, err := seq.RestartPerTable(ctx, tag); err != nil {
+			log.Warn("could not restart a per_table tag after its table was dropped or truncated; it goes on from where it was", "tag", tag, "err", err)
+		}
+	})
 }
 
 // sameCause reports whether two errors come from the same MySQL error

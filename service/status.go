@@ -161,21 +161,7 @@ func (s *Service) Status(ctx context.Context) Status {
 	for _, tag := range s.Sequences.SnowflakeTags() {
 		names[tag] = true // also those created in SQL
 	}
-	workers := map[string]*int64{}
-	for _, g := range s.Sequences.SnowflakeGenerators() {
-		sf := s.snowflakeState(g.Generator, g.Layout)
-		sf.Tags = g.Tags
-		if g.Err != nil && g.Generator == nil {
-			sf.Error = g.Err.Error()
-		}
-		st.SnowflakeLayouts = append(st.SnowflakeLayouts, sf)
-		if g.Generator != nil {
-			w := g.Generator.Worker()
-			for _, t := range g.Tags {
-				workers[t] = &w
-			}
-		}
-	}
+	workers := s.snowflakeLayouts(&st)
 	segs := s.Sequences.Segments()
 	for _, tag := range segs.Tags() {
 		if names[tag] || s.Sequences.Generator(tag) != "segment" {
@@ -200,41 +186,7 @@ func (s *Service) Status(ctx context.Context) Status {
 		if why != "" {
 			st.Problems = append(st.Problems, why)
 		}
-		t, ok := segs.Stats(tag)
-		if !ok || t.Fetches == 0 && t.FetchErrors == 0 && t.Refused == 0 {
-			ts.State = "not used yet"
-			if end != "" {
-				ts.State = end
-			}
-			st.Tags = append(st.Tags, ts)
-			continue
-		}
-		size := t.Current.End - t.Current.Start
-		seg := &SegmentState{
-			Start: t.Current.Start, End: t.Current.End, NextID: t.NextID, Remaining: t.Remaining,
-			NextReady: t.NextReady, Loading: t.Loading, Step: t.Step, TableStep: t.TableStep,
-			HighWater: t.HighWater, Fetches: t.Fetches, FetchErrors: t.FetchErrors, Conflicts: t.Conflicts, Refused: t.Refused,
-		}
-		if size > 0 {
-			seg.FillPercent = float64(t.Remaining) * 100 / float64(size)
-		}
-		if t.NextID > t.Current.Start {
-			seg.LastIssued = min(t.NextID, t.Current.End) - 1
-		}
-		if t.NextReady {
-			seg.NextStart, seg.NextEnd = t.Next.Start, t.Next.End
-		}
-		if t.LastErr != nil {
-			seg.LastError, seg.LastErrorAt = t.LastErr.Error(), t.LastErrAt
-		}
-		ts.State = "serving"
-		if t.Fetches == 0 || t.Remaining == 0 && !t.NextReady && t.LastErr != nil {
-			ts.State = "error"
-		}
-		if end != "" {
-			ts.State = end
-		}
-		ts.Segment = seg
+		s.segmentTagState(&ts, end)
 		st.Tags = append(st.Tags, ts)
 	}
 	if g := s.Sequences.Snowflake(); g != nil {
@@ -242,6 +194,69 @@ func (s *Service) Status(ctx context.Context) Status {
 		st.Snowflake = &sf
 	}
 	return st
+}
+
+// snowflakeLayouts lists each snowflake layout's generator in
+// st.SnowflakeLayouts and returns the worker id of each tag whose
+// generator holds one.
+func (s *Service) snowflakeLayouts(st *Status) (workers map[string]*int64) {
+	workers = map[string]*int64{}
+	for _, g := range s.Sequences.SnowflakeGenerators() {
+		sf := s.snowflakeState(g.Generator, g.Layout)
+		sf.Tags = g.Tags
+		if g.Err != nil && g.Generator == nil {
+			sf.Error = g.Err.Error()
+		}
+		st.SnowflakeLayouts = append(st.SnowflakeLayouts, sf)
+		if g.Generator != nil {
+			w := g.Generator.Worker()
+			for _, t := range g.Tags {
+				workers[t] = &w
+			}
+		}
+	}
+	return workers
+}
+
+// segmentTagState fills a segment tag's state and segment from its
+// allocator's stats: "not used yet" before any fetch, else "serving", or
+// "error" when it has fetched nothing or has run dry failing; end
+// (tagEnd's), when set, overrides the state.
+func (s *Service) segmentTagState(ts *TagState, end string) {
+	t, ok := s.Sequences.Segments().Stats(ts.Tag)
+	if !ok || t.Fetches == 0 && t.FetchErrors == 0 && t.Refused == 0 {
+		ts.State = "not used yet"
+		if end != "" {
+			ts.State = end
+		}
+		return
+	}
+	size := t.Current.End - t.Current.Start
+	seg := &SegmentState{
+		Start: t.Current.Start, End: t.Current.End, NextID: t.NextID, Remaining: t.Remaining,
+		NextReady: t.NextReady, Loading: t.Loading, Step: t.Step, TableStep: t.TableStep,
+		HighWater: t.HighWater, Fetches: t.Fetches, FetchErrors: t.FetchErrors, Conflicts: t.Conflicts, Refused: t.Refused,
+	}
+	if size > 0 {
+		seg.FillPercent = float64(t.Remaining) * 100 / float64(size)
+	}
+	if t.NextID > t.Current.Start {
+		seg.LastIssued = min(t.NextID, t.Current.End) - 1
+	}
+	if t.NextReady {
+		seg.NextStart, seg.NextEnd = t.Next.Start, t.Next.End
+	}
+	if t.LastErr != nil {
+		seg.LastError, seg.LastErrorAt = t.LastErr.Error(), t.LastErrAt
+	}
+	ts.State = "serving"
+	if t.Fetches == 0 || t.Remaining == 0 && !t.NextReady && t.LastErr != nil {
+		ts.State = "error"
+	}
+	if end != "" {
+		ts.State = end
+	}
+	ts.Segment = seg
 }
 
 // snowflakeState describes a generator of layout l (g nil: no worker id
