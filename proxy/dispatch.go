@@ -12,7 +12,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/leafproxy/leafproxy/internal/errstyle"
-	"github.com/leafproxy/leafproxy/internal/killsql"
+	"github.com/leafproxy/leafproxy/internal/sqltext"
 )
 
 // COM_STMT_BULK_EXECUTE is MariaDB's array-binding execute (Connector/J's
@@ -37,9 +37,9 @@ func (s *Session) stmtID(pkt []byte) uint32 {
 	return id
 }
 
-// dispatch handles one client command. A non-nil error ends the session.
+// dispatch handles one client command: one call per command kind, each
+// with its own contract below. A non-nil error ends the session.
 func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
-	ic := s.srv.ic
 	s.receivedOK = false
 	if err := s.exec.mayWait(); err != nil && !loopCommand(pkt[0]) {
 		return err // for the session's goroutine (see lane)
@@ -48,154 +48,197 @@ func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 	case mysql.COM_QUIT:
 		return errQuit
 	case mysql.COM_QUERY:
-		c := s.commandClass(pkt[1:])
-		defer s.endClass()
-		if s.account.backendAuth {
-			// Backend-account mode: KILL is the backend's (killrelay.go).
-			if k, ok := killsql.Parse(pkt[1:], c, false); ok && k.Connection && k.Expr == nil && !k.User {
-				if err := s.exec.mayWait(); err != nil {
-					return err
-				}
-				return s.relayKill(pkt, respResult, s.queryAfter(pkt), k.ID)
-			}
-		} else if k, ok := killsql.Parse(pkt[1:], c, s.caps&mysql.CLIENT_MULTI_STATEMENTS != 0); ok {
-			if err := s.exec.mayWait(); err != nil {
-				return err
-			}
-			return s.kill(ctx, k, false)
-		} else if k.PrepareName != nil {
-			return s.prepareDynamicKill(ctx, pkt[1:], k.PrepareName)
-		} else if k.Refuse != "" {
-			return s.writeErrFlush(mysql.ER_NOT_SUPPORTED_YET, "42000", k.Refuse)
-		} else if k.Multi {
-			q, refuse := s.mapMultiKill(pkt[1:])
-			if refuse != "" {
-				return s.writeErrFlush(mysql.ER_NOT_SUPPORTED_YET, "42000", refuse)
-			}
-			pkt = append([]byte{mysql.COM_QUERY}, q...)
-			s.beginClass(pkt[1:]) // the text the interceptor and the backend see
-		}
-		if ic != nil {
-			if done, err := s.intercepted(ic.Query(ctx, s, pkt[1:])); done {
-				return err
-			}
-		}
-		return s.relayQuery(pkt)
+		return s.comQuery(ctx, pkt)
 	case mysql.COM_STMT_PREPARE:
-		c := s.commandClass(pkt[1:])
-		defer s.endClass()
-		if c.SetsSQLMode() {
-			s.modeStmts = true // its EXECUTEs may change the mode
-		}
-		if !s.account.backendAuth { // backend-account mode: relayed as any statement (killrelay.go)
-			if k, ok := killsql.ParsePrepared(pkt[1:], c); ok {
-				return s.prepareKill(pkt, k)
-			} else if k.Refuse != "" {
-				return s.writeErrFlush(mysql.ER_NOT_SUPPORTED_YET, "42000", k.Refuse)
-			}
-		}
-		if ic != nil {
-			if done, err := s.intercepted(ic.Prepare(ctx, s, pkt[1:])); done {
-				return err
-			}
-		}
-		_, err := s.relayPrepare(pkt)
-		return err
+		return s.comPrepare(ctx, pkt)
 	case mysql.COM_STMT_EXECUTE:
-		if s.modeStmts {
-			s.modeOK = false
-		}
-		if ks := s.killStmtFor(pkt); ks != nil {
-			return s.executeKill(ctx, ks, pkt)
-		}
-		if ic != nil {
-			if done, err := s.intercepted(ic.Execute(ctx, s, s.stmtID(pkt), pkt)); done {
-				return err
-			}
-		}
-		_, err := s.relay(pkt, respExecute)
-		return err
+		return s.comExecute(ctx, pkt)
 	case comStmtBulkExecute:
-		if s.extCaps&mariadbStmtBulk == 0 {
-			return s.writeErrFlush(mysql.ER_UNKNOWN_COM_ERROR, "08S01", "Unknown command")
-		}
-		if s.killStmtFor(pkt) != nil {
-			return s.writeErrFlush(mysql.ER_NOT_SUPPORTED_YET, "42000", "leafproxy: a prepared KILL cannot be bulk executed; execute it once per id")
-		}
-		if ic != nil {
-			if done, err := s.intercepted(ic.BulkExecute(ctx, s, s.stmtID(pkt), pkt)); done {
-				return err
-			}
-		}
-		_, err := s.relay(pkt, respResult)
-		return err
+		return s.comBulkExecute(ctx, pkt)
 	case mysql.COM_STMT_CLOSE:
-		if s.kills != nil && len(pkt) >= 5 {
-			delete(s.kills, s.stmtID(pkt))
-		}
-		if ic != nil && len(pkt) >= 5 {
-			ic.StmtClosed(s, s.stmtID(pkt))
-		}
-		_, err := s.relay(pkt, respNone)
-		return err
+		return s.comStmtClose(pkt)
 	case mysql.COM_STMT_SEND_LONG_DATA:
-		if ks := s.killStmtFor(pkt); ks != nil {
-			ks.long = true
-		}
-		if ic != nil && len(pkt) >= 7 {
-			if sd, ok := ic.(StmtDataInterceptor); ok {
-				sd.SendLongData(s, s.stmtID(pkt), pkt)
-			}
-		}
-		_, err := s.relay(pkt, respNone)
-		return err
+		return s.comSendLongData(pkt)
 	case mysql.COM_STMT_RESET:
-		if ks := s.killStmtFor(pkt); ks != nil {
-			ks.long = false
-		}
-		if ic != nil && len(pkt) >= 5 {
-			if sd, ok := ic.(StmtDataInterceptor); ok {
-				sd.StmtReset(s, s.stmtID(pkt))
-			}
-		}
-		_, err := s.relay(pkt, respSimple)
-		return err
+		return s.comStmtReset(pkt)
 	case mysql.COM_INIT_DB:
 		return s.relayAfter(pkt, respSimple, afterAction{kind: afterInitDB, db: string(pkt[1:])})
 	case mysql.COM_RESET_CONNECTION:
 		return s.relayAfter(pkt, respSimple, afterAction{kind: afterReset})
 	case mysql.COM_PROCESS_KILL:
-		if len(pkt) < 5 {
-			return s.writeErrFlush(mysql.ER_MALFORMED_PACKET, "HY000", "Malformed communication packet")
-		}
-		if err := s.exec.mayWait(); err != nil {
-			return err
-		}
-		id := uint64(binary.LittleEndian.Uint32(pkt[1:5]))
-		if s.account.backendAuth {
-			return s.relayKill(pkt, respSimple, afterAction{}, id)
-		}
-		return s.kill(ctx, killsql.Req{ID: id, Connection: true}, true)
-	case mysql.COM_PING, mysql.COM_SET_OPTION, mysql.COM_REFRESH, mysql.COM_DEBUG:
-		_, err := s.relay(pkt, respSimple)
-		return err
-	case mysql.COM_STATISTICS:
-		_, err := s.relay(pkt, respRaw)
-		return err
-	case mysql.COM_PROCESS_INFO:
-		_, err := s.relay(pkt, respResult)
-		return err
-	case mysql.COM_FIELD_LIST:
-		_, err := s.relay(pkt, respFieldList)
-		return err
-	case mysql.COM_STMT_FETCH:
-		_, err := s.relay(pkt, respFetch)
-		return err
+		return s.comProcessKill(ctx, pkt)
 	case mysql.COM_CHANGE_USER:
 		return s.changeUser(ctx, pkt[1:])
-	default:
+	}
+	return s.comRelayed(pkt)
+}
+
+// comQuery runs a COM_QUERY: its text classified once (the class lives
+// until the command returns), a KILL carried out as decideKill says (a
+// multi-statement text's KILLs mapped in place, the mapped text going
+// on), then the interceptor, and the backend for what the interceptor
+// leaves.
+func (s *Session) comQuery(ctx context.Context, pkt []byte) error {
+	c := s.commandClass(pkt[1:])
+	defer s.endClass()
+	if d := s.decideKill(pkt, c); d.way != killNone {
+		var done bool
+		var err error
+		if pkt, done, err = s.runKill(ctx, pkt, d); done {
+			return err
+		}
+	}
+	if ic := s.srv.ic; ic != nil {
+		if done, err := s.intercepted(ic.Query(ctx, s, pkt[1:])); done {
+			return err
+		}
+	}
+	return s.relayQuery(pkt)
+}
+
+// comPrepare runs a COM_STMT_PREPARE: its text classified once (a SET
+// naming sql_mode marks the session's executes as mode-changing), a KILL
+// prepared as decideKill says, then the interceptor, and the backend for
+// what the interceptor leaves.
+func (s *Session) comPrepare(ctx context.Context, pkt []byte) error {
+	c := s.commandClass(pkt[1:])
+	defer s.endClass()
+	if c.SetsSQLMode() {
+		s.modeStmts = true // its EXECUTEs may change the mode
+	}
+	if d := s.decideKill(pkt, c); d.way != killNone {
+		_, _, err := s.runKill(ctx, pkt, d)
+		return err
+	}
+	if ic := s.srv.ic; ic != nil {
+		if done, err := s.intercepted(ic.Prepare(ctx, s, pkt[1:])); done {
+			return err
+		}
+	}
+	_, err := s.relayPrepare(pkt)
+	return err
+}
+
+// comExecute runs a COM_STMT_EXECUTE: the sql_mode is re-read after it
+// when the client prepared a SET naming it; an execute of a prepared KILL
+// is carried out by the proxy; the rest goes to the interceptor, then the
+// backend.
+func (s *Session) comExecute(ctx context.Context, pkt []byte) error {
+	if s.modeStmts {
+		s.modeOK = false
+	}
+	if d := s.decideKill(pkt, sqltext.Class{}); d.way != killNone {
+		_, _, err := s.runKill(ctx, pkt, d)
+		return err
+	}
+	if ic := s.srv.ic; ic != nil {
+		if done, err := s.intercepted(ic.Execute(ctx, s, s.stmtID(pkt), pkt)); done {
+			return err
+		}
+	}
+	_, err := s.relay(pkt, respExecute)
+	return err
+}
+
+// comBulkExecute runs MariaDB's COM_STMT_BULK_EXECUTE: unknown to a client
+// that did not negotiate it, refused for a prepared KILL, else the
+// interceptor's, then the backend's.
+func (s *Session) comBulkExecute(ctx context.Context, pkt []byte) error {
+	if s.extCaps&mariadbStmtBulk == 0 {
 		return s.writeErrFlush(mysql.ER_UNKNOWN_COM_ERROR, "08S01", "Unknown command")
 	}
+	if d := s.decideKill(pkt, sqltext.Class{}); d.way != killNone {
+		_, _, err := s.runKill(ctx, pkt, d)
+		return err
+	}
+	if ic := s.srv.ic; ic != nil {
+		if done, err := s.intercepted(ic.BulkExecute(ctx, s, s.stmtID(pkt), pkt)); done {
+			return err
+		}
+	}
+	_, err := s.relay(pkt, respResult)
+	return err
+}
+
+// comStmtClose relays a COM_STMT_CLOSE (no response) after the proxy and
+// the interceptor have forgotten the statement.
+func (s *Session) comStmtClose(pkt []byte) error {
+	if s.kills != nil && len(pkt) >= 5 {
+		delete(s.kills, s.stmtID(pkt))
+	}
+	if ic := s.srv.ic; ic != nil && len(pkt) >= 5 {
+		ic.StmtClosed(s, s.stmtID(pkt))
+	}
+	_, err := s.relay(pkt, respNone)
+	return err
+}
+
+// comSendLongData relays a COM_STMT_SEND_LONG_DATA (no response), noted
+// first by a prepared KILL (which refuses its id as long data) and shown
+// to a StmtDataInterceptor.
+func (s *Session) comSendLongData(pkt []byte) error {
+	if ks := s.killStmtFor(pkt); ks != nil {
+		ks.long = true
+	}
+	if ic := s.srv.ic; ic != nil && len(pkt) >= 7 {
+		if sd, ok := ic.(StmtDataInterceptor); ok {
+			sd.SendLongData(s, s.stmtID(pkt), pkt)
+		}
+	}
+	_, err := s.relay(pkt, respNone)
+	return err
+}
+
+// comStmtReset relays a COM_STMT_RESET, which drops a statement's long
+// data: a prepared KILL's and a StmtDataInterceptor's too.
+func (s *Session) comStmtReset(pkt []byte) error {
+	if ks := s.killStmtFor(pkt); ks != nil {
+		ks.long = false
+	}
+	if ic := s.srv.ic; ic != nil && len(pkt) >= 5 {
+		if sd, ok := ic.(StmtDataInterceptor); ok {
+			sd.StmtReset(s, s.stmtID(pkt))
+		}
+	}
+	_, err := s.relay(pkt, respSimple)
+	return err
+}
+
+// comProcessKill runs COM_PROCESS_KILL as decideKill says (relayed in
+// backend-account mode, mapped with users; malformed: 1835).
+func (s *Session) comProcessKill(ctx context.Context, pkt []byte) error {
+	_, _, err := s.runKill(ctx, pkt, s.decideKill(pkt, sqltext.Class{}))
+	return err
+}
+
+// comRelayed relays a command the proxy only passes on, with the shape of
+// its response; any other command is answered 1047 Unknown command and
+// the session goes on.
+func (s *Session) comRelayed(pkt []byte) error {
+	kind, ok := relayedKind(pkt[0])
+	if !ok {
+		return s.writeErrFlush(mysql.ER_UNKNOWN_COM_ERROR, "08S01", "Unknown command")
+	}
+	_, err := s.relay(pkt, kind)
+	return err
+}
+
+// relayedKind is the response kind of a command relayed as it is, or
+// false for a command the proxy does not know.
+func relayedKind(c byte) (int, bool) {
+	switch c {
+	case mysql.COM_PING, mysql.COM_SET_OPTION, mysql.COM_REFRESH, mysql.COM_DEBUG:
+		return respSimple, true
+	case mysql.COM_STATISTICS:
+		return respRaw, true
+	case mysql.COM_PROCESS_INFO:
+		return respResult, true
+	case mysql.COM_FIELD_LIST:
+		return respFieldList, true
+	case mysql.COM_STMT_FETCH:
+		return respFetch, true
+	}
+	return 0, false
 }
 
 // loopCommand reports whether an event loop runs a command itself: those

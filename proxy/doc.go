@@ -13,14 +13,18 @@
 // handshake.go (client login), backend.go (backend login),
 // passthrough.go and passthrough_auth.go (logins the backend authenticates,
 // the auth exchange relayed), auth_changeuser.go (COM_CHANGE_USER),
-// session.go (lifecycle, idle watch), dispatch.go (commands, KILL, large
-// commands), kill.go (KILL mapped to the proxy's sessions, with users),
+// session.go (the session's state and command loop), idlewatch.go (the
+// idle watch), dispatch.go (one method per command kind, large commands),
+// killdecide.go (the one place that decides whether a command is a KILL
+// and which way it is carried out), kill.go (KILL mapped to the proxy's
+// sessions, with users),
 // killstmt.go and killdynamic.go (prepared KILL, KILL in PREPARE /
 // EXECUTE IMMEDIATE text), killmulti.go (KILL in a multi-statement text,
 // mapped in place), killrelay.go (KILL with backend accounts: relayed
 // untouched); how a KILL statement reads, and the SQL the proxy sends the
 // backend for it, are package internal/killsql's; hangup.go (how a session's end reaches the backend),
-// relay.go (the one response walker), infile.go (a LOCAL INFILE
+// relay.go (the response walker), tracker.go (the one response state
+// machine, which the walker and the event loop both feed), infile.go (a LOCAL INFILE
 // file through an interceptor's transformer), seams.go (the Interceptor
 // contract and the Session methods it uses), backendstmt.go (statements the
 // proxy runs on the backend for an interceptor), resultsets.go and
@@ -110,6 +114,11 @@
 // s FROM @var`, KILL in stored routines, events and triggers; give proxy
 // users that must not kill each other different backend accounts.
 //
+// Whether a command is a KILL the proxy acts on, and which of the ways
+// above carries it out, is decided in one place, Session.decideKill
+// (killdecide.go), which sends nothing and waits for nothing; runKill
+// hands the command to the file of its way.
+//
 // # How sessions end (hangup.go)
 //
 // A client that quits (COM_QUIT), and a session the proxy closes between
@@ -143,10 +152,11 @@
 //
 // Each session has two legs (client, backend), each with its own buffered
 // reader/writer and its own sequence ids. Responses are relayed packet by
-// packet, renumbered for the client leg, following the response state
-// machine in relay.go's walk (OK | ERR | LOCAL INFILE | column count ->
-// definitions -> EOF -> rows -> EOF/ERR, repeated while
-// SERVER_MORE_RESULTS_EXISTS); prepare: OK -> params+EOF -> columns+EOF;
+// packet, renumbered for the client leg, following the one response state
+// machine, tracker.go's respTracker (fed by relay.go's walk on a session's
+// goroutine and by the lane on an event loop): OK | ERR | LOCAL INFILE |
+// column count -> definitions -> EOF -> rows -> EOF/ERR, repeated while
+// SERVER_MORE_RESULTS_EXISTS; prepare: OK -> params+EOF -> columns+EOF;
 // STMT_CLOSE and SEND_LONG_DATA: none. The same walker consumes the
 // responses to proxy-originated statements. The client writer is flushed
 // once per response. Only the first 32 bytes of a relayed packet are looked
@@ -155,11 +165,13 @@
 // statement ids pass through unchanged; MariaDB's id 0xFFFFFFFF ("the
 // statement prepared last") is resolved before an interceptor sees it.
 //
-// Between commands the session watches its backend: every 500 ms of client
-// silence it checks, without blocking, whether the backend has closed the
-// connection (wait_timeout, KILL, restart). If so it passes on whatever
-// error packet the backend sent and closes the client connection, so pools
-// discard it instead of getting 1158 on their next statement.
+// Between commands the session watches its backend: on its goroutine
+// (idlewatch.go), every 500 ms of client silence it checks, without
+// blocking, whether the backend has closed the connection (wait_timeout,
+// KILL, restart); on an event loop the epoll instance watches both
+// sockets. If the backend has closed it, the session passes on whatever
+// error packet the backend sent and closes the client connection, so
+// pools discard it instead of getting 1158 on their next statement.
 //
 // Unknown commands get ERR 1047 and the session goes on; a malformed packet
 // (bad sequence id, truncated header, oversized) closes that session only. A
@@ -190,7 +202,8 @@
 // What a COM_QUERY or COM_STMT_PREPARE text is (its first words, whether
 // more statements follow, whether it may be a KILL, hold a sequence call
 // or DDL, or be an admin statement) is read once per command, by one pass
-// of internal/sqltext.Classify in dispatch, before anything else looks at
+// of internal/sqltext.Classify in the command's method (comQuery,
+// comPrepare, which dispatch calls), before anything else looks at
 // it (keyword.go); KILL's reading (internal/killsql), the relay's USE / SET
 // sql_mode / multi-statement tracking and the interceptor (Session.Class,
 // valid during Query and Prepare) all take that value instead of reading

@@ -55,17 +55,7 @@ func (s blocking) RelayPrepareHidden(sql []byte, hidden []int, want int) (Prepar
 	if s.fatal != nil {
 		return PrepareResult{}, s.fatal
 	}
-	s.out = append(append(s.out[:0], mysql.COM_STMT_PREPARE), sql...)
-	err := s.b.writeCommand(s.out)
-	s.trimOut()
-	if err == nil {
-		err = s.b.flushForResponse()
-	}
-	if err != nil {
-		return PrepareResult{}, s.setFatal(err)
-	}
-	p, err := s.b.readPacket(s.scratch, 1<<24)
-	s.scratch = p
+	p, err := s.sendHiddenPrepare(sql)
 	if err != nil {
 		return PrepareResult{}, s.setFatal(err)
 	}
@@ -86,21 +76,7 @@ func (s blocking) RelayPrepareHidden(sql []byte, hidden []int, want int) (Prepar
 		Params:  binary.LittleEndian.Uint16(p[7:9]),
 	}
 	if int(pr.Params) != want || len(hidden) > want {
-		// Drain the definitions, close the statement (no response).
-		for _, cnt := range []int{int(pr.Params), int(pr.Columns)} {
-			for i := 0; cnt > 0 && i <= cnt; i++ {
-				if s.scratch, err = s.b.readPacket(s.scratch, 1<<24); err != nil {
-					return PrepareResult{}, s.setFatal(err)
-				}
-			}
-		}
-		var cl [5]byte
-		cl[0] = mysql.COM_STMT_CLOSE
-		binary.LittleEndian.PutUint32(cl[1:], pr.StmtID)
-		if err := s.b.writeCommand(cl[:]); err != nil {
-			return PrepareResult{}, s.setFatal(err)
-		}
-		if err := s.b.flush(); err != nil {
+		if err := s.dropHiddenPrepare(pr); err != nil {
 			return PrepareResult{}, s.setFatal(err)
 		}
 		s.lastPrepOK = false
@@ -112,13 +88,66 @@ func (s blocking) RelayPrepareHidden(sql []byte, hidden []int, want int) (Prepar
 		return PrepareResult{}, s.setFatal(err)
 	}
 	s.lastPrep, s.lastPrepOK = pr.StmtID, true
+	if err := s.relayHiddenDefs(pr, hidden, visible); err != nil {
+		return PrepareResult{}, s.setFatal(err)
+	}
+	if cap(s.scratch) > keepBuf {
+		s.scratch = nil
+	}
+	pr.Params = uint16(visible)
+	return pr, s.setFatal(s.c.flush())
+}
+
+// sendHiddenPrepare sends COM_STMT_PREPARE of sql to the backend and reads
+// the first packet of its answer (into s.scratch).
+func (s blocking) sendHiddenPrepare(sql []byte) ([]byte, error) {
+	s.out = append(append(s.out[:0], mysql.COM_STMT_PREPARE), sql...)
+	err := s.b.writeCommand(s.out)
+	s.trimOut()
+	if err == nil {
+		err = s.b.flushForResponse()
+	}
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.b.readPacket(s.scratch, 1<<24)
+	s.scratch = p
+	return p, err
+}
+
+// dropHiddenPrepare reads the rest of the backend's prepare OK for pr (its
+// definitions) and closes the statement (no response), none of it
+// relayed.
+func (s blocking) dropHiddenPrepare(pr PrepareResult) error {
+	var err error
+	for _, cnt := range []int{int(pr.Params), int(pr.Columns)} {
+		for i := 0; cnt > 0 && i <= cnt; i++ {
+			if s.scratch, err = s.b.readPacket(s.scratch, 1<<24); err != nil {
+				return err
+			}
+		}
+	}
+	var cl [5]byte
+	cl[0] = mysql.COM_STMT_CLOSE
+	binary.LittleEndian.PutUint32(cl[1:], pr.StmtID)
+	if err := s.b.writeCommand(cl[:]); err != nil {
+		return err
+	}
+	return s.b.flush()
+}
+
+// relayHiddenDefs relays the definitions after the prepare OK for pr: the
+// parameters' without the hidden ones (and without their EOF when no
+// parameter is left visible), then the columns'.
+func (s blocking) relayHiddenDefs(pr PrepareResult, hidden []int, visible int) error {
+	var err error
 	if pr.Params > 0 {
 		h := 0
 		for i := 0; i <= int(pr.Params); i++ { // definitions, then EOF
 			drop := (h < len(hidden) && hidden[h] == i) || (i == int(pr.Params) && visible == 0)
 			if !drop {
 				if _, _, err := s.relayPacket(); err != nil {
-					return PrepareResult{}, s.setFatal(err)
+					return err
 				}
 				continue
 			}
@@ -126,22 +155,18 @@ func (s blocking) RelayPrepareHidden(sql []byte, hidden []int, want int) (Prepar
 				h++
 			}
 			if s.scratch, err = s.b.readPacket(s.scratch, 1<<24); err != nil {
-				return PrepareResult{}, s.setFatal(err)
+				return err
 			}
 		}
 	}
 	if pr.Columns > 0 {
 		for i := 0; i <= int(pr.Columns); i++ {
 			if _, _, err := s.relayPacket(); err != nil {
-				return PrepareResult{}, s.setFatal(err)
+				return err
 			}
 		}
 	}
-	if cap(s.scratch) > keepBuf {
-		s.scratch = nil
-	}
-	pr.Params = uint16(visible)
-	return pr, s.setFatal(s.c.flush())
+	return nil
 }
 
 // ExecuteResult sends pkt (an execute or bulk execute payload) to the

@@ -340,7 +340,10 @@ func (s *Server) newSessionID() uint32 {
 
 // handle runs one client connection from handshake to close; w, when not
 // nil, is the connection as the accept loop greeted it (prelogin_linux.go),
-// whose first bytes have arrived.
+// whose first bytes have arrived. Its steps: the handshake budget
+// (admitHandshake), the login (login), the connection limit
+// (admitSession), the backend login with users, then the session
+// (runSession).
 func (s *Server) handle(raw net.Conn, w *waiting) {
 	defer s.wg.Done()
 	defer s.handling.Add(-1)
@@ -369,6 +372,41 @@ func (s *Server) handle(raw net.Conn, w *waiting) {
 	// costs little memory each.
 	c := newLeg("client", raw, 1<<10, 1<<10)
 	host := hostKey(raw.RemoteAddr())
+	if !s.admitHandshake(raw, c, host, w) {
+		return
+	}
+	h, bc, ok := s.login(raw, c, host, id, w, log)
+	if !ok {
+		return
+	}
+	if bc != nil {
+		// Backend-account mode: the client was greeted with its backend
+		// thread id, which is then the session's id in every log record.
+		log = s.log.With("session", bc.threadID, "remote", remote)
+	}
+	log = log.With("user", h.resp.user)
+	_ = c.conn.SetDeadline(time.Time{})
+
+	if !s.admitSession(c, bc, log) {
+		return
+	}
+	defer s.active.Add(-1)
+
+	if bc == nil {
+		var err error
+		if bc, err = s.connectBackend(s.baseCtx, backendLoginFor(h)); err != nil {
+			s.refuseBackendLogin(c, err, log)
+			return
+		}
+	}
+	s.runSession(id, log, c, h, bc)
+}
+
+// admitHandshake counts a connection whose handshake begins against the
+// budget of handshakes under way (limits.max_handshakes), with its
+// deadline; false: its host is blocked (too many failed logins) and it
+// has been refused.
+func (s *Server) admitHandshake(raw net.Conn, c *leg, host string, w *waiting) bool {
 	if w != nil {
 		c.seq = 1 // after the greeting
 		_ = raw.SetDeadline(w.deadline)
@@ -380,20 +418,28 @@ func (s *Server) handle(raw net.Conn, w *waiting) {
 		if dropped {
 			s.handshakesDropped.Add(1)
 		}
-	} else {
-		if wait, blocked := s.throttle.blocked(host, time.Now()); blocked {
-			// Refused before the greeting, as MariaDB refuses a blocked host:
-			// a guess costs the proxy no handshake.
-			s.refuseLogin(c, hostBlocked(raw.RemoteAddr(), wait))
-			return
-		}
-		if s.pending.add(raw, host, s.cfg.Limits.MaxHandshakes, &s.mu) {
-			s.handshakesDropped.Add(1)
-		}
-		_ = raw.SetDeadline(time.Now().Add(s.cfg.Limits.HandshakeTimeout))
+		return true
 	}
-	var h *clientHello
-	var bc *backendConn // logged in already in backend-account mode
+	if wait, blocked := s.throttle.blocked(host, time.Now()); blocked {
+		// Refused before the greeting, as MariaDB refuses a blocked host:
+		// a guess costs the proxy no handshake.
+		s.refuseLogin(c, hostBlocked(raw.RemoteAddr(), wait))
+		return false
+	}
+	if s.pending.add(raw, host, s.cfg.Limits.MaxHandshakes, &s.mu) {
+		s.handshakesDropped.Add(1)
+	}
+	_ = raw.SetDeadline(time.Now().Add(s.cfg.Limits.HandshakeTimeout))
+	return true
+}
+
+// login runs the client's handshake (greeted already by the accept loop,
+// relayed to the backend in backend-account mode, or greeted here as the
+// backend would) and takes the connection out of the handshake budget.
+// bc is the client's backend connection in backend-account mode (nil
+// with users). false: the login failed and the client was told, or the
+// connection broke.
+func (s *Server) login(raw net.Conn, c *leg, host string, id uint32, w *waiting, log *slog.Logger) (h *clientHello, bc *backendConn, ok bool) {
 	var err error
 	if w != nil {
 		h, err = s.clientHandshake(c, w.g, true)
@@ -406,7 +452,7 @@ func (s *Server) handle(raw net.Conn, w *waiting) {
 			// Logged once when the backend stops answering (noteBackend).
 			log.Debug("backend unreachable: refusing client", "backend", s.cfg.Backend.Addr, "err", rootCause(herr))
 			s.refuseLogin(c, s.backendRefusal(herr))
-			return
+			return nil, nil, false
 		}
 		h, err = s.clientHandshake(c, s.greetingFor(id, hello), false)
 	}
@@ -419,16 +465,16 @@ func (s *Server) handle(raw net.Conn, w *waiting) {
 		} else {
 			log.Info("client handshake failed", "err", oneLine(err))
 		}
-		return
+		return nil, nil, false
 	}
-	if bc != nil {
-		// Backend-account mode: the client was greeted with its backend
-		// thread id, which is then the session's id in every log record.
-		log = s.log.With("session", bc.threadID, "remote", remote)
-	}
-	log = log.With("user", h.resp.user)
-	_ = c.conn.SetDeadline(time.Time{})
+	return h, bc, true
+}
 
+// admitSession takes one of limits.max_connections for a logged-in client
+// (the caller gives it back when the session ends); false: none is left,
+// the client has been refused with 1040 and bc, its backend connection
+// in backend-account mode, closed.
+func (s *Server) admitSession(c *leg, bc *backendConn, log *slog.Logger) bool {
 	if n := s.active.Add(1); s.cfg.Limits.MaxConnections > 0 && n > int64(s.cfg.Limits.MaxConnections) {
 		s.active.Add(-1)
 		log.Warn("too many connections", "max", s.cfg.Limits.MaxConnections)
@@ -438,24 +484,28 @@ func (s *Server) handle(raw net.Conn, w *waiting) {
 			bc.conn.Close()
 		}
 		s.refuseLogin(c, &loginError{mysql.ER_CON_COUNT_ERROR, "08004", "Too many connections"})
-		return
+		return false
 	}
-	defer s.active.Add(-1)
+	return true
+}
 
-	if bc == nil {
-		bc, err = s.connectBackend(s.baseCtx, backendLoginFor(h))
+// refuseBackendLogin answers a client whose backend login (with users)
+// failed with the backend's refusal, logged once per outage when the
+// backend is unreachable.
+func (s *Server) refuseBackendLogin(c *leg, err error, log *slog.Logger) {
+	le := s.backendRefusal(err)
+	if connectOutcome(err) != nil {
+		// Unreachable: logged once when it stops answering (noteBackend).
+		log.Debug("backend login failed", "backend", s.cfg.Backend.Addr, "code", le.code, "err", le.msg)
+	} else {
+		log.Warn("backend login failed", "backend", s.cfg.Backend.Addr, "code", le.code, "err", le.msg)
 	}
-	if err != nil {
-		le := s.backendRefusal(err)
-		if connectOutcome(err) != nil {
-			// Unreachable: logged once when it stops answering (noteBackend).
-			log.Debug("backend login failed", "backend", s.cfg.Backend.Addr, "code", le.code, "err", le.msg)
-		} else {
-			log.Warn("backend login failed", "backend", s.cfg.Backend.Addr, "code", le.code, "err", le.msg)
-		}
-		s.refuseLogin(c, le)
-		return
-	}
+	s.refuseLogin(c, le)
+}
+
+// runSession registers the logged-in client's session, tells the client
+// it is in (the backend's own login OK) and serves it until it ends.
+func (s *Server) runSession(id uint32, log *slog.Logger, c *leg, h *clientHello, bc *backendConn) {
 	sess := newSession(s, id, log, c, h, bc)
 	if !s.register(sess) {
 		sess.ending = endQuit

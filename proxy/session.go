@@ -17,8 +17,11 @@ import (
 )
 
 // Session is one client connection and its pinned backend connection. Its
-// methods are meant for an Interceptor, which runs on the session's own
-// goroutine; none of them is safe for use from other goroutines.
+// methods are meant for an Interceptor, which runs on whoever serves the
+// session's command: the session's own goroutine, or an event loop's
+// runner while a loop serves it (then the methods that would wait return
+// ErrWouldBlock), never both at once. None of them is safe for use from
+// any other goroutine.
 //
 // Its state is grouped by concern, as net/http separates conn, connReader
 // and response: the session's identity and legs here, the rest in the
@@ -131,7 +134,8 @@ type commandState struct {
 	largeHeld bool  // this session holds the server's slot for reading a 16 MiB+ command
 	// class is the current COM_QUERY's or COM_STMT_PREPARE's class, of
 	// the text classText (the packet buffer's, nil between commands):
-	// classified once by dispatch, handed to KILL's reading, the
+	// classified once by the command's method (comQuery, comPrepare),
+	// handed to KILL's reading (decideKill), the
 	// interceptor (Class) and the relay's USE/SET tracking. classified
 	// counts the Classify calls, for the test that each command is
 	// classified once.

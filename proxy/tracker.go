@@ -96,52 +96,25 @@ func (t *respTracker) done() bool { return t.phase == phDone }
 
 // step classifies the response's next logical packet: head is its first
 // bytes (at least min(n, headLen) of them), n its length. Status flags and
-// the last prepared statement are recorded on s as the packets say.
+// the last prepared statement are recorded on s as the packets say. A
+// phase's packet is read by a method of its own (step<Phase>), which also
+// moves the phase on; the per-row phases (definitions, rows) are read in
+// step itself, so a row costs no further call.
 func (t *respTracker) step(s *Session, head []byte, n int) (int, error) {
 	switch t.phase {
 	case phFirst:
-		switch {
-		case isErr(head):
-			t.phase = phDone
-			return evErr, nil
-		case isOK(head, n):
-			a, id, st, w := okInfo(head)
-			if t.first {
-				t.ok, t.affected, t.insertID, t.warnings = true, a, id, w
-			}
-			return t.endResult(s, st), nil
-		case len(head) > 0 && head[0] == 0xFB:
-			if s.caps&mysql.CLIENT_LOCAL_FILES == 0 {
-				return 0, protocolError("LOCAL INFILE request although CLIENT_LOCAL_FILES is off")
-			}
-			return evInfile, nil // the OK or ERR after the file answers the statement
-		}
-		cols, k := lenenc(head)
-		if k == 0 || cols == 0 {
-			return 0, protocolError("bad column count packet")
-		}
-		t.cols, t.left, t.phase = cols, cols, phDefs
-		return evNext, nil
+		return t.stepFirst(s, head, n)
 	case phDefs:
 		if t.left--; t.left == 0 {
 			t.phase = phDefsEOF
 		}
 		return evNext, nil
 	case phDefsEOF:
-		if !isEOF(head, n) {
-			return 0, protocolError("no EOF after column definitions")
-		}
-		// A cursor the server opened holds the statement's one result:
-		// the EOF says so and no more results follow. A CALL executed
-		// with a cursor asked for is answered without one, its result
-		// sets carrying the procedure's own cursor flag and MORE_RESULTS.
-		st := eofStatus(head)
-		if t.cursor && st&mysql.SERVER_STATUS_CURSOR_EXISTS != 0 && st&mysql.SERVER_MORE_RESULTS_EXISTS == 0 {
-			return t.endResult(s, st), nil
-		}
-		t.phase = phRows
-		return evNext, nil
+		return t.stepDefsEOF(s, head, n)
 	case phRows:
+		// Rows, the bulk of most responses, are read here without a
+		// call: a row, the EOF that ends the result, or an ERR that
+		// ends the response.
 		switch {
 		case isEOF(head, n):
 			return t.endResult(s, eofStatus(head)), nil
@@ -153,70 +126,134 @@ func (t *respTracker) step(s *Session, head []byte, n int) (int, error) {
 		}
 		return evNext, nil
 	case phPrepare:
-		if isErr(head) {
-			// A later execute of "the last prepared statement" now fails on
-			// the backend too; it must not resolve to an older statement.
-			s.lastPrepOK = false
-			t.phase = phDone
-			return evErr, nil
-		}
-		if !isOK(head, n) || len(head) < 9 {
-			return 0, protocolError("bad prepare response")
-		}
-		t.ok = true
-		t.prep = PrepareResult{
-			OK:      true,
-			StmtID:  binary.LittleEndian.Uint32(head[1:5]),
-			Columns: binary.LittleEndian.Uint16(head[5:7]),
-			Params:  binary.LittleEndian.Uint16(head[7:9]),
-		}
-		s.lastPrep, s.lastPrepOK = t.prep.StmtID, true
-		// Each group that is present is its definitions, then an EOF.
-		group := func(n uint16) uint64 {
-			if n == 0 {
-				return 0
-			}
-			return uint64(n) + 1
-		}
-		t.left, t.later = group(t.prep.Params), group(t.prep.Columns)
-		return t.nextPrepGroup(), nil
+		return t.stepPrepare(s, head, n)
 	case phPrepDefs:
 		if t.left--; t.left == 0 {
 			return t.nextPrepGroup(), nil
 		}
 		return evNext, nil
 	case phOne:
-		t.phase = phDone
-		if t.kind == respSimple {
-			if isErr(head) {
-				return evErr, nil
-			}
-			if isOK(head, n) {
-				_, _, st, _ := okInfo(head)
-				s.setStatus(st)
-				t.ok = true
-			} else if isEOF(head, n) {
-				s.setStatus(eofStatus(head))
-				t.ok = true
-			}
-		}
-		return evDone, nil
+		return t.stepOne(s, head, n), nil
 	case phUntilEOF:
-		switch {
-		case isErr(head):
-			t.phase = phDone
-			return evErr, nil
-		case isEOF(head, n):
-			if t.kind == respFetch {
-				s.setStatus(eofStatus(head))
-			}
-			t.ok = true
-			t.phase = phDone
-			return evDone, nil
-		}
-		return evNext, nil
+		return t.stepUntilEOF(s, head, n), nil
 	}
 	return 0, protocolError("packet after the end of the response")
+}
+
+// stepFirst reads a result's first packet: OK (the result ends), ERR (the
+// response ends), a LOCAL INFILE request, or the column count of a result
+// set, whose definitions follow.
+func (t *respTracker) stepFirst(s *Session, head []byte, n int) (int, error) {
+	switch {
+	case isErr(head):
+		t.phase = phDone
+		return evErr, nil
+	case isOK(head, n):
+		a, id, st, w := okInfo(head)
+		if t.first {
+			t.ok, t.affected, t.insertID, t.warnings = true, a, id, w
+		}
+		return t.endResult(s, st), nil
+	case len(head) > 0 && head[0] == 0xFB:
+		if s.caps&mysql.CLIENT_LOCAL_FILES == 0 {
+			return 0, protocolError("LOCAL INFILE request although CLIENT_LOCAL_FILES is off")
+		}
+		return evInfile, nil // the OK or ERR after the file answers the statement
+	}
+	cols, k := lenenc(head)
+	if k == 0 || cols == 0 {
+		return 0, protocolError("bad column count packet")
+	}
+	t.cols, t.left, t.phase = cols, cols, phDefs
+	return evNext, nil
+}
+
+// stepDefsEOF reads the EOF after a result set's column definitions: rows
+// follow, unless a cursor was opened.
+func (t *respTracker) stepDefsEOF(s *Session, head []byte, n int) (int, error) {
+	if !isEOF(head, n) {
+		return 0, protocolError("no EOF after column definitions")
+	}
+	// A cursor the server opened holds the statement's one result:
+	// the EOF says so and no more results follow. A CALL executed
+	// with a cursor asked for is answered without one, its result
+	// sets carrying the procedure's own cursor flag and MORE_RESULTS.
+	st := eofStatus(head)
+	if t.cursor && st&mysql.SERVER_STATUS_CURSOR_EXISTS != 0 && st&mysql.SERVER_MORE_RESULTS_EXISTS == 0 {
+		return t.endResult(s, st), nil
+	}
+	t.phase = phRows
+	return evNext, nil
+}
+
+// stepPrepare reads a prepare's first packet: ERR, or the OK that says how
+// many parameter and column definitions follow.
+func (t *respTracker) stepPrepare(s *Session, head []byte, n int) (int, error) {
+	if isErr(head) {
+		// A later execute of "the last prepared statement" now fails on
+		// the backend too; it must not resolve to an older statement.
+		s.lastPrepOK = false
+		t.phase = phDone
+		return evErr, nil
+	}
+	if !isOK(head, n) || len(head) < 9 {
+		return 0, protocolError("bad prepare response")
+	}
+	t.ok = true
+	t.prep = PrepareResult{
+		OK:      true,
+		StmtID:  binary.LittleEndian.Uint32(head[1:5]),
+		Columns: binary.LittleEndian.Uint16(head[5:7]),
+		Params:  binary.LittleEndian.Uint16(head[7:9]),
+	}
+	s.lastPrep, s.lastPrepOK = t.prep.StmtID, true
+	// Each group that is present is its definitions, then an EOF.
+	group := func(n uint16) uint64 {
+		if n == 0 {
+			return 0
+		}
+		return uint64(n) + 1
+	}
+	t.left, t.later = group(t.prep.Params), group(t.prep.Columns)
+	return t.nextPrepGroup(), nil
+}
+
+// stepOne reads the one packet of a simple command's (respSimple) or
+// COM_STATISTICS's (respRaw) response.
+func (t *respTracker) stepOne(s *Session, head []byte, n int) int {
+	t.phase = phDone
+	if t.kind == respSimple {
+		if isErr(head) {
+			return evErr
+		}
+		if isOK(head, n) {
+			_, _, st, _ := okInfo(head)
+			s.setStatus(st)
+			t.ok = true
+		} else if isEOF(head, n) {
+			s.setStatus(eofStatus(head))
+			t.ok = true
+		}
+	}
+	return evDone
+}
+
+// stepUntilEOF reads a field list's definitions or a fetch's rows, until
+// the EOF or ERR that ends them.
+func (t *respTracker) stepUntilEOF(s *Session, head []byte, n int) int {
+	switch {
+	case isErr(head):
+		t.phase = phDone
+		return evErr
+	case isEOF(head, n):
+		if t.kind == respFetch {
+			s.setStatus(eofStatus(head))
+		}
+		t.ok = true
+		t.phase = phDone
+		return evDone
+	}
+	return evNext
 }
 
 // endResult closes one result (OK, or the EOF after its rows): the
