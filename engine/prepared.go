@@ -165,10 +165,10 @@ func (e *Engine) execute(ctx context.Context, s Session, stmtID uint32, pkt []by
 	}
 	switch p.plan.Kind {
 	case rewriter.Sequence:
-		// pkt: command, stmt id (4), flags: a cursor would make the client
-		// fetch from the backend, which has no such result.
-		if len(pkt) > 5 && pkt[5] != 0 {
-			return false, &notSupportedError{msg: "leafproxy: a cursor (COM_STMT_EXECUTE flags " + strconv.Itoa(int(pkt[5])) +
+		// A cursor would make the client fetch from the backend, which
+		// has no such result.
+		if f := proxy.ExecuteFlags(pkt); f != 0 {
+			return false, &notSupportedError{msg: "leafproxy: a cursor (COM_STMT_EXECUTE flags " + strconv.Itoa(int(f)) +
 				") on a NEXTVAL/LASTVAL statement is not supported; execute it without a cursor (e.g. JDBC useCursorFetch=false)"}
 		}
 		calls, err := st.bindCallArgs(p, pkt)
