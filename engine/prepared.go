@@ -152,16 +152,24 @@ func (st *state) relayKept(p *prepared, relay func() (proxy.PrepareResult, error
 	return true, nil
 }
 
-// execute gives a planned prepared statement its IDs (or its answer).
-func (e *Engine) execute(ctx context.Context, s Session, stmtID uint32, pkt []byte) (bool, error) {
+// plannedSynced is the statement stmtID as the engine planned it (p nil:
+// one it did not plan), once the session's LAST_INSERT_ID() is set on the
+// backend when an execute of it may read or change it (lastid.go).
+func (e *Engine) plannedSynced(ctx context.Context, s Session, stmtID uint32) (*state, *prepared, error) {
 	st, p := planned(s, stmtID)
 	if st := stateOf(s); st != nil && st.lastID != 0 && st.executeNeedsSync(p) {
 		if err := e.syncLastID(ctx, s, st); err != nil {
-			return false, err
+			return nil, nil, err
 		}
 	}
-	if p == nil {
-		return false, nil
+	return st, p, nil
+}
+
+// execute gives a planned prepared statement its IDs (or its answer).
+func (e *Engine) execute(ctx context.Context, s Session, stmtID uint32, pkt []byte) (bool, error) {
+	st, p, err := e.plannedSynced(ctx, s, stmtID)
+	if err != nil || p == nil {
+		return false, err
 	}
 	switch p.plan.Kind {
 	case rewriter.Sequence:
@@ -292,14 +300,9 @@ func (e *Engine) advanceExplicit(ctx context.Context, st *state, explicit []rewr
 // the engine did not rewrite; on a statement with generated keys every row
 // gets its own IDs (bulk.go).
 func (e *Engine) bulkExecute(ctx context.Context, s Session, stmtID uint32, pkt []byte) (bool, error) {
-	st, p := planned(s, stmtID)
-	if st := stateOf(s); st != nil && st.lastID != 0 && st.executeNeedsSync(p) {
-		if err := e.syncLastID(ctx, s, st); err != nil {
-			return false, err
-		}
-	}
-	if p == nil {
-		return false, nil
+	st, p, err := e.plannedSynced(ctx, s, stmtID)
+	if err != nil || p == nil {
+		return false, err
 	}
 	switch p.plan.Kind {
 	case rewriter.Rewrite:
