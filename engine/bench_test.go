@@ -15,7 +15,7 @@ type discardSession struct{ fakeSession }
 
 func (d *discardSession) RelayQuery([]byte) error       { return nil }
 func (d *discardSession) RelayQueryPacket([]byte) error { return nil }
-func (d *discardSession) RelayQueryPacketOr([]byte, proxy.Retrier) error {
+func (d *discardSession) RelayQueryPacketOr([]byte, proxy.AnswerWatcher) error {
 	return nil
 }
 

@@ -5,8 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/go-mysql-org/go-mysql/mysql"
-
 	"github.com/leafproxy/leafproxy/proxy"
 	"github.com/leafproxy/leafproxy/rewriter"
 )
@@ -314,37 +312,12 @@ func splitBulkRows(body, types []byte, n int) ([]bulkRow, error) {
 }
 
 // binaryValueLen is the length of one binary-protocol value of type typ at
-// the start of b.
+// the start of b (proxy.ParamLen, the module's one reader of it), its
+// error in the engine's words.
 func binaryValueLen(b []byte, typ byte) (int, error) {
-	bad := func() error {
-		return &notSupportedError{msg: fmt.Sprintf("leafproxy: malformed statement parameters (value of type %d)", typ)}
+	n, err := proxy.ParamLen(b, typ)
+	if err != nil {
+		return 0, executeError(err)
 	}
-	fixed := 0
-	switch typ {
-	case mysql.MYSQL_TYPE_NULL:
-		return 0, nil
-	case mysql.MYSQL_TYPE_TINY:
-		fixed = 1
-	case mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_YEAR:
-		fixed = 2
-	case mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_FLOAT:
-		fixed = 4
-	case mysql.MYSQL_TYPE_LONGLONG, mysql.MYSQL_TYPE_DOUBLE:
-		fixed = 8
-	case mysql.MYSQL_TYPE_DATE, mysql.MYSQL_TYPE_DATETIME, mysql.MYSQL_TYPE_TIMESTAMP, mysql.MYSQL_TYPE_TIME:
-		if len(b) < 1 || len(b) < 1+int(b[0]) {
-			return 0, bad()
-		}
-		return 1 + int(b[0]), nil
-	default:
-		v, isNull, k := proxy.Lenenc(b)
-		if k == 0 || isNull || uint64(len(b)-k) < v {
-			return 0, bad()
-		}
-		return k + int(v), nil
-	}
-	if len(b) < fixed {
-		return 0, bad()
-	}
-	return fixed, nil
+	return n, nil
 }

@@ -33,9 +33,12 @@ import (
 // next filled statement).
 const maxRetryText = 256 << 10
 
-// dupRetry is a session's proxy.Retrier for its filled INSERTs; it lives in
-// the session's state, so arming it allocates nothing once its buffers
-// have grown.
+// dupRetry is a session's proxy.AnswerWatcher for its filled INSERTs: it
+// retries a 1062 on a generated key (OnErr, Redo), puts the session's
+// LAST_INSERT_ID() back after an ERR or an OK that wrote nothing (OnErr,
+// OnOK) and reports a ReportsKey plan's key in its OK (OnOK, OnRows,
+// lastid.go). It lives in the session's state, so arming it allocates
+// nothing once its buffers have grown.
 type dupRetry struct {
 	engine  *Engine
 	session *state
@@ -50,7 +53,7 @@ type dupRetry struct {
 	tags   []string
 	tagEnd []int
 	filled []rewriter.Filled
-	dupKey int64 // the colliding key (Retry)
+	dupKey int64 // the colliding key (retry)
 	dupTag string
 	// stmt and execute: a prepared statement's attempt (armExecute): the
 	// client's execute packet, executed again by Redo.
@@ -58,28 +61,46 @@ type dupRetry struct {
 	execute []byte
 	// wrapID: the key in the attempt's LAST_INSERT_ID(...) when an ERR
 	// may mean its row was not written (Plan.WrapLast, Plan.WrapMarked),
-	// else 0 (Restore).
+	// else 0 (restore).
 	wrapID int64
 	// firstID: the key in the attempt's LAST_INSERT_ID(...) (one
-	// statement), else 0 (RestoreOK); of a ReportsKey plan its first
+	// statement), else 0 (restoreOK); of a ReportsKey plan its first
 	// generated key.
 	firstID int64
 	// plain: a ReportsKey plan, whose first key the engine reports
-	// (ReportOK, lastid.go); marked: its next row is marked (Restore);
+	// (reportOK, lastid.go); marked: its next row is marked (restore);
 	// odku: it has ON DUPLICATE KEY UPDATE; prevLast: the session's
 	// state.lastID when it was sent.
 	plain, marked, odku bool
 	prevLast            int64
 	// noRetry: a 1062 is relayed, not retried (a ReportsKey plan relayed
-	// through RelayQueryOr only for ReportOK).
+	// through RelayQueryOr only for reportOK).
 	noRetry bool
 }
 
-var (
-	_ proxy.Retrier    = (*dupRetry)(nil)
-	_ proxy.Restorer   = (*dupRetry)(nil)
-	_ proxy.OKRestorer = (*dupRetry)(nil)
-)
+var _ proxy.AnswerWatcher = (*dupRetry)(nil)
+
+// OnErr: a 1062 on one of the attempt's generated keys is retried (Redo),
+// any other ERR relayed, after restore's statement if it names one. It
+// runs as the answer arrives, on an event loop too: it does not block.
+func (d *dupRetry) OnErr(code uint16, msg string) proxy.ErrVerdict {
+	if d.retry(code, msg) {
+		return proxy.ErrVerdict{Retry: true}
+	}
+	return proxy.ErrVerdict{Restore: d.restore(code)}
+}
+
+// OnOK: an OK with no row affected may need the session put back
+// (restoreOK); any other has the insert id reportOK gives. It does not
+// block.
+func (d *dupRetry) OnOK(affected, insertID uint64) proxy.OKVerdict {
+	if affected == 0 {
+		if sql := d.restoreOK(); sql != "" {
+			return proxy.OKVerdict{Restore: sql}
+		}
+	}
+	return proxy.OKVerdict{InsertID: d.reportOK(affected, insertID)}
+}
 
 // arm remembers the attempt: text, the plan's generated keys (ids[i] for
 // plan.Slots[i]) and its filled tables.
@@ -148,22 +169,22 @@ func (d *dupRetry) arm(e *Engine, st *state, text string, c sqltext.Class, plan 
 	}
 }
 
-// RestoreOK: an OK with no row affected (INSERT IGNORE or ON DUPLICATE
+// restoreOK: an OK with no row affected (INSERT IGNORE or ON DUPLICATE
 // KEY UPDATE whose rows were all duplicates, IGNOREd or left unchanged)
 // wrote no generated key, so MariaDB reports insert id 0 and leaves
 // LAST_INSERT_ID() as it was: put it back.
-func (d *dupRetry) RestoreOK() string {
+func (d *dupRetry) restoreOK() string {
 	if d.plain || d.firstID <= 0 {
 		return ""
 	}
 	return rewriter.RestoreLastInsertID(d.firstID)
 }
 
-// Restore puts back the session's LAST_INSERT_ID() after an ERR of the
+// restore puts back the session's LAST_INSERT_ID() after an ERR of the
 // attempt, when its LAST_INSERT_ID(<key>) ran and the row was not
 // written: MariaDB leaves it as it was (rewriter.RestoreLastInsertID).
 // Not after 1927: the backend connection is gone.
-func (d *dupRetry) Restore(code uint16) string {
+func (d *dupRetry) restore(code uint16) string {
 	if d.plain {
 		// The server's LAST_INSERT_ID() is untouched; only a marked
 		// statement may have written its first key's row before it
@@ -193,8 +214,8 @@ func (d *dupRetry) armExecute(e *Engine, st *state, p *prepared, pkt []byte, ids
 	}
 }
 
-// Retry accepts 1062 on one of the attempt's generated keys.
-func (d *dupRetry) Retry(code uint16, msg string) bool {
+// retry accepts 1062 on one of the attempt's generated keys.
+func (d *dupRetry) retry(code uint16, msg string) bool {
 	if code != 1062 || d.noRetry {
 		return false
 	}
@@ -280,7 +301,7 @@ func (d *dupRetry) Redo(ctx context.Context) error {
 		return err
 	}
 	if plan.ReportsKey {
-		// Its OK's insert id is the engine's again (ReportOK), for the
+		// Its OK's insert id is the engine's again (reportOK), for the
 		// fresh keys; not retried again.
 		d.arm(e, st, text, d.class, &plan, st.slotIDs, false)
 		err = s.RelayQueryPacketOr(st.rendered, d)

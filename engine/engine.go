@@ -375,7 +375,7 @@ func (e *Engine) runRewrite(ctx context.Context, s Session, st *state, plan *rew
 	retry := adv && len(plan.Filled) > 0 && plan.Statements == 1 && len(text) <= maxRetryText
 	if retry || plan.ReportsKey {
 		// A ReportsKey plan's OK gets its key from the engine
-		// (dupRetry.ReportOK), retried after a 1062 or not.
+		// (dupRetry.OnOK), retried after a 1062 or not.
 		st.dup.arm(e, st, text, st.class, plan, st.slotIDs, retry)
 		err = s.RelayQueryPacketOr(st.rendered, &st.dup)
 		st.trim()

@@ -67,9 +67,9 @@ func (f *fakeSession) RelayQueryRetry(sql []byte, _ func(uint16, string) bool) (
 	f.loop.waited("RelayQueryRetry")
 	return false, f.RelayQuery(sql)
 }
-func (f *fakeSession) RelayQueryOr(sql []byte, _ proxy.Retrier) error { return f.RelayQuery(sql) }
-func (f *fakeSession) RelayQueryPacket(pkt []byte) error              { return f.RelayQuery(pkt[1:]) }
-func (f *fakeSession) RelayQueryPacketOr(pkt []byte, _ proxy.Retrier) error {
+func (f *fakeSession) RelayQueryOr(sql []byte, _ proxy.AnswerWatcher) error { return f.RelayQuery(sql) }
+func (f *fakeSession) RelayQueryPacket(pkt []byte) error                    { return f.RelayQuery(pkt[1:]) }
+func (f *fakeSession) RelayQueryPacketOr(pkt []byte, _ proxy.AnswerWatcher) error {
 	return f.RelayQuery(pkt[1:])
 }
 func (f *fakeSession) RelayQueryWriter(n int, src io.WriterTo) error {
@@ -92,7 +92,9 @@ func (f *fakeSession) RelayExecute([]byte) error {
 	f.answers++
 	return nil
 }
-func (f *fakeSession) RelayExecuteOr(pkt []byte, _ proxy.Retrier) error { return f.RelayExecute(pkt) }
+func (f *fakeSession) RelayExecuteOr(pkt []byte, _ proxy.AnswerWatcher) error {
+	return f.RelayExecute(pkt)
+}
 func (f *fakeSession) RelayQueryInsertID(sql []byte, _ uint64) error {
 	f.loop.waited("RelayQueryInsertID")
 	return f.RelayQuery(sql)

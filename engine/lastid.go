@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/leafproxy/leafproxy/internal/sqltext"
-	"github.com/leafproxy/leafproxy/proxy"
 	"github.com/leafproxy/leafproxy/rewriter"
 )
 
@@ -15,7 +14,7 @@ import (
 // values (rewriter.Env.ReportKeys), so the server leaves LAST_INSERT_ID()
 // alone, and the statement's own reads of it see the value from before it,
 // as with AUTO_INCREMENT. The engine reports the first generated key in
-// the OK packet (dupRetry.ReportOK) and keeps it as the session's value in
+// the OK packet (dupRetry.OnOK) and keeps it as the session's value in
 // state.lastID: the server's is then stale. Before a statement that may
 // read the value or that may change it on the server, the engine makes the
 // server's value the session's (syncLastID: DO LAST_INSERT_ID(<key>), one
@@ -111,9 +110,7 @@ func stateOf(s Session) *state {
 	return st
 }
 
-var _ proxy.KeyReporter = (*dupRetry)(nil)
-
-// ReportOK gives the OK packet of a ReportsKey statement its insert id:
+// reportOK gives the OK packet of a ReportsKey statement its insert id:
 // the first generated key when a row was written (the session's
 // LAST_INSERT_ID() from now on), else the server's (0, or a client's
 // LAST_INSERT_ID(expr), as an ON DUPLICATE KEY UPDATE id =
@@ -122,7 +119,7 @@ var _ proxy.KeyReporter = (*dupRetry)(nil)
 // the server reports an insert id other than the key (its update clause
 // called LAST_INSERT_ID(expr)), which tells an unchanged row from an
 // inserted one under CLIENT_FOUND_ROWS, where both count 1.
-func (d *dupRetry) ReportOK(affected, insertID uint64) uint64 {
+func (d *dupRetry) reportOK(affected, insertID uint64) uint64 {
 	if !d.plain || d.firstID <= 0 || affected == 0 {
 		return insertID
 	}
@@ -133,8 +130,9 @@ func (d *dupRetry) ReportOK(affected, insertID uint64) uint64 {
 	return uint64(d.firstID)
 }
 
-// ReportRows: a ReportsKey statement with RETURNING wrote its rows.
-func (d *dupRetry) ReportRows() {
+// OnRows: a ReportsKey statement with RETURNING wrote its rows. It does
+// not block.
+func (d *dupRetry) OnRows() {
 	if d.plain && d.firstID > 0 {
 		d.session.lastID = d.firstID
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/leafproxy/leafproxy/proxy"
 	"github.com/leafproxy/leafproxy/rewriter"
 )
 
@@ -98,36 +99,24 @@ func (e *Engine) executeNumbered(ctx context.Context, s Session, st *state, p *p
 // earlier execute when it did not send them again (the count statement
 // has seen only the ones this function sent).
 func (p *prepared) countExecute(dst, pkt []byte) ([]byte, error) {
-	if len(pkt) < execHeader {
-		return dst, malformedExecute("short header")
+	n := p.plan.ClientParams
+	ex, err := proxy.ParseExecute(pkt, n, p.types)
+	if err != nil {
+		return dst, executeError(err)
 	}
 	dst = append(dst, pkt[:execHeader]...)
 	binary.LittleEndian.PutUint32(dst[1:5], p.count)
 	dst[5] = 0 // no cursor
-	n := p.plan.ClientParams
 	if n == 0 {
 		return dst, nil
 	}
-	rest := pkt[execHeader:]
-	bl := (n + 7) / 8
-	if len(rest) < bl+1 {
-		return dst, malformedExecute("NULL bitmap")
+	if ex.NewParamsBound {
+		p.types = append(p.types[:0], ex.Types...)
 	}
-	dst = append(dst, rest[:bl]...)
-	bound := rest[bl]
-	rest = rest[bl+1:]
-	if bound == 1 {
-		if len(rest) < 2*n {
-			return dst, malformedExecute("parameter types")
-		}
-		p.types = append(p.types[:0], rest[:2*n]...)
-		rest = rest[2*n:]
-	} else if len(p.types) != 2*n {
-		return dst, malformedExecute("no parameter types were ever sent for this statement")
-	}
+	dst = append(dst, ex.NullBitmap...)
 	dst = append(dst, 1)
 	dst = append(dst, p.types...)
-	return append(dst, rest...), nil
+	return append(dst, ex.Values...), nil
 }
 
 // closeOrphans closes count statements whose client statement was closed

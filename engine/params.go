@@ -2,10 +2,12 @@ package engine
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/leafproxy/leafproxy/proxy"
 	"github.com/leafproxy/leafproxy/rewriter"
 )
 
@@ -21,7 +23,7 @@ import (
 
 // execHeader is COM_STMT_EXECUTE's fixed part: command, statement id (4),
 // flags (1), iteration count (4).
-const execHeader = 10
+const execHeader = proxy.ExecuteHeader
 
 // paramMap is how a statement's backend parameters relate to the client's.
 type paramMap struct {
@@ -107,55 +109,39 @@ func malformedExecute(what string) error {
 	return &notSupportedError{msg: "leafproxy: malformed COM_STMT_EXECUTE (" + what + ")"}
 }
 
+// executeError is the engine's error for what proxy's decoder of
+// COM_STMT_EXECUTE (proxy.ParseExecute, ParamOffsets, ParamLen) could not
+// read: 1235, in the engine's words.
+func executeError(err error) error {
+	var ee *proxy.ExecuteError
+	if errors.As(err, &ee) {
+		return malformedExecute(ee.What)
+	}
+	var ve *proxy.ValueError
+	if errors.As(err, &ve) {
+		return &notSupportedError{msg: fmt.Sprintf("leafproxy: malformed statement parameters (value of type %d)", ve.Type)}
+	}
+	return err
+}
+
 // parseExecute reads the client's COM_STMT_EXECUTE pkt: its NULL bitmap,
 // its parameter values and, in offs (2 ints per client parameter, scratch
 // returned for reuse), each value's range in values (NULLs and long data
 // have none). The types are remembered in pm.types.
 func (pm *paramMap) parseExecute(pkt []byte, offs []int) (bitmap, values []byte, _ []int, _ error) {
-	if len(pkt) < execHeader {
-		return nil, nil, offs, malformedExecute("short header")
-	}
 	n := pm.clientParams
-	rest := pkt[execHeader:]
-	if n > 0 {
-		bl := (n + 7) / 8
-		if len(rest) < bl+1 {
-			return nil, nil, offs, malformedExecute("NULL bitmap")
-		}
-		bitmap, rest = rest[:bl], rest[bl:]
-		bound := rest[0]
-		rest = rest[1:]
-		if bound == 1 {
-			if len(rest) < 2*n {
-				return nil, nil, offs, malformedExecute("parameter types")
-			}
-			pm.types = append(pm.types[:0], rest[:2*n]...)
-			rest = rest[2*n:]
-		} else if len(pm.types) != 2*n {
-			return nil, nil, offs, malformedExecute("no parameter types were ever sent for this statement")
-		}
+	ex, err := proxy.ParseExecute(pkt, n, pm.types)
+	if err != nil {
+		return nil, nil, offs, executeError(err)
 	}
-	offs = offs[:0]
-	if cap(offs) < 2*n {
-		offs = make([]int, 0, 2*n)
+	if ex.NewParamsBound {
+		pm.types = append(pm.types[:0], ex.Types...)
+		ex.Types = pm.types
 	}
-	pos := 0
-	for i := 0; i < n; i++ {
-		if bitmap[i/8]&(1<<(i%8)) != 0 || pm.long[i] {
-			offs = append(offs, pos, pos)
-			continue
-		}
-		l, err := binaryValueLen(rest[pos:], pm.types[2*i])
-		if err != nil {
-			return nil, nil, offs, err
-		}
-		offs = append(offs, pos, pos+l)
-		pos += l
+	if offs, err = ex.ParamOffsets(n, pm.long, offs); err != nil {
+		return nil, nil, offs, executeError(err)
 	}
-	if pos != len(rest) {
-		return nil, nil, offs, malformedExecute(fmt.Sprintf("%d bytes after the parameter values", len(rest)-pos))
-	}
-	return bitmap, rest, offs, nil
+	return ex.NullBitmap, ex.Values, offs, nil
 }
 
 // appendExecute appends to dst the backend's COM_STMT_EXECUTE for the

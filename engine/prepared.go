@@ -152,23 +152,31 @@ func (st *state) relayKept(p *prepared, relay func() (proxy.PrepareResult, error
 	return true, nil
 }
 
-// execute gives a planned prepared statement its IDs (or its answer).
-func (e *Engine) execute(ctx context.Context, s Session, stmtID uint32, pkt []byte) (bool, error) {
+// plannedSynced is the statement stmtID as the engine planned it (p nil:
+// one it did not plan), once the session's LAST_INSERT_ID() is set on the
+// backend when an execute of it may read or change it (lastid.go).
+func (e *Engine) plannedSynced(ctx context.Context, s Session, stmtID uint32) (*state, *prepared, error) {
 	st, p := planned(s, stmtID)
 	if st := stateOf(s); st != nil && st.lastID != 0 && st.executeNeedsSync(p) {
 		if err := e.syncLastID(ctx, s, st); err != nil {
-			return false, err
+			return nil, nil, err
 		}
 	}
-	if p == nil {
-		return false, nil
+	return st, p, nil
+}
+
+// execute gives a planned prepared statement its IDs (or its answer).
+func (e *Engine) execute(ctx context.Context, s Session, stmtID uint32, pkt []byte) (bool, error) {
+	st, p, err := e.plannedSynced(ctx, s, stmtID)
+	if err != nil || p == nil {
+		return false, err
 	}
 	switch p.plan.Kind {
 	case rewriter.Sequence:
-		// pkt: command, stmt id (4), flags: a cursor would make the client
-		// fetch from the backend, which has no such result.
-		if len(pkt) > 5 && pkt[5] != 0 {
-			return false, &notSupportedError{msg: "leafproxy: a cursor (COM_STMT_EXECUTE flags " + strconv.Itoa(int(pkt[5])) +
+		// A cursor would make the client fetch from the backend, which
+		// has no such result.
+		if f := proxy.ExecuteFlags(pkt); f != 0 {
+			return false, &notSupportedError{msg: "leafproxy: a cursor (COM_STMT_EXECUTE flags " + strconv.Itoa(int(f)) +
 				") on a NEXTVAL/LASTVAL statement is not supported; execute it without a cursor (e.g. JDBC useCursorFetch=false)"}
 		}
 		calls, err := st.bindCallArgs(p, pkt)
@@ -292,14 +300,9 @@ func (e *Engine) advanceExplicit(ctx context.Context, st *state, explicit []rewr
 // the engine did not rewrite; on a statement with generated keys every row
 // gets its own IDs (bulk.go).
 func (e *Engine) bulkExecute(ctx context.Context, s Session, stmtID uint32, pkt []byte) (bool, error) {
-	st, p := planned(s, stmtID)
-	if st := stateOf(s); st != nil && st.lastID != 0 && st.executeNeedsSync(p) {
-		if err := e.syncLastID(ctx, s, st); err != nil {
-			return false, err
-		}
-	}
-	if p == nil {
-		return false, nil
+	st, p, err := e.plannedSynced(ctx, s, stmtID)
+	if err != nil || p == nil {
+		return false, err
 	}
 	switch p.plan.Kind {
 	case rewriter.Rewrite:

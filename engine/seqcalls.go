@@ -153,34 +153,22 @@ func (st *state) bindCallArgs(p *prepared, pkt []byte) ([]rewriter.Call, error) 
 	if p.long {
 		return nil, &wrongArgumentsError{msg: "Incorrect arguments to NEXTVAL / LEAFPROXY_DECODE: a value sent as long data (COM_STMT_SEND_LONG_DATA); bind it in the execute"}
 	}
-	if len(pkt) < execHeader {
-		return nil, malformedExecute("short header")
+	ex, err := proxy.ParseExecute(pkt, n, p.types)
+	if err != nil {
+		return nil, executeError(err)
 	}
-	rest := pkt[execHeader:]
-	bl := (n + 7) / 8
-	if len(rest) < bl+1 {
-		return nil, malformedExecute("NULL bitmap")
+	if ex.NewParamsBound {
+		p.types = append(p.types[:0], ex.Types...)
 	}
-	bitmap := rest[:bl]
-	bound := rest[bl]
-	rest = rest[bl+1:]
-	if bound == 1 {
-		if len(rest) < 2*n {
-			return nil, malformedExecute("parameter types")
-		}
-		p.types = append(p.types[:0], rest[:2*n]...)
-		rest = rest[2*n:]
-	} else if len(p.types) != 2*n {
-		return nil, malformedExecute("no parameter types were ever sent for this statement")
-	}
+	rest := ex.Values
 	st.rowValues = st.rowValues[:0]
 	for i := range n {
-		if bitmap[i/8]&(1<<(i%8)) != 0 {
+		if ex.Null(i) {
 			return nil, argError(calls, i+1, "NULL")
 		}
-		l, err := binaryValueLen(rest, p.types[2*i])
+		l, err := proxy.ParamLen(rest, p.types[2*i])
 		if err != nil {
-			return nil, err
+			return nil, executeError(err)
 		}
 		v, ok := intParam(rest[:l], p.types[2*i], p.types[2*i+1]&0x80 != 0)
 		if !ok {

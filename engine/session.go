@@ -38,16 +38,16 @@ type Session interface {
 	// Relaying a (rewritten) statement; the backend's answer goes to the
 	// client.
 	RelayQuery(sql []byte) error
-	// RelayQueryOr relays sql, or, when the answer is an ERR that
-	// r.Retry accepts, runs r.Redo instead (see proxy.Retrier).
-	RelayQueryOr(sql []byte, r proxy.Retrier) error
+	// RelayQueryOr relays sql with w watching the answer: an ERR w
+	// retries has w.Redo run instead (see proxy.AnswerWatcher).
+	RelayQueryOr(sql []byte, w proxy.AnswerWatcher) error
 	// RelayQueryPacket and RelayQueryPacketOr are RelayQuery and
 	// RelayQueryOr for a COM_QUERY packet (the command byte, then the
 	// text) the engine rendered: no copy of a large text.
 	RelayQueryPacket(pkt []byte) error
-	RelayQueryPacketOr(pkt []byte, r proxy.Retrier) error
+	RelayQueryPacketOr(pkt []byte, w proxy.AnswerWatcher) error
 	// RelayExecuteOr is RelayQueryOr for an execute packet.
-	RelayExecuteOr(pkt []byte, r proxy.Retrier) error
+	RelayExecuteOr(pkt []byte, w proxy.AnswerWatcher) error
 	RelayExecute(pkt []byte) error
 
 	// Answers the engine makes itself.

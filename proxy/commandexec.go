@@ -24,8 +24,8 @@ type commandExec interface {
 	relayPrepare(s *Session, pkt []byte) (PrepareResult, error)
 	// relayQueryOr is Session.RelayQueryOr; relayExecuteOr,
 	// Session.RelayExecuteOr.
-	relayQueryOr(s *Session, pkt []byte, r Retrier) error
-	relayExecuteOr(s *Session, pkt []byte, r Retrier) error
+	relayQueryOr(s *Session, pkt []byte, w AnswerWatcher) error
+	relayExecuteOr(s *Session, pkt []byte, w AnswerWatcher) error
 }
 
 // onGoroutine runs commands on the session's own goroutine, with blocking
@@ -57,21 +57,21 @@ func (onGoroutine) relayPrepare(s *Session, pkt []byte) (PrepareResult, error) {
 	return pr, nil
 }
 
-func (onGoroutine) relayQueryOr(s *Session, pkt []byte, r Retrier) error {
-	retried, err := s.relayRetry(pkt, respResult, s.queryAfter(pkt), r.Retry, restorer(r), r)
+func (onGoroutine) relayQueryOr(s *Session, pkt []byte, w AnswerWatcher) error {
+	retried, err := s.relayRetry(pkt, respResult, s.queryAfter(pkt), w)
 	if err != nil || !retried {
 		return err
 	}
-	return r.Redo(s.ctx)
+	return w.Redo(s.ctx)
 }
 
-func (onGoroutine) relayExecuteOr(s *Session, pkt []byte, r Retrier) error {
+func (onGoroutine) relayExecuteOr(s *Session, pkt []byte, w AnswerWatcher) error {
 	if err := s.exec.mayWait(); err != nil {
 		return err
 	}
-	retried, err := s.relayRetry(pkt, respExecute, afterAction{}, r.Retry, restorer(r), r)
+	retried, err := s.relayRetry(pkt, respExecute, afterAction{}, w)
 	if err != nil || !retried {
 		return err
 	}
-	return r.Redo(s.ctx)
+	return w.Redo(s.ctx)
 }

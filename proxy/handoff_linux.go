@@ -35,16 +35,17 @@ type handBack struct {
 	pkt                           []byte        // handBackCommand
 	class                         sqltext.Class // handBackCommand with classed: pkt's class, read on the loop
 	classed                       bool
-	clientIn                      []byte      // client bytes to read first
-	backendIn                     []byte      // backend bytes to read first
-	clientPending, backendPending []byte      // bytes to write first
-	clientSeq, backendSeq         uint8       // the legs' sequence ids
-	response                      respTracker // handBackResume
-	after                         afterAction // handBackResume
-	infile                        bool        // handBackResume: the client's LOCAL INFILE data comes first
-	redo                          Retrier     // handBackResume: the response is RelayQueryOr's, its first packet an ERR
-	backendEvent                  bool        // handBackIdle: look at what the backend sent
-	debt                          int         // commands the goroutine serves before trying the loop again
+	clientIn                      []byte        // client bytes to read first
+	backendIn                     []byte        // backend bytes to read first
+	clientPending, backendPending []byte        // bytes to write first
+	clientSeq, backendSeq         uint8         // the legs' sequence ids
+	response                      respTracker   // handBackResume
+	after                         afterAction   // handBackResume
+	infile                        bool          // handBackResume: the client's LOCAL INFILE data comes first
+	redo                          AnswerWatcher // handBackResume: the response is RelayQueryOr's, and redo's verdict on its first packet is to be carried out
+	verdict                       firstVerdict  // with redo
+	backendEvent                  bool          // handBackIdle: look at what the backend sent
+	debt                          int           // commands the goroutine serves before trying the loop again
 }
 
 // loopsOn: LEAFPROXY_LOOP=0 keeps every session on its own goroutine (for
@@ -259,19 +260,11 @@ func (s *Session) fromLoop(ctx context.Context, m *handBack) bool {
 // resume finishes a response the loop began (handBackResume).
 func (s *Session) resume(ctx context.Context, m *handBack) error {
 	if m.redo != nil {
-		retried, err := s.dropRetryable(m.redo.Retry)
-		if err != nil {
-			return err
-		}
+		retried, done, err := s.settleFirst(m.verdict, m.after)
 		if retried {
 			return m.redo.Redo(ctx)
 		}
-		if restore := restorer(m.redo); restore != nil {
-			if done, err := s.restoreBeforeErr(restore, m.after); done || err != nil {
-				return err
-			}
-		}
-		if done, err := s.restoreBeforeOK(m.redo, m.after); done || err != nil {
+		if done || err != nil {
 			return err
 		}
 	}

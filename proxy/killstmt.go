@@ -78,34 +78,34 @@ const killIDNumber = "leafproxy: KILL through the proxy takes a connection id nu
 // error to answer instead.
 func (ks *killStmt) bind(pkt []byte) (id uint32, code uint16, msg string) {
 	const malformed = "Malformed communication packet"
-	// command, statement id (4), flags, iteration count (4), NULL bitmap
-	// (1 byte for 1 parameter), new-params-bound flag, [types], values
-	if len(pkt) < 12 {
+	var types []byte
+	if ks.typed {
+		types = ks.ptype[:]
+	}
+	ex, err := ParseExecute(pkt, 1, types)
+	if err != nil {
 		return 0, mysql.ER_MALFORMED_PACKET, malformed
 	}
-	null := pkt[10]&1 != 0
-	v := pkt[12:]
-	if pkt[11] == 1 {
-		if len(pkt) < 14 {
-			return 0, mysql.ER_MALFORMED_PACKET, malformed
-		}
-		copy(ks.ptype[:], pkt[12:14])
+	if ex.NewParamsBound {
+		copy(ks.ptype[:], ex.Types)
 		ks.typed = true
-		v = pkt[14:]
 	}
 	switch {
-	case !ks.typed:
-		return 0, mysql.ER_MALFORMED_PACKET, malformed
 	case ks.long:
 		return 0, mysql.ER_NOT_SUPPORTED_YET, killIDNumber + "; bind it in the execute, not as long data"
-	case null:
+	case ex.Null(0):
 		return 0, mysql.ER_NOT_SUPPORTED_YET, killIDNumber + ", not NULL"
 	}
-	unsigned := ks.ptype[1]&0x80 != 0
-	var n uint64
-	neg := false
+	return killID(ks.ptype, ex.Values)
+}
+
+// killID is the connection id in v, a KILL ? parameter's value of type
+// ptype (as bind).
+func killID(ptype [2]byte, v []byte) (id uint32, code uint16, msg string) {
+	const malformed = "Malformed communication packet"
+	unsigned := ptype[1]&0x80 != 0
 	size := 0
-	switch ks.ptype[0] {
+	switch ptype[0] {
 	case mysql.MYSQL_TYPE_TINY:
 		size = 1
 	case mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_YEAR:
@@ -115,50 +115,61 @@ func (ks *killStmt) bind(pkt []byte) (id uint32, code uint16, msg string) {
 	case mysql.MYSQL_TYPE_LONGLONG:
 		size = 8
 	case mysql.MYSQL_TYPE_FLOAT, mysql.MYSQL_TYPE_DOUBLE:
-		var f float64
-		if ks.ptype[0] == mysql.MYSQL_TYPE_FLOAT && len(v) >= 4 {
-			f = float64(math.Float32frombits(binary.LittleEndian.Uint32(v)))
-		} else if ks.ptype[0] == mysql.MYSQL_TYPE_DOUBLE && len(v) >= 8 {
-			f = math.Float64frombits(binary.LittleEndian.Uint64(v))
-		} else {
-			return 0, mysql.ER_MALFORMED_PACKET, malformed
-		}
-		if f < 0 || f > math.MaxUint32 || f != math.Trunc(f) {
-			return 0, mysql.ER_NOT_SUPPORTED_YET, killIDNumber
-		}
-		return uint32(f), 0, ""
+		return killIDFloat(ptype[0], v)
 	case mysql.MYSQL_TYPE_DECIMAL, mysql.MYSQL_TYPE_NEWDECIMAL, mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING,
 		mysql.MYSQL_TYPE_STRING, mysql.MYSQL_TYPE_TINY_BLOB, mysql.MYSQL_TYPE_MEDIUM_BLOB, mysql.MYSQL_TYPE_LONG_BLOB,
 		mysql.MYSQL_TYPE_BLOB:
-		l, k := lenenc(v)
-		if k == 0 || l > uint64(len(v)-k) {
-			return 0, mysql.ER_MALFORMED_PACKET, malformed
-		}
-		digits := v[k : k+int(l)]
-		if len(digits) == 0 || len(digits) > 10 {
-			return 0, mysql.ER_NOT_SUPPORTED_YET, killIDNumber
-		}
-		for _, c := range digits {
-			if c < '0' || c > '9' {
-				return 0, mysql.ER_NOT_SUPPORTED_YET, killIDNumber
-			}
-			n = n*10 + uint64(c-'0')
-		}
+		return killIDDigits(v)
 	default:
 		return 0, mysql.ER_NOT_SUPPORTED_YET, killIDNumber
 	}
-	if size > 0 {
-		if len(v) < size {
-			return 0, mysql.ER_MALFORMED_PACKET, malformed
-		}
-		var b [8]byte
-		copy(b[:], v[:size])
-		n = binary.LittleEndian.Uint64(b[:])
-		if !unsigned && v[size-1]&0x80 != 0 {
-			neg = true
-		}
+	if len(v) < size {
+		return 0, mysql.ER_MALFORMED_PACKET, malformed
 	}
-	if neg || n > math.MaxUint32 {
+	var b [8]byte
+	copy(b[:], v[:size])
+	n := binary.LittleEndian.Uint64(b[:])
+	if !unsigned && v[size-1]&0x80 != 0 || n > math.MaxUint32 {
+		return 0, mysql.ER_NOT_SUPPORTED_YET, killIDNumber
+	}
+	return uint32(n), 0, ""
+}
+
+// killIDFloat is killID of a FLOAT or DOUBLE: a whole number in range.
+func killIDFloat(typ byte, v []byte) (id uint32, code uint16, msg string) {
+	var f float64
+	if typ == mysql.MYSQL_TYPE_FLOAT && len(v) >= 4 {
+		f = float64(math.Float32frombits(binary.LittleEndian.Uint32(v)))
+	} else if typ == mysql.MYSQL_TYPE_DOUBLE && len(v) >= 8 {
+		f = math.Float64frombits(binary.LittleEndian.Uint64(v))
+	} else {
+		return 0, mysql.ER_MALFORMED_PACKET, "Malformed communication packet"
+	}
+	if f < 0 || f > math.MaxUint32 || f != math.Trunc(f) {
+		return 0, mysql.ER_NOT_SUPPORTED_YET, killIDNumber
+	}
+	return uint32(f), 0, ""
+}
+
+// killIDDigits is killID of a string or decimal: 1 to 10 digits, in
+// range.
+func killIDDigits(v []byte) (id uint32, code uint16, msg string) {
+	l, k := lenenc(v)
+	if k == 0 || l > uint64(len(v)-k) {
+		return 0, mysql.ER_MALFORMED_PACKET, "Malformed communication packet"
+	}
+	digits := v[k : k+int(l)]
+	if len(digits) == 0 || len(digits) > 10 {
+		return 0, mysql.ER_NOT_SUPPORTED_YET, killIDNumber
+	}
+	var n uint64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, mysql.ER_NOT_SUPPORTED_YET, killIDNumber
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	if n > math.MaxUint32 {
 		return 0, mysql.ER_NOT_SUPPORTED_YET, killIDNumber
 	}
 	return uint32(n), 0, ""

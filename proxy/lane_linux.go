@@ -61,12 +61,12 @@ type lane struct {
 	attached  bool // registered with the loop (not just in its inbox)
 	gone      bool // handed back or closed: the loop is done with it
 	wrote     bool // the current command has written to a socket (sink.Write)
-	// retrier: the response under way belongs to RelayQueryOr, whose
-	// first packet, if an ERR, goes to the goroutine unrelayed.
-	retrier Retrier
-	// rowsReporter: the response under way is a result set of a
-	// KeyReporter's statement, told when it ends without an ERR.
-	rowsReporter KeyReporter
+	// watcher: the response under way belongs to RelayQueryOr, whose
+	// watcher is asked about its first packet (watchFirst).
+	watcher AnswerWatcher
+	// rowsWatcher: the response under way is a result set of a watched
+	// statement, told when it ends without an ERR.
+	rowsWatcher AnswerWatcher
 	// okBuf: a reported OK as the client gets it (relayReportedOK).
 	okBuf []byte
 }
@@ -352,24 +352,25 @@ func (ln *lane) relayPrepare(_ *Session, pkt []byte) (PrepareResult, error) {
 	return PrepareResult{}, ln.send(pkt, respPrepare, afterAction{})
 }
 
-// relayQueryOr sends the statement at once; only an ERR as the first
-// packet of its answer hands the session to its goroutine (relayBackend),
-// where r decides and may Redo.
-func (ln *lane) relayQueryOr(s *Session, pkt []byte, r Retrier) error {
-	ln.retrier = r
+// relayQueryOr sends the statement at once; w is asked about the first
+// packet of its answer as it arrives (watchFirst), and only an ERR to
+// retry or a restore hands the session to its goroutine, which carries
+// the verdict out (and may Redo).
+func (ln *lane) relayQueryOr(s *Session, pkt []byte, w AnswerWatcher) error {
+	ln.watcher = w
 	err := s.relayQuery(pkt)
 	if !ln.busy {
-		ln.retrier = nil
+		ln.watcher = nil
 	}
 	return err
 }
 
 // relayExecuteOr is relayQueryOr for an execute packet.
-func (ln *lane) relayExecuteOr(s *Session, pkt []byte, r Retrier) error {
-	ln.retrier = r
+func (ln *lane) relayExecuteOr(s *Session, pkt []byte, w AnswerWatcher) error {
+	ln.watcher = w
 	err := s.RelayExecute(pkt)
 	if !ln.busy {
-		ln.retrier = nil
+		ln.watcher = nil
 	}
 	return err
 }

@@ -64,17 +64,11 @@ func (ln *lane) relayBackend(buf []byte) {
 	s := ln.s
 	pos, stop := 0, false
 	from := 0 // buf[from:pos] is relayed at the end (a reported OK moves it)
+read:
 	for !stop {
 		if ln.inPacket {
-			k := min(ln.bodyLeft, len(buf)-pos)
-			pos += k
-			ln.bodyLeft -= k
-			if ln.bodyLeft > 0 {
+			if pos, stop = ln.packetBody(buf, pos); ln.inPacket {
 				break
-			}
-			ln.inPacket = false
-			if !ln.continued {
-				stop = ln.packetKind == evDone || ln.packetKind == evErr || ln.packetKind == evInfile
 			}
 			continue
 		}
@@ -90,73 +84,71 @@ func (ln *lane) relayBackend(buf []byte) {
 		if !ln.continued && len(buf)-pos-4 < h {
 			break
 		}
-		if ln.retrier != nil && !ln.continued {
-			if n > 0 && n <= maxRetryErr && buf[pos+4] == 0xFF {
-				if len(buf)-pos-4 < n {
-					break // the whole ERR first
-				}
-				// RelayQueryOr's answer is an ERR: one its Retrier takes,
-				// or has a statement to run before (Restorer), goes to
-				// the goroutine unrelayed (Redo and that statement may
-				// wait); any other is relayed here.
-				if e := parseErr(buf[pos+4 : pos+4+n]); ln.retrier.Retry(e.Code, e.Message) || restores(ln.retrier, e.Code) {
-					ln.backendPartial = append(ln.backendPartial[:0], buf[pos:]...)
-					ln.handOff(handBack{kind: handBackResume, redo: ln.retrier, debt: loopBackoff}, ln.clientIn)
-					ln.retrier = nil
-					return
-				}
-			}
-			if n > 0 && n < 1024 && buf[pos+4] == 0x00 {
-				if len(buf)-pos-4 < n {
-					break // the whole OK first
-				}
-				// An OK that says nothing was written, with a statement to
-				// run before it (OKRestorer): to the goroutine, unrelayed.
-				if okRestore(ln.retrier, buf[pos+4:pos+4+n]) != "" {
-					ln.backendPartial = append(ln.backendPartial[:0], buf[pos:]...)
-					ln.handOff(handBack{kind: handBackResume, redo: ln.retrier, debt: loopBackoff}, ln.clientIn)
-					ln.retrier = nil
-					return
-				}
-				// An OK whose insert id the interceptor reports: relayed
-				// as it reports it (KeyReporter).
-				if rep := reporterOf(ln.retrier); rep != nil {
-					ln.retrier = nil
-					done, end := ln.relayReportedOK(rep, buf[from:pos], buf[pos+4:pos+4+n])
-					if ln.gone {
-						return
-					}
-					if done {
-						pos += 4 + n
-						from, stop = pos, end
-						continue
-					}
-				}
-			} else if n > 0 && buf[pos+4] != 0xFF {
-				// A result set (RETURNING): reported when it ends well.
-				ln.rowsReporter = reporterOf(ln.retrier)
-			}
-			ln.retrier = nil
-		}
-		s.b.seq++
-		buf[pos+3] = s.c.seq
-		s.c.seq++
-		if !ln.continued {
-			ev, err := ln.response.step(s, buf[pos+4:pos+4+h], n)
-			if err != nil {
-				ln.fail(err)
+		if ln.watcher != nil && !ln.continued {
+			switch what, end := ln.watchFirst(buf[from:pos], buf[pos:], n); what {
+			case firstWait:
+				break read
+			case firstGone:
 				return
+			case firstRelayed:
+				pos += 4 + n
+				from, stop = pos, end
+				continue
 			}
-			if ev == evErr {
-				s.relayedErr(buf[pos+4 : pos+4+h])
-				ln.rowsReporter = nil
-			}
-			ln.packetKind = ev
 		}
-		ln.continued = n == maxPayload
-		ln.inPacket, ln.bodyLeft = true, n
+		if !ln.packetHeader(buf[pos:], n, h) {
+			return
+		}
 		pos += 4
 	}
+	ln.endRead(buf, from, pos, stop)
+}
+
+// packetBody passes over the body of the packet under way from buf[pos:];
+// stop: the packet ended the response.
+func (ln *lane) packetBody(buf []byte, pos int) (next int, stop bool) {
+	k := min(ln.bodyLeft, len(buf)-pos)
+	pos += k
+	ln.bodyLeft -= k
+	if ln.bodyLeft > 0 {
+		return pos, false
+	}
+	ln.inPacket = false
+	if !ln.continued {
+		stop = ln.packetKind == evDone || ln.packetKind == evErr || ln.packetKind == evInfile
+	}
+	return pos, stop
+}
+
+// packetHeader renumbers the packet at the start of p (n bytes of payload,
+// its first h in p) for the client leg and, unless it continues a packet
+// of maxPayload bytes, steps the tracker with it; false: the lane failed.
+func (ln *lane) packetHeader(p []byte, n, h int) bool {
+	s := ln.s
+	s.b.seq++
+	p[3] = s.c.seq
+	s.c.seq++
+	if !ln.continued {
+		ev, err := ln.response.step(s, p[4:4+h], n)
+		if err != nil {
+			ln.fail(err)
+			return false
+		}
+		if ev == evErr {
+			s.relayedErr(p[4 : 4+h])
+			ln.rowsWatcher = nil
+		}
+		ln.packetKind = ev
+	}
+	ln.continued = n == maxPayload
+	ln.inPacket, ln.bodyLeft = true, n
+	return true
+}
+
+// endRead relays buf[from:pos], keeps buf[pos:] for the next read and,
+// when the response has ended (stop), finishes it or hands LOCAL INFILE
+// to the goroutine.
+func (ln *lane) endRead(buf []byte, from, pos int, stop bool) {
 	if pos > from {
 		if err := ln.toClient(buf[from:pos]); err != nil {
 			ln.fail(err)
@@ -175,6 +167,54 @@ func (ln *lane) relayBackend(buf []byte) {
 	}
 }
 
+// What watchFirst did with the first packet of a watched answer.
+const (
+	firstRelay   = iota // nothing: relay it as any other
+	firstWait           // the packet is not whole yet: read on
+	firstGone           // the session went to its goroutine (or the lane failed)
+	firstRelayed        // relayed, with the insert id the watcher gave
+)
+
+// watchFirst asks the watcher of RelayQueryOr's answer about its first
+// packet, at the start of rest (n bytes of payload), when it is an ERR or
+// an OK (AnswerWatcher); before is what precedes it in this read, already
+// renumbered. A verdict to retry or restore hands the session, the packet
+// unrelayed, to its goroutine, which carries it out (Redo and the
+// statement may wait); a reported insert id is relayed here (firstRelayed;
+// end: the response ends with it).
+func (ln *lane) watchFirst(before, rest []byte, n int) (what int, end bool) {
+	w := ln.watcher
+	isErr := n > 0 && n <= maxRetryErr && rest[4] == 0xFF
+	if !isErr && (n == 0 || n >= 1024 || rest[4] != 0x00) {
+		if n > 0 && rest[4] != 0xFF {
+			ln.rowsWatcher = w // a result set (RETURNING): told when it ends well
+		}
+		ln.watcher = nil
+		return firstRelay, false
+	}
+	if len(rest)-4 < n {
+		return firstWait, false // the whole packet first
+	}
+	ln.watcher = nil
+	v := judgeFirst(w, isErr, rest[4:4+n])
+	switch v.act {
+	case actRelay:
+		return firstRelay, false
+	case actReport:
+		done, end := ln.relayReportedOK(v.insertID, before, rest[4:4+n])
+		switch {
+		case ln.gone:
+			return firstGone, false
+		case done:
+			return firstRelayed, end
+		}
+		return firstRelay, false
+	}
+	ln.backendPartial = append(ln.backendPartial[:0], rest...)
+	ln.handOff(handBack{kind: handBackResume, redo: w, verdict: v, debt: loopBackoff}, ln.clientIn)
+	return firstGone, false
+}
+
 // toClient writes response bytes after anything the session wrote itself.
 func (ln *lane) toClient(p []byte) error {
 	if err := ln.s.c.flush(); err != nil {
@@ -190,10 +230,10 @@ func (ln *lane) toClient(p []byte) error {
 func (ln *lane) finish() {
 	s := ln.s
 	ln.busy = false
-	ln.retrier = nil
-	if ln.rowsReporter != nil {
-		ln.rowsReporter.ReportRows()
-		ln.rowsReporter = nil
+	ln.watcher = nil
+	if ln.rowsWatcher != nil {
+		ln.rowsWatcher.OnRows()
+		ln.rowsWatcher = nil
 	}
 	s.relayDone(ln.r.now)
 	s.applyAfter(ln.after, ln.response.ok)
@@ -206,22 +246,12 @@ func (ln *lane) finish() {
 	ln.idleAgain()
 }
 
-// restores: r is a Restorer with a statement to run before the ERR code.
-func restores(r Retrier, code uint16) bool {
-	x, ok := r.(Restorer)
-	return ok && x.Restore(code) != ""
-}
-
 // relayReportedOK relays before (response bytes ahead of the OK, already
-// renumbered), then the OK payload p with the insert id rep gives, when
-// that differs from p's (done; end: the response ends with it). Not done:
-// nothing was written, p is relayed as it is.
-func (ln *lane) relayReportedOK(rep KeyReporter, before, p []byte) (done, end bool) {
+// renumbered), then the OK payload p with insert id id (done; end: the
+// response ends with it). Not done: the lane failed.
+func (ln *lane) relayReportedOK(id uint64, before, p []byte) (done, end bool) {
 	s := ln.s
-	pkt, changed := reportedOK(rep, p, append(ln.okBuf[:0], 0, 0, 0, 0)) // the header, then the payload
-	if !changed {
-		return false, false
-	}
+	pkt := okWithInsertID(append(ln.okBuf[:0], 0, 0, 0, 0), p, id) // the header, then the payload
 	ln.okBuf = pkt
 	n := len(pkt) - 4
 	pkt[0], pkt[1], pkt[2], pkt[3] = byte(n), byte(n>>8), byte(n>>16), s.c.seq

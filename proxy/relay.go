@@ -169,7 +169,7 @@ func (s *Session) relayPacket() (head []byte, total int, err error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		if first && (s.okInsertID != 0 || s.okReport != nil) {
+		if first && (s.okInsertID != 0 || s.okReport) {
 			if head, total, ok, err := s.relayOKWithInsertID(n); ok || err != nil {
 				return head, total, err
 			}
@@ -197,12 +197,13 @@ func (s *Session) relayPacket() (head []byte, total int, err error) {
 
 // relayOKWithInsertID relays the response's first packet, of n bytes
 // (its header read), when it is an OK with affected rows and insert id 0,
-// with s.okInsertID as its insert id instead (RelayQueryInsertID); ok
-// false: it is not, and nothing was consumed. The override is spent
-// either way.
+// with s.okInsertID as its insert id instead (RelayQueryInsertID), or,
+// okReport set, any OK with s.okInsertID as its insert id (an
+// AnswerWatcher's OKVerdict, settleFirst); ok false: it is not, and
+// nothing was consumed. The override is spent either way.
 func (s *Session) relayOKWithInsertID(n int) (head []byte, total int, ok bool, err error) {
-	id, rep := s.okInsertID, s.okReport
-	s.okInsertID, s.okReport = 0, nil
+	id, report := s.okInsertID, s.okReport
+	s.okInsertID, s.okReport = 0, false
 	if n >= 1024 {
 		return nil, 0, false, nil
 	}
@@ -210,24 +211,12 @@ func (s *Session) relayOKWithInsertID(n int) (head []byte, total int, ok bool, e
 	if perr != nil || len(p) < 7 || p[0] != 0x00 {
 		return nil, 0, false, nil
 	}
-	var out []byte
-	if rep != nil {
-		// The interceptor reports the key (KeyReporter).
-		var changed bool
-		if out, changed = reportedOK(rep, p, s.okBuf[:0]); !changed {
-			return nil, 0, false, nil
-		}
-	} else {
-		affected, k1 := lenenc(p[1:])
-		insertID, k2 := lenenc(p[1+k1:])
-		if k1 == 0 || k2 == 0 || affected == 0 || insertID != 0 {
-			return nil, 0, false, nil
-		}
-		out = append(s.okBuf[:0], 0x00)
-		out = mysql.AppendLengthEncodedInteger(out, affected)
-		out = mysql.AppendLengthEncodedInteger(out, id)
-		out = append(out, p[1+k1+k2:]...)
+	affected, k1 := lenenc(p[1:])
+	insertID, k2 := lenenc(p[1+k1:])
+	if k1 == 0 || k2 == 0 || !report && (affected == 0 || insertID != 0) {
+		return nil, 0, false, nil
 	}
+	out := okWithInsertID(s.okBuf[:0], p, id)
 	s.okBuf = out
 	_, _ = s.b.r.Discard(n)
 	if err := writeHeader(s.c.w, len(out), s.c.seq); err != nil {

@@ -8,134 +8,186 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 )
 
-// Retrier is what an interceptor hands RelayQueryOr: a statement whose
-// answer may be an ERR to recover from rather than relay (a generated key
-// that collided with one written around the proxy, say).
-type Retrier interface {
-	// Retry says whether the backend's ERR (code, message) is one to drop
-	// and recover from. It must not block (an event loop may call it).
-	Retry(code uint16, msg string) bool
-	// Redo runs, on the session's own goroutine (it may wait), instead of
-	// relaying a dropped ERR; it answers the client itself (typically by
-	// relaying the statement again). The server rolled the failed
-	// statement back.
+// AnswerWatcher is what an interceptor hands RelayQueryOr,
+// RelayQueryPacketOr and RelayExecuteOr: it watches the backend's answer
+// to the one statement relayed and may change what the client gets. It is
+// the one seam through which an answer reaches the interceptor before the
+// client: a generated key that collided with one written around the
+// proxy is retried (OnErr, Redo), a statement that changed the session
+// before it failed or wrote nothing has the session put back first (OnErr,
+// OnOK), and an OK gets the insert id the interceptor reports (OnOK).
+// Embed BaseAnswerWatcher and override what you need.
+//
+// Which methods run, and where:
+//   - OnErr or OnOK, at most once per answer, when its first packet is an
+//     ERR (of at most maxRetryErr bytes) or an OK (under 1024 bytes);
+//     whichever goroutine relays the answer calls it, an event loop too,
+//     so it must not block. On a loop, an ERR to retry or any restore
+//     hands the session to its goroutine, which carries the verdict out
+//     without asking again.
+//   - Redo, only after OnErr said Retry, on the session's own goroutine
+//     (it may wait), instead of relaying the ERR.
+//   - OnRows, once, when the answer was a result set (RETURNING) that
+//     ended without an ERR; as OnOK, on whichever goroutine relays it.
+//
+// Nothing is asked about an answer to any other command, nor about the
+// answer's later packets.
+type AnswerWatcher interface {
+	// OnErr sees the answer's first packet when it is an ERR (code,
+	// message) and says what to do instead of relaying it (the zero
+	// ErrVerdict: relay it).
+	OnErr(code uint16, msg string) ErrVerdict
+	// Redo answers the client instead of a dropped ERR (OnErr's Retry),
+	// typically by relaying the statement again. The server rolled the
+	// failed statement back.
 	Redo(ctx context.Context) error
+	// OnOK sees the answer's first packet when it is an OK (rows
+	// affected, the server's insert id) and says what the client gets
+	// (OKVerdict{InsertID: insertID}: the OK as it is).
+	OnOK(affected, insertID uint64) OKVerdict
+	// OnRows is told that the answer was a result set that ended without
+	// an ERR.
+	OnRows()
 }
 
-// Restorer is what a Retrier may also be: its statement changes the
-// session before it can fail (the filled INSERT's LAST_INSERT_ID(<id>)),
-// and an ERR it does not retry needs a statement of the interceptor's own
-// first, which puts the session back as the failure would have left it.
-// On an event loop such an ERR hands the session to its goroutine, as a
-// retried one does; a statement that succeeds costs nothing more.
-type Restorer interface {
-	// Restore returns, for an ERR (code) that Retry declined, the
-	// statement to run on the backend before the ERR is relayed ("":
-	// none). Its answer is read and dropped (an ERR of its own too); the
-	// client then gets the original ERR packet, unchanged. It must not
-	// block (an event loop may call it).
-	Restore(code uint16) string
+// ErrVerdict is what an AnswerWatcher decides about an ERR.
+type ErrVerdict struct {
+	// Retry drops the ERR; Redo answers instead.
+	Retry bool
+	// Restore (when not Retry) is a statement of the interceptor's own to
+	// run on the backend before the ERR is relayed, unchanged: the
+	// statement changed the session before it failed (the filled
+	// INSERT's LAST_INSERT_ID(<id>)) and this puts the session back as
+	// the failure would have left it. Its answer is read and dropped (an
+	// ERR of its own too). "": none.
+	Restore string
 }
 
-// OKRestorer is what a Restorer may also be: an OK that says the
-// statement wrote nothing (affected rows 0: every row an IGNOREd or
-// unchanged duplicate) is relayed with insert id 0, after a statement of
-// the interceptor's own that undoes what the statement set anyway.
-type OKRestorer interface {
-	// RestoreOK returns, for the OK of the statement (the answer's first
-	// packet, affected rows 0), the statement to run before it is relayed
-	// with insert id 0 ("": relay it as it is). It must not block.
-	RestoreOK() string
+// OKVerdict is what an AnswerWatcher decides about an OK.
+type OKVerdict struct {
+	// Restore is a statement of the interceptor's own to run before the
+	// OK is relayed with insert id 0 (the statement wrote nothing, but
+	// set something the session must not keep); its answer is dropped.
+	// "": none.
+	Restore string
+	// InsertID is the insert id the client gets in the OK (when Restore
+	// is "").
+	InsertID uint64
 }
 
-// KeyReporter is what a Retrier may also be: a statement whose generated
-// keys the interceptor reports, not the server (the key is a plain value
-// in the text, not LAST_INSERT_ID(<id>)). Both methods are called as the
-// answer arrives, on an event loop too: they must not block.
-type KeyReporter interface {
-	// ReportOK is given the statement's OK (its answer's first packet:
-	// rows affected, the server's insert id) before it is relayed, and
-	// returns the insert id the client gets there.
-	ReportOK(affected, insertID uint64) uint64
-	// ReportRows is told that the statement answered with a result set
-	// (RETURNING) that ended without an error.
-	ReportRows()
+// BaseAnswerWatcher relays the answer as it is; embed it and override
+// what you need.
+type BaseAnswerWatcher struct{}
+
+func (BaseAnswerWatcher) OnErr(uint16, string) ErrVerdict { return ErrVerdict{} }
+
+// Redo is never called: OnErr never says Retry.
+func (BaseAnswerWatcher) Redo(context.Context) error { return nil }
+func (BaseAnswerWatcher) OnOK(_, insertID uint64) OKVerdict {
+	return OKVerdict{InsertID: insertID}
+}
+func (BaseAnswerWatcher) OnRows() {}
+
+// retryOnly is the watcher of RelayQueryRetry and RelayExecuteRetry: an
+// ERR the function accepts is dropped (the caller sends again, not Redo).
+// A func type: handing it over as an AnswerWatcher allocates nothing.
+type retryOnly func(code uint16, msg string) bool
+
+func (r retryOnly) OnErr(code uint16, msg string) ErrVerdict {
+	return ErrVerdict{Retry: r(code, msg)}
+}
+func (retryOnly) Redo(context.Context) error { return nil }
+func (retryOnly) OnOK(_, insertID uint64) OKVerdict {
+	return OKVerdict{InsertID: insertID}
+}
+func (retryOnly) OnRows() {}
+
+// What a watcher's verdict on an answer's first packet asks of the relay.
+const (
+	actRelay      = iota // relay the packet as it is
+	actRetry             // drop the ERR, then Redo (or the caller sends again)
+	actRestoreErr        // run sql, then relay the ERR
+	actRestoreOK         // run sql, then relay the OK with insert id 0
+	actReport            // relay the OK with insertID
+)
+
+// firstVerdict is a watcher's verdict on its answer's first packet, taken
+// where the packet arrives (an event loop, or relayRetry) to where it is
+// carried out (settleFirst).
+type firstVerdict struct {
+	act      uint8
+	sql      string // actRestoreErr, actRestoreOK
+	insertID uint64 // actReport
 }
 
-// reporterOf is r's KeyReporter, or nil.
-func reporterOf(r Retrier) KeyReporter {
-	x, _ := r.(KeyReporter)
-	return x
-}
-
-// reportedOK: the OK payload p (rows affected, insert id, status,
-// warnings, info) with the insert id rep gives, appended to dst; changed
-// false when it is the one p has (or p is no OK it can read).
-func reportedOK(rep KeyReporter, p, dst []byte) (out []byte, changed bool) {
+// judgeFirst asks w about p, the payload of the answer's whole first
+// packet: an ERR (isErr) or an OK.
+func judgeFirst(w AnswerWatcher, isErr bool, p []byte) firstVerdict {
+	if isErr {
+		e := parseErr(p)
+		v := w.OnErr(e.Code, e.Message)
+		switch {
+		case v.Retry:
+			return firstVerdict{act: actRetry}
+		case v.Restore != "":
+			return firstVerdict{act: actRestoreErr, sql: v.Restore}
+		}
+		return firstVerdict{}
+	}
 	if len(p) < 7 || p[0] != 0x00 {
-		return dst, false
+		return firstVerdict{}
 	}
 	affected, k1 := lenenc(p[1:])
 	insertID, k2 := lenenc(p[1+k1:])
 	if k1 == 0 || k2 == 0 {
-		return dst, false
+		return firstVerdict{}
 	}
-	id := rep.ReportOK(affected, insertID)
-	if id == insertID {
-		return dst, false
+	v := w.OnOK(affected, insertID)
+	switch {
+	case v.Restore != "" && len(p) >= 1+k1+k2+2: // with its status
+		return firstVerdict{act: actRestoreOK, sql: v.Restore}
+	case v.InsertID != insertID:
+		return firstVerdict{act: actReport, insertID: v.InsertID}
 	}
-	out = append(dst, 0x00)
-	out = mysql.AppendLengthEncodedInteger(out, affected)
-	out = mysql.AppendLengthEncodedInteger(out, id)
-	return append(out, p[1+k1+k2:]...), true
+	return firstVerdict{}
 }
 
-// okRestore: r is an OKRestorer with a statement to run before the OK p
-// (the whole packet's payload).
-func okRestore(r Retrier, p []byte) string {
-	x, ok := r.(OKRestorer)
-	if !ok || len(p) < 7 || p[0] != 0x00 {
-		return ""
-	}
-	if affected, k := lenenc(p[1:]); k == 0 || affected != 0 {
-		return ""
-	}
-	return x.RestoreOK()
+// okWithInsertID appends to dst the OK payload p (rows affected, insert
+// id, status, warnings, info; p read by judgeFirst) with insert id id.
+func okWithInsertID(dst, p []byte, id uint64) []byte {
+	affected, k1 := lenenc(p[1:])
+	_, k2 := lenenc(p[1+k1:])
+	dst = append(dst, 0x00)
+	dst = mysql.AppendLengthEncodedInteger(dst, affected)
+	dst = mysql.AppendLengthEncodedInteger(dst, id)
+	return append(dst, p[1+k1+k2:]...)
 }
 
-// restorer is r's Restore, or nil.
-func restorer(r Retrier) func(uint16) string {
-	if x, ok := r.(Restorer); ok {
-		return x.Restore
-	}
-	return nil
-}
-
-// RelayQueryOr relays sql as RelayQuery does, except that when the
-// backend answers with an ERR that r.Retry accepts, the ERR is dropped and
-// r.Redo answers instead. On an event loop the command is sent at once and
-// the answer relayed as it comes; only an ERR as its first packet hands the
-// session to its goroutine, where the decision and Redo are made.
-func (s *Session) RelayQueryOr(sql []byte, r Retrier) error {
+// RelayQueryOr relays sql as RelayQuery does, with w watching the
+// backend's answer (see AnswerWatcher): an ERR w retries is dropped and
+// w.Redo answers instead. On an event loop the command is sent at once and
+// the answer relayed as it comes; only an ERR to retry or a restore hands
+// the session to its goroutine, where the verdict is carried out.
+func (s *Session) RelayQueryOr(sql []byte, w AnswerWatcher) error {
 	s.out = append(append(s.out[:0], mysql.COM_QUERY), sql...)
 	defer s.trimOut()
-	return s.exec.relayQueryOr(s, s.out, r)
+	return s.exec.relayQueryOr(s, s.out, w)
 }
 
 // RelayQueryPacketOr is RelayQueryOr for a COM_QUERY packet the caller
 // built (the command byte, then the text): a large rewritten text is sent
 // without a copy of it.
-func (s *Session) RelayQueryPacketOr(pkt []byte, r Retrier) error {
+func (s *Session) RelayQueryPacketOr(pkt []byte, w AnswerWatcher) error {
 	if len(pkt) == 0 || pkt[0] != mysql.COM_QUERY {
 		return errors.New("proxy: RelayQueryPacketOr needs a COM_QUERY packet")
 	}
-	return s.exec.relayQueryOr(s, pkt, r)
+	return s.exec.relayQueryOr(s, pkt, w)
 }
 
 // RelayExecuteOr is RelayQueryOr for a COM_STMT_EXECUTE payload pkt
 // (command byte first).
-func (s *Session) RelayExecuteOr(pkt []byte, r Retrier) error {
-	return s.exec.relayExecuteOr(s, pkt, r)
+func (s *Session) RelayExecuteOr(pkt []byte, w AnswerWatcher) error {
+	return s.exec.relayExecuteOr(s, pkt, w)
 }
 
 // RelayQueryRetry sends sql as RelayQuery does, but looks at the first
@@ -152,7 +204,7 @@ func (s blocking) RelayQueryRetry(sql []byte, retry func(code uint16, msg string
 	}
 	s.out = append(append(s.out[:0], mysql.COM_QUERY), sql...)
 	defer s.trimOut()
-	return s.relayRetry(s.out, respResult, s.queryAfter(s.out), retry, nil, nil)
+	return s.relayRetry(s.out, respResult, s.queryAfter(s.out), retryOnly(retry))
 }
 
 // RelayExecuteRetry sends the execute payload pkt as RelayExecute does,
@@ -163,15 +215,14 @@ func (s blocking) RelayExecuteRetry(pkt []byte, retry func(code uint16, msg stri
 	if err := s.exec.mayWait(); err != nil {
 		return false, err
 	}
-	return s.relayRetry(pkt, respExecute, afterAction{}, retry, nil, nil)
+	return s.relayRetry(pkt, respExecute, afterAction{}, retryOnly(retry))
 }
 
-// relayRetry writes the command pkt, drops its answer if that is an ERR
-// retry accepts, and otherwise relays it (a response of kind), then
-// applies a; an ERR that restore (if not nil) answers with a statement has
-// that statement run before it is relayed (Restorer), and so has an OK
-// that ok (if not nil) answers with one (OKRestorer).
-func (s *Session) relayRetry(pkt []byte, kind int, a afterAction, retry func(code uint16, msg string) bool, restore func(uint16) string, ok Retrier) (bool, error) {
+// relayRetry writes the command pkt and relays its answer (a response of
+// kind) as w decides (AnswerWatcher), on the session's goroutine, then
+// applies a. retried: the first packet was an ERR w retries, dropped;
+// the caller answers instead (w.Redo, or sending again).
+func (s *Session) relayRetry(pkt []byte, kind int, a afterAction, w AnswerWatcher) (retried bool, err error) {
 	if s.fatal != nil {
 		return false, s.fatal
 	}
@@ -181,133 +232,103 @@ func (s *Session) relayRetry(pkt []byte, kind int, a afterAction, retry func(cod
 	if err := s.b.flushForResponse(); err != nil {
 		return false, s.setFatal(err)
 	}
-	if retried, err := s.dropRetryable(retry); err != nil || retried {
+	isErr, p, _, err := s.peekFirst()
+	if err != nil {
+		return false, err
+	}
+	var v firstVerdict
+	if p != nil {
+		v = judgeFirst(w, isErr, p)
+	}
+	if retried, done, err := s.settleFirst(v, a); retried || done || err != nil {
 		return retried, err
-	}
-	if restore != nil {
-		if done, err := s.restoreBeforeErr(restore, a); done || err != nil {
-			return false, err
-		}
-	}
-	if ok != nil {
-		if done, err := s.restoreBeforeOK(ok, a); done || err != nil {
-			return false, err
-		}
 	}
 	var t respTracker
 	t.start(kind, kind == respExecute && executeCursor(pkt))
-	rep := reporterOf(ok)
-	s.okReport = rep
 	errs := s.relayedErrs
 	if _, err := s.walkFrom(&t, walkRelay); err != nil {
 		return false, s.setFatal(err)
 	}
-	s.okReport = nil
-	if rep != nil && !t.ok && s.relayedErrs == errs {
-		rep.ReportRows()
+	if !t.ok && s.relayedErrs == errs {
+		w.OnRows()
 	}
 	s.applyAfter(a, t.ok)
 	return false, s.setFatal(s.c.flush())
 }
 
-// maxRetryErr bounds the ERR packet dropRetryable looks at (MariaDB's are
-// at most a few hundred bytes).
+// maxRetryErr bounds the ERR packet a watcher is asked about (MariaDB's
+// are at most a few hundred bytes).
 const maxRetryErr = 2048
 
-// dropRetryable reads the backend's next packet if it is an ERR that
-// retry accepts; anything else stays unread.
-func (s *Session) dropRetryable(retry func(code uint16, msg string) bool) (bool, error) {
+// peekFirst looks at the backend's next packet, the first of an answer,
+// without reading it: p is its payload (n bytes) when it is an ERR (isErr)
+// of at most maxRetryErr bytes or an OK under 1024 bytes, the ones a
+// watcher is asked about; else nil.
+func (s *Session) peekFirst() (isErr bool, p []byte, n int, err error) {
 	h, err := s.b.r.Peek(5)
 	if err != nil {
-		return false, s.setFatal(s.b.fail(err))
+		return false, nil, 0, s.setFatal(s.b.fail(err))
 	}
-	n := int(h[0]) | int(h[1])<<8 | int(h[2])<<16
-	if h[4] != 0xFF || h[3] != s.b.seq || n > maxRetryErr {
-		return false, nil
+	n = int(h[0]) | int(h[1])<<8 | int(h[2])<<16
+	isErr = h[4] == 0xFF
+	switch {
+	case h[3] != s.b.seq:
+		return false, nil, 0, nil
+	case isErr && n <= maxRetryErr, h[4] == 0x00 && n < 1024:
+	default:
+		return false, nil, 0, nil
 	}
-	p, err := s.b.r.Peek(4 + n)
+	full, err := s.b.r.Peek(4 + n)
 	if err != nil {
-		return false, s.setFatal(s.b.fail(err))
+		return false, nil, 0, s.setFatal(s.b.fail(err))
 	}
-	e := parseErr(p[4:])
-	if !retry(e.Code, e.Message) {
-		return false, nil
-	}
-	_, _ = s.b.r.Discard(4 + n)
-	s.b.seq++
-	return true, nil
+	return isErr, full[4:], n, nil
 }
 
-// restoreBeforeErr: when the backend's next packet is an ERR (the whole
-// answer) for which restore names a statement, it reads the ERR, runs that
-// statement (its answer dropped), then relays the ERR as it was and
-// applies a (done). Anything else stays unread (not done).
-func (s *Session) restoreBeforeErr(restore func(uint16) string, a afterAction) (done bool, err error) {
-	h, err := s.b.r.Peek(5)
-	if err != nil {
-		return false, s.setFatal(s.b.fail(err))
+// settleFirst carries out v, a watcher's verdict on the answer's first
+// packet (still unread): a retry reads and drops the ERR (retried); a
+// restore reads the packet, runs the statement (its answer dropped), then
+// relays the ERR as it was or the OK with insert id 0, and applies a
+// (done); a report has the relay give the OK the insert id v says.
+func (s *Session) settleFirst(v firstVerdict, a afterAction) (retried, done bool, err error) {
+	if v.act == actRelay {
+		return false, false, nil
 	}
-	n := int(h[0]) | int(h[1])<<8 | int(h[2])<<16
-	if h[4] != 0xFF || h[3] != s.b.seq || n > maxRetryErr {
-		return false, nil
+	isErr, p, n, err := s.peekFirst()
+	if err != nil || p == nil {
+		return false, false, err
 	}
-	p, err := s.b.r.Peek(4 + n)
-	if err != nil {
-		return false, s.setFatal(s.b.fail(err))
+	switch {
+	case v.act == actRetry && isErr:
+		_, _ = s.b.r.Discard(4 + n)
+		s.b.seq++
+		return true, false, nil
+	case v.act == actRestoreErr && isErr:
+		errPkt := bytes.Clone(p)
+		_, _ = s.b.r.Discard(4 + n)
+		if err := s.restoreThenAnswer(v.sql, errPkt, "the statement restoring the session after a failed statement failed"); err != nil {
+			return false, true, err
+		}
+		s.relayedErr(errPkt)
+		s.relayed = true
+		s.applyAfter(a, false)
+		return false, true, s.setFatal(s.c.flush())
+	case v.act == actRestoreOK && !isErr:
+		ok := okWithInsertID(nil, p, 0)
+		_, k1 := lenenc(p[1:])
+		_, k2 := lenenc(p[1+k1:])
+		s.setStatus(uint16(p[1+k1+k2]) | uint16(p[2+k1+k2])<<8)
+		_, _ = s.b.r.Discard(4 + n)
+		if err := s.restoreThenAnswer(v.sql, ok, "the statement restoring the session after a statement that wrote nothing failed"); err != nil {
+			return false, true, err
+		}
+		s.relayed = true
+		s.applyAfter(a, true)
+		return false, true, s.setFatal(s.c.flush())
+	case v.act == actReport && !isErr:
+		s.okInsertID, s.okReport = v.insertID, true
 	}
-	sql := restore(parseErr(p[4:]).Code)
-	if sql == "" {
-		return false, nil
-	}
-	errPkt := bytes.Clone(p[4:])
-	_, _ = s.b.r.Discard(4 + n)
-	if err := s.restoreThenAnswer(sql, errPkt, "the statement restoring the session after a failed statement failed"); err != nil {
-		return true, err
-	}
-	s.relayedErr(errPkt)
-	s.relayed = true
-	s.applyAfter(a, false)
-	return true, s.setFatal(s.c.flush())
-}
-
-// restoreBeforeOK: when the backend's next packet is an OK (the whole
-// answer: one statement) for which r names a statement (okRestore), it
-// reads the OK, runs that statement (its answer dropped), then relays the
-// OK with insert id 0 and applies a (done). Anything else stays unread.
-func (s *Session) restoreBeforeOK(r Retrier, a afterAction) (done bool, err error) {
-	h, err := s.b.r.Peek(5)
-	if err != nil {
-		return false, s.setFatal(s.b.fail(err))
-	}
-	n := int(h[0]) | int(h[1])<<8 | int(h[2])<<16
-	if h[4] != 0x00 || h[3] != s.b.seq || n >= 1024 {
-		return false, nil
-	}
-	p, err := s.b.r.Peek(4 + n)
-	if err != nil {
-		return false, s.setFatal(s.b.fail(err))
-	}
-	sql := okRestore(r, p[4:])
-	if sql == "" {
-		return false, nil
-	}
-	body := p[4:]
-	affected, k1 := lenenc(body[1:])
-	_, k2 := lenenc(body[1+k1:])
-	if k2 == 0 || len(body) < 1+k1+k2+2 {
-		return false, nil
-	}
-	ok := append([]byte{0x00}, mysql.AppendLengthEncodedInteger(nil, affected)...)
-	ok = append(ok, 0) // insert id 0
-	ok = append(ok, body[1+k1+k2:]...)
-	s.setStatus(uint16(body[1+k1+k2]) | uint16(body[2+k1+k2])<<8)
-	_, _ = s.b.r.Discard(4 + n)
-	if err := s.restoreThenAnswer(sql, ok, "the statement restoring the session after a statement that wrote nothing failed"); err != nil {
-		return true, err
-	}
-	s.relayed = true
-	s.applyAfter(a, true)
-	return true, s.setFatal(s.c.flush())
+	return false, false, nil
 }
 
 // restoreThenAnswer runs sql on the backend (the answer the backend gave

@@ -109,9 +109,10 @@ type backendFacts struct {
 	// scratch.
 	okInsertID uint64
 	okBuf      []byte
-	// okReport, when set, gives the insert id of the next response's
-	// first packet if that is an OK (KeyReporter; relayRetry).
-	okReport KeyReporter
+	// okReport: okInsertID is the insert id of the next response's first
+	// packet if that is an OK, whatever its own (an AnswerWatcher's
+	// verdict; settleFirst).
+	okReport bool
 	// relayedErrs counts the ERR packets relayed to the client.
 	relayedErrs int
 	// okInsertIDs, when set, is okInsertID for each result of a

@@ -196,7 +196,7 @@
 // Caveats: a real AUTO_INCREMENT column on the same table wins; with ON DUPLICATE KEY
 // UPDATE or INSERT IGNORE that wrote some row the reported ID is the
 // generated one even when its row was not inserted (one that wrote
-// nothing reports 0: the engine's proxy.OKRestorer).
+// nothing reports 0: the engine's proxy.AnswerWatcher's OnOK).
 //
 // Prepared statements: a ? in the key column renders as COALESCE(?,?),
 // the wrapped one as COALESCE(?,LAST_INSERT_ID(?)) (the client's marker

@@ -41,16 +41,7 @@ var roomHarnesses = []string{
 // roomAllowlist names the functions (as "dir.Recv.Name" or "dir.Name",
 // dir the package's directory in the module, e.g. "allocator/segment")
 // still over the limits. It only shrinks.
-var roomAllowlist = map[string]bool{
-	// proxy/ is being split by other helpers of issue 42 on their own
-	// branches; these leave the list as their splits land.
-	"proxy.Server.handle":               true,
-	"proxy.Session.dispatch":            true,
-	"proxy.blocking.RelayPrepareHidden": true,
-	"proxy.killStmt.bind":               true,
-	"proxy.lane.relayBackend":           true,
-	"proxy.respTracker.step":            true,
-}
+var roomAllowlist = map[string]bool{}
 
 // roomDirs lists, relative to the module root, the directories of the
 // packages the rule covers: every package go list reports but the
