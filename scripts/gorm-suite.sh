@@ -3,7 +3,7 @@
 # MySQL dialect) directly against a throwaway MariaDB and through leafproxy
 # with one per_table pattern over the test database, and reports the tests
 # that fail only through the proxy (issue 39). Exits non-zero when one
-# does and internal/ormsuite/ormsuite_test.go does not expect it.
+# does and internal/testkit/ormsuite/ormsuite_test.go does not expect it.
 #
 #   git clone https://github.com/go-gorm/gorm /tmp/gorm
 #   LEAFPROXY_GORM_SRC=/tmp/gorm scripts/gorm-suite.sh
@@ -16,4 +16,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/sbin"
 : "${LEAFPROXY_GORM_SRC:?set LEAFPROXY_GORM_SRC to a checkout of github.com/go-gorm/gorm}"
-exec go test -count=1 -timeout 60m -v -run '^TestGORMSuite$' ./internal/ormsuite/ "$@"
+exec go test -count=1 -timeout 60m -v -run '^TestGORMSuite$' ./internal/testkit/ormsuite/ "$@"

@@ -21,4 +21,4 @@ fi
 if [ ! -d "$LEAFPROXY_SEQUELIZE_SRC/lib" ]; then
   (cd "$LEAFPROXY_SEQUELIZE_SRC" && node build.js)
 fi
-exec go test -count=1 -timeout 90m -v -run '^TestSequelizeSuite$' ./internal/ormsuite/ "$@"
+exec go test -count=1 -timeout 90m -v -run '^TestSequelizeSuite$' ./internal/testkit/ormsuite/ "$@"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one test command: every test, vet, and the race detector on the
 # packages with concurrency. Tests start their own throwaway MariaDB servers
-# on loopback (internal/testdb) and stop them at the end; nothing here uses a
+# on loopback (internal/testkit/testdb) and stop them at the end; nothing here uses a
 # database someone else started.
 #
 #   scripts/test.sh            # everything, then go-sql-driver's own suite through the proxy
@@ -33,7 +33,7 @@ if ! command -v mariadb >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends mariadb-client >/dev/null
 fi
 # Galera (the synchronously replicated store of TestGaleraStoreFailover and
-# internal/testdb's cluster test); those tests skip, saying why, without it.
+# internal/testkit/testdb's cluster test); those tests skip, saying why, without it.
 have_galera() {
 	for f in /usr/lib/galera/libgalera_smm.so /usr/lib/galera-4/libgalera_smm.so /usr/lib64/galera-4/libgalera_smm.so /usr/lib64/galera/libgalera_smm.so; do
 		[ -f "$f" ] && return 0
