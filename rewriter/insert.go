@@ -16,20 +16,7 @@ func (l *lexer) insertTable() (db, table string, ok bool) {
 	for l.is(t, "LOW_PRIORITY") || l.is(t, "DELAYED") || l.is(t, "HIGH_PRIORITY") || l.is(t, "IGNORE") || l.is(t, "INTO") {
 		t = l.next()
 	}
-	if t.kind != tWord && t.kind != tQuoted {
-		return "", "", false
-	}
-	table = unquote(l.text(t), t.kind, l.mode)
-	save, saveBang := l.pos, l.inBang
-	if l.isPunct(l.next(), '.') {
-		t = l.next()
-		if t.kind != tWord && t.kind != tQuoted {
-			return "", "", false
-		}
-		return table, unquote(l.text(t), t.kind, l.mode), true
-	}
-	l.pos, l.inBang = save, saveBang
-	return "", table, true
+	return l.qualifiedName(t)
 }
 
 // returningAt finds the RETURNING clause of an INSERT / REPLACE text
