@@ -11,7 +11,8 @@
 #
 # Needs mariadbd (scripts/test.sh installs it) and the Go module proxy for
 # the suite's dependencies (its go.mod also names the other dialects'
-# drivers). Not part of scripts/test.sh.
+# drivers). Not part of scripts/test.sh: scripts/test-long.sh runs it
+# (before a release).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/sbin"

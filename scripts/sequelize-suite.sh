@@ -10,7 +10,8 @@
 # Installs the suite's npm dependencies when node_modules is missing
 # (without their install scripts: the other dialects' native drivers are
 # not needed) and builds it (node build.js). Needs node, npm and mariadbd.
-# Not part of scripts/test.sh.
+# Not part of scripts/test.sh: scripts/test-long.sh runs it (before a
+# release).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/sbin"
