@@ -19,13 +19,13 @@ import (
 	"github.com/leafproxy/leafproxy/allocator/runway"
 	"github.com/leafproxy/leafproxy/allocator/segment"
 	"github.com/leafproxy/leafproxy/allocator/snowflake"
-	"github.com/leafproxy/leafproxy/internal/fakestore"
 	"github.com/leafproxy/leafproxy/internal/nonblock"
+	"github.com/leafproxy/leafproxy/internal/testkit/fakestore"
 	"github.com/leafproxy/leafproxy/proxy"
 )
 
 // Unit tests of the admin statements over a real allocator on the
-// in-memory store of internal/fakestore and a fake session: no MariaDB,
+// in-memory store of internal/testkit/fakestore and a fake session: no MariaDB,
 // no network (the integration tests run them through the proxy).
 
 // fakeSession records what a statement answered and logged.

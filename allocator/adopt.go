@@ -152,9 +152,6 @@ const BackendIdle = 2 * time.Second
 // StoreIdle is the same for the allocation store's pool.
 const StoreIdle = 5 * time.Second
 
-// systemSchemas never hold application tables.
-const systemSchemas = "'mysql','information_schema','performance_schema','sys'"
-
 // NameCase is how the server behind db compares database and table names
 // (its lower_case_table_names, a server global read once per call).
 func NameCase(ctx context.Context, db *sql.DB) (tablematch.Case, int, error) {
@@ -182,18 +179,10 @@ func MatchingTables(ctx context.Context, db *sql.DB, r Rule, c tablematch.Case) 
 		return nil, err // config validation refuses it first
 	}
 	q := "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS WHERE COLUMN_NAME = ?" +
-		" AND TABLE_SCHEMA NOT IN (" + systemSchemas + ")" +
+		" AND TABLE_SCHEMA NOT IN (" + tablematch.SystemSchemas + ")" +
 		" AND DATA_TYPE IN ('tinyint','smallint','mediumint','int','integer','bigint','decimal','numeric')"
 	args := []any{r.Column}
-	dbLike, tableLike := name.Like()
-	if dbLike != "" {
-		q += " AND TABLE_SCHEMA LIKE ?"
-		args = append(args, dbLike)
-	}
-	if tableLike != "" {
-		q += " AND TABLE_NAME LIKE ?"
-		args = append(args, tableLike)
-	}
+	q, args = name.FilterLike(q, args)
 	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("find the tables in information_schema: %w", err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/allocator/segment"
 	"github.com/leafproxy/leafproxy/allocator/snowflake"
+	"github.com/leafproxy/leafproxy/internal/errstyle"
 )
 
 // What the engine asks of a tag beyond drawing IDs: how large a block of
@@ -43,14 +44,14 @@ func (s *Sequences) BlockLimit(tag string) (limit int64, why string) {
 // (negative, or with bits above the layout's) is error 1210.
 func (s *Sequences) DecodeSnowflake(tag string, id int64) (created time.Time, worker, seq int64, err error) {
 	if s.snowTag(tag) == nil {
-		return time.Time{}, 0, 0, &sqlError{code: 1235, state: "42000", msg: fmt.Sprintf("leafproxy: sequence '%s' does not use the snowflake generator", tag)}
+		return time.Time{}, 0, 0, errstyle.NewCoded(1235, "42000", fmt.Sprintf("leafproxy: sequence '%s' does not use the snowflake generator", tag))
 	}
 	l := s.snowflakeLayout(tag)
 	bits := l.TimeBits + l.WorkerBits + l.SequenceBits
 	if id < 0 || bits < 63 && id>>bits != 0 {
-		return time.Time{}, 0, 0, &sqlError{code: segment.ErrCodeWrongArguments, state: segment.SQLStateWrongArguments, msg: fmt.Sprintf(
+		return time.Time{}, 0, 0, errstyle.NewCoded(segment.ErrCodeWrongArguments, segment.SQLStateWrongArguments, fmt.Sprintf(
 			"Incorrect arguments to LEAFPROXY_DECODE: %d is not an ID of snowflake sequence '%s': its layout %s makes IDs from 0 to %d",
-			id, tag, l, int64(1)<<bits-1)}
+			id, tag, l, int64(1)<<bits-1))
 	}
 	p := l.Decode(id)
 	return p.Time.UTC(), p.Worker, p.Sequence, nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/allocator/schema"
 	"github.com/leafproxy/leafproxy/allocator/segment"
+	"github.com/leafproxy/leafproxy/internal/errstyle"
 	"github.com/leafproxy/leafproxy/internal/nearname"
 )
 
@@ -23,30 +24,19 @@ func (s *Sequences) SetVal(ctx context.Context, tag string, n int64, used bool) 
 		return err
 	}
 	if s.snowTag(tag) != nil {
-		return &sqlError{code: 1235, state: "42000", msg: fmt.Sprintf(
-			"leafproxy: SETVAL('%s', ...) is not supported: the tag uses the snowflake generator, whose IDs come from the clock, not a counter", tag)}
+		return errstyle.NewCoded(1235, "42000", fmt.Sprintf(
+			"leafproxy: SETVAL('%s', ...) is not supported: the tag uses the snowflake generator, whose IDs come from the clock, not a counter", tag))
 	}
 	floor := n
 	if used {
 		if n == math.MaxInt64 {
-			return &sqlError{code: segment.ErrCodeWrongArguments, state: segment.SQLStateWrongArguments, msg: fmt.Sprintf(
-				"Incorrect arguments to SETVAL: sequence '%s' cannot issue IDs above %d", tag, n)}
+			return errstyle.NewCoded(segment.ErrCodeWrongArguments, segment.SQLStateWrongArguments, fmt.Sprintf(
+				"Incorrect arguments to SETVAL: sequence '%s' cannot issue IDs above %d", tag, n))
 		}
 		floor = n + 1
 	}
 	return s.segments.Raise(ctx, tag, max(floor, 1))
 }
-
-// sqlError is an error with MySQL's code and SQLSTATE, for the proxy.
-type sqlError struct {
-	code  uint16
-	state string
-	msg   string
-}
-
-func (e *sqlError) Error() string    { return e.msg }
-func (e *sqlError) Code() uint16     { return e.code }
-func (e *sqlError) SQLState() string { return e.state }
 
 // UnavailableError is a snowflake tag that cannot issue: no worker id yet
 // (Pending: the store could not be asked, or refused; retried in the

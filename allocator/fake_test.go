@@ -10,11 +10,11 @@ import (
 	"github.com/leafproxy/leafproxy/allocator"
 	"github.com/leafproxy/leafproxy/allocator/segment"
 	"github.com/leafproxy/leafproxy/allocator/snowflake"
-	"github.com/leafproxy/leafproxy/internal/fakestore"
-	"github.com/leafproxy/leafproxy/internal/testwait"
+	"github.com/leafproxy/leafproxy/internal/testkit/fakestore"
+	"github.com/leafproxy/leafproxy/internal/testkit/testwait"
 )
 
-// Unit tests of Sequences over the in-memory store of internal/fakestore:
+// Unit tests of Sequences over the in-memory store of internal/testkit/fakestore:
 // routing, store-tag sync, adoption, lifecycle, decode and key limits,
 // without MariaDB (the integration tests cover the MySQL store).
 

@@ -17,7 +17,7 @@ import (
 // a tag the store lacks, what InitStore creates, raises and reports, in
 // which order. They see the store as a TagStore: the MySQL one over
 // Config.StoreDSN (store.go), or a test's in-memory fake
-// (internal/fakestore) given with WithTagStore.
+// (internal/testkit/fakestore) given with WithTagStore.
 
 // TagStore is the store as InitStore prepares it and CheckTags reads it.
 type TagStore interface {
@@ -42,7 +42,7 @@ type TagStore interface {
 }
 
 // WithTagStore makes InitStore and CheckTags use ts instead of the MySQL
-// store over Config.StoreDSN (tests: internal/fakestore); InitStore then
+// store over Config.StoreDSN (tests: internal/testkit/fakestore); InitStore then
 // creates no database and, without WithKeyServers, reads the rule
 // tables' largest keys on the backend alone.
 func WithTagStore(ts TagStore) Option { return func(o *options) { o.tagStore = ts } }

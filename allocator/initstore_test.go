@@ -10,7 +10,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/allocator"
 	"github.com/leafproxy/leafproxy/allocator/snowflake"
-	"github.com/leafproxy/leafproxy/internal/fakestore"
+	"github.com/leafproxy/leafproxy/internal/testkit/fakestore"
 )
 
 // Unit tests of what InitStore and CheckTags decide, over the in-memory

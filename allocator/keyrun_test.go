@@ -12,7 +12,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/allocator"
 	"github.com/leafproxy/leafproxy/allocator/segment"
-	"github.com/leafproxy/leafproxy/internal/fakestore"
+	"github.com/leafproxy/leafproxy/internal/testkit/fakestore"
 )
 
 // TestNextNConsecutiveAcrossAllocators: two allocators on one store with a

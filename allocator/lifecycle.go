@@ -11,6 +11,7 @@ import (
 	"github.com/leafproxy/leafproxy/allocator/schema"
 	"github.com/leafproxy/leafproxy/allocator/segment"
 	"github.com/leafproxy/leafproxy/allocator/snowflake"
+	"github.com/leafproxy/leafproxy/internal/errstyle"
 )
 
 // A tag's lifecycle in SQL (CREATE / ALTER / DROP LEAFPROXY SEQUENCE; the
@@ -173,8 +174,8 @@ func (s *Sequences) segmentTag(ctx context.Context, tag, what, why string) error
 	case err != nil:
 		return err
 	case kind == "snowflake":
-		return &sqlError{code: 1235, state: "42000", msg: fmt.Sprintf(
-			"leafproxy: ALTER LEAFPROXY SEQUENCE '%s' %s is not supported: the tag uses the snowflake generator, %s", tag, what, why)}
+		return errstyle.NewCoded(1235, "42000", fmt.Sprintf(
+			"leafproxy: ALTER LEAFPROXY SEQUENCE '%s' %s is not supported: the tag uses the snowflake generator, %s", tag, what, why))
 	case kind == "":
 		return &segment.UnknownTagError{Tag: tag}
 	}

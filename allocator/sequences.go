@@ -314,13 +314,11 @@ func (s *Sequences) initStore(ctx context.Context, d time.Duration) error {
 	})
 }
 
-// background retries what could not be done at start: preparing the store,
-// then obtaining worker ids for the configured snowflake tags, until both
-// succeeded or Close.
-func (s *Sequences) background(wait time.Duration, initPending, snowPending bool) {
-	defer close(s.done)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+// untilClose is a context that ends when Close is called (s.stop closes)
+// or cancel is, for the background goroutines' store calls; cancel must be
+// called (it also ends the goroutine that watches s.stop).
+func (s *Sequences) untilClose() (ctx context.Context, cancel context.CancelFunc) {
+	ctx, cancel = context.WithCancel(context.Background())
 	go func() {
 		select {
 		case <-s.stop:
@@ -328,6 +326,16 @@ func (s *Sequences) background(wait time.Duration, initPending, snowPending bool
 		case <-ctx.Done():
 		}
 	}()
+	return ctx, cancel
+}
+
+// background retries what could not be done at start: preparing the store,
+// then obtaining worker ids for the configured snowflake tags, until both
+// succeeded or Close.
+func (s *Sequences) background(wait time.Duration, initPending, snowPending bool) {
+	defer close(s.done)
+	ctx, cancel := s.untilClose()
+	defer cancel()
 	first := wait
 	for initPending || snowPending {
 		select {

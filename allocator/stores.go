@@ -12,7 +12,7 @@ import (
 )
 
 // The allocation store as Sequences sees it: two interfaces, so that a
-// test can put an in-memory fake (internal/fakestore) where Open puts the
+// test can put an in-memory fake (internal/testkit/fakestore) where Open puts the
 // MySQL store over Config.StoreDSN (WithStores). The SQL lives in the MySQL
 // implementations (segment.MySQLStore, snowflake.MySQLLeaser and the two
 // adapters below); Sequences knows none of it.
@@ -53,7 +53,7 @@ type SnowflakeStore interface {
 }
 
 // WithStores makes Open use these stores instead of the MySQL store over
-// Config.StoreDSN (tests: internal/fakestore). WithInitStore needs the
+// Config.StoreDSN (tests: internal/testkit/fakestore). WithInitStore needs the
 // MySQL store.
 func WithStores(segments SegmentStore, snowflakes SnowflakeStore) Option {
 	return func(o *options) { o.segStore, o.snowStore = segments, snowflakes }

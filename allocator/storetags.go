@@ -52,15 +52,8 @@ const DefaultTagSync = 30 * time.Second
 // syncLoop runs syncStoreTags every d until Close.
 func (s *Sequences) syncLoop(d time.Duration) {
 	defer close(s.syncDone)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := s.untilClose()
 	defer cancel()
-	go func() {
-		select {
-		case <-s.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	t := time.NewTicker(d)
 	defer t.Stop()
 	for {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/leafproxy/leafproxy/config"
-	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
 )
 
 // TestInsertSelectBench copies LEAFPROXY_BENCH_ROWS rows (default

@@ -27,29 +27,7 @@ func (r refRow) String() string {
 // fieldTypes maps every key KeyPaths lists to its Go type.
 func fieldTypes() map[string]reflect.Type {
 	out := map[string]reflect.Type{}
-	var walk func(t reflect.Type, path string)
-	walk = func(t reflect.Type, path string) {
-		for t.Kind() == reflect.Pointer {
-			t = t.Elem()
-		}
-		if reflect.PointerTo(t).Implements(unmarshalerType) {
-			return
-		}
-		switch t.Kind() {
-		case reflect.Struct:
-			fields := yamlFields(t)
-			for name, f := range fields {
-				p := join(path, name)
-				out[p] = f.Type
-				walk(f.Type, p)
-			}
-		case reflect.Map:
-			walk(t.Elem(), path+".*")
-		case reflect.Slice:
-			walk(t.Elem(), path+"[]")
-		}
-	}
-	walk(reflect.TypeFor[Config](), "")
+	walkKeyPaths(reflect.TypeFor[Config](), "", func(p string, f reflect.StructField) { out[p] = f.Type })
 	return out
 }
 

@@ -118,10 +118,8 @@ func walkKeys(n *yaml.Node, t reflect.Type, path string, probs *[]Problem) {
 	if n == nil {
 		return
 	}
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if reflect.PointerTo(t).Implements(unmarshalerType) {
+	t, ok := keyed(t)
+	if !ok {
 		return
 	}
 	switch t.Kind() {
@@ -158,6 +156,16 @@ func walkKeys(n *yaml.Node, t reflect.Type, path string, probs *[]Problem) {
 			walkKeys(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i), probs)
 		}
 	}
+}
+
+// keyed is t without its pointers, and whether the file's keys go on
+// inside it: not for a type that decodes itself (a yaml.Unmarshaler, such
+// as Duration or StoreList), whose value its decoder checks.
+func keyed(t reflect.Type) (reflect.Type, bool) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t, !reflect.PointerTo(t).Implements(unmarshalerType)
 }
 
 func join(path, key string) string {
@@ -234,30 +242,30 @@ func elsewhere(key string) string {
 // list items as name[].key, map entries as name.*.key.
 func KeyPaths() []string {
 	var out []string
-	var walk func(t reflect.Type, path string)
-	walk = func(t reflect.Type, path string) {
-		for t.Kind() == reflect.Pointer {
-			t = t.Elem()
-		}
-		if reflect.PointerTo(t).Implements(unmarshalerType) {
-			return
-		}
-		switch t.Kind() {
-		case reflect.Struct:
-			fields := yamlFields(t)
-			for _, name := range slices.Sorted(mapKeys(fields)) {
-				p := join(path, name)
-				out = append(out, p)
-				walk(fields[name].Type, p)
-			}
-		case reflect.Map:
-			walk(t.Elem(), path+".*")
-		case reflect.Slice:
-			walk(t.Elem(), path+"[]")
-		}
-	}
-	walk(reflect.TypeFor[Config](), "")
+	walkKeyPaths(reflect.TypeFor[Config](), "", func(p string, _ reflect.StructField) { out = append(out, p) })
 	return out
+}
+
+// walkKeyPaths calls visit for every key below a value of type t at path,
+// in KeyPaths' order and words, with the struct field the key sets.
+func walkKeyPaths(t reflect.Type, path string, visit func(path string, f reflect.StructField)) {
+	t, ok := keyed(t)
+	if !ok {
+		return
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		fields := yamlFields(t)
+		for _, name := range slices.Sorted(mapKeys(fields)) {
+			p := join(path, name)
+			visit(p, fields[name])
+			walkKeyPaths(fields[name].Type, p, visit)
+		}
+	case reflect.Map:
+		walkKeyPaths(t.Elem(), path+".*", visit)
+	case reflect.Slice:
+		walkKeyPaths(t.Elem(), path+"[]", visit)
+	}
 }
 
 // decodeProblems turns the decoder's errors into problems with lines.

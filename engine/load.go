@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/leafproxy/leafproxy/internal/errstyle"
 	"github.com/leafproxy/leafproxy/proxy"
 	"github.com/leafproxy/leafproxy/rewriter"
 	"github.com/leafproxy/leafproxy/rewriter/loadfile"
@@ -121,13 +122,13 @@ func (k *keyFeed) draw(n int) error {
 		return oe
 	}
 	if err != nil {
-		e := &loadKeyError{code: 1105, state: "HY000",
-			msg: fmt.Sprintf("leafproxy: LOAD DATA into %s failed: no keys from tag %q for its rows, so the statement was refused: %v", k.table, k.tag, err)}
+		code, state := uint16(1105), "HY000"
 		var se proxy.SQLError
 		if errors.As(err, &se) {
-			e.code, e.state = se.Code(), se.SQLState()
+			code, state = se.Code(), se.SQLState()
 		}
-		return e
+		return errstyle.NewCoded(code, state,
+			fmt.Sprintf("leafproxy: LOAD DATA into %s failed: no keys from tag %q for its rows, so the statement was refused: %v", k.table, k.tag, err))
 	}
 	k.session.countIDs(k.entry, int64(n))
 	if err := checkIDs(k.limits, k.tag, b, k.drawn+1); err != nil {
@@ -137,15 +138,3 @@ func (k *keyFeed) draw(n int) error {
 	k.session.setLast(k.tag, b[len(b)-1])
 	return nil
 }
-
-// loadKeyError is the ID source's failure during a load, with its code and
-// SQLSTATE, and a message that says which load it stopped.
-type loadKeyError struct {
-	msg   string
-	code  uint16
-	state string
-}
-
-func (e *loadKeyError) Error() string    { return e.msg }
-func (e *loadKeyError) Code() uint16     { return e.code }
-func (e *loadKeyError) SQLState() string { return e.state }

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/leafproxy/leafproxy/config"
-	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
 )
 
 // Admin statements reach the proxy's admin interceptor whatever white space

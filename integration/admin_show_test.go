@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/leafproxy/leafproxy/config"
-	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
 )
 
 // SHOW LEAFPROXY SEQUENCES LIKE 'pat' / WHERE expr, as SHOW ... LIKE and

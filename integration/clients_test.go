@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/leafproxy/leafproxy/config"
-	"github.com/leafproxy/leafproxy/internal/testdb"
-	"github.com/leafproxy/leafproxy/internal/testwait"
+	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
+	"github.com/leafproxy/leafproxy/internal/testkit/testwait"
 )
 
 // Helpers for tests that drive the clients users run (PyMySQL, node

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/leafproxy/leafproxy/config"
-	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
 )
 
 // connectorJ is MariaDB Connector/J from Debian's libmariadb-java.

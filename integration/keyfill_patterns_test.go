@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/leafproxy/leafproxy/config"
-	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
 )
 
 // Issue 19, items 5 and 6: one rule for a sharded family of tables

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/leafproxy/leafproxy/config"
-	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
 )
 
 // The sharded deployment: two backends (shards), each behind its own proxy,

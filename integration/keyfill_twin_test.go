@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/leafproxy/leafproxy/config"
-	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
 )
 
 // The edges of issue 28, each run twice: directly against an

@@ -12,8 +12,8 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/leafproxy/leafproxy/config"
-	"github.com/leafproxy/leafproxy/internal/leafproc"
-	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testkit/leafproc"
+	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
 )
 
 // lineReader generates n lines of width bytes ("<i>\t<padding>\n") without
@@ -49,7 +49,7 @@ func (r *lineReader) Read(p []byte) (int, error) {
 // A 64 MB file streams through the proxy into a rule table while the
 // proxy's resident set grows by a few MB: it keeps one piece of the file
 // and what it becomes, the transformer a terminator's worth of bytes. The
-// proxy is the leafproxy binary in a child process (internal/leafproc), so
+// proxy is the leafproxy binary in a child process (internal/testkit/leafproc), so
 // what is measured is the proxy alone, not go-sql-driver reading the file
 // in this process.
 func TestLoadDataMemoryBound(t *testing.T) {

@@ -1,14 +1,14 @@
 // Package integration holds end-to-end tests: real MariaDB servers started by
-// the tests (internal/testdb), the proxy run in-process (or, where a test
+// the tests (internal/testkit/testdb), the proxy run in-process (or, where a test
 // bounds the proxy's memory, the binary in a child process:
-// internal/leafproc), real clients (go-sql-driver/mysql, the mariadb CLI).
+// internal/testkit/leafproc), real clients (go-sql-driver/mysql, the mariadb CLI).
 package integration
 
 import (
 	"testing"
 
-	"github.com/leafproxy/leafproxy/internal/leafproc"
-	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testkit/leafproc"
+	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m, leafproc.Cleanup) }

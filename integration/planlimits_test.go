@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leafproxy/leafproxy/internal/leafproc"
-	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testkit/leafproc"
+	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
 )
 
 // What one client can make the proxy spend on planning (issue 21): a
@@ -27,7 +27,7 @@ import (
 
 // planEnv is a proxy over a backend with app.orders (id BIGINT key, v)
 // filled from tag "order", with limits.plan_memory = planMemory: the
-// leafproxy binary in a child process (internal/leafproc), so the memory
+// leafproxy binary in a child process (internal/testkit/leafproc), so the memory
 // measured is the proxy's alone, not this process's clients or other tests.
 func planEnv(t *testing.T, planMemory int64) (*testdb.Server, *leafproc.Proc, *sql.DB) {
 	backend := testdb.Start(t)

@@ -4,12 +4,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leafproxy/leafproxy/internal/leafproc"
+	"github.com/leafproxy/leafproxy/internal/testkit/leafproc"
 )
 
 // A 1,000,000-row result (~95 MB) streamed through the proxy while the
 // proxy's resident set grows by less than 32 MiB. The proxy is the
-// leafproxy binary in a child process (internal/leafproc), so the figure is
+// leafproxy binary in a child process (internal/testkit/leafproc), so the figure is
 // the proxy's alone, not go-sql-driver's reading the rows in this process.
 func TestProxyStreamMillionRows(t *testing.T) {
 	b := newBackend(t)

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/leafproxy/leafproxy/config"
-	"github.com/leafproxy/leafproxy/internal/leafproc"
-	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testkit/leafproc"
+	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
 )
 
 // The many-row INSERT into a rule table (issue 29): one 6 MB statement of

@@ -12,7 +12,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/allocator/snowflake"
 	"github.com/leafproxy/leafproxy/config"
-	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
 )
 
 // Issue 20, item 3: per-tag snowflake layouts. A tag with layout js_safe

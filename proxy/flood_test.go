@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leafproxy/leafproxy/internal/testwait"
+	"github.com/leafproxy/leafproxy/internal/testkit/testwait"
 )
 
 // TestHandshakeFloodShare: 127.0.0.1 keeps 1,000 silent connections open,

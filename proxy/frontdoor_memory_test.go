@@ -23,8 +23,8 @@ import (
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/leafproxy/leafproxy/internal/leafproc"
-	"github.com/leafproxy/leafproxy/internal/testwait"
+	"github.com/leafproxy/leafproxy/internal/testkit/leafproc"
+	"github.com/leafproxy/leafproxy/internal/testkit/testwait"
 )
 
 // Front-door tests of memory: what strangers and huge commands may make
@@ -140,7 +140,7 @@ func TestPreAuthMemoryBound(t *testing.T) {
 // 2.3 GB), and the budget is fully released afterwards: a 60 MiB statement
 // (it needs all but 4 MiB of it, else it would wait 10 s and get 1041)
 // then succeeds. The proxy is the leafproxy binary in a child process
-// (internal/leafproc), so what is measured is the proxy's memory alone,
+// (internal/testkit/leafproc), so what is measured is the proxy's memory alone,
 // not this process's clients, other tests or its garbage collector.
 func TestHugeCommandsBoundedByCommandMemory(t *testing.T) {
 	if testing.Short() {

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leafproxy/leafproxy/internal/testdb"
-	"github.com/leafproxy/leafproxy/internal/testwait"
+	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
+	"github.com/leafproxy/leafproxy/internal/testkit/testwait"
 )
 
 // Issue 24: the backend sees what the client does. These tests read the

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leafproxy/leafproxy/internal/testwait"
+	"github.com/leafproxy/leafproxy/internal/testkit/testwait"
 )
 
 // Sessions that go idle park their buffers; once a burst of parking has

@@ -14,8 +14,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/leafproxy/leafproxy/internal/leafproc"
-	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testkit/leafproc"
+	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
 )
 
 // shared is one MariaDB for the tests that do not stop their backend;

@@ -110,23 +110,9 @@ func (s *Session) writeRows(cols []Column, rows [][]Value, binaryRows bool) erro
 			}
 		}
 	}
-	w := func(p []byte) error {
-		s.out = p[:0]
-		if err := s.c.writePacket(p); err != nil {
-			return s.setFatal(err)
-		}
-		return nil
-	}
-	if err := w(mysql.AppendLengthEncodedInteger(s.out[:0], uint64(len(cols)))); err != nil {
-		return err
-	}
-	ext := s.extCaps&mariadbExtTypeInfo != 0
-	for _, c := range cols {
-		if err := w(appendTypedColumnDef(s.out[:0], c, ext)); err != nil {
-			return err
-		}
-	}
-	if err := w(appendEOF(s.out[:0], s.status)); err != nil {
+	if err := s.writeResultHead(len(cols), func(p []byte, i int, ext bool) []byte {
+		return appendTypedColumnDef(p, cols[i], ext)
+	}); err != nil {
 		return err
 	}
 	for _, row := range rows {
@@ -136,15 +122,11 @@ func (s *Session) writeRows(cols []Column, rows [][]Value, binaryRows bool) erro
 		} else {
 			p = appendTextRow(s.out[:0], cols, row)
 		}
-		if err := w(p); err != nil {
+		if err := s.writeOut(p); err != nil {
 			return err
 		}
 	}
-	if err := w(appendEOF(s.out[:0], s.status)); err != nil {
-		return err
-	}
-	s.trimOut()
-	return s.setFatal(s.c.flush())
+	return s.writeResultEnd()
 }
 
 // appendTypedColumnDef appends the column definition MariaDB would send

@@ -39,25 +39,47 @@ func (s *Session) WriteBinaryResultSet(cols []string, rows [][]*int64) error {
 	return s.writeInt64Result(cols, rows, true)
 }
 
-func (s *Session) writeInt64Result(cols []string, rows [][]*int64, binaryRows bool) error {
-	// Every packet is built in the session's reusable buffer: a NEXTVAL
-	// answer costs no allocation.
-	w := func(p []byte) error {
-		s.out = p[:0]
-		if err := s.c.writePacket(p); err != nil {
-			return s.setFatal(err)
-		}
-		return nil
+// writeOut writes p, a packet built in the session's reusable buffer
+// s.out, and keeps the (maybe grown) buffer for the next: every packet of
+// a result the proxy makes is built there, so a NEXTVAL answer costs no
+// allocation.
+func (s *Session) writeOut(p []byte) error {
+	s.out = p[:0]
+	if err := s.c.writePacket(p); err != nil {
+		return s.setFatal(err)
 	}
-	if err := w(mysql.AppendLengthEncodedInteger(s.out[:0], uint64(len(cols)))); err != nil {
+	return nil
+}
+
+// writeResultHead writes a result's head: the column count n, each
+// column's definition (def appends column i's, ext: the client takes
+// MariaDB's extended type info) and the EOF after them.
+func (s *Session) writeResultHead(n int, def func(p []byte, i int, ext bool) []byte) error {
+	if err := s.writeOut(mysql.AppendLengthEncodedInteger(s.out[:0], uint64(n))); err != nil {
 		return err
 	}
-	for _, c := range cols {
-		if err := w(appendBigintColumnDef(s.out[:0], c, s.extCaps&mariadbExtTypeInfo != 0)); err != nil {
+	ext := s.extCaps&mariadbExtTypeInfo != 0
+	for i := range n {
+		if err := s.writeOut(def(s.out[:0], i, ext)); err != nil {
 			return err
 		}
 	}
-	if err := w(appendEOF(s.out[:0], s.status)); err != nil {
+	return s.writeOut(appendEOF(s.out[:0], s.status))
+}
+
+// writeResultEnd writes the EOF after a result's rows and flushes.
+func (s *Session) writeResultEnd() error {
+	if err := s.writeOut(appendEOF(s.out[:0], s.status)); err != nil {
+		return err
+	}
+	s.trimOut()
+	return s.setFatal(s.c.flush())
+}
+
+func (s *Session) writeInt64Result(cols []string, rows [][]*int64, binaryRows bool) error {
+	if err := s.writeResultHead(len(cols), func(p []byte, i int, ext bool) []byte {
+		return appendBigintColumnDef(p, cols[i], ext)
+	}); err != nil {
 		return err
 	}
 	for _, row := range rows {
@@ -90,15 +112,11 @@ func (s *Session) writeInt64Result(cols []string, rows [][]*int64, binaryRows bo
 				p = append(p, txt...)
 			}
 		}
-		if err := w(p); err != nil {
+		if err := s.writeOut(p); err != nil {
 			return err
 		}
 	}
-	if err := w(appendEOF(s.out[:0], s.status)); err != nil {
-		return err
-	}
-	s.trimOut()
-	return s.setFatal(s.c.flush())
+	return s.writeResultEnd()
 }
 
 // WriteTextResultSet answers with a text-protocol result of VARCHAR

@@ -16,20 +16,7 @@ func (l *lexer) insertTable() (db, table string, ok bool) {
 	for l.is(t, "LOW_PRIORITY") || l.is(t, "DELAYED") || l.is(t, "HIGH_PRIORITY") || l.is(t, "IGNORE") || l.is(t, "INTO") {
 		t = l.next()
 	}
-	if t.kind != tWord && t.kind != tQuoted {
-		return "", "", false
-	}
-	table = unquote(l.text(t), t.kind, l.mode)
-	save, saveBang := l.pos, l.inBang
-	if l.isPunct(l.next(), '.') {
-		t = l.next()
-		if t.kind != tWord && t.kind != tQuoted {
-			return "", "", false
-		}
-		return table, unquote(l.text(t), t.kind, l.mode), true
-	}
-	l.pos, l.inBang = save, saveBang
-	return "", table, true
+	return l.qualifiedName(t)
 }
 
 // returningAt finds the RETURNING clause of an INSERT / REPLACE text
@@ -90,16 +77,9 @@ func scanInsert(text string, mode Mode) insertParts {
 	if _, _, ok := l.insertTable(); !ok {
 		return p
 	}
-	t := l.next()
-	if l.is(t, "PARTITION") {
-		l.skipParens(l.next())
-		t = l.next()
-	}
+	t := l.afterPartition()
 	if l.isPunct(t, '(') {
-		save, saveBang := l.pos, l.inBang
-		u := l.next()
-		l.pos, l.inBang = save, saveBang
-		if l.is(u, "SELECT") || l.is(u, "WITH") || l.is(u, "TABLE") || l.is(u, "VALUES") || l.isPunct(u, '(') {
+		if !l.opensColumnList(t) {
 			return p
 		}
 		p.colOpen = t.start
@@ -129,6 +109,51 @@ func scanInsert(text string, mode Mode) insertParts {
 		p.setEnd = t.end
 	}
 	return p
+}
+
+// afterPartition reads the token after an INSERT's table name, past a
+// PARTITION (...) clause when there is one.
+func (l *lexer) afterPartition() token {
+	t := l.next()
+	if l.is(t, "PARTITION") {
+		l.skipParens(l.next())
+		t = l.next()
+	}
+	return t
+}
+
+// opensColumnList reports whether t, the token after an INSERT's table
+// name (and partitions), is the '(' of a column list, not of a
+// parenthesized SELECT / WITH / TABLE / VALUES. It leaves the lexer where
+// it was.
+func (l *lexer) opensColumnList(t token) bool {
+	if !l.isPunct(t, '(') {
+		return false
+	}
+	save, saveBang := l.pos, l.inBang
+	u := l.next()
+	l.pos, l.inBang = save, saveBang
+	return !(l.is(u, "SELECT") || l.is(u, "WITH") || l.is(u, "TABLE") || l.is(u, "VALUES") || l.isPunct(u, '('))
+}
+
+// firstAtTop reads tokens from t on, keeping count of parentheses, up to
+// the first at depth 0 for which stop holds (a '(' or ')' is never
+// offered to stop), and returns it, or the tEOF token. end is the end of
+// the last token read before it (the end given when there was none).
+func (l *lexer) firstAtTop(t token, end int, stop func(token) bool) (found token, lastEnd int) {
+	depth := 0
+	for ; t.kind != tEOF; t = l.next() {
+		switch {
+		case l.isPunct(t, '('):
+			depth++
+		case l.isPunct(t, ')'):
+			depth--
+		case depth == 0 && stop(t):
+			return t, end
+		}
+		end = t.end
+	}
+	return t, end
 }
 
 // skipParens moves past the ')' matching open (a '(' token).

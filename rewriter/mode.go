@@ -28,37 +28,40 @@ type Mode struct {
 	HighNotPrecedence bool
 }
 
-// ParseSQLMode reads the value of @@sql_mode (a comma-separated list, any
-// case). Unknown names are ignored: they cannot change how text is lexed.
-// Combination modes that include ANSI_QUOTES (ANSI and the MariaDB
+// sqlModeSets are the sql_mode names that change a Mode, and what each
+// sets. Combination modes that include ANSI_QUOTES (ANSI and the MariaDB
 // ORACLE, MSSQL, DB2, POSTGRESQL and MAXDB sets) set it too, because a
 // client may send the short name before the server expands it.
+var sqlModeSets = []struct {
+	names []string
+	set   func(*Mode)
+}{
+	{[]string{"ANSI_QUOTES"}, func(m *Mode) { m.ANSIQuotes = true }},
+	{[]string{"NO_BACKSLASH_ESCAPES"}, func(m *Mode) { m.NoBackslashEscapes = true }},
+	{[]string{"NO_AUTO_VALUE_ON_ZERO"}, func(m *Mode) { m.NoAutoValueOnZero = true }},
+	{[]string{"STRICT_TRANS_TABLES", "STRICT_ALL_TABLES", "TRADITIONAL"}, func(m *Mode) { m.Strict = true }},
+	{[]string{"PIPES_AS_CONCAT"}, func(m *Mode) { m.PipesAsConcat = true }},
+	{[]string{"IGNORE_SPACE"}, func(m *Mode) { m.IgnoreSpace = true }},
+	{[]string{"HIGH_NOT_PRECEDENCE"}, func(m *Mode) { m.HighNotPrecedence = true }},
+	{[]string{"ANSI", "ORACLE", "MSSQL", "DB2", "POSTGRESQL", "MAXDB"},
+		func(m *Mode) { m.ANSIQuotes, m.PipesAsConcat, m.IgnoreSpace = true, true, true }},
+}
+
+// ParseSQLMode reads the value of @@sql_mode (a comma-separated list, any
+// case), as sqlModeSets says. Unknown names are ignored: they cannot change
+// how text is lexed.
 func ParseSQLMode(sqlMode string) Mode {
 	var m Mode
 	for sqlMode != "" {
 		var name string
 		name, sqlMode, _ = strings.Cut(sqlMode, ",")
 		name = strings.TrimSpace(name)
-		switch {
-		case strings.EqualFold(name, "ANSI_QUOTES"):
-			m.ANSIQuotes = true
-		case strings.EqualFold(name, "NO_BACKSLASH_ESCAPES"):
-			m.NoBackslashEscapes = true
-		case strings.EqualFold(name, "NO_AUTO_VALUE_ON_ZERO"):
-			m.NoAutoValueOnZero = true
-		case strings.EqualFold(name, "STRICT_TRANS_TABLES"), strings.EqualFold(name, "STRICT_ALL_TABLES"),
-			strings.EqualFold(name, "TRADITIONAL"):
-			m.Strict = true
-		case strings.EqualFold(name, "PIPES_AS_CONCAT"):
-			m.PipesAsConcat = true
-		case strings.EqualFold(name, "IGNORE_SPACE"):
-			m.IgnoreSpace = true
-		case strings.EqualFold(name, "HIGH_NOT_PRECEDENCE"):
-			m.HighNotPrecedence = true
-		case strings.EqualFold(name, "ANSI"), strings.EqualFold(name, "ORACLE"),
-			strings.EqualFold(name, "MSSQL"), strings.EqualFold(name, "DB2"),
-			strings.EqualFold(name, "POSTGRESQL"), strings.EqualFold(name, "MAXDB"):
-			m.ANSIQuotes, m.PipesAsConcat, m.IgnoreSpace = true, true, true
+		for _, ms := range sqlModeSets {
+			for _, n := range ms.names {
+				if strings.EqualFold(name, n) {
+					ms.set(&m)
+				}
+			}
 		}
 	}
 	return m

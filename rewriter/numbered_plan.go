@@ -84,41 +84,27 @@ func selectSpan(text string, mode Mode) (selStart, selEnd, colClose int, ok bool
 		return 0, 0, 0, false
 	}
 	colClose = -1
-	t := l.next()
-	if l.is(t, "PARTITION") {
-		l.skipParens(l.next())
+	t := l.afterPartition()
+	if l.opensColumnList(t) {
+		l.skipParens(t)
+		colClose = l.pos - 1
 		t = l.next()
-	}
-	if l.isPunct(t, '(') {
-		save, saveBang := l.pos, l.inBang
-		u := l.next()
-		l.pos, l.inBang = save, saveBang
-		if !(l.is(u, "SELECT") || l.is(u, "WITH") || l.is(u, "TABLE") || l.is(u, "VALUES") || l.isPunct(u, '(')) {
-			l.skipParens(t)
-			colClose = l.pos - 1
-			t = l.next()
-		}
 	}
 	if t.kind == tEOF {
 		return 0, 0, 0, false
 	}
-	selStart, selEnd = t.start, t.end
-	depth := 0
-	for u := l.next(); u.kind != tEOF; u = l.next() {
-		switch {
-		case l.isPunct(u, '('):
-			depth++
-		case l.isPunct(u, ')'):
-			depth--
-		case depth == 0 && l.is(u, "ON"):
-			save, saveBang := l.pos, l.inBang
-			if l.is(l.next(), "DUPLICATE") {
-				return selStart, selEnd, colClose, true
-			}
-			l.pos, l.inBang = save, saveBang
+	selStart = t.start
+	_, selEnd = l.firstAtTop(l.next(), t.end, func(u token) bool {
+		if !l.is(u, "ON") {
+			return false
 		}
-		selEnd = u.end
-	}
+		save, saveBang := l.pos, l.inBang
+		if l.is(l.next(), "DUPLICATE") {
+			return true
+		}
+		l.pos, l.inBang = save, saveBang
+		return false
+	})
 	return selStart, selEnd, colClose, true
 }
 

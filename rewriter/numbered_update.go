@@ -63,29 +63,18 @@ func updateParts(text string, mode Mode) (refsStart, refsEnd, tail int, ok bool)
 		t = l.next()
 	}
 	refsStart = t.start
-	depth := 0
-	for ; t.kind != tEOF; t = l.next() {
-		switch {
-		case l.isPunct(t, '('):
-			depth++
-		case l.isPunct(t, ')'):
-			depth--
-		case depth == 0 && l.is(t, "SET"):
-			refsEnd = t.start
-			for u := l.next(); u.kind != tEOF; u = l.next() {
-				switch {
-				case l.isPunct(u, '('):
-					depth++
-				case l.isPunct(u, ')'):
-					depth--
-				case depth == 0 && (l.is(u, "WHERE") || l.is(u, "ORDER") || l.is(u, "LIMIT")):
-					return refsStart, refsEnd, u.start, true
-				}
-			}
-			return refsStart, refsEnd, len(text), true
-		}
+	set, _ := l.firstAtTop(t, 0, func(t token) bool { return l.is(t, "SET") })
+	if set.kind == tEOF {
+		return 0, 0, 0, false
 	}
-	return 0, 0, 0, false
+	refsEnd = set.start
+	after, _ := l.firstAtTop(l.next(), 0, func(u token) bool {
+		return l.is(u, "WHERE") || l.is(u, "ORDER") || l.is(u, "LIMIT")
+	})
+	if after.kind == tEOF {
+		return refsStart, refsEnd, len(text), true
+	}
+	return refsStart, refsEnd, after.start, true
 }
 
 // tableNames collects the tables a statement names (not in subqueries).

@@ -299,38 +299,7 @@ func (p *Plan) Render(dst []byte, sql string, ids []int64) ([]byte, error) {
 	for i := range p.edits {
 		e := &p.edits[i]
 		dst = append(dst, sql[last:e.start]...)
-		// appendEdit, inline: a 1,000-row INSERT renders 1,000 edits.
-		if e.pre != 0 {
-			dst = append(dst, p.texts[e.pre]...)
-		}
-		if e.slot >= 0 {
-			switch {
-			case e.param && e.wrap:
-				// The client's value first: when it is not NULL the
-				// LAST_INSERT_ID(...) is not evaluated (COALESCE stops
-				// at the first non-NULL), so a kept key leaves
-				// LAST_INSERT_ID() alone, as AUTO_INCREMENT does.
-				dst = append(append(dst, "COALESCE(?,"...), p.wrapOpen()...)
-			case e.param:
-				dst = append(dst, "COALESCE(?,"...)
-			case e.wrap:
-				dst = append(dst, p.wrapOpen()...)
-			}
-			if p.prepared {
-				dst = append(dst, '?')
-			} else {
-				dst = appendID(dst, ids[e.slot])
-			}
-			if e.param {
-				dst = append(dst, ')')
-			}
-			if e.wrap {
-				dst = append(dst, ')')
-			}
-		}
-		if e.post != 0 {
-			dst = append(dst, p.texts[e.post]...)
-		}
+		dst = p.appendEdit(dst, e, ids)
 		last = e.end
 	}
 	return append(dst, sql[last:]...), nil

@@ -3,7 +3,7 @@
 # directly against a throwaway MariaDB and through leafproxy in front of the
 # same server, and reports the tests that fail only through the proxy.
 # Exits non-zero when one fails only through the proxy and is not listed as
-# expected in internal/driversuite/driversuite_test.go.
+# expected in internal/testkit/driversuite/driversuite_test.go.
 #
 #   scripts/driver-suite.sh
 #   LEAFPROXY_DRIVER_VERSIONS="v1.10.1" scripts/driver-suite.sh
@@ -15,4 +15,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/sbin"
 export LEAFPROXY_DRIVER_SUITE=1
-exec go test -count=1 -timeout 60m -v -run '^TestDriverSuite$' ./internal/driversuite/ "$@"
+exec go test -count=1 -timeout 60m -v -run '^TestDriverSuite$' ./internal/testkit/driversuite/ "$@"

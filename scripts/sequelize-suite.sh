@@ -10,7 +10,8 @@
 # Installs the suite's npm dependencies when node_modules is missing
 # (without their install scripts: the other dialects' native drivers are
 # not needed) and builds it (node build.js). Needs node, npm and mariadbd.
-# Not part of scripts/test.sh.
+# Not part of scripts/test.sh: scripts/test-long.sh runs it (before a
+# release).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/sbin"
@@ -21,4 +22,4 @@ fi
 if [ ! -d "$LEAFPROXY_SEQUELIZE_SRC/lib" ]; then
   (cd "$LEAFPROXY_SEQUELIZE_SRC" && node build.js)
 fi
-exec go test -count=1 -timeout 90m -v -run '^TestSequelizeSuite$' ./internal/ormsuite/ "$@"
+exec go test -count=1 -timeout 90m -v -run '^TestSequelizeSuite$' ./internal/testkit/ormsuite/ "$@"

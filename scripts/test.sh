@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The one test command: every test, vet, and the race detector on the
 # packages with concurrency. Tests start their own throwaway MariaDB servers
-# on loopback (internal/testdb) and stop them at the end; nothing here uses a
+# on loopback (internal/testkit/testdb) and stop them at the end; nothing here uses a
 # database someone else started.
 #
 #   scripts/test.sh            # everything, then go-sql-driver's own suite through the proxy
 #   scripts/test.sh -short     # skip the long load tests (extra args go to go test)
+#
+# The long suites are not here: scripts/test-long.sh runs them, before a
+# release (README, Tests).
 #
 # With arguments (-short, -run ...) or LEAFPROXY_SKIP_DRIVER_SUITE=1 the
 # driver suite (scripts/driver-suite.sh, about 2 minutes on 2 cores) is left out.
@@ -33,7 +36,7 @@ if ! command -v mariadb >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends mariadb-client >/dev/null
 fi
 # Galera (the synchronously replicated store of TestGaleraStoreFailover and
-# internal/testdb's cluster test); those tests skip, saying why, without it.
+# internal/testkit/testdb's cluster test); those tests skip, saying why, without it.
 have_galera() {
 	for f in /usr/lib/galera/libgalera_smm.so /usr/lib/galera-4/libgalera_smm.so /usr/lib64/galera-4/libgalera_smm.so /usr/lib64/galera/libgalera_smm.so; do
 		[ -f "$f" ] && return 0
@@ -162,11 +165,12 @@ if [ "$#" -eq 0 ] && [ -z "${LEAFPROXY_SKIP_DRIVER_SUITE:-}" ]; then
 	step "go-sql-driver's own suite, directly and through the proxy (scripts/driver-suite.sh)" scripts/driver-suite.sh
 fi
 
-# MariaDB's own test suite (a selection of `main`, scripts/mtr-selection.txt),
-# directly and through the proxy, text and --ps-protocol: about 11 minutes on
-# two cores, so only when asked (CI runs it as a job of its own: scripts/mtr.sh).
-if [ "$#" -eq 0 ] && [ -n "${LEAFPROXY_MTR:-}" ]; then
-	step "MariaDB's main suite, directly and through the proxy (scripts/mtr.sh)" scripts/mtr.sh
+# The long suites (MariaDB's own main suite, GORM's and Sequelize's, the
+# long differential run, the store outage at full length, floods and
+# bench/'s comparisons) are scripts/test-long.sh's, run before a release:
+# this command stays under 15 minutes on a quiet 2-core machine.
+if [ -n "${LEAFPROXY_MTR:-}" ]; then
+	echo "== LEAFPROXY_MTR is set: MariaDB's suite is run by scripts/test-long.sh mtr (or scripts/mtr.sh) now, not here" >&2
 fi
 
 if [ ${#failed[@]} -gt 0 ]; then

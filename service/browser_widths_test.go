@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/leafproxy/leafproxy/internal/testdb"
-	"github.com/leafproxy/leafproxy/internal/testwait"
+	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
+	"github.com/leafproxy/leafproxy/internal/testkit/testwait"
 )
 
 // TestStatusPageProblemsFirst: the status page opens with the problems,

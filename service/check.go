@@ -191,15 +191,7 @@ func trimKey(ce *ConfigError) string {
 func loginAs(ctx context.Context, cfg *config.Config, timeout time.Duration, user, password string) error {
 	mc := mysql.NewConfig()
 	mc.Net, mc.Addr, mc.User, mc.Passwd = config.Network(cfg.Backend.Addr), cfg.Backend.Addr, user, password
-	mc.Timeout, mc.ReadTimeout, mc.WriteTimeout = timeout, timeout, timeout
-	db, err := sql.Open("mysql", mc.FormatDSN())
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	pctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	return db.PingContext(pctx)
+	return ping(ctx, mc, timeout)
 }
 
 // storeLogin logs in to the store's server without naming its database,
@@ -210,6 +202,12 @@ func storeLogin(ctx context.Context, dsn string, timeout time.Duration) error {
 		return err
 	}
 	mc.DBName = ""
+	return ping(ctx, mc, timeout)
+}
+
+// ping logs in as mc says, its dial, read and write timeouts and the
+// whole login bounded by timeout.
+func ping(ctx context.Context, mc *mysql.Config, timeout time.Duration) error {
 	mc.Timeout, mc.ReadTimeout, mc.WriteTimeout = timeout, timeout, timeout
 	db, err := sql.Open("mysql", mc.FormatDSN())
 	if err != nil {

@@ -148,19 +148,9 @@ func checkRuleTables(ctx context.Context, conn *sql.Conn, cfg *config.Config, lo
 // findTables reports whether the backend has a table name stands for, and
 // else one that folded (the same name, case ignored) stands for.
 func findTables(ctx context.Context, conn *sql.Conn, name, folded tablematch.Name) (matched bool, other string, err error) {
-	q := "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA NOT IN ('mysql','information_schema','performance_schema','sys')"
-	var args []any
 	// information_schema's LIKE ignores case in MariaDB: the rows hold
 	// both (MySQL 8 compares them as lower_case_table_names says).
-	dbLike, tableLike := name.Like()
-	if dbLike != "" {
-		q += " AND TABLE_SCHEMA LIKE ?"
-		args = append(args, dbLike)
-	}
-	if tableLike != "" {
-		q += " AND TABLE_NAME LIKE ?"
-		args = append(args, tableLike)
-	}
+	q, args := name.FilterLike("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA NOT IN ("+tablematch.SystemSchemas+")", nil)
 	rows, err := conn.QueryContext(ctx, q, args...)
 	if err != nil {
 		return false, "", err

@@ -127,18 +127,8 @@ func (t *tableCols) key(column string) rewriter.TableKey {
 
 // readTableCols reads the columns of every table name stands for.
 func readTableCols(ctx context.Context, conn *sql.Conn, name tablematch.Name) ([]*tableCols, error) {
-	q := "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, COALESCE(NUMERIC_SCALE, 0), EXTRA, COLUMN_KEY, COLUMN_DEFAULT" +
-		" FROM information_schema.COLUMNS WHERE TABLE_SCHEMA NOT IN ('mysql','information_schema','performance_schema','sys')"
-	var args []any
-	dbLike, tableLike := name.Like()
-	if dbLike != "" {
-		q += " AND TABLE_SCHEMA LIKE ?"
-		args = append(args, dbLike)
-	}
-	if tableLike != "" {
-		q += " AND TABLE_NAME LIKE ?"
-		args = append(args, tableLike)
-	}
+	q, args := name.FilterLike("SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, COALESCE(NUMERIC_SCALE, 0), EXTRA, COLUMN_KEY, COLUMN_DEFAULT"+
+		" FROM information_schema.COLUMNS WHERE TABLE_SCHEMA NOT IN ("+tablematch.SystemSchemas+")", nil)
 	q += " ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION LIMIT 100000"
 	rows, err := conn.QueryContext(ctx, q, args...)
 	if err != nil {

@@ -15,8 +15,8 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/leafproxy/leafproxy/config"
-	"github.com/leafproxy/leafproxy/internal/testdb"
-	"github.com/leafproxy/leafproxy/internal/testwait"
+	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
+	"github.com/leafproxy/leafproxy/internal/testkit/testwait"
 	"github.com/leafproxy/leafproxy/service"
 )
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leafproxy/leafproxy/engine"
+	"github.com/leafproxy/leafproxy/internal/tablematch"
 	"github.com/leafproxy/leafproxy/rewriter"
 )
 
@@ -56,7 +57,7 @@ func (w *viewWatch) refresh(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, viewReadTimeout)
 	defer cancel()
 	rows, err := w.db.QueryContext(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME, VIEW_DEFINITION FROM information_schema.VIEWS "+
-		"WHERE TABLE_SCHEMA NOT IN ('mysql','information_schema','performance_schema','sys')")
+		"WHERE TABLE_SCHEMA NOT IN ("+tablematch.SystemSchemas+")")
 	if err != nil {
 		w.log.Debug("could not read the backend's views; INSERTs through views keep the rules they had", "err", err)
 		return

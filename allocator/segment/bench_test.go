@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
-	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
 )
 
 // benchServer is one MariaDB shared by all benchmarks of a run (a benchmark

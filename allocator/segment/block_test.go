@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
 )
 
 // TestBlockFromSegmentAndStore: a block that fits in the current segment

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/leafproxy/leafproxy/internal/testwait"
+	"github.com/leafproxy/leafproxy/internal/testkit/testwait"
 )
 
 // TestBlockTakesTheBufferedSegment: a block the current segment cannot

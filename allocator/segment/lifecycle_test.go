@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leafproxy/leafproxy/internal/testwait"
+	"github.com/leafproxy/leafproxy/internal/testkit/testwait"
 )
 
 // TestSetTableStepAndForget: ALTER ... STEP makes the

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/leafproxy/leafproxy/allocator/schema"
-	"github.com/leafproxy/leafproxy/internal/testdb"
-	"github.com/leafproxy/leafproxy/internal/testwait"
+	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
+	"github.com/leafproxy/leafproxy/internal/testkit/testwait"
 )
 
 // runOutCode is err's MySQL code when it is a 4084, else 0.

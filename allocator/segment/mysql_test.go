@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/leafproxy/leafproxy/allocator/schema"
-	"github.com/leafproxy/leafproxy/internal/testdb"
-	"github.com/leafproxy/leafproxy/internal/testwait"
+	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
+	"github.com/leafproxy/leafproxy/internal/testkit/testwait"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m, benchDB.close) }

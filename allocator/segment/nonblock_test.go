@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/leafproxy/leafproxy/internal/nonblock"
-	"github.com/leafproxy/leafproxy/internal/testwait"
+	"github.com/leafproxy/leafproxy/internal/testkit/testwait"
 )
 
 // A caller that must not wait (an event loop's) gets ErrWouldBlock at once

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leafproxy/leafproxy/internal/testwait"
+	"github.com/leafproxy/leafproxy/internal/testkit/testwait"
 )
 
 // A store that moves back (a failover to a stale replica): refused,

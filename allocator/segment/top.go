@@ -21,7 +21,7 @@ import (
 // leave Leaf's schema (and every other Leaf client of the table) behind.
 
 // ErrMaxIDOverflow is a store's answer to a fetch whose max_id + step is
-// past 2^63-1 (the MySQL store's is MariaDB's 1690; internal/fakestore's
+// past 2^63-1 (the MySQL store's is MariaDB's 1690; internal/testkit/fakestore's
 // wraps this).
 var ErrMaxIDOverflow = errors.New("leaf_alloc.max_id + step is out of BIGINT's range")
 

@@ -14,8 +14,8 @@ import (
 	_ "github.com/go-sql-driver/mysql"
 
 	"github.com/leafproxy/leafproxy/allocator/schema"
-	"github.com/leafproxy/leafproxy/internal/testdb"
-	"github.com/leafproxy/leafproxy/internal/testwait"
+	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
+	"github.com/leafproxy/leafproxy/internal/testkit/testwait"
 )
 
 // One MariaDB for the package's lease tests, each test in its own database.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
 	"github.com/leafproxy/leafproxy/loadgen"
 )
 

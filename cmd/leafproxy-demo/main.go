@@ -90,11 +90,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 				return
 			}
 			if n == 1 {
-				log.Info("received "+signalName(sig)+", stopping the demo", "signal", signalName(sig))
+				log.Info("received "+service.SignalName(sig)+", stopping the demo", "signal", service.SignalName(sig))
 				cancel()
 				continue
 			}
-			log.Warn("received "+signalName(sig)+" again, exiting at once", "signal", signalName(sig))
+			log.Warn("received "+service.SignalName(sig)+" again, exiting at once", "signal", service.SignalName(sig))
 			os.Exit(1)
 		}
 	}()
@@ -111,16 +111,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	log.Info("leafproxy demo stopped")
 	return 0
-}
-
-func signalName(sig os.Signal) string {
-	switch sig {
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	case syscall.SIGINT:
-		return "SIGINT"
-	}
-	return sig.String()
 }
 
 // demoListen accepts a port, :port or a loopback host:port (the demo

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leafproxy/leafproxy/internal/testdb"
+	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
 )
 
 // runCmd runs the command and returns its exit status and output.

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leafproxy/leafproxy/internal/testdb"
-	"github.com/leafproxy/leafproxy/internal/testwait"
+	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
+	"github.com/leafproxy/leafproxy/internal/testkit/testwait"
 )
 
 // TestSIGHUPDuringStartup (issue 40): a SIGHUP that arrives while serve is

@@ -215,12 +215,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		stop := onSignals(cancel, func(sig os.Signal, n int) {
 			if n == 1 {
-				log.Info("received "+signalName(sig)+", shutting down", "signal", signalName(sig),
+				log.Info("received "+service.SignalName(sig)+", shutting down", "signal", service.SignalName(sig),
 					"grace", cfg.Shutdown.Grace.D().String())
 				return
 			}
-			log.Warn("received "+signalName(sig)+" again, exiting without waiting for statements in flight",
-				"signal", signalName(sig))
+			log.Warn("received "+service.SignalName(sig)+" again, exiting without waiting for statements in flight",
+				"signal", service.SignalName(sig))
 			exit(1)
 		})
 		defer stop()
@@ -229,7 +229,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		})
 	case "init":
 		stop := onSignals(cancel, func(sig os.Signal, n int) {
-			fmt.Fprintf(stderr, "leafproxy init: received %s, stopping\n", signalName(sig))
+			fmt.Fprintf(stderr, "leafproxy init: received %s, stopping\n", service.SignalName(sig))
 		})
 		defer stop()
 		err = initStore(ctx, cfg, stdout)
@@ -326,16 +326,6 @@ func onSignals(cancel func(), tell func(sig os.Signal, n int)) (stop func()) {
 		signal.Stop(sigc)
 		close(done)
 	}
-}
-
-func signalName(sig os.Signal) string {
-	switch sig {
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	case syscall.SIGINT:
-		return "SIGINT"
-	}
-	return sig.String()
 }
 
 // printConfigError prints a configuration's problems one per line.

@@ -12,7 +12,8 @@
 //     supported, 1105, its own syntax help), starts with "leafproxy: ".
 //
 // Check says whether a message follows the rule; Styled makes one that
-// does not (the proxy's own text) start with the prefix.
+// does not (the proxy's own text) start with the prefix; NewCoded is an
+// error with its code and SQLSTATE, for errors without a type of their own.
 package errstyle
 
 import (

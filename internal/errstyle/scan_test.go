@@ -48,7 +48,7 @@ var verb = regexp.MustCompile(`%[-+# 0-9.*]*[a-zA-Z]`)
 
 // TestEveryMessageFollowsTheRule scans the error constructors of the
 // packages whose errors reach clients (mysql.MyError, the engine's
-// notSupportedError and its other errors, the allocator's sqlError, login errors, WriteError,
+// notSupportedError and its other errors, errstyle.NewCoded, login errors, WriteError,
 // writeErrFlush, errPacket, badArgument, warnOK, the ID API's fail) and
 // checks the literal text of each against errstyle's rule: MariaDB's
 // words for its code, or "leafproxy: " first. Texts built elsewhere (a
@@ -132,7 +132,7 @@ func scan(t *testing.T, dir string) []message {
 			switch n := n.(type) {
 			case *ast.CompositeLit:
 				switch typeName(n.Type) {
-				case "MyError", "notSupportedError", "sqlError", "planMemoryError", "wrongArgumentsError", "loadKeyError":
+				case "MyError", "notSupportedError", "planMemoryError", "wrongArgumentsError":
 					var code, text ast.Expr
 					for _, el := range n.Elts {
 						kv, ok := el.(*ast.KeyValueExpr)
@@ -159,7 +159,7 @@ func scan(t *testing.T, dir string) []message {
 				}
 			case *ast.CallExpr:
 				switch name := typeName(n.Fun); {
-				case (name == "WriteError" || name == "writeErrFlush" || name == "errPacket") && len(n.Args) == 3:
+				case (name == "WriteError" || name == "writeErrFlush" || name == "errPacket" || name == "NewCoded") && len(n.Args) == 3:
 					add(n, n.Args[0], n.Args[2])
 				case name == "badArgument" && len(n.Args) == 1:
 					add(n, &ast.BasicLit{Kind: token.INT, Value: "1210"}, n.Args[0])

@@ -15,19 +15,20 @@ const module = "github.com/leafproxy/leafproxy"
 // module it may import directly: the table of docs/ARCHITECTURE.md. A
 // package of the product missing here fails the test, so a new one is
 // placed in the layering when it is made. Test programs (integration,
-// bench, loadgen, cmd/leafbench, internal/driversuite, internal/ormsuite) import as needed.
+// bench, loadgen, cmd/leafbench) and the test harnesses under
+// internal/testkit import as needed.
 var mayImport = map[string][]string{
 	"config":              {"internal/nearname"},
 	"allocator/schema":    nil,
 	"allocator/segment":   {"allocator/schema", "internal/conflict", "internal/edge", "internal/nonblock"},
 	"allocator/snowflake": {"internal/conflict", "internal/edge", "internal/nonblock"},
 	"allocator": {"allocator/schema", "allocator/segment", "allocator/snowflake",
-		"internal/conflict", "internal/nearname", "internal/nonblock", "internal/sqltext", "internal/tablematch"},
+		"internal/conflict", "internal/errstyle", "internal/nearname", "internal/nonblock", "internal/sqltext", "internal/tablematch"},
 	"allocator/runway":  {"allocator", "allocator/snowflake", "internal/tablematch"},
 	"rewriter":          {"internal/errstyle", "internal/sqltext", "internal/tablematch", "rewriter/loadfile"},
 	"rewriter/loadfile": nil,
 	"proxy":             {"internal/edge", "internal/errstyle", "internal/killsql", "internal/metric", "internal/nonblock", "internal/raw", "internal/sqltext"},
-	"engine":            {"internal/metric", "internal/raw", "internal/sqltext", "proxy", "rewriter", "rewriter/loadfile"},
+	"engine":            {"internal/errstyle", "internal/metric", "internal/raw", "internal/sqltext", "proxy", "rewriter", "rewriter/loadfile"},
 	"admin": {"allocator", "allocator/runway", "allocator/schema", "allocator/segment",
 		"allocator/snowflake", "internal/sqltext", "proxy"},
 	"service": {"admin", "allocator", "allocator/runway", "allocator/schema", "allocator/snowflake",
@@ -48,14 +49,22 @@ var mayImport = map[string][]string{
 	"internal/raw":        nil,
 	"internal/sqltext":    nil,
 	"internal/tablematch": nil,
-	"internal/testdb":     nil,
-	"internal/leafproc":   nil,
-	"internal/fakestore":  {"allocator", "allocator/segment", "allocator/snowflake"},
-	"internal/testwait":   nil,
 }
 
-// asNeeded are the test programs: they may import anything.
-var asNeeded = []string{"integration", "bench", "loadgen", "cmd/leafbench", "internal/driversuite", "internal/ormsuite"}
+// asNeeded are the test programs: they may import anything. So may the
+// harnesses under testkit (see testOnly).
+var asNeeded = []string{"integration", "bench", "loadgen", "cmd/leafbench"}
+
+// testkit is the folder of the test harnesses (internal/testkit/doc.go):
+// packages only tests import. They may import anything; no non-test file
+// outside the folder may import them (TestTestkitOnlyInTests).
+const testkit = "internal/testkit"
+
+// inTestkit reports whether path (relative to the module) is the testkit
+// folder or a package under it.
+func inTestkit(path string) bool {
+	return path == testkit || strings.HasPrefix(path, testkit+"/")
+}
 
 // domain packages must not import config, not even in their tests: they
 // take their own options, which the service builds from the YAML.
@@ -122,7 +131,7 @@ func listPackages(t *testing.T) []pkg {
 // config), and no domain package's tests import config either.
 func TestImportsRunOneWay(t *testing.T) {
 	for _, p := range listPackages(t) {
-		if slices.Contains(asNeeded, p.path) {
+		if slices.Contains(asNeeded, p.path) || inTestkit(p.path) {
 			continue
 		}
 		allowed, ok := mayImport[p.path]
@@ -138,6 +147,29 @@ func TestImportsRunOneWay(t *testing.T) {
 		if slices.Contains(domain, p.path) && slices.Contains(p.testImports, "config") {
 			t.Errorf("%s's tests import config: a domain package is tested through its own options", p.path)
 		}
+	}
+}
+
+// TestTestkitOnlyInTests: the harnesses under internal/testkit (throwaway
+// MariaDB servers, the in-memory store, child-process proxies, waiting on
+// conditions) are for tests only. A non-test file outside the folder that
+// imports one would link a harness into the product (and fakestore imports
+// allocator: the arrow would run back up the house).
+func TestTestkitOnlyInTests(t *testing.T) {
+	harnesses := 0
+	for _, p := range listPackages(t) {
+		if inTestkit(p.path) {
+			harnesses++
+			continue
+		}
+		for _, imp := range p.imports {
+			if inTestkit(imp) {
+				t.Errorf("%s imports %s in a non-test file: production code never imports %s/... (only _test.go files may)", p.path, imp, testkit)
+			}
+		}
+	}
+	if harnesses == 0 {
+		t.Errorf("go list found no package under %s: the check would pass vacuously", testkit)
 	}
 }
 

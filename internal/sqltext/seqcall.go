@@ -89,25 +89,25 @@ func seqCallAt[T Text](sql T, i int) bool {
 // an executable comment: another opener there is a comment, and its "*/"
 // is passed; outside, an opener is passed (its content is code).
 func skipLexed[T Text](s T, i int, inBang bool) int {
-	for i < len(s) {
-		switch c := s[i]; {
-		case IsSpace(c):
-			i++
-		case c == '#' || c == '-' && LineComment(s, i):
-			i = LineEnd(s, i)
-		case c == '/' && i+1 < len(s) && s[i+1] == '*':
-			if n := BangOpener(s[i:]); n > 0 && !inBang {
-				inBang = true
-				i += n
+	for {
+		// SkipSpace passes white space and comments; it stops at an
+		// executable comment's opener, and at anything else.
+		i = SkipSpace(s, i)
+		switch {
+		case i+1 >= len(s):
+			return i
+		case s[i] == '/' && s[i+1] == '*': // an opener
+			if inBang {
+				i = CommentEnd(s, i)
 				continue
 			}
-			i = CommentEnd(s, i)
-		case c == '*' && inBang && i+1 < len(s) && s[i+1] == '/':
+			inBang = true
+			i += BangOpener(s[i:])
+		case s[i] == '*' && s[i+1] == '/' && inBang:
 			inBang = false
 			i += 2
 		default:
 			return i
 		}
 	}
-	return i
 }

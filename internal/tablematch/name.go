@@ -147,6 +147,29 @@ func (n Name) Like() (db, table string) {
 	return like(n.DB, n.dbPattern), like(n.Table, n.tablePattern)
 }
 
+// SystemSchemas is the SQL list of the databases that never hold
+// application tables, for information_schema queries that look for the
+// tables a rule may fill: TABLE_SCHEMA NOT IN (SystemSchemas).
+const SystemSchemas = "'mysql','information_schema','performance_schema','sys'"
+
+// FilterLike appends to q, an information_schema query that ends in its
+// WHERE clause's conditions, " AND TABLE_SCHEMA LIKE ?" and " AND
+// TABLE_NAME LIKE ?" for the parts Like narrows, and their patterns to
+// args. The rows are then a superset of what n stands for: filter them
+// with Match.
+func (n Name) FilterLike(q string, args []any) (string, []any) {
+	dbLike, tableLike := n.Like()
+	if dbLike != "" {
+		q += " AND TABLE_SCHEMA LIKE ?"
+		args = append(args, dbLike)
+	}
+	if tableLike != "" {
+		q += " AND TABLE_NAME LIKE ?"
+		args = append(args, tableLike)
+	}
+	return q, args
+}
+
 func like(part string, pattern bool) string {
 	lit := part
 	if pattern {

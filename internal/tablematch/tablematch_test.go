@@ -1,6 +1,7 @@
 package tablematch
 
 import (
+	"fmt"
 	"path"
 	"strings"
 	"testing"
@@ -205,6 +206,30 @@ func TestLike(t *testing.T) {
 		}
 		if db, table := n.Like(); db != tc.db || table != tc.table {
 			t.Errorf("Like(%q) = %q, %q; want %q, %q", tc.text, db, table, tc.db, tc.table)
+		}
+	}
+}
+
+// TestFilterLike: the conditions FilterLike appends are Like's, in the
+// order and words the information_schema queries of allocator and service
+// sent before it was shared.
+func TestFilterLike(t *testing.T) {
+	for _, tc := range []struct {
+		text, q string
+		args    []any
+	}{
+		{"orders", "W AND TABLE_NAME LIKE ?", []any{"x", "orders"}},
+		{"shop.orders", "W AND TABLE_SCHEMA LIKE ? AND TABLE_NAME LIKE ?", []any{"x", "shop", "orders"}},
+		{"*.*", "W", []any{"x"}},
+		{"shop_*.*", "W AND TABLE_SCHEMA LIKE ?", []any{"x", "shop_%"}},
+	} {
+		n, err := Parse(tc.text, Exact)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, args := n.FilterLike("W", []any{"x"})
+		if q != tc.q || fmt.Sprint(args) != fmt.Sprint(tc.args) {
+			t.Errorf("FilterLike(%q) = %q %v; want %q %v", tc.text, q, args, tc.q, tc.args)
 		}
 	}
 }
