@@ -6,10 +6,11 @@
 // a machine without MariaDB, README "Tests"): the relay, result sets,
 // prepared statements, multi-statements and errors of the protocol core
 // need a server that speaks the protocol, not one that is MariaDB. What
-// only MariaDB does (KILL and CONNECTION_ID, auth plugins, COM_CHANGE_USER,
-// TLS and compression to the backend, LOCAL INFILE, MariaDB's greeting and
-// its error texts) is tested against internal/testdb's MariaDB, in the full
-// suite; a test of that kind skips here, saying why.
+// only MariaDB does (KILL and its ids, backend accounts, session tracking,
+// TLS and compression to the backend, LOCAL INFILE, COM_STATISTICS,
+// MariaDB's greeting, SQL and SQLSTATEs) is tested against
+// internal/testdb's MariaDB, in the full suite; a test of that kind skips
+// here, saying why (proxy's needsMariaDB).
 //
 // Without a mysql.user table go-mysql-server accepts any user name and
 // password (mysql_native_password), so root with an empty password, what
