@@ -11,7 +11,6 @@ import (
 )
 
 func TestRelayBasics(t *testing.T) {
-	needsMariaDB(t, "MariaDB's SQLSTATE for a duplicate key (go-mysql-server answers 1062 with HY000, not 23000)")
 	ensureDB(t, sharedDB(t), "relay")
 	e := startProxy(t, sharedDB(t).Addr, nil)
 	for _, params := range []string{"interpolateParams=true&multiStatements=true", "multiStatements=true"} {

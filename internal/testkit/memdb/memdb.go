@@ -21,6 +21,7 @@ package memdb
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -32,7 +33,10 @@ import (
 	"github.com/dolthub/go-mysql-server/memory"
 	"github.com/dolthub/go-mysql-server/server"
 	gsql "github.com/dolthub/go-mysql-server/sql"
-	"github.com/go-sql-driver/mysql"
+	"github.com/dolthub/vitess/go/mysql"
+	"github.com/dolthub/vitess/go/sqltypes"
+	querypb "github.com/dolthub/vitess/go/vt/proto/query"
+	driver "github.com/go-sql-driver/mysql"
 	"github.com/sirupsen/logrus"
 )
 
@@ -61,7 +65,8 @@ func New() (*Server, error) {
 	pro := memory.NewDBProviderWithOpts(memory.NativeIndexProvider(false)).(*memory.DbProvider)
 	engine := sqle.NewDefault(pro)
 	cfg := server.Config{Protocol: "tcp", Address: l.Addr().String(), Listener: l}
-	srv, err := server.NewServer(cfg, engine, gsql.NewContext, memory.NewSessionBuilder(pro), nil)
+	srv, err := server.NewServerWithHandler(cfg, engine, gsql.NewContext, memory.NewSessionBuilder(pro), nil,
+		func(h mysql.Handler) (mysql.Handler, error) { return sqlStates{h}, nil })
 	if err != nil {
 		l.Close()
 		return nil, fmt.Errorf("memdb: start go-mysql-server: %w", err)
@@ -94,7 +99,7 @@ func (s *Server) Close() { _ = s.srv.Close() }
 // DSN is a go-sql-driver DSN for root on database db ("" for none), as
 // internal/testdb's Server.DSN.
 func (s *Server) DSN(db string) string {
-	cfg := mysql.NewConfig()
+	cfg := driver.NewConfig()
 	cfg.User = "root"
 	cfg.Net = "tcp"
 	cfg.Addr = s.Addr
@@ -118,4 +123,51 @@ func (s *Server) ping() error {
 		return fmt.Errorf("memdb: go-mysql-server on %s does not answer: %w", s.Addr, err)
 	}
 	return nil
+}
+
+// sqlState is MySQL's SQLSTATE for the error codes go-mysql-server
+// answers with the catch-all HY000 where MySQL and MariaDB name the class
+// (a duplicate key is an integrity constraint violation, 23000): clients
+// and tests read it.
+var sqlState = map[int]string{
+	mysql.ERDupEntry:         "23000",
+	mysql.ERBadNullError:     "23000",
+	mysql.ErNoReferencedRow2: "23000",
+	mysql.ERRowIsReferenced2: "23000",
+	mysql.ERNoSuchTable:      "42S02",
+	mysql.ERBadFieldError:    "42S22",
+	mysql.ERBadDb:            "42000",
+}
+
+// sqlStates wraps go-mysql-server's handler: its errors leave with
+// MySQL's SQLSTATE (sqlState).
+type sqlStates struct{ mysql.Handler }
+
+// fix puts MySQL's SQLSTATE on err when go-mysql-server left HY000.
+func fix(err error) error {
+	var se *mysql.SQLError
+	if errors.As(err, &se) && se.State == mysql.SSUnknownSQLState {
+		if st, ok := sqlState[se.Num]; ok {
+			se.State = st
+		}
+	}
+	return err
+}
+
+func (h sqlStates) ComQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) error {
+	return fix(h.Handler.ComQuery(ctx, c, query, callback))
+}
+
+func (h sqlStates) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) (string, error) {
+	rest, err := h.Handler.ComMultiQuery(ctx, c, query, callback)
+	return rest, fix(err)
+}
+
+func (h sqlStates) ComPrepare(ctx context.Context, c *mysql.Conn, query string, prepare *mysql.PrepareData) ([]*querypb.Field, error) {
+	fields, err := h.Handler.ComPrepare(ctx, c, query, prepare)
+	return fields, fix(err)
+}
+
+func (h sqlStates) ComStmtExecute(ctx context.Context, c *mysql.Conn, prepare *mysql.PrepareData, callback func(*sqltypes.Result) error) error {
+	return fix(h.Handler.ComStmtExecute(ctx, c, prepare, callback))
 }
