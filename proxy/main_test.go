@@ -46,8 +46,8 @@ func sharedDB(tb testing.TB) *testdb.Server {
 // needsMariaDB skips the test, saying why, when the shared backend is the
 // in-process go-mysql-server: what it tests is MariaDB's own behaviour
 // (KILL and its ids, backend accounts, the greeting, session tracking,
-// LOCAL INFILE, COM_STATISTICS, compression to the backend, MariaDB's SQL
-// and SQLSTATEs), which go-mysql-server does differently or not at all. With MariaDB (every run
+// LOCAL INFILE, COM_STATISTICS, compression to the backend, MariaDB's
+// SQL), which go-mysql-server does differently or not at all. With MariaDB (every run
 // without -short, and -short on a machine that has it) it does nothing:
 // the test runs there as it always did.
 func needsMariaDB(tb testing.TB, why string) {

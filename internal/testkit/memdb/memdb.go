@@ -8,14 +8,15 @@
 // need a server that speaks the protocol, not one that is MariaDB. What
 // only MariaDB does (KILL and its ids, backend accounts, session tracking,
 // TLS and compression to the backend, LOCAL INFILE, COM_STATISTICS,
-// MariaDB's greeting, SQL and SQLSTATEs) is tested against
+// MariaDB's greeting and SQL) is tested against
 // internal/testdb's MariaDB, in the full suite; a test of that kind skips
 // here, saying why (proxy's needsMariaDB).
 //
 // Without a mysql.user table go-mysql-server accepts any user name and
 // password (mysql_native_password), so root with an empty password, what
 // internal/testdb's servers use, logs in. Databases, tables and rows live
-// in the Server's memory; each Server has its own.
+// in the Server's memory; each Server has its own. Errors leave with
+// MySQL's SQLSTATE where go-mysql-server says HY000 (sqlState).
 package memdb
 
 import (
