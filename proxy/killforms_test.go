@@ -42,6 +42,7 @@ func killAnswer(t *testing.T, c *sql.Conn, q string, prepared bool) (uint16, str
 // answer through the proxy exactly as the server answers directly, in the
 // text and the binary protocol, for ids no proxy session has.
 func TestKillFormsAnswerAsServer(t *testing.T) {
+	needsMariaDB(t, "KILL's forms answered as MariaDB answers them")
 	t.Parallel()
 	e := startProxy(t, sharedDB(t).Addr, nil)
 	direct, _ := backendThread(t, sharedDB(t).Open(t, ""))
@@ -76,6 +77,7 @@ func TestKillFormsAnswerAsServer(t *testing.T) {
 // directly, and its connection is gone; killing its own query is 1317 and
 // the session lives on.
 func TestKillConnectionID(t *testing.T) {
+	needsMariaDB(t, "KILL and CONNECTION_ID() as MariaDB runs them")
 	t.Parallel()
 	e := startProxy(t, sharedDB(t).Addr, nil)
 	for _, prepared := range []bool{false, true} {
@@ -99,6 +101,7 @@ func TestKillConnectionID(t *testing.T) {
 // KILL by expression, KILL QUERY ID and KILL USER reach proxy sessions of
 // the same user, and never a thread the proxy did not open.
 func TestKillFormsReachOwnSessions(t *testing.T) {
+	needsMariaDB(t, "KILL's forms (id expressions, user variables) as MariaDB runs them")
 	t.Parallel()
 	e := startProxy(t, sharedDB(t).Addr, nil)
 	db := e.open(t, "", "")
@@ -197,6 +200,7 @@ func TestKillFormsReachOwnSessions(t *testing.T) {
 // without CONNECTION ADMIN; allowed with it), while the proxy still keeps
 // KILLs from threads it did not open.
 func TestKillAcrossBackendAccounts(t *testing.T) {
+	needsMariaDB(t, "backend accounts (CREATE USER, mysql.user)")
 	t.Parallel()
 	sharedDB(t).Exec(t, "CREATE USER IF NOT EXISTS kill_low@'%'", "GRANT SELECT ON *.* TO kill_low@'%'")
 	e := startProxy(t, sharedDB(t).Addr, func(c *testConfig) {

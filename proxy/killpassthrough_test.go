@@ -14,6 +14,7 @@ import (
 // counts them, as the server does: the KILL is the backend's, untouched
 // (killrelay.go).
 func TestKillPassThroughAccounts(t *testing.T) {
+	needsMariaDB(t, "backend accounts (CREATE USER, mysql.user)")
 	t.Parallel()
 	sharedDB(t).Exec(t,
 		"CREATE USER IF NOT EXISTS kpt_a@'%'", "GRANT SELECT ON *.* TO kpt_a@'%'",

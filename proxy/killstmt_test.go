@@ -95,6 +95,7 @@ func backendThread(t testing.TB, db *sql.DB) (*sql.Conn, int64) {
 // COM_QUERY: a thread the proxy did not open is 1094, a session of the
 // same user is killed; KILL in EXECUTE IMMEDIATE text is refused.
 func TestPreparedKill(t *testing.T) {
+	needsMariaDB(t, "KILL ? prepared, as MariaDB runs it")
 	t.Parallel()
 	e := startProxy(t, sharedDB(t).Addr, nil)
 	direct := sharedDB(t).Open(t, "")

@@ -165,6 +165,7 @@ func testLoopServesSessions(t *testing.T, runners int) {
 }
 
 func testLoopPipelining(t *testing.T, runners int) {
+	needsMariaDB(t, "COM_STATISTICS (go-mysql-server: command handling not implemented yet: 9)")
 	e := startLoopProxy(t, runners, nil)
 	c := loggedIn(t, e.addr, "")
 	// Five commands in one write; COM_STATISTICS and the KILL go to the
@@ -195,6 +196,7 @@ func testLoopPipelining(t *testing.T, runners int) {
 }
 
 func testLoopHandoffRoundTrips(t *testing.T, runners int) {
+	needsMariaDB(t, "COM_STATISTICS (go-mysql-server: command handling not implemented yet: 9)")
 	needLoops(t)
 	e := startLoopProxy(t, runners, nil)
 	c := loggedIn(t, e.addr, "")
@@ -224,6 +226,7 @@ func testLoopHandoffRoundTrips(t *testing.T, runners int) {
 // client, measured directly, stays under 16 MiB of the 48 MB result), and
 // the result arrives whole once the client reads.
 func testLoopSlowClient(t *testing.T, runners int) {
+	needsMariaDB(t, "MariaDB's seq_1_to_N table for a large result")
 	ensureDB(t, sharedDB(t), "loopt")
 	e := startLoopProxy(t, runners, nil)
 	c := loggedIn(t, e.addr, "loopt")
@@ -288,6 +291,7 @@ func testLoopSlowClient(t *testing.T, runners int) {
 // A client that sends an INSERT and COM_QUIT and closes without reading:
 // the INSERT still reaches the backend, as it would directly.
 func testLoopClientLeavesAfterPipelinedInsert(t *testing.T, runners int) {
+	needsMariaDB(t, "DELETE FROM db.table without a default database (go-mysql-server answers database not found)")
 	ensureDB(t, sharedDB(t), "loopt")
 	sharedDB(t).Exec(t, "CREATE TABLE IF NOT EXISTS loopt.quit (id INT PRIMARY KEY)", "DELETE FROM loopt.quit")
 	e := startLoopProxy(t, runners, nil)

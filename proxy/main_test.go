@@ -16,24 +16,61 @@ import (
 
 	"github.com/leafproxy/leafproxy/internal/testkit/leafproc"
 	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
+	"github.com/leafproxy/leafproxy/internal/testkit/memdb"
 )
 
-// shared is one MariaDB for the tests that do not stop their backend;
-// tests reach it through sharedDB. It is nil, and sharedErr says why, only
-// under -short on a machine without MariaDB (testdb.Skippable).
+// shared is one backend for the tests that do not stop theirs; tests reach
+// it through sharedDB. It is a MariaDB, except under -short on a machine
+// without MariaDB (testdb.Skippable), the edit loop, where it is
+// go-mysql-server in this process (memdb, see inMemory): shared then holds
+// only its address, which is all Addr, DSN, Open and Exec use. It is nil,
+// and sharedErr says why, only when neither could start.
 var (
 	shared    *testdb.Server
 	sharedErr error
+	// inMemory is the in-process backend behind shared, nil when shared
+	// is a MariaDB.
+	inMemory *memdb.Server
 )
 
-// sharedDB is the shared MariaDB; on a machine without one (possible only
-// under -short, see TestMain) it skips the test, saying so.
+// sharedDB is the shared backend; when there is none (possible only under
+// -short, see TestMain) it skips the test, saying so.
 func sharedDB(tb testing.TB) *testdb.Server {
 	tb.Helper()
 	if shared == nil {
 		testdb.Unavailable(tb, sharedErr)
 	}
 	return shared
+}
+
+// needsMariaDB skips the test, saying why, when the shared backend is the
+// in-process go-mysql-server: what it tests is MariaDB's own behaviour
+// (KILL and its ids, backend accounts, the greeting, session tracking,
+// LOCAL INFILE, COM_STATISTICS, compression to the backend, MariaDB's
+// SQL), which go-mysql-server does differently or not at all. With MariaDB (every run
+// without -short, and -short on a machine that has it) it does nothing:
+// the test runs there as it always did.
+func needsMariaDB(tb testing.TB, why string) {
+	tb.Helper()
+	if inMemory != nil {
+		tb.Skipf("skipped on the in-process backend (go test -short without MariaDB): needs MariaDB: %s", why)
+	}
+}
+
+// startShared starts the shared backend: a MariaDB, or under -short on a
+// machine without one go-mysql-server in this process. A nil error with a
+// nil shared cannot happen; an error that is not skippable fails the run.
+func startShared() (*testdb.Server, error) {
+	s, err := testdb.New()
+	if err == nil || !testdb.Skippable(err) {
+		return s, err
+	}
+	mem, merr := memdb.New()
+	if merr != nil {
+		return nil, fmt.Errorf("%w; and the in-process backend: %v", err, merr)
+	}
+	inMemory = mem
+	return &testdb.Server{Addr: mem.Addr, Port: mem.Port}, nil
 }
 
 func TestMain(m *testing.M) {
@@ -44,16 +81,23 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	flag.Parse() // testdb.Skippable reads -short
-	if shared, sharedErr = testdb.New(); sharedErr != nil {
+	if shared, sharedErr = startShared(); sharedErr != nil {
 		if !testdb.Skippable(sharedErr) {
 			fmt.Fprintln(os.Stderr, "start MariaDB:", sharedErr)
 			testdb.CleanupTemplate()
 			os.Exit(1)
 		}
-		// go test -short without MariaDB: the tests that need none
-		// (packets, tracker, compression, ...) run, the others skip
-		// through sharedDB. Main exits.
+		// go test -short without MariaDB, and the in-process backend
+		// failed too: the tests that need none (packets, tracker,
+		// compression, ...) run, the others skip through sharedDB.
+		// Main exits.
 		testdb.Main(m, leafproc.Cleanup)
+	}
+	if inMemory != nil {
+		// go test -short without MariaDB: the protocol tests run against
+		// go-mysql-server; those that need MariaDB skip (needsMariaDB),
+		// as do those that start a MariaDB of their own (testdb.Start).
+		testdb.Main(m, inMemory.Close, leafproc.Cleanup)
 	}
 	testdb.Main(m, shared.Close, leafproc.Cleanup)
 }

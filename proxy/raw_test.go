@@ -152,6 +152,7 @@ func TestMalformedPackets(t *testing.T) {
 
 // Commands beyond queries: each relayed and answered in its own shape.
 func TestOtherCommands(t *testing.T) {
+	needsMariaDB(t, "COM_STATISTICS and MariaDB's other commands (go-mysql-server: command handling not implemented yet: 9)")
 	ensureDB(t, sharedDB(t), "cmds")
 	sharedDB(t).Exec(t, "CREATE TABLE IF NOT EXISTS cmds.f (a INT, b VARCHAR(10))")
 	e := startProxy(t, sharedDB(t).Addr, nil)
