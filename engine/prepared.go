@@ -201,8 +201,10 @@ func (e *Engine) execute(ctx context.Context, s Session, stmtID uint32, pkt []by
 	case rewriter.PassThrough:
 		// Explicit keys only: the tag moves past them at every EXECUTE,
 		// and the last is the OK packet's insert id, as AUTO_INCREMENT's.
+		// A negative last key too (the OK reports it as MariaDB does, as
+		// the text path does): every non-zero LastKey needs bs.
 		var bs proxy.BlockingSession
-		if p.plan.LastKey > 0 {
+		if p.plan.LastKey != 0 {
 			var err error
 			if bs, err = s.Blocking(ctx); err != nil {
 				return false, err

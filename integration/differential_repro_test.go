@@ -51,6 +51,10 @@ var diffRepros = []diffRepro{
 		rGenA, rp("INSERT INTO {T} (id, u, v) VALUES (?, 'b', 1)", []any{int64(5)}, "bound-key", "no-gen", "has-explicit"), rGenC}},
 	{class: "insert id of a statement without generated keys", steps: []diffStep{
 		rGenA, rp("INSERT INTO {T} (id, u, v) VALUES (5, 'b', ?)", []any{int64(1)}, "literal-key", "prepared-literal-key", "no-gen", "all-explicit", "has-explicit"), rGenC}},
+	// Long run seed 50: a prepared INSERT whose last literal key is
+	// negative closed the session (a nil BlockingSession in the
+	// PassThrough branch of engine.execute).
+	{steps: []diffStep{rp("INSERT INTO {T} VALUES (-2, ?, ?, 'w78')", []any{"a", int64(0)}, "literal-key", "prepared-literal-key", "no-gen", "all-explicit", "has-explicit", "negative"), rGenA}},
 	{class: "key written as an expression", steps: []diffStep{
 		rGenA, rt("INSERT INTO {T} (id, u, v) VALUES (1000 + 1, 'b', 1)", "expr-key", "no-gen", "all-explicit", "has-explicit"), rGenC}},
 	{class: "key written as an expression", steps: []diffStep{
