@@ -44,12 +44,13 @@ type compConn struct {
 
 // compress switches the leg to the compressed protocol; called right after
 // the login OK, which itself travels uncompressed. asClient is true for the
-// backend leg, where the proxy is the server's client.
-func (l *leg) compress(asClient bool) {
-	cc := &compConn{raw: bufio.NewReaderSize(l.conn, clientReadBuf), dst: l.conn, asClient: asClient}
+// backend leg, where the proxy is the server's client. rsize and wsize
+// are the sizes of the leg's new buffers (and of the frame reader's).
+func (l *leg) compress(asClient bool, rsize, wsize int) {
+	cc := &compConn{raw: bufio.NewReaderSize(l.conn, rsize), dst: l.conn, asClient: asClient}
 	l.comp = cc
-	l.r = bufio.NewReaderSize(cc, clientReadBuf)
-	l.w = bufio.NewWriterSize(cc, clientWriteBuf)
+	l.r = bufio.NewReaderSize(cc, rsize)
+	l.w = bufio.NewWriterSize(cc, wsize)
 }
 
 // newCommand notes that a command starts on this leg: as the client, its

@@ -15,12 +15,6 @@ import (
 // EAGAIN. They are raw system calls (internal/raw says why), annotated
 // for the race detector, so race builds run this same code.
 
-// readOnce reads what fd has, up to len(p).
-func readOnce(fd int, p []byte) (int, unix.Errno) { return raw.Read(fd, p) }
-
-// writeOnce writes what fd takes of p.
-func writeOnce(fd int, p []byte) (int, unix.Errno) { return raw.Write(fd, p) }
-
 func readFD(fd int, p []byte) (int, unix.Errno) { return raw.Read(fd, p) }
 
 // writeFD writes all of p unless the socket is full (EAGAIN) or fails; n

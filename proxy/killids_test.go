@@ -29,7 +29,7 @@ func TestBackendAccountIDsAgree(t *testing.T) {
 			t.Fatalf("login: %x", p)
 		}
 		if compress {
-			rc.l.compress(false)
+			rc.l.compress(false, clientReadBuf, clientWriteBuf)
 		}
 		greeted := rc.hello.threadID
 		if greeted == 0 || greeted >= sessionIDBase {

@@ -126,7 +126,7 @@ func (s *Server) passThroughHandshake(c *leg) (*clientHello, *backendConn, error
 	}
 	bc.ok = ok
 	if bc.compressed && s.adminName(cr.user) {
-		b.compress(true) // the admin check's query is the leg's first command
+		b.compress(true, clientReadBuf, clientWriteBuf) // the admin check's query is the leg's first command
 	}
 	admin, err := s.confirmAdmin(b, cr.user)
 	if err != nil {

@@ -78,23 +78,10 @@ func (v Value) kindName() string {
 }
 func (c ColumnType) want() valueKind { return [...]valueKind{0, vInt, vInt, vString, vTime}[c] }
 
-// WriteRows answers the client's COM_QUERY with a text-protocol result set
-// of typed columns (with their real MySQL types in the column definitions)
-// and rows of Values, NULLs included. A value that does not match its
-// column's type is a caller bug: nothing is written and an error says so.
-func (s *Session) WriteRows(cols []Column, rows [][]Value) error {
-	return s.writeRows(cols, rows, false)
-}
-
-// WriteBinaryRows is WriteRows in the binary protocol, for a
-// COM_STMT_EXECUTE the proxy answers itself (the statement must have been
-// prepared on the backend with columns of the same number and types, so
-// the client's statement metadata matches).
-func (s *Session) WriteBinaryRows(cols []Column, rows [][]Value) error {
-	return s.writeRows(cols, rows, true)
-}
-
-func (s *Session) writeRows(cols []Column, rows [][]Value, binaryRows bool) error {
+// checkRows says what is wrong with a result set of cols and rows: a
+// column without a type, a row of another width, a value that does not
+// match its column's type (a caller bug).
+func checkRows(cols []Column, rows [][]Value) error {
 	for _, c := range cols {
 		if c.Type < TypeBigint || c.Type > TypeDatetime3 {
 			return fmt.Errorf("proxy: result column %q has no type", c.Name)
@@ -110,23 +97,7 @@ func (s *Session) writeRows(cols []Column, rows [][]Value, binaryRows bool) erro
 			}
 		}
 	}
-	if err := s.writeResultHead(len(cols), func(p []byte, i int, ext bool) []byte {
-		return appendTypedColumnDef(p, cols[i], ext)
-	}); err != nil {
-		return err
-	}
-	for _, row := range rows {
-		var p []byte
-		if binaryRows {
-			p = appendBinaryRow(s.out[:0], cols, row)
-		} else {
-			p = appendTextRow(s.out[:0], cols, row)
-		}
-		if err := s.writeOut(p); err != nil {
-			return err
-		}
-	}
-	return s.writeResultEnd()
+	return nil
 }
 
 // appendTypedColumnDef appends the column definition MariaDB would send
@@ -247,4 +218,25 @@ func appendBinaryDatetime(p []byte, t time.Time) []byte {
 	us := uint32(t.Nanosecond()/1e6) * 1000
 	p = append(p, 11, byte(y), byte(y>>8), byte(mo), byte(d), byte(h), byte(mi), byte(s))
 	return binary.LittleEndian.AppendUint32(p, us)
+}
+
+// appendColumnDef appends a Protocol::ColumnDefinition41 (with MariaDB's
+// extended metadata field, empty, when negotiated).
+func appendColumnDef(p []byte, name string, extTypeInfo bool, charset uint16, length uint32, typ byte, flags uint16) []byte {
+	lstr := func(v string) {
+		p = mysql.AppendLengthEncodedInteger(p, uint64(len(v)))
+		p = append(p, v...)
+	}
+	lstr("def")
+	lstr("")
+	lstr("")
+	lstr("")
+	lstr(name)
+	lstr("")
+	if extTypeInfo {
+		lstr("")
+	}
+	return append(p, 0x0c, byte(charset), byte(charset>>8),
+		byte(length), byte(length>>8), byte(length>>16), byte(length>>24),
+		typ, byte(flags), byte(flags>>8), 0, 0, 0)
 }

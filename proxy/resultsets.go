@@ -161,27 +161,6 @@ func (s *Session) WriteTextResultSet(cols []string, rows [][]*string) error {
 	return s.setFatal(s.c.flush())
 }
 
-// appendColumnDef appends a Protocol::ColumnDefinition41 (with MariaDB's
-// extended metadata field, empty, when negotiated).
-func appendColumnDef(p []byte, name string, extTypeInfo bool, charset uint16, length uint32, typ byte, flags uint16) []byte {
-	lstr := func(v string) {
-		p = mysql.AppendLengthEncodedInteger(p, uint64(len(v)))
-		p = append(p, v...)
-	}
-	lstr("def")
-	lstr("")
-	lstr("")
-	lstr("")
-	lstr(name)
-	lstr("")
-	if extTypeInfo {
-		lstr("")
-	}
-	return append(p, 0x0c, byte(charset), byte(charset>>8),
-		byte(length), byte(length>>8), byte(length>>16), byte(length>>24),
-		typ, byte(flags), byte(flags>>8), 0, 0, 0)
-}
-
 func appendEOF(p []byte, status uint16) []byte {
 	return append(p, 0xFE, 0, 0, byte(status), byte(status>>8))
 }

@@ -522,7 +522,7 @@ func (s *Server) runSession(id uint32, log *slog.Logger, c *leg, h *clientHello,
 		return
 	}
 	if h.resp.caps&mysql.CLIENT_COMPRESS != 0 {
-		c.compress(false)
+		c.compress(false, clientReadBuf, clientWriteBuf)
 	} else {
 		c.grow(clientReadBuf, clientWriteBuf)
 	}

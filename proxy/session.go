@@ -258,7 +258,7 @@ func (s *Session) setBackend(bc *backendConn) {
 	s.mu.Unlock()
 	s.b = newLeg("backend", bc.conn, backReadBuf, backWriteBuf)
 	if bc.compressed {
-		s.b.compress(true)
+		s.b.compress(true, clientReadBuf, clientWriteBuf)
 	}
 	s.threadID.Store(bc.threadID)
 	s.status = mysql.SERVER_STATUS_AUTOCOMMIT
