@@ -18,7 +18,7 @@ const (
 		mysql.CLIENT_PS_MULTI_RESULTS | mysql.CLIENT_PLUGIN_AUTH | mysql.CLIENT_CONNECT_ATTRS |
 		mysql.CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA | mysql.CLIENT_SESSION_TRACK |
 		mysql.CLIENT_CAN_HANDLE_EXPIRED_PASSWORDS
-	proxyExtCaps = mariadbStmtBulk | mariadbExtTypeInfo
+	proxyExtCaps = MariaDBStmtBulk | MariaDBExtTypeInfo
 
 	// Flags the client chooses and the backend session must share, so both
 	// legs frame and count alike. SSL and COMPRESS are per leg and

@@ -33,8 +33,8 @@ func BenchmarkLoopSocketWriteRead(b *testing.B) {
 // the netpoller's RawConn callbacks).
 func BenchmarkRawIOWriteRead(b *testing.B) {
 	c, peer := tcpPair(b)
-	w, ok := legIO(peer).(*rawIO)
-	r, ok2 := legIO(c).(*rawIO)
+	w, ok := LegIO(peer).(*RawIO)
+	r, ok2 := LegIO(c).(*RawIO)
 	if !ok || !ok2 {
 		b.Skip("raw socket I/O is off (LEAFPROXY_RAWIO=0)")
 	}

@@ -44,11 +44,11 @@ var comQuit = [5]byte{1, 0, 0, 0, mysql.COM_QUIT}
 
 // quitPacket is COM_QUIT as the backend leg l must frame it: in a stored
 // compressed frame (sequence 0, a new command) when the leg compresses.
-func quitPacket(l *leg) []byte {
-	if l == nil || l.comp == nil {
+func quitPacket(l *Leg) []byte {
+	if l == nil || l.Comp == nil {
 		return comQuit[:]
 	}
-	return append(appendFrameHeader(make([]byte, 0, 12), len(comQuit), 0, 0), comQuit[:]...)
+	return append(AppendFrameHeader(make([]byte, 0, 12), len(comQuit), 0, 0), comQuit[:]...)
 }
 
 // What a session's goroutine does with its backend connection when it
@@ -160,20 +160,20 @@ func (srv *Server) killQuery(acct Account, tid uint32) error {
 	}
 	defer bc.conn.Close()
 	_ = bc.conn.SetDeadline(time.Now().Add(timeout))
-	l := newLeg("backend", bc.conn, 4<<10, 4<<10)
-	if err := l.writeCommand(append([]byte{mysql.COM_QUERY}, "KILL QUERY "+strconv.FormatUint(uint64(tid), 10)...)); err != nil {
+	l := NewLeg("backend", bc.conn, 4<<10, 4<<10)
+	if err := l.WriteCommand(append([]byte{mysql.COM_QUERY}, "KILL QUERY "+strconv.FormatUint(uint64(tid), 10)...)); err != nil {
 		return err
 	}
-	if err := l.flush(); err != nil {
+	if err := l.Flush(); err != nil {
 		return err
 	}
-	p, err := l.readPacket(nil, 64<<10)
+	p, err := l.ReadPacket(nil, 64<<10)
 	if err != nil {
 		return err
 	}
 	_, _ = bc.conn.Write(comQuit[:])
-	if isErr(p) {
-		return parseErr(p)
+	if IsErr(p) {
+		return ParseErr(p)
 	}
 	return nil
 }
@@ -291,10 +291,10 @@ func newFDLook(c net.Conn) *fdLook {
 	if tc, ok := c.(*tls.Conn); ok {
 		c, l.tls = tc.NetConn(), true
 	}
-	if bc, ok := c.(*bufferedConn); ok { // TLS set up over the handshake's reader
+	if bc, ok := c.(*BufferedConn); ok { // TLS set up over the handshake's reader
 		c = bc.Conn
 	}
-	rc, ok := plainSocket(c)
+	rc, ok := PlainSocket(c)
 	if !ok {
 		return nil
 	}

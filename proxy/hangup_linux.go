@@ -31,9 +31,9 @@ func (l *fdLook) look(fd uintptr) {
 // is being cut); nothing when the backend failed or a command is half
 // written.
 func (ln *lane) endBackend() {
-	var ie *ioError
+	var ie *IOError
 	switch {
-	case errors.As(ln.s.fatal, &ie) && ie.leg == "backend":
+	case errors.As(ln.s.fatal, &ie) && ie.Leg == "backend":
 	case ln.busy:
 		ln.s.abandon()
 	case len(ln.backendPending) == 0 && !ln.s.left:

@@ -49,14 +49,14 @@ func TestIdleMemoryReturned(t *testing.T) {
 // peer closed apart, without consuming anything.
 func TestPeekSocket(t *testing.T) {
 	c, peer := tcpPair(t)
-	if got := newSocketPeeker(c).peek(); got != socketQuiet {
+	if got := NewSocketPeeker(c).Peek(); got != SocketQuiet {
 		t.Fatalf("quiet socket: %v", got)
 	}
 	if _, err := peer.Write([]byte("x")); err != nil {
 		t.Fatal(err)
 	}
-	testwait.For(t, "the byte to arrive", func() bool { return newSocketPeeker(c).peek() != socketQuiet })
-	if got := newSocketPeeker(c).peek(); got != socketUnknown {
+	testwait.For(t, "the byte to arrive", func() bool { return NewSocketPeeker(c).Peek() != SocketQuiet })
+	if got := NewSocketPeeker(c).Peek(); got != SocketUnknown {
 		t.Fatalf("socket with data: %v, want socketUnknown (look with the buffers)", got)
 	}
 	b := make([]byte, 1)
@@ -64,11 +64,11 @@ func TestPeekSocket(t *testing.T) {
 		t.Fatalf("the peeked byte was consumed: %q %v", b, err)
 	}
 	peer.Close()
-	testwait.For(t, "the close to arrive", func() bool { return newSocketPeeker(c).peek() != socketQuiet })
-	if got := newSocketPeeker(c).peek(); got != socketClosed {
+	testwait.For(t, "the close to arrive", func() bool { return NewSocketPeeker(c).Peek() != SocketQuiet })
+	if got := NewSocketPeeker(c).Peek(); got != SocketClosed {
 		t.Fatalf("closed socket: %v", got)
 	}
-	if got := newSocketPeeker(&net.IPConn{}).peek(); got != socketUnknown {
+	if got := NewSocketPeeker(&net.IPConn{}).Peek(); got != SocketUnknown {
 		t.Fatalf("not a TCP or Unix socket: %v", got)
 	}
 }

@@ -154,7 +154,7 @@ func killIDFloat(typ byte, v []byte) (id uint32, code uint16, msg string) {
 // killIDDigits is killID of a string or decimal: 1 to 10 digits, in
 // range.
 func killIDDigits(v []byte) (id uint32, code uint16, msg string) {
-	l, k := lenenc(v)
+	l, k := LenencUint(v)
 	if k == 0 || l > uint64(len(v)-k) {
 		return 0, mysql.ER_MALFORMED_PACKET, "Malformed communication packet"
 	}

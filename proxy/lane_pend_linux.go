@@ -47,9 +47,9 @@ func (ln *lane) drainPend(client bool) {
 	}
 	n, errno := writeFD(fd, *pend)
 	if errno != 0 && errno != unix.EAGAIN {
-		err := &ioError{leg: "backend", err: os.NewSyscallError("write", errno)}
+		err := &IOError{Leg: "backend", Err: os.NewSyscallError("write", errno)}
 		if client {
-			err.leg = "client"
+			err.Leg = "client"
 		}
 		ln.fail(err)
 		return

@@ -15,165 +15,165 @@ import (
 
 // maxPayload is the largest payload one physical packet carries; a logical
 // packet of this size or more continues in the next physical packet.
-const maxPayload = 1<<24 - 1
+const MaxPayload = 1<<24 - 1
 
 // headLen is how much of a response packet the relay keeps to classify it:
 // enough for an OK packet up to its status flags (1 + 9 + 9 + 2 + 2).
-const headLen = 32
+const HeadLen = 32
 
 // errSequence means the peer broke the protocol; the session cannot continue.
-type errSequence struct{ got, want uint8 }
+type SequenceError struct{ Got, Want uint8 }
 
-func (e errSequence) Error() string {
-	return fmt.Sprintf("packet sequence id %d, expected %d", e.got, e.want)
+func (e SequenceError) Error() string {
+	return fmt.Sprintf("packet sequence id %d, expected %d", e.Got, e.Want)
 }
 
 // leg is one side of a session (client or backend): its own buffered
 // reader/writer and its own sequence id, as the protocol requires.
-type leg struct {
-	conn net.Conn
-	rw   io.ReadWriter // what the buffers use: conn, or a rawIO over it
-	r    *bufio.Reader
-	w    *bufio.Writer
-	seq  uint8
-	name string    // "client" or "backend", for errors
-	comp *compConn // non-nil once the leg speaks the compressed protocol
+type Leg struct {
+	Conn net.Conn
+	RW   io.ReadWriter // what the buffers use: conn, or a rawIO over it
+	R    *bufio.Reader
+	W    *bufio.Writer
+	Seq  uint8
+	Name string    // "client" or "backend", for errors
+	Comp *CompConn // non-nil once the leg speaks the compressed protocol
 	// noHold: the next flushForResponse writes at once (Session.unpark).
-	noHold bool
+	NoHold bool
 }
 
 // grow gives a logged-in leg its full-size buffers (the handshake used
 // small ones); bytes already buffered are kept.
-func (l *leg) grow(rsize, wsize int) {
-	if l.r.Buffered() == 0 {
-		l.r = bufio.NewReaderSize(l.rw, rsize)
+func (l *Leg) Grow(rsize, wsize int) {
+	if l.R.Buffered() == 0 {
+		l.R = bufio.NewReaderSize(l.RW, rsize)
 	}
-	if l.w.Buffered() == 0 {
-		l.w = bufio.NewWriterSize(l.rw, wsize)
+	if l.W.Buffered() == 0 {
+		l.W = bufio.NewWriterSize(l.RW, wsize)
 	}
 }
 
 // peek waits until at least one byte can be read.
-func (l *leg) peek() error {
-	_, err := l.r.Peek(1)
+func (l *Leg) Peek() error {
+	_, err := l.R.Peek(1)
 	return err
 }
 
 // buffered reports bytes already read from the connection and not consumed.
-func (l *leg) buffered() int {
-	n := l.r.Buffered()
-	if l.comp != nil {
-		n += len(l.comp.plain)
+func (l *Leg) Buffered() int {
+	n := l.R.Buffered()
+	if l.Comp != nil {
+		n += len(l.Comp.plain)
 	}
 	return n
 }
 
 // dst is what the leg's writer writes to.
-func (l *leg) dst() io.Writer {
-	if l.comp != nil {
-		return l.comp
+func (l *Leg) dst() io.Writer {
+	if l.Comp != nil {
+		return l.Comp
 	}
-	return l.rw
+	return l.RW
 }
 
 // parkWriter gives an empty writer of the pool's size back to pool.
-func (l *leg) parkWriter(pool *sync.Pool, size int) {
-	if l.w != nil && l.w.Buffered() == 0 && l.w.Size() == size {
-		l.w.Reset(nil)
-		pool.Put(l.w)
-		l.w = nil
+func (l *Leg) ParkWriter(pool *sync.Pool, size int) {
+	if l.W != nil && l.W.Buffered() == 0 && l.W.Size() == size {
+		l.W.Reset(nil)
+		pool.Put(l.W)
+		l.W = nil
 	}
 }
 
 // unparkWriter gives the leg a writer from pool if it has none.
-func (l *leg) unparkWriter(pool *sync.Pool) {
-	if l.w == nil {
-		l.w = pool.Get().(*bufio.Writer)
-		l.w.Reset(l.dst())
+func (l *Leg) UnparkWriter(pool *sync.Pool) {
+	if l.W == nil {
+		l.W = pool.Get().(*bufio.Writer)
+		l.W.Reset(l.dst())
 	}
 }
 
 // parkReader gives an empty reader of the pool's size back to pool.
-func (l *leg) parkReader(pool *sync.Pool, size int) {
-	if l.r != nil && l.r.Buffered() == 0 && l.r.Size() == size && l.comp == nil {
-		l.r.Reset(nil)
-		pool.Put(l.r)
-		l.r = nil
+func (l *Leg) ParkReader(pool *sync.Pool, size int) {
+	if l.R != nil && l.R.Buffered() == 0 && l.R.Size() == size && l.Comp == nil {
+		l.R.Reset(nil)
+		pool.Put(l.R)
+		l.R = nil
 	}
 }
 
-func (l *leg) unparkReader(pool *sync.Pool) {
-	if l.r == nil {
-		l.r = pool.Get().(*bufio.Reader)
-		l.r.Reset(l.rw)
+func (l *Leg) UnparkReader(pool *sync.Pool) {
+	if l.R == nil {
+		l.R = pool.Get().(*bufio.Reader)
+		l.R.Reset(l.RW)
 	}
 }
 
-func newLeg(name string, c net.Conn, rsize, wsize int) *leg {
-	rw := legIO(c)
-	return &leg{conn: c, rw: rw, r: bufio.NewReaderSize(rw, rsize), w: bufio.NewWriterSize(rw, wsize), name: name}
+func NewLeg(name string, c net.Conn, rsize, wsize int) *Leg {
+	rw := LegIO(c)
+	return &Leg{Conn: c, RW: rw, R: bufio.NewReaderSize(rw, rsize), W: bufio.NewWriterSize(rw, wsize), Name: name}
 }
 
 // ioError marks an I/O failure on one leg. Any ioError ends the session.
-type ioError struct {
-	leg string
-	err error
+type IOError struct {
+	Leg string
+	Err error
 }
 
-func (e *ioError) Error() string { return e.leg + ": " + e.err.Error() }
-func (e *ioError) Unwrap() error { return e.err }
+func (e *IOError) Error() string { return e.Leg + ": " + e.Err.Error() }
+func (e *IOError) Unwrap() error { return e.Err }
 
-func (l *leg) fail(err error) error {
-	var ie *ioError
+func (l *Leg) Fail(err error) error {
+	var ie *IOError
 	if errors.As(err, &ie) {
 		return err
 	}
-	return &ioError{leg: l.name, err: err}
+	return &IOError{Leg: l.Name, Err: err}
 }
 
 // readHeader reads one physical packet header and checks its sequence id.
-func (l *leg) readHeader() (int, error) {
-	h, err := l.r.Peek(4)
+func (l *Leg) ReadHeader() (int, error) {
+	h, err := l.R.Peek(4)
 	if err != nil {
 		if len(h) > 0 && errors.Is(err, io.EOF) {
 			err = fmt.Errorf("truncated packet header (%d bytes): %w", len(h), io.ErrUnexpectedEOF)
 		}
-		return 0, l.fail(err)
+		return 0, l.Fail(err)
 	}
 	n := int(h[0]) | int(h[1])<<8 | int(h[2])<<16
 	seq := h[3]
-	_, _ = l.r.Discard(4)
-	if l.comp != nil && l.comp.asClient {
+	_, _ = l.R.Discard(4)
+	if l.Comp != nil && l.Comp.asClient {
 		// A compressing server numbers the packets inside its frames
 		// on from the frame sequence (MariaDB: 3 after a command sent
 		// in 3 frames); clients take what comes.
-		l.seq = seq
+		l.Seq = seq
 	}
-	if seq != l.seq {
-		return 0, l.fail(errSequence{got: seq, want: l.seq})
+	if seq != l.Seq {
+		return 0, l.Fail(SequenceError{Got: seq, Want: l.Seq})
 	}
-	l.seq++
+	l.Seq++
 	return n, nil
 }
 
 // readPacket reads one logical packet (physical packets merged) into dst's
 // storage. limit bounds the total size.
-func (l *leg) readPacket(dst []byte, limit int) ([]byte, error) {
+func (l *Leg) ReadPacket(dst []byte, limit int) ([]byte, error) {
 	dst = dst[:0]
 	for {
-		n, err := l.readHeader()
+		n, err := l.ReadHeader()
 		if err != nil {
 			return dst, err
 		}
 		if len(dst)+n > limit {
-			return dst, l.fail(fmt.Errorf("packet larger than %d bytes", limit))
+			return dst, l.Fail(fmt.Errorf("packet larger than %d bytes", limit))
 		}
 		start := len(dst)
 		dst = slices.Grow(dst, n)[:start+n]
-		if _, err := io.ReadFull(l.r, dst[start:]); err != nil {
-			return dst, l.fail(err)
+		if _, err := io.ReadFull(l.R, dst[start:]); err != nil {
+			return dst, l.Fail(err)
 		}
-		if n < maxPayload {
+		if n < MaxPayload {
 			return dst, nil
 		}
 	}
@@ -181,7 +181,7 @@ func (l *leg) readPacket(dst []byte, limit int) ([]byte, error) {
 
 // writeHeader writes a packet header byte by byte: a [4]byte passed to
 // Write escapes to the heap, which cost one allocation per relayed row.
-func writeHeader(w *bufio.Writer, n int, seq uint8) error {
+func WriteHeader(w *bufio.Writer, n int, seq uint8) error {
 	w.WriteByte(byte(n))
 	w.WriteByte(byte(n >> 8))
 	w.WriteByte(byte(n >> 16))
@@ -189,30 +189,30 @@ func writeHeader(w *bufio.Writer, n int, seq uint8) error {
 }
 
 // writePacket frames p (split at 16 MB) with this leg's sequence ids.
-func (l *leg) writePacket(p []byte) error {
+func (l *Leg) WritePacket(p []byte) error {
 	for {
-		n := min(len(p), maxPayload)
-		if err := writeHeader(l.w, n, l.seq); err != nil {
-			return l.fail(err)
+		n := min(len(p), MaxPayload)
+		if err := WriteHeader(l.W, n, l.Seq); err != nil {
+			return l.Fail(err)
 		}
-		l.seq++
-		if _, err := l.w.Write(p[:n]); err != nil {
-			return l.fail(err)
+		l.Seq++
+		if _, err := l.W.Write(p[:n]); err != nil {
+			return l.Fail(err)
 		}
 		p = p[n:]
-		if n < maxPayload {
+		if n < MaxPayload {
 			return nil
 		}
 	}
 }
 
 // writeCommand sends a command packet with sequence id 0 (not flushed).
-func (l *leg) writeCommand(p []byte) error {
-	l.seq = 0
-	if l.comp != nil {
-		l.comp.newCommand()
+func (l *Leg) WriteCommand(p []byte) error {
+	l.Seq = 0
+	if l.Comp != nil {
+		l.Comp.NewCommand()
 	}
-	return l.writePacket(p)
+	return l.WritePacket(p)
 }
 
 // flushForResponse flushes a command whose response the caller reads next.
@@ -223,39 +223,39 @@ func (l *leg) writeCommand(p []byte) error {
 // session was idle: the wait sees only bytes that arrive after the
 // command, so something the backend sent unasked before it would go
 // unread until the response (or the connection's end) came.
-func (l *leg) flushForResponse() error {
-	ri, ok := l.rw.(*rawIO)
-	if !ok || !holdOn || l.noHold || l.comp != nil || l.r == nil || l.r.Buffered() > 0 {
-		l.noHold = false
-		return l.flush()
+func (l *Leg) FlushForResponse() error {
+	ri, ok := l.RW.(*RawIO)
+	if !ok || !holdOn || l.NoHold || l.Comp != nil || l.R == nil || l.R.Buffered() > 0 {
+		l.NoHold = false
+		return l.Flush()
 	}
 	ri.holdNext = true
-	err := l.flush()
+	err := l.Flush()
 	ri.holdNext = false // the writer may have had nothing left to write
 	return err
 }
 
-func (l *leg) flush() error {
-	if err := l.w.Flush(); err != nil {
-		return l.fail(err)
+func (l *Leg) Flush() error {
+	if err := l.W.Flush(); err != nil {
+		return l.Fail(err)
 	}
 	return nil
 }
 
 // copyTo streams n payload bytes from l to dst without holding them.
-func (l *leg) copyTo(dst *leg, n int) error {
+func (l *Leg) CopyTo(dst *Leg, n int) error {
 	for n > 0 {
-		k := min(n, l.r.Size())
-		b, err := l.r.Peek(k)
+		k := min(n, l.R.Size())
+		b, err := l.R.Peek(k)
 		if len(b) > 0 {
-			if _, werr := dst.w.Write(b); werr != nil {
-				return dst.fail(werr)
+			if _, werr := dst.W.Write(b); werr != nil {
+				return dst.Fail(werr)
 			}
-			_, _ = l.r.Discard(len(b))
+			_, _ = l.R.Discard(len(b))
 			n -= len(b)
 		}
 		if err != nil && n > 0 {
-			return l.fail(err)
+			return l.Fail(err)
 		}
 	}
 	return nil
@@ -263,12 +263,12 @@ func (l *leg) copyTo(dst *leg, n int) error {
 
 // Packet classification helpers. An EOF packet is 0xFE with fewer than 9
 // bytes: a row starting with a 0xFE length prefix is always longer.
-func isEOF(head []byte, n int) bool { return n < 9 && len(head) > 0 && head[0] == 0xFE }
-func isOK(head []byte, n int) bool  { return n >= 7 && len(head) > 0 && head[0] == 0x00 }
-func isErr(head []byte) bool        { return len(head) > 0 && head[0] == 0xFF }
+func IsEOF(head []byte, n int) bool { return n < 9 && len(head) > 0 && head[0] == 0xFE }
+func IsOK(head []byte, n int) bool  { return n >= 7 && len(head) > 0 && head[0] == 0x00 }
+func IsErr(head []byte) bool        { return len(head) > 0 && head[0] == 0xFF }
 
 // eofStatus returns the status flags of an EOF packet.
-func eofStatus(head []byte) uint16 {
+func EOFStatus(head []byte) uint16 {
 	if len(head) < 5 {
 		return 0
 	}
@@ -276,14 +276,14 @@ func eofStatus(head []byte) uint16 {
 }
 
 // okInfo decodes an OK packet's affected rows, insert id, status and warnings.
-func okInfo(p []byte) (affected, insertID uint64, status, warnings uint16) {
+func OKInfo(p []byte) (affected, insertID uint64, status, warnings uint16) {
 	pos := 1
 	var n int
-	if affected, n = lenenc(p[pos:]); n == 0 {
+	if affected, n = LenencUint(p[pos:]); n == 0 {
 		return
 	}
 	pos += n
-	if insertID, n = lenenc(p[pos:]); n == 0 {
+	if insertID, n = LenencUint(p[pos:]); n == 0 {
 		return
 	}
 	pos += n
@@ -297,7 +297,7 @@ func okInfo(p []byte) (affected, insertID uint64, status, warnings uint16) {
 }
 
 // parseErr decodes an ERR packet into go-mysql's error type.
-func parseErr(p []byte) *mysql.MyError {
+func ParseErr(p []byte) *mysql.MyError {
 	e := &mysql.MyError{State: "HY000"}
 	if len(p) < 3 {
 		e.Code = mysql.ER_UNKNOWN_ERROR
@@ -315,7 +315,7 @@ func parseErr(p []byte) *mysql.MyError {
 }
 
 // errPacket builds an ERR packet payload.
-func errPacket(code uint16, state, msg string) []byte {
+func ErrPacket(code uint16, state, msg string) []byte {
 	if len(state) != 5 {
 		state = "HY000"
 	}
@@ -326,7 +326,7 @@ func errPacket(code uint16, state, msg string) []byte {
 }
 
 // okPacket builds an OK packet payload.
-func okPacket(affected, insertID uint64, status, warnings uint16) []byte {
+func OKPacket(affected, insertID uint64, status, warnings uint16) []byte {
 	p := make([]byte, 0, 24)
 	p = append(p, 0x00)
 	p = mysql.AppendLengthEncodedInteger(p, affected)
@@ -335,7 +335,7 @@ func okPacket(affected, insertID uint64, status, warnings uint16) []byte {
 }
 
 // lenenc decodes a length-encoded integer; n == 0 means b is too short.
-func lenenc(b []byte) (v uint64, n int) {
+func LenencUint(b []byte) (v uint64, n int) {
 	v, _, n = Lenenc(b)
 	return v, n
 }
@@ -369,45 +369,45 @@ func Lenenc(b []byte) (v uint64, isNull bool, n int) {
 
 // peekPacketLen returns the length of the next physical packet without
 // consuming it.
-func (l *leg) peekPacketLen() (int, error) {
-	h, err := l.r.Peek(4)
+func (l *Leg) PeekPacketLen() (int, error) {
+	h, err := l.R.Peek(4)
 	if err != nil {
-		return 0, l.fail(err)
+		return 0, l.Fail(err)
 	}
 	return int(h[0]) | int(h[1])<<8 | int(h[2])<<16, nil
 }
 
 // readPacketPiece appends one physical packet's payload to dst.
-func (l *leg) readPacketPiece(dst []byte) ([]byte, error) {
-	n, err := l.readHeader()
+func (l *Leg) ReadPacketPiece(dst []byte) ([]byte, error) {
+	n, err := l.ReadHeader()
 	if err != nil {
 		return dst, err
 	}
 	start := len(dst)
 	dst = slices.Grow(dst, n)[:start+n]
-	if _, err := io.ReadFull(l.r, dst[start:]); err != nil {
-		return dst, l.fail(err)
+	if _, err := io.ReadFull(l.R, dst[start:]); err != nil {
+		return dst, l.Fail(err)
 	}
 	return dst, nil
 }
 
 // discardPacketPiece reads one physical packet and drops its payload.
-func (l *leg) discardPacketPiece() error {
-	n, err := l.readHeader()
+func (l *Leg) DiscardPacketPiece() error {
+	n, err := l.ReadHeader()
 	if err != nil {
 		return err
 	}
-	if _, err := l.r.Discard(n); err != nil {
-		return l.fail(err)
+	if _, err := l.R.Discard(n); err != nil {
+		return l.Fail(err)
 	}
 	return nil
 }
 
 // bufferedConn reads through r (bytes already buffered from Conn) first; a
 // TLS upgrade wraps it so no byte read ahead is lost.
-type bufferedConn struct {
+type BufferedConn struct {
 	net.Conn
-	r *bufio.Reader
+	R *bufio.Reader
 }
 
-func (b *bufferedConn) Read(p []byte) (int, error) { return b.r.Read(p) }
+func (b *BufferedConn) Read(p []byte) (int, error) { return b.R.Read(p) }

@@ -22,17 +22,17 @@ func (s blocking) RelayQueryWriter(n int, src io.WriterTo) error {
 		return s.fatal
 	}
 	l := s.b
-	l.seq = 0
-	if l.comp != nil {
-		l.comp.newCommand()
+	l.Seq = 0
+	if l.Comp != nil {
+		l.Comp.NewCommand()
 	}
-	f := commandWriter{l: l, left: 1 + n}
+	f := NewCommandWriter(l, 1+n)
 	err := f.WriteByte(mysql.COM_QUERY)
 	if err == nil {
 		_, err = src.WriteTo(&f)
 	}
 	if err == nil {
-		err = f.close()
+		err = f.Close()
 	}
 	if err != nil {
 		return s.setFatal(err)
@@ -42,5 +42,5 @@ func (s blocking) RelayQueryWriter(n int, src io.WriterTo) error {
 	if err != nil {
 		return err
 	}
-	return s.setFatal(s.c.flush())
+	return s.setFatal(s.c.Flush())
 }

@@ -81,7 +81,7 @@ func (c ColumnType) want() valueKind { return [...]valueKind{0, vInt, vInt, vStr
 // checkRows says what is wrong with a result set of cols and rows: a
 // column without a type, a row of another width, a value that does not
 // match its column's type (a caller bug).
-func checkRows(cols []Column, rows [][]Value) error {
+func CheckRows(cols []Column, rows [][]Value) error {
 	for _, c := range cols {
 		if c.Type < TypeBigint || c.Type > TypeDatetime3 {
 			return fmt.Errorf("proxy: result column %q has no type", c.Name)
@@ -102,30 +102,30 @@ func checkRows(cols []Column, rows [][]Value) error {
 
 // appendTypedColumnDef appends the column definition MariaDB would send
 // for a column of c's type.
-func appendTypedColumnDef(p []byte, c Column, ext bool) []byte {
+func AppendTypedColumnDef(p []byte, c Column, ext bool) []byte {
 	switch c.Type {
 	case TypeBigint:
-		return appendColumnDefDec(p, c.Name, ext, 63, 20, mysql.MYSQL_TYPE_LONGLONG, mysql.BINARY_FLAG|mysql.NUM_FLAG, 0)
+		return AppendColumnDefDec(p, c.Name, ext, 63, 20, mysql.MYSQL_TYPE_LONGLONG, mysql.BINARY_FLAG|mysql.NUM_FLAG, 0)
 	case TypeInt:
-		return appendColumnDefDec(p, c.Name, ext, 63, 1, mysql.MYSQL_TYPE_LONG, mysql.BINARY_FLAG|mysql.NUM_FLAG, 0)
+		return AppendColumnDefDec(p, c.Name, ext, 63, 1, mysql.MYSQL_TYPE_LONG, mysql.BINARY_FLAG|mysql.NUM_FLAG, 0)
 	case TypeDatetime3:
 		// 'YYYY-MM-DD HH:MM:SS.fff': 23 characters, 3 decimals.
-		return appendColumnDefDec(p, c.Name, ext, 63, 23, mysql.MYSQL_TYPE_DATETIME, mysql.BINARY_FLAG, 3)
+		return AppendColumnDefDec(p, c.Name, ext, 63, 23, mysql.MYSQL_TYPE_DATETIME, mysql.BINARY_FLAG, 3)
 	}
 	// utf8mb4_general_ci, as WriteTextResultSet's columns.
-	return appendColumnDefDec(p, c.Name, ext, 45, 1024, mysql.MYSQL_TYPE_VAR_STRING, 0, 0)
+	return AppendColumnDefDec(p, c.Name, ext, 45, 1024, mysql.MYSQL_TYPE_VAR_STRING, 0, 0)
 }
 
 // appendColumnDefDec is appendColumnDef with a decimals byte.
-func appendColumnDefDec(p []byte, name string, ext bool, charset uint16, length uint32, typ byte, flags uint16, decimals byte) []byte {
-	p = appendColumnDef(p, name, ext, charset, length, typ, flags)
+func AppendColumnDefDec(p []byte, name string, ext bool, charset uint16, length uint32, typ byte, flags uint16, decimals byte) []byte {
+	p = AppendColumnDef(p, name, ext, charset, length, typ, flags)
 	p[len(p)-3] = decimals // the fixed part ends: decimals, 2 bytes filler
 	return p
 }
 
 // appendTextRow appends a text-protocol row: each value a length-encoded
 // string, NULL as 0xFB.
-func appendTextRow(p []byte, cols []Column, row []Value) []byte {
+func AppendTextRow(p []byte, cols []Column, row []Value) []byte {
 	for i, v := range row {
 		if v.kind == vNull {
 			p = append(p, 0xFB)
@@ -182,7 +182,7 @@ func appendDatetime3(p []byte, t time.Time) []byte {
 
 // appendBinaryRow appends a binary-protocol row: header 0x00, the NULL
 // bitmap (offset 2), then each non-NULL value in its type's binary form.
-func appendBinaryRow(p []byte, cols []Column, row []Value) []byte {
+func AppendBinaryRow(p []byte, cols []Column, row []Value) []byte {
 	p = append(p, 0x00)
 	start := len(p)
 	for range (len(cols) + 7 + 2) / 8 {
@@ -222,7 +222,7 @@ func appendBinaryDatetime(p []byte, t time.Time) []byte {
 
 // appendColumnDef appends a Protocol::ColumnDefinition41 (with MariaDB's
 // extended metadata field, empty, when negotiated).
-func appendColumnDef(p []byte, name string, extTypeInfo bool, charset uint16, length uint32, typ byte, flags uint16) []byte {
+func AppendColumnDef(p []byte, name string, extTypeInfo bool, charset uint16, length uint32, typ byte, flags uint16) []byte {
 	lstr := func(v string) {
 		p = mysql.AppendLengthEncodedInteger(p, uint64(len(v)))
 		p = append(p, v...)

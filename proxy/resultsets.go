@@ -9,14 +9,14 @@ import (
 // WriteOK answers the client's command with an OK packet carrying the
 // backend's last status flags.
 func (s *Session) WriteOK(affected, insertID uint64, warnings uint16) error {
-	p := okPacket(affected, insertID, s.status, warnings)
+	p := OKPacket(affected, insertID, s.status, warnings)
 	if s.caps&mysql.CLIENT_SESSION_TRACK != 0 {
 		p = append(p, 0) // empty info string, length-encoded as session tracking wants
 	}
-	if err := s.c.writePacket(p); err != nil {
+	if err := s.c.WritePacket(p); err != nil {
 		return s.setFatal(err)
 	}
-	return s.setFatal(s.c.flush())
+	return s.setFatal(s.c.Flush())
 }
 
 // WriteError answers the client's command with an ERR packet; the session
@@ -45,7 +45,7 @@ func (s *Session) WriteBinaryResultSet(cols []string, rows [][]*int64) error {
 // allocation.
 func (s *Session) writeOut(p []byte) error {
 	s.out = p[:0]
-	if err := s.c.writePacket(p); err != nil {
+	if err := s.c.WritePacket(p); err != nil {
 		return s.setFatal(err)
 	}
 	return nil
@@ -58,7 +58,7 @@ func (s *Session) writeResultHead(n int, def func(p []byte, i int, ext bool) []b
 	if err := s.writeOut(mysql.AppendLengthEncodedInteger(s.out[:0], uint64(n))); err != nil {
 		return err
 	}
-	ext := s.extCaps&mariadbExtTypeInfo != 0
+	ext := s.extCaps&MariaDBExtTypeInfo != 0
 	for i := range n {
 		if err := s.writeOut(def(s.out[:0], i, ext)); err != nil {
 			return err
@@ -73,7 +73,7 @@ func (s *Session) writeResultEnd() error {
 		return err
 	}
 	s.trimOut()
-	return s.setFatal(s.c.flush())
+	return s.setFatal(s.c.Flush())
 }
 
 func (s *Session) writeInt64Result(cols []string, rows [][]*int64, binaryRows bool) error {
@@ -123,7 +123,7 @@ func (s *Session) writeInt64Result(cols []string, rows [][]*int64, binaryRows bo
 // (utf8mb4) columns, nil = NULL: for the proxy's own SHOW statements.
 func (s *Session) WriteTextResultSet(cols []string, rows [][]*string) error {
 	w := func(p []byte) error {
-		if err := s.c.writePacket(p); err != nil {
+		if err := s.c.WritePacket(p); err != nil {
 			return s.setFatal(err)
 		}
 		return nil
@@ -133,7 +133,7 @@ func (s *Session) WriteTextResultSet(cols []string, rows [][]*string) error {
 		return err
 	}
 	for _, c := range cols {
-		if err := w(appendColumnDef(nil, c, s.extCaps&mariadbExtTypeInfo != 0,
+		if err := w(AppendColumnDef(nil, c, s.extCaps&MariaDBExtTypeInfo != 0,
 			45, 1024, mysql.MYSQL_TYPE_VAR_STRING, 0)); err != nil {
 			return err
 		}
@@ -158,7 +158,7 @@ func (s *Session) WriteTextResultSet(cols []string, rows [][]*string) error {
 	if err := w(appendEOF(nil, s.status)); err != nil {
 		return err
 	}
-	return s.setFatal(s.c.flush())
+	return s.setFatal(s.c.Flush())
 }
 
 func appendEOF(p []byte, status uint16) []byte {
@@ -171,5 +171,5 @@ func appendEOF(p []byte, status uint16) []byte {
 // fixed fields.
 func appendBigintColumnDef(p []byte, name string, extTypeInfo bool) []byte {
 	// charset 63 (binary), display length 20, BINARY_FLAG, no decimals.
-	return appendColumnDef(p, name, extTypeInfo, 63, 20, mysql.MYSQL_TYPE_LONGLONG, mysql.BINARY_FLAG)
+	return AppendColumnDef(p, name, extTypeInfo, 63, 20, mysql.MYSQL_TYPE_LONGLONG, mysql.BINARY_FLAG)
 }

@@ -17,20 +17,20 @@ func (s *Session) WriteBinaryRows(cols []Column, rows [][]Value) error {
 }
 
 func (s *Session) writeRows(cols []Column, rows [][]Value, binaryRows bool) error {
-	if err := checkRows(cols, rows); err != nil {
+	if err := CheckRows(cols, rows); err != nil {
 		return err
 	}
 	if err := s.writeResultHead(len(cols), func(p []byte, i int, ext bool) []byte {
-		return appendTypedColumnDef(p, cols[i], ext)
+		return AppendTypedColumnDef(p, cols[i], ext)
 	}); err != nil {
 		return err
 	}
 	for _, row := range rows {
 		var p []byte
 		if binaryRows {
-			p = appendBinaryRow(s.out[:0], cols, row)
+			p = AppendBinaryRow(s.out[:0], cols, row)
 		} else {
-			p = appendTextRow(s.out[:0], cols, row)
+			p = AppendTextRow(s.out[:0], cols, row)
 		}
 		if err := s.writeOut(p); err != nil {
 			return err

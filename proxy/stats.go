@@ -166,7 +166,7 @@ func (srv *Server) countErr(code uint16) {
 
 // refuseLogin answers a connection that does not become a session with
 // e, counted.
-func (srv *Server) refuseLogin(c *leg, e *loginError) {
+func (srv *Server) refuseLogin(c *Leg, e *loginError) {
 	if !srv.noStats {
 		srv.countErr(e.code)
 	}
