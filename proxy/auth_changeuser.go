@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // maxChangeUserFailures is how many failed COM_CHANGE_USER a connection
@@ -159,7 +161,7 @@ func (s *Session) relayChangeUser(ctx context.Context, cu *changeUserReq) error 
 	pkt = binary.LittleEndian.AppendUint16(pkt, charset)
 	pkt = append(append(pkt, plugin...), 0)
 	if g := s.srv.backendHello.Load(); g == nil || g.Caps&mysql.CLIENT_CONNECT_ATTRS != 0 {
-		a := AttrsWith(attrs, "_proxy", "leafproxy")
+		a := wire.AttrsWith(attrs, "_proxy", "leafproxy")
 		pkt = mysql.AppendLengthEncodedInteger(pkt, uint64(len(a)))
 		pkt = append(pkt, a...)
 	}
@@ -189,7 +191,7 @@ func (s *Session) relayChangeUser(ctx context.Context, cu *changeUserReq) error 
 	if err != nil {
 		return s.setFatal(err)
 	}
-	if _, _, st, _ := OKInfo(ok); len(ok) >= 7 {
+	if _, _, st, _ := wire.OKInfo(ok); len(ok) >= 7 {
 		s.setStatus(st)
 	}
 	admin := false

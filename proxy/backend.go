@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // backendLogin is what a session asks of its backend connection: whose
@@ -29,9 +31,9 @@ type backendLogin struct {
 
 // backendConn is a logged-in backend connection.
 type backendConn struct {
-	conn     net.Conn  // the TLS connection when backend.tls is on
-	hello    *Greeting // the backend's own greeting (thread id, capabilities)
-	ok       []byte    // the backend's final OK packet after authentication
+	conn     net.Conn       // the TLS connection when backend.tls is on
+	hello    *wire.Greeting // the backend's own greeting (thread id, capabilities)
+	ok       []byte         // the backend's final OK packet after authentication
 	threadID uint32
 	// compressed: the connection speaks the compressed protocol after the
 	// login OK, because the client asked for it on its own leg.
@@ -78,7 +80,7 @@ func (s *Server) connectBackend(ctx context.Context, l backendLogin) (*backendCo
 }
 
 func (s *Server) loginBackend(nc net.Conn, l backendLogin) (*backendConn, error) {
-	lg := NewLeg("backend", nc, 4<<10, 4<<10)
+	lg := wire.NewLeg("backend", nc, 4<<10, 4<<10)
 	g, err := readBackendGreeting(lg)
 	if err != nil {
 		return nil, err
@@ -87,12 +89,12 @@ func (s *Server) loginBackend(nc net.Conn, l backendLogin) (*backendConn, error)
 }
 
 // readBackendGreeting reads and checks the backend's greeting.
-func readBackendGreeting(lg *Leg) (*Greeting, error) {
+func readBackendGreeting(lg *wire.Leg) (*wire.Greeting, error) {
 	p, err := lg.ReadPacket(nil, 64<<10)
 	if err != nil {
 		return nil, err
 	}
-	g, err := ParseGreeting(p)
+	g, err := wire.ParseGreeting(p)
 	if err != nil {
 		return nil, err
 	}
@@ -105,8 +107,8 @@ func readBackendGreeting(lg *Leg) (*Greeting, error) {
 // backendResponse is the backend leg's HandshakeResponse41 for l after
 // greeting g, without auth data: the proxy's flags plus the client's
 // mirrored ones, the backend's plugin, the client's attributes marked.
-func backendResponse(g *Greeting, l backendLogin) *HandshakeResponse {
-	resp := &HandshakeResponse{
+func backendResponse(g *wire.Greeting, l backendLogin) *wire.HandshakeResponse {
+	resp := &wire.HandshakeResponse{
 		Caps:      (backendBaseCaps | l.clientCaps&mirroredCaps) & (g.Caps | mysql.CLIENT_LONG_PASSWORD),
 		MaxPacket: l.maxPacket,
 		Charset:   l.charset,
@@ -125,14 +127,14 @@ func backendResponse(g *Greeting, l backendLogin) *HandshakeResponse {
 	if l.db != "" {
 		resp.Caps |= mysql.CLIENT_CONNECT_WITH_DB
 	}
-	resp.Attrs = AttrsWith(l.attrs, "_proxy", "leafproxy")
+	resp.Attrs = wire.AttrsWith(l.attrs, "_proxy", "leafproxy")
 	return resp
 }
 
 // startBackendTLS sends the SSL request and upgrades the leg when
 // backend.tls is on (bc.conn becomes the TLS connection); otherwise it
 // returns lg as it is.
-func (s *Server) startBackendTLS(lg *Leg, bc *backendConn, g *Greeting, resp *HandshakeResponse) (*Leg, error) {
+func (s *Server) startBackendTLS(lg *wire.Leg, bc *backendConn, g *wire.Greeting, resp *wire.HandshakeResponse) (*wire.Leg, error) {
 	if s.backendTLS == nil {
 		return lg, nil
 	}
@@ -140,26 +142,26 @@ func (s *Server) startBackendTLS(lg *Leg, bc *backendConn, g *Greeting, resp *Ha
 		return nil, errors.New("backend.tls is enabled but the backend does not offer TLS")
 	}
 	resp.Caps |= mysql.CLIENT_SSL
-	if err := lg.WritePacket(AppendHandshakeResponse(nil, resp, true)); err != nil {
+	if err := lg.WritePacket(wire.AppendHandshakeResponse(nil, resp, true)); err != nil {
 		return nil, err
 	}
 	if err := lg.Flush(); err != nil {
 		return nil, err
 	}
-	tc := tls.Client(&BufferedConn{Conn: bc.conn, R: lg.R}, s.backendTLS.Clone())
+	tc := tls.Client(&wire.BufferedConn{Conn: bc.conn, R: lg.R}, s.backendTLS.Clone())
 	if err := tc.Handshake(); err != nil {
 		return nil, &backendTLSError{err}
 	}
 	bc.conn = tc
 	seq := lg.Seq
-	lg = NewLeg("backend", tc, 4<<10, 4<<10)
+	lg = wire.NewLeg("backend", tc, 4<<10, 4<<10)
 	lg.Seq = seq
 	return lg, nil
 }
 
 // finishBackendLogin answers greeting g with l's credentials and follows
 // the backend's authentication exchange to its OK.
-func (s *Server) finishBackendLogin(lg *Leg, g *Greeting, l backendLogin) (*backendConn, error) {
+func (s *Server) finishBackendLogin(lg *wire.Leg, g *wire.Greeting, l backendLogin) (*backendConn, error) {
 	resp := backendResponse(g, l)
 	bc := &backendConn{conn: lg.Conn, hello: g, threadID: g.ThreadID}
 	compressLeg(resp, bc, g, l.clientCaps)
@@ -173,7 +175,7 @@ func (s *Server) finishBackendLogin(lg *Leg, g *Greeting, l backendLogin) (*back
 		plugin, resp.Plugin = mysql.AUTH_NATIVE_PASSWORD, mysql.AUTH_NATIVE_PASSWORD
 		resp.Auth = mysql.CalcPassword(scramble, []byte(l.password))
 	}
-	if err := lg.WritePacket(AppendHandshakeResponse(nil, resp, false)); err != nil {
+	if err := lg.WritePacket(wire.AppendHandshakeResponse(nil, resp, false)); err != nil {
 		return nil, err
 	}
 	if err := lg.Flush(); err != nil {
@@ -194,7 +196,7 @@ func (s *Server) finishBackendLogin(lg *Leg, g *Greeting, l backendLogin) (*back
 			bc.ok = p
 			return bc, nil
 		case 0xFF:
-			return nil, ParseErr(p)
+			return nil, wire.ParseErr(p)
 		case 0xFE: // auth switch: plugin name, then the new scramble
 			rest := p[1:]
 			i := indexNul(rest)
@@ -296,7 +298,7 @@ func trimNul(b []byte) []byte {
 // client asked for it on its own (clientCaps) and the backend offers it, so
 // that the server's session says what the client asked for (SHOW STATUS
 // LIKE 'Compression'). The leg switches after the login OK (setBackend).
-func compressLeg(resp *HandshakeResponse, bc *backendConn, g *Greeting, clientCaps uint32) {
+func compressLeg(resp *wire.HandshakeResponse, bc *backendConn, g *wire.Greeting, clientCaps uint32) {
 	if clientCaps&mysql.CLIENT_COMPRESS != 0 && g.Caps&mysql.CLIENT_COMPRESS != 0 {
 		resp.Caps |= mysql.CLIENT_COMPRESS
 		bc.compressed = true

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // RelayQuery sends sql as a COM_QUERY to the backend and streams the
@@ -134,7 +136,7 @@ func (s *Session) RelayExecuteAfter(pre, pkt []byte) error {
 		}
 		s.log.Error("statement prepared by the proxy ran without its generated values; closing the session", "err", perr)
 		s.countErr(mysql.ER_UNKNOWN_ERROR)
-		_ = s.c.WritePacket(ErrPacket(mysql.ER_UNKNOWN_ERROR, "HY000",
+		_ = s.c.WritePacket(wire.ErrPacket(mysql.ER_UNKNOWN_ERROR, "HY000",
 			"leafproxy: could not set the generated IDs before EXECUTE ("+perr.Error()+"); the statement may have run with stale values; closing the connection"))
 		_ = s.c.Flush()
 		return s.setFatal(errQuit)

@@ -1,6 +1,10 @@
 package proxy
 
-import "github.com/go-mysql-org/go-mysql/mysql"
+import (
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
+)
 
 // What the proxy honours on both legs. A capability the backend offers but
 // the relay cannot carry is not advertised to clients (see doc.go):
@@ -18,7 +22,7 @@ const (
 		mysql.CLIENT_PS_MULTI_RESULTS | mysql.CLIENT_PLUGIN_AUTH | mysql.CLIENT_CONNECT_ATTRS |
 		mysql.CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA | mysql.CLIENT_SESSION_TRACK |
 		mysql.CLIENT_CAN_HANDLE_EXPIRED_PASSWORDS
-	proxyExtCaps = MariaDBStmtBulk | MariaDBExtTypeInfo
+	proxyExtCaps = wire.MariaDBStmtBulk | wire.MariaDBExtTypeInfo
 
 	// Flags the client chooses and the backend session must share, so both
 	// legs frame and count alike. SSL and COMPRESS are per leg and

@@ -13,6 +13,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/internal/errstyle"
 	"github.com/leafproxy/leafproxy/internal/sqltext"
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // COM_STMT_BULK_EXECUTE is MariaDB's array-binding execute (Connector/J's
@@ -144,7 +145,7 @@ func (s *Session) comExecute(ctx context.Context, pkt []byte) error {
 // that did not negotiate it, refused for a prepared KILL, else the
 // interceptor's, then the backend's.
 func (s *Session) comBulkExecute(ctx context.Context, pkt []byte) error {
-	if s.extCaps&MariaDBStmtBulk == 0 {
+	if s.extCaps&wire.MariaDBStmtBulk == 0 {
 		return s.writeErrFlush(mysql.ER_UNKNOWN_COM_ERROR, "08S01", "Unknown command")
 	}
 	if d := s.decideKill(pkt, sqltext.Class{}); d.way != killNone {
@@ -290,7 +291,7 @@ func errorFields(err error) (uint16, string, string) {
 
 func (s *Session) writeErrFlush(code uint16, state, msg string) error {
 	s.countErr(code)
-	if err := s.c.WritePacket(ErrPacket(code, state, msg)); err != nil {
+	if err := s.c.WritePacket(wire.ErrPacket(code, state, msg)); err != nil {
 		return s.setFatal(err)
 	}
 	return s.setFatal(s.c.Flush())
@@ -317,7 +318,7 @@ func parseChangeUser(p []byte, caps uint32) (*changeUserReq, error) {
 	cstr := func() (string, error) {
 		i := indexNul(p)
 		if i == len(p) {
-			return "", ErrShortHandshake
+			return "", wire.ErrShortHandshake
 		}
 		v := string(p[:i])
 		p = p[i+1:]
@@ -329,7 +330,7 @@ func parseChangeUser(p []byte, caps uint32) (*changeUserReq, error) {
 	}
 	if caps&mysql.CLIENT_SECURE_CONNECTION != 0 {
 		if len(p) < 1 || int(p[0]) > len(p)-1 {
-			return nil, ErrShortHandshake
+			return nil, wire.ErrShortHandshake
 		}
 		r.auth = append([]byte(nil), p[1:1+int(p[0])]...)
 		p = p[1+int(p[0]):]
@@ -353,9 +354,9 @@ func parseChangeUser(p []byte, caps uint32) (*changeUserReq, error) {
 		}
 	}
 	if caps&mysql.CLIENT_CONNECT_ATTRS != 0 && len(p) > 0 {
-		n, k := LenencUint(p)
+		n, k := wire.LenencUint(p)
 		if k == 0 || n > uint64(len(p)-k) {
-			return nil, ErrShortHandshake
+			return nil, wire.ErrShortHandshake
 		}
 		r.attrs = append([]byte(nil), p[k:k+int(n)]...)
 	}
@@ -379,7 +380,7 @@ func (s *Session) readCommand() ([]byte, error) {
 	// and more are read one at a time across the server: several of them
 	// holding part of the budget while each waits for more would starve
 	// one another (hold and wait) although each fits alone.
-	multi := n == MaxPayload
+	multi := n == wire.MaxPayload
 	if multi {
 		ctx, cancel := context.WithTimeout(s.ctx, s.srv.mem.wait)
 		err := s.srv.mem.acquireLarge(ctx)
@@ -452,7 +453,7 @@ func (s *Session) readCommand() ([]byte, error) {
 			return nil, err
 		}
 		buf = piece
-		if n < MaxPayload {
+		if n < wire.MaxPayload {
 			s.heldMem = held
 			s.releaseLarge()
 			return buf, nil
@@ -483,7 +484,7 @@ func (s *Session) refuseOverBudget(got int) error {
 		if err != nil {
 			return err
 		}
-		if n < MaxPayload {
+		if n < wire.MaxPayload {
 			break
 		}
 	}

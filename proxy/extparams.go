@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // Statements with parameters the client does not know about: an
@@ -59,14 +61,14 @@ func (s blocking) RelayPrepareHidden(sql []byte, hidden []int, want int) (Prepar
 	if err != nil {
 		return PrepareResult{}, s.setFatal(err)
 	}
-	if IsErr(p) {
+	if wire.IsErr(p) {
 		s.lastPrepOK = false
 		if err := s.c.WritePacket(p); err != nil {
 			return PrepareResult{}, s.setFatal(err)
 		}
 		return PrepareResult{}, s.setFatal(s.c.Flush())
 	}
-	if !IsOK(p, len(p)) || len(p) < 9 {
+	if !wire.IsOK(p, len(p)) || len(p) < 9 {
 		return PrepareResult{}, s.setFatal(protocolError("bad prepare response"))
 	}
 	pr := PrepareResult{

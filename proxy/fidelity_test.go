@@ -18,6 +18,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
 	"github.com/leafproxy/leafproxy/internal/testkit/testwait"
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // The proxy's greeting is the backend's: same version, status flags
@@ -276,7 +277,7 @@ func TestSessionTrack(t *testing.T) {
 		t.Fatalf("login: %x", p)
 	}
 	p := c.query("SET NAMES koi8r")[0]
-	_, _, st, _ := OKInfo(p)
+	_, _, st, _ := wire.OKInfo(p)
 	if st&gomysql.SERVER_SESSION_STATE_CHANGED == 0 || !bytes.Contains(p, []byte("koi8r")) {
 		t.Fatalf("OK after SET NAMES koi8r: %x (status 0x%04x), want session state naming koi8r", p, st)
 	}
@@ -289,10 +290,10 @@ func TestExtendedTypeInfo(t *testing.T) {
 	sharedDB(t).Exec(t, "DROP TABLE IF EXISTS extdb.j", "CREATE TABLE extdb.j (d JSON)", `INSERT INTO extdb.j VALUES ('{"a":1}')`)
 	e := startProxy(t, sharedDB(t).Addr, nil, WithInterceptor(answer42{}))
 	c := dialRaw(t, e.addr)
-	if c.hello.ExtCaps&MariaDBExtTypeInfo == 0 {
+	if c.hello.ExtCaps&wire.MariaDBExtTypeInfo == 0 {
 		t.Skip("backend does not offer extended type info")
 	}
-	if p := c.login("app", "secret", "extdb", 0, MariaDBExtTypeInfo); p[0] != 0 {
+	if p := c.login("app", "secret", "extdb", 0, wire.MariaDBExtTypeInfo); p[0] != 0 {
 		t.Fatalf("login: %x", p)
 	}
 	r := c.query("SELECT d FROM j")
@@ -303,7 +304,7 @@ func TestExtendedTypeInfo(t *testing.T) {
 	def := r[1]
 	pos := 0
 	for range 7 { // six names, then the extended metadata
-		n, k := LenencUint(def[pos:])
+		n, k := wire.LenencUint(def[pos:])
 		pos += k + int(n)
 	}
 	if pos >= len(def) || def[pos] != 0x0c {

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/leafproxy/leafproxy/internal/sqltext"
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // What a loop hands back to a session's goroutine (handBack.kind).
@@ -311,7 +312,7 @@ func (s *Session) leaveLoop(m *handBack) error {
 	s.b = legOver("backend", bc, m.backendIn, backReadBuf, &backWriters)
 	s.b.Seq = m.backendSeq
 	for _, p := range []struct {
-		l    *Leg
+		l    *wire.Leg
 		pend []byte
 	}{{s.c, m.clientPending}, {s.b, m.backendPending}} {
 		if len(p.pend) == 0 {
@@ -339,8 +340,8 @@ func fdConn(fd int) (net.Conn, error) {
 
 // legOver is a leg on c whose reads return prefix first, with buffers from
 // the pools the idle sessions give theirs back to.
-func legOver(name string, c net.Conn, prefix []byte, rsize int, writers interface{ Get() any }) *Leg {
-	l := &Leg{Conn: c, RW: LegIO(c), Name: name}
+func legOver(name string, c net.Conn, prefix []byte, rsize int, writers interface{ Get() any }) *wire.Leg {
+	l := &wire.Leg{Conn: c, RW: wire.LegIO(c), Name: name}
 	if len(prefix) > 0 {
 		l.RW = &prefixRW{prefix: prefix, ReadWriter: l.RW}
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/pingcap/tidb/pkg/parser/charset"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // preAuthMaxPacket bounds every packet read before a client has
@@ -32,7 +34,7 @@ func (e *loginError) Error() string { return fmt.Sprintf("%d (%s): %s", e.code, 
 
 // clientHello is what the handshake learned about the client.
 type clientHello struct {
-	resp     *HandshakeResponse
+	resp     *wire.HandshakeResponse
 	account  Account
 	scramble []byte
 	tls      bool
@@ -55,8 +57,8 @@ func accessDenied(user string, remote net.Addr, withPassword bool) *loginError {
 // greetingFor builds the greeting a new client gets: the backend's own
 // version, capabilities (less what the proxy cannot relay), status flags and
 // charset, with the proxy's session id and a fresh scramble.
-func (s *Server) greetingFor(id uint32, hello *Greeting) *Greeting {
-	g := &Greeting{
+func (s *Server) greetingFor(id uint32, hello *wire.Greeting) *wire.Greeting {
+	g := &wire.Greeting{
 		Version:  hello.Version,
 		ThreadID: id,
 		Scramble: randomScramble(),
@@ -88,7 +90,7 @@ func randomScramble() []byte {
 // reads its response (upgrading to TLS
 // when asked), authenticates it against the proxy's accounts and returns
 // the client leg (its sequence id after the last packet read).
-func (s *Server) clientHandshake(c *Leg, g *Greeting, greeted bool) (*clientHello, error) {
+func (s *Server) clientHandshake(c *wire.Leg, g *wire.Greeting, greeted bool) (*clientHello, error) {
 	h, err := s.greetClient(c, g, greeted)
 	if err != nil {
 		return nil, err
@@ -109,9 +111,9 @@ func (s *Server) clientHandshake(c *Leg, g *Greeting, greeted bool) (*clientHell
 // greetClient writes greeting g (unless greeted), reads the client's handshake response
 // (upgrading its leg to TLS when asked) and checks tls.required; the
 // client is not yet authenticated.
-func (s *Server) greetClient(c *Leg, g *Greeting, greeted bool) (*clientHello, error) {
+func (s *Server) greetClient(c *wire.Leg, g *wire.Greeting, greeted bool) (*clientHello, error) {
 	if !greeted {
-		if err := c.WritePacket(AppendGreeting(nil, g)); err != nil {
+		if err := c.WritePacket(wire.AppendGreeting(nil, g)); err != nil {
 			return nil, err
 		}
 		if err := c.Flush(); err != nil {
@@ -123,7 +125,7 @@ func (s *Server) greetClient(c *Leg, g *Greeting, greeted bool) (*clientHello, e
 		return nil, err
 	}
 	mariadb := g.MariaDB()
-	resp, err := ParseHandshakeResponse(p, mariadb)
+	resp, err := wire.ParseHandshakeResponse(p, mariadb)
 	if err != nil {
 		return nil, &loginError{mysql.ER_HANDSHAKE_ERROR, "08S01", "Bad handshake"}
 	}
@@ -131,18 +133,18 @@ func (s *Server) greetClient(c *Leg, g *Greeting, greeted bool) (*clientHello, e
 	if len(p) == 32 && resp.Caps&mysql.CLIENT_SSL != 0 {
 		// The client may have sent its TLS hello right behind the SSL
 		// request: read through the bytes already buffered.
-		tc := tls.Server(&BufferedConn{Conn: c.Conn, R: c.R}, s.clientTLS)
+		tc := tls.Server(&wire.BufferedConn{Conn: c.Conn, R: c.R}, s.clientTLS)
 		if err := tc.Handshake(); err != nil {
 			return nil, fmt.Errorf("client TLS handshake: %w", err)
 		}
 		seq := c.Seq
-		*c = *NewLeg("client", tc, 1<<10, 1<<10)
+		*c = *wire.NewLeg("client", tc, 1<<10, 1<<10)
 		c.Seq = seq
 		h.tls = true
 		if p, err = c.ReadPacket(nil, preAuthMaxPacket); err != nil {
 			return nil, err
 		}
-		if resp, err = ParseHandshakeResponse(p, mariadb); err != nil || len(p) == 32 {
+		if resp, err = wire.ParseHandshakeResponse(p, mariadb); err != nil || len(p) == 32 {
 			return nil, &loginError{mysql.ER_HANDSHAKE_ERROR, "08S01", "Bad handshake"}
 		}
 	}
@@ -161,7 +163,7 @@ func (s *Server) greetClient(c *Leg, g *Greeting, greeted bool) (*clientHello, e
 // checked. Unknown users go through the same exchange and get the same
 // 1045. A host whose failed logins are over budget is refused (1129)
 // without a check, and each wrong password counts against its host.
-func (s *Server) authenticate(c *Leg, user, plugin string, auth, scramble []byte, remote net.Addr) (Account, error) {
+func (s *Server) authenticate(c *wire.Leg, user, plugin string, auth, scramble []byte, remote net.Addr) (Account, error) {
 	host := hostKey(remote)
 	if wait, blocked := s.throttle.blocked(host, time.Now()); blocked {
 		return Account{}, hostBlocked(remote, wait)
@@ -282,9 +284,9 @@ func backendCharset(id uint8) uint8 {
 }
 
 // writeLoginError sends e as the answer to the handshake, best effort.
-func writeLoginError(c *Leg, e *loginError) {
+func writeLoginError(c *wire.Leg, e *loginError) {
 	_ = c.Conn.SetWriteDeadline(time.Now().Add(2 * time.Second))
-	if c.WritePacket(ErrPacket(e.code, e.state, e.msg)) == nil {
+	if c.WritePacket(wire.ErrPacket(e.code, e.state, e.msg)) == nil {
 		_ = c.Flush()
 	}
 }
@@ -304,7 +306,7 @@ func (s *Server) backendRefusal(err error) *loginError {
 // first when the proxy has not yet seen one (start-up, or every earlier
 // attempt failed). Clients arriving while a probe is under way share its
 // answer instead of each waiting out another connect timeout.
-func (s *Server) hello(ctx context.Context) (*Greeting, error) {
+func (s *Server) hello(ctx context.Context) (*wire.Greeting, error) {
 	if g := s.backendHello.Load(); g != nil {
 		return g, nil
 	}
@@ -331,7 +333,7 @@ func (s *Server) hello(ctx context.Context) (*Greeting, error) {
 // probeCall is one probe login, shared by the clients waiting for it.
 type probeCall struct {
 	done chan struct{}
-	g    *Greeting
+	g    *wire.Greeting
 	err  error
 }
 
@@ -356,7 +358,7 @@ func (s *Server) runProbe(p *probeCall) {
 
 // noteGreeting remembers the backend's latest greeting, so clients see an
 // upgraded or restarted backend as it is now.
-func (s *Server) noteGreeting(g *Greeting) {
+func (s *Server) noteGreeting(g *wire.Greeting) {
 	cp := *g
 	cp.Scramble = nil
 	cp.ThreadID = 0

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // The idle watch of a session on its own goroutine: waiting for the next
@@ -79,7 +81,7 @@ func (s *Session) park() {
 	s.c.ParkWriter(&clientWriters, clientWriteBuf)
 	s.b.ParkWriter(&backWriters, backWriteBuf)
 	s.b.ParkReader(&backReaders, backReadBuf)
-	if ri, ok := s.b.RW.(*RawIO); ok {
+	if ri, ok := s.b.RW.(*wire.RawIO); ok {
 		ri.Release()
 	}
 	if cap(s.cmd) > idleBuf {
@@ -139,12 +141,12 @@ func (e *errBackendClosedIdle) Error() string {
 func (s *Session) backendGone() error {
 	if s.b.R == nil || s.b.Buffered() == 0 { // parked: no reader, nothing buffered
 		if s.bpeekConn != s.b.Conn { // the first look, or a new backend connection (change user)
-			s.bpeek, s.bpeekConn = NewSocketPeeker(s.b.Conn), s.b.Conn
+			s.bpeek, s.bpeekConn = wire.NewSocketPeeker(s.b.Conn), s.b.Conn
 		}
 		switch s.bpeek.Peek() {
-		case SocketQuiet:
+		case wire.SocketQuiet:
 			return nil
-		case SocketClosed:
+		case wire.SocketClosed:
 			return &errBackendClosedIdle{reason: "connection closed"}
 		}
 	}
@@ -166,8 +168,8 @@ func (s *Session) backendGone() error {
 		_ = s.b.Conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
 		if h, herr := s.b.R.Peek(4); herr == nil {
 			n := int(h[0]) | int(h[1])<<8 | int(h[2])<<16
-			if p, perr := s.b.R.Peek(4 + n); perr == nil && n < 4096 && IsErr(p[4:]) {
-				e := ParseErr(p[4:])
+			if p, perr := s.b.R.Peek(4 + n); perr == nil && n < 4096 && wire.IsErr(p[4:]) {
+				e := wire.ParseErr(p[4:])
 				reason = fmt.Sprintf("ERR %d: %s", e.Code, e.Message)
 				s.c.Seq = 0
 				_ = s.c.Conn.SetWriteDeadline(time.Now().Add(time.Second))

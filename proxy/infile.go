@@ -1,5 +1,7 @@
 package proxy
 
+import "github.com/leafproxy/leafproxy/proxy/wire"
+
 // InfileTransformer rewrites the file a client sends for LOAD DATA LOCAL
 // INFILE on its way to the backend (the engine's keys for a rule table).
 // The proxy hands it the file's bytes in order, in pieces of a few KB
@@ -59,7 +61,7 @@ func (s *Session) relayLocalFileVia(t InfileTransformer) error {
 		sent := 0
 		for len(out)-sent >= infilePacket || final && len(out) > sent {
 			n := min(len(out)-sent, infilePacket)
-			if err := WriteHeader(s.b.W, n, s.b.Seq); err != nil {
+			if err := wire.WriteHeader(s.b.W, n, s.b.Seq); err != nil {
 				return s.b.Fail(err)
 			}
 			s.b.Seq++
@@ -81,7 +83,7 @@ func (s *Session) relayLocalFileVia(t InfileTransformer) error {
 		if n == 0 && !cont {
 			break // the empty packet that ends the file
 		}
-		cont = n == MaxPayload // then an empty packet only ends this one
+		cont = n == wire.MaxPayload // then an empty packet only ends this one
 		for n > 0 {
 			k := min(n, s.c.R.Size())
 			p, err := s.c.R.Peek(k)
@@ -105,7 +107,7 @@ func (s *Session) relayLocalFileVia(t InfileTransformer) error {
 		return err
 	}
 	s.infileErr = terr
-	if err := WriteHeader(s.b.W, 0, s.b.Seq); err != nil {
+	if err := wire.WriteHeader(s.b.W, 0, s.b.Seq); err != nil {
 		return s.b.Fail(err)
 	}
 	s.b.Seq++

@@ -10,6 +10,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/leafproxy/leafproxy/internal/killsql"
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // MariaDB's error codes for KILL that go-mysql does not name.
@@ -316,7 +317,7 @@ func (srv *Server) queryThread(ctx context.Context, n uint64) uint32 {
 	}
 	defer bc.conn.Close()
 	_ = bc.conn.SetDeadline(time.Now().Add(timeout))
-	l := NewLeg("backend", bc.conn, 4<<10, 4<<10)
+	l := wire.NewLeg("backend", bc.conn, 4<<10, 4<<10)
 	if l.WriteCommand(append([]byte{mysql.COM_QUERY}, killsql.ThreadOfQuery(n)...)) != nil || l.Flush() != nil {
 		return 0
 	}
@@ -325,11 +326,11 @@ func (srv *Server) queryThread(ctx context.Context, n uint64) uint32 {
 	for i := 0; ; i++ {
 		p, err := l.ReadPacket(nil, 64<<10)
 		switch {
-		case err != nil || IsErr(p) || i == 0 && (len(p) == 0 || p[0] == 0):
+		case err != nil || wire.IsErr(p) || i == 0 && (len(p) == 0 || p[0] == 0):
 			return 0
-		case i == 2 && !IsEOF(p, len(p)):
+		case i == 2 && !wire.IsEOF(p, len(p)):
 			return 0
-		case i > 2 && IsEOF(p, len(p)):
+		case i > 2 && wire.IsEOF(p, len(p)):
 			_, _ = bc.conn.Write(comQuit[:])
 			return tid
 		case i > 2:

@@ -9,6 +9,8 @@ import (
 
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // With users configured, a KILL among the statements of a multi-statement
@@ -60,7 +62,7 @@ func TestKillInMultiStatementMapped(t *testing.T) {
 		if _, err := app.ExecContext(ctx, kq); err != nil {
 			t.Fatalf("%s: %v", kq, err)
 		}
-		if p := <-done; p[0] != 0xFF || ParseErr(p).Code != gomysql.ER_QUERY_INTERRUPTED {
+		if p := <-done; p[0] != 0xFF || wire.ParseErr(p).Code != gomysql.ER_QUERY_INTERRUPTED {
 			t.Fatalf("%s: the victim's SLEEP ended with %x, want ERR 1317", kq, p)
 		}
 	}

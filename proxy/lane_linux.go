@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // lane is a session while the event loop serves it: its two sockets (dups
@@ -31,7 +33,7 @@ type lane struct {
 
 	// The session's legs while the loop serves it: no buffers of their own;
 	// they write through the runner's writers into the sinks (bind).
-	clientLeg, backendLeg   Leg
+	clientLeg, backendLeg   wire.Leg
 	clientSink, backendSink sink
 
 	clientIn       []byte // client bytes read but not run yet: a partial or pipelined command
@@ -107,8 +109,8 @@ func newLane(l *loop, s *Session, cfd, bfd int) *lane {
 	ln := &lane{l: l, s: s, clientFD: cfd, backendFD: bfd}
 	ln.clientSink = sink{ln: ln, fd: cfd, client: true}
 	ln.backendSink = sink{ln: ln, fd: bfd}
-	ln.clientLeg = Leg{Name: "client", Seq: s.c.Seq}
-	ln.backendLeg = Leg{Name: "backend", Seq: s.b.Seq}
+	ln.clientLeg = wire.Leg{Name: "client", Seq: s.c.Seq}
+	ln.backendLeg = wire.Leg{Name: "backend", Seq: s.b.Seq}
 	return ln
 }
 
@@ -227,7 +229,7 @@ func (ln *lane) readClient() {
 			ln.clientReadable = false
 			return
 		case errno != 0:
-			ln.s.endOnClientError(&IOError{Leg: "client", Err: os.NewSyscallError("read", errno)})
+			ln.s.endOnClientError(&wire.IOError{Leg: "client", Err: os.NewSyscallError("read", errno)})
 			ln.teardown()
 			return
 		case n == 0:
@@ -259,7 +261,7 @@ func (ln *lane) readClient() {
 // clientGone ends a lane whose client closed and has nothing left to run.
 func (ln *lane) clientGone() {
 	if len(ln.clientIn) > 0 {
-		ln.s.endOnClientError(&IOError{Leg: "client", Err: io.ErrUnexpectedEOF})
+		ln.s.endOnClientError(&wire.IOError{Leg: "client", Err: io.ErrUnexpectedEOF})
 	} else {
 		ln.s.endOnClientError(io.EOF)
 	}
@@ -273,7 +275,7 @@ func (ln *lane) commands(buf []byte) {
 	for !ln.gone && !ln.busy && len(ln.clientPending) == 0 && !ln.backendFull() && len(buf) >= 4 {
 		n := int(buf[0]) | int(buf[1])<<8 | int(buf[2])<<16
 		if buf[3] != 0 {
-			ln.s.endOnClientError(&IOError{Leg: "client", Err: SequenceError{Got: buf[3], Want: 0}})
+			ln.s.endOnClientError(&wire.IOError{Leg: "client", Err: wire.SequenceError{Got: buf[3], Want: 0}})
 			ln.teardown()
 			return
 		}

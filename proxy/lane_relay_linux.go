@@ -5,6 +5,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // The backend side of a lane: reading the response and relaying it to the
@@ -39,10 +41,10 @@ func (ln *lane) readBackend() {
 			ln.backendReadable = false
 			return
 		case errno != 0:
-			ln.fail(&IOError{Leg: "backend", Err: os.NewSyscallError("read", errno)})
+			ln.fail(&wire.IOError{Leg: "backend", Err: os.NewSyscallError("read", errno)})
 			return
 		case n == 0:
-			ln.fail(&IOError{Leg: "backend", Err: io.EOF})
+			ln.fail(&wire.IOError{Leg: "backend", Err: io.EOF})
 			return
 		}
 		if k+n < len(buf) && !ln.backendHungUp {
@@ -77,10 +79,10 @@ read:
 		}
 		n := int(buf[pos]) | int(buf[pos+1])<<8 | int(buf[pos+2])<<16
 		if seq := buf[pos+3]; seq != s.b.Seq {
-			ln.fail(&IOError{Leg: "backend", Err: SequenceError{Got: seq, Want: s.b.Seq}})
+			ln.fail(&wire.IOError{Leg: "backend", Err: wire.SequenceError{Got: seq, Want: s.b.Seq}})
 			return
 		}
-		h := min(n, HeadLen)
+		h := min(n, wire.HeadLen)
 		if !ln.continued && len(buf)-pos-4 < h {
 			break
 		}
@@ -140,7 +142,7 @@ func (ln *lane) packetHeader(p []byte, n, h int) bool {
 		}
 		ln.packetKind = ev
 	}
-	ln.continued = n == MaxPayload
+	ln.continued = n == wire.MaxPayload
 	ln.inPacket, ln.bodyLeft = true, n
 	return true
 }
@@ -221,7 +223,7 @@ func (ln *lane) toClient(p []byte) error {
 		return err
 	}
 	if _, err := ln.clientSink.Write(p); err != nil {
-		return &IOError{Leg: "client", Err: err}
+		return &wire.IOError{Leg: "client", Err: err}
 	}
 	return nil
 }
@@ -267,7 +269,7 @@ func (ln *lane) relayReportedOK(id uint64, before, p []byte) (done, end bool) {
 	}
 	s.b.Seq++
 	s.c.Seq++
-	ev, err := ln.response.step(s, pkt[4:4+min(n, HeadLen)], n)
+	ev, err := ln.response.step(s, pkt[4:4+min(n, wire.HeadLen)], n)
 	if err != nil {
 		ln.fail(err)
 		return false, false

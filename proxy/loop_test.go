@@ -14,6 +14,7 @@ import (
 
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/leafproxy/leafproxy/internal/testkit/testwait"
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // Tests of the event loops (loop_linux.go, lane_linux.go): that sessions
@@ -81,7 +82,7 @@ func readResult(t testing.TB, c *rawClient) [][]byte {
 	for eofs < 2 {
 		p := c.read()
 		switch {
-		case IsEOF(p, len(p)):
+		case wire.IsEOF(p, len(p)):
 			eofs++
 		case p[0] == 0xFF:
 			t.Fatalf("ERR in result: %s", p[9:])
@@ -101,7 +102,7 @@ func readAnswer(c *rawClient) []byte {
 
 // textValue is the first column of a text row.
 func textValue(row []byte) string {
-	n, k := LenencUint(row)
+	n, k := wire.LenencUint(row)
 	return string(row[k : k+int(n)])
 }
 
@@ -180,7 +181,7 @@ func testLoopPipelining(t *testing.T, runners int) {
 	if rows := readResult(t, c); len(rows) != 1 || textValue(rows[0]) != "3" {
 		t.Fatalf("third answer: %q", rows)
 	}
-	if p := readAnswer(c); p[0] != 0xFF || ParseErr(p).Code != gomysql.ER_NO_SUCH_THREAD {
+	if p := readAnswer(c); p[0] != 0xFF || wire.ParseErr(p).Code != gomysql.ER_NO_SUCH_THREAD {
 		t.Fatalf("KILL of an unknown id: %q", p)
 	}
 	if p := readAnswer(c); p[0] != 0x00 {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // Backend-account mode (no users configured): the backend authenticates
@@ -59,7 +61,7 @@ func (s *Server) backendAccount(user string, admin bool) Account {
 // its own (backend-account mode). It returns the client's hello and the
 // logged-in backend connection, or a *loginError to tell the client (any
 // other error: the client went away or broke the protocol).
-func (s *Server) passThroughHandshake(c *Leg) (*clientHello, *backendConn, error) {
+func (s *Server) passThroughHandshake(c *wire.Leg) (*clientHello, *backendConn, error) {
 	timeout := s.cfg.Backend.ConnectTimeout
 	ctx, cancel := context.WithTimeout(s.baseCtx, timeout)
 	nc, err := dialBackend(ctx, s.cfg.Backend.Addr, timeout)
@@ -71,7 +73,7 @@ func (s *Server) passThroughHandshake(c *Leg) (*clientHello, *backendConn, error
 	// One bound for the whole login: the client's own handshake timeout,
 	// plus the time the backend may take to connect.
 	_ = nc.SetDeadline(time.Now().Add(timeout + s.cfg.Limits.HandshakeTimeout))
-	b := NewLeg("backend", nc, 4<<10, 4<<10)
+	b := wire.NewLeg("backend", nc, 4<<10, 4<<10)
 	g, err := readBackendGreeting(b)
 	s.noteBackend(connectOutcome(err))
 	if err != nil {
@@ -110,7 +112,7 @@ func (s *Server) passThroughHandshake(c *Leg) (*clientHello, *backendConn, error
 		nc.Close()
 		return nil, nil, s.backendRefusal(err)
 	}
-	if err := b.WritePacket(AppendHandshakeResponse(nil, resp, false)); err != nil {
+	if err := b.WritePacket(wire.AppendHandshakeResponse(nil, resp, false)); err != nil {
 		bc.conn.Close()
 		return nil, nil, s.backendRefusal(err)
 	}
@@ -144,7 +146,7 @@ func (s *Server) passThroughHandshake(c *Leg) (*clientHello, *backendConn, error
 func (s *Server) authFailure(err error, host string) error {
 	var me *mysql.MyError
 	if !errors.As(err, &me) {
-		var ie *IOError
+		var ie *wire.IOError
 		if errors.As(err, &ie) && ie.Leg == "client" {
 			return err // the client went away: nobody to tell
 		}
@@ -162,7 +164,7 @@ func (s *Server) authFailure(err error, host string) error {
 // confirmAdmin says whether the session the backend just authenticated as
 // user is an admin: user is listed in admins and CURRENT_USER() names that
 // account. Sessions of other users cost no query.
-func (s *Server) confirmAdmin(b *Leg, user string) (bool, error) {
+func (s *Server) confirmAdmin(b *wire.Leg, user string) (bool, error) {
 	if !s.adminName(user) {
 		return false, nil
 	}
@@ -181,7 +183,7 @@ func (s *Server) confirmAdmin(b *Leg, user string) (bool, error) {
 
 // currentUser runs SELECT CURRENT_USER() on a backend leg that has just
 // logged in (no DEPRECATE_EOF on the backend leg) and returns user@host.
-func currentUser(b *Leg) ([]byte, error) {
+func currentUser(b *wire.Leg) ([]byte, error) {
 	if err := b.WriteCommand(append([]byte{mysql.COM_QUERY}, "SELECT CURRENT_USER()"...)); err != nil {
 		return nil, err
 	}
@@ -196,12 +198,12 @@ func currentUser(b *Leg) ([]byte, error) {
 			return nil, err
 		}
 		switch {
-		case IsErr(p):
-			return nil, ParseErr(p)
-		case IsEOF(p, len(p)):
+		case wire.IsErr(p):
+			return nil, wire.ParseErr(p)
+		case wire.IsEOF(p, len(p)):
 			eofs++
 		case eofs == 1 && row == nil:
-			n, k := LenencUint(p)
+			n, k := wire.LenencUint(p)
 			if k == 0 || n > uint64(len(p)-k) {
 				return nil, protocolError("malformed CURRENT_USER() row")
 			}
@@ -216,7 +218,7 @@ func currentUser(b *Leg) ([]byte, error) {
 // the proxy's own account and quits, so the backend sees a clean
 // connection rather than an aborted handshake, which would count against
 // the proxy's host in the backend's max_connect_errors.
-func (s *Server) retireBackend(b *Leg, g *Greeting, nc net.Conn) {
+func (s *Server) retireBackend(b *wire.Leg, g *wire.Greeting, nc net.Conn) {
 	defer nc.Close()
 	_ = nc.SetDeadline(time.Now().Add(s.cfg.Backend.ConnectTimeout))
 	bc, err := s.finishBackendLogin(b, g, backendLogin{user: s.cfg.Backend.User, password: s.cfg.Backend.Password, charset: 45})

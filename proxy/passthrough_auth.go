@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // authExchange is the state of one relayed authentication: the plugin and
@@ -38,7 +40,7 @@ const maxAuthRounds = 16
 // the proxy reads the password from the client the way that leg allows and
 // gives it to the backend the way the other leg needs (relayFullAuth). The
 // password lives only in that exchange's memory.
-func (s *Server) relayAuth(c, b *Leg, ex *authExchange) ([]byte, error) {
+func (s *Server) relayAuth(c, b *wire.Leg, ex *authExchange) ([]byte, error) {
 	for range maxAuthRounds {
 		p, err := b.ReadPacket(nil, 64<<10)
 		if err != nil {
@@ -51,7 +53,7 @@ func (s *Server) relayAuth(c, b *Leg, ex *authExchange) ([]byte, error) {
 		case 0x00:
 			return p, nil
 		case 0xFF:
-			return nil, ParseErr(p)
+			return nil, wire.ParseErr(p)
 		case 0xFE: // auth switch: plugin name, then the new scramble
 			rest := p[1:]
 			i := indexNul(rest)
@@ -88,7 +90,7 @@ func (s *Server) relayAuth(c, b *Leg, ex *authExchange) ([]byte, error) {
 
 // askClient sends the backend's packet p to the client and returns the
 // client's reply.
-func askClient(c *Leg, p []byte) ([]byte, error) {
+func askClient(c *wire.Leg, p []byte) ([]byte, error) {
 	if err := c.WritePacket(p); err != nil {
 		return nil, err
 	}
@@ -102,7 +104,7 @@ func askClient(c *Leg, p []byte) ([]byte, error) {
 // reply and reads its verdict, best effort, when the client has gone: the
 // backend then logs a failed authentication instead of an aborted
 // handshake (which counts against the proxy's host in max_connect_errors).
-func abortBackendAuth(b *Leg) {
+func abortBackendAuth(b *wire.Leg) {
 	_ = b.Conn.SetDeadline(time.Now().Add(time.Second))
 	if b.WritePacket(nil) == nil && b.Flush() == nil {
 		_, _ = b.ReadPacket(nil, 64<<10)
@@ -111,7 +113,7 @@ func abortBackendAuth(b *Leg) {
 
 // relayFullAuth carries caching_sha2_password's full authentication when
 // one leg is TLS and the other is not (p is the backend's "01 04").
-func (s *Server) relayFullAuth(c, b *Leg, ex *authExchange, p []byte) error {
+func (s *Server) relayFullAuth(c, b *wire.Leg, ex *authExchange, p []byte) error {
 	r, err := askClient(c, p)
 	if err != nil {
 		abortBackendAuth(b)
@@ -165,8 +167,8 @@ func (s *Server) relayFullAuth(c, b *Leg, ex *authExchange, p []byte) error {
 		if err != nil {
 			return err
 		}
-		if IsErr(kp) {
-			return ParseErr(kp)
+		if wire.IsErr(kp) {
+			return wire.ParseErr(kp)
 		}
 		if len(kp) < 2 || kp[0] != 1 {
 			return protocolError("backend sent no public key for caching_sha2_password")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
 	"github.com/leafproxy/leafproxy/internal/testkit/testwait"
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // passThroughBackend starts a MariaDB of its own (its status counters are
@@ -284,7 +285,7 @@ func TestPassThroughChangeUser(t *testing.T) {
 		if r[3][0] == 0xFB {
 			return "NULL"
 		}
-		n, k := LenencUint(r[3])
+		n, k := wire.LenencUint(r[3])
 		return string(r[3][k : k+int(n)])
 	}
 	c.query("SET @x = 42")
@@ -302,7 +303,7 @@ func TestPassThroughChangeUser(t *testing.T) {
 		p := c.changeUser("ptu2", "wrong", "")
 		var me *gomysql.MyError
 		if p[0] == 0xFF {
-			me = ParseErr(p)
+			me = wire.ParseErr(p)
 		}
 		if me == nil || me.Code != 1045 || me.Message != "Access denied for user 'ptu2'@'localhost' (using password: YES)" {
 			t.Fatalf("change user %d with a wrong password: %x, want the server's 1045", i+1, p)

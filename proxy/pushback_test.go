@@ -13,6 +13,7 @@ import (
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // Back pressure towards the backend: a backend that does not
@@ -169,7 +170,7 @@ func rawPrepare(c *rawClient, sql string) (uint32, error) {
 		for range n {
 			c.read()
 		}
-		if p := c.read(); !IsEOF(p, len(p)) {
+		if p := c.read(); !wire.IsEOF(p, len(p)) {
 			return 0, fmt.Errorf("prepare: want EOF, got %q", p)
 		}
 	}
@@ -188,7 +189,7 @@ func readBinaryRows(t testing.TB, c *rawClient) [][]byte {
 	for eofs := 0; eofs < 2; {
 		p := c.read()
 		switch {
-		case IsEOF(p, len(p)):
+		case wire.IsEOF(p, len(p)):
 			eofs++
 		case p[0] == 0xFF:
 			t.Fatalf("ERR in result: %s", p[9:])

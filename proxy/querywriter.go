@@ -4,6 +4,8 @@ import (
 	"io"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // RelayQueryWriter is RelayQuery for a text of n bytes that src writes,
@@ -26,7 +28,7 @@ func (s blocking) RelayQueryWriter(n int, src io.WriterTo) error {
 	if l.Comp != nil {
 		l.Comp.NewCommand()
 	}
-	f := NewCommandWriter(l, 1+n)
+	f := wire.NewCommandWriter(l, 1+n)
 	err := f.WriteByte(mysql.COM_QUERY)
 	if err == nil {
 		_, err = src.WriteTo(&f)

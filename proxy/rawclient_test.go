@@ -6,6 +6,8 @@ import (
 	"time"
 
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // rawClient is a minimal MySQL client written for these tests: it chooses
@@ -14,8 +16,8 @@ import (
 // bytes the proxy sends.
 type rawClient struct {
 	t     testing.TB
-	l     *Leg
-	hello *Greeting
+	l     *wire.Leg
+	hello *wire.Greeting
 	caps  uint32
 	ext   uint32
 }
@@ -33,12 +35,12 @@ func dialRaw(t testing.TB, addr string) *rawClient {
 	}
 	t.Cleanup(func() { nc.Close() })
 	_ = nc.SetDeadline(time.Now().Add(30 * time.Second))
-	c := &rawClient{t: t, l: NewLeg("test", nc, 64<<10, 64<<10)}
+	c := &rawClient{t: t, l: wire.NewLeg("test", nc, 64<<10, 64<<10)}
 	p, err := c.l.ReadPacket(nil, 1<<20)
 	if err != nil {
 		t.Fatalf("read greeting: %v", err)
 	}
-	if c.hello, err = ParseGreeting(p); err != nil {
+	if c.hello, err = wire.ParseGreeting(p); err != nil {
 		t.Fatalf("parse greeting: %v", err)
 	}
 	return c
@@ -56,10 +58,10 @@ func (c *rawClient) login(user, pass, db string, caps, ext uint32) []byte {
 		caps &^= gomysql.CLIENT_LONG_PASSWORD
 	}
 	c.caps, c.ext = caps, ext
-	r := &HandshakeResponse{Caps: caps, ExtCaps: ext, MaxPacket: 1 << 24, Charset: 45, User: user, DB: db,
+	r := &wire.HandshakeResponse{Caps: caps, ExtCaps: ext, MaxPacket: 1 << 24, Charset: 45, User: user, DB: db,
 		Plugin: gomysql.AUTH_NATIVE_PASSWORD, Auth: nativeAuth(c.hello.Scramble, pass),
-		Attrs: AttrsWith(nil, "_client_name", "rawclient", "program_name", "leafproxy-test")}
-	if err := c.l.WritePacket(AppendHandshakeResponse(nil, r, false)); err != nil {
+		Attrs: wire.AttrsWith(nil, "_client_name", "rawclient", "program_name", "leafproxy-test")}
+	if err := c.l.WritePacket(wire.AppendHandshakeResponse(nil, r, false)); err != nil {
 		c.t.Fatal(err)
 	}
 	if err := c.l.Flush(); err != nil {
@@ -109,7 +111,7 @@ func (c *rawClient) query(sql string) [][]byte {
 	for eofs < 2 {
 		p := c.read()
 		out = append(out, p)
-		if IsEOF(p, len(p)) {
+		if wire.IsEOF(p, len(p)) {
 			eofs++
 		}
 		if p[0] == 0xFF {

@@ -6,6 +6,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/leafproxy/leafproxy/internal/sqltext"
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // response kinds
@@ -175,13 +176,13 @@ func (s *Session) relayPacket() (head []byte, total int, err error) {
 			}
 		}
 		if first {
-			p, err := s.b.R.Peek(min(n, HeadLen))
+			p, err := s.b.R.Peek(min(n, wire.HeadLen))
 			if err != nil {
 				return nil, 0, s.b.Fail(err)
 			}
 			head = s.head[:copy(s.head[:], p)]
 		}
-		if err := WriteHeader(s.c.W, n, s.c.Seq); err != nil {
+		if err := wire.WriteHeader(s.c.W, n, s.c.Seq); err != nil {
 			return nil, 0, s.c.Fail(err)
 		}
 		s.c.Seq++
@@ -189,7 +190,7 @@ func (s *Session) relayPacket() (head []byte, total int, err error) {
 			return nil, 0, err
 		}
 		total += n
-		if n < MaxPayload {
+		if n < wire.MaxPayload {
 			return head, total, nil
 		}
 	}
@@ -211,15 +212,15 @@ func (s *Session) relayOKWithInsertID(n int) (head []byte, total int, ok bool, e
 	if perr != nil || len(p) < 7 || p[0] != 0x00 {
 		return nil, 0, false, nil
 	}
-	affected, k1 := LenencUint(p[1:])
-	insertID, k2 := LenencUint(p[1+k1:])
+	affected, k1 := wire.LenencUint(p[1:])
+	insertID, k2 := wire.LenencUint(p[1+k1:])
 	if k1 == 0 || k2 == 0 || !report && (affected == 0 || insertID != 0) {
 		return nil, 0, false, nil
 	}
 	out := okWithInsertID(s.okBuf[:0], p, id)
 	s.okBuf = out
 	_, _ = s.b.R.Discard(n)
-	if err := WriteHeader(s.c.W, len(out), s.c.Seq); err != nil {
+	if err := wire.WriteHeader(s.c.W, len(out), s.c.Seq); err != nil {
 		return nil, 0, true, s.c.Fail(err)
 	}
 	s.c.Seq++
@@ -230,7 +231,7 @@ func (s *Session) relayOKWithInsertID(n int) (head []byte, total int, ok bool, e
 }
 
 func protocolError(format string, a ...any) error {
-	return &IOError{Leg: "backend", Err: fmt.Errorf("protocol: "+format, a...)}
+	return &wire.IOError{Leg: "backend", Err: fmt.Errorf("protocol: "+format, a...)}
 }
 
 // How walk treats the response's packets.
@@ -295,7 +296,7 @@ func (s *Session) walkFrom(t *respTracker, mode int) (walkResult, error) {
 		switch ev {
 		case evErr:
 			if mode != walkRelay {
-				r.err = ParseErr(head)
+				r.err = wire.ParseErr(head)
 			} else {
 				s.relayedErr(head)
 			}
@@ -339,7 +340,7 @@ func textRow(p []byte, cols uint64) ([]*string, error) {
 			pos++
 			continue
 		}
-		l, n := LenencUint(p[pos:])
+		l, n := wire.LenencUint(p[pos:])
 		if n == 0 || pos+n+int(l) > len(p) {
 			return nil, protocolError("bad text row")
 		}
@@ -365,7 +366,7 @@ func (s *Session) relayLocalFile() error {
 			return err
 		}
 		s.cmdSeq = s.c.Seq // the client has sent; nothing of the answer has reached it
-		if err := WriteHeader(s.b.W, n, s.b.Seq); err != nil {
+		if err := wire.WriteHeader(s.b.W, n, s.b.Seq); err != nil {
 			return s.b.Fail(err)
 		}
 		s.b.Seq++

@@ -4,12 +4,14 @@ import (
 	"strconv"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // WriteOK answers the client's command with an OK packet carrying the
 // backend's last status flags.
 func (s *Session) WriteOK(affected, insertID uint64, warnings uint16) error {
-	p := OKPacket(affected, insertID, s.status, warnings)
+	p := wire.OKPacket(affected, insertID, s.status, warnings)
 	if s.caps&mysql.CLIENT_SESSION_TRACK != 0 {
 		p = append(p, 0) // empty info string, length-encoded as session tracking wants
 	}
@@ -58,7 +60,7 @@ func (s *Session) writeResultHead(n int, def func(p []byte, i int, ext bool) []b
 	if err := s.writeOut(mysql.AppendLengthEncodedInteger(s.out[:0], uint64(n))); err != nil {
 		return err
 	}
-	ext := s.extCaps&MariaDBExtTypeInfo != 0
+	ext := s.extCaps&wire.MariaDBExtTypeInfo != 0
 	for i := range n {
 		if err := s.writeOut(def(s.out[:0], i, ext)); err != nil {
 			return err
@@ -133,7 +135,7 @@ func (s *Session) WriteTextResultSet(cols []string, rows [][]*string) error {
 		return err
 	}
 	for _, c := range cols {
-		if err := w(AppendColumnDef(nil, c, s.extCaps&MariaDBExtTypeInfo != 0,
+		if err := w(wire.AppendColumnDef(nil, c, s.extCaps&wire.MariaDBExtTypeInfo != 0,
 			45, 1024, mysql.MYSQL_TYPE_VAR_STRING, 0)); err != nil {
 			return err
 		}
@@ -171,5 +173,5 @@ func appendEOF(p []byte, status uint16) []byte {
 // fixed fields.
 func appendBigintColumnDef(p []byte, name string, extTypeInfo bool) []byte {
 	// charset 63 (binary), display length 20, BINARY_FLAG, no decimals.
-	return AppendColumnDef(p, name, extTypeInfo, 63, 20, mysql.MYSQL_TYPE_LONGLONG, mysql.BINARY_FLAG)
+	return wire.AppendColumnDef(p, name, extTypeInfo, 63, 20, mysql.MYSQL_TYPE_LONGLONG, mysql.BINARY_FLAG)
 }

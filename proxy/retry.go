@@ -6,6 +6,8 @@ import (
 	"errors"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // AnswerWatcher is what an interceptor hands RelayQueryOr,
@@ -124,7 +126,7 @@ type firstVerdict struct {
 // packet: an ERR (isErr) or an OK.
 func judgeFirst(w AnswerWatcher, isErr bool, p []byte) firstVerdict {
 	if isErr {
-		e := ParseErr(p)
+		e := wire.ParseErr(p)
 		v := w.OnErr(e.Code, e.Message)
 		switch {
 		case v.Retry:
@@ -137,8 +139,8 @@ func judgeFirst(w AnswerWatcher, isErr bool, p []byte) firstVerdict {
 	if len(p) < 7 || p[0] != 0x00 {
 		return firstVerdict{}
 	}
-	affected, k1 := LenencUint(p[1:])
-	insertID, k2 := LenencUint(p[1+k1:])
+	affected, k1 := wire.LenencUint(p[1:])
+	insertID, k2 := wire.LenencUint(p[1+k1:])
 	if k1 == 0 || k2 == 0 {
 		return firstVerdict{}
 	}
@@ -155,8 +157,8 @@ func judgeFirst(w AnswerWatcher, isErr bool, p []byte) firstVerdict {
 // okWithInsertID appends to dst the OK payload p (rows affected, insert
 // id, status, warnings, info; p read by judgeFirst) with insert id id.
 func okWithInsertID(dst, p []byte, id uint64) []byte {
-	affected, k1 := LenencUint(p[1:])
-	_, k2 := LenencUint(p[1+k1:])
+	affected, k1 := wire.LenencUint(p[1:])
+	_, k2 := wire.LenencUint(p[1+k1:])
 	dst = append(dst, 0x00)
 	dst = mysql.AppendLengthEncodedInteger(dst, affected)
 	dst = mysql.AppendLengthEncodedInteger(dst, id)
@@ -315,8 +317,8 @@ func (s *Session) settleFirst(v firstVerdict, a afterAction) (retried, done bool
 		return false, true, s.setFatal(s.c.Flush())
 	case v.act == actRestoreOK && !isErr:
 		ok := okWithInsertID(nil, p, 0)
-		_, k1 := LenencUint(p[1:])
-		_, k2 := LenencUint(p[1+k1:])
+		_, k1 := wire.LenencUint(p[1:])
+		_, k2 := wire.LenencUint(p[1+k1:])
 		s.setStatus(uint16(p[1+k1+k2]) | uint16(p[2+k1+k2])<<8)
 		_, _ = s.b.R.Discard(4 + n)
 		if err := s.restoreThenAnswer(v.sql, ok, "the statement restoring the session after a statement that wrote nothing failed"); err != nil {
@@ -347,7 +349,7 @@ func (s *Session) restoreThenAnswer(sql string, answer []byte, failed string) er
 	} else if r.err != nil {
 		s.log.Debug(failed, "err", r.err)
 	}
-	if err := WriteHeader(s.c.W, len(answer), s.c.Seq); err != nil {
+	if err := wire.WriteHeader(s.c.W, len(answer), s.c.Seq); err != nil {
 		return s.setFatal(s.c.Fail(err))
 	}
 	s.c.Seq++

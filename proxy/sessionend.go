@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"time"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // endIfAbandoned ends a session whose client went away during the command
@@ -48,7 +50,7 @@ func (s *Session) endOnError(err error) {
 		s.ending = endQuit
 		return
 	}
-	var ie *IOError
+	var ie *wire.IOError
 	if s.abandoned.Load() && !s.closing.Load() {
 		// Its client went away mid-command: the statement was killed and
 		// the backend connection cut (hangup.go).
@@ -76,7 +78,7 @@ func (s *Session) endOnError(err error) {
 			_ = s.c.Conn.SetWriteDeadline(time.Now().Add(2 * time.Second))
 		}
 		s.countErr(errBackendLost)
-		_ = s.c.WritePacket(ErrPacket(errBackendLost, "08S01", fmt.Sprintf("leafproxy: lost connection to backend MySQL server at '%s' during query", s.srv.cfg.Backend.Addr)))
+		_ = s.c.WritePacket(wire.ErrPacket(errBackendLost, "08S01", fmt.Sprintf("leafproxy: lost connection to backend MySQL server at '%s' during query", s.srv.cfg.Backend.Addr)))
 		_ = s.c.Flush()
 		return
 	}

@@ -4,13 +4,15 @@ import (
 	"testing"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // Packet payloads for the tracker tests.
 var (
-	tOK       = OKPacket(1, 7, mysql.SERVER_STATUS_AUTOCOMMIT, 0)
-	tOKMore   = OKPacket(0, 0, mysql.SERVER_STATUS_AUTOCOMMIT|mysql.SERVER_MORE_RESULTS_EXISTS, 0)
-	tErr      = ErrPacket(1064, "42000", "syntax")
+	tOK       = wire.OKPacket(1, 7, mysql.SERVER_STATUS_AUTOCOMMIT, 0)
+	tOKMore   = wire.OKPacket(0, 0, mysql.SERVER_STATUS_AUTOCOMMIT|mysql.SERVER_MORE_RESULTS_EXISTS, 0)
+	tErr      = wire.ErrPacket(1064, "42000", "syntax")
 	tEOF      = appendEOF(nil, mysql.SERVER_STATUS_AUTOCOMMIT)
 	tEOFMore  = appendEOF(nil, mysql.SERVER_STATUS_AUTOCOMMIT|mysql.SERVER_MORE_RESULTS_EXISTS)
 	tEOFCurs  = appendEOF(nil, mysql.SERVER_STATUS_AUTOCOMMIT|mysql.SERVER_STATUS_CURSOR_EXISTS)
@@ -79,7 +81,7 @@ func TestRespTracker(t *testing.T) {
 				if tr.done() {
 					t.Fatalf("done before packet %d", i)
 				}
-				ev, err := tr.step(s, p[:min(len(p), HeadLen)], len(p))
+				ev, err := tr.step(s, p[:min(len(p), wire.HeadLen)], len(p))
 				if c.err && i == len(c.packets)-1 {
 					if err == nil {
 						t.Fatalf("packet %d: want a protocol error", i)

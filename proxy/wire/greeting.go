@@ -1,4 +1,4 @@
-package proxy
+package wire
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ const (
 	MariaDBBulkUnitResult uint32 = 1 << 5
 )
 
-// greeting is a server's initial handshake packet (protocol 10), as the
+// Greeting is a server's initial handshake packet (protocol 10), as the
 // backend sent it or as the proxy writes it.
 type Greeting struct {
 	Version  string
@@ -36,7 +36,7 @@ type Greeting struct {
 
 func (g *Greeting) MariaDB() bool { return g.Caps&mysql.CLIENT_LONG_PASSWORD == 0 }
 
-// parseGreeting reads a backend greeting. An ERR packet (too many
+// ParseGreeting reads a backend greeting. An ERR packet (too many
 // connections, host blocked) comes back as *mysql.MyError.
 func ParseGreeting(p []byte) (*Greeting, error) {
 	if len(p) > 0 && p[0] == 0xFF {
@@ -92,7 +92,7 @@ func ParseGreeting(p []byte) (*Greeting, error) {
 	return g, nil
 }
 
-// appendGreeting writes g as a protocol-10 greeting.
+// AppendGreeting writes g as a protocol-10 greeting.
 func AppendGreeting(p []byte, g *Greeting) []byte {
 	p = append(p, 10)
 	p = append(p, g.Version...)
@@ -113,7 +113,7 @@ func AppendGreeting(p []byte, g *Greeting) []byte {
 	return append(p, 0)
 }
 
-// handshakeResponse is a client's HandshakeResponse41 (or the SSL request
+// HandshakeResponse is a client's HandshakeResponse41 (or the SSL request
 // that precedes it, which is its first 32 bytes).
 type HandshakeResponse struct {
 	Caps      uint32
@@ -129,7 +129,7 @@ type HandshakeResponse struct {
 
 var ErrShortHandshake = errors.New("malformed handshake response")
 
-// parseHandshakeResponse parses a HandshakeResponse41 with every length
+// ParseHandshakeResponse parses a HandshakeResponse41 with every length
 // checked against the packet: a missing NUL or an oversized length is an
 // error, never a panic or an allocation beyond the packet.
 func ParseHandshakeResponse(p []byte, serverMariaDB bool) (*HandshakeResponse, error) {
@@ -206,7 +206,7 @@ func ParseHandshakeResponse(p []byte, serverMariaDB bool) (*HandshakeResponse, e
 	return r, nil
 }
 
-// appendHandshakeResponse writes the backend leg's HandshakeResponse41
+// AppendHandshakeResponse writes the backend leg's HandshakeResponse41
 // (sslOnly: just the 32-byte SSL request).
 func AppendHandshakeResponse(p []byte, r *HandshakeResponse, sslOnly bool) []byte {
 	p = binary.LittleEndian.AppendUint32(p, r.Caps)
@@ -234,7 +234,7 @@ func AppendHandshakeResponse(p []byte, r *HandshakeResponse, sslOnly bool) []byt
 	return p
 }
 
-// attrsWith appends key=value to raw connection attributes, so the backend
+// AttrsWith appends key=value to raw connection attributes, so the backend
 // sees the client's own attributes plus the proxy's mark.
 func AttrsWith(raw []byte, kv ...string) []byte {
 	out := append([]byte(nil), raw...)

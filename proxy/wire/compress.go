@@ -1,4 +1,4 @@
-package proxy
+package wire
 
 import (
 	"bufio"
@@ -42,7 +42,7 @@ type CompConn struct {
 	zbuf    bytes.Buffer
 }
 
-// compress switches the leg to the compressed protocol; called right after
+// Compress switches the leg to the compressed protocol; called right after
 // the login OK, which itself travels uncompressed. asClient is true for the
 // backend leg, where the proxy is the server's client. rsize and wsize
 // are the sizes of the leg's new buffers (and of the frame reader's).
@@ -53,7 +53,7 @@ func (l *Leg) Compress(asClient bool, rsize, wsize int) {
 	l.W = bufio.NewWriterSize(cc, wsize)
 }
 
-// newCommand notes that a command starts on this leg: as the client, its
+// NewCommand notes that a command starts on this leg: as the client, its
 // first frame has sequence id 0, as the server expects of every command.
 func (c *CompConn) NewCommand() {
 	if c.asClient {

@@ -1,4 +1,4 @@
-package proxy
+package wire
 
 import (
 	"encoding/binary"
@@ -78,7 +78,7 @@ func (v Value) kindName() string {
 }
 func (c ColumnType) want() valueKind { return [...]valueKind{0, vInt, vInt, vString, vTime}[c] }
 
-// checkRows says what is wrong with a result set of cols and rows: a
+// CheckRows says what is wrong with a result set of cols and rows: a
 // column without a type, a row of another width, a value that does not
 // match its column's type (a caller bug).
 func CheckRows(cols []Column, rows [][]Value) error {
@@ -100,7 +100,7 @@ func CheckRows(cols []Column, rows [][]Value) error {
 	return nil
 }
 
-// appendTypedColumnDef appends the column definition MariaDB would send
+// AppendTypedColumnDef appends the column definition MariaDB would send
 // for a column of c's type.
 func AppendTypedColumnDef(p []byte, c Column, ext bool) []byte {
 	switch c.Type {
@@ -116,14 +116,14 @@ func AppendTypedColumnDef(p []byte, c Column, ext bool) []byte {
 	return AppendColumnDefDec(p, c.Name, ext, 45, 1024, mysql.MYSQL_TYPE_VAR_STRING, 0, 0)
 }
 
-// appendColumnDefDec is appendColumnDef with a decimals byte.
+// AppendColumnDefDec is appendColumnDef with a decimals byte.
 func AppendColumnDefDec(p []byte, name string, ext bool, charset uint16, length uint32, typ byte, flags uint16, decimals byte) []byte {
 	p = AppendColumnDef(p, name, ext, charset, length, typ, flags)
 	p[len(p)-3] = decimals // the fixed part ends: decimals, 2 bytes filler
 	return p
 }
 
-// appendTextRow appends a text-protocol row: each value a length-encoded
+// AppendTextRow appends a text-protocol row: each value a length-encoded
 // string, NULL as 0xFB.
 func AppendTextRow(p []byte, cols []Column, row []Value) []byte {
 	for i, v := range row {
@@ -180,7 +180,7 @@ func appendDatetime3(p []byte, t time.Time) []byte {
 	return p
 }
 
-// appendBinaryRow appends a binary-protocol row: header 0x00, the NULL
+// AppendBinaryRow appends a binary-protocol row: header 0x00, the NULL
 // bitmap (offset 2), then each non-NULL value in its type's binary form.
 func AppendBinaryRow(p []byte, cols []Column, row []Value) []byte {
 	p = append(p, 0x00)
@@ -220,7 +220,7 @@ func appendBinaryDatetime(p []byte, t time.Time) []byte {
 	return binary.LittleEndian.AppendUint32(p, us)
 }
 
-// appendColumnDef appends a Protocol::ColumnDefinition41 (with MariaDB's
+// AppendColumnDef appends a Protocol::ColumnDefinition41 (with MariaDB's
 // extended metadata field, empty, when negotiated).
 func AppendColumnDef(p []byte, name string, extTypeInfo bool, charset uint16, length uint32, typ byte, flags uint16) []byte {
 	lstr := func(v string) {

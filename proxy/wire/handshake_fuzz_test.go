@@ -1,8 +1,7 @@
-package proxy
+package wire
 
 import (
 	"bytes"
-	"encoding/binary"
 	"testing"
 
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
@@ -25,7 +24,11 @@ func seedResponse(caps uint32, user, db, plugin string, auth, attrs []byte) []by
 	return AppendHandshakeResponse(nil, r, false)
 }
 
-const fuzzCaps = rawBaseCaps | gomysql.CLIENT_CONNECT_WITH_DB | gomysql.CLIENT_MULTI_STATEMENTS
+// fuzzCaps: a client's usual capabilities (proxy's rawclient_test.go's
+// rawBaseCaps) with a database and multi-statements.
+const fuzzCaps = gomysql.CLIENT_PROTOCOL_41 | gomysql.CLIENT_SECURE_CONNECTION | gomysql.CLIENT_PLUGIN_AUTH |
+	gomysql.CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA | gomysql.CLIENT_TRANSACTIONS | gomysql.CLIENT_LONG_FLAG |
+	gomysql.CLIENT_CONNECT_ATTRS | gomysql.CLIENT_CONNECT_WITH_DB | gomysql.CLIENT_MULTI_STATEMENTS
 
 // handshakeSeeds are valid responses and the malformed shapes that once
 // crashed go-mysql's parser: user, db or plugin without their NUL, auth
@@ -99,43 +102,8 @@ func FuzzHandshakeResponse(f *testing.F) {
 	})
 }
 
-func FuzzChangeUser(f *testing.F) {
-	caps := uint32(fuzzCaps)
-	body := []byte("bob\x00\x14")
-	body = append(body, bytes.Repeat([]byte{7}, 20)...)
-	body = append(body, "test\x00"...)
-	body = binary.LittleEndian.AppendUint16(body, 45)
-	body = append(body, "mysql_native_password\x00"...)
-	body = append(body, mysqlLenenc(AttrsWith(nil, "_client_name", "mysql2"))...)
-	f.Add(body, caps)
-	f.Add(body, caps&^gomysql.CLIENT_SECURE_CONNECTION)
-	for i := range body {
-		f.Add(body[:i], caps)
-	}
-	f.Add([]byte("bob"), caps)
-	f.Add([]byte("bob\x00\xff"), caps)
-	f.Add([]byte("bob\x00\x00db"), caps)
-	f.Add([]byte("bob\x00\x00db\x00\x2d\x00\xfd\xff\xff\xff"), caps)
-	f.Fuzz(func(t *testing.T, p []byte, caps uint32) {
-		r, err := parseChangeUser(p, caps)
-		if err != nil {
-			return
-		}
-		if n := len(r.user) + len(r.auth) + len(r.db) + len(r.plugin) + len(r.attrs); n > len(p) {
-			t.Fatalf("parsed %d bytes of fields out of a %d-byte packet", n, len(p))
-		}
-		if slack := len(p)*9/8 + 32; cap(r.auth) > slack || cap(r.attrs) > slack { // allocator size classes round up
-			t.Fatalf("buffers beyond the packet: auth cap %d, attrs cap %d, packet %d", cap(r.auth), cap(r.attrs), len(p))
-		}
-	})
-}
-
-func mysqlLenenc(b []byte) []byte {
-	return append(gomysql.AppendLengthEncodedInteger(nil, uint64(len(b))), b...)
-}
-
 func seedGreeting(mariadb bool) []byte {
-	g := &Greeting{Version: "10.11.19-MariaDB-0+deb12u1", ThreadID: 42, Scramble: randomScramble(),
+	g := &Greeting{Version: "10.11.19-MariaDB-0+deb12u1", ThreadID: 42, Scramble: scramble(),
 		Caps: 0x81fffffe, Charset: 45, Status: gomysql.SERVER_STATUS_AUTOCOMMIT, Plugin: gomysql.AUTH_NATIVE_PASSWORD,
 		ExtCaps: MariaDBStmtBulk | MariaDBExtTypeInfo}
 	if !mariadb {
@@ -183,4 +151,14 @@ func TestGreetingRoundTrip(t *testing.T) {
 			t.Fatalf("extended caps lost: 0x%x", g.ExtCaps)
 		}
 	}
+}
+
+// scramble is 20 random bytes as a server's greeting carries them
+// (proxy's randomScramble): no NUL, 7 bits.
+func scramble() []byte {
+	b := gomysql.RandomBuf(20)
+	for i := range b {
+		b[i] = b[i]&0x7f | 1
+	}
+	return b
 }

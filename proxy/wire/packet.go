@@ -1,4 +1,4 @@
-package proxy
+package wire
 
 import (
 	"bufio"
@@ -13,22 +13,22 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 )
 
-// maxPayload is the largest payload one physical packet carries; a logical
+// MaxPayload is the largest payload one physical packet carries; a logical
 // packet of this size or more continues in the next physical packet.
 const MaxPayload = 1<<24 - 1
 
-// headLen is how much of a response packet the relay keeps to classify it:
+// HeadLen is how much of a response packet the relay keeps to classify it:
 // enough for an OK packet up to its status flags (1 + 9 + 9 + 2 + 2).
 const HeadLen = 32
 
-// errSequence means the peer broke the protocol; the session cannot continue.
+// SequenceError means the peer broke the protocol; the session cannot continue.
 type SequenceError struct{ Got, Want uint8 }
 
 func (e SequenceError) Error() string {
 	return fmt.Sprintf("packet sequence id %d, expected %d", e.Got, e.Want)
 }
 
-// leg is one side of a session (client or backend): its own buffered
+// Leg is one side of a session (client or backend): its own buffered
 // reader/writer and its own sequence id, as the protocol requires.
 type Leg struct {
 	Conn net.Conn
@@ -42,7 +42,7 @@ type Leg struct {
 	NoHold bool
 }
 
-// grow gives a logged-in leg its full-size buffers (the handshake used
+// Grow gives a logged-in leg its full-size buffers (the handshake used
 // small ones); bytes already buffered are kept.
 func (l *Leg) Grow(rsize, wsize int) {
 	if l.R.Buffered() == 0 {
@@ -53,13 +53,13 @@ func (l *Leg) Grow(rsize, wsize int) {
 	}
 }
 
-// peek waits until at least one byte can be read.
+// Peek waits until at least one byte can be read.
 func (l *Leg) Peek() error {
 	_, err := l.R.Peek(1)
 	return err
 }
 
-// buffered reports bytes already read from the connection and not consumed.
+// Buffered reports bytes already read from the connection and not consumed.
 func (l *Leg) Buffered() int {
 	n := l.R.Buffered()
 	if l.Comp != nil {
@@ -76,7 +76,7 @@ func (l *Leg) dst() io.Writer {
 	return l.RW
 }
 
-// parkWriter gives an empty writer of the pool's size back to pool.
+// ParkWriter gives an empty writer of the pool's size back to pool.
 func (l *Leg) ParkWriter(pool *sync.Pool, size int) {
 	if l.W != nil && l.W.Buffered() == 0 && l.W.Size() == size {
 		l.W.Reset(nil)
@@ -85,7 +85,7 @@ func (l *Leg) ParkWriter(pool *sync.Pool, size int) {
 	}
 }
 
-// unparkWriter gives the leg a writer from pool if it has none.
+// UnparkWriter gives the leg a writer from pool if it has none.
 func (l *Leg) UnparkWriter(pool *sync.Pool) {
 	if l.W == nil {
 		l.W = pool.Get().(*bufio.Writer)
@@ -93,7 +93,7 @@ func (l *Leg) UnparkWriter(pool *sync.Pool) {
 	}
 }
 
-// parkReader gives an empty reader of the pool's size back to pool.
+// ParkReader gives an empty reader of the pool's size back to pool.
 func (l *Leg) ParkReader(pool *sync.Pool, size int) {
 	if l.R != nil && l.R.Buffered() == 0 && l.R.Size() == size && l.Comp == nil {
 		l.R.Reset(nil)
@@ -114,7 +114,7 @@ func NewLeg(name string, c net.Conn, rsize, wsize int) *Leg {
 	return &Leg{Conn: c, RW: rw, R: bufio.NewReaderSize(rw, rsize), W: bufio.NewWriterSize(rw, wsize), Name: name}
 }
 
-// ioError marks an I/O failure on one leg. Any ioError ends the session.
+// IOError marks an I/O failure on one leg. Any ioError ends the session.
 type IOError struct {
 	Leg string
 	Err error
@@ -131,7 +131,7 @@ func (l *Leg) Fail(err error) error {
 	return &IOError{Leg: l.Name, Err: err}
 }
 
-// readHeader reads one physical packet header and checks its sequence id.
+// ReadHeader reads one physical packet header and checks its sequence id.
 func (l *Leg) ReadHeader() (int, error) {
 	h, err := l.R.Peek(4)
 	if err != nil {
@@ -156,7 +156,7 @@ func (l *Leg) ReadHeader() (int, error) {
 	return n, nil
 }
 
-// readPacket reads one logical packet (physical packets merged) into dst's
+// ReadPacket reads one logical packet (physical packets merged) into dst's
 // storage. limit bounds the total size.
 func (l *Leg) ReadPacket(dst []byte, limit int) ([]byte, error) {
 	dst = dst[:0]
@@ -179,7 +179,7 @@ func (l *Leg) ReadPacket(dst []byte, limit int) ([]byte, error) {
 	}
 }
 
-// writeHeader writes a packet header byte by byte: a [4]byte passed to
+// WriteHeader writes a packet header byte by byte: a [4]byte passed to
 // Write escapes to the heap, which cost one allocation per relayed row.
 func WriteHeader(w *bufio.Writer, n int, seq uint8) error {
 	w.WriteByte(byte(n))
@@ -188,7 +188,7 @@ func WriteHeader(w *bufio.Writer, n int, seq uint8) error {
 	return w.WriteByte(seq) // bufio's error is sticky: the last call reports any
 }
 
-// writePacket frames p (split at 16 MB) with this leg's sequence ids.
+// WritePacket frames p (split at 16 MB) with this leg's sequence ids.
 func (l *Leg) WritePacket(p []byte) error {
 	for {
 		n := min(len(p), MaxPayload)
@@ -206,7 +206,7 @@ func (l *Leg) WritePacket(p []byte) error {
 	}
 }
 
-// writeCommand sends a command packet with sequence id 0 (not flushed).
+// WriteCommand sends a command packet with sequence id 0 (not flushed).
 func (l *Leg) WriteCommand(p []byte) error {
 	l.Seq = 0
 	if l.Comp != nil {
@@ -215,7 +215,7 @@ func (l *Leg) WriteCommand(p []byte) error {
 	return l.WritePacket(p)
 }
 
-// flushForResponse flushes a command whose response the caller reads next.
+// FlushForResponse flushes a command whose response the caller reads next.
 // On a raw socket the command is written by that read (see rawIO): one
 // read that finds the socket empty fewer per command. Only when nothing is
 // buffered to read (else the read would be served without touching the
@@ -242,7 +242,7 @@ func (l *Leg) Flush() error {
 	return nil
 }
 
-// copyTo streams n payload bytes from l to dst without holding them.
+// CopyTo streams n payload bytes from l to dst without holding them.
 func (l *Leg) CopyTo(dst *Leg, n int) error {
 	for n > 0 {
 		k := min(n, l.R.Size())
@@ -267,7 +267,7 @@ func IsEOF(head []byte, n int) bool { return n < 9 && len(head) > 0 && head[0] =
 func IsOK(head []byte, n int) bool  { return n >= 7 && len(head) > 0 && head[0] == 0x00 }
 func IsErr(head []byte) bool        { return len(head) > 0 && head[0] == 0xFF }
 
-// eofStatus returns the status flags of an EOF packet.
+// EOFStatus returns the status flags of an EOF packet.
 func EOFStatus(head []byte) uint16 {
 	if len(head) < 5 {
 		return 0
@@ -275,7 +275,7 @@ func EOFStatus(head []byte) uint16 {
 	return binary.LittleEndian.Uint16(head[3:5])
 }
 
-// okInfo decodes an OK packet's affected rows, insert id, status and warnings.
+// OKInfo decodes an OK packet's affected rows, insert id, status and warnings.
 func OKInfo(p []byte) (affected, insertID uint64, status, warnings uint16) {
 	pos := 1
 	var n int
@@ -296,7 +296,7 @@ func OKInfo(p []byte) (affected, insertID uint64, status, warnings uint16) {
 	return
 }
 
-// parseErr decodes an ERR packet into go-mysql's error type.
+// ParseErr decodes an ERR packet into go-mysql's error type.
 func ParseErr(p []byte) *mysql.MyError {
 	e := &mysql.MyError{State: "HY000"}
 	if len(p) < 3 {
@@ -314,7 +314,7 @@ func ParseErr(p []byte) *mysql.MyError {
 	return e
 }
 
-// errPacket builds an ERR packet payload.
+// ErrPacket builds an ERR packet payload.
 func ErrPacket(code uint16, state, msg string) []byte {
 	if len(state) != 5 {
 		state = "HY000"
@@ -325,7 +325,7 @@ func ErrPacket(code uint16, state, msg string) []byte {
 	return append(p, msg...)
 }
 
-// okPacket builds an OK packet payload.
+// OKPacket builds an OK packet payload.
 func OKPacket(affected, insertID uint64, status, warnings uint16) []byte {
 	p := make([]byte, 0, 24)
 	p = append(p, 0x00)
@@ -334,7 +334,7 @@ func OKPacket(affected, insertID uint64, status, warnings uint16) []byte {
 	return append(p, byte(status), byte(status>>8), byte(warnings), byte(warnings>>8))
 }
 
-// lenenc decodes a length-encoded integer; n == 0 means b is too short.
+// LenencUint decodes a length-encoded integer; n == 0 means b is too short.
 func LenencUint(b []byte) (v uint64, n int) {
 	v, _, n = Lenenc(b)
 	return v, n
@@ -367,7 +367,7 @@ func Lenenc(b []byte) (v uint64, isNull bool, n int) {
 	return v, false, n
 }
 
-// peekPacketLen returns the length of the next physical packet without
+// PeekPacketLen returns the length of the next physical packet without
 // consuming it.
 func (l *Leg) PeekPacketLen() (int, error) {
 	h, err := l.R.Peek(4)
@@ -377,7 +377,7 @@ func (l *Leg) PeekPacketLen() (int, error) {
 	return int(h[0]) | int(h[1])<<8 | int(h[2])<<16, nil
 }
 
-// readPacketPiece appends one physical packet's payload to dst.
+// ReadPacketPiece appends one physical packet's payload to dst.
 func (l *Leg) ReadPacketPiece(dst []byte) ([]byte, error) {
 	n, err := l.ReadHeader()
 	if err != nil {
@@ -391,7 +391,7 @@ func (l *Leg) ReadPacketPiece(dst []byte) ([]byte, error) {
 	return dst, nil
 }
 
-// discardPacketPiece reads one physical packet and drops its payload.
+// DiscardPacketPiece reads one physical packet and drops its payload.
 func (l *Leg) DiscardPacketPiece() error {
 	n, err := l.ReadHeader()
 	if err != nil {
@@ -403,7 +403,7 @@ func (l *Leg) DiscardPacketPiece() error {
 	return nil
 }
 
-// bufferedConn reads through r (bytes already buffered from Conn) first; a
+// BufferedConn reads through r (bytes already buffered from Conn) first; a
 // TLS upgrade wraps it so no byte read ahead is lost.
 type BufferedConn struct {
 	net.Conn

@@ -1,11 +1,11 @@
-package proxy
+package wire
 
 import (
 	"errors"
 	"fmt"
 )
 
-// commandWriter frames a command of a known length as it is written:
+// CommandWriter frames a command of a known length as it is written:
 // packets of maxPayload bytes (an empty one after a last full one), with
 // the leg's sequence ids, into the leg's buffered writer.
 type CommandWriter struct {
@@ -15,7 +15,7 @@ type CommandWriter struct {
 	lastLength int // the last packet's length
 }
 
-// newCommandWriter writes a command of n bytes over l; the caller has
+// NewCommandWriter writes a command of n bytes over l; the caller has
 // started the command on l (sequence id 0, a new compressed frame
 // sequence).
 func NewCommandWriter(l *Leg, n int) CommandWriter {
@@ -86,7 +86,7 @@ func (f *CommandWriter) WriteByte(c byte) error {
 	return err
 }
 
-// close ends the command: every announced byte written, and the empty
+// Close ends the command: every announced byte written, and the empty
 // packet that follows a full last one.
 func (f *CommandWriter) Close() error {
 	if f.left != 0 || f.inPacket != 0 {

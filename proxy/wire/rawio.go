@@ -1,4 +1,4 @@
-package proxy
+package wire
 
 import (
 	"crypto/tls"
@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// rawIO reads and writes a plain TCP or Unix socket inside
+// RawIO reads and writes a plain TCP or Unix socket inside
 // syscall.RawConn's Read/Write callbacks, with raw system calls
 // (fdio_linux.go): the Go netpoller still parks the goroutine when the
 // socket is not ready, and deadlines still apply; what goes is the
@@ -50,7 +50,7 @@ var rawIOOn = os.Getenv("LEAFPROXY_RAWIO") != "0"
 // holdOn: LEAFPROXY_RAWIO_HOLD=0 writes commands at once (for comparing).
 var holdOn = os.Getenv("LEAFPROXY_RAWIO_HOLD") != "0"
 
-// legIO is what a leg's buffers read from and write to: the connection, or
+// LegIO is what a leg's buffers read from and write to: the connection, or
 // a rawIO over it when it is a plain socket.
 func LegIO(c net.Conn) io.ReadWriter {
 	if !rawIOOn {
@@ -63,7 +63,7 @@ func LegIO(c net.Conn) io.ReadWriter {
 	return &RawIO{rc: rc}
 }
 
-// plainSocket is c's raw connection when c is a plain TCP or Unix socket
+// PlainSocket is c's raw connection when c is a plain TCP or Unix socket
 // (not TLS, not a test's pipe).
 func PlainSocket(c net.Conn) (syscall.RawConn, bool) {
 	switch c.(type) {
@@ -149,7 +149,7 @@ func (r *RawIO) dropHeld() {
 	r.held, r.heldOff = r.held[:0], 0
 }
 
-// release gives up the held command's storage (the leg is idle).
+// Release gives up the held command's storage (the leg is idle).
 func (r *RawIO) Release() {
 	if r.heldOff >= len(r.held) {
 		r.held, r.heldOff = nil, 0
@@ -200,7 +200,7 @@ func (r *RawIO) Write(p []byte) (int, error) {
 	return nn, err
 }
 
-// socketState is what a socketPeeker saw.
+// SocketState is what a socketPeeker saw.
 type SocketState int
 
 const (
@@ -209,7 +209,7 @@ const (
 	SocketClosed                     // the peer closed it (or it failed)
 )
 
-// socketPeeker looks at a TCP or Unix socket (a TLS connection's too)
+// SocketPeeker looks at a TCP or Unix socket (a TLS connection's too)
 // without reading from it, blocking, or touching buffers or deadlines: one
 // recv(MSG_PEEK|MSG_DONTWAIT) of one byte, with nothing allocated per
 // look. The idle watch (Session.backendGone) asks every 500 ms of every
@@ -223,7 +223,7 @@ type SocketPeeker struct {
 	b     [1]byte
 }
 
-// newSocketPeeker returns nil when c is not a socket it can look at; a nil
+// NewSocketPeeker returns nil when c is not a socket it can look at; a nil
 // peeker answers socketUnknown.
 func NewSocketPeeker(c net.Conn) *SocketPeeker {
 	if tc, ok := c.(*tls.Conn); ok {

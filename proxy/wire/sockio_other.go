@@ -1,6 +1,6 @@
 //go:build !linux
 
-package proxy
+package wire
 
 import "golang.org/x/sys/unix"
 
