@@ -66,12 +66,12 @@ func (s *Session) writeResultHead(n int, def func(p []byte, i int, ext bool) []b
 			return err
 		}
 	}
-	return s.writeOut(appendEOF(s.out[:0], s.status))
+	return s.writeOut(wire.AppendEOF(s.out[:0], s.status))
 }
 
 // writeResultEnd writes the EOF after a result's rows and flushes.
 func (s *Session) writeResultEnd() error {
-	if err := s.writeOut(appendEOF(s.out[:0], s.status)); err != nil {
+	if err := s.writeOut(wire.AppendEOF(s.out[:0], s.status)); err != nil {
 		return err
 	}
 	s.trimOut()
@@ -80,7 +80,7 @@ func (s *Session) writeResultEnd() error {
 
 func (s *Session) writeInt64Result(cols []string, rows [][]*int64, binaryRows bool) error {
 	if err := s.writeResultHead(len(cols), func(p []byte, i int, ext bool) []byte {
-		return appendBigintColumnDef(p, cols[i], ext)
+		return wire.AppendBigintColumnDef(p, cols[i], ext)
 	}); err != nil {
 		return err
 	}
@@ -140,7 +140,7 @@ func (s *Session) WriteTextResultSet(cols []string, rows [][]*string) error {
 			return err
 		}
 	}
-	if err := w(appendEOF(nil, s.status)); err != nil {
+	if err := w(wire.AppendEOF(nil, s.status)); err != nil {
 		return err
 	}
 	for _, row := range rows {
@@ -157,21 +157,8 @@ func (s *Session) WriteTextResultSet(cols []string, rows [][]*string) error {
 			return err
 		}
 	}
-	if err := w(appendEOF(nil, s.status)); err != nil {
+	if err := w(wire.AppendEOF(nil, s.status)); err != nil {
 		return err
 	}
 	return s.setFatal(s.c.Flush())
-}
-
-func appendEOF(p []byte, status uint16) []byte {
-	return append(p, 0xFE, 0, 0, byte(status), byte(status>>8))
-}
-
-// appendBigintColumnDef appends a Protocol::ColumnDefinition41 for a
-// signed BIGINT. extTypeInfo: the client negotiated MariaDB's extended
-// type metadata, which adds a (here empty) metadata string before the
-// fixed fields.
-func appendBigintColumnDef(p []byte, name string, extTypeInfo bool) []byte {
-	// charset 63 (binary), display length 20, BINARY_FLAG, no decimals.
-	return wire.AppendColumnDef(p, name, extTypeInfo, 63, 20, mysql.MYSQL_TYPE_LONGLONG, mysql.BINARY_FLAG)
 }

@@ -13,9 +13,9 @@ var (
 	tOK       = wire.OKPacket(1, 7, mysql.SERVER_STATUS_AUTOCOMMIT, 0)
 	tOKMore   = wire.OKPacket(0, 0, mysql.SERVER_STATUS_AUTOCOMMIT|mysql.SERVER_MORE_RESULTS_EXISTS, 0)
 	tErr      = wire.ErrPacket(1064, "42000", "syntax")
-	tEOF      = appendEOF(nil, mysql.SERVER_STATUS_AUTOCOMMIT)
-	tEOFMore  = appendEOF(nil, mysql.SERVER_STATUS_AUTOCOMMIT|mysql.SERVER_MORE_RESULTS_EXISTS)
-	tEOFCurs  = appendEOF(nil, mysql.SERVER_STATUS_AUTOCOMMIT|mysql.SERVER_STATUS_CURSOR_EXISTS)
+	tEOF      = wire.AppendEOF(nil, mysql.SERVER_STATUS_AUTOCOMMIT)
+	tEOFMore  = wire.AppendEOF(nil, mysql.SERVER_STATUS_AUTOCOMMIT|mysql.SERVER_MORE_RESULTS_EXISTS)
+	tEOFCurs  = wire.AppendEOF(nil, mysql.SERVER_STATUS_AUTOCOMMIT|mysql.SERVER_STATUS_CURSOR_EXISTS)
 	tCols2    = []byte{2}
 	tDef      = append([]byte{3, 'd', 'e', 'f'}, make([]byte, 30)...) // a column definition
 	tRow      = []byte{1, '1', 1, '2'}

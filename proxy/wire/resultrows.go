@@ -240,3 +240,17 @@ func AppendColumnDef(p []byte, name string, extTypeInfo bool, charset uint16, le
 		byte(length), byte(length>>8), byte(length>>16), byte(length>>24),
 		typ, byte(flags), byte(flags>>8), 0, 0, 0)
 }
+
+// AppendEOF appends an EOF packet with the given status flags.
+func AppendEOF(p []byte, status uint16) []byte {
+	return append(p, 0xFE, 0, 0, byte(status), byte(status>>8))
+}
+
+// AppendBigintColumnDef appends a Protocol::ColumnDefinition41 for a
+// signed BIGINT. extTypeInfo: the client negotiated MariaDB's extended
+// type metadata, which adds a (here empty) metadata string before the
+// fixed fields.
+func AppendBigintColumnDef(p []byte, name string, extTypeInfo bool) []byte {
+	// charset 63 (binary), display length 20, BINARY_FLAG, no decimals.
+	return AppendColumnDef(p, name, extTypeInfo, 63, 20, mysql.MYSQL_TYPE_LONGLONG, mysql.BINARY_FLAG)
+}
