@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/leafproxy/leafproxy/proxy"
+	"github.com/leafproxy/leafproxy/proxy/wire"
 	"github.com/leafproxy/leafproxy/rewriter"
 )
 
@@ -312,10 +313,10 @@ func splitBulkRows(body, types []byte, n int) ([]bulkRow, error) {
 }
 
 // binaryValueLen is the length of one binary-protocol value of type typ at
-// the start of b (proxy.ParamLen, the module's one reader of it), its
+// the start of b (wire.ParamLen, the module's one reader of it), its
 // error in the engine's words.
 func binaryValueLen(b []byte, typ byte) (int, error) {
-	n, err := proxy.ParamLen(b, typ)
+	n, err := wire.ParamLen(b, typ)
 	if err != nil {
 		return 0, executeError(err)
 	}

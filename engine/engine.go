@@ -34,6 +34,7 @@ import (
 	"github.com/leafproxy/leafproxy/internal/metric"
 	"github.com/leafproxy/leafproxy/internal/raw"
 	"github.com/leafproxy/leafproxy/proxy"
+	"github.com/leafproxy/leafproxy/proxy/wire"
 	"github.com/leafproxy/leafproxy/rewriter"
 )
 
@@ -122,8 +123,8 @@ type state struct {
 	rowValues   []int64
 	calls       []rewriter.Call // a prepared Sequence plan's calls with bound arguments
 	// decoded, decodedRows: LEAFPROXY_DECODE's row (scratch)
-	decoded      []proxy.Value
-	decodedRows  [1][]proxy.Value
+	decoded      []wire.Value
+	decodedRows  [1][]wire.Value
 	paramOffsets []int // scratch for execute rewriting
 	idents       []rewriter.SeqName
 	lastColumns  colMemo    // the last table checkKeys found in the column cache

@@ -11,6 +11,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/internal/raw"
 	"github.com/leafproxy/leafproxy/proxy"
+	"github.com/leafproxy/leafproxy/proxy/wire"
 	"github.com/leafproxy/leafproxy/rewriter"
 )
 
@@ -23,8 +24,8 @@ type fakeSession struct {
 	columns  map[string][][2]string
 	relayed  []string
 	wrote    [][][]*int64
-	typed    [][][]proxy.Value // WriteRows / WriteBinaryRows
-	cols     [][]proxy.Column
+	typed    [][][]wire.Value // WriteRows / WriteBinaryRows
+	cols     [][]wire.Column
 	prepared []string // texts prepared on the backend (statement id = index+1)
 	backend  []string
 	answers  int // WriteOK, WriteError and RelayExecute calls
@@ -153,16 +154,16 @@ func (f *fakeSession) WriteResultSet(_ []string, rows [][]*int64) error {
 func (f *fakeSession) WriteBinaryResultSet(cols []string, rows [][]*int64) error {
 	return f.WriteResultSet(cols, rows)
 }
-func (f *fakeSession) WriteRows(cols []proxy.Column, rows [][]proxy.Value) error {
-	var copied [][]proxy.Value
+func (f *fakeSession) WriteRows(cols []wire.Column, rows [][]wire.Value) error {
+	var copied [][]wire.Value
 	for _, r := range rows {
-		copied = append(copied, append([]proxy.Value(nil), r...))
+		copied = append(copied, append([]wire.Value(nil), r...))
 	}
 	f.typed = append(f.typed, copied)
 	f.cols = append(f.cols, cols)
 	return nil
 }
-func (f *fakeSession) WriteBinaryRows(cols []proxy.Column, rows [][]proxy.Value) error {
+func (f *fakeSession) WriteBinaryRows(cols []wire.Column, rows [][]wire.Value) error {
 	return f.WriteRows(cols, rows)
 }
 func (f *fakeSession) BackendQuery(_ context.Context, sql string) ([][]*string, error) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
-	"github.com/leafproxy/leafproxy/proxy"
+	"github.com/leafproxy/leafproxy/proxy/wire"
 	"github.com/leafproxy/leafproxy/rewriter"
 )
 
@@ -204,7 +204,7 @@ func boundKeyValue(typ, flags byte, b []byte) (rewriter.KeyValue, error) {
 	case mysql.MYSQL_TYPE_DECIMAL, mysql.MYSQL_TYPE_NEWDECIMAL, mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING,
 		mysql.MYSQL_TYPE_STRING, mysql.MYSQL_TYPE_TINY_BLOB, mysql.MYSQL_TYPE_MEDIUM_BLOB, mysql.MYSQL_TYPE_LONG_BLOB,
 		mysql.MYSQL_TYPE_BLOB, mysql.MYSQL_TYPE_ENUM, mysql.MYSQL_TYPE_SET, mysql.MYSQL_TYPE_JSON:
-		v, _, k := proxy.Lenenc(b)
+		v, _, k := wire.Lenenc(b)
 		return rewriter.ConvertString(string(b[k : k+int(v)])), nil
 	}
 	return rewriter.KeyValue{}, &notSupportedError{msg: fmt.Sprintf("leafproxy: the key column's value is bound with type %d, which the proxy does not convert; "+

@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/leafproxy/leafproxy/proxy"
+	"github.com/leafproxy/leafproxy/proxy/wire"
 	"github.com/leafproxy/leafproxy/rewriter"
 )
 
@@ -100,7 +100,7 @@ func (e *Engine) executeNumbered(ctx context.Context, s Session, st *state, p *p
 // has seen only the ones this function sent).
 func (p *prepared) countExecute(dst, pkt []byte) ([]byte, error) {
 	n := p.plan.ClientParams
-	ex, err := proxy.ParseExecute(pkt, n, p.types)
+	ex, err := wire.ParseExecute(pkt, n, p.types)
 	if err != nil {
 		return dst, executeError(err)
 	}

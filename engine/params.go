@@ -7,7 +7,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
-	"github.com/leafproxy/leafproxy/proxy"
+	"github.com/leafproxy/leafproxy/proxy/wire"
 	"github.com/leafproxy/leafproxy/rewriter"
 )
 
@@ -23,7 +23,7 @@ import (
 
 // execHeader is COM_STMT_EXECUTE's fixed part: command, statement id (4),
 // flags (1), iteration count (4).
-const execHeader = proxy.ExecuteHeader
+const execHeader = wire.ExecuteHeader
 
 // paramMap is how a statement's backend parameters relate to the client's.
 type paramMap struct {
@@ -110,14 +110,14 @@ func malformedExecute(what string) error {
 }
 
 // executeError is the engine's error for what proxy's decoder of
-// COM_STMT_EXECUTE (proxy.ParseExecute, ParamOffsets, ParamLen) could not
+// COM_STMT_EXECUTE (wire.ParseExecute, ParamOffsets, ParamLen) could not
 // read: 1235, in the engine's words.
 func executeError(err error) error {
-	var ee *proxy.ExecuteError
+	var ee *wire.ExecuteError
 	if errors.As(err, &ee) {
 		return malformedExecute(ee.What)
 	}
-	var ve *proxy.ValueError
+	var ve *wire.ValueError
 	if errors.As(err, &ve) {
 		return &notSupportedError{msg: fmt.Sprintf("leafproxy: malformed statement parameters (value of type %d)", ve.Type)}
 	}
@@ -130,7 +130,7 @@ func executeError(err error) error {
 // have none). The types are remembered in pm.types.
 func (pm *paramMap) parseExecute(pkt []byte, offs []int) (bitmap, values []byte, _ []int, _ error) {
 	n := pm.clientParams
-	ex, err := proxy.ParseExecute(pkt, n, pm.types)
+	ex, err := wire.ParseExecute(pkt, n, pm.types)
 	if err != nil {
 		return nil, nil, offs, executeError(err)
 	}

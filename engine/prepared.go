@@ -9,6 +9,7 @@ import (
 	"github.com/leafproxy/leafproxy/internal/raw"
 	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"github.com/leafproxy/leafproxy/proxy"
+	"github.com/leafproxy/leafproxy/proxy/wire"
 	"github.com/leafproxy/leafproxy/rewriter"
 )
 
@@ -175,7 +176,7 @@ func (e *Engine) execute(ctx context.Context, s Session, stmtID uint32, pkt []by
 	case rewriter.Sequence:
 		// A cursor would make the client fetch from the backend, which
 		// has no such result.
-		if f := proxy.ExecuteFlags(pkt); f != 0 {
+		if f := wire.ExecuteFlags(pkt); f != 0 {
 			return false, &notSupportedError{msg: "leafproxy: a cursor (COM_STMT_EXECUTE flags " + strconv.Itoa(int(f)) +
 				") on a NEXTVAL/LASTVAL statement is not supported; execute it without a cursor (e.g. JDBC useCursorFetch=false)"}
 		}

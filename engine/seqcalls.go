@@ -11,7 +11,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
-	"github.com/leafproxy/leafproxy/proxy"
+	"github.com/leafproxy/leafproxy/proxy/wire"
 	"github.com/leafproxy/leafproxy/rewriter"
 )
 
@@ -74,15 +74,15 @@ func (e *wrongArgumentsError) SQLState() string { return "HY000" }
 // decodeCols are LEAFPROXY_DECODE's columns, the same for every
 // generator (NULL where a part does not apply), so that a prepared
 // statement's metadata does not depend on the tag.
-var decodeCols = []proxy.Column{
-	{Name: "tag", Type: proxy.TypeVarchar},
-	{Name: "generator", Type: proxy.TypeVarchar},
-	{Name: "id", Type: proxy.TypeBigint},
-	{Name: "created_at", Type: proxy.TypeDatetime3}, // snowflake: the start of its tick, UTC
-	{Name: "worker_id", Type: proxy.TypeBigint},     // snowflake
-	{Name: "sequence", Type: proxy.TypeBigint},      // snowflake: within the tick
-	{Name: "handed_out", Type: proxy.TypeInt},       // segment: 1 when below max_id
-	{Name: "max_id", Type: proxy.TypeBigint},        // segment: leaf_alloc.max_id
+var decodeCols = []wire.Column{
+	{Name: "tag", Type: wire.TypeVarchar},
+	{Name: "generator", Type: wire.TypeVarchar},
+	{Name: "id", Type: wire.TypeBigint},
+	{Name: "created_at", Type: wire.TypeDatetime3}, // snowflake: the start of its tick, UTC
+	{Name: "worker_id", Type: wire.TypeBigint},     // snowflake
+	{Name: "sequence", Type: wire.TypeBigint},      // snowflake: within the tick
+	{Name: "handed_out", Type: wire.TypeInt},       // segment: 1 when below max_id
+	{Name: "max_id", Type: wire.TypeBigint},        // segment: leaf_alloc.max_id
 }
 
 // decodeBackendText is what a prepared LEAFPROXY_DECODE is prepared as on
@@ -106,14 +106,14 @@ func (e *Engine) decode(ctx context.Context, s Session, st *state, c rewriter.Ca
 	}
 	tag := st.own(c.Tag)
 	gen := e.idSource.Generator(tag)
-	row := append(st.decoded[:0], proxy.StringValue(tag), proxy.StringValue(gen), proxy.IntValue(c.ID),
-		proxy.NullValue, proxy.NullValue, proxy.NullValue, proxy.NullValue, proxy.NullValue)
+	row := append(st.decoded[:0], wire.StringValue(tag), wire.StringValue(gen), wire.IntValue(c.ID),
+		wire.NullValue, wire.NullValue, wire.NullValue, wire.NullValue, wire.NullValue)
 	if gen == "snowflake" {
 		created, worker, seq, err := d.DecodeSnowflake(tag, c.ID)
 		if err != nil {
 			return err
 		}
-		row[3], row[4], row[5] = proxy.TimeValue(created.UTC()), proxy.IntValue(worker), proxy.IntValue(seq)
+		row[3], row[4], row[5] = wire.TimeValue(created.UTC()), wire.IntValue(worker), wire.IntValue(seq)
 	} else {
 		maxID, err := d.MaxID(ctx, tag)
 		if err != nil {
@@ -128,7 +128,7 @@ func (e *Engine) decode(ctx context.Context, s Session, st *state, c rewriter.Ca
 		if c.ID >= 1 && c.ID < maxID {
 			handed = 1
 		}
-		row[6], row[7] = proxy.IntValue(handed), proxy.IntValue(maxID)
+		row[6], row[7] = wire.IntValue(handed), wire.IntValue(maxID)
 	}
 	st.decoded = row
 	st.decodedRows[0] = row
@@ -153,7 +153,7 @@ func (st *state) bindCallArgs(p *prepared, pkt []byte) ([]rewriter.Call, error) 
 	if p.long {
 		return nil, &wrongArgumentsError{msg: "Incorrect arguments to NEXTVAL / LEAFPROXY_DECODE: a value sent as long data (COM_STMT_SEND_LONG_DATA); bind it in the execute"}
 	}
-	ex, err := proxy.ParseExecute(pkt, n, p.types)
+	ex, err := wire.ParseExecute(pkt, n, p.types)
 	if err != nil {
 		return nil, executeError(err)
 	}
@@ -166,7 +166,7 @@ func (st *state) bindCallArgs(p *prepared, pkt []byte) ([]rewriter.Call, error) 
 		if ex.Null(i) {
 			return nil, argError(calls, i+1, "NULL")
 		}
-		l, err := proxy.ParamLen(rest, p.types[2*i])
+		l, err := wire.ParamLen(rest, p.types[2*i])
 		if err != nil {
 			return nil, executeError(err)
 		}
@@ -249,7 +249,7 @@ func intParam(b []byte, typ byte, unsigned bool) (int64, bool) {
 		return int64(f), true
 	case mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING, mysql.MYSQL_TYPE_STRING, mysql.MYSQL_TYPE_DECIMAL,
 		mysql.MYSQL_TYPE_NEWDECIMAL, mysql.MYSQL_TYPE_BLOB, mysql.MYSQL_TYPE_TINY_BLOB, mysql.MYSQL_TYPE_MEDIUM_BLOB, mysql.MYSQL_TYPE_LONG_BLOB:
-		l, _, k := proxy.Lenenc(b)
+		l, _, k := wire.Lenenc(b)
 		if k == 0 || uint64(len(b)-k) < l {
 			return 0, false
 		}

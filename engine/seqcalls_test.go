@@ -13,6 +13,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/leafproxy/leafproxy/proxy"
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // blockSource is an IDSource with blocks and decoding: segment tags count
@@ -245,9 +246,9 @@ func TestDecodeThroughFakeSession(t *testing.T) {
 			switch {
 			case v.IsNull():
 				out = append(out, c.Name+"=NULL")
-			case c.Type == proxy.TypeVarchar:
+			case c.Type == wire.TypeVarchar:
 				out = append(out, c.Name+"="+v.String())
-			case c.Type == proxy.TypeDatetime3:
+			case c.Type == wire.TypeDatetime3:
 				out = append(out, c.Name+"="+v.Time().Format("2006-01-02 15:04:05.000"))
 			default:
 				out = append(out, fmt.Sprintf("%s=%d", c.Name, v.Int()))

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/leafproxy/leafproxy/proxy"
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // Session is what the engine needs of a client session, as vtgate's
@@ -57,8 +58,8 @@ type Session interface {
 	WriteBinaryResultSet(cols []string, rows [][]*int64) error
 	// WriteRows and WriteBinaryRows answer with typed columns
 	// (LEAFPROXY_DECODE's row).
-	WriteRows(cols []proxy.Column, rows [][]proxy.Value) error
-	WriteBinaryRows(cols []proxy.Column, rows [][]proxy.Value) error
+	WriteRows(cols []wire.Column, rows [][]wire.Value) error
+	WriteBinaryRows(cols []wire.Column, rows [][]wire.Value) error
 }
 
 var _ Session = (*proxy.Session)(nil)

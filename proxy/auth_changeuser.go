@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // maxChangeUserFailures is how many failed COM_CHANGE_USER a connection
@@ -46,14 +48,14 @@ func (s *Session) changeUser(ctx context.Context, p []byte) error {
 	if s.caps&mysql.CLIENT_PLUGIN_AUTH == 0 {
 		plugin = mysql.AUTH_NATIVE_PASSWORD
 	}
-	acct, err := s.srv.authenticate(s.c, cu.user, plugin, cu.auth, s.scramble, s.c.conn.RemoteAddr())
+	acct, err := s.srv.authenticate(s.c, cu.user, plugin, cu.auth, s.scramble, s.c.Conn.RemoteAddr())
 	if err != nil {
 		var le *loginError
 		if errors.As(err, &le) {
 			s.log.Info("change user refused", "to", cu.user, "code", le.code)
 			return s.changeUserFailed(le.code, le.state, le.msg)
 		}
-		return s.c.fail(err)
+		return s.c.Fail(err)
 	}
 	charset := s.collation
 	if cu.charset != 0 {
@@ -82,10 +84,10 @@ func (s *Session) changeUser(ctx context.Context, p []byte) error {
 	s.collation, s.attrs = charset, attrs
 	s.changedUser(cu.user, acct, cu.db)
 	s.setBackend(bc)
-	if err := s.c.writePacket(bc.ok); err != nil {
+	if err := s.c.WritePacket(bc.ok); err != nil {
 		return s.setFatal(err)
 	}
-	return s.setFatal(s.c.flush())
+	return s.setFatal(s.c.Flush())
 }
 
 // changedUser records a successful change user: the new account, database
@@ -110,10 +112,10 @@ func (s *Session) forgetSessionState() {
 // client gets the error with its connection still usable.
 func (s *Session) changeUserFailed(code uint16, state, msg string) error {
 	s.changeUserFails++
-	if err := s.b.writeCommand([]byte{mysql.COM_RESET_CONNECTION}); err != nil {
+	if err := s.b.WriteCommand([]byte{mysql.COM_RESET_CONNECTION}); err != nil {
 		return s.setFatal(err)
 	}
-	if err := s.b.flush(); err != nil {
+	if err := s.b.Flush(); err != nil {
 		return s.setFatal(err)
 	}
 	r := s.readBackendResult(walkDiscard)
@@ -133,9 +135,9 @@ func (s *Session) changeUserFailed(code uint16, state, msg string) error {
 // account's; on ERR the backend keeps the old one (reset) and so does the
 // proxy, the connection staying usable, as directly.
 func (s *Session) relayChangeUser(ctx context.Context, cu *changeUserReq) error {
-	host := hostKey(s.c.conn.RemoteAddr())
+	host := hostKey(s.c.Conn.RemoteAddr())
 	if wait, blocked := s.srv.throttle.blocked(host, time.Now()); blocked {
-		le := hostBlocked(s.c.conn.RemoteAddr(), wait)
+		le := hostBlocked(s.c.Conn.RemoteAddr(), wait)
 		return s.writeErrFlush(le.code, le.state, le.msg)
 	}
 	plugin := cu.plugin
@@ -158,18 +160,18 @@ func (s *Session) relayChangeUser(ctx context.Context, cu *changeUserReq) error 
 	pkt = append(append(pkt, cu.db...), 0)
 	pkt = binary.LittleEndian.AppendUint16(pkt, charset)
 	pkt = append(append(pkt, plugin...), 0)
-	if g := s.srv.backendHello.Load(); g == nil || g.caps&mysql.CLIENT_CONNECT_ATTRS != 0 {
-		a := attrsWith(attrs, "_proxy", "leafproxy")
+	if g := s.srv.backendHello.Load(); g == nil || g.Caps&mysql.CLIENT_CONNECT_ATTRS != 0 {
+		a := wire.AttrsWith(attrs, "_proxy", "leafproxy")
 		pkt = mysql.AppendLengthEncodedInteger(pkt, uint64(len(a)))
 		pkt = append(pkt, a...)
 	}
-	if err := s.b.writeCommand(pkt); err != nil {
+	if err := s.b.WriteCommand(pkt); err != nil {
 		return s.setFatal(err)
 	}
-	if err := s.b.flush(); err != nil {
+	if err := s.b.Flush(); err != nil {
 		return s.setFatal(err)
 	}
-	_, clientTLS := s.c.conn.(*tls.Conn)
+	_, clientTLS := s.c.Conn.(*tls.Conn)
 	ex := &authExchange{plugin: plugin, scramble: s.scramble, clientTLS: clientTLS, backendTLS: s.srv.backendTLS != nil}
 	ok, err := s.srv.relayAuth(s.c, s.b, ex)
 	var me *mysql.MyError
@@ -189,7 +191,7 @@ func (s *Session) relayChangeUser(ctx context.Context, cu *changeUserReq) error 
 	if err != nil {
 		return s.setFatal(err)
 	}
-	if _, _, st, _ := okInfo(ok); len(ok) >= 7 {
+	if _, _, st, _ := wire.OKInfo(ok); len(ok) >= 7 {
 		s.setStatus(st)
 	}
 	admin := false
@@ -211,8 +213,8 @@ func (s *Session) relayChangeUser(ctx context.Context, cu *changeUserReq) error 
 	}
 	s.collation, s.attrs = uint8(charset), attrs
 	s.changedUser(cu.user, s.srv.backendAccount(cu.user, admin), cu.db)
-	if err := s.c.writePacket(ok); err != nil {
+	if err := s.c.WritePacket(ok); err != nil {
 		return s.setFatal(err)
 	}
-	return s.setFatal(s.c.flush())
+	return s.setFatal(s.c.Flush())
 }

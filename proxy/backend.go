@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // backendLogin is what a session asks of its backend connection: whose
@@ -29,9 +31,9 @@ type backendLogin struct {
 
 // backendConn is a logged-in backend connection.
 type backendConn struct {
-	conn     net.Conn  // the TLS connection when backend.tls is on
-	hello    *greeting // the backend's own greeting (thread id, capabilities)
-	ok       []byte    // the backend's final OK packet after authentication
+	conn     net.Conn       // the TLS connection when backend.tls is on
+	hello    *wire.Greeting // the backend's own greeting (thread id, capabilities)
+	ok       []byte         // the backend's final OK packet after authentication
 	threadID uint32
 	// compressed: the connection speaks the compressed protocol after the
 	// login OK, because the client asked for it on its own leg.
@@ -78,7 +80,7 @@ func (s *Server) connectBackend(ctx context.Context, l backendLogin) (*backendCo
 }
 
 func (s *Server) loginBackend(nc net.Conn, l backendLogin) (*backendConn, error) {
-	lg := newLeg("backend", nc, 4<<10, 4<<10)
+	lg := wire.NewLeg("backend", nc, 4<<10, 4<<10)
 	g, err := readBackendGreeting(lg)
 	if err != nil {
 		return nil, err
@@ -87,16 +89,16 @@ func (s *Server) loginBackend(nc net.Conn, l backendLogin) (*backendConn, error)
 }
 
 // readBackendGreeting reads and checks the backend's greeting.
-func readBackendGreeting(lg *leg) (*greeting, error) {
-	p, err := lg.readPacket(nil, 64<<10)
+func readBackendGreeting(lg *wire.Leg) (*wire.Greeting, error) {
+	p, err := lg.ReadPacket(nil, 64<<10)
 	if err != nil {
 		return nil, err
 	}
-	g, err := parseGreeting(p)
+	g, err := wire.ParseGreeting(p)
 	if err != nil {
 		return nil, err
 	}
-	if g.caps&mysql.CLIENT_PROTOCOL_41 == 0 {
+	if g.Caps&mysql.CLIENT_PROTOCOL_41 == 0 {
 		return nil, errors.New("backend does not speak protocol 4.1")
 	}
 	return g, nil
@@ -105,83 +107,83 @@ func readBackendGreeting(lg *leg) (*greeting, error) {
 // backendResponse is the backend leg's HandshakeResponse41 for l after
 // greeting g, without auth data: the proxy's flags plus the client's
 // mirrored ones, the backend's plugin, the client's attributes marked.
-func backendResponse(g *greeting, l backendLogin) *handshakeResponse {
-	resp := &handshakeResponse{
-		caps:      (backendBaseCaps | l.clientCaps&mirroredCaps) & (g.caps | mysql.CLIENT_LONG_PASSWORD),
-		maxPacket: l.maxPacket,
-		charset:   l.charset,
-		user:      l.user,
-		db:        l.db,
-		plugin:    g.plugin,
+func backendResponse(g *wire.Greeting, l backendLogin) *wire.HandshakeResponse {
+	resp := &wire.HandshakeResponse{
+		Caps:      (backendBaseCaps | l.clientCaps&mirroredCaps) & (g.Caps | mysql.CLIENT_LONG_PASSWORD),
+		MaxPacket: l.maxPacket,
+		Charset:   l.charset,
+		User:      l.user,
+		DB:        l.db,
+		Plugin:    g.Plugin,
 	}
-	if resp.maxPacket == 0 {
-		resp.maxPacket = 1 << 30
+	if resp.MaxPacket == 0 {
+		resp.MaxPacket = 1 << 30
 	}
-	if g.mariadb() {
+	if g.MariaDB() {
 		// Clearing bit 0 tells MariaDB the extended capabilities follow.
-		resp.caps &^= mysql.CLIENT_LONG_PASSWORD
-		resp.extCaps = l.clientExt & proxyExtCaps & g.extCaps
+		resp.Caps &^= mysql.CLIENT_LONG_PASSWORD
+		resp.ExtCaps = l.clientExt & proxyExtCaps & g.ExtCaps
 	}
 	if l.db != "" {
-		resp.caps |= mysql.CLIENT_CONNECT_WITH_DB
+		resp.Caps |= mysql.CLIENT_CONNECT_WITH_DB
 	}
-	resp.attrs = attrsWith(l.attrs, "_proxy", "leafproxy")
+	resp.Attrs = wire.AttrsWith(l.attrs, "_proxy", "leafproxy")
 	return resp
 }
 
 // startBackendTLS sends the SSL request and upgrades the leg when
 // backend.tls is on (bc.conn becomes the TLS connection); otherwise it
 // returns lg as it is.
-func (s *Server) startBackendTLS(lg *leg, bc *backendConn, g *greeting, resp *handshakeResponse) (*leg, error) {
+func (s *Server) startBackendTLS(lg *wire.Leg, bc *backendConn, g *wire.Greeting, resp *wire.HandshakeResponse) (*wire.Leg, error) {
 	if s.backendTLS == nil {
 		return lg, nil
 	}
-	if g.caps&mysql.CLIENT_SSL == 0 {
+	if g.Caps&mysql.CLIENT_SSL == 0 {
 		return nil, errors.New("backend.tls is enabled but the backend does not offer TLS")
 	}
-	resp.caps |= mysql.CLIENT_SSL
-	if err := lg.writePacket(appendHandshakeResponse(nil, resp, true)); err != nil {
+	resp.Caps |= mysql.CLIENT_SSL
+	if err := lg.WritePacket(wire.AppendHandshakeResponse(nil, resp, true)); err != nil {
 		return nil, err
 	}
-	if err := lg.flush(); err != nil {
+	if err := lg.Flush(); err != nil {
 		return nil, err
 	}
-	tc := tls.Client(&bufferedConn{Conn: bc.conn, r: lg.r}, s.backendTLS.Clone())
+	tc := tls.Client(&wire.BufferedConn{Conn: bc.conn, R: lg.R}, s.backendTLS.Clone())
 	if err := tc.Handshake(); err != nil {
 		return nil, &backendTLSError{err}
 	}
 	bc.conn = tc
-	seq := lg.seq
-	lg = newLeg("backend", tc, 4<<10, 4<<10)
-	lg.seq = seq
+	seq := lg.Seq
+	lg = wire.NewLeg("backend", tc, 4<<10, 4<<10)
+	lg.Seq = seq
 	return lg, nil
 }
 
 // finishBackendLogin answers greeting g with l's credentials and follows
 // the backend's authentication exchange to its OK.
-func (s *Server) finishBackendLogin(lg *leg, g *greeting, l backendLogin) (*backendConn, error) {
+func (s *Server) finishBackendLogin(lg *wire.Leg, g *wire.Greeting, l backendLogin) (*backendConn, error) {
 	resp := backendResponse(g, l)
-	bc := &backendConn{conn: lg.conn, hello: g, threadID: g.threadID}
+	bc := &backendConn{conn: lg.Conn, hello: g, threadID: g.ThreadID}
 	compressLeg(resp, bc, g, l.clientCaps)
 	lg, err := s.startBackendTLS(lg, bc, g, resp)
 	if err != nil {
 		return nil, err
 	}
-	plugin, scramble := g.plugin, g.scramble
-	if resp.auth, err = backendAuthData(plugin, scramble, l.password); err != nil {
+	plugin, scramble := g.Plugin, g.Scramble
+	if resp.Auth, err = backendAuthData(plugin, scramble, l.password); err != nil {
 		// Unknown default plugin: offer native and let the server switch us.
-		plugin, resp.plugin = mysql.AUTH_NATIVE_PASSWORD, mysql.AUTH_NATIVE_PASSWORD
-		resp.auth = mysql.CalcPassword(scramble, []byte(l.password))
+		plugin, resp.Plugin = mysql.AUTH_NATIVE_PASSWORD, mysql.AUTH_NATIVE_PASSWORD
+		resp.Auth = mysql.CalcPassword(scramble, []byte(l.password))
 	}
-	if err := lg.writePacket(appendHandshakeResponse(nil, resp, false)); err != nil {
+	if err := lg.WritePacket(wire.AppendHandshakeResponse(nil, resp, false)); err != nil {
 		return nil, err
 	}
-	if err := lg.flush(); err != nil {
+	if err := lg.Flush(); err != nil {
 		return nil, err
 	}
 	_, isTLS := bc.conn.(*tls.Conn)
 	for range 8 { // bounded: a server that keeps switching is broken
-		p, err := lg.readPacket(nil, 64<<10)
+		p, err := lg.ReadPacket(nil, 64<<10)
 		if err != nil {
 			return nil, err
 		}
@@ -194,7 +196,7 @@ func (s *Server) finishBackendLogin(lg *leg, g *greeting, l backendLogin) (*back
 			bc.ok = p
 			return bc, nil
 		case 0xFF:
-			return nil, parseErr(p)
+			return nil, wire.ParseErr(p)
 		case 0xFE: // auth switch: plugin name, then the new scramble
 			rest := p[1:]
 			i := indexNul(rest)
@@ -226,10 +228,10 @@ func (s *Server) finishBackendLogin(lg *leg, g *greeting, l backendLogin) (*back
 		default:
 			return nil, fmt.Errorf("unexpected packet 0x%02x during backend authentication", p[0])
 		}
-		if err := lg.writePacket(reply); err != nil {
+		if err := lg.WritePacket(reply); err != nil {
 			return nil, err
 		}
-		if err := lg.flush(); err != nil {
+		if err := lg.Flush(); err != nil {
 			return nil, err
 		}
 	}
@@ -296,9 +298,9 @@ func trimNul(b []byte) []byte {
 // client asked for it on its own (clientCaps) and the backend offers it, so
 // that the server's session says what the client asked for (SHOW STATUS
 // LIKE 'Compression'). The leg switches after the login OK (setBackend).
-func compressLeg(resp *handshakeResponse, bc *backendConn, g *greeting, clientCaps uint32) {
-	if clientCaps&mysql.CLIENT_COMPRESS != 0 && g.caps&mysql.CLIENT_COMPRESS != 0 {
-		resp.caps |= mysql.CLIENT_COMPRESS
+func compressLeg(resp *wire.HandshakeResponse, bc *backendConn, g *wire.Greeting, clientCaps uint32) {
+	if clientCaps&mysql.CLIENT_COMPRESS != 0 && g.Caps&mysql.CLIENT_COMPRESS != 0 {
+		resp.Caps |= mysql.CLIENT_COMPRESS
 		bc.compressed = true
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // RelayQuery sends sql as a COM_QUERY to the backend and streams the
@@ -106,24 +108,24 @@ func (s *Session) RelayExecuteAfter(pre, pkt []byte) error {
 		return s.fatal
 	}
 	s.out = append(append(s.out[:0], mysql.COM_QUERY), pre...)
-	if err := s.b.writeCommand(s.out); err != nil {
+	if err := s.b.WriteCommand(s.out); err != nil {
 		return s.setFatal(err)
 	}
-	preSeq := s.b.seq
-	if err := s.b.writeCommand(pkt); err != nil {
+	preSeq := s.b.Seq
+	if err := s.b.WriteCommand(pkt); err != nil {
 		return s.setFatal(err)
 	}
-	execSeq := s.b.seq
+	execSeq := s.b.Seq
 	s.trimOut()
-	if err := s.b.flushForResponse(); err != nil {
+	if err := s.b.FlushForResponse(); err != nil {
 		return s.setFatal(err)
 	}
-	s.b.seq = preSeq
+	s.b.Seq = preSeq
 	perr := s.readBackendResult(walkDiscard).err
 	if s.fatal != nil {
 		return s.fatal
 	}
-	s.b.seq = execSeq
+	s.b.Seq = execSeq
 	if perr != nil {
 		// The execute has run with whatever the variables held before, so
 		// its outcome is unknown to us and must not look like a clean
@@ -134,15 +136,15 @@ func (s *Session) RelayExecuteAfter(pre, pkt []byte) error {
 		}
 		s.log.Error("statement prepared by the proxy ran without its generated values; closing the session", "err", perr)
 		s.countErr(mysql.ER_UNKNOWN_ERROR)
-		_ = s.c.writePacket(errPacket(mysql.ER_UNKNOWN_ERROR, "HY000",
+		_ = s.c.WritePacket(wire.ErrPacket(mysql.ER_UNKNOWN_ERROR, "HY000",
 			"leafproxy: could not set the generated IDs before EXECUTE ("+perr.Error()+"); the statement may have run with stale values; closing the connection"))
-		_ = s.c.flush()
+		_ = s.c.Flush()
 		return s.setFatal(errQuit)
 	}
 	if _, err := s.walk(walkRelay, executeCursor(pkt)); err != nil {
 		return s.setFatal(err)
 	}
-	return s.setFatal(s.c.flush())
+	return s.setFatal(s.c.Flush())
 }
 
 // ExecResult is what the backend answered to an execute the proxy ran on
@@ -202,20 +204,20 @@ func (s *Session) sendBackend(ctx context.Context, sql string) error {
 		return err
 	}
 	if dl, ok := ctx.Deadline(); ok {
-		_ = s.b.conn.SetDeadline(dl)
+		_ = s.b.Conn.SetDeadline(dl)
 	}
 	s.out = append(append(s.out[:0], mysql.COM_QUERY), sql...)
-	err := s.b.writeCommand(s.out)
+	err := s.b.WriteCommand(s.out)
 	s.trimOut()
 	if err == nil {
-		err = s.b.flush()
+		err = s.b.Flush()
 	}
 	return s.setFatal(err)
 }
 
 func (s *Session) clearDeadline(ctx context.Context) {
 	if _, ok := ctx.Deadline(); ok && s.fatal == nil {
-		_ = s.b.conn.SetDeadline(time.Time{})
+		_ = s.b.Conn.SetDeadline(time.Time{})
 	}
 }
 
@@ -248,14 +250,14 @@ func (s blocking) BackendPrepare(ctx context.Context, sql string) (PrepareResult
 		return PrepareResult{}, s.fatal
 	}
 	if dl, ok := ctx.Deadline(); ok {
-		_ = s.b.conn.SetDeadline(dl)
+		_ = s.b.Conn.SetDeadline(dl)
 	}
 	defer s.clearDeadline(ctx)
 	s.out = append(append(s.out[:0], mysql.COM_STMT_PREPARE), sql...)
-	err := s.b.writeCommand(s.out)
+	err := s.b.WriteCommand(s.out)
 	s.trimOut()
 	if err == nil {
-		err = s.b.flushForResponse()
+		err = s.b.FlushForResponse()
 	}
 	if err != nil {
 		return PrepareResult{}, s.setFatal(err)
@@ -284,8 +286,8 @@ func (s blocking) BackendCloseStmt(id uint32) error {
 	var cl [5]byte
 	cl[0] = mysql.COM_STMT_CLOSE
 	binary.LittleEndian.PutUint32(cl[1:], id)
-	if err := s.b.writeCommand(cl[:]); err != nil {
+	if err := s.b.WriteCommand(cl[:]); err != nil {
 		return s.setFatal(err)
 	}
-	return s.setFatal(s.b.flush())
+	return s.setFatal(s.b.Flush())
 }

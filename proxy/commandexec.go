@@ -44,10 +44,10 @@ func (onGoroutine) relayPrepare(s *Session, pkt []byte) (PrepareResult, error) {
 	if s.fatal != nil {
 		return PrepareResult{}, s.fatal
 	}
-	if err := s.b.writeCommand(pkt); err != nil {
+	if err := s.b.WriteCommand(pkt); err != nil {
 		return PrepareResult{}, s.setFatal(err)
 	}
-	if err := s.b.flushForResponse(); err != nil {
+	if err := s.b.FlushForResponse(); err != nil {
 		return PrepareResult{}, s.setFatal(err)
 	}
 	pr, err := s.relayPrepareResponse()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/internal/errstyle"
 	"github.com/leafproxy/leafproxy/internal/sqltext"
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // COM_STMT_BULK_EXECUTE is MariaDB's array-binding execute (Connector/J's
@@ -144,7 +145,7 @@ func (s *Session) comExecute(ctx context.Context, pkt []byte) error {
 // that did not negotiate it, refused for a prepared KILL, else the
 // interceptor's, then the backend's.
 func (s *Session) comBulkExecute(ctx context.Context, pkt []byte) error {
-	if s.extCaps&mariadbStmtBulk == 0 {
+	if s.extCaps&wire.MariaDBStmtBulk == 0 {
 		return s.writeErrFlush(mysql.ER_UNKNOWN_COM_ERROR, "08S01", "Unknown command")
 	}
 	if d := s.decideKill(pkt, sqltext.Class{}); d.way != killNone {
@@ -290,10 +291,10 @@ func errorFields(err error) (uint16, string, string) {
 
 func (s *Session) writeErrFlush(code uint16, state, msg string) error {
 	s.countErr(code)
-	if err := s.c.writePacket(errPacket(code, state, msg)); err != nil {
+	if err := s.c.WritePacket(wire.ErrPacket(code, state, msg)); err != nil {
 		return s.setFatal(err)
 	}
-	return s.setFatal(s.c.flush())
+	return s.setFatal(s.c.Flush())
 }
 
 func (s *Session) setFatal(err error) error {
@@ -317,7 +318,7 @@ func parseChangeUser(p []byte, caps uint32) (*changeUserReq, error) {
 	cstr := func() (string, error) {
 		i := indexNul(p)
 		if i == len(p) {
-			return "", errShortHandshake
+			return "", wire.ErrShortHandshake
 		}
 		v := string(p[:i])
 		p = p[i+1:]
@@ -329,7 +330,7 @@ func parseChangeUser(p []byte, caps uint32) (*changeUserReq, error) {
 	}
 	if caps&mysql.CLIENT_SECURE_CONNECTION != 0 {
 		if len(p) < 1 || int(p[0]) > len(p)-1 {
-			return nil, errShortHandshake
+			return nil, wire.ErrShortHandshake
 		}
 		r.auth = append([]byte(nil), p[1:1+int(p[0])]...)
 		p = p[1+int(p[0]):]
@@ -353,9 +354,9 @@ func parseChangeUser(p []byte, caps uint32) (*changeUserReq, error) {
 		}
 	}
 	if caps&mysql.CLIENT_CONNECT_ATTRS != 0 && len(p) > 0 {
-		n, k := lenenc(p)
+		n, k := wire.LenencUint(p)
 		if k == 0 || n > uint64(len(p)-k) {
-			return nil, errShortHandshake
+			return nil, wire.ErrShortHandshake
 		}
 		r.attrs = append([]byte(nil), p[k:k+int(n)]...)
 	}
@@ -367,19 +368,19 @@ func parseChangeUser(p []byte, caps uint32) (*changeUserReq, error) {
 // take their size from the server-wide command memory budget first, so many
 // clients sending huge statements at once cannot exhaust the proxy's memory.
 func (s *Session) readCommand() ([]byte, error) {
-	n, err := s.c.peekPacketLen()
+	n, err := s.c.PeekPacketLen()
 	if err != nil {
 		return nil, err
 	}
 	if n < keepBuf {
-		return s.c.readPacket(s.cmd, s.srv.maxPacket)
+		return s.c.ReadPacket(s.cmd, s.srv.maxPacket)
 	}
 	// Larger than one physical packet: the total is only known as it
 	// arrives, so the budget is reserved piece by piece. Commands of 16 MiB
 	// and more are read one at a time across the server: several of them
 	// holding part of the budget while each waits for more would starve
 	// one another (hold and wait) although each fits alone.
-	multi := n == maxPayload
+	multi := n == wire.MaxPayload
 	if multi {
 		ctx, cancel := context.WithTimeout(s.ctx, s.srv.mem.wait)
 		err := s.srv.mem.acquireLarge(ctx)
@@ -395,7 +396,7 @@ func (s *Session) readCommand() ([]byte, error) {
 	var held int64
 	buf := []byte(nil)
 	for {
-		n, err := s.c.peekPacketLen()
+		n, err := s.c.PeekPacketLen()
 		if err != nil {
 			s.srv.mem.release(held)
 			s.releaseLarge()
@@ -443,16 +444,16 @@ func (s *Session) readCommand() ([]byte, error) {
 		held += int64(n)
 		// A sender that stalls mid-command must not hold the large-command
 		// slot (or its memory) for ever.
-		_ = s.c.conn.SetReadDeadline(time.Now().Add(time.Minute))
-		piece, err := s.c.readPacketPiece(buf)
-		_ = s.c.conn.SetReadDeadline(time.Time{})
+		_ = s.c.Conn.SetReadDeadline(time.Now().Add(time.Minute))
+		piece, err := s.c.ReadPacketPiece(buf)
+		_ = s.c.Conn.SetReadDeadline(time.Time{})
 		if err != nil {
 			s.srv.mem.release(held)
 			s.releaseLarge()
 			return nil, err
 		}
 		buf = piece
-		if n < maxPayload {
+		if n < wire.MaxPayload {
 			s.heldMem = held
 			s.releaseLarge()
 			return buf, nil
@@ -467,7 +468,7 @@ func (s *Session) readCommand() ([]byte, error) {
 func (s *Session) refuseOverBudget(got int) error {
 	total := got
 	for {
-		n, err := s.c.peekPacketLen()
+		n, err := s.c.PeekPacketLen()
 		if err != nil {
 			return err
 		}
@@ -477,13 +478,13 @@ func (s *Session) refuseOverBudget(got int) error {
 			_ = s.writeErrFlush(mysql.ER_NET_PACKET_TOO_LARGE, "08S01", "Got a packet bigger than 'max_allowed_packet' bytes")
 			return io.EOF
 		}
-		_ = s.c.conn.SetReadDeadline(time.Now().Add(time.Minute))
-		err = s.c.discardPacketPiece()
-		_ = s.c.conn.SetReadDeadline(time.Time{})
+		_ = s.c.Conn.SetReadDeadline(time.Now().Add(time.Minute))
+		err = s.c.DiscardPacketPiece()
+		_ = s.c.Conn.SetReadDeadline(time.Time{})
 		if err != nil {
 			return err
 		}
-		if n < maxPayload {
+		if n < wire.MaxPayload {
 			break
 		}
 	}

@@ -9,7 +9,7 @@
 // Files: server.go (listener, sessions registry, handshake budget shared
 // fairly between client hosts), throttle.go (the failed-login budget of
 // each client host: 1129 while it is spent),
-// greeting.go (greeting and handshake-response formats, capability sets),
+// caps.go (the capability sets the proxy offers and mirrors),
 // handshake.go (client login), backend.go (backend login),
 // passthrough.go and passthrough_auth.go (logins the backend authenticates,
 // the auth exchange relayed), auth_changeuser.go (COM_CHANGE_USER),
@@ -28,12 +28,16 @@
 // file through an interceptor's transformer), seams.go (the Interceptor
 // contract and the Session methods it uses), backendstmt.go (statements the
 // proxy runs on the backend for an interceptor), resultsets.go and
-// resultrows.go (result sets the proxy writes itself), extparams.go
-// (statements with parameters the client does not see), compress.go,
-// keyword.go (the command's class, USE's name), packet.go, rawio.go (plain sockets read and written with raw
-// system calls, internal/raw, inside the netpoller's callbacks, holding a
-// command back until the read of its answer; LEAFPROXY_RAWIO=0 turns it
-// off), tls.go, membudget.go.
+// resultwrite.go (result sets the proxy writes itself), extparams.go
+// (statements with parameters the client does not see),
+// keyword.go (the command's class, USE's name), legpools.go (the idle
+// legs' buffer pools), querywriter.go (a command written as it is made),
+// tls.go, membudget.go.
+// The protocol's bytes are package proxy/wire's: a leg's packet framing
+// over its buffered connection (wire.Leg), the raw socket I/O under it
+// (LEAFPROXY_RAWIO=0 turns it off), compression frames, the greeting and
+// handshake response, packet classifiers and builders, the encoding of
+// typed result rows and the COM_STMT_EXECUTE decoder.
 // commandexec.go is the one seam between a session and the event loop
 // (loop_linux.go, lane*_linux.go, handoff_linux.go; docs/eventloop.md):
 // Session.exec is onGoroutine, or the session's lane while a loop serves
@@ -55,7 +59,7 @@
 // (the proxy's own result sets are written in the negotiated format).
 // COMPRESS and SSL are per leg: the proxy speaks them with the client and
 // separately with the backend (backend.tls; the backend leg compresses
-// when its client's does, compress.go). Not advertised, because the
+// when its client's does, wire/compress.go). Not advertised, because the
 // relay's response walker would misread them: DEPRECATE_EOF, MySQL 8's
 // QUERY_ATTRIBUTES / OPTIONAL_RESULTSET_METADATA / ZSTD, MariaDB's
 // PROGRESS, COM_MULTI, CACHE_METADATA and BULK_UNIT_RESULTS. Clients work
@@ -232,7 +236,7 @@
 //     same-shaped statement on the backend, e.g. `SELECT 0 AS nextval`, so
 //     the client's metadata matches), or WriteRows / WriteBinaryRows
 //     (typed columns: BIGINT, INT, VARCHAR, DATETIME(3), with NULLs; text
-//     and binary protocol, resultrows.go);
+//     and binary protocol, resultwrite.go and wire/resultrows.go);
 //   - or returns an error before writing anything: a *mysql.MyError (go-mysql)
 //     or an SQLError goes to the client as that ERR packet, any other error as
 //     ERR 1105; the session stays usable.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // Statements with parameters the client does not know about: an
@@ -59,14 +61,14 @@ func (s blocking) RelayPrepareHidden(sql []byte, hidden []int, want int) (Prepar
 	if err != nil {
 		return PrepareResult{}, s.setFatal(err)
 	}
-	if isErr(p) {
+	if wire.IsErr(p) {
 		s.lastPrepOK = false
-		if err := s.c.writePacket(p); err != nil {
+		if err := s.c.WritePacket(p); err != nil {
 			return PrepareResult{}, s.setFatal(err)
 		}
-		return PrepareResult{}, s.setFatal(s.c.flush())
+		return PrepareResult{}, s.setFatal(s.c.Flush())
 	}
-	if !isOK(p, len(p)) || len(p) < 9 {
+	if !wire.IsOK(p, len(p)) || len(p) < 9 {
 		return PrepareResult{}, s.setFatal(protocolError("bad prepare response"))
 	}
 	pr := PrepareResult{
@@ -84,7 +86,7 @@ func (s blocking) RelayPrepareHidden(sql []byte, hidden []int, want int) (Prepar
 	}
 	visible := int(pr.Params) - len(hidden)
 	binary.LittleEndian.PutUint16(p[7:9], uint16(visible))
-	if err := s.c.writePacket(p); err != nil {
+	if err := s.c.WritePacket(p); err != nil {
 		return PrepareResult{}, s.setFatal(err)
 	}
 	s.lastPrep, s.lastPrepOK = pr.StmtID, true
@@ -95,22 +97,22 @@ func (s blocking) RelayPrepareHidden(sql []byte, hidden []int, want int) (Prepar
 		s.scratch = nil
 	}
 	pr.Params = uint16(visible)
-	return pr, s.setFatal(s.c.flush())
+	return pr, s.setFatal(s.c.Flush())
 }
 
 // sendHiddenPrepare sends COM_STMT_PREPARE of sql to the backend and reads
 // the first packet of its answer (into s.scratch).
 func (s blocking) sendHiddenPrepare(sql []byte) ([]byte, error) {
 	s.out = append(append(s.out[:0], mysql.COM_STMT_PREPARE), sql...)
-	err := s.b.writeCommand(s.out)
+	err := s.b.WriteCommand(s.out)
 	s.trimOut()
 	if err == nil {
-		err = s.b.flushForResponse()
+		err = s.b.FlushForResponse()
 	}
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.b.readPacket(s.scratch, 1<<24)
+	p, err := s.b.ReadPacket(s.scratch, 1<<24)
 	s.scratch = p
 	return p, err
 }
@@ -122,7 +124,7 @@ func (s blocking) dropHiddenPrepare(pr PrepareResult) error {
 	var err error
 	for _, cnt := range []int{int(pr.Params), int(pr.Columns)} {
 		for i := 0; cnt > 0 && i <= cnt; i++ {
-			if s.scratch, err = s.b.readPacket(s.scratch, 1<<24); err != nil {
+			if s.scratch, err = s.b.ReadPacket(s.scratch, 1<<24); err != nil {
 				return err
 			}
 		}
@@ -130,10 +132,10 @@ func (s blocking) dropHiddenPrepare(pr PrepareResult) error {
 	var cl [5]byte
 	cl[0] = mysql.COM_STMT_CLOSE
 	binary.LittleEndian.PutUint32(cl[1:], pr.StmtID)
-	if err := s.b.writeCommand(cl[:]); err != nil {
+	if err := s.b.WriteCommand(cl[:]); err != nil {
 		return err
 	}
-	return s.b.flush()
+	return s.b.Flush()
 }
 
 // relayHiddenDefs relays the definitions after the prepare OK for pr: the
@@ -154,7 +156,7 @@ func (s blocking) relayHiddenDefs(pr PrepareResult, hidden []int, visible int) e
 			if h < len(hidden) && hidden[h] == i {
 				h++
 			}
-			if s.scratch, err = s.b.readPacket(s.scratch, 1<<24); err != nil {
+			if s.scratch, err = s.b.ReadPacket(s.scratch, 1<<24); err != nil {
 				return err
 			}
 		}
@@ -180,10 +182,10 @@ func (s blocking) ExecuteResult(pkt []byte) (ExecResult, error) {
 	if s.fatal != nil {
 		return ExecResult{}, s.fatal
 	}
-	if err := s.b.writeCommand(pkt); err != nil {
+	if err := s.b.WriteCommand(pkt); err != nil {
 		return ExecResult{}, s.setFatal(err)
 	}
-	if err := s.b.flushForResponse(); err != nil {
+	if err := s.b.FlushForResponse(); err != nil {
 		return ExecResult{}, s.setFatal(err)
 	}
 	r := s.readBackendResult(walkDiscard)

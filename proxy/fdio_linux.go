@@ -9,17 +9,11 @@ import (
 )
 
 // Socket I/O on descriptors the proxy knows to be non-blocking: the event
-// loop's (asserted when a session moves onto the loop: assertNonblocking)
-// and, inside syscall.RawConn's callbacks, the runtime's own (rawIO). No
-// call here ever waits: a socket with nothing to read, or no room, answers
+// loop's (asserted when a session moves onto the loop: assertNonblocking;
+// the socket legs' own, inside syscall.RawConn's callbacks, are
+// proxy/wire's RawIO's). No call here ever waits: a socket with nothing to read, or no room, answers
 // EAGAIN. They are raw system calls (internal/raw says why), annotated
 // for the race detector, so race builds run this same code.
-
-// readOnce reads what fd has, up to len(p).
-func readOnce(fd int, p []byte) (int, unix.Errno) { return raw.Read(fd, p) }
-
-// writeOnce writes what fd takes of p.
-func writeOnce(fd int, p []byte) (int, unix.Errno) { return raw.Write(fd, p) }
 
 func readFD(fd int, p []byte) (int, unix.Errno) { return raw.Read(fd, p) }
 

@@ -3,6 +3,8 @@ package proxy
 import (
 	"syscall"
 	"testing"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // The cost of the event loop's socket I/O per call: a 16-byte write and
@@ -33,8 +35,8 @@ func BenchmarkLoopSocketWriteRead(b *testing.B) {
 // the netpoller's RawConn callbacks).
 func BenchmarkRawIOWriteRead(b *testing.B) {
 	c, peer := tcpPair(b)
-	w, ok := legIO(peer).(*rawIO)
-	r, ok2 := legIO(c).(*rawIO)
+	w, ok := wire.LegIO(peer).(*wire.RawIO)
+	r, ok2 := wire.LegIO(c).(*wire.RawIO)
 	if !ok || !ok2 {
 		b.Skip("raw socket I/O is off (LEAFPROXY_RAWIO=0)")
 	}

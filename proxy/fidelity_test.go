@@ -18,6 +18,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
 	"github.com/leafproxy/leafproxy/internal/testkit/testwait"
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // The proxy's greeting is the backend's: same version, status flags
@@ -28,35 +29,35 @@ func TestGreetingMirrorsBackend(t *testing.T) {
 	e := startProxy(t, sharedDB(t).Addr, nil)
 	direct := dialRaw(t, sharedDB(t).Addr).hello
 	via := dialRaw(t, e.addr).hello
-	if via.version != direct.version {
-		t.Errorf("version %q, backend says %q", via.version, direct.version)
+	if via.Version != direct.Version {
+		t.Errorf("version %q, backend says %q", via.Version, direct.Version)
 	}
-	if via.status != direct.status || via.status&gomysql.SERVER_STATUS_AUTOCOMMIT == 0 {
-		t.Errorf("status 0x%04x, backend says 0x%04x (autocommit must be set)", via.status, direct.status)
+	if via.Status != direct.Status || via.Status&gomysql.SERVER_STATUS_AUTOCOMMIT == 0 {
+		t.Errorf("status 0x%04x, backend says 0x%04x (autocommit must be set)", via.Status, direct.Status)
 	}
-	if via.charset != direct.charset {
-		t.Errorf("charset %d, backend says %d", via.charset, direct.charset)
+	if via.Charset != direct.Charset {
+		t.Errorf("charset %d, backend says %d", via.Charset, direct.Charset)
 	}
-	if want := direct.caps&proxyCaps | gomysql.CLIENT_SSL; via.caps != want {
-		t.Errorf("capabilities 0x%08x, want 0x%08x (backend 0x%08x)", via.caps, want, direct.caps)
+	if want := direct.Caps&proxyCaps | gomysql.CLIENT_SSL; via.Caps != want {
+		t.Errorf("capabilities 0x%08x, want 0x%08x (backend 0x%08x)", via.Caps, want, direct.Caps)
 	}
 	for _, f := range []uint32{gomysql.CLIENT_MULTI_STATEMENTS, gomysql.CLIENT_MULTI_RESULTS, gomysql.CLIENT_PS_MULTI_RESULTS,
 		gomysql.CLIENT_FOUND_ROWS, gomysql.CLIENT_SESSION_TRACK, gomysql.CLIENT_CONNECT_ATTRS, gomysql.CLIENT_LOCAL_FILES,
 		gomysql.CLIENT_COMPRESS} {
-		if direct.caps&f != 0 && via.caps&f == 0 {
+		if direct.Caps&f != 0 && via.Caps&f == 0 {
 			t.Errorf("capability 0x%08x offered by the backend is not offered by the proxy", f)
 		}
 	}
-	if direct.mariadb() {
-		if !via.mariadb() {
+	if direct.MariaDB() {
+		if !via.MariaDB() {
 			t.Error("proxy does not present itself as MariaDB (CLIENT_MYSQL bit set)")
 		}
-		if want := direct.extCaps & proxyExtCaps; via.extCaps != want {
-			t.Errorf("extended capabilities 0x%x, want 0x%x", via.extCaps, want)
+		if want := direct.ExtCaps & proxyExtCaps; via.ExtCaps != want {
+			t.Errorf("extended capabilities 0x%x, want 0x%x", via.ExtCaps, want)
 		}
 	}
-	if via.threadID < sessionIDBase {
-		t.Errorf("connection id %d is in the backend's thread id range", via.threadID)
+	if via.ThreadID < sessionIDBase {
+		t.Errorf("connection id %d is in the backend's thread id range", via.ThreadID)
 	}
 }
 
@@ -145,7 +146,7 @@ func TestKillMapsGreetingIDs(t *testing.T) {
 	// Another proxy user may not kill app's query.
 	otherDB, _ := sql.Open("mysql", e.dsn("other", "pw2", "", ""))
 	defer otherDB.Close()
-	if _, err := otherDB.Exec(fmt.Sprintf("KILL QUERY %d", victim.hello.threadID)); !errors.As(err, &me) || me.Number != gomysql.ER_NO_SUCH_THREAD {
+	if _, err := otherDB.Exec(fmt.Sprintf("KILL QUERY %d", victim.hello.ThreadID)); !errors.As(err, &me) || me.Number != gomysql.ER_NO_SUCH_THREAD {
 		t.Fatalf("KILL by another proxy user: %v, want 1094", err)
 	}
 	// A KILL among several statements is mapped in place: a thread the
@@ -163,7 +164,7 @@ func TestKillMapsGreetingIDs(t *testing.T) {
 		t.Errorf("SELECT 1; KILL 5 without multi-statements: %v, want 1064 from the server", err)
 	}
 
-	if _, err := killer.Exec(fmt.Sprintf("KILL QUERY %d", victim.hello.threadID)); err != nil {
+	if _, err := killer.Exec(fmt.Sprintf("KILL QUERY %d", victim.hello.ThreadID)); err != nil {
 		t.Fatalf("KILL QUERY <greeting id>: %v", err)
 	}
 	select {
@@ -183,13 +184,13 @@ func TestKillMapsGreetingIDs(t *testing.T) {
 	// COM_PROCESS_KILL with the greeting id ends that connection.
 	k := make([]byte, 5)
 	k[0] = gomysql.COM_PROCESS_KILL
-	binary.LittleEndian.PutUint32(k[1:], victim.hello.threadID)
+	binary.LittleEndian.PutUint32(k[1:], victim.hello.ThreadID)
 	killer2 := dialRaw(t, e.addr)
 	killer2.login("app", "secret", "", 0, 0)
 	if p := killer2.command(k); p[0] != 0 {
 		t.Fatalf("COM_PROCESS_KILL answered %x", p)
 	}
-	expectClosed(t, victim.l.conn)
+	expectClosed(t, victim.l.Conn)
 }
 
 // waitForQuery waits until the backend shows a statement running.
@@ -226,7 +227,7 @@ func TestChangeUser(t *testing.T) {
 	cu := func(user, pass, db string) []byte {
 		p := []byte{gomysql.COM_CHANGE_USER}
 		p = append(append(p, user...), 0)
-		a := nativeAuth(c.hello.scramble, pass)
+		a := nativeAuth(c.hello.Scramble, pass)
 		p = append(append(p, byte(len(a))), a...)
 		p = append(append(p, db...), 0)
 		p = append(p, 45, 0)
@@ -243,7 +244,7 @@ func TestChangeUser(t *testing.T) {
 	}
 	found := false
 	for _, si := range e.srv.SessionList() {
-		if si.ID == c.hello.threadID {
+		if si.ID == c.hello.ThreadID {
 			found = si.User == "app2"
 		}
 	}
@@ -264,7 +265,7 @@ func TestChangeUser(t *testing.T) {
 		t.Fatalf("change user after three refusals: %x, want 1047 as MariaDB answers", p)
 	}
 	for _, si := range e.srv.SessionList() {
-		if si.ID == c.hello.threadID && si.User != "app2" {
+		if si.ID == c.hello.ThreadID && si.User != "app2" {
 			t.Errorf("after refused change users the proxy sees user %q, want app2", si.User)
 		}
 	}
@@ -280,7 +281,7 @@ func TestSessionTrack(t *testing.T) {
 		t.Fatalf("login: %x", p)
 	}
 	p := c.query("SET NAMES koi8r")[0]
-	_, _, st, _ := okInfo(p)
+	_, _, st, _ := wire.OKInfo(p)
 	if st&gomysql.SERVER_SESSION_STATE_CHANGED == 0 || !bytes.Contains(p, []byte("koi8r")) {
 		t.Fatalf("OK after SET NAMES koi8r: %x (status 0x%04x), want session state naming koi8r", p, st)
 	}
@@ -293,10 +294,10 @@ func TestExtendedTypeInfo(t *testing.T) {
 	sharedDB(t).Exec(t, "DROP TABLE IF EXISTS extdb.j", "CREATE TABLE extdb.j (d JSON)", `INSERT INTO extdb.j VALUES ('{"a":1}')`)
 	e := startProxy(t, sharedDB(t).Addr, nil, WithInterceptor(answer42{}))
 	c := dialRaw(t, e.addr)
-	if c.hello.extCaps&mariadbExtTypeInfo == 0 {
+	if c.hello.ExtCaps&wire.MariaDBExtTypeInfo == 0 {
 		t.Skip("backend does not offer extended type info")
 	}
-	if p := c.login("app", "secret", "extdb", 0, mariadbExtTypeInfo); p[0] != 0 {
+	if p := c.login("app", "secret", "extdb", 0, wire.MariaDBExtTypeInfo); p[0] != 0 {
 		t.Fatalf("login: %x", p)
 	}
 	r := c.query("SELECT d FROM j")
@@ -307,7 +308,7 @@ func TestExtendedTypeInfo(t *testing.T) {
 	def := r[1]
 	pos := 0
 	for range 7 { // six names, then the extended metadata
-		n, k := lenenc(def[pos:])
+		n, k := wire.LenencUint(def[pos:])
 		pos += k + int(n)
 	}
 	if pos >= len(def) || def[pos] != 0x0c {
@@ -349,12 +350,12 @@ func TestBackendClosesIdleSession(t *testing.T) {
 	c.login("app", "secret", "", 0, 0)
 	var tid uint32
 	for _, si := range e.srv.SessionList() {
-		if si.ID == c.hello.threadID {
+		if si.ID == c.hello.ThreadID {
 			tid = si.ThreadID
 		}
 	}
 	sharedDB(t).Exec(t, fmt.Sprintf("KILL %d", tid))
-	expectClosed(t, c.l.conn)
+	expectClosed(t, c.l.Conn)
 
 	// A command that arrives before the proxy's idle watch has noticed
 	// gets a closed connection too (2013 in drivers), not ERR 1158, which
@@ -362,16 +363,16 @@ func TestBackendClosesIdleSession(t *testing.T) {
 	c2 := dialRaw(t, e.addr)
 	c2.login("app", "secret", "", 0, 0)
 	for _, si := range e.srv.SessionList() {
-		if si.ID == c2.hello.threadID {
+		if si.ID == c2.hello.ThreadID {
 			tid = si.ThreadID
 		}
 	}
 	sharedDB(t).Exec(t, fmt.Sprintf("KILL %d", tid))
-	if err := c2.l.writeCommand(append([]byte{gomysql.COM_QUERY}, "SELECT 1"...)); err != nil {
+	if err := c2.l.WriteCommand(append([]byte{gomysql.COM_QUERY}, "SELECT 1"...)); err != nil {
 		t.Fatal(err)
 	}
-	_ = c2.l.flush()
-	if p, err := c2.l.readPacket(nil, 1<<20); err == nil {
+	_ = c2.l.Flush()
+	if p, err := c2.l.ReadPacket(nil, 1<<20); err == nil {
 		t.Fatalf("command on a killed backend answered %x, want the connection closed", p)
 	}
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/internal/testkit/leafproc"
 	"github.com/leafproxy/leafproxy/internal/testkit/testwait"
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // Front-door tests of memory: what strangers and huge commands may make
@@ -159,7 +160,7 @@ limits:
 log:
   level: warn
 `, sharedDB(t).Addr, budget/mib))
-	chunk := bytes.Repeat([]byte{'x'}, maxPayload) // shared: the clients hold nothing per query
+	chunk := bytes.Repeat([]byte{'x'}, wire.MaxPayload) // shared: the clients hold nothing per query
 	m := p.Measure(t)
 	results := sendHugeConcurrently(t, p.Addr, 4, 256*mib, chunk)
 	grew := m.Growth(t)
@@ -209,13 +210,13 @@ func sendHuge(t testing.TB, addr string, size int, chunk []byte) string {
 		return err.Error()
 	}
 	defer nc.Close()
-	c := &rawClient{t: t, l: newLeg("test", nc, 64<<10, 64<<10)}
+	c := &rawClient{t: t, l: wire.NewLeg("test", nc, 64<<10, 64<<10)}
 	_ = nc.SetDeadline(time.Now().Add(2 * time.Minute))
-	p, err := c.l.readPacket(nil, 1<<16)
+	p, err := c.l.ReadPacket(nil, 1<<16)
 	if err != nil {
 		return "greeting: " + err.Error()
 	}
-	if c.hello, err = parseGreeting(p); err != nil {
+	if c.hello, err = wire.ParseGreeting(p); err != nil {
 		return err.Error()
 	}
 	if p := c.login("app", "secret", "", 0, 0); p[0] != 0 {
@@ -250,7 +251,7 @@ func sendHuge(t testing.TB, addr string, size int, chunk []byte) string {
 	seq := byte(0)
 	written, fromBody := 0, 0
 	for {
-		n := min(total-written, maxPayload)
+		n := min(total-written, wire.MaxPayload)
 		frame := []byte{byte(n), byte(n >> 8), byte(n >> 16), seq}
 		seq++
 		var parts [][]byte
@@ -272,7 +273,7 @@ func sendHuge(t testing.TB, addr string, size int, chunk []byte) string {
 			break // the proxy refused and closed: its answer says why
 		}
 		written += n
-		if n < maxPayload {
+		if n < wire.MaxPayload {
 			break
 		}
 	}
@@ -398,7 +399,7 @@ func TestSlowLoris(t *testing.T) {
 func TestClientTLSAbortLogsOneLine(t *testing.T) {
 	e, log := startLoggedProxy(t, nil)
 	w := newWitness(t, e)
-	sslRequest := func(nc net.Conn, g *greeting) {
+	sslRequest := func(nc net.Conn, g *wire.Greeting) {
 		b := validResponse(g)[:32]
 		binary.LittleEndian.PutUint32(b, binary.LittleEndian.Uint32(b)|gomysql.CLIENT_SSL)
 		if _, err := nc.Write(framed(b, 1)); err != nil {
@@ -420,7 +421,7 @@ func TestClientTLSAbortLogsOneLine(t *testing.T) {
 		},
 		// Not TLS at all after the SSL request.
 		"plaintext after SSL request": func(nc net.Conn) {
-			_, _ = nc.Write(framed(validResponse(&greeting{scramble: make([]byte, 20)}), 2))
+			_, _ = nc.Write(framed(validResponse(&wire.Greeting{Scramble: make([]byte, 20)}), 2))
 		},
 	}
 	for name, abort := range aborts {
@@ -482,7 +483,7 @@ func TestLargeCommandsTakeTurns(t *testing.T) {
 	// What is tested is taking turns, not how fast: on a loaded machine
 	// one 40 MiB command can take longer than the default 10 s turn.
 	e.srv.mem.wait = 3 * time.Minute
-	chunk := bytes.Repeat([]byte{'x'}, maxPayload)
+	chunk := bytes.Repeat([]byte{'x'}, wire.MaxPayload)
 	results := sendHugeConcurrently(t, e.addr, 4, 40*mib, chunk)
 	for i, r := range results {
 		if r != "ok" {

@@ -19,6 +19,7 @@ import (
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // Fault tests for the front door: hostile or broken input before and right
@@ -78,7 +79,7 @@ func noPanics(t testing.TB, log *testdb.LockedBuffer) {
 }
 
 // preAuth dials the proxy and reads its greeting.
-func preAuth(t testing.TB, addr string) (net.Conn, *greeting) {
+func preAuth(t testing.TB, addr string) (net.Conn, *wire.Greeting) {
 	t.Helper()
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -86,12 +87,12 @@ func preAuth(t testing.TB, addr string) (net.Conn, *greeting) {
 	}
 	t.Cleanup(func() { nc.Close() })
 	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
-	l := newLeg("test", nc, 4<<10, 4<<10)
-	p, err := l.readPacket(nil, 1<<16)
+	l := wire.NewLeg("test", nc, 4<<10, 4<<10)
+	p, err := l.ReadPacket(nil, 1<<16)
 	if err != nil {
 		t.Fatalf("greeting: %v", err)
 	}
-	g, err := parseGreeting(p)
+	g, err := wire.ParseGreeting(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,11 +123,11 @@ func answer(t testing.TB, nc net.Conn, within time.Duration) (code uint16, took 
 }
 
 // validResponse is a well-formed handshake response body (wrong password).
-func validResponse(g *greeting) []byte {
+func validResponse(g *wire.Greeting) []byte {
 	caps := uint32(rawBaseCaps | gomysql.CLIENT_CONNECT_WITH_DB)
-	return appendHandshakeResponse(nil, &handshakeResponse{caps: caps, maxPacket: 1 << 24, charset: 45,
-		user: "app", db: "test", plugin: gomysql.AUTH_NATIVE_PASSWORD, auth: nativeAuth(g.scramble, "wrong"),
-		attrs: attrsWith(nil, "_client_name", "frontdoor")}, false)
+	return wire.AppendHandshakeResponse(nil, &wire.HandshakeResponse{Caps: caps, MaxPacket: 1 << 24, Charset: 45,
+		User: "app", DB: "test", Plugin: gomysql.AUTH_NATIVE_PASSWORD, Auth: nativeAuth(g.Scramble, "wrong"),
+		Attrs: wire.AttrsWith(nil, "_client_name", "frontdoor")}, false)
 }
 
 // Malformed, truncated and oversized handshake packets: each connection is
@@ -136,50 +137,50 @@ func TestHandshakeFaults(t *testing.T) {
 	t.Parallel() // waits more than it works; own servers or own tables
 	e, log := startLoggedProxy(t, func(c *testConfig) { c.Limits.HandshakeTimeout = testDuration(3 * time.Second) })
 	w := newWitness(t, e)
-	hdr := func(g *greeting) []byte { return validResponse(g)[:32] }
+	hdr := func(g *wire.Greeting) []byte { return validResponse(g)[:32] }
 
 	cases := []struct {
 		name string
-		body func(g *greeting) []byte // bytes sent after the greeting, framing included
-		want uint16                   // ERR code, 0: closed without one
+		body func(g *wire.Greeting) []byte // bytes sent after the greeting, framing included
+		want uint16                        // ERR code, 0: closed without one
 	}{
-		{"user without NUL", func(g *greeting) []byte { return framed(append(hdr(g), "app"...), 1) }, gomysql.ER_HANDSHAKE_ERROR},
-		{"auth longer than packet", func(g *greeting) []byte {
+		{"user without NUL", func(g *wire.Greeting) []byte { return framed(append(hdr(g), "app"...), 1) }, gomysql.ER_HANDSHAKE_ERROR},
+		{"auth longer than packet", func(g *wire.Greeting) []byte {
 			return framed(append(hdr(g), "app\x00\x14short"...), 1)
 		}, gomysql.ER_HANDSHAKE_ERROR},
-		{"auth length 2^64", func(g *greeting) []byte {
+		{"auth length 2^64", func(g *wire.Greeting) []byte {
 			return framed(append(hdr(g), "app\x00\xfe\xff\xff\xff\xff\xff\xff\xff\xff"...), 1)
 		}, gomysql.ER_HANDSHAKE_ERROR},
-		{"db without NUL", func(g *greeting) []byte { return framed(append(hdr(g), "app\x00\x00test"...), 1) }, gomysql.ER_HANDSHAKE_ERROR},
-		{"plugin without NUL", func(g *greeting) []byte {
+		{"db without NUL", func(g *wire.Greeting) []byte { return framed(append(hdr(g), "app\x00\x00test"...), 1) }, gomysql.ER_HANDSHAKE_ERROR},
+		{"plugin without NUL", func(g *wire.Greeting) []byte {
 			// Accepted (some clients send it so); the login then fails on the password.
 			return framed(append(hdr(g), "app\x00\x00test\x00mysql_native_password"...), 1)
 		}, gomysql.ER_ACCESS_DENIED_ERROR},
-		{"attributes claim 16 MB", func(g *greeting) []byte {
+		{"attributes claim 16 MB", func(g *wire.Greeting) []byte {
 			return framed(append(hdr(g), "app\x00\x00test\x00mysql_native_password\x00\xfd\xff\xff\xff"...), 1)
 		}, gomysql.ER_HANDSHAKE_ERROR},
-		{"shorter than 32 bytes", func(g *greeting) []byte { return framed(hdr(g)[:20], 1) }, gomysql.ER_HANDSHAKE_ERROR},
-		{"no protocol 4.1", func(g *greeting) []byte {
+		{"shorter than 32 bytes", func(g *wire.Greeting) []byte { return framed(hdr(g)[:20], 1) }, gomysql.ER_HANDSHAKE_ERROR},
+		{"no protocol 4.1", func(g *wire.Greeting) []byte {
 			b := validResponse(g)
 			b[1] &^= byte(gomysql.CLIENT_PROTOCOL_41 >> 8)
 			return framed(b, 1)
 		}, gomysql.ER_HANDSHAKE_ERROR},
-		{"truncated payload", func(g *greeting) []byte { return framed(validResponse(g), 1)[:40] }, 0},
-		{"truncated header", func(g *greeting) []byte { return []byte{0x40, 0} }, 0},
-		{"wrong sequence id", func(g *greeting) []byte { return framed(validResponse(g), 7) }, 0},
-		{"header claims 16 MB", func(g *greeting) []byte { return []byte{0xff, 0xff, 0xff, 1} }, 0},
-		{"header claims 16 MB then data", func(g *greeting) []byte {
+		{"truncated payload", func(g *wire.Greeting) []byte { return framed(validResponse(g), 1)[:40] }, 0},
+		{"truncated header", func(g *wire.Greeting) []byte { return []byte{0x40, 0} }, 0},
+		{"wrong sequence id", func(g *wire.Greeting) []byte { return framed(validResponse(g), 7) }, 0},
+		{"header claims 16 MB", func(g *wire.Greeting) []byte { return []byte{0xff, 0xff, 0xff, 1} }, 0},
+		{"header claims 16 MB then data", func(g *wire.Greeting) []byte {
 			return append([]byte{0xff, 0xff, 0xff, 1}, bytes.Repeat([]byte{'A'}, 256<<10)...)
 		}, 0},
-		{"just over the pre-auth limit", func(g *greeting) []byte {
+		{"just over the pre-auth limit", func(g *wire.Greeting) []byte {
 			return framed(append(validResponse(g), make([]byte, preAuthMaxPacket)...), 1)
 		}, 0},
-		{"SSL request then garbage", func(g *greeting) []byte {
+		{"SSL request then garbage", func(g *wire.Greeting) []byte {
 			b := hdr(g)
 			binary.LittleEndian.PutUint32(b, binary.LittleEndian.Uint32(b)|gomysql.CLIENT_SSL)
 			return append(framed(b, 1), bytes.Repeat([]byte{0x17}, 64)...)
 		}, 0},
-		{"empty packet", func(g *greeting) []byte { return framed(nil, 1) }, gomysql.ER_HANDSHAKE_ERROR},
+		{"empty packet", func(g *wire.Greeting) []byte { return framed(nil, 1) }, gomysql.ER_HANDSHAKE_ERROR},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -308,14 +309,14 @@ func randomConnection(addr string, r *rand.Rand) {
 		}
 		return b
 	}
-	var g *greeting
+	var g *wire.Greeting
 	if r.IntN(4) != 0 { // most read the greeting first, some talk over it
-		l := newLeg("test", nc, 4<<10, 4<<10)
-		p, err := l.readPacket(nil, 1<<16)
+		l := wire.NewLeg("test", nc, 4<<10, 4<<10)
+		p, err := l.ReadPacket(nil, 1<<16)
 		if err != nil {
 			return
 		}
-		if g, err = parseGreeting(p); err != nil {
+		if g, err = wire.ParseGreeting(p); err != nil {
 			return
 		}
 	}
@@ -327,7 +328,7 @@ func randomConnection(addr string, r *rand.Rand) {
 		out = framed(junk(r.IntN(300)), 1)
 	case 2: // a mutated or truncated real response
 		if g == nil {
-			g = &greeting{scramble: make([]byte, 20)}
+			g = &wire.Greeting{Scramble: make([]byte, 20)}
 		}
 		b := validResponse(g)
 		for range 1 + r.IntN(6) {
@@ -342,7 +343,7 @@ func randomConnection(addr string, r *rand.Rand) {
 		}
 	case 3: // an SSL request followed by junk or a cut TLS hello
 		if g == nil {
-			g = &greeting{scramble: make([]byte, 20)}
+			g = &wire.Greeting{Scramble: make([]byte, 20)}
 		}
 		b := validResponse(g)[:32]
 		binary.LittleEndian.PutUint32(b, binary.LittleEndian.Uint32(b)|gomysql.CLIENT_SSL)

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/leafproxy/leafproxy/internal/sqltext"
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // What a loop hands back to a session's goroutine (handBack.kind).
@@ -98,14 +99,14 @@ func (s *Session) loopFor() *loop {
 	}
 	s.srv.loopsOnce.Do(s.srv.startLoops)
 	l := s.srv.loop
-	if l == nil || s.c.comp != nil || !plainConn(s.c.conn) || !plainConn(s.b.conn) {
+	if l == nil || s.c.Comp != nil || !plainConn(s.c.Conn) || !plainConn(s.b.Conn) {
 		s.noLoop = true
 		return nil
 	}
-	if s.b.r != nil && s.b.buffered() > 0 {
+	if s.b.R != nil && s.b.Buffered() > 0 {
 		return nil
 	}
-	if pr, ok := s.b.rw.(*prefixRW); ok && len(pr.prefix) > 0 {
+	if pr, ok := s.b.RW.(*prefixRW); ok && len(pr.prefix) > 0 {
 		return nil // the backend said something the goroutine has not read
 	}
 	if l.dead.Load() {
@@ -125,13 +126,13 @@ func plainConn(c net.Conn) bool {
 // runOnLoop moves the session onto l and waits until l hands it back or
 // ends it. false: the move did not happen (nothing changed).
 func (s *Session) runOnLoop(l *loop) (handBack, bool) {
-	cfd, err := dupSocket(s.c.conn)
+	cfd, err := dupSocket(s.c.Conn)
 	if err != nil {
 		s.noLoop = true
 		s.log.Warn("session stays off the event loop", "err", err)
 		return handBack{}, false
 	}
-	bfd, err := dupSocket(s.b.conn)
+	bfd, err := dupSocket(s.b.Conn)
 	if err != nil {
 		unix.Close(cfd)
 		s.noLoop = true
@@ -150,11 +151,11 @@ func (s *Session) runOnLoop(l *loop) (handBack, bool) {
 	ln := newLane(l, s, cfd, bfd)
 	// What the client sent already: buffered by the leg's reader, and what
 	// a loop handed back and the reader has not reached yet.
-	if n := s.c.buffered(); n > 0 {
-		b, _ := s.c.r.Peek(n)
+	if n := s.c.Buffered(); n > 0 {
+		b, _ := s.c.R.Peek(n)
 		ln.clientIn = append([]byte(nil), b...)
 	}
-	if pr, ok := s.c.rw.(*prefixRW); ok && len(pr.prefix) > 0 {
+	if pr, ok := s.c.RW.(*prefixRW); ok && len(pr.prefix) > 0 {
 		ln.clientIn = append(ln.clientIn, pr.prefix...)
 		pr.prefix = nil
 	}
@@ -187,7 +188,7 @@ func (s *Session) runOnLoop(l *loop) (handBack, bool) {
 		// The loop stopped meanwhile (it failed): carry on here.
 		s.srv.loopSessions.Add(-1)
 		s.exec = onGoroutine{}
-		return handBack{kind: handBackIdle, clientFD: cfd, backendFD: bfd, clientIn: ln.clientIn, clientSeq: ln.clientLeg.seq, backendSeq: ln.backendLeg.seq, debt: loopBackoff}, true
+		return handBack{kind: handBackIdle, clientFD: cfd, backendFD: bfd, clientIn: ln.clientIn, clientSeq: ln.clientLeg.Seq, backendSeq: ln.backendLeg.Seq, debt: loopBackoff}, true
 	}
 	return <-s.handBackc, true
 }
@@ -277,7 +278,7 @@ func (s *Session) resume(ctx context.Context, m *handBack) error {
 		return s.setFatal(err)
 	}
 	s.applyAfter(m.after, m.response.ok)
-	return s.setFatal(s.c.flush())
+	return s.setFatal(s.c.Flush())
 }
 
 // leaveLoop gives the session net.Conns over the sockets the loop used
@@ -307,20 +308,20 @@ func (s *Session) leaveLoop(m *handBack) error {
 		bc.Close()
 	}
 	s.c = legOver("client", cc, m.clientIn, clientReadBuf, &clientWriters)
-	s.c.seq = m.clientSeq
+	s.c.Seq = m.clientSeq
 	s.b = legOver("backend", bc, m.backendIn, backReadBuf, &backWriters)
-	s.b.seq = m.backendSeq
+	s.b.Seq = m.backendSeq
 	for _, p := range []struct {
-		l    *leg
+		l    *wire.Leg
 		pend []byte
 	}{{s.c, m.clientPending}, {s.b, m.backendPending}} {
 		if len(p.pend) == 0 {
 			continue
 		}
-		if _, err := p.l.w.Write(p.pend); err != nil {
-			return s.setFatal(p.l.fail(err))
+		if _, err := p.l.W.Write(p.pend); err != nil {
+			return s.setFatal(p.l.Fail(err))
 		}
-		if err := p.l.flush(); err != nil {
+		if err := p.l.Flush(); err != nil {
 			return s.setFatal(err)
 		}
 	}
@@ -339,16 +340,16 @@ func fdConn(fd int) (net.Conn, error) {
 
 // legOver is a leg on c whose reads return prefix first, with buffers from
 // the pools the idle sessions give theirs back to.
-func legOver(name string, c net.Conn, prefix []byte, rsize int, writers interface{ Get() any }) *leg {
-	l := &leg{conn: c, rw: legIO(c), name: name}
+func legOver(name string, c net.Conn, prefix []byte, rsize int, writers interface{ Get() any }) *wire.Leg {
+	l := &wire.Leg{Conn: c, RW: wire.LegIO(c), Name: name}
 	if len(prefix) > 0 {
-		l.rw = &prefixRW{prefix: prefix, ReadWriter: l.rw}
+		l.RW = &prefixRW{prefix: prefix, ReadWriter: l.RW}
 	}
-	l.r = bufio.NewReaderSize(l.rw, rsize)
-	l.w = writers.Get().(*bufio.Writer)
-	l.w.Reset(l.rw)
+	l.R = bufio.NewReaderSize(l.RW, rsize)
+	l.W = writers.Get().(*bufio.Writer)
+	l.W.Reset(l.RW)
 	if len(prefix) > 0 {
-		_, _ = l.r.Peek(1) // buffered() now says something is there
+		_, _ = l.R.Peek(1) // buffered() now says something is there
 	}
 	return l
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/pingcap/tidb/pkg/parser/charset"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // preAuthMaxPacket bounds every packet read before a client has
@@ -32,7 +34,7 @@ func (e *loginError) Error() string { return fmt.Sprintf("%d (%s): %s", e.code, 
 
 // clientHello is what the handshake learned about the client.
 type clientHello struct {
-	resp     *handshakeResponse
+	resp     *wire.HandshakeResponse
 	account  Account
 	scramble []byte
 	tls      bool
@@ -55,22 +57,22 @@ func accessDenied(user string, remote net.Addr, withPassword bool) *loginError {
 // greetingFor builds the greeting a new client gets: the backend's own
 // version, capabilities (less what the proxy cannot relay), status flags and
 // charset, with the proxy's session id and a fresh scramble.
-func (s *Server) greetingFor(id uint32, hello *greeting) *greeting {
-	g := &greeting{
-		version:  hello.version,
-		threadID: id,
-		scramble: randomScramble(),
-		caps:     hello.caps&proxyCaps | mysql.CLIENT_SSL,
-		charset:  hello.charset,
-		status:   hello.status,
-		plugin:   s.authMethod,
+func (s *Server) greetingFor(id uint32, hello *wire.Greeting) *wire.Greeting {
+	g := &wire.Greeting{
+		Version:  hello.Version,
+		ThreadID: id,
+		Scramble: randomScramble(),
+		Caps:     hello.Caps&proxyCaps | mysql.CLIENT_SSL,
+		Charset:  hello.Charset,
+		Status:   hello.Status,
+		Plugin:   s.authMethod,
 	}
 	if v := s.versionOverride; v != "" {
-		g.version = v
+		g.Version = v
 	}
-	if hello.mariadb() {
-		g.caps &^= mysql.CLIENT_LONG_PASSWORD
-		g.extCaps = hello.extCaps & proxyExtCaps
+	if hello.MariaDB() {
+		g.Caps &^= mysql.CLIENT_LONG_PASSWORD
+		g.ExtCaps = hello.ExtCaps & proxyExtCaps
 	}
 	return g
 }
@@ -88,17 +90,17 @@ func randomScramble() []byte {
 // reads its response (upgrading to TLS
 // when asked), authenticates it against the proxy's accounts and returns
 // the client leg (its sequence id after the last packet read).
-func (s *Server) clientHandshake(c *leg, g *greeting, greeted bool) (*clientHello, error) {
+func (s *Server) clientHandshake(c *wire.Leg, g *wire.Greeting, greeted bool) (*clientHello, error) {
 	h, err := s.greetClient(c, g, greeted)
 	if err != nil {
 		return nil, err
 	}
 	resp := h.resp
-	plugin := resp.plugin
-	if resp.caps&mysql.CLIENT_PLUGIN_AUTH == 0 {
+	plugin := resp.Plugin
+	if resp.Caps&mysql.CLIENT_PLUGIN_AUTH == 0 {
 		plugin = mysql.AUTH_NATIVE_PASSWORD // cannot be switched; 4.1 scramble
 	}
-	acct, err := s.authenticate(c, resp.user, plugin, resp.auth, g.scramble, c.conn.RemoteAddr())
+	acct, err := s.authenticate(c, resp.User, plugin, resp.Auth, g.Scramble, c.Conn.RemoteAddr())
 	if err != nil {
 		return nil, err
 	}
@@ -109,46 +111,46 @@ func (s *Server) clientHandshake(c *leg, g *greeting, greeted bool) (*clientHell
 // greetClient writes greeting g (unless greeted), reads the client's handshake response
 // (upgrading its leg to TLS when asked) and checks tls.required; the
 // client is not yet authenticated.
-func (s *Server) greetClient(c *leg, g *greeting, greeted bool) (*clientHello, error) {
+func (s *Server) greetClient(c *wire.Leg, g *wire.Greeting, greeted bool) (*clientHello, error) {
 	if !greeted {
-		if err := c.writePacket(appendGreeting(nil, g)); err != nil {
+		if err := c.WritePacket(wire.AppendGreeting(nil, g)); err != nil {
 			return nil, err
 		}
-		if err := c.flush(); err != nil {
+		if err := c.Flush(); err != nil {
 			return nil, err
 		}
 	}
-	p, err := c.readPacket(nil, preAuthMaxPacket)
+	p, err := c.ReadPacket(nil, preAuthMaxPacket)
 	if err != nil {
 		return nil, err
 	}
-	mariadb := g.mariadb()
-	resp, err := parseHandshakeResponse(p, mariadb)
+	mariadb := g.MariaDB()
+	resp, err := wire.ParseHandshakeResponse(p, mariadb)
 	if err != nil {
 		return nil, &loginError{mysql.ER_HANDSHAKE_ERROR, "08S01", "Bad handshake"}
 	}
-	h := &clientHello{scramble: g.scramble}
-	if len(p) == 32 && resp.caps&mysql.CLIENT_SSL != 0 {
+	h := &clientHello{scramble: g.Scramble}
+	if len(p) == 32 && resp.Caps&mysql.CLIENT_SSL != 0 {
 		// The client may have sent its TLS hello right behind the SSL
 		// request: read through the bytes already buffered.
-		tc := tls.Server(&bufferedConn{Conn: c.conn, r: c.r}, s.clientTLS)
+		tc := tls.Server(&wire.BufferedConn{Conn: c.Conn, R: c.R}, s.clientTLS)
 		if err := tc.Handshake(); err != nil {
 			return nil, fmt.Errorf("client TLS handshake: %w", err)
 		}
-		seq := c.seq
-		*c = *newLeg("client", tc, 1<<10, 1<<10)
-		c.seq = seq
+		seq := c.Seq
+		*c = *wire.NewLeg("client", tc, 1<<10, 1<<10)
+		c.Seq = seq
 		h.tls = true
-		if p, err = c.readPacket(nil, preAuthMaxPacket); err != nil {
+		if p, err = c.ReadPacket(nil, preAuthMaxPacket); err != nil {
 			return nil, err
 		}
-		if resp, err = parseHandshakeResponse(p, mariadb); err != nil || len(p) == 32 {
+		if resp, err = wire.ParseHandshakeResponse(p, mariadb); err != nil || len(p) == 32 {
 			return nil, &loginError{mysql.ER_HANDSHAKE_ERROR, "08S01", "Bad handshake"}
 		}
 	}
 	// Only what both sides offered counts.
-	resp.caps &= g.caps
-	resp.extCaps &= g.extCaps
+	resp.Caps &= g.Caps
+	resp.ExtCaps &= g.ExtCaps
 	h.resp = resp
 	if s.cfg.TLS.Required && !h.tls {
 		return nil, &loginError{3159, "HY000", "Connections using insecure transport are prohibited while tls.required is set"}
@@ -161,7 +163,7 @@ func (s *Server) greetClient(c *leg, g *greeting, greeted bool) (*clientHello, e
 // checked. Unknown users go through the same exchange and get the same
 // 1045. A host whose failed logins are over budget is refused (1129)
 // without a check, and each wrong password counts against its host.
-func (s *Server) authenticate(c *leg, user, plugin string, auth, scramble []byte, remote net.Addr) (Account, error) {
+func (s *Server) authenticate(c *wire.Leg, user, plugin string, auth, scramble []byte, remote net.Addr) (Account, error) {
 	host := hostKey(remote)
 	if wait, blocked := s.throttle.blocked(host, time.Now()); blocked {
 		return Account{}, hostBlocked(remote, wait)
@@ -186,13 +188,13 @@ func (s *Server) authenticate(c *leg, user, plugin string, auth, scramble []byte
 		sw := append([]byte{0xFE}, plugin...)
 		sw = append(sw, 0)
 		sw = append(append(sw, scramble...), 0)
-		if err := c.writePacket(sw); err != nil {
+		if err := c.WritePacket(sw); err != nil {
 			return Account{}, err
 		}
-		if err := c.flush(); err != nil {
+		if err := c.Flush(); err != nil {
 			return Account{}, err
 		}
-		p, err := c.readPacket(nil, preAuthMaxPacket)
+		p, err := c.ReadPacket(nil, preAuthMaxPacket)
 		if err != nil {
 			return Account{}, err
 		}
@@ -227,7 +229,7 @@ func (s *Server) authenticate(c *leg, user, plugin string, auth, scramble []byte
 	}
 	if plugin == mysql.AUTH_CACHING_SHA2_PASSWORD && acct.Password != "" {
 		// The proxy knows the password, so its "cache" always hits.
-		if err := c.writePacket([]byte{0x01, 0x03}); err != nil {
+		if err := c.WritePacket([]byte{0x01, 0x03}); err != nil {
 			return Account{}, err
 		}
 	}
@@ -263,12 +265,12 @@ func backendLoginFor(h *clientHello) backendLogin {
 	return backendLogin{
 		user:       h.account.BackendUser,
 		password:   h.account.BackendPassword,
-		db:         h.resp.db,
-		charset:    backendCharset(h.resp.charset),
-		clientCaps: h.resp.caps,
-		clientExt:  h.resp.extCaps,
-		maxPacket:  h.resp.maxPacket,
-		attrs:      h.resp.attrs,
+		db:         h.resp.DB,
+		charset:    backendCharset(h.resp.Charset),
+		clientCaps: h.resp.Caps,
+		clientExt:  h.resp.ExtCaps,
+		maxPacket:  h.resp.MaxPacket,
+		attrs:      h.resp.Attrs,
 	}
 }
 
@@ -282,10 +284,10 @@ func backendCharset(id uint8) uint8 {
 }
 
 // writeLoginError sends e as the answer to the handshake, best effort.
-func writeLoginError(c *leg, e *loginError) {
-	_ = c.conn.SetWriteDeadline(time.Now().Add(2 * time.Second))
-	if c.writePacket(errPacket(e.code, e.state, e.msg)) == nil {
-		_ = c.flush()
+func writeLoginError(c *wire.Leg, e *loginError) {
+	_ = c.Conn.SetWriteDeadline(time.Now().Add(2 * time.Second))
+	if c.WritePacket(wire.ErrPacket(e.code, e.state, e.msg)) == nil {
+		_ = c.Flush()
 	}
 }
 
@@ -304,7 +306,7 @@ func (s *Server) backendRefusal(err error) *loginError {
 // first when the proxy has not yet seen one (start-up, or every earlier
 // attempt failed). Clients arriving while a probe is under way share its
 // answer instead of each waiting out another connect timeout.
-func (s *Server) hello(ctx context.Context) (*greeting, error) {
+func (s *Server) hello(ctx context.Context) (*wire.Greeting, error) {
 	if g := s.backendHello.Load(); g != nil {
 		return g, nil
 	}
@@ -331,7 +333,7 @@ func (s *Server) hello(ctx context.Context) (*greeting, error) {
 // probeCall is one probe login, shared by the clients waiting for it.
 type probeCall struct {
 	done chan struct{}
-	g    *greeting
+	g    *wire.Greeting
 	err  error
 }
 
@@ -356,12 +358,12 @@ func (s *Server) runProbe(p *probeCall) {
 
 // noteGreeting remembers the backend's latest greeting, so clients see an
 // upgraded or restarted backend as it is now.
-func (s *Server) noteGreeting(g *greeting) {
+func (s *Server) noteGreeting(g *wire.Greeting) {
 	cp := *g
-	cp.scramble = nil
-	cp.threadID = 0
-	if old := s.backendHello.Load(); old == nil || old.version != cp.version || old.caps != cp.caps ||
-		old.extCaps != cp.extCaps || old.charset != cp.charset || old.status != cp.status {
+	cp.Scramble = nil
+	cp.ThreadID = 0
+	if old := s.backendHello.Load(); old == nil || old.Version != cp.Version || old.Caps != cp.Caps ||
+		old.ExtCaps != cp.ExtCaps || old.Charset != cp.Charset || old.Status != cp.Status {
 		s.backendHello.Store(&cp)
 	}
 }

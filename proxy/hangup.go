@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"golang.org/x/sys/unix"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // How a session's end reaches the backend: the backend sees what the
@@ -44,11 +46,11 @@ var comQuit = [5]byte{1, 0, 0, 0, mysql.COM_QUIT}
 
 // quitPacket is COM_QUIT as the backend leg l must frame it: in a stored
 // compressed frame (sequence 0, a new command) when the leg compresses.
-func quitPacket(l *leg) []byte {
-	if l == nil || l.comp == nil {
+func quitPacket(l *wire.Leg) []byte {
+	if l == nil || l.Comp == nil {
 		return comQuit[:]
 	}
-	return append(appendFrameHeader(make([]byte, 0, 12), len(comQuit), 0, 0), comQuit[:]...)
+	return append(wire.AppendFrameHeader(make([]byte, 0, 12), len(comQuit), 0, 0), comQuit[:]...)
 }
 
 // What a session's goroutine does with its backend connection when it
@@ -160,20 +162,20 @@ func (srv *Server) killQuery(acct Account, tid uint32) error {
 	}
 	defer bc.conn.Close()
 	_ = bc.conn.SetDeadline(time.Now().Add(timeout))
-	l := newLeg("backend", bc.conn, 4<<10, 4<<10)
-	if err := l.writeCommand(append([]byte{mysql.COM_QUERY}, "KILL QUERY "+strconv.FormatUint(uint64(tid), 10)...)); err != nil {
+	l := wire.NewLeg("backend", bc.conn, 4<<10, 4<<10)
+	if err := l.WriteCommand(append([]byte{mysql.COM_QUERY}, "KILL QUERY "+strconv.FormatUint(uint64(tid), 10)...)); err != nil {
 		return err
 	}
-	if err := l.flush(); err != nil {
+	if err := l.Flush(); err != nil {
 		return err
 	}
-	p, err := l.readPacket(nil, 64<<10)
+	p, err := l.ReadPacket(nil, 64<<10)
 	if err != nil {
 		return err
 	}
 	_, _ = bc.conn.Write(comQuit[:])
-	if isErr(p) {
-		return parseErr(p)
+	if wire.IsErr(p) {
+		return wire.ParseErr(p)
 	}
 	return nil
 }
@@ -291,10 +293,10 @@ func newFDLook(c net.Conn) *fdLook {
 	if tc, ok := c.(*tls.Conn); ok {
 		c, l.tls = tc.NetConn(), true
 	}
-	if bc, ok := c.(*bufferedConn); ok { // TLS set up over the handshake's reader
+	if bc, ok := c.(*wire.BufferedConn); ok { // TLS set up over the handshake's reader
 		c = bc.Conn
 	}
-	rc, ok := plainSocket(c)
+	rc, ok := wire.PlainSocket(c)
 	if !ok {
 		return nil
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // look asks the kernel, without waiting, whether the peer has shut down
@@ -31,9 +33,9 @@ func (l *fdLook) look(fd uintptr) {
 // is being cut); nothing when the backend failed or a command is half
 // written.
 func (ln *lane) endBackend() {
-	var ie *ioError
+	var ie *wire.IOError
 	switch {
-	case errors.As(ln.s.fatal, &ie) && ie.leg == "backend":
+	case errors.As(ln.s.fatal, &ie) && ie.Leg == "backend":
 	case ln.busy:
 		ln.s.abandon()
 	case len(ln.backendPending) == 0 && !ln.s.left:

@@ -118,7 +118,7 @@ func TestBackendSeesQuit(t *testing.T) {
 			r := c.query("SELECT CONNECTION_ID()")
 			var id int64
 			fmt.Sscan(textValue(r[3]), &id)
-			c.l.conn.Close()
+			c.l.Conn.Close()
 			return id
 		}
 	}
@@ -172,7 +172,7 @@ func TestClientGoneMidStatement(t *testing.T) {
 	for i := range 5 {
 		c := loggedIn(t, e.addr, "")
 		sendCommands(t, c, queryPkt(fmt.Sprintf("INSERT INTO hang.t VALUES (%d)", i)))
-		c.l.conn.Close()
+		c.l.Conn.Close()
 	}
 	testwait.For(t, "the INSERTs sent before each client left reach the table", func() bool {
 		var n int

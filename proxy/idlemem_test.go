@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/leafproxy/leafproxy/internal/testkit/testwait"
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // Sessions that go idle park their buffers; once a burst of parking has
@@ -49,14 +50,14 @@ func TestIdleMemoryReturned(t *testing.T) {
 // peer closed apart, without consuming anything.
 func TestPeekSocket(t *testing.T) {
 	c, peer := tcpPair(t)
-	if got := newSocketPeeker(c).peek(); got != socketQuiet {
+	if got := wire.NewSocketPeeker(c).Peek(); got != wire.SocketQuiet {
 		t.Fatalf("quiet socket: %v", got)
 	}
 	if _, err := peer.Write([]byte("x")); err != nil {
 		t.Fatal(err)
 	}
-	testwait.For(t, "the byte to arrive", func() bool { return newSocketPeeker(c).peek() != socketQuiet })
-	if got := newSocketPeeker(c).peek(); got != socketUnknown {
+	testwait.For(t, "the byte to arrive", func() bool { return wire.NewSocketPeeker(c).Peek() != wire.SocketQuiet })
+	if got := wire.NewSocketPeeker(c).Peek(); got != wire.SocketUnknown {
 		t.Fatalf("socket with data: %v, want socketUnknown (look with the buffers)", got)
 	}
 	b := make([]byte, 1)
@@ -64,11 +65,11 @@ func TestPeekSocket(t *testing.T) {
 		t.Fatalf("the peeked byte was consumed: %q %v", b, err)
 	}
 	peer.Close()
-	testwait.For(t, "the close to arrive", func() bool { return newSocketPeeker(c).peek() != socketQuiet })
-	if got := newSocketPeeker(c).peek(); got != socketClosed {
+	testwait.For(t, "the close to arrive", func() bool { return wire.NewSocketPeeker(c).Peek() != wire.SocketQuiet })
+	if got := wire.NewSocketPeeker(c).Peek(); got != wire.SocketClosed {
 		t.Fatalf("closed socket: %v", got)
 	}
-	if got := newSocketPeeker(&net.IPConn{}).peek(); got != socketUnknown {
+	if got := wire.NewSocketPeeker(&net.IPConn{}).Peek(); got != wire.SocketUnknown {
 		t.Fatalf("not a TCP or Unix socket: %v", got)
 	}
 }

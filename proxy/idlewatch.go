@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // The idle watch of a session on its own goroutine: waiting for the next
@@ -35,7 +37,7 @@ func watchDeadline(now time.Time) time.Time {
 // closed the connection (or sent anything, which between commands means it
 // is about to). The idle timeout, if set, still applies.
 func (s *Session) awaitCommand() error {
-	if s.c.buffered() > 0 {
+	if s.c.Buffered() > 0 {
 		return nil
 	}
 	idleTimeout := s.srv.cfg.Limits.IdleTimeout
@@ -48,10 +50,10 @@ func (s *Session) awaitCommand() error {
 		if !idleEnd.IsZero() && idleEnd.Before(dl) {
 			dl = idleEnd
 		}
-		_ = s.c.conn.SetReadDeadline(dl)
-		err := s.c.peek()
+		_ = s.c.Conn.SetReadDeadline(dl)
+		err := s.c.Peek()
 		if err == nil {
-			_ = s.c.conn.SetReadDeadline(time.Time{})
+			_ = s.c.Conn.SetReadDeadline(time.Time{})
 			return nil
 		}
 		if !errors.Is(err, os.ErrDeadlineExceeded) || s.srv.draining.Load() {
@@ -76,11 +78,11 @@ func (s *Session) awaitCommand() error {
 // besides its goroutine. unpark takes buffers again when a command comes.
 func (s *Session) park() {
 	had := s.bufferBytes()
-	s.c.parkWriter(&clientWriters, clientWriteBuf)
-	s.b.parkWriter(&backWriters, backWriteBuf)
-	s.b.parkReader(&backReaders, backReadBuf)
-	if ri, ok := s.b.rw.(*rawIO); ok {
-		ri.release()
+	s.c.ParkWriter(&clientWriters, clientWriteBuf)
+	s.b.ParkWriter(&backWriters, backWriteBuf)
+	s.b.ParkReader(&backReaders, backReadBuf)
+	if ri, ok := s.b.RW.(*wire.RawIO); ok {
+		ri.Release()
 	}
 	if cap(s.cmd) > idleBuf {
 		s.cmd = nil
@@ -99,29 +101,29 @@ func (s *Session) park() {
 // bufferBytes is the size of the buffers park may give back.
 func (s *Session) bufferBytes() int {
 	n := cap(s.cmd) + cap(s.out) + cap(s.scratch)
-	if s.c.w != nil {
-		n += s.c.w.Size()
+	if s.c.W != nil {
+		n += s.c.W.Size()
 	}
-	if s.b.w != nil {
-		n += s.b.w.Size()
+	if s.b.W != nil {
+		n += s.b.W.Size()
 	}
-	if s.b.r != nil {
-		n += s.b.r.Size()
+	if s.b.R != nil {
+		n += s.b.R.Size()
 	}
 	return n
 }
 
 func (s *Session) unpark() {
 	had := s.bufferBytes()
-	s.c.unparkWriter(&clientWriters)
-	s.b.unparkWriter(&backWriters)
-	s.b.unparkReader(&backReaders)
+	s.c.UnparkWriter(&clientWriters)
+	s.b.UnparkWriter(&backWriters)
+	s.b.UnparkReader(&backReaders)
 	s.parked = false
 	s.srv.idleMem.tookBack(s.bufferBytes() - had)
 	// The backend may have written something unasked while the session
 	// was idle (MariaDB's ERR before it closes an idle connection): the
 	// first command reads the socket before waiting (see rawIO).
-	s.b.noHold = true
+	s.b.NoHold = true
 }
 
 // errBackendClosedIdle ends a session whose backend went away between
@@ -137,42 +139,42 @@ func (e *errBackendClosedIdle) Error() string {
 // 4031 before closing an idle connection). Such a packet is passed on to
 // the client, which then sees the connection close as it would directly.
 func (s *Session) backendGone() error {
-	if s.b.r == nil || s.b.buffered() == 0 { // parked: no reader, nothing buffered
-		if s.bpeekConn != s.b.conn { // the first look, or a new backend connection (change user)
-			s.bpeek, s.bpeekConn = newSocketPeeker(s.b.conn), s.b.conn
+	if s.b.R == nil || s.b.Buffered() == 0 { // parked: no reader, nothing buffered
+		if s.bpeekConn != s.b.Conn { // the first look, or a new backend connection (change user)
+			s.bpeek, s.bpeekConn = wire.NewSocketPeeker(s.b.Conn), s.b.Conn
 		}
-		switch s.bpeek.peek() {
-		case socketQuiet:
+		switch s.bpeek.Peek() {
+		case wire.SocketQuiet:
 			return nil
-		case socketClosed:
+		case wire.SocketClosed:
 			return &errBackendClosedIdle{reason: "connection closed"}
 		}
 	}
 	if s.parked {
-		s.b.unparkReader(&backReaders)
-		defer s.b.parkReader(&backReaders, backReadBuf)
-		s.c.unparkWriter(&clientWriters)
-		defer s.c.parkWriter(&clientWriters, clientWriteBuf)
+		s.b.UnparkReader(&backReaders)
+		defer s.b.ParkReader(&backReaders, backReadBuf)
+		s.c.UnparkWriter(&clientWriters)
+		defer s.c.ParkWriter(&clientWriters, clientWriteBuf)
 	}
-	_ = s.b.conn.SetReadDeadline(time.Now().Add(time.Millisecond))
-	err := s.b.peek()
-	_ = s.b.conn.SetReadDeadline(time.Time{})
+	_ = s.b.Conn.SetReadDeadline(time.Now().Add(time.Millisecond))
+	err := s.b.Peek()
+	_ = s.b.Conn.SetReadDeadline(time.Time{})
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
 		return nil
 	}
 	reason := "connection closed"
 	if err == nil {
 		// An unsolicited packet: pass a small ERR on, whatever its sequence id.
-		_ = s.b.conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-		if h, herr := s.b.r.Peek(4); herr == nil {
+		_ = s.b.Conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		if h, herr := s.b.R.Peek(4); herr == nil {
 			n := int(h[0]) | int(h[1])<<8 | int(h[2])<<16
-			if p, perr := s.b.r.Peek(4 + n); perr == nil && n < 4096 && isErr(p[4:]) {
-				e := parseErr(p[4:])
+			if p, perr := s.b.R.Peek(4 + n); perr == nil && n < 4096 && wire.IsErr(p[4:]) {
+				e := wire.ParseErr(p[4:])
 				reason = fmt.Sprintf("ERR %d: %s", e.Code, e.Message)
-				s.c.seq = 0
-				_ = s.c.conn.SetWriteDeadline(time.Now().Add(time.Second))
-				_ = s.c.writePacket(p[4:])
-				_ = s.c.flush()
+				s.c.Seq = 0
+				_ = s.c.Conn.SetWriteDeadline(time.Now().Add(time.Second))
+				_ = s.c.WritePacket(p[4:])
+				_ = s.c.Flush()
 			}
 		}
 	}

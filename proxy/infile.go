@@ -1,5 +1,7 @@
 package proxy
 
+import "github.com/leafproxy/leafproxy/proxy/wire"
+
 // InfileTransformer rewrites the file a client sends for LOAD DATA LOCAL
 // INFILE on its way to the backend (the engine's keys for a rule table).
 // The proxy hands it the file's bytes in order, in pieces of a few KB
@@ -50,7 +52,7 @@ func (s blocking) RelayQueryInfile(sql []byte, t InfileTransformer) error {
 // A transformer's error is kept in s.infileErr; the returned error is the
 // session's (a leg failed).
 func (s *Session) relayLocalFileVia(t InfileTransformer) error {
-	if err := s.c.flush(); err != nil {
+	if err := s.c.Flush(); err != nil {
 		return err
 	}
 	out := make([]byte, 0, 2*infilePacket)
@@ -59,12 +61,12 @@ func (s *Session) relayLocalFileVia(t InfileTransformer) error {
 		sent := 0
 		for len(out)-sent >= infilePacket || final && len(out) > sent {
 			n := min(len(out)-sent, infilePacket)
-			if err := writeHeader(s.b.w, n, s.b.seq); err != nil {
-				return s.b.fail(err)
+			if err := wire.WriteHeader(s.b.W, n, s.b.Seq); err != nil {
+				return s.b.Fail(err)
 			}
-			s.b.seq++
-			if _, err := s.b.w.Write(out[sent : sent+n]); err != nil {
-				return s.b.fail(err)
+			s.b.Seq++
+			if _, err := s.b.W.Write(out[sent : sent+n]); err != nil {
+				return s.b.Fail(err)
 			}
 			sent += n
 		}
@@ -73,25 +75,25 @@ func (s *Session) relayLocalFileVia(t InfileTransformer) error {
 	}
 	var terr error
 	for cont := false; ; {
-		n, err := s.c.readHeader()
+		n, err := s.c.ReadHeader()
 		if err != nil {
 			return err
 		}
-		s.cmdSeq = s.c.seq // the client has sent; nothing of the answer has reached it
+		s.cmdSeq = s.c.Seq // the client has sent; nothing of the answer has reached it
 		if n == 0 && !cont {
 			break // the empty packet that ends the file
 		}
-		cont = n == maxPayload // then an empty packet only ends this one
+		cont = n == wire.MaxPayload // then an empty packet only ends this one
 		for n > 0 {
-			k := min(n, s.c.r.Size())
-			p, err := s.c.r.Peek(k)
+			k := min(n, s.c.R.Size())
+			p, err := s.c.R.Peek(k)
 			if len(p) > 0 && terr == nil {
 				out, terr = t.Transform(out, p)
 			}
-			_, _ = s.c.r.Discard(len(p))
+			_, _ = s.c.R.Discard(len(p))
 			n -= len(p)
 			if err != nil && n > 0 {
-				return s.c.fail(err)
+				return s.c.Fail(err)
 			}
 			if err := send(false); err != nil {
 				return err
@@ -105,9 +107,9 @@ func (s *Session) relayLocalFileVia(t InfileTransformer) error {
 		return err
 	}
 	s.infileErr = terr
-	if err := writeHeader(s.b.w, 0, s.b.seq); err != nil {
-		return s.b.fail(err)
+	if err := wire.WriteHeader(s.b.W, 0, s.b.Seq); err != nil {
+		return s.b.Fail(err)
 	}
-	s.b.seq++
-	return s.b.flush()
+	s.b.Seq++
+	return s.b.Flush()
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/leafproxy/leafproxy/internal/killsql"
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // MariaDB's error codes for KILL that go-mysql does not name.
@@ -150,7 +151,7 @@ func (s *Session) killThread(k killsql.Req) error {
 		// proxy that has not yet noticed.
 		target.closeIfIdle()
 	}
-	return s.setFatal(s.c.flush())
+	return s.setFatal(s.c.Flush())
 }
 
 // mayKill reports whether this session's KILL may go to target's thread:
@@ -316,20 +317,20 @@ func (srv *Server) queryThread(ctx context.Context, n uint64) uint32 {
 	}
 	defer bc.conn.Close()
 	_ = bc.conn.SetDeadline(time.Now().Add(timeout))
-	l := newLeg("backend", bc.conn, 4<<10, 4<<10)
-	if l.writeCommand(append([]byte{mysql.COM_QUERY}, killsql.ThreadOfQuery(n)...)) != nil || l.flush() != nil {
+	l := wire.NewLeg("backend", bc.conn, 4<<10, 4<<10)
+	if l.WriteCommand(append([]byte{mysql.COM_QUERY}, killsql.ThreadOfQuery(n)...)) != nil || l.Flush() != nil {
 		return 0
 	}
 	var tid uint32
 	// column count, one column definition, EOF, rows, EOF (no DEPRECATE_EOF on this leg)
 	for i := 0; ; i++ {
-		p, err := l.readPacket(nil, 64<<10)
+		p, err := l.ReadPacket(nil, 64<<10)
 		switch {
-		case err != nil || isErr(p) || i == 0 && (len(p) == 0 || p[0] == 0):
+		case err != nil || wire.IsErr(p) || i == 0 && (len(p) == 0 || p[0] == 0):
 			return 0
-		case i == 2 && !isEOF(p, len(p)):
+		case i == 2 && !wire.IsEOF(p, len(p)):
 			return 0
-		case i > 2 && isEOF(p, len(p)):
+		case i > 2 && wire.IsEOF(p, len(p)):
 			_, _ = bc.conn.Write(comQuit[:])
 			return tid
 		case i > 2:

@@ -30,9 +30,9 @@ func TestBackendAccountIDsAgree(t *testing.T) {
 			t.Fatalf("login: %x", p)
 		}
 		if compress {
-			rc.l.compress(false)
+			rc.l.Compress(false, clientReadBuf, clientWriteBuf)
 		}
-		greeted := rc.hello.threadID
+		greeted := rc.hello.ThreadID
 		if greeted == 0 || greeted >= sessionIDBase {
 			t.Errorf("greeting's connection id %d is not a backend thread id", greeted)
 		}
@@ -135,10 +135,10 @@ func TestBackendAccountKillForms(t *testing.T) {
 	if p := other.login("root", "", "", 0, 0); p[0] != 0 {
 		t.Fatalf("login: %x", p)
 	}
-	if _, err := killer.ExecContext(ctx, fmt.Sprintf("KILL %d", other.hello.threadID)); err != nil {
+	if _, err := killer.ExecContext(ctx, fmt.Sprintf("KILL %d", other.hello.ThreadID)); err != nil {
 		t.Fatal(err)
 	}
-	expectClosed(t, other.l.conn)
+	expectClosed(t, other.l.Conn)
 	// COM_PROCESS_KILL too.
 	other = dialRaw(t, e.addr)
 	if p := other.login("root", "", "", 0, 0); p[0] != 0 {
@@ -148,10 +148,10 @@ func TestBackendAccountKillForms(t *testing.T) {
 	if p := pk.login("root", "", "", 0, 0); p[0] != 0 {
 		t.Fatalf("login: %x", p)
 	}
-	if p := pk.command(binary.LittleEndian.AppendUint32([]byte{gomysql.COM_PROCESS_KILL}, other.hello.threadID)); p[0] != 0 {
+	if p := pk.command(binary.LittleEndian.AppendUint32([]byte{gomysql.COM_PROCESS_KILL}, other.hello.ThreadID)); p[0] != 0 {
 		t.Fatalf("COM_PROCESS_KILL: %x", p)
 	}
-	expectClosed(t, other.l.conn)
+	expectClosed(t, other.l.Conn)
 	if err := killer.PingContext(ctx); err != nil {
 		t.Fatalf("the killer's session ended: %v", err)
 	}
@@ -165,11 +165,11 @@ func TestBackendAccountKillForms(t *testing.T) {
 			t.Fatalf("login: %x", p)
 		}
 		if q != "KILL CONNECTION_ID()" {
-			q = fmt.Sprintf(q, self.hello.threadID)
+			q = fmt.Sprintf(q, self.hello.ThreadID)
 			self.query(q) // SELECT 1's result set: the ERR follows
 		} else if p := self.query(q)[0]; p[0] != 0xFF || binary.LittleEndian.Uint16(p[1:3]) != erConnectionKilled {
 			t.Fatalf("%s: %x, want ERR 1927", q, p)
 		}
-		expectClosed(t, self.l.conn)
+		expectClosed(t, self.l.Conn)
 	}
 }

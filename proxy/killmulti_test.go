@@ -9,6 +9,8 @@ import (
 
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // With users configured, a KILL among the statements of a multi-statement
@@ -57,11 +59,11 @@ func TestKillInMultiStatementMapped(t *testing.T) {
 		done := make(chan []byte, 1)
 		go func() { ps := victim.query(sleep); done <- ps[len(ps)-1] }()
 		waitForQuery(t, sleep)
-		kq := fmt.Sprintf(q, victim.hello.threadID, victimThread)
+		kq := fmt.Sprintf(q, victim.hello.ThreadID, victimThread)
 		if _, err := app.ExecContext(ctx, kq); err != nil {
 			t.Fatalf("%s: %v", kq, err)
 		}
-		if p := <-done; p[0] != 0xFF || parseErr(p).Code != gomysql.ER_QUERY_INTERRUPTED {
+		if p := <-done; p[0] != 0xFF || wire.ParseErr(p).Code != gomysql.ER_QUERY_INTERRUPTED {
 			t.Fatalf("%s: the victim's SLEEP ended with %x, want ERR 1317", kq, p)
 		}
 	}
@@ -77,7 +79,7 @@ func TestKillInMultiStatementMapped(t *testing.T) {
 	for _, c := range []struct {
 		db *sql.DB
 		id string
-	}{{other, fmt.Sprint(victim.hello.threadID)}, {app, fmt.Sprint(directID)}} {
+	}{{other, fmt.Sprint(victim.hello.ThreadID)}, {app, fmt.Sprint(directID)}} {
 		q := "INSERT INTO t VALUES (2); KILL " + c.id + "; INSERT INTO t VALUES (3)"
 		_, err := c.db.ExecContext(ctx, q)
 		want := "Unknown thread id: " + c.id
@@ -131,8 +133,8 @@ func TestKillInMultiStatementMapped(t *testing.T) {
 
 	// KILL CONNECTION of an idle app session in a multi-statement text
 	// closes that client.
-	if _, err := app.ExecContext(ctx, fmt.Sprintf("SELECT 1; KILL %d", victim.hello.threadID)); err != nil {
+	if _, err := app.ExecContext(ctx, fmt.Sprintf("SELECT 1; KILL %d", victim.hello.ThreadID)); err != nil {
 		t.Fatal(err)
 	}
-	expectClosed(t, victim.l.conn)
+	expectClosed(t, victim.l.Conn)
 }

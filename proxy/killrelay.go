@@ -45,7 +45,7 @@ func (s *Session) relayKill(pkt []byte, kind int, a afterAction, tid uint64) err
 			target.closeIfIdle()
 		}
 	}
-	return s.setFatal(s.c.flush())
+	return s.setFatal(s.c.Flush())
 }
 
 // relayedErr notes a relayed ERR packet (head: its first bytes): counted,
@@ -71,12 +71,12 @@ func (s *Session) endIfKilled() bool {
 		return false
 	}
 	s.connKilled = false
-	if s.b.buffered() > 0 {
+	if s.b.Buffered() > 0 {
 		return false
 	}
-	_ = s.b.conn.SetReadDeadline(time.Now().Add(killedWait))
-	err := s.b.peek()
-	_ = s.b.conn.SetReadDeadline(time.Time{})
+	_ = s.b.Conn.SetReadDeadline(time.Now().Add(killedWait))
+	err := s.b.Peek()
+	_ = s.b.Conn.SetReadDeadline(time.Time{})
 	if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 		return false // still open (or it sent more: the idle watch reads it)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/leafproxy/leafproxy/internal/killsql"
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // KILL by other paths than a COM_QUERY of its own (issue 24): a KILL the
@@ -82,7 +83,7 @@ func (ks *killStmt) bind(pkt []byte) (id uint32, code uint16, msg string) {
 	if ks.typed {
 		types = ks.ptype[:]
 	}
-	ex, err := ParseExecute(pkt, 1, types)
+	ex, err := wire.ParseExecute(pkt, 1, types)
 	if err != nil {
 		return 0, mysql.ER_MALFORMED_PACKET, malformed
 	}
@@ -154,7 +155,7 @@ func killIDFloat(typ byte, v []byte) (id uint32, code uint16, msg string) {
 // killIDDigits is killID of a string or decimal: 1 to 10 digits, in
 // range.
 func killIDDigits(v []byte) (id uint32, code uint16, msg string) {
-	l, k := lenenc(v)
+	l, k := wire.LenencUint(v)
 	if k == 0 || l > uint64(len(v)-k) {
 		return 0, mysql.ER_MALFORMED_PACKET, "Malformed communication packet"
 	}

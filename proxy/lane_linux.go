@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // lane is a session while the event loop serves it: its two sockets (dups
@@ -31,7 +33,7 @@ type lane struct {
 
 	// The session's legs while the loop serves it: no buffers of their own;
 	// they write through the runner's writers into the sinks (bind).
-	clientLeg, backendLeg   leg
+	clientLeg, backendLeg   wire.Leg
 	clientSink, backendSink sink
 
 	clientIn       []byte // client bytes read but not run yet: a partial or pipelined command
@@ -107,8 +109,8 @@ func newLane(l *loop, s *Session, cfd, bfd int) *lane {
 	ln := &lane{l: l, s: s, clientFD: cfd, backendFD: bfd}
 	ln.clientSink = sink{ln: ln, fd: cfd, client: true}
 	ln.backendSink = sink{ln: ln, fd: bfd}
-	ln.clientLeg = leg{name: "client", seq: s.c.seq}
-	ln.backendLeg = leg{name: "backend", seq: s.b.seq}
+	ln.clientLeg = wire.Leg{Name: "client", Seq: s.c.Seq}
+	ln.backendLeg = wire.Leg{Name: "backend", Seq: s.b.Seq}
 	return ln
 }
 
@@ -116,9 +118,9 @@ func newLane(l *loop, s *Session, cfd, bfd int) *lane {
 func (ln *lane) bind(r *runner) {
 	ln.r = r
 	r.clientW.Reset(&ln.clientSink)
-	ln.clientLeg.w = r.clientW
+	ln.clientLeg.W = r.clientW
 	r.backendW.Reset(&ln.backendSink)
-	ln.backendLeg.w = r.backendW
+	ln.backendLeg.W = r.backendW
 }
 
 // handle acts on what happened (lane.pend bits); the caller holds ln.mu.
@@ -186,13 +188,13 @@ func (ln *lane) flushWriters() {
 		return
 	}
 	if ln.r.clientW.Buffered() > 0 {
-		if err := ln.clientLeg.flush(); err != nil {
+		if err := ln.clientLeg.Flush(); err != nil {
 			ln.fail(err)
 			return
 		}
 	}
 	if ln.r.backendW.Buffered() > 0 {
-		if err := ln.backendLeg.flush(); err != nil {
+		if err := ln.backendLeg.Flush(); err != nil {
 			ln.fail(err)
 		}
 	}
@@ -227,7 +229,7 @@ func (ln *lane) readClient() {
 			ln.clientReadable = false
 			return
 		case errno != 0:
-			ln.s.endOnClientError(&ioError{leg: "client", err: os.NewSyscallError("read", errno)})
+			ln.s.endOnClientError(&wire.IOError{Leg: "client", Err: os.NewSyscallError("read", errno)})
 			ln.teardown()
 			return
 		case n == 0:
@@ -259,7 +261,7 @@ func (ln *lane) readClient() {
 // clientGone ends a lane whose client closed and has nothing left to run.
 func (ln *lane) clientGone() {
 	if len(ln.clientIn) > 0 {
-		ln.s.endOnClientError(&ioError{leg: "client", err: io.ErrUnexpectedEOF})
+		ln.s.endOnClientError(&wire.IOError{Leg: "client", Err: io.ErrUnexpectedEOF})
 	} else {
 		ln.s.endOnClientError(io.EOF)
 	}
@@ -273,7 +275,7 @@ func (ln *lane) commands(buf []byte) {
 	for !ln.gone && !ln.busy && len(ln.clientPending) == 0 && !ln.backendFull() && len(buf) >= 4 {
 		n := int(buf[0]) | int(buf[1])<<8 | int(buf[2])<<16
 		if buf[3] != 0 {
-			ln.s.endOnClientError(&ioError{leg: "client", err: errSequence{got: buf[3], want: 0}})
+			ln.s.endOnClientError(&wire.IOError{Leg: "client", Err: wire.SequenceError{Got: buf[3], Want: 0}})
 			ln.teardown()
 			return
 		}
@@ -312,7 +314,7 @@ func (ln *lane) command(pkt, rest []byte) {
 		return
 	}
 	s.countCommand(pkt[0])
-	s.c.seq = 1 // the command's own packet was sequence 0
+	s.c.Seq = 1 // the command's own packet was sequence 0
 	s.cmdSeq = 1
 	s.idle.Store(false)
 	s.since.Store(ln.r.now)
@@ -386,10 +388,10 @@ func (ln *lane) send(pkt []byte, kind int, a afterAction) error {
 		// RelayQuery twice): the loop follows one response at a time.
 		return s.setFatal(errorf("a command relayed more than one statement on an event loop"))
 	}
-	if err := s.b.writeCommand(pkt); err != nil {
+	if err := s.b.WriteCommand(pkt); err != nil {
 		return s.setFatal(err)
 	}
-	if err := s.b.flush(); err != nil {
+	if err := s.b.Flush(); err != nil {
 		return s.setFatal(err)
 	}
 	if kind == respNone {
@@ -451,7 +453,7 @@ func (ln *lane) handOff(m handBack, clientIn []byte) {
 	m.clientIn = clone(clientIn)
 	m.backendIn = clone(ln.backendPartial)
 	m.clientPending, m.backendPending = ln.clientPending, ln.backendPending
-	m.clientSeq, m.backendSeq = ln.clientLeg.seq, ln.backendLeg.seq
+	m.clientSeq, m.backendSeq = ln.clientLeg.Seq, ln.backendLeg.Seq
 	if m.kind == handBackResume {
 		m.response, m.after = ln.response, ln.after
 	}

@@ -4,6 +4,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // What a lane writes that its sockets did not take yet, and the back
@@ -47,9 +49,9 @@ func (ln *lane) drainPend(client bool) {
 	}
 	n, errno := writeFD(fd, *pend)
 	if errno != 0 && errno != unix.EAGAIN {
-		err := &ioError{leg: "backend", err: os.NewSyscallError("write", errno)}
+		err := &wire.IOError{Leg: "backend", Err: os.NewSyscallError("write", errno)}
 		if client {
-			err.leg = "client"
+			err.Leg = "client"
 		}
 		ln.fail(err)
 		return

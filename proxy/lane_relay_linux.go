@@ -5,6 +5,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // The backend side of a lane: reading the response and relaying it to the
@@ -39,10 +41,10 @@ func (ln *lane) readBackend() {
 			ln.backendReadable = false
 			return
 		case errno != 0:
-			ln.fail(&ioError{leg: "backend", err: os.NewSyscallError("read", errno)})
+			ln.fail(&wire.IOError{Leg: "backend", Err: os.NewSyscallError("read", errno)})
 			return
 		case n == 0:
-			ln.fail(&ioError{leg: "backend", err: io.EOF})
+			ln.fail(&wire.IOError{Leg: "backend", Err: io.EOF})
 			return
 		}
 		if k+n < len(buf) && !ln.backendHungUp {
@@ -76,11 +78,11 @@ read:
 			break
 		}
 		n := int(buf[pos]) | int(buf[pos+1])<<8 | int(buf[pos+2])<<16
-		if seq := buf[pos+3]; seq != s.b.seq {
-			ln.fail(&ioError{leg: "backend", err: errSequence{got: seq, want: s.b.seq}})
+		if seq := buf[pos+3]; seq != s.b.Seq {
+			ln.fail(&wire.IOError{Leg: "backend", Err: wire.SequenceError{Got: seq, Want: s.b.Seq}})
 			return
 		}
-		h := min(n, headLen)
+		h := min(n, wire.HeadLen)
 		if !ln.continued && len(buf)-pos-4 < h {
 			break
 		}
@@ -125,9 +127,9 @@ func (ln *lane) packetBody(buf []byte, pos int) (next int, stop bool) {
 // of maxPayload bytes, steps the tracker with it; false: the lane failed.
 func (ln *lane) packetHeader(p []byte, n, h int) bool {
 	s := ln.s
-	s.b.seq++
-	p[3] = s.c.seq
-	s.c.seq++
+	s.b.Seq++
+	p[3] = s.c.Seq
+	s.c.Seq++
 	if !ln.continued {
 		ev, err := ln.response.step(s, p[4:4+h], n)
 		if err != nil {
@@ -140,7 +142,7 @@ func (ln *lane) packetHeader(p []byte, n, h int) bool {
 		}
 		ln.packetKind = ev
 	}
-	ln.continued = n == maxPayload
+	ln.continued = n == wire.MaxPayload
 	ln.inPacket, ln.bodyLeft = true, n
 	return true
 }
@@ -217,11 +219,11 @@ func (ln *lane) watchFirst(before, rest []byte, n int) (what int, end bool) {
 
 // toClient writes response bytes after anything the session wrote itself.
 func (ln *lane) toClient(p []byte) error {
-	if err := ln.s.c.flush(); err != nil {
+	if err := ln.s.c.Flush(); err != nil {
 		return err
 	}
 	if _, err := ln.clientSink.Write(p); err != nil {
-		return &ioError{leg: "client", err: err}
+		return &wire.IOError{Leg: "client", Err: err}
 	}
 	return nil
 }
@@ -254,7 +256,7 @@ func (ln *lane) relayReportedOK(id uint64, before, p []byte) (done, end bool) {
 	pkt := okWithInsertID(append(ln.okBuf[:0], 0, 0, 0, 0), p, id) // the header, then the payload
 	ln.okBuf = pkt
 	n := len(pkt) - 4
-	pkt[0], pkt[1], pkt[2], pkt[3] = byte(n), byte(n>>8), byte(n>>16), s.c.seq
+	pkt[0], pkt[1], pkt[2], pkt[3] = byte(n), byte(n>>8), byte(n>>16), s.c.Seq
 	if len(before) > 0 {
 		if err := ln.toClient(before); err != nil {
 			ln.fail(err)
@@ -265,9 +267,9 @@ func (ln *lane) relayReportedOK(id uint64, before, p []byte) (done, end bool) {
 		ln.fail(err)
 		return false, false
 	}
-	s.b.seq++
-	s.c.seq++
-	ev, err := ln.response.step(s, pkt[4:4+min(n, headLen)], n)
+	s.b.Seq++
+	s.c.Seq++
+	ev, err := ln.response.step(s, pkt[4:4+min(n, wire.HeadLen)], n)
 	if err != nil {
 		ln.fail(err)
 		return false, false

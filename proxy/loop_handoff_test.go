@@ -116,8 +116,8 @@ func testLoopPanicCostsOneSession(t *testing.T, runners int) {
 		for range lead {
 			readResult(t, c)
 		}
-		c.l.seq = 1
-		if _, err := c.l.readPacket(nil, 1<<20); err == nil {
+		c.l.Seq = 1
+		if _, err := c.l.ReadPacket(nil, 1<<20); err == nil {
 			t.Fatal("the session that panicked answered")
 		}
 	}
@@ -152,7 +152,7 @@ func testLoopWouldBlockAfterWriting(t *testing.T, runners int) {
 	if p := readAnswer(c); p[0] != 0x00 {
 		t.Fatalf("first answer: %q", p)
 	}
-	if _, err := c.l.readPacket(nil, 1<<20); err == nil {
+	if _, err := c.l.ReadPacket(nil, 1<<20); err == nil {
 		t.Fatal("a second answer came: the command ran twice")
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/leafproxy/leafproxy/internal/testkit/testwait"
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // Tests of the event loops (loop_linux.go, lane_linux.go): that sessions
@@ -81,7 +82,7 @@ func readResult(t testing.TB, c *rawClient) [][]byte {
 	for eofs < 2 {
 		p := c.read()
 		switch {
-		case isEOF(p, len(p)):
+		case wire.IsEOF(p, len(p)):
 			eofs++
 		case p[0] == 0xFF:
 			t.Fatalf("ERR in result: %s", p[9:])
@@ -95,24 +96,24 @@ func readResult(t testing.TB, c *rawClient) [][]byte {
 // readAnswer reads the first packet of the next answer (each starts at
 // sequence id 1, whatever came before: commands may be pipelined).
 func readAnswer(c *rawClient) []byte {
-	c.l.seq = 1
+	c.l.Seq = 1
 	return c.read()
 }
 
 // textValue is the first column of a text row.
 func textValue(row []byte) string {
-	n, k := lenenc(row)
+	n, k := wire.LenencUint(row)
 	return string(row[k : k+int(n)])
 }
 
 func sendCommands(t testing.TB, c *rawClient, cmds ...[]byte) {
 	t.Helper()
 	for _, p := range cmds {
-		if err := c.l.writeCommand(p); err != nil {
+		if err := c.l.WriteCommand(p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := c.l.flush(); err != nil { // one write: the proxy reads them together
+	if err := c.l.Flush(); err != nil { // one write: the proxy reads them together
 		t.Fatal(err)
 	}
 }
@@ -181,7 +182,7 @@ func testLoopPipelining(t *testing.T, runners int) {
 	if rows := readResult(t, c); len(rows) != 1 || textValue(rows[0]) != "3" {
 		t.Fatalf("third answer: %q", rows)
 	}
-	if p := readAnswer(c); p[0] != 0xFF || parseErr(p).Code != gomysql.ER_NO_SUCH_THREAD {
+	if p := readAnswer(c); p[0] != 0xFF || wire.ParseErr(p).Code != gomysql.ER_NO_SUCH_THREAD {
 		t.Fatalf("KILL of an unknown id: %q", p)
 	}
 	if p := readAnswer(c); p[0] != 0x00 {
@@ -298,7 +299,7 @@ func testLoopClientLeavesAfterPipelinedInsert(t *testing.T, runners int) {
 	for i := range 20 {
 		c := loggedIn(t, e.addr, "")
 		sendCommands(t, c, queryPkt(fmt.Sprintf("INSERT INTO loopt.quit VALUES (%d)", i)), []byte{gomysql.COM_QUIT})
-		c.l.conn.Close()
+		c.l.Conn.Close()
 	}
 	db := sharedDB(t).Open(t, "loopt")
 	var n int

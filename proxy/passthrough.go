@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // Backend-account mode (no users configured): the backend authenticates
@@ -59,7 +61,7 @@ func (s *Server) backendAccount(user string, admin bool) Account {
 // its own (backend-account mode). It returns the client's hello and the
 // logged-in backend connection, or a *loginError to tell the client (any
 // other error: the client went away or broke the protocol).
-func (s *Server) passThroughHandshake(c *leg) (*clientHello, *backendConn, error) {
+func (s *Server) passThroughHandshake(c *wire.Leg) (*clientHello, *backendConn, error) {
 	timeout := s.cfg.Backend.ConnectTimeout
 	ctx, cancel := context.WithTimeout(s.baseCtx, timeout)
 	nc, err := dialBackend(ctx, s.cfg.Backend.Addr, timeout)
@@ -71,7 +73,7 @@ func (s *Server) passThroughHandshake(c *leg) (*clientHello, *backendConn, error
 	// One bound for the whole login: the client's own handshake timeout,
 	// plus the time the backend may take to connect.
 	_ = nc.SetDeadline(time.Now().Add(timeout + s.cfg.Limits.HandshakeTimeout))
-	b := newLeg("backend", nc, 4<<10, 4<<10)
+	b := wire.NewLeg("backend", nc, 4<<10, 4<<10)
 	g, err := readBackendGreeting(b)
 	s.noteBackend(connectOutcome(err))
 	if err != nil {
@@ -82,59 +84,59 @@ func (s *Server) passThroughHandshake(c *leg) (*clientHello, *backendConn, error
 
 	// The client is greeted with the backend connection's own thread id,
 	// which is what CONNECTION_ID() and the processlist show it (killconn.go).
-	cg := s.greetingFor(g.threadID, g)
-	cg.scramble, cg.plugin = g.scramble, g.plugin
+	cg := s.greetingFor(g.ThreadID, g)
+	cg.Scramble, cg.Plugin = g.Scramble, g.Plugin
 	h, err := s.greetClient(c, cg, false)
 	if err != nil {
 		s.retireBackend(b, g, nc)
 		return nil, nil, err
 	}
-	host := hostKey(c.conn.RemoteAddr())
+	host := hostKey(c.Conn.RemoteAddr())
 	if wait, blocked := s.throttle.blocked(host, time.Now()); blocked {
 		s.retireBackend(b, g, nc)
-		return nil, nil, hostBlocked(c.conn.RemoteAddr(), wait)
+		return nil, nil, hostBlocked(c.Conn.RemoteAddr(), wait)
 	}
 	cr := h.resp
-	l := backendLogin{user: cr.user, db: cr.db, charset: backendCharset(cr.charset), clientCaps: cr.caps,
-		clientExt: cr.extCaps, maxPacket: cr.maxPacket, attrs: cr.attrs}
+	l := backendLogin{user: cr.User, db: cr.DB, charset: backendCharset(cr.Charset), clientCaps: cr.Caps,
+		clientExt: cr.ExtCaps, maxPacket: cr.MaxPacket, attrs: cr.Attrs}
 	resp := backendResponse(g, l)
-	resp.auth = cr.auth
-	if cr.caps&mysql.CLIENT_PLUGIN_AUTH != 0 && cr.plugin != "" {
-		resp.plugin = cr.plugin
-	} else if cr.caps&mysql.CLIENT_PLUGIN_AUTH == 0 {
-		resp.plugin = mysql.AUTH_NATIVE_PASSWORD // a 4.1 scramble answer
+	resp.Auth = cr.Auth
+	if cr.Caps&mysql.CLIENT_PLUGIN_AUTH != 0 && cr.Plugin != "" {
+		resp.Plugin = cr.Plugin
+	} else if cr.Caps&mysql.CLIENT_PLUGIN_AUTH == 0 {
+		resp.Plugin = mysql.AUTH_NATIVE_PASSWORD // a 4.1 scramble answer
 	}
-	bc := &backendConn{conn: nc, hello: g, threadID: g.threadID}
-	compressLeg(resp, bc, g, cr.caps)
+	bc := &backendConn{conn: nc, hello: g, threadID: g.ThreadID}
+	compressLeg(resp, bc, g, cr.Caps)
 	if b, err = s.startBackendTLS(b, bc, g, resp); err != nil {
 		nc.Close()
 		return nil, nil, s.backendRefusal(err)
 	}
-	if err := b.writePacket(appendHandshakeResponse(nil, resp, false)); err != nil {
+	if err := b.WritePacket(wire.AppendHandshakeResponse(nil, resp, false)); err != nil {
 		bc.conn.Close()
 		return nil, nil, s.backendRefusal(err)
 	}
-	if err := b.flush(); err != nil {
+	if err := b.Flush(); err != nil {
 		bc.conn.Close()
 		return nil, nil, s.backendRefusal(err)
 	}
-	ex := &authExchange{plugin: resp.plugin, scramble: g.scramble, clientTLS: h.tls, backendTLS: s.backendTLS != nil}
+	ex := &authExchange{plugin: resp.Plugin, scramble: g.Scramble, clientTLS: h.tls, backendTLS: s.backendTLS != nil}
 	ok, err := s.relayAuth(c, b, ex)
 	if err != nil {
 		bc.conn.Close()
 		return nil, nil, s.authFailure(err, host)
 	}
 	bc.ok = ok
-	if bc.compressed && s.adminName(cr.user) {
-		b.compress(true) // the admin check's query is the leg's first command
+	if bc.compressed && s.adminName(cr.User) {
+		b.Compress(true, clientReadBuf, clientWriteBuf) // the admin check's query is the leg's first command
 	}
-	admin, err := s.confirmAdmin(b, cr.user)
+	admin, err := s.confirmAdmin(b, cr.User)
 	if err != nil {
 		bc.conn.Close()
 		return nil, nil, s.backendRefusal(err)
 	}
 	_ = bc.conn.SetDeadline(time.Time{})
-	h.account = s.backendAccount(cr.user, admin)
+	h.account = s.backendAccount(cr.User, admin)
 	return h, bc, nil
 }
 
@@ -144,8 +146,8 @@ func (s *Server) passThroughHandshake(c *leg) (*clientHello, *backendConn, error
 func (s *Server) authFailure(err error, host string) error {
 	var me *mysql.MyError
 	if !errors.As(err, &me) {
-		var ie *ioError
-		if errors.As(err, &ie) && ie.leg == "client" {
+		var ie *wire.IOError
+		if errors.As(err, &ie) && ie.Leg == "client" {
 			return err // the client went away: nobody to tell
 		}
 		return s.backendRefusal(err)
@@ -162,7 +164,7 @@ func (s *Server) authFailure(err error, host string) error {
 // confirmAdmin says whether the session the backend just authenticated as
 // user is an admin: user is listed in admins and CURRENT_USER() names that
 // account. Sessions of other users cost no query.
-func (s *Server) confirmAdmin(b *leg, user string) (bool, error) {
+func (s *Server) confirmAdmin(b *wire.Leg, user string) (bool, error) {
 	if !s.adminName(user) {
 		return false, nil
 	}
@@ -181,27 +183,27 @@ func (s *Server) confirmAdmin(b *leg, user string) (bool, error) {
 
 // currentUser runs SELECT CURRENT_USER() on a backend leg that has just
 // logged in (no DEPRECATE_EOF on the backend leg) and returns user@host.
-func currentUser(b *leg) ([]byte, error) {
-	if err := b.writeCommand(append([]byte{mysql.COM_QUERY}, "SELECT CURRENT_USER()"...)); err != nil {
+func currentUser(b *wire.Leg) ([]byte, error) {
+	if err := b.WriteCommand(append([]byte{mysql.COM_QUERY}, "SELECT CURRENT_USER()"...)); err != nil {
 		return nil, err
 	}
-	if err := b.flush(); err != nil {
+	if err := b.Flush(); err != nil {
 		return nil, err
 	}
 	var row []byte
 	eofs := 0
 	for eofs < 2 {
-		p, err := b.readPacket(nil, 64<<10)
+		p, err := b.ReadPacket(nil, 64<<10)
 		if err != nil {
 			return nil, err
 		}
 		switch {
-		case isErr(p):
-			return nil, parseErr(p)
-		case isEOF(p, len(p)):
+		case wire.IsErr(p):
+			return nil, wire.ParseErr(p)
+		case wire.IsEOF(p, len(p)):
 			eofs++
 		case eofs == 1 && row == nil:
-			n, k := lenenc(p)
+			n, k := wire.LenencUint(p)
 			if k == 0 || n > uint64(len(p)-k) {
 				return nil, protocolError("malformed CURRENT_USER() row")
 			}
@@ -216,7 +218,7 @@ func currentUser(b *leg) ([]byte, error) {
 // the proxy's own account and quits, so the backend sees a clean
 // connection rather than an aborted handshake, which would count against
 // the proxy's host in the backend's max_connect_errors.
-func (s *Server) retireBackend(b *leg, g *greeting, nc net.Conn) {
+func (s *Server) retireBackend(b *wire.Leg, g *wire.Greeting, nc net.Conn) {
 	defer nc.Close()
 	_ = nc.SetDeadline(time.Now().Add(s.cfg.Backend.ConnectTimeout))
 	bc, err := s.finishBackendLogin(b, g, backendLogin{user: s.cfg.Backend.User, password: s.cfg.Backend.Password, charset: 45})

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // authExchange is the state of one relayed authentication: the plugin and
@@ -38,9 +40,9 @@ const maxAuthRounds = 16
 // the proxy reads the password from the client the way that leg allows and
 // gives it to the backend the way the other leg needs (relayFullAuth). The
 // password lives only in that exchange's memory.
-func (s *Server) relayAuth(c, b *leg, ex *authExchange) ([]byte, error) {
+func (s *Server) relayAuth(c, b *wire.Leg, ex *authExchange) ([]byte, error) {
 	for range maxAuthRounds {
-		p, err := b.readPacket(nil, 64<<10)
+		p, err := b.ReadPacket(nil, 64<<10)
 		if err != nil {
 			return nil, err
 		}
@@ -51,7 +53,7 @@ func (s *Server) relayAuth(c, b *leg, ex *authExchange) ([]byte, error) {
 		case 0x00:
 			return p, nil
 		case 0xFF:
-			return nil, parseErr(p)
+			return nil, wire.ParseErr(p)
 		case 0xFE: // auth switch: plugin name, then the new scramble
 			rest := p[1:]
 			i := indexNul(rest)
@@ -59,7 +61,7 @@ func (s *Server) relayAuth(c, b *leg, ex *authExchange) ([]byte, error) {
 			ex.scramble = trimNul(rest[min(i+1, len(rest)):])
 		case 0x01:
 			if ex.plugin == mysql.AUTH_CACHING_SHA2_PASSWORD && len(p) == 2 && p[1] == 3 {
-				if err := c.writePacket(p); err != nil {
+				if err := c.WritePacket(p); err != nil {
 					return nil, err
 				}
 				continue // fast authentication succeeded: OK follows
@@ -76,10 +78,10 @@ func (s *Server) relayAuth(c, b *leg, ex *authExchange) ([]byte, error) {
 			abortBackendAuth(b)
 			return nil, err
 		}
-		if err := b.writePacket(r); err != nil {
+		if err := b.WritePacket(r); err != nil {
 			return nil, err
 		}
-		if err := b.flush(); err != nil {
+		if err := b.Flush(); err != nil {
 			return nil, err
 		}
 	}
@@ -88,30 +90,30 @@ func (s *Server) relayAuth(c, b *leg, ex *authExchange) ([]byte, error) {
 
 // askClient sends the backend's packet p to the client and returns the
 // client's reply.
-func askClient(c *leg, p []byte) ([]byte, error) {
-	if err := c.writePacket(p); err != nil {
+func askClient(c *wire.Leg, p []byte) ([]byte, error) {
+	if err := c.WritePacket(p); err != nil {
 		return nil, err
 	}
-	if err := c.flush(); err != nil {
+	if err := c.Flush(); err != nil {
 		return nil, err
 	}
-	return c.readPacket(nil, preAuthMaxPacket)
+	return c.ReadPacket(nil, preAuthMaxPacket)
 }
 
 // abortBackendAuth answers the backend's pending question with an empty
 // reply and reads its verdict, best effort, when the client has gone: the
 // backend then logs a failed authentication instead of an aborted
 // handshake (which counts against the proxy's host in max_connect_errors).
-func abortBackendAuth(b *leg) {
-	_ = b.conn.SetDeadline(time.Now().Add(time.Second))
-	if b.writePacket(nil) == nil && b.flush() == nil {
-		_, _ = b.readPacket(nil, 64<<10)
+func abortBackendAuth(b *wire.Leg) {
+	_ = b.Conn.SetDeadline(time.Now().Add(time.Second))
+	if b.WritePacket(nil) == nil && b.Flush() == nil {
+		_, _ = b.ReadPacket(nil, 64<<10)
 	}
 }
 
 // relayFullAuth carries caching_sha2_password's full authentication when
 // one leg is TLS and the other is not (p is the backend's "01 04").
-func (s *Server) relayFullAuth(c, b *leg, ex *authExchange, p []byte) error {
+func (s *Server) relayFullAuth(c, b *wire.Leg, ex *authExchange, p []byte) error {
 	r, err := askClient(c, p)
 	if err != nil {
 		abortBackendAuth(b)
@@ -155,18 +157,18 @@ func (s *Server) relayFullAuth(c, b *leg, ex *authExchange, p []byte) error {
 		reply = append(append(reply, password...), 0)
 	} else {
 		// Ask the backend for its key and encrypt for it.
-		if err := b.writePacket([]byte{2}); err != nil {
+		if err := b.WritePacket([]byte{2}); err != nil {
 			return err
 		}
-		if err := b.flush(); err != nil {
+		if err := b.Flush(); err != nil {
 			return err
 		}
-		kp, err := b.readPacket(nil, 64<<10)
+		kp, err := b.ReadPacket(nil, 64<<10)
 		if err != nil {
 			return err
 		}
-		if isErr(kp) {
-			return parseErr(kp)
+		if wire.IsErr(kp) {
+			return wire.ParseErr(kp)
 		}
 		if len(kp) < 2 || kp[0] != 1 {
 			return protocolError("backend sent no public key for caching_sha2_password")
@@ -180,10 +182,10 @@ func (s *Server) relayFullAuth(c, b *leg, ex *authExchange, p []byte) error {
 		}
 	}
 	clear(password)
-	if err := b.writePacket(reply); err != nil {
+	if err := b.WritePacket(reply); err != nil {
 		return err
 	}
-	return b.flush()
+	return b.Flush()
 }
 
 // rsaKey is the private key of the proxy's client-facing certificate, when

@@ -14,6 +14,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
 	"github.com/leafproxy/leafproxy/internal/testkit/testwait"
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // passThroughBackend starts a MariaDB of its own (its status counters are
@@ -207,7 +208,7 @@ func TestPassThroughAbandonedHandshake(t *testing.T) {
 	base := threads()
 	for range 3 {
 		c := dialRaw(t, e.addr)
-		c.l.conn.Close()
+		c.l.Conn.Close()
 	}
 	// The proxy deals with them concurrently: wait until it has (their
 	// handlers returned) and their backend connections are gone.
@@ -225,7 +226,7 @@ func (c *rawClient) changeUser(user, pass, db string) []byte {
 	c.t.Helper()
 	p := []byte{gomysql.COM_CHANGE_USER}
 	p = append(append(p, user...), 0)
-	a := nativeAuth(c.hello.scramble, pass)
+	a := nativeAuth(c.hello.Scramble, pass)
 	p = append(append(p, byte(len(a))), a...)
 	p = append(append(p, db...), 0)
 	p = append(p, 45, 0)
@@ -250,10 +251,10 @@ func (c *rawClient) changeUser(user, pass, db string) []byte {
 		default:
 			reply = nativeAuth(scramble, pass)
 		}
-		if err := c.l.writePacket(reply); err != nil {
+		if err := c.l.WritePacket(reply); err != nil {
 			c.t.Fatal(err)
 		}
-		if err := c.l.flush(); err != nil {
+		if err := c.l.Flush(); err != nil {
 			c.t.Fatal(err)
 		}
 		r = c.read()
@@ -284,7 +285,7 @@ func TestPassThroughChangeUser(t *testing.T) {
 		if r[3][0] == 0xFB {
 			return "NULL"
 		}
-		n, k := lenenc(r[3])
+		n, k := wire.LenencUint(r[3])
 		return string(r[3][k : k+int(n)])
 	}
 	c.query("SET @x = 42")
@@ -302,7 +303,7 @@ func TestPassThroughChangeUser(t *testing.T) {
 		p := c.changeUser("ptu2", "wrong", "")
 		var me *gomysql.MyError
 		if p[0] == 0xFF {
-			me = parseErr(p)
+			me = wire.ParseErr(p)
 		}
 		if me == nil || me.Code != 1045 || me.Message != "Access denied for user 'ptu2'@'localhost' (using password: YES)" {
 			t.Fatalf("change user %d with a wrong password: %x, want the server's 1045", i+1, p)
@@ -319,7 +320,7 @@ func TestPassThroughChangeUser(t *testing.T) {
 	}
 	var sess SessionInfo
 	for _, si := range e.srv.SessionList() {
-		if si.ID == c.hello.threadID {
+		if si.ID == c.hello.ThreadID {
 			sess = si
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // The accept loop greets a new client itself and hands its connection to
@@ -40,7 +42,7 @@ type waiting struct {
 	conn     net.Conn
 	id       uint32
 	host     string
-	g        *greeting
+	g        *wire.Greeting
 	deadline time.Time
 	tok      int32
 }
@@ -148,7 +150,7 @@ func (s *Server) greetEarly(conn net.Conn) bool {
 		timeout = silentTimeout(timeout)
 	}
 	w := &waiting{d: d, conn: conn, id: id, host: host, g: s.greetingFor(id, hello), deadline: now.Add(timeout)}
-	body := appendGreeting(nil, w.g)
+	body := wire.AppendGreeting(nil, w.g)
 	pkt := append([]byte{byte(len(body)), byte(len(body) >> 8), byte(len(body) >> 16), 0}, body...)
 	// One non-blocking write: a new socket's send buffer takes a greeting.
 	var n int

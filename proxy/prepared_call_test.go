@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // rawResult is one result of a response as a client reads it: an OK, an
@@ -33,29 +35,29 @@ func (c *rawClient) readResponse(first []byte, cursor bool) []rawResult {
 			r.err, r.errMsg = true, string(p[9:])
 			return append(out, r)
 		case p[0] == 0x00 && len(p) >= 7:
-			_, _, r.status, _ = okInfo(p)
+			_, _, r.status, _ = wire.OKInfo(p)
 			r.ok = true
 		default:
-			n, _ := lenenc(p)
+			n, _ := wire.LenencUint(p)
 			r.cols = int(n)
 			for range r.cols {
 				c.read()
 			}
 			eof := c.read()
-			if !isEOF(eof, len(eof)) {
+			if !wire.IsEOF(eof, len(eof)) {
 				c.t.Fatalf("no EOF after %d column definitions: % x", r.cols, eof)
 			}
-			r.status = eofStatus(eof)
+			r.status = wire.EOFStatus(eof)
 			if !(cursor && r.status&gomysql.SERVER_STATUS_CURSOR_EXISTS != 0 && r.status&gomysql.SERVER_MORE_RESULTS_EXISTS == 0) {
 				row := c.read()
-				for ; !isEOF(row, len(row)); row = c.read() {
+				for ; !wire.IsEOF(row, len(row)); row = c.read() {
 					if row[0] == 0xFF {
 						r.err, r.errMsg = true, string(row[9:])
 						return append(out, r)
 					}
 					r.rows = append(r.rows, row)
 				}
-				r.status = eofStatus(row)
+				r.status = wire.EOFStatus(row)
 			}
 		}
 		out = append(out, r)
@@ -222,13 +224,13 @@ func TestPreparedCursorFetch(t *testing.T) {
 		fetch := binary.LittleEndian.AppendUint32([]byte{gomysql.COM_STMT_FETCH}, id)
 		fetch = binary.LittleEndian.AppendUint32(fetch, 2)
 		p := c.command(fetch)
-		for ; !isEOF(p, len(p)); p = c.read() {
+		for ; !wire.IsEOF(p, len(p)); p = c.read() {
 			if p[0] == 0xFF {
 				t.Fatalf("fetch: %s", p[9:])
 			}
 			got = append(got, binaryInts(p, 1, 4)...)
 		}
-		if eofStatus(p)&gomysql.SERVER_STATUS_LAST_ROW_SEND != 0 {
+		if wire.EOFStatus(p)&gomysql.SERVER_STATUS_LAST_ROW_SEND != 0 {
 			break
 		}
 	}

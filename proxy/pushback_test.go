@@ -13,6 +13,7 @@ import (
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // Back pressure towards the backend: a backend that does not
@@ -61,7 +62,7 @@ func pushBack(t *testing.T, e *env, db *testdb.Server) {
 
 	h := startHeapSampler()
 	stopped := stopServer(t, db)
-	nc := c.l.conn
+	nc := c.l.Conn
 	_ = nc.SetDeadline(time.Time{})
 	sent := make(chan int, 1)
 	progress := make(chan int, 64)
@@ -155,7 +156,7 @@ func stopServer(t *testing.T, db *testdb.Server) (resume func()) {
 
 // rawPrepare prepares sql on a raw client and reads the whole answer.
 func rawPrepare(c *rawClient, sql string) (uint32, error) {
-	c.l.seq = 0
+	c.l.Seq = 0
 	ok := c.command(append([]byte{gomysql.COM_STMT_PREPARE}, sql...))
 	if ok[0] != 0 {
 		return 0, fmt.Errorf("prepare: %q", ok)
@@ -169,7 +170,7 @@ func rawPrepare(c *rawClient, sql string) (uint32, error) {
 		for range n {
 			c.read()
 		}
-		if p := c.read(); !isEOF(p, len(p)) {
+		if p := c.read(); !wire.IsEOF(p, len(p)) {
 			return 0, fmt.Errorf("prepare: want EOF, got %q", p)
 		}
 	}
@@ -188,7 +189,7 @@ func readBinaryRows(t testing.TB, c *rawClient) [][]byte {
 	for eofs := 0; eofs < 2; {
 		p := c.read()
 		switch {
-		case isEOF(p, len(p)):
+		case wire.IsEOF(p, len(p)):
 			eofs++
 		case p[0] == 0xFF:
 			t.Fatalf("ERR in result: %s", p[9:])

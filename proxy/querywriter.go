@@ -1,11 +1,11 @@
 package proxy
 
 import (
-	"errors"
-	"fmt"
 	"io"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // RelayQueryWriter is RelayQuery for a text of n bytes that src writes,
@@ -24,17 +24,17 @@ func (s blocking) RelayQueryWriter(n int, src io.WriterTo) error {
 		return s.fatal
 	}
 	l := s.b
-	l.seq = 0
-	if l.comp != nil {
-		l.comp.newCommand()
+	l.Seq = 0
+	if l.Comp != nil {
+		l.Comp.NewCommand()
 	}
-	f := commandWriter{l: l, left: 1 + n}
+	f := wire.NewCommandWriter(l, 1+n)
 	err := f.WriteByte(mysql.COM_QUERY)
 	if err == nil {
 		_, err = src.WriteTo(&f)
 	}
 	if err == nil {
-		err = f.close()
+		err = f.Close()
 	}
 	if err != nil {
 		return s.setFatal(err)
@@ -44,95 +44,5 @@ func (s blocking) RelayQueryWriter(n int, src io.WriterTo) error {
 	if err != nil {
 		return err
 	}
-	return s.setFatal(s.c.flush())
-}
-
-// commandWriter frames a command of a known length as it is written:
-// packets of maxPayload bytes (an empty one after a last full one), with
-// the leg's sequence ids, into the leg's buffered writer.
-type commandWriter struct {
-	l          *leg
-	left       int // bytes of the command not written yet
-	inPacket   int // bytes of the current packet not written yet
-	lastLength int // the last packet's length
-}
-
-var errCommandLength = errors.New("proxy: a command written longer or shorter than announced")
-
-func (f *commandWriter) header() error {
-	f.lastLength = min(f.left, maxPayload)
-	f.inPacket = f.lastLength
-	if err := writeHeader(f.l.w, f.lastLength, f.l.seq); err != nil {
-		return f.l.fail(err)
-	}
-	f.l.seq++
-	return nil
-}
-
-func (f *commandWriter) Write(p []byte) (int, error) {
-	n := len(p)
-	for len(p) > 0 {
-		if f.inPacket == 0 {
-			if f.left == 0 {
-				return n - len(p), fmt.Errorf("%w: %d bytes over", errCommandLength, len(p))
-			}
-			if err := f.header(); err != nil {
-				return n - len(p), err
-			}
-		}
-		k := min(len(p), f.inPacket)
-		if _, err := f.l.w.Write(p[:k]); err != nil {
-			return n - len(p), f.l.fail(err)
-		}
-		f.inPacket -= k
-		f.left -= k
-		p = p[k:]
-	}
-	return n, nil
-}
-
-// WriteString is Write without converting s.
-func (f *commandWriter) WriteString(s string) (int, error) {
-	n := len(s)
-	for len(s) > 0 {
-		if f.inPacket == 0 {
-			if f.left == 0 {
-				return n - len(s), fmt.Errorf("%w: %d bytes over", errCommandLength, len(s))
-			}
-			if err := f.header(); err != nil {
-				return n - len(s), err
-			}
-		}
-		k := min(len(s), f.inPacket)
-		if _, err := f.l.w.WriteString(s[:k]); err != nil {
-			return n - len(s), f.l.fail(err)
-		}
-		f.inPacket -= k
-		f.left -= k
-		s = s[k:]
-	}
-	return n, nil
-}
-
-// WriteByte writes one byte.
-func (f *commandWriter) WriteByte(c byte) error {
-	b := [1]byte{c}
-	_, err := f.Write(b[:])
-	return err
-}
-
-// close ends the command: every announced byte written, and the empty
-// packet that follows a full last one.
-func (f *commandWriter) close() error {
-	if f.left != 0 || f.inPacket != 0 {
-		return fmt.Errorf("%w: %d bytes short", errCommandLength, f.left)
-	}
-	if f.lastLength == maxPayload {
-		f.lastLength = 0
-		if err := writeHeader(f.l.w, 0, f.l.seq); err != nil {
-			return f.l.fail(err)
-		}
-		f.l.seq++
-	}
-	return nil
+	return s.setFatal(s.c.Flush())
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // rawClient is a minimal MySQL client written for these tests: it chooses
@@ -14,8 +16,8 @@ import (
 // bytes the proxy sends.
 type rawClient struct {
 	t     testing.TB
-	l     *leg
-	hello *greeting
+	l     *wire.Leg
+	hello *wire.Greeting
 	caps  uint32
 	ext   uint32
 }
@@ -33,12 +35,12 @@ func dialRaw(t testing.TB, addr string) *rawClient {
 	}
 	t.Cleanup(func() { nc.Close() })
 	_ = nc.SetDeadline(time.Now().Add(30 * time.Second))
-	c := &rawClient{t: t, l: newLeg("test", nc, 64<<10, 64<<10)}
-	p, err := c.l.readPacket(nil, 1<<20)
+	c := &rawClient{t: t, l: wire.NewLeg("test", nc, 64<<10, 64<<10)}
+	p, err := c.l.ReadPacket(nil, 1<<20)
 	if err != nil {
 		t.Fatalf("read greeting: %v", err)
 	}
-	if c.hello, err = parseGreeting(p); err != nil {
+	if c.hello, err = wire.ParseGreeting(p); err != nil {
 		t.Fatalf("parse greeting: %v", err)
 	}
 	return c
@@ -56,13 +58,13 @@ func (c *rawClient) login(user, pass, db string, caps, ext uint32) []byte {
 		caps &^= gomysql.CLIENT_LONG_PASSWORD
 	}
 	c.caps, c.ext = caps, ext
-	r := &handshakeResponse{caps: caps, extCaps: ext, maxPacket: 1 << 24, charset: 45, user: user, db: db,
-		plugin: gomysql.AUTH_NATIVE_PASSWORD, auth: nativeAuth(c.hello.scramble, pass),
-		attrs: attrsWith(nil, "_client_name", "rawclient", "program_name", "leafproxy-test")}
-	if err := c.l.writePacket(appendHandshakeResponse(nil, r, false)); err != nil {
+	r := &wire.HandshakeResponse{Caps: caps, ExtCaps: ext, MaxPacket: 1 << 24, Charset: 45, User: user, DB: db,
+		Plugin: gomysql.AUTH_NATIVE_PASSWORD, Auth: nativeAuth(c.hello.Scramble, pass),
+		Attrs: wire.AttrsWith(nil, "_client_name", "rawclient", "program_name", "leafproxy-test")}
+	if err := c.l.WritePacket(wire.AppendHandshakeResponse(nil, r, false)); err != nil {
 		c.t.Fatal(err)
 	}
-	if err := c.l.flush(); err != nil {
+	if err := c.l.Flush(); err != nil {
 		c.t.Fatal(err)
 	}
 	return c.read()
@@ -78,10 +80,10 @@ func nativeAuth(scramble []byte, pass string) []byte {
 // command sends one command and returns the first response packet.
 func (c *rawClient) command(payload []byte) []byte {
 	c.t.Helper()
-	if err := c.l.writeCommand(payload); err != nil {
+	if err := c.l.WriteCommand(payload); err != nil {
 		c.t.Fatal(err)
 	}
-	if err := c.l.flush(); err != nil {
+	if err := c.l.Flush(); err != nil {
 		c.t.Fatal(err)
 	}
 	return c.read()
@@ -89,7 +91,7 @@ func (c *rawClient) command(payload []byte) []byte {
 
 func (c *rawClient) read() []byte {
 	c.t.Helper()
-	p, err := c.l.readPacket(nil, 1<<24)
+	p, err := c.l.ReadPacket(nil, 1<<24)
 	if err != nil {
 		c.t.Fatalf("read: %v", err)
 	}
@@ -109,7 +111,7 @@ func (c *rawClient) query(sql string) [][]byte {
 	for eofs < 2 {
 		p := c.read()
 		out = append(out, p)
-		if isEOF(p, len(p)) {
+		if wire.IsEOF(p, len(p)) {
 			eofs++
 		}
 		if p[0] == 0xFF {

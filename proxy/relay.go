@@ -6,6 +6,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/leafproxy/leafproxy/internal/sqltext"
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // response kinds
@@ -104,7 +105,7 @@ func (s *Session) relayAfter(pkt []byte, kind int, a afterAction) error {
 	if _, err := s.exec.relay(s, pkt, kind, a); err != nil {
 		return err
 	}
-	return s.setFatal(s.c.flush())
+	return s.setFatal(s.c.Flush())
 }
 
 // setDB records the session's current database.
@@ -121,7 +122,7 @@ func (s *Session) relay(pkt []byte, kind int) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return ok, s.setFatal(s.c.flush())
+	return ok, s.setFatal(s.c.Flush())
 }
 
 // relayWaiting sends pkt and relays its whole response, waiting for it
@@ -131,7 +132,7 @@ func (s *Session) relayWaiting(pkt []byte, kind int) (ok bool, err error) {
 	if s.fatal != nil {
 		return false, s.fatal
 	}
-	if err := s.b.writeCommand(pkt); err != nil {
+	if err := s.b.WriteCommand(pkt); err != nil {
 		return false, s.setFatal(err)
 	}
 	return s.awaitResponse(kind, kind == respExecute && executeCursor(pkt))
@@ -141,9 +142,9 @@ func (s *Session) relayWaiting(pkt []byte, kind int) (ok bool, err error) {
 // response (of kind; cursor: an execute that opened a cursor), as
 // relayWaiting.
 func (s *Session) awaitResponse(kind int, cursor bool) (ok bool, err error) {
-	flush := s.b.flushForResponse
+	flush := s.b.FlushForResponse
 	if kind == respNone {
-		flush = s.b.flush
+		flush = s.b.Flush
 	}
 	if err := flush(); err != nil {
 		return false, s.setFatal(err)
@@ -165,7 +166,7 @@ func (s *Session) setStatus(st uint16) {
 // call) and its length. Nothing beyond headLen bytes is held.
 func (s *Session) relayPacket() (head []byte, total int, err error) {
 	for first := true; ; first = false {
-		n, err := s.b.readHeader()
+		n, err := s.b.ReadHeader()
 		if err != nil {
 			return nil, 0, err
 		}
@@ -175,21 +176,21 @@ func (s *Session) relayPacket() (head []byte, total int, err error) {
 			}
 		}
 		if first {
-			p, err := s.b.r.Peek(min(n, headLen))
+			p, err := s.b.R.Peek(min(n, wire.HeadLen))
 			if err != nil {
-				return nil, 0, s.b.fail(err)
+				return nil, 0, s.b.Fail(err)
 			}
 			head = s.head[:copy(s.head[:], p)]
 		}
-		if err := writeHeader(s.c.w, n, s.c.seq); err != nil {
-			return nil, 0, s.c.fail(err)
+		if err := wire.WriteHeader(s.c.W, n, s.c.Seq); err != nil {
+			return nil, 0, s.c.Fail(err)
 		}
-		s.c.seq++
-		if err := s.b.copyTo(s.c, n); err != nil {
+		s.c.Seq++
+		if err := s.b.CopyTo(s.c, n); err != nil {
 			return nil, 0, err
 		}
 		total += n
-		if n < maxPayload {
+		if n < wire.MaxPayload {
 			return head, total, nil
 		}
 	}
@@ -207,30 +208,30 @@ func (s *Session) relayOKWithInsertID(n int) (head []byte, total int, ok bool, e
 	if n >= 1024 {
 		return nil, 0, false, nil
 	}
-	p, perr := s.b.r.Peek(n)
+	p, perr := s.b.R.Peek(n)
 	if perr != nil || len(p) < 7 || p[0] != 0x00 {
 		return nil, 0, false, nil
 	}
-	affected, k1 := lenenc(p[1:])
-	insertID, k2 := lenenc(p[1+k1:])
+	affected, k1 := wire.LenencUint(p[1:])
+	insertID, k2 := wire.LenencUint(p[1+k1:])
 	if k1 == 0 || k2 == 0 || !report && (affected == 0 || insertID != 0) {
 		return nil, 0, false, nil
 	}
 	out := okWithInsertID(s.okBuf[:0], p, id)
 	s.okBuf = out
-	_, _ = s.b.r.Discard(n)
-	if err := writeHeader(s.c.w, len(out), s.c.seq); err != nil {
-		return nil, 0, true, s.c.fail(err)
+	_, _ = s.b.R.Discard(n)
+	if err := wire.WriteHeader(s.c.W, len(out), s.c.Seq); err != nil {
+		return nil, 0, true, s.c.Fail(err)
 	}
-	s.c.seq++
-	if _, err := s.c.w.Write(out); err != nil {
-		return nil, 0, true, s.c.fail(err)
+	s.c.Seq++
+	if _, err := s.c.W.Write(out); err != nil {
+		return nil, 0, true, s.c.Fail(err)
 	}
 	return s.head[:copy(s.head[:], out)], len(out), true, nil
 }
 
 func protocolError(format string, a ...any) error {
-	return &ioError{leg: "backend", err: fmt.Errorf("protocol: "+format, a...)}
+	return &wire.IOError{Leg: "backend", Err: fmt.Errorf("protocol: "+format, a...)}
 }
 
 // How walk treats the response's packets.
@@ -282,7 +283,7 @@ func (s *Session) walkFrom(t *respTracker, mode int) (walkResult, error) {
 			}
 			head, n, err = s.relayPacket()
 		} else {
-			head, err = s.b.readPacket(s.scratch, 1<<30)
+			head, err = s.b.ReadPacket(s.scratch, 1<<30)
 			s.scratch, n = head, len(head)
 		}
 		if err != nil {
@@ -295,7 +296,7 @@ func (s *Session) walkFrom(t *respTracker, mode int) (walkResult, error) {
 		switch ev {
 		case evErr:
 			if mode != walkRelay {
-				r.err = parseErr(head)
+				r.err = wire.ParseErr(head)
 			} else {
 				s.relayedErr(head)
 			}
@@ -339,7 +340,7 @@ func textRow(p []byte, cols uint64) ([]*string, error) {
 			pos++
 			continue
 		}
-		l, n := lenenc(p[pos:])
+		l, n := wire.LenencUint(p[pos:])
 		if n == 0 || pos+n+int(l) > len(p) {
 			return nil, protocolError("bad text row")
 		}
@@ -356,27 +357,27 @@ func textRow(p []byte, cols uint64) ([]*string, error) {
 // interceptor sent with RelayQueryInfile has its file go through its
 // transformer instead: infile.go.)
 func (s *Session) relayLocalFile() error {
-	if err := s.c.flush(); err != nil {
+	if err := s.c.Flush(); err != nil {
 		return err
 	}
 	for {
-		n, err := s.c.readHeader()
+		n, err := s.c.ReadHeader()
 		if err != nil {
 			return err
 		}
-		s.cmdSeq = s.c.seq // the client has sent; nothing of the answer has reached it
-		if err := writeHeader(s.b.w, n, s.b.seq); err != nil {
-			return s.b.fail(err)
+		s.cmdSeq = s.c.Seq // the client has sent; nothing of the answer has reached it
+		if err := wire.WriteHeader(s.b.W, n, s.b.Seq); err != nil {
+			return s.b.Fail(err)
 		}
-		s.b.seq++
-		if err := s.c.copyTo(s.b, n); err != nil {
+		s.b.Seq++
+		if err := s.c.CopyTo(s.b, n); err != nil {
 			return err
 		}
 		if n == 0 {
 			break
 		}
 	}
-	return s.b.flush()
+	return s.b.Flush()
 }
 
 // relayPrepare relays a COM_STMT_PREPARE packet.
@@ -385,7 +386,7 @@ func (s *Session) relayPrepare(pkt []byte) (PrepareResult, error) {
 	if err != nil {
 		return PrepareResult{}, err
 	}
-	return pr, s.setFatal(s.c.flush())
+	return pr, s.setFatal(s.c.Flush())
 }
 
 // relayPrepareResponse relays a prepare's response (see respTracker).

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // rowsInterceptor answers `SELECT 'typed'` with WriteRows and executes of
@@ -15,19 +17,19 @@ type rowsInterceptor struct {
 	BaseInterceptor
 }
 
-var typedCols = []Column{
-	{Name: "big", Type: TypeBigint},
-	{Name: "flag", Type: TypeInt},
-	{Name: "name", Type: TypeVarchar},
-	{Name: "at", Type: TypeDatetime3},
+var typedCols = []wire.Column{
+	{Name: "big", Type: wire.TypeBigint},
+	{Name: "flag", Type: wire.TypeInt},
+	{Name: "name", Type: wire.TypeVarchar},
+	{Name: "at", Type: wire.TypeDatetime3},
 }
 
 var typedAt = time.Date(2026, 3, 4, 5, 6, 7, 89_000_000, time.UTC)
 
-var typedRows = [][]Value{
-	{IntValue(-9_000_000_000_000_000_000), IntValue(1), StringValue("tag `x` é"), TimeValue(typedAt)},
-	{NullValue, NullValue, NullValue, NullValue},
-	{IntValue(0), IntValue(0), StringValue(""), TimeValue(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC))},
+var typedRows = [][]wire.Value{
+	{wire.IntValue(-9_000_000_000_000_000_000), wire.IntValue(1), wire.StringValue("tag `x` é"), wire.TimeValue(typedAt)},
+	{wire.NullValue, wire.NullValue, wire.NullValue, wire.NullValue},
+	{wire.IntValue(0), wire.IntValue(0), wire.StringValue(""), wire.TimeValue(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC))},
 }
 
 func (rowsInterceptor) Query(_ context.Context, s *Session, sql []byte) (bool, error) {
@@ -35,7 +37,7 @@ func (rowsInterceptor) Query(_ context.Context, s *Session, sql []byte) (bool, e
 	case "SELECT 'typed'":
 		return true, s.WriteRows(typedCols, typedRows)
 	case "SELECT 'mistyped'":
-		return true, s.WriteRows(typedCols[:1], [][]Value{{StringValue("x")}})
+		return true, s.WriteRows(typedCols[:1], [][]wire.Value{{wire.StringValue("x")}})
 	}
 	return false, nil
 }

@@ -4,19 +4,21 @@ import (
 	"strconv"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // WriteOK answers the client's command with an OK packet carrying the
 // backend's last status flags.
 func (s *Session) WriteOK(affected, insertID uint64, warnings uint16) error {
-	p := okPacket(affected, insertID, s.status, warnings)
+	p := wire.OKPacket(affected, insertID, s.status, warnings)
 	if s.caps&mysql.CLIENT_SESSION_TRACK != 0 {
 		p = append(p, 0) // empty info string, length-encoded as session tracking wants
 	}
-	if err := s.c.writePacket(p); err != nil {
+	if err := s.c.WritePacket(p); err != nil {
 		return s.setFatal(err)
 	}
-	return s.setFatal(s.c.flush())
+	return s.setFatal(s.c.Flush())
 }
 
 // WriteError answers the client's command with an ERR packet; the session
@@ -45,7 +47,7 @@ func (s *Session) WriteBinaryResultSet(cols []string, rows [][]*int64) error {
 // allocation.
 func (s *Session) writeOut(p []byte) error {
 	s.out = p[:0]
-	if err := s.c.writePacket(p); err != nil {
+	if err := s.c.WritePacket(p); err != nil {
 		return s.setFatal(err)
 	}
 	return nil
@@ -58,27 +60,27 @@ func (s *Session) writeResultHead(n int, def func(p []byte, i int, ext bool) []b
 	if err := s.writeOut(mysql.AppendLengthEncodedInteger(s.out[:0], uint64(n))); err != nil {
 		return err
 	}
-	ext := s.extCaps&mariadbExtTypeInfo != 0
+	ext := s.extCaps&wire.MariaDBExtTypeInfo != 0
 	for i := range n {
 		if err := s.writeOut(def(s.out[:0], i, ext)); err != nil {
 			return err
 		}
 	}
-	return s.writeOut(appendEOF(s.out[:0], s.status))
+	return s.writeOut(wire.AppendEOF(s.out[:0], s.status))
 }
 
 // writeResultEnd writes the EOF after a result's rows and flushes.
 func (s *Session) writeResultEnd() error {
-	if err := s.writeOut(appendEOF(s.out[:0], s.status)); err != nil {
+	if err := s.writeOut(wire.AppendEOF(s.out[:0], s.status)); err != nil {
 		return err
 	}
 	s.trimOut()
-	return s.setFatal(s.c.flush())
+	return s.setFatal(s.c.Flush())
 }
 
 func (s *Session) writeInt64Result(cols []string, rows [][]*int64, binaryRows bool) error {
 	if err := s.writeResultHead(len(cols), func(p []byte, i int, ext bool) []byte {
-		return appendBigintColumnDef(p, cols[i], ext)
+		return wire.AppendBigintColumnDef(p, cols[i], ext)
 	}); err != nil {
 		return err
 	}
@@ -123,7 +125,7 @@ func (s *Session) writeInt64Result(cols []string, rows [][]*int64, binaryRows bo
 // (utf8mb4) columns, nil = NULL: for the proxy's own SHOW statements.
 func (s *Session) WriteTextResultSet(cols []string, rows [][]*string) error {
 	w := func(p []byte) error {
-		if err := s.c.writePacket(p); err != nil {
+		if err := s.c.WritePacket(p); err != nil {
 			return s.setFatal(err)
 		}
 		return nil
@@ -133,12 +135,12 @@ func (s *Session) WriteTextResultSet(cols []string, rows [][]*string) error {
 		return err
 	}
 	for _, c := range cols {
-		if err := w(appendColumnDef(nil, c, s.extCaps&mariadbExtTypeInfo != 0,
+		if err := w(wire.AppendColumnDef(nil, c, s.extCaps&wire.MariaDBExtTypeInfo != 0,
 			45, 1024, mysql.MYSQL_TYPE_VAR_STRING, 0)); err != nil {
 			return err
 		}
 	}
-	if err := w(appendEOF(nil, s.status)); err != nil {
+	if err := w(wire.AppendEOF(nil, s.status)); err != nil {
 		return err
 	}
 	for _, row := range rows {
@@ -155,42 +157,8 @@ func (s *Session) WriteTextResultSet(cols []string, rows [][]*string) error {
 			return err
 		}
 	}
-	if err := w(appendEOF(nil, s.status)); err != nil {
+	if err := w(wire.AppendEOF(nil, s.status)); err != nil {
 		return err
 	}
-	return s.setFatal(s.c.flush())
-}
-
-// appendColumnDef appends a Protocol::ColumnDefinition41 (with MariaDB's
-// extended metadata field, empty, when negotiated).
-func appendColumnDef(p []byte, name string, extTypeInfo bool, charset uint16, length uint32, typ byte, flags uint16) []byte {
-	lstr := func(v string) {
-		p = mysql.AppendLengthEncodedInteger(p, uint64(len(v)))
-		p = append(p, v...)
-	}
-	lstr("def")
-	lstr("")
-	lstr("")
-	lstr("")
-	lstr(name)
-	lstr("")
-	if extTypeInfo {
-		lstr("")
-	}
-	return append(p, 0x0c, byte(charset), byte(charset>>8),
-		byte(length), byte(length>>8), byte(length>>16), byte(length>>24),
-		typ, byte(flags), byte(flags>>8), 0, 0, 0)
-}
-
-func appendEOF(p []byte, status uint16) []byte {
-	return append(p, 0xFE, 0, 0, byte(status), byte(status>>8))
-}
-
-// appendBigintColumnDef appends a Protocol::ColumnDefinition41 for a
-// signed BIGINT. extTypeInfo: the client negotiated MariaDB's extended
-// type metadata, which adds a (here empty) metadata string before the
-// fixed fields.
-func appendBigintColumnDef(p []byte, name string, extTypeInfo bool) []byte {
-	// charset 63 (binary), display length 20, BINARY_FLAG, no decimals.
-	return appendColumnDef(p, name, extTypeInfo, 63, 20, mysql.MYSQL_TYPE_LONGLONG, mysql.BINARY_FLAG)
+	return s.setFatal(s.c.Flush())
 }

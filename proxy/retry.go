@@ -6,6 +6,8 @@ import (
 	"errors"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // AnswerWatcher is what an interceptor hands RelayQueryOr,
@@ -124,7 +126,7 @@ type firstVerdict struct {
 // packet: an ERR (isErr) or an OK.
 func judgeFirst(w AnswerWatcher, isErr bool, p []byte) firstVerdict {
 	if isErr {
-		e := parseErr(p)
+		e := wire.ParseErr(p)
 		v := w.OnErr(e.Code, e.Message)
 		switch {
 		case v.Retry:
@@ -137,8 +139,8 @@ func judgeFirst(w AnswerWatcher, isErr bool, p []byte) firstVerdict {
 	if len(p) < 7 || p[0] != 0x00 {
 		return firstVerdict{}
 	}
-	affected, k1 := lenenc(p[1:])
-	insertID, k2 := lenenc(p[1+k1:])
+	affected, k1 := wire.LenencUint(p[1:])
+	insertID, k2 := wire.LenencUint(p[1+k1:])
 	if k1 == 0 || k2 == 0 {
 		return firstVerdict{}
 	}
@@ -155,8 +157,8 @@ func judgeFirst(w AnswerWatcher, isErr bool, p []byte) firstVerdict {
 // okWithInsertID appends to dst the OK payload p (rows affected, insert
 // id, status, warnings, info; p read by judgeFirst) with insert id id.
 func okWithInsertID(dst, p []byte, id uint64) []byte {
-	affected, k1 := lenenc(p[1:])
-	_, k2 := lenenc(p[1+k1:])
+	affected, k1 := wire.LenencUint(p[1:])
+	_, k2 := wire.LenencUint(p[1+k1:])
 	dst = append(dst, 0x00)
 	dst = mysql.AppendLengthEncodedInteger(dst, affected)
 	dst = mysql.AppendLengthEncodedInteger(dst, id)
@@ -226,10 +228,10 @@ func (s *Session) relayRetry(pkt []byte, kind int, a afterAction, w AnswerWatche
 	if s.fatal != nil {
 		return false, s.fatal
 	}
-	if err := s.b.writeCommand(pkt); err != nil {
+	if err := s.b.WriteCommand(pkt); err != nil {
 		return false, s.setFatal(err)
 	}
-	if err := s.b.flushForResponse(); err != nil {
+	if err := s.b.FlushForResponse(); err != nil {
 		return false, s.setFatal(err)
 	}
 	isErr, p, _, err := s.peekFirst()
@@ -253,7 +255,7 @@ func (s *Session) relayRetry(pkt []byte, kind int, a afterAction, w AnswerWatche
 		w.OnRows()
 	}
 	s.applyAfter(a, t.ok)
-	return false, s.setFatal(s.c.flush())
+	return false, s.setFatal(s.c.Flush())
 }
 
 // maxRetryErr bounds the ERR packet a watcher is asked about (MariaDB's
@@ -265,22 +267,22 @@ const maxRetryErr = 2048
 // of at most maxRetryErr bytes or an OK under 1024 bytes, the ones a
 // watcher is asked about; else nil.
 func (s *Session) peekFirst() (isErr bool, p []byte, n int, err error) {
-	h, err := s.b.r.Peek(5)
+	h, err := s.b.R.Peek(5)
 	if err != nil {
-		return false, nil, 0, s.setFatal(s.b.fail(err))
+		return false, nil, 0, s.setFatal(s.b.Fail(err))
 	}
 	n = int(h[0]) | int(h[1])<<8 | int(h[2])<<16
 	isErr = h[4] == 0xFF
 	switch {
-	case h[3] != s.b.seq:
+	case h[3] != s.b.Seq:
 		return false, nil, 0, nil
 	case isErr && n <= maxRetryErr, h[4] == 0x00 && n < 1024:
 	default:
 		return false, nil, 0, nil
 	}
-	full, err := s.b.r.Peek(4 + n)
+	full, err := s.b.R.Peek(4 + n)
 	if err != nil {
-		return false, nil, 0, s.setFatal(s.b.fail(err))
+		return false, nil, 0, s.setFatal(s.b.Fail(err))
 	}
 	return isErr, full[4:], n, nil
 }
@@ -300,31 +302,31 @@ func (s *Session) settleFirst(v firstVerdict, a afterAction) (retried, done bool
 	}
 	switch {
 	case v.act == actRetry && isErr:
-		_, _ = s.b.r.Discard(4 + n)
-		s.b.seq++
+		_, _ = s.b.R.Discard(4 + n)
+		s.b.Seq++
 		return true, false, nil
 	case v.act == actRestoreErr && isErr:
 		errPkt := bytes.Clone(p)
-		_, _ = s.b.r.Discard(4 + n)
+		_, _ = s.b.R.Discard(4 + n)
 		if err := s.restoreThenAnswer(v.sql, errPkt, "the statement restoring the session after a failed statement failed"); err != nil {
 			return false, true, err
 		}
 		s.relayedErr(errPkt)
 		s.relayed = true
 		s.applyAfter(a, false)
-		return false, true, s.setFatal(s.c.flush())
+		return false, true, s.setFatal(s.c.Flush())
 	case v.act == actRestoreOK && !isErr:
 		ok := okWithInsertID(nil, p, 0)
-		_, k1 := lenenc(p[1:])
-		_, k2 := lenenc(p[1+k1:])
+		_, k1 := wire.LenencUint(p[1:])
+		_, k2 := wire.LenencUint(p[1+k1:])
 		s.setStatus(uint16(p[1+k1+k2]) | uint16(p[2+k1+k2])<<8)
-		_, _ = s.b.r.Discard(4 + n)
+		_, _ = s.b.R.Discard(4 + n)
 		if err := s.restoreThenAnswer(v.sql, ok, "the statement restoring the session after a statement that wrote nothing failed"); err != nil {
 			return false, true, err
 		}
 		s.relayed = true
 		s.applyAfter(a, true)
-		return false, true, s.setFatal(s.c.flush())
+		return false, true, s.setFatal(s.c.Flush())
 	case v.act == actReport && !isErr:
 		s.okInsertID, s.okReport = v.insertID, true
 	}
@@ -335,11 +337,11 @@ func (s *Session) settleFirst(v firstVerdict, a afterAction) (retried, done bool
 // the client's statement already read), drops its answer (a failure is
 // only logged, as failed), then writes answer to the client unflushed.
 func (s *Session) restoreThenAnswer(sql string, answer []byte, failed string) error {
-	s.b.seq++
-	if err := s.b.writeCommand(append([]byte{mysql.COM_QUERY}, sql...)); err != nil {
+	s.b.Seq++
+	if err := s.b.WriteCommand(append([]byte{mysql.COM_QUERY}, sql...)); err != nil {
 		return s.setFatal(err)
 	}
-	if err := s.b.flushForResponse(); err != nil {
+	if err := s.b.FlushForResponse(); err != nil {
 		return s.setFatal(err)
 	}
 	if r := s.readBackendResult(walkDiscard); s.fatal != nil {
@@ -347,12 +349,12 @@ func (s *Session) restoreThenAnswer(sql string, answer []byte, failed string) er
 	} else if r.err != nil {
 		s.log.Debug(failed, "err", r.err)
 	}
-	if err := writeHeader(s.c.w, len(answer), s.c.seq); err != nil {
-		return s.setFatal(s.c.fail(err))
+	if err := wire.WriteHeader(s.c.W, len(answer), s.c.Seq); err != nil {
+		return s.setFatal(s.c.Fail(err))
 	}
-	s.c.seq++
-	if _, err := s.c.w.Write(answer); err != nil {
-		return s.setFatal(s.c.fail(err))
+	s.c.Seq++
+	if _, err := s.c.W.Write(answer); err != nil {
+		return s.setFatal(s.c.Fail(err))
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/leafproxy/leafproxy/internal/edge"
+	"github.com/leafproxy/leafproxy/proxy/wire"
 	"golang.org/x/sys/unix"
 )
 
@@ -37,7 +38,7 @@ type Server struct {
 
 	// backendHello is the backend's greeting as last seen (version,
 	// capabilities, status, charset); new clients are greeted with it.
-	backendHello atomic.Pointer[greeting]
+	backendHello atomic.Pointer[wire.Greeting]
 	probeMu      sync.Mutex
 	probe        *probeCall // the probe login under way, if any (probeMu)
 
@@ -370,7 +371,7 @@ func (s *Server) handle(raw net.Conn, w *waiting) {
 
 	// Small buffers until the client has logged in: a flood of strangers
 	// costs little memory each.
-	c := newLeg("client", raw, 1<<10, 1<<10)
+	c := wire.NewLeg("client", raw, 1<<10, 1<<10)
 	host := hostKey(raw.RemoteAddr())
 	if !s.admitHandshake(raw, c, host, w) {
 		return
@@ -384,8 +385,8 @@ func (s *Server) handle(raw net.Conn, w *waiting) {
 		// thread id, which is then the session's id in every log record.
 		log = s.log.With("session", bc.threadID, "remote", remote)
 	}
-	log = log.With("user", h.resp.user)
-	_ = c.conn.SetDeadline(time.Time{})
+	log = log.With("user", h.resp.User)
+	_ = c.Conn.SetDeadline(time.Time{})
 
 	if !s.admitSession(c, bc, log) {
 		return
@@ -406,9 +407,9 @@ func (s *Server) handle(raw net.Conn, w *waiting) {
 // budget of handshakes under way (limits.max_handshakes), with its
 // deadline; false: its host is blocked (too many failed logins) and it
 // has been refused.
-func (s *Server) admitHandshake(raw net.Conn, c *leg, host string, w *waiting) bool {
+func (s *Server) admitHandshake(raw net.Conn, c *wire.Leg, host string, w *waiting) bool {
 	if w != nil {
-		c.seq = 1 // after the greeting
+		c.Seq = 1 // after the greeting
 		_ = raw.SetDeadline(w.deadline)
 		// Its first bytes are here: from the silent connections' budget to
 		// that of handshakes under way (a goroutine, buffers).
@@ -439,7 +440,7 @@ func (s *Server) admitHandshake(raw net.Conn, c *leg, host string, w *waiting) b
 // bc is the client's backend connection in backend-account mode (nil
 // with users). false: the login failed and the client was told, or the
 // connection broke.
-func (s *Server) login(raw net.Conn, c *leg, host string, id uint32, w *waiting, log *slog.Logger) (h *clientHello, bc *backendConn, ok bool) {
+func (s *Server) login(raw net.Conn, c *wire.Leg, host string, id uint32, w *waiting, log *slog.Logger) (h *clientHello, bc *backendConn, ok bool) {
 	var err error
 	if w != nil {
 		h, err = s.clientHandshake(c, w.g, true)
@@ -474,7 +475,7 @@ func (s *Server) login(raw net.Conn, c *leg, host string, id uint32, w *waiting,
 // (the caller gives it back when the session ends); false: none is left,
 // the client has been refused with 1040 and bc, its backend connection
 // in backend-account mode, closed.
-func (s *Server) admitSession(c *leg, bc *backendConn, log *slog.Logger) bool {
+func (s *Server) admitSession(c *wire.Leg, bc *backendConn, log *slog.Logger) bool {
 	if n := s.active.Add(1); s.cfg.Limits.MaxConnections > 0 && n > int64(s.cfg.Limits.MaxConnections) {
 		s.active.Add(-1)
 		log.Warn("too many connections", "max", s.cfg.Limits.MaxConnections)
@@ -492,7 +493,7 @@ func (s *Server) admitSession(c *leg, bc *backendConn, log *slog.Logger) bool {
 // refuseBackendLogin answers a client whose backend login (with users)
 // failed with the backend's refusal, logged once per outage when the
 // backend is unreachable.
-func (s *Server) refuseBackendLogin(c *leg, err error, log *slog.Logger) {
+func (s *Server) refuseBackendLogin(c *wire.Leg, err error, log *slog.Logger) {
 	le := s.backendRefusal(err)
 	if connectOutcome(err) != nil {
 		// Unreachable: logged once when it stops answering (noteBackend).
@@ -505,7 +506,7 @@ func (s *Server) refuseBackendLogin(c *leg, err error, log *slog.Logger) {
 
 // runSession registers the logged-in client's session, tells the client
 // it is in (the backend's own login OK) and serves it until it ends.
-func (s *Server) runSession(id uint32, log *slog.Logger, c *leg, h *clientHello, bc *backendConn) {
+func (s *Server) runSession(id uint32, log *slog.Logger, c *wire.Leg, h *clientHello, bc *backendConn) {
 	sess := newSession(s, id, log, c, h, bc)
 	if !s.register(sess) {
 		sess.ending = endQuit
@@ -516,15 +517,15 @@ func (s *Server) runSession(id uint32, log *slog.Logger, c *leg, h *clientHello,
 	s.stats.logins.Add(1)
 	// The backend's own login OK (status flags, session state) is the
 	// client's: both legs start in the same state.
-	if err := c.writePacket(bc.ok); err != nil || c.flush() != nil {
+	if err := c.WritePacket(bc.ok); err != nil || c.Flush() != nil {
 		sess.ending = endQuit
 		sess.finish()
 		return
 	}
-	if h.resp.caps&mysql.CLIENT_COMPRESS != 0 {
-		c.compress(false)
+	if h.resp.Caps&mysql.CLIENT_COMPRESS != 0 {
+		c.Compress(false, clientReadBuf, clientWriteBuf)
 	} else {
-		c.grow(clientReadBuf, clientWriteBuf)
+		c.Grow(clientReadBuf, clientWriteBuf)
 	}
 	sess.serve(s.baseCtx)
 }

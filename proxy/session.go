@@ -14,6 +14,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/leafproxy/leafproxy/internal/sqltext"
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // Session is one client connection and its pinned backend connection. Its
@@ -53,8 +54,8 @@ type Session struct {
 
 	// The legs, the owner's: the goroutine's buffered connections, or the
 	// lane's legs over the loop's non-blocking descriptors.
-	c *leg // client
-	b *leg // backend
+	c *wire.Leg // client
+	b *wire.Leg // backend
 
 	sessionShared
 	backendFacts
@@ -199,9 +200,9 @@ type infileState struct {
 // (idlewatch.go): its buffers given back, the idle watch's look at the
 // backend connection. The goroutine's alone.
 type idleState struct {
-	parked    bool          // idle: buffers given back (park)
-	bpeek     *socketPeeker // the idle watch's look at bconn (nil: not a socket)
-	bpeekConn net.Conn      // the connection bpeek was made for
+	parked    bool               // idle: buffers given back (park)
+	bpeek     *wire.SocketPeeker // the idle watch's look at bconn (nil: not a socket)
+	bpeekConn net.Conn           // the connection bpeek was made for
 }
 
 // statsState is the session's statement-path metrics (stats.go): written
@@ -216,7 +217,7 @@ type sessionBuffers struct {
 	cmd     []byte // reused command buffer
 	out     []byte // reused outgoing command buffer
 	scratch []byte // reused buffer for proxy-originated responses
-	head    [headLen]byte
+	head    [wire.HeadLen]byte
 }
 
 const (
@@ -228,18 +229,18 @@ const (
 	idleBuf        = 4 << 10 // larger reused buffers are dropped when the session parks
 )
 
-func newSession(srv *Server, id uint32, log *slog.Logger, c *leg, h *clientHello, bc *backendConn) *Session {
+func newSession(srv *Server, id uint32, log *slog.Logger, c *wire.Leg, h *clientHello, bc *backendConn) *Session {
 	s := &Session{
-		srv: srv, id: id, clientID: id, log: log, user: h.resp.user, account: h.account,
-		caps: h.resp.caps, extCaps: h.resp.extCaps, collation: h.resp.charset,
-		scramble: h.scramble, attrs: h.resp.attrs,
+		srv: srv, id: id, clientID: id, log: log, user: h.resp.User, account: h.account,
+		caps: h.resp.Caps, extCaps: h.resp.ExtCaps, collation: h.resp.Charset,
+		scramble: h.scramble, attrs: h.resp.Attrs,
 		c:             c,
 		loopState:     loopState{exec: onGoroutine{}},
-		sessionShared: sessionShared{cconn: c.conn},
-		backendFacts:  backendFacts{db: h.resp.db, dbOK: true},
+		sessionShared: sessionShared{cconn: c.Conn},
+		backendFacts:  backendFacts{db: h.resp.DB, dbOK: true},
 	}
 	s.remote = "unix"
-	if a := c.conn.RemoteAddr(); a != nil && a.String() != "" && a.String() != "@" {
+	if a := c.Conn.RemoteAddr(); a != nil && a.String() != "" && a.String() != "@" {
 		s.remote = a.String()
 	}
 	s.setBackend(bc)
@@ -256,13 +257,13 @@ func (s *Session) setBackend(bc *backendConn) {
 	s.mu.Lock()
 	s.bconn = bc.conn
 	s.mu.Unlock()
-	s.b = newLeg("backend", bc.conn, backReadBuf, backWriteBuf)
+	s.b = wire.NewLeg("backend", bc.conn, backReadBuf, backWriteBuf)
 	if bc.compressed {
-		s.b.compress(true)
+		s.b.Compress(true, clientReadBuf, clientWriteBuf)
 	}
 	s.threadID.Store(bc.threadID)
 	s.status = mysql.SERVER_STATUS_AUTOCOMMIT
-	if _, _, st, _ := okInfo(bc.ok); len(bc.ok) >= 7 {
+	if _, _, st, _ := wire.OKInfo(bc.ok); len(bc.ok) >= 7 {
 		s.status = st
 	}
 	db := s.db
@@ -339,9 +340,9 @@ func (s *Session) serve(base context.Context) {
 		if s.parked {
 			s.unpark()
 		}
-		s.c.seq = 0
+		s.c.Seq = 0
 		pkt, err := s.readCommand()
-		s.cmdSeq = s.c.seq
+		s.cmdSeq = s.c.Seq
 		s.idle.Store(false)
 		s.since.Store(time.Now().UnixNano())
 		if err != nil {

@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"time"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // endIfAbandoned ends a session whose client went away during the command
@@ -48,20 +50,20 @@ func (s *Session) endOnError(err error) {
 		s.ending = endQuit
 		return
 	}
-	var ie *ioError
+	var ie *wire.IOError
 	if s.abandoned.Load() && !s.closing.Load() {
 		// Its client went away mid-command: the statement was killed and
 		// the backend connection cut (hangup.go).
 		s.log.Info("session closed: the client went away during a command", "err", oneLine(err))
 		return
 	}
-	if errors.As(err, &ie) && ie.leg == "client" && !s.closing.Load() {
+	if errors.As(err, &ie) && ie.Leg == "client" && !s.closing.Load() {
 		// The client's connection failed while a command was under way:
 		// its statement may still be running (on a loop, lane.endBackend
 		// looks).
 		s.ending, s.left = endAbandon, leftWithoutQuit(err)
 	}
-	if errors.As(err, &ie) && ie.leg == "backend" && !s.closing.Load() && s.c.seq == s.cmdSeq {
+	if errors.As(err, &ie) && ie.Leg == "backend" && !s.closing.Load() && s.c.Seq == s.cmdSeq {
 		// Nothing of the answer has reached the client: close, as the
 		// server's own connection would have, so the client sees a lost
 		// connection (2013) that drivers and pools know to retry, not an
@@ -70,14 +72,14 @@ func (s *Session) endOnError(err error) {
 			"backend", s.srv.cfg.Backend.Addr, "err", oneLine(err))
 		return
 	}
-	if errors.As(err, &ie) && ie.leg == "backend" && !s.closing.Load() {
+	if errors.As(err, &ie) && ie.Leg == "backend" && !s.closing.Load() {
 		s.log.Warn("backend connection lost", "backend", s.srv.cfg.Backend.Addr, "err", oneLine(err))
-		if s.c.conn != nil { // on a loop the write does not block
-			_ = s.c.conn.SetWriteDeadline(time.Now().Add(2 * time.Second))
+		if s.c.Conn != nil { // on a loop the write does not block
+			_ = s.c.Conn.SetWriteDeadline(time.Now().Add(2 * time.Second))
 		}
 		s.countErr(errBackendLost)
-		_ = s.c.writePacket(errPacket(errBackendLost, "08S01", fmt.Sprintf("leafproxy: lost connection to backend MySQL server at '%s' during query", s.srv.cfg.Backend.Addr)))
-		_ = s.c.flush()
+		_ = s.c.WritePacket(wire.ErrPacket(errBackendLost, "08S01", fmt.Sprintf("leafproxy: lost connection to backend MySQL server at '%s' during query", s.srv.cfg.Backend.Addr)))
+		_ = s.c.Flush()
 		return
 	}
 	if s.closing.Load() {

@@ -51,7 +51,7 @@ func rearm(ln *lane, gone bool) {
 // clientUnread is how many bytes wait unread in c's socket.
 func clientUnread(t testing.TB, c *rawClient) int {
 	t.Helper()
-	rc, err := c.l.conn.(syscall.Conn).SyscallConn()
+	rc, err := c.l.Conn.(syscall.Conn).SyscallConn()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/leafproxy/leafproxy/internal/metric"
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // Statement-path metrics. Each session counts its own commands, the ERR
@@ -166,7 +167,7 @@ func (srv *Server) countErr(code uint16) {
 
 // refuseLogin answers a connection that does not become a session with
 // e, counted.
-func (srv *Server) refuseLogin(c *leg, e *loginError) {
+func (srv *Server) refuseLogin(c *wire.Leg, e *loginError) {
 	if !srv.noStats {
 		srv.countErr(e.code)
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // A response is a small state machine: OK | ERR | LOCAL INFILE request |
@@ -116,9 +118,9 @@ func (t *respTracker) step(s *Session, head []byte, n int) (int, error) {
 		// call: a row, the EOF that ends the result, or an ERR that
 		// ends the response.
 		switch {
-		case isEOF(head, n):
-			return t.endResult(s, eofStatus(head)), nil
-		case isErr(head):
+		case wire.IsEOF(head, n):
+			return t.endResult(s, wire.EOFStatus(head)), nil
+		case wire.IsErr(head):
 			t.phase = phDone
 			return evErr, nil
 		case t.first:
@@ -145,11 +147,11 @@ func (t *respTracker) step(s *Session, head []byte, n int) (int, error) {
 // set, whose definitions follow.
 func (t *respTracker) stepFirst(s *Session, head []byte, n int) (int, error) {
 	switch {
-	case isErr(head):
+	case wire.IsErr(head):
 		t.phase = phDone
 		return evErr, nil
-	case isOK(head, n):
-		a, id, st, w := okInfo(head)
+	case wire.IsOK(head, n):
+		a, id, st, w := wire.OKInfo(head)
 		if t.first {
 			t.ok, t.affected, t.insertID, t.warnings = true, a, id, w
 		}
@@ -160,7 +162,7 @@ func (t *respTracker) stepFirst(s *Session, head []byte, n int) (int, error) {
 		}
 		return evInfile, nil // the OK or ERR after the file answers the statement
 	}
-	cols, k := lenenc(head)
+	cols, k := wire.LenencUint(head)
 	if k == 0 || cols == 0 {
 		return 0, protocolError("bad column count packet")
 	}
@@ -171,14 +173,14 @@ func (t *respTracker) stepFirst(s *Session, head []byte, n int) (int, error) {
 // stepDefsEOF reads the EOF after a result set's column definitions: rows
 // follow, unless a cursor was opened.
 func (t *respTracker) stepDefsEOF(s *Session, head []byte, n int) (int, error) {
-	if !isEOF(head, n) {
+	if !wire.IsEOF(head, n) {
 		return 0, protocolError("no EOF after column definitions")
 	}
 	// A cursor the server opened holds the statement's one result:
 	// the EOF says so and no more results follow. A CALL executed
 	// with a cursor asked for is answered without one, its result
 	// sets carrying the procedure's own cursor flag and MORE_RESULTS.
-	st := eofStatus(head)
+	st := wire.EOFStatus(head)
 	if t.cursor && st&mysql.SERVER_STATUS_CURSOR_EXISTS != 0 && st&mysql.SERVER_MORE_RESULTS_EXISTS == 0 {
 		return t.endResult(s, st), nil
 	}
@@ -189,14 +191,14 @@ func (t *respTracker) stepDefsEOF(s *Session, head []byte, n int) (int, error) {
 // stepPrepare reads a prepare's first packet: ERR, or the OK that says how
 // many parameter and column definitions follow.
 func (t *respTracker) stepPrepare(s *Session, head []byte, n int) (int, error) {
-	if isErr(head) {
+	if wire.IsErr(head) {
 		// A later execute of "the last prepared statement" now fails on
 		// the backend too; it must not resolve to an older statement.
 		s.lastPrepOK = false
 		t.phase = phDone
 		return evErr, nil
 	}
-	if !isOK(head, n) || len(head) < 9 {
+	if !wire.IsOK(head, n) || len(head) < 9 {
 		return 0, protocolError("bad prepare response")
 	}
 	t.ok = true
@@ -223,15 +225,15 @@ func (t *respTracker) stepPrepare(s *Session, head []byte, n int) (int, error) {
 func (t *respTracker) stepOne(s *Session, head []byte, n int) int {
 	t.phase = phDone
 	if t.kind == respSimple {
-		if isErr(head) {
+		if wire.IsErr(head) {
 			return evErr
 		}
-		if isOK(head, n) {
-			_, _, st, _ := okInfo(head)
+		if wire.IsOK(head, n) {
+			_, _, st, _ := wire.OKInfo(head)
 			s.setStatus(st)
 			t.ok = true
-		} else if isEOF(head, n) {
-			s.setStatus(eofStatus(head))
+		} else if wire.IsEOF(head, n) {
+			s.setStatus(wire.EOFStatus(head))
 			t.ok = true
 		}
 	}
@@ -242,12 +244,12 @@ func (t *respTracker) stepOne(s *Session, head []byte, n int) int {
 // the EOF or ERR that ends them.
 func (t *respTracker) stepUntilEOF(s *Session, head []byte, n int) int {
 	switch {
-	case isErr(head):
+	case wire.IsErr(head):
 		t.phase = phDone
 		return evErr
-	case isEOF(head, n):
+	case wire.IsEOF(head, n):
 		if t.kind == respFetch {
-			s.setStatus(eofStatus(head))
+			s.setStatus(wire.EOFStatus(head))
 		}
 		t.ok = true
 		t.phase = phDone

@@ -4,16 +4,18 @@ import (
 	"testing"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // Packet payloads for the tracker tests.
 var (
-	tOK       = okPacket(1, 7, mysql.SERVER_STATUS_AUTOCOMMIT, 0)
-	tOKMore   = okPacket(0, 0, mysql.SERVER_STATUS_AUTOCOMMIT|mysql.SERVER_MORE_RESULTS_EXISTS, 0)
-	tErr      = errPacket(1064, "42000", "syntax")
-	tEOF      = appendEOF(nil, mysql.SERVER_STATUS_AUTOCOMMIT)
-	tEOFMore  = appendEOF(nil, mysql.SERVER_STATUS_AUTOCOMMIT|mysql.SERVER_MORE_RESULTS_EXISTS)
-	tEOFCurs  = appendEOF(nil, mysql.SERVER_STATUS_AUTOCOMMIT|mysql.SERVER_STATUS_CURSOR_EXISTS)
+	tOK       = wire.OKPacket(1, 7, mysql.SERVER_STATUS_AUTOCOMMIT, 0)
+	tOKMore   = wire.OKPacket(0, 0, mysql.SERVER_STATUS_AUTOCOMMIT|mysql.SERVER_MORE_RESULTS_EXISTS, 0)
+	tErr      = wire.ErrPacket(1064, "42000", "syntax")
+	tEOF      = wire.AppendEOF(nil, mysql.SERVER_STATUS_AUTOCOMMIT)
+	tEOFMore  = wire.AppendEOF(nil, mysql.SERVER_STATUS_AUTOCOMMIT|mysql.SERVER_MORE_RESULTS_EXISTS)
+	tEOFCurs  = wire.AppendEOF(nil, mysql.SERVER_STATUS_AUTOCOMMIT|mysql.SERVER_STATUS_CURSOR_EXISTS)
 	tCols2    = []byte{2}
 	tDef      = append([]byte{3, 'd', 'e', 'f'}, make([]byte, 30)...) // a column definition
 	tRow      = []byte{1, '1', 1, '2'}
@@ -79,7 +81,7 @@ func TestRespTracker(t *testing.T) {
 				if tr.done() {
 					t.Fatalf("done before packet %d", i)
 				}
-				ev, err := tr.step(s, p[:min(len(p), headLen)], len(p))
+				ev, err := tr.step(s, p[:min(len(p), wire.HeadLen)], len(p))
 				if c.err && i == len(c.packets)-1 {
 					if err == nil {
 						t.Fatalf("packet %d: want a protocol error", i)

@@ -1,10 +1,10 @@
 //go:build !linux
 
-package proxy
+package wire
 
 import "golang.org/x/sys/unix"
 
-// readOnce and writeOnce are rawIO's socket calls (fdio_linux.go): here
+// readOnce and writeOnce are RawIO's socket calls (sockio_linux.go): here
 // through package unix, retrying on EINTR.
 
 func readOnce(fd int, p []byte) (int, unix.Errno) {

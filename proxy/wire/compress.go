@@ -1,4 +1,4 @@
-package proxy
+package wire
 
 import (
 	"bufio"
@@ -22,7 +22,7 @@ import (
 // minCompress: shorter frames are sent stored, as servers do.
 const minCompress = 50
 
-type compConn struct {
+type CompConn struct {
 	raw *bufio.Reader
 	dst net.Conn
 	seq uint8 // next frame sequence id to write; follows the last one read
@@ -42,26 +42,27 @@ type compConn struct {
 	zbuf    bytes.Buffer
 }
 
-// compress switches the leg to the compressed protocol; called right after
+// Compress switches the leg to the compressed protocol; called right after
 // the login OK, which itself travels uncompressed. asClient is true for the
-// backend leg, where the proxy is the server's client.
-func (l *leg) compress(asClient bool) {
-	cc := &compConn{raw: bufio.NewReaderSize(l.conn, clientReadBuf), dst: l.conn, asClient: asClient}
-	l.comp = cc
-	l.r = bufio.NewReaderSize(cc, clientReadBuf)
-	l.w = bufio.NewWriterSize(cc, clientWriteBuf)
+// backend leg, where the proxy is the server's client. rsize and wsize
+// are the sizes of the leg's new buffers (and of the frame reader's).
+func (l *Leg) Compress(asClient bool, rsize, wsize int) {
+	cc := &CompConn{raw: bufio.NewReaderSize(l.Conn, rsize), dst: l.Conn, asClient: asClient}
+	l.Comp = cc
+	l.R = bufio.NewReaderSize(cc, rsize)
+	l.W = bufio.NewWriterSize(cc, wsize)
 }
 
-// newCommand notes that a command starts on this leg: as the client, its
+// NewCommand notes that a command starts on this leg: as the client, its
 // first frame has sequence id 0, as the server expects of every command.
-func (c *compConn) newCommand() {
+func (c *CompConn) NewCommand() {
 	if c.asClient {
 		c.seq = 0
 	}
 }
 
 // Read returns decompressed bytes, reading the next frame when needed.
-func (c *compConn) Read(p []byte) (int, error) {
+func (c *CompConn) Read(p []byte) (int, error) {
 	for len(c.plain) == 0 {
 		if err := c.readFrame(); err != nil {
 			return 0, err
@@ -72,7 +73,7 @@ func (c *compConn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (c *compConn) readFrame() error {
+func (c *CompConn) readFrame() error {
 	if !c.hdrOK {
 		h, err := c.raw.Peek(7)
 		if err != nil {
@@ -120,14 +121,14 @@ func (c *compConn) readFrame() error {
 
 // Write sends p as one or more frames (the leg's bufio.Writer calls it once
 // per flush or full buffer).
-func (c *compConn) Write(p []byte) (int, error) {
+func (c *CompConn) Write(p []byte) (int, error) {
 	total := len(p)
 	for len(p) > 0 {
 		chunk := p[:min(len(p), 1<<20)]
 		p = p[len(chunk):]
 		var frame []byte
 		if len(chunk) < minCompress {
-			frame = appendFrameHeader(make([]byte, 0, 7+len(chunk)), len(chunk), c.seq, 0)
+			frame = AppendFrameHeader(make([]byte, 0, 7+len(chunk)), len(chunk), c.seq, 0)
 			frame = append(frame, chunk...)
 		} else {
 			c.zbuf.Reset()
@@ -140,7 +141,7 @@ func (c *compConn) Write(p []byte) (int, error) {
 			if err := c.zw.Close(); err != nil {
 				return 0, err
 			}
-			frame = appendFrameHeader(make([]byte, 0, 7+c.zbuf.Len()), c.zbuf.Len(), c.seq, len(chunk))
+			frame = AppendFrameHeader(make([]byte, 0, 7+c.zbuf.Len()), c.zbuf.Len(), c.seq, len(chunk))
 			frame = append(frame, c.zbuf.Bytes()...)
 		}
 		c.seq++
@@ -151,6 +152,6 @@ func (c *compConn) Write(p []byte) (int, error) {
 	return total, nil
 }
 
-func appendFrameHeader(b []byte, clen int, seq uint8, ulen int) []byte {
+func AppendFrameHeader(b []byte, clen int, seq uint8, ulen int) []byte {
 	return append(b, byte(clen), byte(clen>>8), byte(clen>>16), seq, byte(ulen), byte(ulen>>8), byte(ulen>>16))
 }

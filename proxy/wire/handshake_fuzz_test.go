@@ -1,8 +1,7 @@
-package proxy
+package wire
 
 import (
 	"bytes"
-	"encoding/binary"
 	"testing"
 
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
@@ -20,19 +19,23 @@ import (
 
 // seedResponse is a well-formed HandshakeResponse41 as a real client sends it.
 func seedResponse(caps uint32, user, db, plugin string, auth, attrs []byte) []byte {
-	r := &handshakeResponse{caps: caps, maxPacket: 1 << 24, charset: 45, user: user, db: db,
-		plugin: plugin, auth: auth, attrs: attrs}
-	return appendHandshakeResponse(nil, r, false)
+	r := &HandshakeResponse{Caps: caps, MaxPacket: 1 << 24, Charset: 45, User: user, DB: db,
+		Plugin: plugin, Auth: auth, Attrs: attrs}
+	return AppendHandshakeResponse(nil, r, false)
 }
 
-const fuzzCaps = rawBaseCaps | gomysql.CLIENT_CONNECT_WITH_DB | gomysql.CLIENT_MULTI_STATEMENTS
+// fuzzCaps: a client's usual capabilities (proxy's rawclient_test.go's
+// rawBaseCaps) with a database and multi-statements.
+const fuzzCaps = gomysql.CLIENT_PROTOCOL_41 | gomysql.CLIENT_SECURE_CONNECTION | gomysql.CLIENT_PLUGIN_AUTH |
+	gomysql.CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA | gomysql.CLIENT_TRANSACTIONS | gomysql.CLIENT_LONG_FLAG |
+	gomysql.CLIENT_CONNECT_ATTRS | gomysql.CLIENT_CONNECT_WITH_DB | gomysql.CLIENT_MULTI_STATEMENTS
 
 // handshakeSeeds are valid responses and the malformed shapes that once
 // crashed go-mysql's parser: user, db or plugin without their NUL, auth
 // lengths beyond the packet, truncated attributes.
 func handshakeSeeds() [][]byte {
 	auth := bytes.Repeat([]byte{0x5a}, 20)
-	attrs := attrsWith(nil, "_client_name", "go-sql-driver", "_pid", "42")
+	attrs := AttrsWith(nil, "_client_name", "go-sql-driver", "_pid", "42")
 	valid := seedResponse(fuzzCaps, "app", "test", gomysql.AUTH_NATIVE_PASSWORD, auth, attrs)
 	seeds := [][]byte{
 		valid,
@@ -66,7 +69,7 @@ func FuzzHandshakeResponse(f *testing.F) {
 		f.Add(s, false)
 	}
 	f.Fuzz(func(t *testing.T, p []byte, mariadb bool) {
-		r, err := parseHandshakeResponse(p, mariadb)
+		r, err := ParseHandshakeResponse(p, mariadb)
 		if err != nil {
 			if r != nil {
 				t.Fatal("error with a result")
@@ -76,74 +79,39 @@ func FuzzHandshakeResponse(f *testing.F) {
 		if len(p) < 32 {
 			t.Fatalf("accepted a %d-byte response", len(p))
 		}
-		if n := len(r.user) + len(r.auth) + len(r.db) + len(r.plugin) + len(r.attrs); n > len(p) {
+		if n := len(r.User) + len(r.Auth) + len(r.DB) + len(r.Plugin) + len(r.Attrs); n > len(p) {
 			t.Fatalf("parsed %d bytes of fields out of a %d-byte packet", n, len(p))
 		}
-		if slack := len(p)*9/8 + 32; cap(r.auth) > slack || cap(r.attrs) > slack { // allocator size classes round up
-			t.Fatalf("buffers beyond the packet: auth cap %d, attrs cap %d, packet %d", cap(r.auth), cap(r.attrs), len(p))
+		if slack := len(p)*9/8 + 32; cap(r.Auth) > slack || cap(r.Attrs) > slack { // allocator size classes round up
+			t.Fatalf("buffers beyond the packet: auth cap %d, attrs cap %d, packet %d", cap(r.Auth), cap(r.Attrs), len(p))
 		}
 		if len(p) == 32 {
 			return // SSL request: nothing more to compare
 		}
 		// What the proxy would forward must read back the same.
 		again := *r
-		again.caps |= gomysql.CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA | gomysql.CLIENT_PLUGIN_AUTH
-		q := appendHandshakeResponse(nil, &again, false)
-		r2, err := parseHandshakeResponse(q, mariadb)
+		again.Caps |= gomysql.CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA | gomysql.CLIENT_PLUGIN_AUTH
+		q := AppendHandshakeResponse(nil, &again, false)
+		r2, err := ParseHandshakeResponse(q, mariadb)
 		if err != nil {
 			t.Fatalf("re-encoded response does not parse: %v", err)
 		}
-		if r2.user != r.user || !bytes.Equal(r2.auth, r.auth) || r2.db != r.db || r2.plugin != r.plugin || !bytes.Equal(r2.attrs, r.attrs) {
+		if r2.User != r.User || !bytes.Equal(r2.Auth, r.Auth) || r2.DB != r.DB || r2.Plugin != r.Plugin || !bytes.Equal(r2.Attrs, r.Attrs) {
 			t.Fatalf("round trip changed the response:\n%+v\n%+v", r, r2)
 		}
 	})
 }
 
-func FuzzChangeUser(f *testing.F) {
-	caps := uint32(fuzzCaps)
-	body := []byte("bob\x00\x14")
-	body = append(body, bytes.Repeat([]byte{7}, 20)...)
-	body = append(body, "test\x00"...)
-	body = binary.LittleEndian.AppendUint16(body, 45)
-	body = append(body, "mysql_native_password\x00"...)
-	body = append(body, mysqlLenenc(attrsWith(nil, "_client_name", "mysql2"))...)
-	f.Add(body, caps)
-	f.Add(body, caps&^gomysql.CLIENT_SECURE_CONNECTION)
-	for i := range body {
-		f.Add(body[:i], caps)
-	}
-	f.Add([]byte("bob"), caps)
-	f.Add([]byte("bob\x00\xff"), caps)
-	f.Add([]byte("bob\x00\x00db"), caps)
-	f.Add([]byte("bob\x00\x00db\x00\x2d\x00\xfd\xff\xff\xff"), caps)
-	f.Fuzz(func(t *testing.T, p []byte, caps uint32) {
-		r, err := parseChangeUser(p, caps)
-		if err != nil {
-			return
-		}
-		if n := len(r.user) + len(r.auth) + len(r.db) + len(r.plugin) + len(r.attrs); n > len(p) {
-			t.Fatalf("parsed %d bytes of fields out of a %d-byte packet", n, len(p))
-		}
-		if slack := len(p)*9/8 + 32; cap(r.auth) > slack || cap(r.attrs) > slack { // allocator size classes round up
-			t.Fatalf("buffers beyond the packet: auth cap %d, attrs cap %d, packet %d", cap(r.auth), cap(r.attrs), len(p))
-		}
-	})
-}
-
-func mysqlLenenc(b []byte) []byte {
-	return append(gomysql.AppendLengthEncodedInteger(nil, uint64(len(b))), b...)
-}
-
 func seedGreeting(mariadb bool) []byte {
-	g := &greeting{version: "10.11.19-MariaDB-0+deb12u1", threadID: 42, scramble: randomScramble(),
-		caps: 0x81fffffe, charset: 45, status: gomysql.SERVER_STATUS_AUTOCOMMIT, plugin: gomysql.AUTH_NATIVE_PASSWORD,
-		extCaps: mariadbStmtBulk | mariadbExtTypeInfo}
+	g := &Greeting{Version: "10.11.19-MariaDB-0+deb12u1", ThreadID: 42, Scramble: scramble(),
+		Caps: 0x81fffffe, Charset: 45, Status: gomysql.SERVER_STATUS_AUTOCOMMIT, Plugin: gomysql.AUTH_NATIVE_PASSWORD,
+		ExtCaps: MariaDBStmtBulk | MariaDBExtTypeInfo}
 	if !mariadb {
-		g.caps |= gomysql.CLIENT_LONG_PASSWORD
-		g.extCaps = 0
-		g.version = "8.0.36"
+		g.Caps |= gomysql.CLIENT_LONG_PASSWORD
+		g.ExtCaps = 0
+		g.Version = "8.0.36"
 	}
-	return appendGreeting(nil, g)
+	return AppendGreeting(nil, g)
 }
 
 func FuzzParseGreeting(f *testing.F) {
@@ -153,15 +121,15 @@ func FuzzParseGreeting(f *testing.F) {
 			f.Add(g[:i])
 		}
 	}
-	f.Add(errPacket(1040, "08004", "Too many connections"))
+	f.Add(ErrPacket(1040, "08004", "Too many connections"))
 	f.Add([]byte{0xFF})
 	f.Add([]byte{10, 'x'})
 	f.Fuzz(func(t *testing.T, p []byte) {
-		g, err := parseGreeting(p)
+		g, err := ParseGreeting(p)
 		if err != nil {
 			return
 		}
-		if n := len(g.version) + len(g.scramble) + len(g.plugin); n > len(p) {
+		if n := len(g.Version) + len(g.Scramble) + len(g.Plugin); n > len(p) {
 			t.Fatalf("parsed %d bytes of fields out of a %d-byte greeting", n, len(p))
 		}
 	})
@@ -171,16 +139,26 @@ func FuzzParseGreeting(f *testing.F) {
 func TestGreetingRoundTrip(t *testing.T) {
 	for _, m := range []bool{true, false} {
 		p := seedGreeting(m)
-		g, err := parseGreeting(p)
+		g, err := ParseGreeting(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if g.mariadb() != m || g.threadID != 42 || len(g.scramble) != 20 || g.plugin != gomysql.AUTH_NATIVE_PASSWORD ||
-			g.status != gomysql.SERVER_STATUS_AUTOCOMMIT || g.charset != 45 {
+		if g.MariaDB() != m || g.ThreadID != 42 || len(g.Scramble) != 20 || g.Plugin != gomysql.AUTH_NATIVE_PASSWORD ||
+			g.Status != gomysql.SERVER_STATUS_AUTOCOMMIT || g.Charset != 45 {
 			t.Fatalf("round trip: %+v", g)
 		}
-		if m && g.extCaps != mariadbStmtBulk|mariadbExtTypeInfo {
-			t.Fatalf("extended caps lost: 0x%x", g.extCaps)
+		if m && g.ExtCaps != MariaDBStmtBulk|MariaDBExtTypeInfo {
+			t.Fatalf("extended caps lost: 0x%x", g.ExtCaps)
 		}
 	}
+}
+
+// scramble is 20 random bytes as a server's greeting carries them
+// (proxy's randomScramble): no NUL, 7 bits.
+func scramble() []byte {
+	b := gomysql.RandomBuf(20)
+	for i := range b {
+		b[i] = b[i]&0x7f | 1
+	}
+	return b
 }

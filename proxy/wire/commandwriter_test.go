@@ -1,4 +1,4 @@
-package proxy
+package wire
 
 import (
 	"bufio"
@@ -11,19 +11,19 @@ import (
 // writeCommand frames it whole: packets of maxPayload, the empty packet
 // after a full last one, sequence ids from 0.
 func TestCommandWriterFramesAsWriteCommand(t *testing.T) {
-	for _, n := range []int{1, 100, maxPayload - 1, maxPayload, maxPayload + 1, 2 * maxPayload, 2*maxPayload + 7} {
+	for _, n := range []int{1, 100, MaxPayload - 1, MaxPayload, MaxPayload + 1, 2 * MaxPayload, 2*MaxPayload + 7} {
 		cmd := make([]byte, n)
 		for i := range cmd {
 			cmd[i] = byte(i * 7)
 		}
 		var whole, pieces bytes.Buffer
-		lw := &leg{w: bufio.NewWriter(&whole), name: "backend"}
-		if err := lw.writeCommand(cmd); err != nil || lw.w.Flush() != nil {
+		lw := &Leg{W: bufio.NewWriter(&whole), Name: "backend"}
+		if err := lw.WriteCommand(cmd); err != nil || lw.W.Flush() != nil {
 			t.Fatal(err)
 		}
-		lp := &leg{w: bufio.NewWriter(&pieces), name: "backend", seq: 9}
-		lp.seq = 0
-		f := commandWriter{l: lp, left: n}
+		lp := &Leg{W: bufio.NewWriter(&pieces), Name: "backend", Seq: 9}
+		lp.Seq = 0
+		f := CommandWriter{l: lp, left: n}
 		if err := f.WriteByte(cmd[0]); err != nil {
 			t.Fatal(err)
 		}
@@ -41,11 +41,11 @@ func TestCommandWriterFramesAsWriteCommand(t *testing.T) {
 			}
 			rest = rest[k:]
 		}
-		if err := f.close(); err != nil || lp.w.Flush() != nil {
+		if err := f.Close(); err != nil || lp.W.Flush() != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(whole.Bytes(), pieces.Bytes()) || lp.seq != lw.seq {
-			t.Fatalf("%d bytes: framed %d bytes (seq %d), writeCommand %d (seq %d)", n, pieces.Len(), lp.seq, whole.Len(), lw.seq)
+		if !bytes.Equal(whole.Bytes(), pieces.Bytes()) || lp.Seq != lw.Seq {
+			t.Fatalf("%d bytes: framed %d bytes (seq %d), writeCommand %d (seq %d)", n, pieces.Len(), lp.Seq, whole.Len(), lw.Seq)
 		}
 	}
 }
@@ -53,14 +53,14 @@ func TestCommandWriterFramesAsWriteCommand(t *testing.T) {
 // A command written shorter or longer than announced is an error.
 func TestCommandWriterLength(t *testing.T) {
 	var buf bytes.Buffer
-	f := commandWriter{l: &leg{w: bufio.NewWriter(&buf), name: "backend"}, left: 3}
+	f := CommandWriter{l: &Leg{W: bufio.NewWriter(&buf), Name: "backend"}, left: 3}
 	if _, err := f.Write([]byte("ab")); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.close(); !errors.Is(err, errCommandLength) {
+	if err := f.Close(); !errors.Is(err, ErrCommandLength) {
 		t.Fatalf("short: %v", err)
 	}
-	if _, err := f.Write([]byte("cd")); !errors.Is(err, errCommandLength) {
+	if _, err := f.Write([]byte("cd")); !errors.Is(err, ErrCommandLength) {
 		t.Fatalf("long: %v", err)
 	}
 }

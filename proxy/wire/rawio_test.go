@@ -1,4 +1,4 @@
-package proxy
+package wire
 
 import (
 	"bytes"
@@ -22,9 +22,9 @@ func TestRawIO(t *testing.T) {
 		t.Skip("raw socket I/O is off (LEAFPROXY_RAWIO=0)")
 	}
 	c, peer := tcpPair(t)
-	rw, ok := legIO(c).(*rawIO)
+	rw, ok := LegIO(c).(*RawIO)
 	if !ok {
-		t.Fatalf("legIO of a TCP conn is %T", legIO(c))
+		t.Fatalf("legIO of a TCP conn is %T", LegIO(c))
 	}
 
 	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<18) // 4 MiB: more than the socket buffers
@@ -76,7 +76,7 @@ func TestRawIOHold(t *testing.T) {
 		t.Skip("raw socket I/O is off (LEAFPROXY_RAWIO=0)")
 	}
 	c, peer := tcpPair(t)
-	rw := legIO(c).(*rawIO)
+	rw := LegIO(c).(*RawIO)
 	hold := func(p []byte) {
 		t.Helper()
 		rw.holdNext = true
@@ -127,7 +127,7 @@ func TestRawIOHold(t *testing.T) {
 	// Send buffer full: the held command is written in parts, waiting for
 	// room, then the response is read.
 	c, peer = tcpPair(t)
-	rw = legIO(c).(*rawIO)
+	rw = LegIO(c).(*RawIO)
 	_ = c.(*net.TCPConn).SetWriteBuffer(4096)
 	_ = peer.(*net.TCPConn).SetReadBuffer(4096)
 	sc, _ := c.(*net.TCPConn).SyscallConn()

@@ -1,4 +1,4 @@
-package proxy
+package wire
 
 import (
 	"encoding/binary"
@@ -78,23 +78,10 @@ func (v Value) kindName() string {
 }
 func (c ColumnType) want() valueKind { return [...]valueKind{0, vInt, vInt, vString, vTime}[c] }
 
-// WriteRows answers the client's COM_QUERY with a text-protocol result set
-// of typed columns (with their real MySQL types in the column definitions)
-// and rows of Values, NULLs included. A value that does not match its
-// column's type is a caller bug: nothing is written and an error says so.
-func (s *Session) WriteRows(cols []Column, rows [][]Value) error {
-	return s.writeRows(cols, rows, false)
-}
-
-// WriteBinaryRows is WriteRows in the binary protocol, for a
-// COM_STMT_EXECUTE the proxy answers itself (the statement must have been
-// prepared on the backend with columns of the same number and types, so
-// the client's statement metadata matches).
-func (s *Session) WriteBinaryRows(cols []Column, rows [][]Value) error {
-	return s.writeRows(cols, rows, true)
-}
-
-func (s *Session) writeRows(cols []Column, rows [][]Value, binaryRows bool) error {
+// CheckRows says what is wrong with a result set of cols and rows: a
+// column without a type, a row of another width, a value that does not
+// match its column's type (a caller bug).
+func CheckRows(cols []Column, rows [][]Value) error {
 	for _, c := range cols {
 		if c.Type < TypeBigint || c.Type > TypeDatetime3 {
 			return fmt.Errorf("proxy: result column %q has no type", c.Name)
@@ -110,51 +97,35 @@ func (s *Session) writeRows(cols []Column, rows [][]Value, binaryRows bool) erro
 			}
 		}
 	}
-	if err := s.writeResultHead(len(cols), func(p []byte, i int, ext bool) []byte {
-		return appendTypedColumnDef(p, cols[i], ext)
-	}); err != nil {
-		return err
-	}
-	for _, row := range rows {
-		var p []byte
-		if binaryRows {
-			p = appendBinaryRow(s.out[:0], cols, row)
-		} else {
-			p = appendTextRow(s.out[:0], cols, row)
-		}
-		if err := s.writeOut(p); err != nil {
-			return err
-		}
-	}
-	return s.writeResultEnd()
+	return nil
 }
 
-// appendTypedColumnDef appends the column definition MariaDB would send
+// AppendTypedColumnDef appends the column definition MariaDB would send
 // for a column of c's type.
-func appendTypedColumnDef(p []byte, c Column, ext bool) []byte {
+func AppendTypedColumnDef(p []byte, c Column, ext bool) []byte {
 	switch c.Type {
 	case TypeBigint:
-		return appendColumnDefDec(p, c.Name, ext, 63, 20, mysql.MYSQL_TYPE_LONGLONG, mysql.BINARY_FLAG|mysql.NUM_FLAG, 0)
+		return AppendColumnDefDec(p, c.Name, ext, 63, 20, mysql.MYSQL_TYPE_LONGLONG, mysql.BINARY_FLAG|mysql.NUM_FLAG, 0)
 	case TypeInt:
-		return appendColumnDefDec(p, c.Name, ext, 63, 1, mysql.MYSQL_TYPE_LONG, mysql.BINARY_FLAG|mysql.NUM_FLAG, 0)
+		return AppendColumnDefDec(p, c.Name, ext, 63, 1, mysql.MYSQL_TYPE_LONG, mysql.BINARY_FLAG|mysql.NUM_FLAG, 0)
 	case TypeDatetime3:
 		// 'YYYY-MM-DD HH:MM:SS.fff': 23 characters, 3 decimals.
-		return appendColumnDefDec(p, c.Name, ext, 63, 23, mysql.MYSQL_TYPE_DATETIME, mysql.BINARY_FLAG, 3)
+		return AppendColumnDefDec(p, c.Name, ext, 63, 23, mysql.MYSQL_TYPE_DATETIME, mysql.BINARY_FLAG, 3)
 	}
 	// utf8mb4_general_ci, as WriteTextResultSet's columns.
-	return appendColumnDefDec(p, c.Name, ext, 45, 1024, mysql.MYSQL_TYPE_VAR_STRING, 0, 0)
+	return AppendColumnDefDec(p, c.Name, ext, 45, 1024, mysql.MYSQL_TYPE_VAR_STRING, 0, 0)
 }
 
-// appendColumnDefDec is appendColumnDef with a decimals byte.
-func appendColumnDefDec(p []byte, name string, ext bool, charset uint16, length uint32, typ byte, flags uint16, decimals byte) []byte {
-	p = appendColumnDef(p, name, ext, charset, length, typ, flags)
+// AppendColumnDefDec is appendColumnDef with a decimals byte.
+func AppendColumnDefDec(p []byte, name string, ext bool, charset uint16, length uint32, typ byte, flags uint16, decimals byte) []byte {
+	p = AppendColumnDef(p, name, ext, charset, length, typ, flags)
 	p[len(p)-3] = decimals // the fixed part ends: decimals, 2 bytes filler
 	return p
 }
 
-// appendTextRow appends a text-protocol row: each value a length-encoded
+// AppendTextRow appends a text-protocol row: each value a length-encoded
 // string, NULL as 0xFB.
-func appendTextRow(p []byte, cols []Column, row []Value) []byte {
+func AppendTextRow(p []byte, cols []Column, row []Value) []byte {
 	for i, v := range row {
 		if v.kind == vNull {
 			p = append(p, 0xFB)
@@ -209,9 +180,9 @@ func appendDatetime3(p []byte, t time.Time) []byte {
 	return p
 }
 
-// appendBinaryRow appends a binary-protocol row: header 0x00, the NULL
+// AppendBinaryRow appends a binary-protocol row: header 0x00, the NULL
 // bitmap (offset 2), then each non-NULL value in its type's binary form.
-func appendBinaryRow(p []byte, cols []Column, row []Value) []byte {
+func AppendBinaryRow(p []byte, cols []Column, row []Value) []byte {
 	p = append(p, 0x00)
 	start := len(p)
 	for range (len(cols) + 7 + 2) / 8 {
@@ -247,4 +218,39 @@ func appendBinaryDatetime(p []byte, t time.Time) []byte {
 	us := uint32(t.Nanosecond()/1e6) * 1000
 	p = append(p, 11, byte(y), byte(y>>8), byte(mo), byte(d), byte(h), byte(mi), byte(s))
 	return binary.LittleEndian.AppendUint32(p, us)
+}
+
+// AppendColumnDef appends a Protocol::ColumnDefinition41 (with MariaDB's
+// extended metadata field, empty, when negotiated).
+func AppendColumnDef(p []byte, name string, extTypeInfo bool, charset uint16, length uint32, typ byte, flags uint16) []byte {
+	lstr := func(v string) {
+		p = mysql.AppendLengthEncodedInteger(p, uint64(len(v)))
+		p = append(p, v...)
+	}
+	lstr("def")
+	lstr("")
+	lstr("")
+	lstr("")
+	lstr(name)
+	lstr("")
+	if extTypeInfo {
+		lstr("")
+	}
+	return append(p, 0x0c, byte(charset), byte(charset>>8),
+		byte(length), byte(length>>8), byte(length>>16), byte(length>>24),
+		typ, byte(flags), byte(flags>>8), 0, 0, 0)
+}
+
+// AppendEOF appends an EOF packet with the given status flags.
+func AppendEOF(p []byte, status uint16) []byte {
+	return append(p, 0xFE, 0, 0, byte(status), byte(status>>8))
+}
+
+// AppendBigintColumnDef appends a Protocol::ColumnDefinition41 for a
+// signed BIGINT. extTypeInfo: the client negotiated MariaDB's extended
+// type metadata, which adds a (here empty) metadata string before the
+// fixed fields.
+func AppendBigintColumnDef(p []byte, name string, extTypeInfo bool) []byte {
+	// charset 63 (binary), display length 20, BINARY_FLAG, no decimals.
+	return AppendColumnDef(p, name, extTypeInfo, 63, 20, mysql.MYSQL_TYPE_LONGLONG, mysql.BINARY_FLAG)
 }

@@ -1,4 +1,4 @@
-package proxy
+package wire
 
 import (
 	"crypto/tls"
@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// rawIO reads and writes a plain TCP or Unix socket inside
+// RawIO reads and writes a plain TCP or Unix socket inside
 // syscall.RawConn's Read/Write callbacks, with raw system calls
 // (fdio_linux.go): the Go netpoller still parks the goroutine when the
 // socket is not ready, and deadlines still apply; what goes is the
@@ -18,7 +18,7 @@ import (
 // is non-blocking (the runtime made it so), so no call in a callback
 // waits. rawIO also holds a command back (below).
 // TLS and compressed legs keep their own Read/Write.
-type rawIO struct {
+type RawIO struct {
 	rc syscall.RawConn
 
 	// A command whose response is read next is not written by Write but
@@ -50,22 +50,22 @@ var rawIOOn = os.Getenv("LEAFPROXY_RAWIO") != "0"
 // holdOn: LEAFPROXY_RAWIO_HOLD=0 writes commands at once (for comparing).
 var holdOn = os.Getenv("LEAFPROXY_RAWIO_HOLD") != "0"
 
-// legIO is what a leg's buffers read from and write to: the connection, or
+// LegIO is what a leg's buffers read from and write to: the connection, or
 // a rawIO over it when it is a plain socket.
-func legIO(c net.Conn) io.ReadWriter {
+func LegIO(c net.Conn) io.ReadWriter {
 	if !rawIOOn {
 		return c
 	}
-	rc, ok := plainSocket(c)
+	rc, ok := PlainSocket(c)
 	if !ok {
 		return c
 	}
-	return &rawIO{rc: rc}
+	return &RawIO{rc: rc}
 }
 
-// plainSocket is c's raw connection when c is a plain TCP or Unix socket
+// PlainSocket is c's raw connection when c is a plain TCP or Unix socket
 // (not TLS, not a test's pipe).
-func plainSocket(c net.Conn) (syscall.RawConn, bool) {
+func PlainSocket(c net.Conn) (syscall.RawConn, bool) {
 	switch c.(type) {
 	case *net.TCPConn, *net.UnixConn:
 	default:
@@ -75,7 +75,7 @@ func plainSocket(c net.Conn) (syscall.RawConn, bool) {
 	return rc, err == nil
 }
 
-func (r *rawIO) Read(p []byte) (int, error) {
+func (r *RawIO) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -123,7 +123,7 @@ func (r *rawIO) Read(p []byte) (int, error) {
 
 // writeHeld writes what is left of the held command; false means the
 // socket took only part of it (EAGAIN).
-func (r *rawIO) writeHeld(fd uintptr, serr *error) bool {
+func (r *RawIO) writeHeld(fd uintptr, serr *error) bool {
 	for r.heldOff < len(r.held) {
 		rest := r.held[r.heldOff:]
 		m, e := writeOnce(int(fd), rest)
@@ -145,18 +145,18 @@ func (r *rawIO) writeHeld(fd uintptr, serr *error) bool {
 	return true
 }
 
-func (r *rawIO) dropHeld() {
+func (r *RawIO) dropHeld() {
 	r.held, r.heldOff = r.held[:0], 0
 }
 
-// release gives up the held command's storage (the leg is idle).
-func (r *rawIO) release() {
+// Release gives up the held command's storage (the leg is idle).
+func (r *RawIO) Release() {
 	if r.heldOff >= len(r.held) {
 		r.held, r.heldOff = nil, 0
 	}
 }
 
-func (r *rawIO) Write(p []byte) (int, error) {
+func (r *RawIO) Write(p []byte) (int, error) {
 	if r.holdNext {
 		r.holdNext = false
 		if r.heldOff >= len(r.held) && len(p) > 0 && len(p) <= maxHeld {
@@ -200,66 +200,66 @@ func (r *rawIO) Write(p []byte) (int, error) {
 	return nn, err
 }
 
-// socketState is what a socketPeeker saw.
-type socketState int
+// SocketState is what a socketPeeker saw.
+type SocketState int
 
 const (
-	socketUnknown socketState = iota // not a plain socket, or data waiting: look with the buffers
-	socketQuiet                      // open, nothing to read
-	socketClosed                     // the peer closed it (or it failed)
+	SocketUnknown SocketState = iota // not a plain socket, or data waiting: look with the buffers
+	SocketQuiet                      // open, nothing to read
+	SocketClosed                     // the peer closed it (or it failed)
 )
 
-// socketPeeker looks at a TCP or Unix socket (a TLS connection's too)
+// SocketPeeker looks at a TCP or Unix socket (a TLS connection's too)
 // without reading from it, blocking, or touching buffers or deadlines: one
 // recv(MSG_PEEK|MSG_DONTWAIT) of one byte, with nothing allocated per
 // look. The idle watch (Session.backendGone) asks every 500 ms of every
 // idle session; before, each ask took a 32 KB reader and a 32 KB writer
 // from their pools and set two deadlines, which kept parked buffers alive
 // and cost four timer updates per idle session and tick.
-type socketPeeker struct {
+type SocketPeeker struct {
 	rc    syscall.RawConn
 	fn    func(uintptr) // p.look, bound once
-	state socketState
+	state SocketState
 	b     [1]byte
 }
 
-// newSocketPeeker returns nil when c is not a socket it can look at; a nil
+// NewSocketPeeker returns nil when c is not a socket it can look at; a nil
 // peeker answers socketUnknown.
-func newSocketPeeker(c net.Conn) *socketPeeker {
+func NewSocketPeeker(c net.Conn) *SocketPeeker {
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn() // any record waiting is "data": the caller looks closer
 	}
-	rc, ok := plainSocket(c)
+	rc, ok := PlainSocket(c)
 	if !ok {
 		return nil
 	}
-	p := &socketPeeker{rc: rc}
+	p := &SocketPeeker{rc: rc}
 	p.fn = p.look
 	return p
 }
 
-func (p *socketPeeker) peek() socketState {
+func (p *SocketPeeker) Peek() SocketState {
 	if p == nil {
-		return socketUnknown
+		return SocketUnknown
 	}
-	p.state = socketUnknown
+	p.state = SocketUnknown
 	if err := p.rc.Control(p.fn); err != nil {
-		return socketClosed // closed by this process
+		return SocketClosed // closed by this process
 	}
 	return p.state
 }
 
-func (p *socketPeeker) look(fd uintptr) {
+func (p *SocketPeeker) look(fd uintptr) {
 	n, _, e := unix.Recvfrom(int(fd), p.b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
 	switch {
 	case e == unix.EAGAIN:
-		p.state = socketQuiet
+		p.state = SocketQuiet
 	case e == unix.ECONNRESET || e == unix.ETIMEDOUT || e == unix.EPIPE || e == unix.ENOTCONN ||
 		e == unix.EHOSTUNREACH || e == unix.ECONNABORTED:
-		p.state = socketClosed
+		p.state = SocketClosed
 	case e != nil:
 		// EINTR, ENOMEM, ...: not an answer; the buffered look decides.
 	case n == 0:
-		p.state = socketClosed
+		p.state = SocketClosed
 	}
 }
