@@ -120,10 +120,10 @@ func (f *fakeSession) RelayExecuteRetry([]byte, func(uint16, string) bool) (bool
 	f.loop.waited("RelayExecuteRetry")
 	return false, nil
 }
-func (f *fakeSession) RelayQueryInfile(sql []byte, t proxy.InfileTransformer) error {
+func (f *fakeSession) RelayQueryInfile(sql []byte, t proxy.InfileTransformer) (uint64, bool, error) {
 	f.loop.waited("RelayQueryInfile")
 	f.relayed = append(f.relayed, string(sql))
-	return nil
+	return 1, true, nil
 }
 func (f *fakeSession) WriteOK(uint64, uint64, uint16) error {
 	f.answers++

@@ -58,8 +58,14 @@ func (e *Engine) load(ctx context.Context, s Session, st *state, plan *rewriter.
 	}
 	st.rendered = ld.Render(st.rendered[:0], text)
 	st.countStmt(StmtLoadData)
-	err = bs.RelayQueryInfile(st.rendered, loadfile.New(f, feed))
+	affected, ok, err := bs.RelayQueryInfile(st.rendered, loadfile.New(f, feed))
 	st.trim()
+	if err == nil && ok && affected == 0 {
+		// Nothing written: LAST_INSERT_ID() as it was (rewriter.LoadRestore).
+		if _, _, err = bs.BackendExec(ctx, rewriter.LoadRestore); err != nil {
+			err = fmt.Errorf("LOAD DATA wrote no row: put back LAST_INSERT_ID(): %w", err)
+		}
+	}
 	return true, err
 }
 
@@ -72,7 +78,7 @@ func loadPrelude(ctx context.Context, s proxy.BlockingSession, given string) (st
 	if err != nil {
 		return "", fmt.Errorf("prepare LOAD DATA (read character_set_database): %w", err)
 	}
-	if len(rows) != 1 || len(rows[0]) != 3 || rows[0][0] == nil || rows[0][1] == nil {
+	if len(rows) != 1 || len(rows[0]) != 4 || rows[0][0] == nil || rows[0][1] == nil {
 		return "", fmt.Errorf("prepare LOAD DATA (read character_set_database): unexpected answer")
 	}
 	cs, utf8 := strings.ToLower(*rows[0][0]), strings.ToLower(*rows[0][1])

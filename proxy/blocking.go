@@ -41,8 +41,9 @@ type BlockingSession interface {
 	// a multi-statement text: ids[i] for the i-th result's OK.
 	RelayQueryInsertIDs(pkt []byte, ids []uint64) error
 	// RelayQueryInfile is RelayQuery for a LOAD DATA LOCAL INFILE whose
-	// file goes through t on its way to the backend.
-	RelayQueryInfile(sql []byte, t InfileTransformer) error
+	// file goes through t on its way to the backend. ok: the backend
+	// answered OK, with affected rows (the client has it).
+	RelayQueryInfile(sql []byte, t InfileTransformer) (affected uint64, ok bool, err error)
 	// RelayPrepare and RelayPrepareHidden relay a prepare and report the
 	// backend's answer.
 	RelayPrepare(sql []byte) (PrepareResult, error)

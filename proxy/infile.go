@@ -1,6 +1,10 @@
 package proxy
 
-import "github.com/leafproxy/leafproxy/proxy/wire"
+import (
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
+)
 
 // InfileTransformer rewrites the file a client sends for LOAD DATA LOCAL
 // INFILE on its way to the backend (the engine's keys for a rule table).
@@ -31,20 +35,48 @@ const infilePacket = 64 << 10
 // exchange, so an event loop gets ErrWouldBlock before anything is sent.
 // If t fails, the client gets t's error as the statement's answer (code
 // and SQLSTATE as for an Interceptor's error) in place of the backend's.
-func (s blocking) RelayQueryInfile(sql []byte, t InfileTransformer) error {
+// ok reports that the client got the backend's OK, which affected rows.
+func (s blocking) RelayQueryInfile(sql []byte, t InfileTransformer) (affected uint64, ok bool, err error) {
 	if err := s.exec.mayWait(); err != nil {
-		return err
+		return 0, false, err
 	}
 	s.infile, s.infileErr = t, nil
-	err := s.RelayQuery(sql)
+	s.out = append(append(s.out[:0], mysql.COM_QUERY), sql...)
+	r, err := s.relayWalked(s.out)
+	s.trimOut()
 	terr := s.infileErr
 	s.infile, s.infileErr = nil, nil
-	if err != nil || terr == nil {
-		return err
+	if err != nil {
+		return 0, false, err
+	}
+	if terr == nil {
+		return r.affected, r.ok, nil
 	}
 	code, state, msg := errorFields(terr)
 	s.log.Warn("LOAD DATA refused while its file streamed", "err", msg)
-	return s.writeErrFlush(code, state, msg)
+	return 0, false, s.writeErrFlush(code, state, msg)
+}
+
+// relayWalked relays the COM_QUERY pkt and its whole response on the
+// session's goroutine, flushed, as relayQuery does there, and returns what
+// the response said.
+func (s *Session) relayWalked(pkt []byte) (walkResult, error) {
+	if s.fatal != nil {
+		return walkResult{}, s.fatal
+	}
+	a := s.queryAfter(pkt)
+	if err := s.b.WriteCommand(pkt); err != nil {
+		return walkResult{}, s.setFatal(err)
+	}
+	if err := s.b.FlushForResponse(); err != nil {
+		return walkResult{}, s.setFatal(err)
+	}
+	r, err := s.walk(walkRelay, false)
+	if err != nil {
+		return r, s.setFatal(err)
+	}
+	s.applyAfter(a, r.ok)
+	return r, s.setFatal(s.c.Flush())
 }
 
 // relayLocalFileVia streams the client's file to the backend through t

@@ -15,8 +15,8 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/leafproxy/leafproxy/internal/testkit/leafproc"
-	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
 	"github.com/leafproxy/leafproxy/internal/testkit/memdb"
+	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
 )
 
 // shared is one backend for the tests that do not stop theirs; tests reach

@@ -50,8 +50,17 @@ func (l *Load) Render(dst []byte, sql string) []byte {
 
 // LoadPrelude is what a session must run before a rendered LOAD DATA:
 // it creates and clears the flag the statement sets at its first
-// generated key (see Render).
-const LoadPrelude = "@__leaf_f := NULL"
+// generated key (see Render), and keeps the session's LAST_INSERT_ID()
+// from before the statement in @__leaf_l for LoadRestore.
+const LoadPrelude = "@__leaf_f := NULL, @__leaf_l := LAST_INSERT_ID()"
+
+// LoadRestore is what a session runs after a rendered LOAD DATA that
+// wrote no row (OK, 0 rows affected: every record skipped by IGNORE or
+// the file empty): its first generated key was made LAST_INSERT_ID() as
+// the record was read, but MariaDB leaves LAST_INSERT_ID() alone when no
+// row with a generated key was written. A DO reads no table, keeps the
+// statement's warnings, and leaves ROW_COUNT() at the 0 it was.
+const LoadRestore = "DO LAST_INSERT_ID(IF(@__leaf_f IS NULL, LAST_INSERT_ID(), @__leaf_l))"
 
 // loadStatement plans sql[start:end) when it is a LOAD DATA / LOAD XML
 // into a rule table (handled); anything else is left to the caller.
