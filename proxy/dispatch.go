@@ -297,9 +297,9 @@ func (s *Session) writeErrFlush(code uint16, state, msg string) error {
 	return s.setFatal(s.c.Flush())
 }
 
-func (s *Session) setFatal(err error) error {
-	if err != nil && s.fatal == nil {
-		s.fatal = err
+func (c *commandState) setFatal(err error) error {
+	if err != nil && c.fatal == nil {
+		c.fatal = err
 	}
 	return err
 }

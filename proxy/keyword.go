@@ -36,22 +36,22 @@ func (s *Session) commandClass(text []byte) sqltext.Class {
 
 // beginClass classifies text, the command's (or the text it was mapped
 // to, killmulti.go), for the rest of the command (until endClass).
-func (s *Session) beginClass(text []byte) sqltext.Class {
-	s.class, s.classText = sqltext.Classify(text), text
-	s.classified++
-	return s.class
+func (c *commandState) beginClass(text []byte) sqltext.Class {
+	c.class, c.classText = sqltext.Classify(text), text
+	c.classified++
+	return c.class
 }
 
 // endClass ends the command's class: its text's buffer is reused.
-func (s *Session) endClass() { s.classText = nil }
+func (c *commandState) endClass() { c.classText = nil }
 
 // classOf is text's class: the command's when text is the command's own
 // text (an interceptor relaying it unchanged), else text's, read now.
-func (s *Session) classOf(text []byte) sqltext.Class {
-	if s.classText != nil && bytes.Equal(text, s.classText) {
-		return s.class
+func (c *commandState) classOf(text []byte) sqltext.Class {
+	if c.classText != nil && bytes.Equal(text, c.classText) {
+		return c.class
 	}
-	s.classified++
+	c.classified++
 	return sqltext.Classify(text)
 }
 
