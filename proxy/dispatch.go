@@ -27,13 +27,13 @@ const lastPreparedStmt = 0xFFFFFFFF
 
 // stmtID reads a statement command's id, resolving MariaDB's "last
 // prepared" alias, so interceptors key their state on real ids.
-func (s *Session) stmtID(pkt []byte) uint32 {
+func (bf *backendFacts) stmtID(pkt []byte) uint32 {
 	if len(pkt) < 5 {
 		return 0
 	}
 	id := binary.LittleEndian.Uint32(pkt[1:5])
-	if id == lastPreparedStmt && s.lastPrepOK {
-		return s.lastPrep
+	if id == lastPreparedStmt && bf.lastPrepOK {
+		return bf.lastPrep
 	}
 	return id
 }

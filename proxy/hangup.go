@@ -136,15 +136,15 @@ func (s *Session) abandonSoon() {
 
 // cutBackend closes the backend connection from any goroutine; the
 // session then ends on the error.
-func (s *Session) cutBackend() {
-	s.mu.Lock()
-	if s.bconn != nil {
-		s.bconn.Close()
+func (sh *sessionShared) cutBackend() {
+	sh.mu.Lock()
+	if sh.bconn != nil {
+		sh.bconn.Close()
 	}
-	if ln := s.loopSockets; ln != nil {
+	if ln := sh.loopSockets; ln != nil {
 		ln.shutdownBackend()
 	}
-	s.mu.Unlock()
+	sh.mu.Unlock()
 }
 
 // killQuery runs KILL QUERY tid on a connection of its own, logged in as

@@ -157,8 +157,8 @@ func (s *Session) awaitResponse(kind int, cursor bool) (ok bool, err error) {
 	return t.ok, nil
 }
 
-func (s *Session) setStatus(st uint16) {
-	s.status = st &^ mysql.SERVER_MORE_RESULTS_EXISTS
+func (bf *backendFacts) setStatus(st uint16) {
+	bf.status = st &^ mysql.SERVER_MORE_RESULTS_EXISTS
 }
 
 // relayPacket streams one logical backend packet to the client, renumbered
