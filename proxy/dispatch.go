@@ -126,7 +126,7 @@ func (s *Session) comPrepare(ctx context.Context, pkt []byte) error {
 // backend.
 func (s *Session) comExecute(ctx context.Context, pkt []byte) error {
 	if s.modeStmts {
-		s.modeOK = false
+		s.forgetMode()
 	}
 	if d := s.decideKill(pkt, sqltext.Class{}); d.way != killNone {
 		_, _, err := s.runKill(ctx, pkt, d)
@@ -164,8 +164,8 @@ func (s *Session) comBulkExecute(ctx context.Context, pkt []byte) error {
 // comStmtClose relays a COM_STMT_CLOSE (no response) after the proxy and
 // the interceptor have forgotten the statement.
 func (s *Session) comStmtClose(pkt []byte) error {
-	if s.kills != nil && len(pkt) >= 5 {
-		delete(s.kills, s.stmtID(pkt))
+	if s.hasKills() && len(pkt) >= 5 {
+		s.forgetKill(s.stmtID(pkt))
 	}
 	if ic := s.srv.ic; ic != nil && len(pkt) >= 5 {
 		ic.StmtClosed(s, s.stmtID(pkt))

@@ -328,7 +328,7 @@ func (s *Session) settleFirst(v firstVerdict, a afterAction) (retried, done bool
 		s.applyAfter(a, true)
 		return false, true, s.setFatal(s.c.Flush())
 	case v.act == actReport && !isErr:
-		s.okInsertID, s.okReport = v.insertID, true
+		s.reportOK(v.insertID)
 	}
 	return false, false, nil
 }

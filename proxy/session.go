@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/leafproxy/leafproxy/internal/killsql"
 	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
@@ -123,6 +124,63 @@ type backendFacts struct {
 	lastPrepOK  bool
 }
 
+// forgetDB marks the database as unknown: it is read again when asked
+// for (DB), after a statement that may have changed it unseen.
+func (bf *backendFacts) forgetDB() { bf.dbOK = false }
+
+// forgetMode marks sql_mode as unknown: SQLMode reads it again.
+func (bf *backendFacts) forgetMode() { bf.modeOK = false }
+
+// cachedMode is the sql_mode last read, ok false when it must be read again.
+func (bf *backendFacts) cachedMode() (mode string, ok bool) { return bf.mode, bf.modeOK }
+
+// cacheMode records mode, just read from the backend.
+func (bf *backendFacts) cacheMode(mode string) { bf.mode, bf.modeOK = mode, true }
+
+// setPrepared records id as the statement the last prepare made, which an
+// execute of "the last prepared statement" means (stmtID).
+func (bf *backendFacts) setPrepared(id uint32) { bf.lastPrep, bf.lastPrepOK = id, true }
+
+// forgetPrepared: the last prepare failed (or the session was reset), so
+// "the last prepared statement" resolves to no older one.
+func (bf *backendFacts) forgetPrepared() { bf.lastPrepOK = false }
+
+// reset forgets what COM_RESET_CONNECTION resets: sql_mode and the last
+// prepared statement.
+func (bf *backendFacts) reset() {
+	bf.forgetMode()
+	bf.forgetPrepared()
+}
+
+// overridesOK says the next response's first OK gets okInsertID (see
+// takeOKOverride).
+func (bf *backendFacts) overridesOK() bool { return bf.okInsertID != 0 || bf.okReport }
+
+// takeOKOverride spends the override of the next response's first OK:
+// the insert id to put in it, and whether any OK gets it (okReport) or
+// only one with rows affected and insert id 0.
+func (bf *backendFacts) takeOKOverride() (id uint64, report bool) {
+	id, report = bf.okInsertID, bf.okReport
+	bf.okInsertID, bf.okReport = 0, false
+	return id, report
+}
+
+// reportOK makes id the insert id of the next response's first packet if
+// that is an OK, whatever its own (an AnswerWatcher's verdict).
+func (bf *backendFacts) reportOK(id uint64) { bf.okInsertID, bf.okReport = id, true }
+
+// nextOKInsertID sets the override for the i-th result of a
+// multi-statement text from okInsertIDs (RelayQueryInsertIDs), if it
+// names one.
+func (bf *backendFacts) nextOKInsertID(i int) {
+	if bf.okInsertIDs != nil && i < len(bf.okInsertIDs) {
+		bf.okInsertID = bf.okInsertIDs[i]
+	}
+}
+
+// countRelayedErr counts an ERR packet relayed to the client.
+func (bf *backendFacts) countRelayedErr() { bf.relayedErrs++ }
+
 // commandState is the command path's: the session's context (serve's),
 // the value an interceptor keeps with the session (SetValue), the error
 // that ends the session once the command returns (setFatal), and what
@@ -186,6 +244,38 @@ type hangupState struct {
 type killState struct {
 	kills      map[uint32]*killStmt // KILLs the client prepared, by statement id (killstmt.go)
 	connKilled bool                 // the last response relayed ended in 1927 (killrelay.go)
+}
+
+// hasKills says the client has prepared a KILL (not yet closed or reset).
+func (ks *killState) hasKills() bool { return ks.kills != nil }
+
+// addKill records the KILL k the client prepared as statement id.
+func (ks *killState) addKill(id uint32, k killsql.Req) {
+	if ks.kills == nil {
+		ks.kills = map[uint32]*killStmt{}
+	}
+	ks.kills[id] = &killStmt{req: k}
+}
+
+// preparedKill is the KILL prepared as statement id, nil if none.
+func (ks *killState) preparedKill(id uint32) *killStmt { return ks.kills[id] }
+
+// forgetKill forgets the prepared KILL id (COM_STMT_CLOSE).
+func (ks *killState) forgetKill(id uint32) { delete(ks.kills, id) }
+
+// forgetKills forgets every prepared KILL (COM_RESET_CONNECTION).
+func (ks *killState) forgetKills() { ks.kills = nil }
+
+// markConnKilled notes that the response just relayed ended in 1927.
+func (ks *killState) markConnKilled() { ks.connKilled = true }
+
+// takeConnKilled reports, and clears, that the last response ended in 1927.
+func (ks *killState) takeConnKilled() bool {
+	if !ks.connKilled {
+		return false
+	}
+	ks.connKilled = false
+	return true
 }
 
 // infileState is the LOCAL INFILE of the statement under way when an
