@@ -512,9 +512,5 @@ func (s *Session) releaseCommand(pkt []byte) {
 		s.heldMem = 0
 		return
 	}
-	if cap(pkt) <= keepBuf {
-		s.cmd = pkt[:0]
-	} else {
-		s.cmd = nil
-	}
+	s.keepCmd(pkt)
 }

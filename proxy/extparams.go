@@ -93,9 +93,7 @@ func (s blocking) RelayPrepareHidden(sql []byte, hidden []int, want int) (Prepar
 	if err := s.relayHiddenDefs(pr, hidden, visible); err != nil {
 		return PrepareResult{}, s.setFatal(err)
 	}
-	if cap(s.scratch) > keepBuf {
-		s.scratch = nil
-	}
+	s.trimScratch()
 	pr.Params = uint16(visible)
 	return pr, s.setFatal(s.c.Flush())
 }

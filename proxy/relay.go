@@ -267,11 +267,7 @@ func (s *Session) walk(mode int, cursor bool) (walkResult, error) {
 // what an event loop left when it handed the session back mid-response.
 func (s *Session) walkFrom(t *respTracker, mode int) (walkResult, error) {
 	var r walkResult
-	defer func() {
-		if cap(s.scratch) > keepBuf {
-			s.scratch = nil
-		}
-	}()
+	defer s.trimScratch()
 	for !t.done() {
 		var head []byte
 		var n int
@@ -324,7 +320,7 @@ func (s *Session) walkFrom(t *respTracker, mode int) (walkResult, error) {
 		}
 	}
 	if mode == walkRelay && t.kind != respNone {
-		s.relayed = true // the command is timed when it ends (endCommand)
+		s.markRelayed() // the command is timed when it ends (endCommand)
 	}
 	r.ok, r.affected, r.insertID, r.warnings = t.ok, t.affected, t.insertID, t.warnings
 	return r, nil

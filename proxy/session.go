@@ -295,11 +295,43 @@ type idleState struct {
 	bpeekConn net.Conn           // the connection bpeek was made for
 }
 
+// peekerFor is the idle watch's look at conn, made on the first look and
+// again for a new backend connection (change user).
+func (is *idleState) peekerFor(conn net.Conn) *wire.SocketPeeker {
+	if is.bpeekConn != conn {
+		is.bpeek, is.bpeekConn = wire.NewSocketPeeker(conn), conn
+	}
+	return is.bpeek
+}
+
 // statsState is the session's statement-path metrics (stats.go): written
 // by the owner with plain stores, read by scrapes atomically.
 type statsState struct {
 	stats   sessionStats // statement-path metrics (stats.go)
 	relayed bool         // the command under way relayed a response (timed at its end)
+}
+
+// countCmd counts a command whose first byte is c.
+func (st *statsState) countCmd(c byte) { st.stats.cmds[cmdKind(c)].Inc() }
+
+// countErrCode counts an ERR with code; false when the session's table of
+// codes is full (the server counts it then).
+func (st *statsState) countErrCode(code uint16) bool { return st.stats.addErr(code) }
+
+// observeRelay records a relayed command that took d nanoseconds.
+func (st *statsState) observeRelay(d int64) { st.stats.relay.Observe(d) }
+
+// markRelayed notes that the command under way relayed a response, which
+// is timed when the command ends (endCommand).
+func (st *statsState) markRelayed() { st.relayed = true }
+
+// takeRelayed reports, and clears, that the command relayed a response.
+func (st *statsState) takeRelayed() bool {
+	if !st.relayed {
+		return false
+	}
+	st.relayed = false
+	return true
 }
 
 // sessionBuffers are the owner's reused buffers.
@@ -308,6 +340,39 @@ type sessionBuffers struct {
 	out     []byte // reused outgoing command buffer
 	scratch []byte // reused buffer for proxy-originated responses
 	head    [wire.HeadLen]byte
+}
+
+// bytes is the capacity of the reused command buffers.
+func (bufs *sessionBuffers) bytes() int { return cap(bufs.cmd) + cap(bufs.out) + cap(bufs.scratch) }
+
+// dropOver drops the reused buffers larger than limit (park: idleBuf).
+func (bufs *sessionBuffers) dropOver(limit int) {
+	if cap(bufs.cmd) > limit {
+		bufs.cmd = nil
+	}
+	if cap(bufs.out) > limit {
+		bufs.out = nil
+	}
+	if cap(bufs.scratch) > limit {
+		bufs.scratch = nil
+	}
+}
+
+// keepCmd keeps pkt's buffer as the command buffer for the next command,
+// unless it grew past keepBuf.
+func (bufs *sessionBuffers) keepCmd(pkt []byte) {
+	if cap(pkt) <= keepBuf {
+		bufs.cmd = pkt[:0]
+	} else {
+		bufs.cmd = nil
+	}
+}
+
+// trimScratch drops the scratch buffer once it grew past keepBuf.
+func (bufs *sessionBuffers) trimScratch() {
+	if cap(bufs.scratch) > keepBuf {
+		bufs.scratch = nil
+	}
 }
 
 const (
