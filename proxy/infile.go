@@ -40,12 +40,11 @@ func (s blocking) RelayQueryInfile(sql []byte, t InfileTransformer) (affected ui
 	if err := s.exec.mayWait(); err != nil {
 		return 0, false, err
 	}
-	s.infile, s.infileErr = t, nil
+	s.beginInfile(t)
 	s.out = append(append(s.out[:0], mysql.COM_QUERY), sql...)
 	r, err := s.relayWalked(s.out)
 	s.trimOut()
-	terr := s.infileErr
-	s.infile, s.infileErr = nil, nil
+	terr := s.endInfile()
 	if err != nil {
 		return 0, false, err
 	}
@@ -138,7 +137,7 @@ func (s *Session) relayLocalFileVia(t InfileTransformer) error {
 	if err := send(true); err != nil {
 		return err
 	}
-	s.infileErr = terr
+	s.infileFailed(terr)
 	if err := wire.WriteHeader(s.b.W, 0, s.b.Seq); err != nil {
 		return s.b.Fail(err)
 	}

@@ -223,6 +223,19 @@ type loopState struct {
 	noLoop         bool          // never: a leg is TLS, compressed or not a socket
 }
 
+// stayOffLoop keeps the session on its goroutine for good (a leg an event
+// loop cannot serve, or a move that failed).
+func (ls *loopState) stayOffLoop() { ls.noLoop = true }
+
+// handBackChan is the channel a loop hands the session back on, made on
+// the session's first move to a loop.
+func (ls *loopState) handBackChan() chan handBack {
+	if ls.handBackc == nil {
+		ls.handBackc = make(chan handBack, 1)
+	}
+	return ls.handBackc
+}
+
 // hangupState is how the session ends (hangup.go): ending is the
 // goroutine's plan for the backend connection, left that the client
 // closed without COM_QUIT (the owner's; the loop reads left while it
@@ -236,6 +249,14 @@ type hangupState struct {
 	abandoned atomic.Bool
 	hup       hangupPeeker // the hang-up watch's look at cconn (s.mu)
 }
+
+// isAbandoned says the backend was told to stop the statement of a
+// client that went away (abandon).
+func (h *hangupState) isAbandoned() bool { return h.abandoned.Load() }
+
+// markAbandoned marks the session abandoned; true for the first caller
+// only, which then stops the statement.
+func (h *hangupState) markAbandoned() bool { return h.abandoned.CompareAndSwap(false, true) }
 
 // killState is the session's part of KILL beyond one command: the KILLs
 // its client prepared, which the proxy executes itself (killstmt.go), and
@@ -284,6 +305,20 @@ func (ks *killState) takeConnKilled() bool {
 type infileState struct {
 	infile    InfileTransformer // RelayQueryInfile: the file of the statement under way goes through it
 	infileErr error             // its error, which the client gets as the answer
+}
+
+// beginInfile makes t the transformer of the statement about to run.
+func (in *infileState) beginInfile(t InfileTransformer) { in.infile, in.infileErr = t, nil }
+
+// infileFailed records the transformer's error, which the client gets as
+// the statement's answer.
+func (in *infileState) infileFailed(err error) { in.infileErr = err }
+
+// endInfile ends the statement's transformation and returns its error.
+func (in *infileState) endInfile() error {
+	err := in.infileErr
+	in.infile, in.infileErr = nil, nil
+	return err
 }
 
 // idleState is the session between commands on its goroutine

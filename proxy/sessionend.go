@@ -14,7 +14,7 @@ import (
 // endIfAbandoned ends a session whose client went away during the command
 // just answered (hangup.go): its backend connection runs nothing more.
 func (s *Session) endIfAbandoned() bool {
-	if !s.abandoned.Load() {
+	if !s.isAbandoned() {
 		return false
 	}
 	s.log.Info("session closed: the client went away during a command")
@@ -51,7 +51,7 @@ func (s *Session) endOnError(err error) {
 		return
 	}
 	var ie *wire.IOError
-	if s.abandoned.Load() && !s.closing.Load() {
+	if s.isAbandoned() && !s.closing.Load() {
 		// Its client went away mid-command: the statement was killed and
 		// the backend connection cut (hangup.go).
 		s.log.Info("session closed: the client went away during a command", "err", oneLine(err))
