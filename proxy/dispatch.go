@@ -164,8 +164,8 @@ func (s *Session) comBulkExecute(ctx context.Context, pkt []byte) error {
 // comStmtClose relays a COM_STMT_CLOSE (no response) after the proxy and
 // the interceptor have forgotten the statement.
 func (s *Session) comStmtClose(pkt []byte) error {
-	if s.hasKills() && len(pkt) >= 5 {
-		s.forgetKill(s.stmtID(pkt))
+	if s.kills.has() && len(pkt) >= 5 {
+		s.kills.forget(s.stmtID(pkt))
 	}
 	if ic := s.srv.ic; ic != nil && len(pkt) >= 5 {
 		ic.StmtClosed(s, s.stmtID(pkt))

@@ -54,7 +54,7 @@ func (s *Session) relayedErr(head []byte) {
 	s.countRelayedErr()
 	s.countErrPacket(head)
 	if len(head) >= 3 && uint16(head[1])|uint16(head[2])<<8 == erConnectionKilled {
-		s.markConnKilled()
+		s.kills.markConnKilled()
 	}
 }
 
@@ -67,7 +67,7 @@ const killedWait = 200 * time.Millisecond
 // connection has ended, so its client sees the connection close as it
 // would directly.
 func (s *Session) endIfKilled() bool {
-	if !s.takeConnKilled() {
+	if !s.kills.takeConnKilled() {
 		return false
 	}
 	if s.b.Buffered() > 0 {

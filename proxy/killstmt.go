@@ -38,16 +38,16 @@ func (s *Session) prepareKill(pkt []byte, k killsql.Req) error {
 	if err != nil || !res.OK {
 		return err
 	}
-	s.addKill(res.StmtID, k)
+	s.kills.add(res.StmtID, k)
 	return nil
 }
 
 // killStmtFor is the prepared KILL a statement command names, or nil.
 func (s *Session) killStmtFor(pkt []byte) *killStmt {
-	if !s.hasKills() || len(pkt) < 5 {
+	if !s.kills.has() || len(pkt) < 5 {
 		return nil
 	}
-	return s.preparedKill(s.stmtID(pkt))
+	return s.kills.lookup(s.stmtID(pkt))
 }
 
 // executeKill carries out a COM_STMT_EXECUTE of a prepared KILL. The

@@ -92,7 +92,7 @@ func (s *Session) applyAfter(a afterAction, ok bool) {
 	case afterReset:
 		if ok {
 			s.backendFacts.reset()
-			s.forgetKills()
+			s.kills.forgetAll()
 			if ic := s.srv.ic; ic != nil {
 				ic.SessionReset(s)
 			}
@@ -307,11 +307,11 @@ func (s *Session) walkFrom(t *respTracker, mode int) (walkResult, error) {
 			if mode != walkRelay {
 				return r, protocolError("LOCAL INFILE request although CLIENT_LOCAL_FILES is off")
 			}
-			if s.infile != nil {
-				if err := s.relayLocalFileVia(s.infile); err != nil {
+			if s.infile.t != nil {
+				if err := s.relayLocalFileVia(s.infile.t); err != nil {
 					return r, err
 				}
-				if s.infileErr != nil {
+				if s.infile.err != nil {
 					mode = walkDiscard // the client gets the transformer's error instead
 				}
 			} else if err := s.relayLocalFile(); err != nil {

@@ -63,8 +63,8 @@ type Session struct {
 	commandState
 	loopState
 	hangupState
-	killState
-	infileState
+	kills  killState
+	infile infileState
 	idleState
 	statsState
 	sessionBuffers
@@ -263,29 +263,29 @@ func (h *hangupState) markAbandoned() bool { return h.abandoned.CompareAndSwap(f
 // the 1927 its last response ended in (killrelay.go). Owner only; other
 // sessions' KILLs reach this one only through sessionShared.
 type killState struct {
-	kills      map[uint32]*killStmt // KILLs the client prepared, by statement id (killstmt.go)
+	stmts      map[uint32]*killStmt // KILLs the client prepared, by statement id (killstmt.go)
 	connKilled bool                 // the last response relayed ended in 1927 (killrelay.go)
 }
 
-// hasKills says the client has prepared a KILL (not yet closed or reset).
-func (ks *killState) hasKills() bool { return ks.kills != nil }
+// has says the client has prepared a KILL (not yet closed or reset).
+func (ks *killState) has() bool { return ks.stmts != nil }
 
-// addKill records the KILL k the client prepared as statement id.
-func (ks *killState) addKill(id uint32, k killsql.Req) {
-	if ks.kills == nil {
-		ks.kills = map[uint32]*killStmt{}
+// add records the KILL k the client prepared as statement id.
+func (ks *killState) add(id uint32, k killsql.Req) {
+	if ks.stmts == nil {
+		ks.stmts = map[uint32]*killStmt{}
 	}
-	ks.kills[id] = &killStmt{req: k}
+	ks.stmts[id] = &killStmt{req: k}
 }
 
-// preparedKill is the KILL prepared as statement id, nil if none.
-func (ks *killState) preparedKill(id uint32) *killStmt { return ks.kills[id] }
+// lookup is the KILL prepared as statement id, nil if none.
+func (ks *killState) lookup(id uint32) *killStmt { return ks.stmts[id] }
 
-// forgetKill forgets the prepared KILL id (COM_STMT_CLOSE).
-func (ks *killState) forgetKill(id uint32) { delete(ks.kills, id) }
+// forget forgets the prepared KILL id (COM_STMT_CLOSE).
+func (ks *killState) forget(id uint32) { delete(ks.stmts, id) }
 
-// forgetKills forgets every prepared KILL (COM_RESET_CONNECTION).
-func (ks *killState) forgetKills() { ks.kills = nil }
+// forgetAll forgets every prepared KILL (COM_RESET_CONNECTION).
+func (ks *killState) forgetAll() { ks.stmts = nil }
 
 // markConnKilled notes that the response just relayed ended in 1927.
 func (ks *killState) markConnKilled() { ks.connKilled = true }
@@ -303,21 +303,21 @@ func (ks *killState) takeConnKilled() bool {
 // interceptor transforms its file (infile.go). Owner only, for one
 // command.
 type infileState struct {
-	infile    InfileTransformer // RelayQueryInfile: the file of the statement under way goes through it
-	infileErr error             // its error, which the client gets as the answer
+	t   InfileTransformer // RelayQueryInfile: the file of the statement under way goes through it
+	err error             // its error, which the client gets as the answer
 }
 
-// beginInfile makes t the transformer of the statement about to run.
-func (in *infileState) beginInfile(t InfileTransformer) { in.infile, in.infileErr = t, nil }
+// begin makes t the transformer of the statement about to run.
+func (in *infileState) begin(t InfileTransformer) { in.t, in.err = t, nil }
 
-// infileFailed records the transformer's error, which the client gets as
-// the statement's answer.
-func (in *infileState) infileFailed(err error) { in.infileErr = err }
+// fail records the transformer's error, which the client gets as the
+// statement's answer.
+func (in *infileState) fail(err error) { in.err = err }
 
-// endInfile ends the statement's transformation and returns its error.
-func (in *infileState) endInfile() error {
-	err := in.infileErr
-	in.infile, in.infileErr = nil, nil
+// end ends the statement's transformation and returns its error.
+func (in *infileState) end() error {
+	err := in.err
+	in.t, in.err = nil, nil
 	return err
 }
 
