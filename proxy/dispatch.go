@@ -498,8 +498,7 @@ func (s *Session) refuseOverBudget(got int) error {
 // releaseLarge frees the server's one slot for reading a multi-piece
 // command, once the whole command has arrived (or failed to).
 func (s *Session) releaseLarge() {
-	if s.largeHeld {
-		s.largeHeld = false
+	if s.takeLarge() {
 		s.srv.mem.releaseLarge()
 	}
 }
@@ -507,9 +506,8 @@ func (s *Session) releaseLarge() {
 // releaseCommand returns a command's buffer: small ones are kept for reuse,
 // large ones give their memory back to the budget.
 func (s *Session) releaseCommand(pkt []byte) {
-	if s.heldMem > 0 {
-		s.srv.mem.release(s.heldMem)
-		s.heldMem = 0
+	if held := s.takeHeldMem(); held > 0 {
+		s.srv.mem.release(held)
 		return
 	}
 	s.keepCmd(pkt)

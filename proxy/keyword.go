@@ -23,15 +23,15 @@ func (s *Session) Class() sqltext.Class { return s.class }
 // whole command (until endClass): read now, or the one the event loop read
 // for the same command before it handed it back (handBack.class), so a
 // command is classified once wherever it runs.
-func (s *Session) commandClass(text []byte) sqltext.Class {
-	if s.handedOK {
-		s.handedOK = false
-		s.class, s.classText = s.handed, text
+func (c *commandState) commandClass(text []byte) sqltext.Class {
+	if c.handedOK {
+		c.handedOK = false
+		c.class, c.classText = c.handed, text
 	} else {
-		s.beginClass(text)
+		c.beginClass(text)
 	}
-	s.received, s.receivedOK = s.class, true
-	return s.class
+	c.received, c.receivedOK = c.class, true
+	return c.class
 }
 
 // beginClass classifies text, the command's (or the text it was mapped

@@ -209,6 +209,24 @@ type commandState struct {
 	receivedOK, handedOK bool
 }
 
+// takeHeldMem is the command memory the command held, now given up by
+// the session (the caller releases it to the budget).
+func (c *commandState) takeHeldMem() int64 {
+	held := c.heldMem
+	c.heldMem = 0
+	return held
+}
+
+// takeLarge reports, and clears, that the session holds the server's slot
+// for reading a 16 MiB+ command (the caller frees it).
+func (c *commandState) takeLarge() bool {
+	if !c.largeHeld {
+		return false
+	}
+	c.largeHeld = false
+	return true
+}
+
 // loopState is who runs the session's commands (commandexec.go,
 // handoff_linux.go). The session's goroutine sets exec to the lane before
 // posting it to a loop and back when the loop hands the session back on
@@ -489,9 +507,8 @@ func (s *Session) serve(base context.Context) {
 		}
 		// A command that ended in a panic still gives back the command
 		// memory it held (limits.command_memory).
-		if s.heldMem > 0 {
-			s.srv.mem.release(s.heldMem)
-			s.heldMem = 0
+		if held := s.takeHeldMem(); held > 0 {
+			s.srv.mem.release(held)
 		}
 	}()
 	s.log.Debug("session started", "db", s.db, "backend_thread", s.threadID.Load())
