@@ -27,12 +27,17 @@ import (
 //
 // Its state is grouped by concern, as net/http separates conn, connReader
 // and response: the session's identity and legs here, the rest in the
-// embedded groups below (their fields are promoted, so code reads s.db,
-// s.kills, s.ending). Each group's comment says who may touch it. "The
-// owner" is whoever runs the session's commands now: its own goroutine,
-// or, while an event loop serves it (exec is its lane), the loop runner
-// holding the lane (lane.mu); the goroutine then waits on handBackc and
-// touches nothing. Only sessionShared is for other goroutines.
+// groups below. Each group's comment says who may touch it, and the
+// methods whose body touches only one group's state have that group as
+// their receiver (func (bf *backendFacts) setStatus), so a receiver says
+// which state a method may touch; a *Session method may touch any. Most
+// groups are embedded (their fields and methods are promoted, so code
+// reads s.db, s.setStatus, s.ending); killState and infileState are named
+// fields (s.kills.add, s.infile.t). "The owner" is whoever runs the
+// session's commands now: its own goroutine, or, while an event loop
+// serves it (exec is its lane), the loop runner holding the lane
+// (lane.mu); the goroutine then waits on handBackc and touches nothing.
+// Only sessionShared is for other goroutines.
 type Session struct {
 	// Identity and negotiation: set at login, replaced by a change user
 	// (auth_changeuser.go) on the owner; user and account are written
@@ -75,7 +80,9 @@ type Session struct {
 // server (Shutdown's poke and forced close, lookups by thread id, admin
 // views through info), the hang-up watch (cconn, idle, since). The owner
 // writes it, under mu or atomically; nothing else is written here by
-// others but the closing flag.
+// others but the closing flag. Its methods close its connections under
+// mu, for whichever goroutine asks: closeConns, closeIfIdle, pokeIfIdle
+// (sessionend.go), cutBackend (hangup.go).
 type sessionShared struct {
 	// mu guards what other goroutines close (forceClose, KILL, Shutdown):
 	// the connections while the session's goroutine serves it, the loop's
@@ -96,7 +103,10 @@ type sessionShared struct {
 // the interceptor's planning and the answers the proxy writes: current
 // database, status flags, sql_mode, the last prepared statement, the
 // insert id to report. Owner only (other goroutines see the database
-// through sessionShared.dbShared).
+// through sessionShared.dbShared, which is why setDB is a *Session
+// method). Its methods keep these facts: setStatus (relay.go), stmtID
+// (dispatch.go), and those below (the database and sql_mode caches, the
+// last prepare, the insert id override of the next OK).
 type backendFacts struct {
 	db     string
 	dbOK   bool // false: db must be re-read (after a multi-statement)
@@ -184,7 +194,10 @@ func (bf *backendFacts) countRelayedErr() { bf.relayedErrs++ }
 // commandState is the command path's: the session's context (serve's),
 // the value an interceptor keeps with the session (SetValue), the error
 // that ends the session once the command returns (setFatal), and what
-// the command under way holds. Owner only.
+// the command under way holds. Owner only. Its methods: setFatal
+// (dispatch.go), the command's class (commandClass, beginClass, classOf,
+// endClass: keyword.go), and giving up what the command holds
+// (takeHeldMem, takeLarge; the *Session caller returns it to the server).
 type commandState struct {
 	ctx       context.Context
 	value     any
@@ -233,7 +246,8 @@ func (c *commandState) takeLarge() bool {
 // handBackc (the loop's only write here: one send per stay; it reads
 // exec, as every session method does, while it serves the session, and
 // session methods that would wait then return ErrWouldBlock).
-// goroutineTurns and noLoop are the goroutine's alone.
+// goroutineTurns and noLoop are the goroutine's alone. Its methods are
+// the goroutine's: stayOffLoop, handBackChan.
 type loopState struct {
 	exec           commandExec   // onGoroutine, or the session's lane while an event loop serves it
 	handBackc      chan handBack // the loop hands the session back here
@@ -260,7 +274,8 @@ func (ls *loopState) handBackChan() chan handBack {
 // serves the session). abandoned is set once, by whoever first tells the
 // backend to stop the statement of a client that went away (the owner,
 // or the hang-up watch, a goroutine of the server); hup is the watch's,
-// under sessionShared.mu.
+// under sessionShared.mu. Its methods, isAbandoned and markAbandoned, are
+// for either (abandoned is atomic).
 type hangupState struct {
 	ending    uint8
 	left      bool // the client closed its connection without COM_QUIT
@@ -279,7 +294,9 @@ func (h *hangupState) markAbandoned() bool { return h.abandoned.CompareAndSwap(f
 // killState is the session's part of KILL beyond one command: the KILLs
 // its client prepared, which the proxy executes itself (killstmt.go), and
 // the 1927 its last response ended in (killrelay.go). Owner only; other
-// sessions' KILLs reach this one only through sessionShared.
+// sessions' KILLs reach this one only through sessionShared. A named
+// field, s.kills: its methods keep the prepared KILLs (add, lookup,
+// forget, forgetAll) and the 1927 (markConnKilled, takeConnKilled).
 type killState struct {
 	stmts      map[uint32]*killStmt // KILLs the client prepared, by statement id (killstmt.go)
 	connKilled bool                 // the last response relayed ended in 1927 (killrelay.go)
@@ -319,7 +336,8 @@ func (ks *killState) takeConnKilled() bool {
 
 // infileState is the LOCAL INFILE of the statement under way when an
 // interceptor transforms its file (infile.go). Owner only, for one
-// command.
+// command. A named field, s.infile: begin, fail and end are the
+// statement's transformation from start to end.
 type infileState struct {
 	t   InfileTransformer // RelayQueryInfile: the file of the statement under way goes through it
 	err error             // its error, which the client gets as the answer
@@ -341,7 +359,9 @@ func (in *infileState) end() error {
 
 // idleState is the session between commands on its goroutine
 // (idlewatch.go): its buffers given back, the idle watch's look at the
-// backend connection. The goroutine's alone.
+// backend connection. The goroutine's alone. Its method peekerFor is
+// the idle watch's look; park and unpark (idlewatch.go) stay *Session
+// methods, as they move the legs' buffers too.
 type idleState struct {
 	parked    bool               // idle: buffers given back (park)
 	bpeek     *wire.SocketPeeker // the idle watch's look at bconn (nil: not a socket)
@@ -358,7 +378,10 @@ func (is *idleState) peekerFor(conn net.Conn) *wire.SocketPeeker {
 }
 
 // statsState is the session's statement-path metrics (stats.go): written
-// by the owner with plain stores, read by scrapes atomically.
+// by the owner with plain stores, read by scrapes atomically. Its methods
+// count (countCmd, countErrCode, observeRelay) and keep the relayed flag
+// (markRelayed, takeRelayed); the *Session methods in stats.go call them
+// unless the server counts nothing (noStats).
 type statsState struct {
 	stats   sessionStats // statement-path metrics (stats.go)
 	relayed bool         // the command under way relayed a response (timed at its end)
@@ -387,7 +410,9 @@ func (st *statsState) takeRelayed() bool {
 	return true
 }
 
-// sessionBuffers are the owner's reused buffers.
+// sessionBuffers are the owner's reused buffers. Its methods decide
+// which to keep: trimOut (backendstmt.go), trimScratch, keepCmd, dropOver
+// (park), and bytes, their size.
 type sessionBuffers struct {
 	cmd     []byte // reused command buffer
 	out     []byte // reused outgoing command buffer
