@@ -221,9 +221,9 @@ func (s *Session) clearDeadline(ctx context.Context) {
 	}
 }
 
-func (s *Session) trimOut() {
-	if cap(s.out) > keepBuf {
-		s.out = nil
+func (bufs *sessionBuffers) trimOut() {
+	if cap(bufs.out) > keepBuf {
+		bufs.out = nil
 	}
 }
 

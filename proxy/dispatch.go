@@ -27,13 +27,13 @@ const lastPreparedStmt = 0xFFFFFFFF
 
 // stmtID reads a statement command's id, resolving MariaDB's "last
 // prepared" alias, so interceptors key their state on real ids.
-func (s *Session) stmtID(pkt []byte) uint32 {
+func (bf *backendFacts) stmtID(pkt []byte) uint32 {
 	if len(pkt) < 5 {
 		return 0
 	}
 	id := binary.LittleEndian.Uint32(pkt[1:5])
-	if id == lastPreparedStmt && s.lastPrepOK {
-		return s.lastPrep
+	if id == lastPreparedStmt && bf.lastPrepOK {
+		return bf.lastPrep
 	}
 	return id
 }
@@ -126,7 +126,7 @@ func (s *Session) comPrepare(ctx context.Context, pkt []byte) error {
 // backend.
 func (s *Session) comExecute(ctx context.Context, pkt []byte) error {
 	if s.modeStmts {
-		s.modeOK = false
+		s.forgetMode()
 	}
 	if d := s.decideKill(pkt, sqltext.Class{}); d.way != killNone {
 		_, _, err := s.runKill(ctx, pkt, d)
@@ -164,8 +164,8 @@ func (s *Session) comBulkExecute(ctx context.Context, pkt []byte) error {
 // comStmtClose relays a COM_STMT_CLOSE (no response) after the proxy and
 // the interceptor have forgotten the statement.
 func (s *Session) comStmtClose(pkt []byte) error {
-	if s.kills != nil && len(pkt) >= 5 {
-		delete(s.kills, s.stmtID(pkt))
+	if s.kills.has() && len(pkt) >= 5 {
+		s.kills.forget(s.stmtID(pkt))
 	}
 	if ic := s.srv.ic; ic != nil && len(pkt) >= 5 {
 		ic.StmtClosed(s, s.stmtID(pkt))
@@ -297,9 +297,9 @@ func (s *Session) writeErrFlush(code uint16, state, msg string) error {
 	return s.setFatal(s.c.Flush())
 }
 
-func (s *Session) setFatal(err error) error {
-	if err != nil && s.fatal == nil {
-		s.fatal = err
+func (c *commandState) setFatal(err error) error {
+	if err != nil && c.fatal == nil {
+		c.fatal = err
 	}
 	return err
 }
@@ -498,8 +498,7 @@ func (s *Session) refuseOverBudget(got int) error {
 // releaseLarge frees the server's one slot for reading a multi-piece
 // command, once the whole command has arrived (or failed to).
 func (s *Session) releaseLarge() {
-	if s.largeHeld {
-		s.largeHeld = false
+	if s.takeLarge() {
 		s.srv.mem.releaseLarge()
 	}
 }
@@ -507,14 +506,9 @@ func (s *Session) releaseLarge() {
 // releaseCommand returns a command's buffer: small ones are kept for reuse,
 // large ones give their memory back to the budget.
 func (s *Session) releaseCommand(pkt []byte) {
-	if s.heldMem > 0 {
-		s.srv.mem.release(s.heldMem)
-		s.heldMem = 0
+	if held := s.takeHeldMem(); held > 0 {
+		s.srv.mem.release(held)
 		return
 	}
-	if cap(pkt) <= keepBuf {
-		s.cmd = pkt[:0]
-	} else {
-		s.cmd = nil
-	}
+	s.keepCmd(pkt)
 }

@@ -62,7 +62,7 @@ func (s blocking) RelayPrepareHidden(sql []byte, hidden []int, want int) (Prepar
 		return PrepareResult{}, s.setFatal(err)
 	}
 	if wire.IsErr(p) {
-		s.lastPrepOK = false
+		s.forgetPrepared()
 		if err := s.c.WritePacket(p); err != nil {
 			return PrepareResult{}, s.setFatal(err)
 		}
@@ -81,7 +81,7 @@ func (s blocking) RelayPrepareHidden(sql []byte, hidden []int, want int) (Prepar
 		if err := s.dropHiddenPrepare(pr); err != nil {
 			return PrepareResult{}, s.setFatal(err)
 		}
-		s.lastPrepOK = false
+		s.forgetPrepared()
 		return PrepareResult{}, &ParamCountError{Got: int(pr.Params), Want: want}
 	}
 	visible := int(pr.Params) - len(hidden)
@@ -89,13 +89,11 @@ func (s blocking) RelayPrepareHidden(sql []byte, hidden []int, want int) (Prepar
 	if err := s.c.WritePacket(p); err != nil {
 		return PrepareResult{}, s.setFatal(err)
 	}
-	s.lastPrep, s.lastPrepOK = pr.StmtID, true
+	s.setPrepared(pr.StmtID)
 	if err := s.relayHiddenDefs(pr, hidden, visible); err != nil {
 		return PrepareResult{}, s.setFatal(err)
 	}
-	if cap(s.scratch) > keepBuf {
-		s.scratch = nil
-	}
+	s.trimScratch()
 	pr.Params = uint16(visible)
 	return pr, s.setFatal(s.c.Flush())
 }

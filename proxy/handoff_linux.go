@@ -100,7 +100,7 @@ func (s *Session) loopFor() *loop {
 	s.srv.loopsOnce.Do(s.srv.startLoops)
 	l := s.srv.loop
 	if l == nil || s.c.Comp != nil || !plainConn(s.c.Conn) || !plainConn(s.b.Conn) {
-		s.noLoop = true
+		s.stayOffLoop()
 		return nil
 	}
 	if s.b.R != nil && s.b.Buffered() > 0 {
@@ -128,14 +128,14 @@ func plainConn(c net.Conn) bool {
 func (s *Session) runOnLoop(l *loop) (handBack, bool) {
 	cfd, err := dupSocket(s.c.Conn)
 	if err != nil {
-		s.noLoop = true
+		s.stayOffLoop()
 		s.log.Warn("session stays off the event loop", "err", err)
 		return handBack{}, false
 	}
 	bfd, err := dupSocket(s.b.Conn)
 	if err != nil {
 		unix.Close(cfd)
-		s.noLoop = true
+		s.stayOffLoop()
 		s.log.Warn("session stays off the event loop", "err", err)
 		return handBack{}, false
 	}
@@ -143,7 +143,7 @@ func (s *Session) runOnLoop(l *loop) (handBack, bool) {
 		if err := assertNonblocking(fd); err != nil {
 			unix.Close(cfd)
 			unix.Close(bfd)
-			s.noLoop = true
+			s.stayOffLoop()
 			s.log.Error("session stays off the event loop", "err", err)
 			return handBack{}, false
 		}
@@ -179,9 +179,7 @@ func (s *Session) runOnLoop(l *loop) (handBack, bool) {
 	s.c, s.b = &ln.clientLeg, &ln.backendLeg
 	s.parked = false
 	s.exec = ln
-	if s.handBackc == nil {
-		s.handBackc = make(chan handBack, 1)
-	}
+	handBackc := s.handBackChan()
 	s.srv.loopMoves.Add(1)
 	s.srv.loopSessions.Add(1)
 	if !l.post(ln) {
@@ -190,7 +188,7 @@ func (s *Session) runOnLoop(l *loop) (handBack, bool) {
 		s.exec = onGoroutine{}
 		return handBack{kind: handBackIdle, clientFD: cfd, backendFD: bfd, clientIn: ln.clientIn, clientSeq: ln.clientLeg.Seq, backendSeq: ln.backendLeg.Seq, debt: loopBackoff}, true
 	}
-	return <-s.handBackc, true
+	return <-handBackc, true
 }
 
 // dupSocket duplicates c's descriptor (close-on-exec; it shares the

@@ -78,7 +78,7 @@ func (s *Session) quitBackend() {
 	s.mu.Lock()
 	bc := s.bconn
 	s.mu.Unlock()
-	if bc == nil || s.closing.Load() || s.abandoned.Load() {
+	if bc == nil || s.closing.Load() || s.isAbandoned() {
 		return
 	}
 	_ = bc.SetWriteDeadline(time.Now().Add(time.Second))
@@ -98,7 +98,7 @@ func leftWithoutQuit(err error) bool {
 // background, and the backend connection is cut (the session then ends
 // on the error). Only the first call acts.
 func (s *Session) abandon() {
-	if !s.abandoned.CompareAndSwap(false, true) {
+	if !s.markAbandoned() {
 		return
 	}
 	s.mu.Lock()
@@ -136,15 +136,15 @@ func (s *Session) abandonSoon() {
 
 // cutBackend closes the backend connection from any goroutine; the
 // session then ends on the error.
-func (s *Session) cutBackend() {
-	s.mu.Lock()
-	if s.bconn != nil {
-		s.bconn.Close()
+func (sh *sessionShared) cutBackend() {
+	sh.mu.Lock()
+	if sh.bconn != nil {
+		sh.bconn.Close()
 	}
-	if ln := s.loopSockets; ln != nil {
+	if ln := sh.loopSockets; ln != nil {
 		ln.shutdownBackend()
 	}
-	s.mu.Unlock()
+	sh.mu.Unlock()
 }
 
 // killQuery runs KILL QUERY tid on a connection of its own, logged in as
@@ -238,7 +238,7 @@ func (srv *Server) lookForHangups(buf []*Session) (_ []*Session, busy bool) {
 	srv.mu.Unlock()
 	now := time.Now().UnixNano()
 	for _, s := range buf {
-		if s.abandoned.Load() {
+		if s.isAbandoned() {
 			continue
 		}
 		s.mu.Lock()

@@ -84,15 +84,7 @@ func (s *Session) park() {
 	if ri, ok := s.b.RW.(*wire.RawIO); ok {
 		ri.Release()
 	}
-	if cap(s.cmd) > idleBuf {
-		s.cmd = nil
-	}
-	if cap(s.out) > idleBuf {
-		s.out = nil
-	}
-	if cap(s.scratch) > idleBuf {
-		s.scratch = nil
-	}
+	s.dropOver(idleBuf)
 	s.parked = true
 	s.srv.idleMem.parks.Add(1)
 	s.srv.idleMem.gaveBack(had - s.bufferBytes())
@@ -100,7 +92,7 @@ func (s *Session) park() {
 
 // bufferBytes is the size of the buffers park may give back.
 func (s *Session) bufferBytes() int {
-	n := cap(s.cmd) + cap(s.out) + cap(s.scratch)
+	n := s.sessionBuffers.bytes()
 	if s.c.W != nil {
 		n += s.c.W.Size()
 	}
@@ -140,10 +132,7 @@ func (e *errBackendClosedIdle) Error() string {
 // the client, which then sees the connection close as it would directly.
 func (s *Session) backendGone() error {
 	if s.b.R == nil || s.b.Buffered() == 0 { // parked: no reader, nothing buffered
-		if s.bpeekConn != s.b.Conn { // the first look, or a new backend connection (change user)
-			s.bpeek, s.bpeekConn = wire.NewSocketPeeker(s.b.Conn), s.b.Conn
-		}
-		switch s.bpeek.Peek() {
+		switch s.peekerFor(s.b.Conn).Peek() {
 		case wire.SocketQuiet:
 			return nil
 		case wire.SocketClosed:

@@ -40,12 +40,11 @@ func (s blocking) RelayQueryInfile(sql []byte, t InfileTransformer) (affected ui
 	if err := s.exec.mayWait(); err != nil {
 		return 0, false, err
 	}
-	s.infile, s.infileErr = t, nil
+	s.infile.begin(t)
 	s.out = append(append(s.out[:0], mysql.COM_QUERY), sql...)
 	r, err := s.relayWalked(s.out)
 	s.trimOut()
-	terr := s.infileErr
-	s.infile, s.infileErr = nil, nil
+	terr := s.infile.end()
 	if err != nil {
 		return 0, false, err
 	}
@@ -81,7 +80,7 @@ func (s *Session) relayWalked(pkt []byte) (walkResult, error) {
 
 // relayLocalFileVia streams the client's file to the backend through t
 // (see RelayQueryInfile). The backend's request has gone to the client.
-// A transformer's error is kept in s.infileErr; the returned error is the
+// A transformer's error is kept in s.infile.err; the returned error is the
 // session's (a leg failed).
 func (s *Session) relayLocalFileVia(t InfileTransformer) error {
 	if err := s.c.Flush(); err != nil {
@@ -138,7 +137,7 @@ func (s *Session) relayLocalFileVia(t InfileTransformer) error {
 	if err := send(true); err != nil {
 		return err
 	}
-	s.infileErr = terr
+	s.infile.fail(terr)
 	if err := wire.WriteHeader(s.b.W, 0, s.b.Seq); err != nil {
 		return s.b.Fail(err)
 	}

@@ -23,35 +23,35 @@ func (s *Session) Class() sqltext.Class { return s.class }
 // whole command (until endClass): read now, or the one the event loop read
 // for the same command before it handed it back (handBack.class), so a
 // command is classified once wherever it runs.
-func (s *Session) commandClass(text []byte) sqltext.Class {
-	if s.handedOK {
-		s.handedOK = false
-		s.class, s.classText = s.handed, text
+func (c *commandState) commandClass(text []byte) sqltext.Class {
+	if c.handedOK {
+		c.handedOK = false
+		c.class, c.classText = c.handed, text
 	} else {
-		s.beginClass(text)
+		c.beginClass(text)
 	}
-	s.received, s.receivedOK = s.class, true
-	return s.class
+	c.received, c.receivedOK = c.class, true
+	return c.class
 }
 
 // beginClass classifies text, the command's (or the text it was mapped
 // to, killmulti.go), for the rest of the command (until endClass).
-func (s *Session) beginClass(text []byte) sqltext.Class {
-	s.class, s.classText = sqltext.Classify(text), text
-	s.classified++
-	return s.class
+func (c *commandState) beginClass(text []byte) sqltext.Class {
+	c.class, c.classText = sqltext.Classify(text), text
+	c.classified++
+	return c.class
 }
 
 // endClass ends the command's class: its text's buffer is reused.
-func (s *Session) endClass() { s.classText = nil }
+func (c *commandState) endClass() { c.classText = nil }
 
 // classOf is text's class: the command's when text is the command's own
 // text (an interceptor relaying it unchanged), else text's, read now.
-func (s *Session) classOf(text []byte) sqltext.Class {
-	if s.classText != nil && bytes.Equal(text, s.classText) {
-		return s.class
+func (c *commandState) classOf(text []byte) sqltext.Class {
+	if c.classText != nil && bytes.Equal(text, c.classText) {
+		return c.class
 	}
-	s.classified++
+	c.classified++
 	return sqltext.Classify(text)
 }
 

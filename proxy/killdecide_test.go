@@ -74,7 +74,7 @@ func TestDecideKill(t *testing.T) {
 		if tc.multi {
 			s.caps = mysql.CLIENT_MULTI_STATEMENTS
 		}
-		s.kills = map[uint32]*killStmt{prepared: {}}
+		s.kills.stmts = map[uint32]*killStmt{prepared: {}}
 		var c sqltext.Class
 		if tc.pkt[0] == mysql.COM_QUERY || tc.pkt[0] == mysql.COM_STMT_PREPARE {
 			c = sqltext.Classify(tc.pkt[1:])
@@ -87,7 +87,7 @@ func TestDecideKill(t *testing.T) {
 		switch {
 		case d.way == killDynamic && !bytes.Equal(d.req.PrepareName, []byte("s")):
 			t.Errorf("%s: stand-in name %q, want s", tc.name, d.req.PrepareName)
-		case d.way == killExecute && d.stmt != s.kills[prepared]:
+		case d.way == killExecute && d.stmt != s.kills.stmts[prepared]:
 			t.Errorf("%s: not the prepared KILL", tc.name)
 		case d.way == killRefuse && d.code != mysql.ER_NOT_SUPPORTED_YET && d.code != mysql.ER_MALFORMED_PACKET:
 			t.Errorf("%s: refused with %d", tc.name, d.code)

@@ -51,10 +51,10 @@ func (s *Session) relayKill(pkt []byte, kind int, a afterAction, tid uint64) err
 // relayedErr notes a relayed ERR packet (head: its first bytes): counted,
 // and a 1927 marks the session's backend connection as about to end.
 func (s *Session) relayedErr(head []byte) {
-	s.relayedErrs++
+	s.countRelayedErr()
 	s.countErrPacket(head)
 	if len(head) >= 3 && uint16(head[1])|uint16(head[2])<<8 == erConnectionKilled {
-		s.connKilled = true
+		s.kills.markConnKilled()
 	}
 }
 
@@ -67,10 +67,9 @@ const killedWait = 200 * time.Millisecond
 // connection has ended, so its client sees the connection close as it
 // would directly.
 func (s *Session) endIfKilled() bool {
-	if !s.connKilled {
+	if !s.kills.takeConnKilled() {
 		return false
 	}
-	s.connKilled = false
 	if s.b.Buffered() > 0 {
 		return false
 	}

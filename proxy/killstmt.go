@@ -38,19 +38,16 @@ func (s *Session) prepareKill(pkt []byte, k killsql.Req) error {
 	if err != nil || !res.OK {
 		return err
 	}
-	if s.kills == nil {
-		s.kills = map[uint32]*killStmt{}
-	}
-	s.kills[res.StmtID] = &killStmt{req: k}
+	s.kills.add(res.StmtID, k)
 	return nil
 }
 
 // killStmtFor is the prepared KILL a statement command names, or nil.
 func (s *Session) killStmtFor(pkt []byte) *killStmt {
-	if s.kills == nil || len(pkt) < 5 {
+	if !s.kills.has() || len(pkt) < 5 {
 		return nil
 	}
-	return s.kills[s.stmtID(pkt)]
+	return s.kills.lookup(s.stmtID(pkt))
 }
 
 // executeKill carries out a COM_STMT_EXECUTE of a prepared KILL. The

@@ -41,11 +41,11 @@ func (s *Session) queryAfter(pkt []byte) afterAction {
 		// per transaction must not cost a re-read). Also SET STATEMENT
 		// sql_mode=... FOR, which changes nothing for the session: a
 		// needless re-read, cheap.
-		s.modeOK = false
+		s.forgetMode()
 	case c.PlainWord() == sqltext.Execute:
 		// EXECUTE IMMEDIATE '<SET sql_mode=...>', or EXECUTE s of a
 		// statement PREPAREd from one: the proxy cannot see which.
-		s.modeOK = false
+		s.forgetMode()
 	}
 	a.multi = s.caps&mysql.CLIENT_MULTI_STATEMENTS != 0 && c.Multi()
 	return a
@@ -75,13 +75,14 @@ func (s *Session) applyAfter(a afterAction, ok bool) {
 	case afterQuery:
 		if a.multi {
 			// Cheap and conservative: a later statement may have changed either.
-			s.dbOK, s.modeOK = false, false
+			s.forgetDB()
+			s.forgetMode()
 		}
 		if ok && a.isUse {
 			if a.db != "" && !a.multi {
 				s.setDB(a.db)
 			} else {
-				s.dbOK = false
+				s.forgetDB()
 			}
 		}
 	case afterInitDB:
@@ -90,9 +91,8 @@ func (s *Session) applyAfter(a afterAction, ok bool) {
 		}
 	case afterReset:
 		if ok {
-			s.modeOK = false
-			s.lastPrepOK = false
-			s.kills = nil
+			s.backendFacts.reset()
+			s.kills.forgetAll()
 			if ic := s.srv.ic; ic != nil {
 				ic.SessionReset(s)
 			}
@@ -157,8 +157,8 @@ func (s *Session) awaitResponse(kind int, cursor bool) (ok bool, err error) {
 	return t.ok, nil
 }
 
-func (s *Session) setStatus(st uint16) {
-	s.status = st &^ mysql.SERVER_MORE_RESULTS_EXISTS
+func (bf *backendFacts) setStatus(st uint16) {
+	bf.status = st &^ mysql.SERVER_MORE_RESULTS_EXISTS
 }
 
 // relayPacket streams one logical backend packet to the client, renumbered
@@ -170,7 +170,7 @@ func (s *Session) relayPacket() (head []byte, total int, err error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		if first && (s.okInsertID != 0 || s.okReport) {
+		if first && s.overridesOK() {
 			if head, total, ok, err := s.relayOKWithInsertID(n); ok || err != nil {
 				return head, total, err
 			}
@@ -203,8 +203,7 @@ func (s *Session) relayPacket() (head []byte, total int, err error) {
 // AnswerWatcher's OKVerdict, settleFirst); ok false: it is not, and
 // nothing was consumed. The override is spent either way.
 func (s *Session) relayOKWithInsertID(n int) (head []byte, total int, ok bool, err error) {
-	id, report := s.okInsertID, s.okReport
-	s.okInsertID, s.okReport = 0, false
+	id, report := s.takeOKOverride()
 	if n >= 1024 {
 		return nil, 0, false, nil
 	}
@@ -268,18 +267,14 @@ func (s *Session) walk(mode int, cursor bool) (walkResult, error) {
 // what an event loop left when it handed the session back mid-response.
 func (s *Session) walkFrom(t *respTracker, mode int) (walkResult, error) {
 	var r walkResult
-	defer func() {
-		if cap(s.scratch) > keepBuf {
-			s.scratch = nil
-		}
-	}()
+	defer s.trimScratch()
 	for !t.done() {
 		var head []byte
 		var n int
 		var err error
 		if mode == walkRelay {
-			if s.okInsertIDs != nil && t.phase == phFirst && t.results < len(s.okInsertIDs) {
-				s.okInsertID = s.okInsertIDs[t.results] // RelayQueryInsertIDs
+			if t.phase == phFirst {
+				s.nextOKInsertID(t.results) // RelayQueryInsertIDs
 			}
 			head, n, err = s.relayPacket()
 		} else {
@@ -312,11 +307,11 @@ func (s *Session) walkFrom(t *respTracker, mode int) (walkResult, error) {
 			if mode != walkRelay {
 				return r, protocolError("LOCAL INFILE request although CLIENT_LOCAL_FILES is off")
 			}
-			if s.infile != nil {
-				if err := s.relayLocalFileVia(s.infile); err != nil {
+			if s.infile.t != nil {
+				if err := s.relayLocalFileVia(s.infile.t); err != nil {
 					return r, err
 				}
-				if s.infileErr != nil {
+				if s.infile.err != nil {
 					mode = walkDiscard // the client gets the transformer's error instead
 				}
 			} else if err := s.relayLocalFile(); err != nil {
@@ -325,7 +320,7 @@ func (s *Session) walkFrom(t *respTracker, mode int) (walkResult, error) {
 		}
 	}
 	if mode == walkRelay && t.kind != respNone {
-		s.relayed = true // the command is timed when it ends (endCommand)
+		s.markRelayed() // the command is timed when it ends (endCommand)
 	}
 	r.ok, r.affected, r.insertID, r.warnings = t.ok, t.affected, t.insertID, t.warnings
 	return r, nil

@@ -312,7 +312,7 @@ func (s *Session) settleFirst(v firstVerdict, a afterAction) (retried, done bool
 			return false, true, err
 		}
 		s.relayedErr(errPkt)
-		s.relayed = true
+		s.markRelayed()
 		s.applyAfter(a, false)
 		return false, true, s.setFatal(s.c.Flush())
 	case v.act == actRestoreOK && !isErr:
@@ -324,11 +324,11 @@ func (s *Session) settleFirst(v firstVerdict, a afterAction) (retried, done bool
 		if err := s.restoreThenAnswer(v.sql, ok, "the statement restoring the session after a statement that wrote nothing failed"); err != nil {
 			return false, true, err
 		}
-		s.relayed = true
+		s.markRelayed()
 		s.applyAfter(a, true)
 		return false, true, s.setFatal(s.c.Flush())
 	case v.act == actReport && !isErr:
-		s.okInsertID, s.okReport = v.insertID, true
+		s.reportOK(v.insertID)
 	}
 	return false, false, nil
 }

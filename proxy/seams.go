@@ -164,8 +164,8 @@ func (s *Session) CurrentDB(ctx context.Context) (string, error) {
 // via COM_STMT_EXECUTE is not noticed.) A read is a statement in the
 // client's session (SELECT @@SESSION.sql_mode), as with DB.
 func (s *Session) SQLMode(ctx context.Context) (string, error) {
-	if s.modeOK {
-		return s.mode, nil
+	if mode, ok := s.cachedMode(); ok {
+		return mode, nil
 	}
 	if err := s.exec.mayWait(); err != nil {
 		return "", err
@@ -174,12 +174,12 @@ func (s *Session) SQLMode(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	s.mode = ""
+	mode := ""
 	if len(rows) == 1 && len(rows[0]) == 1 && rows[0][0] != nil {
-		s.mode = *rows[0][0]
+		mode = *rows[0][0]
 	}
-	s.modeOK = true
-	return s.mode, nil
+	s.cacheMode(mode)
+	return mode, nil
 }
 
 // adminError is MariaDB's 1227 for an operation that needs a privilege the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/leafproxy/leafproxy/internal/killsql"
 	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
@@ -26,12 +27,17 @@ import (
 //
 // Its state is grouped by concern, as net/http separates conn, connReader
 // and response: the session's identity and legs here, the rest in the
-// embedded groups below (their fields are promoted, so code reads s.db,
-// s.kills, s.ending). Each group's comment says who may touch it. "The
-// owner" is whoever runs the session's commands now: its own goroutine,
-// or, while an event loop serves it (exec is its lane), the loop runner
-// holding the lane (lane.mu); the goroutine then waits on handBackc and
-// touches nothing. Only sessionShared is for other goroutines.
+// groups below. Each group's comment says who may touch it, and the
+// methods whose body touches only one group's state have that group as
+// their receiver (func (bf *backendFacts) setStatus), so a receiver says
+// which state a method may touch; a *Session method may touch any. Most
+// groups are embedded (their fields and methods are promoted, so code
+// reads s.db, s.setStatus, s.ending); killState and infileState are named
+// fields (s.kills.add, s.infile.t). "The owner" is whoever runs the
+// session's commands now: its own goroutine, or, while an event loop
+// serves it (exec is its lane), the loop runner holding the lane
+// (lane.mu); the goroutine then waits on handBackc and touches nothing.
+// Only sessionShared is for other goroutines.
 type Session struct {
 	// Identity and negotiation: set at login, replaced by a change user
 	// (auth_changeuser.go) on the owner; user and account are written
@@ -62,8 +68,8 @@ type Session struct {
 	commandState
 	loopState
 	hangupState
-	killState
-	infileState
+	kills  killState
+	infile infileState
 	idleState
 	statsState
 	sessionBuffers
@@ -74,7 +80,9 @@ type Session struct {
 // server (Shutdown's poke and forced close, lookups by thread id, admin
 // views through info), the hang-up watch (cconn, idle, since). The owner
 // writes it, under mu or atomically; nothing else is written here by
-// others but the closing flag.
+// others but the closing flag. Its methods close its connections under
+// mu, for whichever goroutine asks: closeConns, closeIfIdle, pokeIfIdle
+// (sessionend.go), cutBackend (hangup.go).
 type sessionShared struct {
 	// mu guards what other goroutines close (forceClose, KILL, Shutdown):
 	// the connections while the session's goroutine serves it, the loop's
@@ -95,7 +103,10 @@ type sessionShared struct {
 // the interceptor's planning and the answers the proxy writes: current
 // database, status flags, sql_mode, the last prepared statement, the
 // insert id to report. Owner only (other goroutines see the database
-// through sessionShared.dbShared).
+// through sessionShared.dbShared, which is why setDB is a *Session
+// method). Its methods keep these facts: setStatus (relay.go), stmtID
+// (dispatch.go), and those below (the database and sql_mode caches, the
+// last prepare, the insert id override of the next OK).
 type backendFacts struct {
 	db     string
 	dbOK   bool // false: db must be re-read (after a multi-statement)
@@ -123,10 +134,70 @@ type backendFacts struct {
 	lastPrepOK  bool
 }
 
+// forgetDB marks the database as unknown: it is read again when asked
+// for (DB), after a statement that may have changed it unseen.
+func (bf *backendFacts) forgetDB() { bf.dbOK = false }
+
+// forgetMode marks sql_mode as unknown: SQLMode reads it again.
+func (bf *backendFacts) forgetMode() { bf.modeOK = false }
+
+// cachedMode is the sql_mode last read, ok false when it must be read again.
+func (bf *backendFacts) cachedMode() (mode string, ok bool) { return bf.mode, bf.modeOK }
+
+// cacheMode records mode, just read from the backend.
+func (bf *backendFacts) cacheMode(mode string) { bf.mode, bf.modeOK = mode, true }
+
+// setPrepared records id as the statement the last prepare made, which an
+// execute of "the last prepared statement" means (stmtID).
+func (bf *backendFacts) setPrepared(id uint32) { bf.lastPrep, bf.lastPrepOK = id, true }
+
+// forgetPrepared: the last prepare failed (or the session was reset), so
+// "the last prepared statement" resolves to no older one.
+func (bf *backendFacts) forgetPrepared() { bf.lastPrepOK = false }
+
+// reset forgets what COM_RESET_CONNECTION resets: sql_mode and the last
+// prepared statement.
+func (bf *backendFacts) reset() {
+	bf.forgetMode()
+	bf.forgetPrepared()
+}
+
+// overridesOK says the next response's first OK gets okInsertID (see
+// takeOKOverride).
+func (bf *backendFacts) overridesOK() bool { return bf.okInsertID != 0 || bf.okReport }
+
+// takeOKOverride spends the override of the next response's first OK:
+// the insert id to put in it, and whether any OK gets it (okReport) or
+// only one with rows affected and insert id 0.
+func (bf *backendFacts) takeOKOverride() (id uint64, report bool) {
+	id, report = bf.okInsertID, bf.okReport
+	bf.okInsertID, bf.okReport = 0, false
+	return id, report
+}
+
+// reportOK makes id the insert id of the next response's first packet if
+// that is an OK, whatever its own (an AnswerWatcher's verdict).
+func (bf *backendFacts) reportOK(id uint64) { bf.okInsertID, bf.okReport = id, true }
+
+// nextOKInsertID sets the override for the i-th result of a
+// multi-statement text from okInsertIDs (RelayQueryInsertIDs), if it
+// names one.
+func (bf *backendFacts) nextOKInsertID(i int) {
+	if bf.okInsertIDs != nil && i < len(bf.okInsertIDs) {
+		bf.okInsertID = bf.okInsertIDs[i]
+	}
+}
+
+// countRelayedErr counts an ERR packet relayed to the client.
+func (bf *backendFacts) countRelayedErr() { bf.relayedErrs++ }
+
 // commandState is the command path's: the session's context (serve's),
 // the value an interceptor keeps with the session (SetValue), the error
 // that ends the session once the command returns (setFatal), and what
-// the command under way holds. Owner only.
+// the command under way holds. Owner only. Its methods: setFatal
+// (dispatch.go), the command's class (commandClass, beginClass, classOf,
+// endClass: keyword.go), and giving up what the command holds
+// (takeHeldMem, takeLarge; the *Session caller returns it to the server).
 type commandState struct {
 	ctx       context.Context
 	value     any
@@ -151,18 +222,50 @@ type commandState struct {
 	receivedOK, handedOK bool
 }
 
+// takeHeldMem is the command memory the command held, now given up by
+// the session (the caller releases it to the budget).
+func (c *commandState) takeHeldMem() int64 {
+	held := c.heldMem
+	c.heldMem = 0
+	return held
+}
+
+// takeLarge reports, and clears, that the session holds the server's slot
+// for reading a 16 MiB+ command (the caller frees it).
+func (c *commandState) takeLarge() bool {
+	if !c.largeHeld {
+		return false
+	}
+	c.largeHeld = false
+	return true
+}
+
 // loopState is who runs the session's commands (commandexec.go,
 // handoff_linux.go). The session's goroutine sets exec to the lane before
 // posting it to a loop and back when the loop hands the session back on
 // handBackc (the loop's only write here: one send per stay; it reads
 // exec, as every session method does, while it serves the session, and
 // session methods that would wait then return ErrWouldBlock).
-// goroutineTurns and noLoop are the goroutine's alone.
+// goroutineTurns and noLoop are the goroutine's alone. Its methods are
+// the goroutine's: stayOffLoop, handBackChan.
 type loopState struct {
 	exec           commandExec   // onGoroutine, or the session's lane while an event loop serves it
 	handBackc      chan handBack // the loop hands the session back here
 	goroutineTurns int           // commands to serve here before trying the loop again
 	noLoop         bool          // never: a leg is TLS, compressed or not a socket
+}
+
+// stayOffLoop keeps the session on its goroutine for good (a leg an event
+// loop cannot serve, or a move that failed).
+func (ls *loopState) stayOffLoop() { ls.noLoop = true }
+
+// handBackChan is the channel a loop hands the session back on, made on
+// the session's first move to a loop.
+func (ls *loopState) handBackChan() chan handBack {
+	if ls.handBackc == nil {
+		ls.handBackc = make(chan handBack, 1)
+	}
+	return ls.handBackc
 }
 
 // hangupState is how the session ends (hangup.go): ending is the
@@ -171,7 +274,8 @@ type loopState struct {
 // serves the session). abandoned is set once, by whoever first tells the
 // backend to stop the statement of a client that went away (the owner,
 // or the hang-up watch, a goroutine of the server); hup is the watch's,
-// under sessionShared.mu.
+// under sessionShared.mu. Its methods, isAbandoned and markAbandoned, are
+// for either (abandoned is atomic).
 type hangupState struct {
 	ending    uint8
 	left      bool // the client closed its connection without COM_QUIT
@@ -179,45 +283,174 @@ type hangupState struct {
 	hup       hangupPeeker // the hang-up watch's look at cconn (s.mu)
 }
 
+// isAbandoned says the backend was told to stop the statement of a
+// client that went away (abandon).
+func (h *hangupState) isAbandoned() bool { return h.abandoned.Load() }
+
+// markAbandoned marks the session abandoned; true for the first caller
+// only, which then stops the statement.
+func (h *hangupState) markAbandoned() bool { return h.abandoned.CompareAndSwap(false, true) }
+
 // killState is the session's part of KILL beyond one command: the KILLs
 // its client prepared, which the proxy executes itself (killstmt.go), and
 // the 1927 its last response ended in (killrelay.go). Owner only; other
-// sessions' KILLs reach this one only through sessionShared.
+// sessions' KILLs reach this one only through sessionShared. A named
+// field, s.kills: its methods keep the prepared KILLs (add, lookup,
+// forget, forgetAll) and the 1927 (markConnKilled, takeConnKilled).
 type killState struct {
-	kills      map[uint32]*killStmt // KILLs the client prepared, by statement id (killstmt.go)
+	stmts      map[uint32]*killStmt // KILLs the client prepared, by statement id (killstmt.go)
 	connKilled bool                 // the last response relayed ended in 1927 (killrelay.go)
+}
+
+// has says the client has prepared a KILL (not yet closed or reset).
+func (ks *killState) has() bool { return ks.stmts != nil }
+
+// add records the KILL k the client prepared as statement id.
+func (ks *killState) add(id uint32, k killsql.Req) {
+	if ks.stmts == nil {
+		ks.stmts = map[uint32]*killStmt{}
+	}
+	ks.stmts[id] = &killStmt{req: k}
+}
+
+// lookup is the KILL prepared as statement id, nil if none.
+func (ks *killState) lookup(id uint32) *killStmt { return ks.stmts[id] }
+
+// forget forgets the prepared KILL id (COM_STMT_CLOSE).
+func (ks *killState) forget(id uint32) { delete(ks.stmts, id) }
+
+// forgetAll forgets every prepared KILL (COM_RESET_CONNECTION).
+func (ks *killState) forgetAll() { ks.stmts = nil }
+
+// markConnKilled notes that the response just relayed ended in 1927.
+func (ks *killState) markConnKilled() { ks.connKilled = true }
+
+// takeConnKilled reports, and clears, that the last response ended in 1927.
+func (ks *killState) takeConnKilled() bool {
+	if !ks.connKilled {
+		return false
+	}
+	ks.connKilled = false
+	return true
 }
 
 // infileState is the LOCAL INFILE of the statement under way when an
 // interceptor transforms its file (infile.go). Owner only, for one
-// command.
+// command. A named field, s.infile: begin, fail and end are the
+// statement's transformation from start to end.
 type infileState struct {
-	infile    InfileTransformer // RelayQueryInfile: the file of the statement under way goes through it
-	infileErr error             // its error, which the client gets as the answer
+	t   InfileTransformer // RelayQueryInfile: the file of the statement under way goes through it
+	err error             // its error, which the client gets as the answer
+}
+
+// begin makes t the transformer of the statement about to run.
+func (in *infileState) begin(t InfileTransformer) { in.t, in.err = t, nil }
+
+// fail records the transformer's error, which the client gets as the
+// statement's answer.
+func (in *infileState) fail(err error) { in.err = err }
+
+// end ends the statement's transformation and returns its error.
+func (in *infileState) end() error {
+	err := in.err
+	in.t, in.err = nil, nil
+	return err
 }
 
 // idleState is the session between commands on its goroutine
 // (idlewatch.go): its buffers given back, the idle watch's look at the
-// backend connection. The goroutine's alone.
+// backend connection. The goroutine's alone. Its method peekerFor is
+// the idle watch's look; park and unpark (idlewatch.go) stay *Session
+// methods, as they move the legs' buffers too.
 type idleState struct {
 	parked    bool               // idle: buffers given back (park)
 	bpeek     *wire.SocketPeeker // the idle watch's look at bconn (nil: not a socket)
 	bpeekConn net.Conn           // the connection bpeek was made for
 }
 
+// peekerFor is the idle watch's look at conn, made on the first look and
+// again for a new backend connection (change user).
+func (is *idleState) peekerFor(conn net.Conn) *wire.SocketPeeker {
+	if is.bpeekConn != conn {
+		is.bpeek, is.bpeekConn = wire.NewSocketPeeker(conn), conn
+	}
+	return is.bpeek
+}
+
 // statsState is the session's statement-path metrics (stats.go): written
-// by the owner with plain stores, read by scrapes atomically.
+// by the owner with plain stores, read by scrapes atomically. Its methods
+// count (countCmd, countErrCode, observeRelay) and keep the relayed flag
+// (markRelayed, takeRelayed); the *Session methods in stats.go call them
+// unless the server counts nothing (noStats).
 type statsState struct {
 	stats   sessionStats // statement-path metrics (stats.go)
 	relayed bool         // the command under way relayed a response (timed at its end)
 }
 
-// sessionBuffers are the owner's reused buffers.
+// countCmd counts a command whose first byte is c.
+func (st *statsState) countCmd(c byte) { st.stats.cmds[cmdKind(c)].Inc() }
+
+// countErrCode counts an ERR with code; false when the session's table of
+// codes is full (the server counts it then).
+func (st *statsState) countErrCode(code uint16) bool { return st.stats.addErr(code) }
+
+// observeRelay records a relayed command that took d nanoseconds.
+func (st *statsState) observeRelay(d int64) { st.stats.relay.Observe(d) }
+
+// markRelayed notes that the command under way relayed a response, which
+// is timed when the command ends (endCommand).
+func (st *statsState) markRelayed() { st.relayed = true }
+
+// takeRelayed reports, and clears, that the command relayed a response.
+func (st *statsState) takeRelayed() bool {
+	if !st.relayed {
+		return false
+	}
+	st.relayed = false
+	return true
+}
+
+// sessionBuffers are the owner's reused buffers. Its methods decide
+// which to keep: trimOut (backendstmt.go), trimScratch, keepCmd, dropOver
+// (park), and bytes, their size.
 type sessionBuffers struct {
 	cmd     []byte // reused command buffer
 	out     []byte // reused outgoing command buffer
 	scratch []byte // reused buffer for proxy-originated responses
 	head    [wire.HeadLen]byte
+}
+
+// bytes is the capacity of the reused command buffers.
+func (bufs *sessionBuffers) bytes() int { return cap(bufs.cmd) + cap(bufs.out) + cap(bufs.scratch) }
+
+// dropOver drops the reused buffers larger than limit (park: idleBuf).
+func (bufs *sessionBuffers) dropOver(limit int) {
+	if cap(bufs.cmd) > limit {
+		bufs.cmd = nil
+	}
+	if cap(bufs.out) > limit {
+		bufs.out = nil
+	}
+	if cap(bufs.scratch) > limit {
+		bufs.scratch = nil
+	}
+}
+
+// keepCmd keeps pkt's buffer as the command buffer for the next command,
+// unless it grew past keepBuf.
+func (bufs *sessionBuffers) keepCmd(pkt []byte) {
+	if cap(pkt) <= keepBuf {
+		bufs.cmd = pkt[:0]
+	} else {
+		bufs.cmd = nil
+	}
+}
+
+// trimScratch drops the scratch buffer once it grew past keepBuf.
+func (bufs *sessionBuffers) trimScratch() {
+	if cap(bufs.scratch) > keepBuf {
+		bufs.scratch = nil
+	}
 }
 
 const (
@@ -299,9 +532,8 @@ func (s *Session) serve(base context.Context) {
 		}
 		// A command that ended in a panic still gives back the command
 		// memory it held (limits.command_memory).
-		if s.heldMem > 0 {
-			s.srv.mem.release(s.heldMem)
-			s.heldMem = 0
+		if held := s.takeHeldMem(); held > 0 {
+			s.srv.mem.release(held)
 		}
 	}()
 	s.log.Debug("session started", "db", s.db, "backend_thread", s.threadID.Load())

@@ -14,7 +14,7 @@ import (
 // endIfAbandoned ends a session whose client went away during the command
 // just answered (hangup.go): its backend connection runs nothing more.
 func (s *Session) endIfAbandoned() bool {
-	if !s.abandoned.Load() {
+	if !s.isAbandoned() {
 		return false
 	}
 	s.log.Info("session closed: the client went away during a command")
@@ -51,7 +51,7 @@ func (s *Session) endOnError(err error) {
 		return
 	}
 	var ie *wire.IOError
-	if s.abandoned.Load() && !s.closing.Load() {
+	if s.isAbandoned() && !s.closing.Load() {
 		// Its client went away mid-command: the statement was killed and
 		// the backend connection cut (hangup.go).
 		s.log.Info("session closed: the client went away during a command", "err", oneLine(err))
@@ -101,29 +101,29 @@ func rootCause(err error) error {
 
 // pokeIfIdle ends the wait for the next command of an idle session on its
 // own goroutine (Shutdown; loops are asked to drain theirs).
-func (s *Session) pokeIfIdle() {
-	if s.idle.Load() {
-		s.mu.Lock()
-		if s.cconn != nil {
-			_ = s.cconn.SetReadDeadline(time.Unix(1, 0))
+func (sh *sessionShared) pokeIfIdle() {
+	if sh.idle.Load() {
+		sh.mu.Lock()
+		if sh.cconn != nil {
+			_ = sh.cconn.SetReadDeadline(time.Unix(1, 0))
 		}
-		s.mu.Unlock()
+		sh.mu.Unlock()
 	}
 }
 
 // closeIfIdle closes the client connection of a session waiting for its
 // next command; the session then ends. A busy session is left to relay
 // what its backend answers.
-func (s *Session) closeIfIdle() {
-	if s.idle.Load() {
-		s.mu.Lock()
-		if s.cconn != nil {
-			s.cconn.Close()
+func (sh *sessionShared) closeIfIdle() {
+	if sh.idle.Load() {
+		sh.mu.Lock()
+		if sh.cconn != nil {
+			sh.cconn.Close()
 		}
-		if ln := s.loopSockets; ln != nil {
+		if ln := sh.loopSockets; ln != nil {
 			ln.shutdownClient()
 		}
-		s.mu.Unlock()
+		sh.mu.Unlock()
 	}
 }
 
@@ -133,19 +133,19 @@ func (s *Session) forceClose() {
 	s.closeConns()
 }
 
-func (s *Session) closeConns() {
-	s.mu.Lock()
-	if s.cconn != nil {
-		s.cconn.Close()
+func (sh *sessionShared) closeConns() {
+	sh.mu.Lock()
+	if sh.cconn != nil {
+		sh.cconn.Close()
 	}
-	if s.bconn != nil {
-		s.bconn.Close()
+	if sh.bconn != nil {
+		sh.bconn.Close()
 	}
-	if ln := s.loopSockets; ln != nil {
+	if ln := sh.loopSockets; ln != nil {
 		ln.shutdownClient()
 		ln.shutdownBackend()
 	}
-	s.mu.Unlock()
+	sh.mu.Unlock()
 }
 
 // info is the session as admin views show it; safe from any goroutine.

@@ -114,7 +114,7 @@ func (s *Session) countCommand(c byte) {
 	if s.srv.noStats {
 		return
 	}
-	s.stats.cmds[cmdKind(c)].Inc()
+	s.countCmd(c)
 }
 
 // countErr counts an ERR packet with code sent to the client.
@@ -122,7 +122,7 @@ func (s *Session) countErr(code uint16) {
 	if s.srv.noStats {
 		return
 	}
-	if !s.stats.addErr(code) {
+	if !s.countErrCode(code) {
 		s.srv.countErr(code)
 	}
 }
@@ -139,7 +139,7 @@ func (s *Session) countErrPacket(head []byte) {
 // SEND_LONG_DATA) is not timed.
 func (s *Session) relayDone(now int64) {
 	if !s.srv.noStats {
-		s.stats.relay.Observe(now - s.since.Load())
+		s.observeRelay(now - s.since.Load())
 	}
 }
 
@@ -148,10 +148,9 @@ func (s *Session) relayDone(now int64) {
 // the clock reading it took (0: none), which the session's idle time
 // starts from, so timing costs no reading of its own.
 func (s *Session) endCommand() int64 {
-	if !s.relayed {
+	if !s.takeRelayed() {
 		return 0
 	}
-	s.relayed = false
 	now := time.Now().UnixNano()
 	s.relayDone(now)
 	return now

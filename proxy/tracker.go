@@ -194,7 +194,7 @@ func (t *respTracker) stepPrepare(s *Session, head []byte, n int) (int, error) {
 	if wire.IsErr(head) {
 		// A later execute of "the last prepared statement" now fails on
 		// the backend too; it must not resolve to an older statement.
-		s.lastPrepOK = false
+		s.forgetPrepared()
 		t.phase = phDone
 		return evErr, nil
 	}
@@ -208,7 +208,7 @@ func (t *respTracker) stepPrepare(s *Session, head []byte, n int) (int, error) {
 		Columns: binary.LittleEndian.Uint16(head[5:7]),
 		Params:  binary.LittleEndian.Uint16(head[7:9]),
 	}
-	s.lastPrep, s.lastPrepOK = t.prep.StmtID, true
+	s.setPrepared(t.prep.StmtID)
 	// Each group that is present is its definitions, then an EOF.
 	group := func(n uint16) uint64 {
 		if n == 0 {
