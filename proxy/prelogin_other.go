@@ -5,6 +5,8 @@ package proxy
 import (
 	"net"
 	"time"
+
+	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // Only Linux greets from the accept loop (prelogin_linux.go); elsewhere
@@ -12,7 +14,7 @@ import (
 
 type waiting struct {
 	id       uint32
-	g        *greeting
+	g        *wire.Greeting
 	deadline time.Time
 }
 

@@ -2,7 +2,11 @@
 
 package wire
 
-import "golang.org/x/sys/unix"
+import (
+	"errors"
+
+	"golang.org/x/sys/unix"
+)
 
 // readOnce and writeOnce are RawIO's socket calls (sockio_linux.go): here
 // through package unix, retrying on EINTR.
@@ -29,4 +33,16 @@ func writeOnce(fd int, p []byte) (int, unix.Errno) {
 			return n, 0
 		}
 	}
+}
+
+// errnoOf is err's errno: 0 for nil, EIO for an error that carries none.
+func errnoOf(err error) unix.Errno {
+	if err == nil {
+		return 0
+	}
+	var e unix.Errno
+	if errors.As(err, &e) {
+		return e
+	}
+	return unix.EIO
 }
