@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"slices"
@@ -169,14 +170,20 @@ func TestGaleraMultiWriterBlocks(t *testing.T) {
 		leaves = append(leaves, startLeaf(t, cfg))
 	}
 	const size, perConn, conns = 100_000, 40, 8
-	type block struct{ first int64 }
+	// Each block with the proxy (and its connection) that handed it out,
+	// so that an overlap says whether one proxy gave the same IDs twice
+	// or two proxies got the same range from the store.
+	type block struct {
+		first       int64
+		proxy, conn int
+	}
 	blocks := make(chan block, len(leaves)*conns*perConn)
 	errs := make(chan error, len(leaves)*conns*perConn)
 	var wg sync.WaitGroup
-	for _, lf := range leaves {
+	for p, lf := range leaves {
 		db := lf.open(t, "nodup", nil)
 		db.SetMaxOpenConns(conns)
-		for range conns {
+		for c := range conns {
 			wg.Go(func() {
 				for range perConn {
 					var first int64
@@ -184,7 +191,7 @@ func TestGaleraMultiWriterBlocks(t *testing.T) {
 						errs <- err
 						continue
 					}
-					blocks <- block{first}
+					blocks <- block{first, p, c}
 				}
 			})
 		}
@@ -195,14 +202,19 @@ func TestGaleraMultiWriterBlocks(t *testing.T) {
 	for err := range errs {
 		t.Errorf("block request failed: %v", err)
 	}
-	var firsts []int64
+	var all []block
 	for b := range blocks {
-		firsts = append(firsts, b.first)
+		all = append(all, b)
 	}
-	slices.Sort(firsts)
-	for i := 1; i < len(firsts); i++ {
-		if firsts[i] < firsts[i-1]+size {
-			t.Fatalf("blocks at %d and %d overlap", firsts[i-1], firsts[i])
+	slices.SortFunc(all, func(a, b block) int { return cmp.Compare(a.first, b.first) })
+	firsts := make([]int64, len(all))
+	for i, b := range all {
+		firsts[i] = b.first
+	}
+	for i := 1; i < len(all); i++ {
+		if a, b := all[i-1], all[i]; b.first < a.first+size {
+			t.Fatalf("blocks at %d (proxy %d, connection %d) and %d (proxy %d, connection %d) overlap",
+				a.first, a.proxy, a.conn, b.first, b.proxy, b.conn)
 		}
 	}
 	var conflicts, fetchErrors uint64
