@@ -168,7 +168,13 @@ func TestPassThroughLogin(t *testing.T) {
 				break
 			}
 		}
+		// The same driver bug through the proxy (it relays the backend's
+		// ed25519 scramble): when the client could not read the answer,
+		// it sent no password, so the attempt is tried again.
 		err := open(a.user, a.pass, "").Ping()
+		for try := 0; errors.Is(err, mysql.ErrMalformPkt) && try < 2; try++ {
+			err = open(a.user, a.pass, "").Ping()
+		}
 		var me, dme *mysql.MySQLError
 		if !errors.As(derr, &dme) || !errors.As(err, &me) || me.Number != 1045 || *me != *dme {
 			t.Fatalf("%s with password %q: %v through the proxy, %v directly, want the same 1045", a.user, a.pass, err, derr)
