@@ -21,12 +21,20 @@ func TestStaleSegmentRefused(t *testing.T) {
 	a := New(store, Options{MaxStep: 100, WaitTimeout: 300 * time.Millisecond})
 	defer a.Close()
 	var served []int64
-	for range 150 { // across two segments: the high-water mark is 201
+	// 105 IDs: into the second segment [101, 201) but short of its
+	// trigger (111), so no fetch of a third is under way when the store
+	// moves back and the high-water mark is 201 for certain. (At 150 the
+	// prefetch of [201, 301) raced the move; a loaded -race run once won
+	// it and served 300.)
+	for range 105 {
 		id, err := a.Next(ctx, "t")
 		if err != nil {
 			t.Fatal(err)
 		}
 		served = append(served, id)
+	}
+	if st, _ := a.Stats("t"); st.HighWater != 201 || st.Loading {
+		t.Fatalf("before the move: high water %d, loading %v; want 201 and no load", st.HighWater, st.Loading)
 	}
 	store.set(func(s *memStore) { s.stale = &Range{Start: 1, End: 101, TableStep: 100} })
 	for {
