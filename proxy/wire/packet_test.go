@@ -211,18 +211,17 @@ func TestErrPacketRoundTrip(t *testing.T) {
 		t.Fatalf("ErrPacket = %x, want %x", got, want)
 	}
 	for _, c := range []struct {
-		code             uint16
-		state, msg       string
-		wantState        string
-		wantLen          int
-		wantCodeLowFirst bool
+		code       uint16
+		state, msg string
+		wantState  string
+		wantLen    int
 	}{
-		{1045, "28000", "Access denied", "28000", 9 + 13, true},
-		{0xABCD, "HY000", "", "HY000", 9, true},
-		{1, "", "no state", "HY000", 9 + 8, true},
-		{2, "4200", "short state", "HY000", 9 + 11, true},
-		{3, "420000", "long state", "HY000", 9 + 10, true},
-		{4, "08S01", strings.Repeat("x", 600) + " # 12345", "08S01", 9 + 608, true},
+		{1045, "28000", "Access denied", "28000", 9 + 13},
+		{0xABCD, "HY000", "", "HY000", 9},
+		{1, "", "no state", "HY000", 9 + 8},
+		{2, "4200", "short state", "HY000", 9 + 11},
+		{3, "420000", "long state", "HY000", 9 + 10},
+		{4, "08S01", strings.Repeat("x", 600) + " # 12345", "08S01", 9 + 608},
 	} {
 		p := ErrPacket(c.code, c.state, c.msg)
 		if len(p) != c.wantLen || !IsErr(p) || IsOK(p, len(p)) {
