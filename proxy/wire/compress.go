@@ -38,6 +38,7 @@ type CompConn struct {
 	filled  int
 	plain   []byte // decompressed bytes not yet returned
 	zr      io.ReadCloser
+	one     [1]byte // readFrame's read past the end of the zlib stream
 	zw      *zlib.Writer
 	zbuf    bytes.Buffer
 }
@@ -113,6 +114,15 @@ func (c *CompConn) readFrame() error {
 	}
 	out := make([]byte, c.ulen)
 	if _, err := io.ReadFull(c.zr, out); err != nil {
+		return fmt.Errorf("compressed frame: %w", err)
+	}
+	// Read the zlib stream to its end, which checks its Adler-32 sum, as
+	// the server's uncompress() does: a frame decodable to the announced
+	// length but with a wrong or missing sum, or more data, is corrupt.
+	if n, err := c.zr.Read(c.one[:]); n != 0 || err != io.EOF {
+		if err == nil || err == io.EOF {
+			err = fmt.Errorf("more than the announced %d bytes", c.ulen)
+		}
 		return fmt.Errorf("compressed frame: %w", err)
 	}
 	c.plain = out

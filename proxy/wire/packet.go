@@ -171,7 +171,7 @@ func (l *Leg) ReadPacket(dst []byte, limit int) ([]byte, error) {
 		start := len(dst)
 		dst = slices.Grow(dst, n)[:start+n]
 		if _, err := io.ReadFull(l.R, dst[start:]); err != nil {
-			return dst, l.Fail(err)
+			return dst, l.Fail(cutInPacket(err))
 		}
 		if n < MaxPayload {
 			return dst, nil
@@ -386,9 +386,19 @@ func (l *Leg) ReadPacketPiece(dst []byte) ([]byte, error) {
 	start := len(dst)
 	dst = slices.Grow(dst, n)[:start+n]
 	if _, err := io.ReadFull(l.R, dst[start:]); err != nil {
-		return dst, l.Fail(err)
+		return dst, l.Fail(cutInPacket(err))
 	}
 	return dst, nil
+}
+
+// cutInPacket is err from reading a payload whose header was read: an end
+// of the stream there cut a packet, which is not a clean close (as a cut
+// header is not: ReadHeader).
+func cutInPacket(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // DiscardPacketPiece reads one physical packet and drops its payload.
@@ -398,7 +408,7 @@ func (l *Leg) DiscardPacketPiece() error {
 		return err
 	}
 	if _, err := l.R.Discard(n); err != nil {
-		return l.Fail(err)
+		return l.Fail(cutInPacket(err))
 	}
 	return nil
 }

@@ -504,11 +504,6 @@ func TestLegReadPacketTruncated(t *testing.T) {
 // inside a packet, as one cut inside the header has (ReadHeader makes that
 // io.ErrUnexpectedEOF so a truncated packet is not taken for a clean close).
 func TestLegReadPacketEndsAfterHeader(t *testing.T) {
-	t.Skip("BUG: Leg.ReadPacket (and ReadPacketPiece, DiscardPacketPiece) returns a bare io.EOF " +
-		"when the stream ends after a complete header announcing n > 0 payload bytes and before any of them: " +
-		"io.ReadFull reports EOF when it read nothing, and ReadPacket passes it on, so a truncated packet " +
-		"reads as a clean close (proxy's endOnClientError logs \"session closed by client\" at debug " +
-		"instead of \"bad packet from client\"), unlike a cut header (ReadHeader: io.ErrUnexpectedEOF)")
 	for _, read := range []func(*Leg) error{
 		func(l *Leg) error { _, err := l.ReadPacket(nil, 100); return err },
 		func(l *Leg) error { _, err := l.ReadPacketPiece(nil); return err },
@@ -664,8 +659,8 @@ func TestLegPacketPieces(t *testing.T) {
 		t.Errorf("ReadPacketPiece out of sequence: %v", err)
 	}
 	l = readLeg("backend", frame(0, []byte("abcdef"))[:6])
-	if err := l.DiscardPacketPiece(); !errors.Is(err, io.EOF) {
-		t.Errorf("discarding a cut packet: %v", err)
+	if err := l.DiscardPacketPiece(); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("discarding a cut packet: %v, want io.ErrUnexpectedEOF", err)
 	}
 	if _, err := readLeg("backend", []byte{1, 0}).PeekPacketLen(); err == nil {
 		t.Error("PeekPacketLen of 2 bytes succeeded")
