@@ -23,9 +23,11 @@ import (
 // runKill; nothing else of KILL runs per command.
 
 // decideKill is kill.Decide for the command pkt of this session (c: the
-// class of a COM_QUERY's or COM_STMT_PREPARE's text).
-func (s *Session) decideKill(pkt []byte, c sqltext.Class) kill.Decision {
-	return kill.Decide(pkt, c, s.account.backendAuth, s.caps&mysql.CLIENT_MULTI_STATEMENTS != 0, s.killStmtFor(pkt))
+// class of a COM_QUERY's or COM_STMT_PREPARE's text; prepared: for an
+// execute, the KILL the client prepared as its statement, killStmtFor).
+// Small enough to inline: the command paths call kill.Decide directly.
+func (s *Session) decideKill(pkt []byte, c sqltext.Class, prepared *kill.Stmt) kill.Decision {
+	return kill.Decide(pkt, c, s.account.backendAuth, s.caps&mysql.CLIENT_MULTI_STATEMENTS != 0, prepared)
 }
 
 // runKill is kill.Run on this session: done says the command has been

@@ -88,7 +88,7 @@ func (d Decision) None() bool { return d.way == killNone }
 // for nothing and changes no state, so an event loop may ask; carrying
 // the answer out is Run's.
 //
-// In backend-account mode (killrelay.go) every KILL is the backend's:
+// In backend-account mode (relay.go) every KILL is the backend's:
 // only a lone KILL n by number (and COM_PROCESS_KILL) is marked, to close
 // an idle target's client after the backend accepts it; a KILL in any
 // other form, prepared or in PREPARE ... FROM, is relayed as any
