@@ -122,6 +122,8 @@ func (k *killSession) QueryThread(ctx context.Context, n uint64) uint32 {
 	return k.srv.queryThread(ctx, n)
 }
 
+// The rest of kill.Session (its doc says what each is): the session's own
+// calls, as the KILL files called them when they were package proxy's.
 func (k *killSession) MayWait() error                { return k.exec.mayWait() }
 func (k *killSession) Kills() *kill.State            { return &k.kills }
 func (k *killSession) Log() *slog.Logger             { return k.log }
