@@ -82,7 +82,7 @@ func (s *Session) dispatch(ctx context.Context, pkt []byte) error {
 func (s *Session) comQuery(ctx context.Context, pkt []byte) error {
 	c := s.commandClass(pkt[1:])
 	defer s.endClass()
-	if d := s.decideKill(pkt, c); d.way != killNone {
+	if d := s.decideKill(pkt, c, nil); !d.None() {
 		var done bool
 		var err error
 		if pkt, done, err = s.runKill(ctx, pkt, d); done {
@@ -107,7 +107,7 @@ func (s *Session) comPrepare(ctx context.Context, pkt []byte) error {
 	if c.SetsSQLMode() {
 		s.modeStmts = true // its EXECUTEs may change the mode
 	}
-	if d := s.decideKill(pkt, c); d.way != killNone {
+	if d := s.decideKill(pkt, c, nil); !d.None() {
 		_, _, err := s.runKill(ctx, pkt, d)
 		return err
 	}
@@ -128,7 +128,7 @@ func (s *Session) comExecute(ctx context.Context, pkt []byte) error {
 	if s.modeStmts {
 		s.forgetMode()
 	}
-	if d := s.decideKill(pkt, sqltext.Class{}); d.way != killNone {
+	if d := s.decideKill(pkt, sqltext.Class{}, s.killStmtFor(pkt)); !d.None() {
 		_, _, err := s.runKill(ctx, pkt, d)
 		return err
 	}
@@ -148,7 +148,7 @@ func (s *Session) comBulkExecute(ctx context.Context, pkt []byte) error {
 	if s.extCaps&wire.MariaDBStmtBulk == 0 {
 		return s.writeErrFlush(mysql.ER_UNKNOWN_COM_ERROR, "08S01", "Unknown command")
 	}
-	if d := s.decideKill(pkt, sqltext.Class{}); d.way != killNone {
+	if d := s.decideKill(pkt, sqltext.Class{}, s.killStmtFor(pkt)); !d.None() {
 		_, _, err := s.runKill(ctx, pkt, d)
 		return err
 	}
@@ -164,8 +164,8 @@ func (s *Session) comBulkExecute(ctx context.Context, pkt []byte) error {
 // comStmtClose relays a COM_STMT_CLOSE (no response) after the proxy and
 // the interceptor have forgotten the statement.
 func (s *Session) comStmtClose(pkt []byte) error {
-	if s.kills.has() && len(pkt) >= 5 {
-		s.kills.forget(s.stmtID(pkt))
+	if s.kills.Has() && len(pkt) >= 5 {
+		s.kills.Forget(s.stmtID(pkt))
 	}
 	if ic := s.srv.ic; ic != nil && len(pkt) >= 5 {
 		ic.StmtClosed(s, s.stmtID(pkt))
@@ -179,7 +179,7 @@ func (s *Session) comStmtClose(pkt []byte) error {
 // to a StmtDataInterceptor.
 func (s *Session) comSendLongData(pkt []byte) error {
 	if ks := s.killStmtFor(pkt); ks != nil {
-		ks.long = true
+		ks.NoteLongData()
 	}
 	if ic := s.srv.ic; ic != nil && len(pkt) >= 7 {
 		if sd, ok := ic.(StmtDataInterceptor); ok {
@@ -194,7 +194,7 @@ func (s *Session) comSendLongData(pkt []byte) error {
 // data: a prepared KILL's and a StmtDataInterceptor's too.
 func (s *Session) comStmtReset(pkt []byte) error {
 	if ks := s.killStmtFor(pkt); ks != nil {
-		ks.long = false
+		ks.Reset()
 	}
 	if ic := s.srv.ic; ic != nil && len(pkt) >= 5 {
 		if sd, ok := ic.(StmtDataInterceptor); ok {
@@ -208,7 +208,7 @@ func (s *Session) comStmtReset(pkt []byte) error {
 // comProcessKill runs COM_PROCESS_KILL as decideKill says (relayed in
 // backend-account mode, mapped with users; malformed: 1835).
 func (s *Session) comProcessKill(ctx context.Context, pkt []byte) error {
-	_, _, err := s.runKill(ctx, pkt, s.decideKill(pkt, sqltext.Class{}))
+	_, _, err := s.runKill(ctx, pkt, s.decideKill(pkt, sqltext.Class{}, nil))
 	return err
 }
 

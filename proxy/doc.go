@@ -15,14 +15,9 @@
 // the auth exchange relayed), auth_changeuser.go (COM_CHANGE_USER),
 // session.go (the session's state and command loop), idlewatch.go (the
 // idle watch), dispatch.go (one method per command kind, large commands),
-// killdecide.go (the one place that decides whether a command is a KILL
-// and which way it is carried out), kill.go (KILL mapped to the proxy's
-// sessions, with users),
-// killstmt.go and killdynamic.go (prepared KILL, KILL in PREPARE /
-// EXECUTE IMMEDIATE text), killmulti.go (KILL in a multi-statement text,
-// mapped in place), killrelay.go (KILL with backend accounts: relayed
-// untouched); how a KILL statement reads, and the SQL the proxy sends the
-// backend for it, are package internal/killsql's; hangup.go (how a session's end reaches the backend),
+// killglue.go (what package proxy/kill, which decides and carries out
+// every KILL, needs of a session and of the server's session registry),
+// hangup.go (how a session's end reaches the backend),
 // relay.go (the response walker), tracker.go (the one response state
 // machine, which the walker and the event loop both feed), infile.go (a LOCAL INFILE
 // file through an interceptor's transformer), seams.go (the Interceptor
@@ -78,50 +73,13 @@
 //
 // In backend-account mode (no users) each session is greeted with its
 // backend connection's thread id, so the greeting, CONNECTION_ID() and the
-// processlist agree as directly, and every KILL (any form, also in a
-// multi-statement text, PREPARE ... FROM, EXECUTE IMMEDIATE) is relayed
-// untouched: the session is logged in as the client's own account and the
-// backend's privileges decide. A killed session's client loses its
-// connection: closed at once when idle and named by a lone KILL n or
-// COM_PROCESS_KILL the backend accepted, after a 1927 once the backend
-// connection ends, else when the proxy sees it end (killrelay.go). The rest
-// of this section is about sessions of configured users, which share
-// backend accounts.
-//
-// With users each session is greeted with a proxy id (from 2^30 up, so it
-// never equals a backend thread id). `KILL [HARD|SOFT] [CONNECTION|QUERY] n` and
-// COM_PROCESS_KILL are carried out by the proxy: n may be a proxy id (what
-// the mariadb CLI's Ctrl-C, Connector/J's cancel(), PyMySQL and mysql2 use)
-// or the backend thread id of one of this proxy's sessions (what
-// CONNECTION_ID() returns); the KILL goes to that session's backend thread
-// only when the session belongs to the same proxy user, the caller's
-// account is admin, or the two sessions use different backend accounts
-// (the backend's privileges then decide, 1095 as directly). Any other id
-// gets 1094 Unknown thread id: a KILL
-// through the proxy never reaches a thread the proxy did not open. An id
-// written as an expression (KILL CONNECTION_ID(), KILL @id) is evaluated by
-// the session's backend first, then mapped (kill.go); KILL QUERY ID n is
-// relayed when the backend's processlist shows query n running in one of
-// the caller's sessions, else 1957; KILL USER u kills u's threads that run
-// the caller's sessions, one KILL each. A KILL n inside a multi-statement
-// text is mapped in place (killmulti.go): n becomes the target's thread id,
-// or the statement a SIGNAL of the server's 1094 when the caller may not
-// reach it; one whose id is an expression (but CONNECTION_ID()), QUERY ID
-// or USER gets 1235 for the whole text (from a client without
-// multi-statements the server itself rejects what follows a ';'). A KILL prepared with the
-// binary protocol (COM_STMT_PREPARE of `KILL n` or `KILL ?`) is carried
-// out the same way at every execute, with the id the execute binds
-// (killstmt.go); the backend holds the prepared statement, but none of its
-// executes reaches it. A KILL in the literal text of `PREPARE s FROM '...'`
-// or `EXECUTE IMMEDIATE '...'` (string or hex literals, concatenated) gets
-// 1235. What the proxy cannot see reaches the backend as written: `PREPARE
-// s FROM @var`, KILL in stored routines, events and triggers; give proxy
-// users that must not kill each other different backend accounts.
-//
-// Whether a command is a KILL the proxy acts on, and which of the ways
-// above carries it out, is decided in one place, Session.decideKill
-// (killdecide.go), which sends nothing and waits for nothing; runKill
-// hands the command to the file of its way.
+// processlist agree as directly. With users each session is greeted with
+// a proxy id (from 2^30 up, so it never equals a backend thread id). What
+// a KILL through the proxy does in either mode, and how, is package
+// proxy/kill's (its doc.go); this package asks kill.Decide once per
+// command (Session.decideKill, killglue.go), hands a KILL to kill.Run,
+// and closes a session whose response ended in 1927 once its backend
+// connection has ended (Session.endIfKilled).
 //
 // # How sessions end (hangup.go)
 //

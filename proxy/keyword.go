@@ -35,7 +35,7 @@ func (c *commandState) commandClass(text []byte) sqltext.Class {
 }
 
 // beginClass classifies text, the command's (or the text it was mapped
-// to, killmulti.go), for the rest of the command (until endClass).
+// to, proxy/kill/multi.go), for the rest of the command (until endClass).
 func (c *commandState) beginClass(text []byte) sqltext.Class {
 	c.class, c.classText = sqltext.Classify(text), text
 	c.classified++

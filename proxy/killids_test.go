@@ -167,7 +167,7 @@ func TestBackendAccountKillForms(t *testing.T) {
 		if q != "KILL CONNECTION_ID()" {
 			q = fmt.Sprintf(q, self.hello.ThreadID)
 			self.query(q) // SELECT 1's result set: the ERR follows
-		} else if p := self.query(q)[0]; p[0] != 0xFF || binary.LittleEndian.Uint16(p[1:3]) != erConnectionKilled {
+		} else if p := self.query(q)[0]; p[0] != 0xFF || binary.LittleEndian.Uint16(p[1:3]) != 1927 { // ER_CONNECTION_KILLED
 			t.Fatalf("%s: %x, want ERR 1927", q, p)
 		}
 		expectClosed(t, self.l.Conn)

@@ -12,7 +12,7 @@ import (
 // answer (1095 without CONNECTION ADMIN, as directly), and KILL USER by an
 // account with CONNECTION ADMIN ends the other account's sessions and
 // counts them, as the server does: the KILL is the backend's, untouched
-// (killrelay.go).
+// (proxy/kill/relay.go).
 func TestKillPassThroughAccounts(t *testing.T) {
 	needsMariaDB(t, "backend accounts (CREATE USER, mysql.user)")
 	t.Parallel()

@@ -3,78 +3,14 @@ package proxy
 import (
 	"context"
 	"database/sql"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"testing"
 	"time"
 
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-sql-driver/mysql"
 )
-
-// The id of an execute of KILL ?, however the client binds it.
-func TestKillStmtBind(t *testing.T) {
-	exec := func(null bool, typ ...byte) []byte {
-		p := []byte{gomysql.COM_STMT_EXECUTE, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0}
-		if null {
-			p[10] = 1
-		}
-		if typ == nil {
-			return append(p, 0)
-		}
-		return append(append(p, 1), typ...)
-	}
-	le := func(n int, v uint64) []byte {
-		b := make([]byte, 8)
-		binary.LittleEndian.PutUint64(b, v)
-		return b[:n]
-	}
-	str := func(s string) []byte { return append([]byte{byte(len(s))}, s...) }
-	cases := []struct {
-		name string
-		pkt  []byte
-		id   uint32
-		code uint16
-	}{
-		{"longlong", append(exec(false, gomysql.MYSQL_TYPE_LONGLONG, 0), le(8, 42)...), 42, 0},
-		{"unsigned longlong", append(exec(false, gomysql.MYSQL_TYPE_LONGLONG, 0x80), le(8, 1<<30+1)...), 1<<30 + 1, 0},
-		{"long", append(exec(false, gomysql.MYSQL_TYPE_LONG, 0), le(4, 7)...), 7, 0},
-		{"tiny", append(exec(false, gomysql.MYSQL_TYPE_TINY, 0), 9), 9, 0},
-		{"negative tiny", append(exec(false, gomysql.MYSQL_TYPE_TINY, 0), 0xFF), 0, gomysql.ER_NOT_SUPPORTED_YET},
-		{"too large", append(exec(false, gomysql.MYSQL_TYPE_LONGLONG, 0), le(8, 1<<33)...), 0, gomysql.ER_NOT_SUPPORTED_YET},
-		{"digits", append(exec(false, gomysql.MYSQL_TYPE_VAR_STRING, 0), str("123")...), 123, 0},
-		{"decimal", append(exec(false, gomysql.MYSQL_TYPE_NEWDECIMAL, 0), str("5")...), 5, 0},
-		{"text", append(exec(false, gomysql.MYSQL_TYPE_STRING, 0), str("12a")...), 0, gomysql.ER_NOT_SUPPORTED_YET},
-		{"double", append(exec(false, gomysql.MYSQL_TYPE_DOUBLE, 0), le(8, math.Float64bits(77))...), 77, 0},
-		{"fraction", append(exec(false, gomysql.MYSQL_TYPE_DOUBLE, 0), le(8, math.Float64bits(7.5))...), 0, gomysql.ER_NOT_SUPPORTED_YET},
-		{"null", exec(true, gomysql.MYSQL_TYPE_NULL, 0), 0, gomysql.ER_NOT_SUPPORTED_YET},
-		{"date", append(exec(false, gomysql.MYSQL_TYPE_DATE, 0), 0), 0, gomysql.ER_NOT_SUPPORTED_YET},
-		{"short value", append(exec(false, gomysql.MYSQL_TYPE_LONGLONG, 0), 1, 2), 0, gomysql.ER_MALFORMED_PACKET},
-		{"no types ever bound", append(exec(false), le(8, 1)...), 0, gomysql.ER_MALFORMED_PACKET},
-		{"truncated", []byte{gomysql.COM_STMT_EXECUTE, 1, 0, 0, 0}, 0, gomysql.ER_MALFORMED_PACKET},
-	}
-	for _, c := range cases {
-		var ks killStmt
-		id, code, msg := ks.bind(c.pkt)
-		if id != c.id || code != c.code || (code != 0) != (msg != "") {
-			t.Errorf("%s: id %d, code %d (%s); want %d, %d", c.name, id, code, msg, c.id, c.code)
-		}
-	}
-	// Types sent once are remembered for executes that do not resend them.
-	var ks killStmt
-	if id, _, msg := ks.bind(append(exec(false, gomysql.MYSQL_TYPE_LONG, 0), le(4, 3)...)); id != 3 || msg != "" {
-		t.Fatalf("first execute: %d %s", id, msg)
-	}
-	if id, _, msg := ks.bind(append(exec(false), le(4, 4)...)); id != 4 || msg != "" {
-		t.Fatalf("execute without types: %d %s", id, msg)
-	}
-	ks.long = true
-	if _, code, _ := ks.bind(append(exec(false), le(4, 4)...)); code != gomysql.ER_NOT_SUPPORTED_YET {
-		t.Fatalf("long data: code %d", code)
-	}
-}
 
 // backendThread opens one connection of db and returns it with its backend
 // thread id.

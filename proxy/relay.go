@@ -92,7 +92,7 @@ func (s *Session) applyAfter(a afterAction, ok bool) {
 	case afterReset:
 		if ok {
 			s.backendFacts.reset()
-			s.kills.forgetAll()
+			s.kills.ForgetAll()
 			if ic := s.srv.ic; ic != nil {
 				ic.SessionReset(s)
 			}

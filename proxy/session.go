@@ -13,8 +13,8 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
-	"github.com/leafproxy/leafproxy/internal/killsql"
 	"github.com/leafproxy/leafproxy/internal/sqltext"
+	"github.com/leafproxy/leafproxy/proxy/kill"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
@@ -32,8 +32,8 @@ import (
 // their receiver (func (bf *backendFacts) setStatus), so a receiver says
 // which state a method may touch; a *Session method may touch any. Most
 // groups are embedded (their fields and methods are promoted, so code
-// reads s.db, s.setStatus, s.ending); killState and infileState are named
-// fields (s.kills.add, s.infile.t). "The owner" is whoever runs the
+// reads s.db, s.setStatus, s.ending); kill.State and infileState are named
+// fields (s.kills.Add, s.infile.t). "The owner" is whoever runs the
 // session's commands now: its own goroutine, or, while an event loop
 // serves it (exec is its lane), the loop runner holding the lane
 // (lane.mu); the goroutine then waits on handBackc and touches nothing.
@@ -68,7 +68,7 @@ type Session struct {
 	commandState
 	loopState
 	hangupState
-	kills  killState
+	kills  kill.State // KILL beyond one command (package proxy/kill)
 	infile infileState
 	idleState
 	statsState
@@ -290,49 +290,6 @@ func (h *hangupState) isAbandoned() bool { return h.abandoned.Load() }
 // markAbandoned marks the session abandoned; true for the first caller
 // only, which then stops the statement.
 func (h *hangupState) markAbandoned() bool { return h.abandoned.CompareAndSwap(false, true) }
-
-// killState is the session's part of KILL beyond one command: the KILLs
-// its client prepared, which the proxy executes itself (killstmt.go), and
-// the 1927 its last response ended in (killrelay.go). Owner only; other
-// sessions' KILLs reach this one only through sessionShared. A named
-// field, s.kills: its methods keep the prepared KILLs (add, lookup,
-// forget, forgetAll) and the 1927 (markConnKilled, takeConnKilled).
-type killState struct {
-	stmts      map[uint32]*killStmt // KILLs the client prepared, by statement id (killstmt.go)
-	connKilled bool                 // the last response relayed ended in 1927 (killrelay.go)
-}
-
-// has says the client has prepared a KILL (not yet closed or reset).
-func (ks *killState) has() bool { return ks.stmts != nil }
-
-// add records the KILL k the client prepared as statement id.
-func (ks *killState) add(id uint32, k killsql.Req) {
-	if ks.stmts == nil {
-		ks.stmts = map[uint32]*killStmt{}
-	}
-	ks.stmts[id] = &killStmt{req: k}
-}
-
-// lookup is the KILL prepared as statement id, nil if none.
-func (ks *killState) lookup(id uint32) *killStmt { return ks.stmts[id] }
-
-// forget forgets the prepared KILL id (COM_STMT_CLOSE).
-func (ks *killState) forget(id uint32) { delete(ks.stmts, id) }
-
-// forgetAll forgets every prepared KILL (COM_RESET_CONNECTION).
-func (ks *killState) forgetAll() { ks.stmts = nil }
-
-// markConnKilled notes that the response just relayed ended in 1927.
-func (ks *killState) markConnKilled() { ks.connKilled = true }
-
-// takeConnKilled reports, and clears, that the last response ended in 1927.
-func (ks *killState) takeConnKilled() bool {
-	if !ks.connKilled {
-		return false
-	}
-	ks.connKilled = false
-	return true
-}
 
 // infileState is the LOCAL INFILE of the statement under way when an
 // interceptor transforms its file (infile.go). Owner only, for one

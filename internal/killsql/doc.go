@@ -24,7 +24,7 @@
 //
 // Carrying a KILL out (finding the session, checking that the caller may
 // kill it, relaying the KILL with the backend thread id, answering the
-// client) is package proxy's (kill.go, killstmt.go, killmulti.go).
+// client) is package proxy/kill's (kill.go, stmt.go, multi.go).
 // What is white space, a comment, a quoted text or a statement end is
 // internal/sqltext's, shared with the rest of the proxy.
 package killsql

@@ -1,4 +1,4 @@
-package proxy
+package kill
 
 import (
 	"context"
@@ -17,20 +17,20 @@ import (
 // prepareDynamicKill carries out PREPARE name FROM '<KILL>' (q, the whole
 // statement) as described above and answers as the server does: its error,
 // or OK.
-func (s *Session) prepareDynamicKill(ctx context.Context, q, name []byte) error {
-	if err := s.exec.mayWait(); err != nil {
+func prepareDynamicKill(ctx context.Context, s Session, q, name []byte) error {
+	if err := s.MayWait(); err != nil {
 		return err
 	}
-	if _, _, err := s.blocking().BackendExec(ctx, string(q)); err != nil {
-		return s.killFailed(err)
+	if err := s.BackendExec(ctx, string(q)); err != nil {
+		return killFailed(s, err)
 	}
-	if _, _, err := s.blocking().BackendExec(ctx, killsql.StandIn(name)); err != nil {
+	if err := s.BackendExec(ctx, killsql.StandIn(name)); err != nil {
 		// The backend holds the KILL and would not replace it: drop it.
-		if _, _, derr := s.blocking().BackendExec(ctx, "DEALLOCATE PREPARE "+string(name)); derr != nil {
-			return s.setFatal(derr)
+		if derr := s.BackendExec(ctx, "DEALLOCATE PREPARE "+string(name)); derr != nil {
+			return s.Fatal(derr)
 		}
-		return s.killFailed(err)
+		return killFailed(s, err)
 	}
-	s.log.Info("kill", "what", "PREPARE FROM", "stand_in", true)
-	return s.WriteOK(0, 0, 0)
+	s.Log().Info("kill", "what", "PREPARE FROM", "stand_in", true)
+	return s.WriteOK(0)
 }

@@ -1,4 +1,4 @@
-package proxy
+package kill
 
 import (
 	"github.com/leafproxy/leafproxy/internal/killsql"
@@ -15,17 +15,17 @@ import (
 
 // mapMultiKill returns the text q with its KILLs mapped, or a refusal
 // (non-empty) to answer with 1235.
-func (s *Session) mapMultiKill(q []byte) ([]byte, string) {
+func mapMultiKill(s Session, q []byte) ([]byte, string) {
 	out, n, refuse := killsql.MapMulti(q, func(id uint32) (uint32, bool) {
-		target := s.srv.lookupSession(id)
-		if !s.mayKill(target) {
+		target := s.Lookup(id)
+		if !mayKill(s, target) {
 			return 0, false
 		}
-		return target.threadID.Load(), true
+		return target.ThreadID(), true
 	})
 	if refuse != "" {
 		return nil, refuse
 	}
-	s.log.Info("kill", "what", "in a multi-statement text", "statements", n)
+	s.Log().Info("kill", "what", "in a multi-statement text", "statements", n)
 	return out, ""
 }

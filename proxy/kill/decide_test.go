@@ -1,4 +1,4 @@
-package proxy
+package kill
 
 import (
 	"bytes"
@@ -11,10 +11,10 @@ import (
 	"github.com/leafproxy/leafproxy/internal/sqltext"
 )
 
-// decideKill is the one place that says whether a command is a KILL and
+// Decide is the one place that says whether a command is a KILL and
 // which way it is carried out; this pins its answer for every command and
-// mode without a backend (what each way then does is the kill*_test.go
-// tests').
+// mode without a backend (what each way then does is package proxy's
+// kill*_test.go tests').
 func TestDecideKill(t *testing.T) {
 	const prepared = 7 // a statement id the session prepared as a KILL
 	stmt := func(cmd byte, id uint32) []byte {
@@ -69,17 +69,16 @@ func TestDecideKill(t *testing.T) {
 		{"backend: COM_PROCESS_KILL", true, false, stmt(mysql.COM_PROCESS_KILL, 9), want{way: killRelay, id: 9}},
 		{"no KILL command", false, false, []byte{mysql.COM_PING}, want{}},
 	} {
-		s := &Session{}
-		s.account.backendAuth = tc.backend
-		if tc.multi {
-			s.caps = mysql.CLIENT_MULTI_STATEMENTS
+		kills := &State{stmts: map[uint32]*Stmt{prepared: {}}}
+		var ks *Stmt // what package proxy hands Decide: the KILL prepared as the id pkt names
+		if len(tc.pkt) >= 5 {
+			ks = kills.Lookup(binary.LittleEndian.Uint32(tc.pkt[1:5]))
 		}
-		s.kills.stmts = map[uint32]*killStmt{prepared: {}}
 		var c sqltext.Class
 		if tc.pkt[0] == mysql.COM_QUERY || tc.pkt[0] == mysql.COM_STMT_PREPARE {
 			c = sqltext.Classify(tc.pkt[1:])
 		}
-		d := s.decideKill(tc.pkt, c)
+		d := Decide(tc.pkt, c, tc.backend, tc.multi, ks)
 		got := want{way: d.way, id: d.req.ID, validated: d.validated, msg: d.msg}
 		if got != tc.want {
 			t.Errorf("%s: decided %+v, want %+v", tc.name, got, tc.want)
@@ -87,7 +86,7 @@ func TestDecideKill(t *testing.T) {
 		switch {
 		case d.way == killDynamic && !bytes.Equal(d.req.PrepareName, []byte("s")):
 			t.Errorf("%s: stand-in name %q, want s", tc.name, d.req.PrepareName)
-		case d.way == killExecute && d.stmt != s.kills.stmts[prepared]:
+		case d.way == killExecute && d.stmt != kills.stmts[prepared]:
 			t.Errorf("%s: not the prepared KILL", tc.name)
 		case d.way == killRefuse && d.code != mysql.ER_NOT_SUPPORTED_YET && d.code != mysql.ER_MALFORMED_PACKET:
 			t.Errorf("%s: refused with %d", tc.name, d.code)

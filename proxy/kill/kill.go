@@ -1,11 +1,10 @@
-package proxy
+package kill
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
@@ -36,57 +35,60 @@ const (
 // finds the session it names, checks that the caller may kill it, and
 // relays the KILL with the target's backend thread id.
 
-// kill carries out a KILL statement (text or prepared) or COM_PROCESS_KILL.
-func (s *Session) kill(ctx context.Context, k killsql.Req, validated bool) error {
+// killMapped carries out a KILL statement (text or prepared) or
+// COM_PROCESS_KILL.
+func killMapped(ctx context.Context, s Session, k killsql.Req, validated bool) error {
 	if k.Expr != nil || k.User {
 		if !validated {
-			if err := s.validateKill(ctx, k); err != nil {
-				return s.killFailed(err)
+			if err := validateKill(ctx, s, k); err != nil {
+				return killFailed(s, err)
 			}
 		}
 		if k.User {
-			return s.killUser(ctx, k)
+			return killUser(ctx, s, k)
 		}
-		id, err := s.evalKillID(ctx, k.Expr)
+		id, err := evalKillID(ctx, s, k.Expr)
 		if err != nil {
-			return s.killFailed(err)
+			return killFailed(s, err)
 		}
 		k.ID = id
 	}
 	if k.QueryID {
-		return s.killQueryID(ctx, k)
+		return killQueryID(ctx, s, k)
 	}
-	return s.killThread(k)
+	return killThread(s, k)
 }
 
 // validateKill prepares the KILL statement as the client wrote it (k.text)
 // on the session's backend and closes it again: preparing kills nothing,
 // and a statement the server cannot read fails here with the server's own
 // error, word for word.
-func (s *Session) validateKill(ctx context.Context, k killsql.Req) error {
+func validateKill(ctx context.Context, s Session, k killsql.Req) error {
 	if k.Text == nil {
 		return nil // prepared by the client: the backend has read it already
 	}
-	res, err := s.blocking().BackendPrepare(ctx, string(k.Text))
-	if err != nil {
-		return err
-	}
-	return s.blocking().BackendCloseStmt(res.StmtID)
+	return s.BackendCheck(ctx, string(k.Text))
 }
 
 // killFailed answers a backend ERR met while reading a KILL, or ends the
 // session on a broken backend connection.
-func (s *Session) killFailed(err error) error {
+func killFailed(s Session, err error) error {
 	var me *mysql.MyError
 	if errors.As(err, &me) {
-		return s.writeErrFlush(me.Code, me.State, me.Message)
+		return s.WriteErr(me.Code, me.State, me.Message)
 	}
-	return s.setFatal(err)
+	return s.Fatal(err)
+}
+
+// protocolError is an answer of the backend the proxy cannot read: it
+// ends the session, as any broken backend connection.
+func protocolError(format string, a ...any) error {
+	return &wire.IOError{Leg: "backend", Err: fmt.Errorf("protocol: "+format, a...)}
 }
 
 // evalKillID has the backend evaluate a KILL's id expression.
-func (s *Session) evalKillID(ctx context.Context, expr []byte) (uint64, error) {
-	rows, err := s.blocking().BackendQuery(ctx, killsql.EvalID(expr))
+func evalKillID(ctx context.Context, s Session, expr []byte) (uint64, error) {
+	rows, err := s.BackendQuery(ctx, killsql.EvalID(expr))
 	var me *mysql.MyError
 	if errors.As(err, &me) && me.Code == erSubqueriesNotSupported {
 		if killsql.KillRefuses(expr) {
@@ -94,7 +96,7 @@ func (s *Session) evalKillID(ctx context.Context, expr []byte) (uint64, error) {
 		}
 		// KILL takes a subquery that reads no table, (SELECT 5); USING
 		// takes none.
-		rows, err = s.blocking().BackendQuery(ctx, killsql.EvalIDSubquery(expr))
+		rows, err = s.BackendQuery(ctx, killsql.EvalIDSubquery(expr))
 	}
 	if err != nil {
 		return 0, err
@@ -121,24 +123,21 @@ func (s *Session) evalKillID(ctx context.Context, expr []byte) (uint64, error) {
 // server says for threads one may not see: it never reaches a thread the
 // proxy did not open. A session killing itself hears what the server says
 // (1927 Connection was killed, or 1317 for its own query) and is closed.
-func (s *Session) killThread(k killsql.Req) error {
-	var target *Session
+func killThread(s Session, k killsql.Req) error {
+	var target Target
 	if k.ID <= 1<<32-1 {
-		target = s.srv.lookupSession(uint32(k.ID))
+		target = s.Lookup(uint32(k.ID))
 	}
-	if !s.mayKill(target) {
-		return s.writeErrFlush(mysql.ER_NO_SUCH_THREAD, "HY000", fmt.Sprintf("Unknown thread id: %d", k.ID))
+	if !mayKill(s, target) {
+		return s.WriteErr(mysql.ER_NO_SUCH_THREAD, "HY000", fmt.Sprintf("Unknown thread id: %d", k.ID))
 	}
-	tid := target.threadID.Load()
+	tid := target.ThreadID()
 	what := "QUERY"
 	if k.Connection {
 		what = "CONNECTION"
 	}
-	s.log.Info("kill", "target_session", target.clientID, "backend_thread", tid, "what", what)
-	stmt := k.ThreadStatement(uint64(tid))
-	s.out = append(append(s.out[:0], mysql.COM_QUERY), stmt...)
-	ok, err := s.exec.relay(s, s.out, respResult, afterAction{})
-	s.trimOut()
+	s.Log().Info("kill", "target_session", target.ClientID(), "backend_thread", tid, "what", what)
+	ok, err := s.RelayStatement(k.ThreadStatement(uint64(tid)))
 	if err != nil {
 		return err
 	}
@@ -149,9 +148,9 @@ func (s *Session) killThread(k killsql.Req) error {
 		// next command meets a closed connection (2013, which clients and
 		// pools treat as lost) as it would directly, not ERR 1158 from a
 		// proxy that has not yet noticed.
-		target.closeIfIdle()
+		target.CloseIfIdle()
 	}
-	return s.setFatal(s.c.Flush())
+	return s.Flush()
 }
 
 // mayKill reports whether this session's KILL may go to target's thread:
@@ -164,27 +163,19 @@ func (s *Session) killThread(k killsql.Req) error {
 // client's own account, not as Account.BackendUser (which there only names
 // the proxy's side connections), so the backend tells every such session
 // apart and decides.
-func (s *Session) mayKill(target *Session) bool {
+func mayKill(s Session, target Target) bool {
 	if target == nil {
 		return false
 	}
-	if target == s || s.account.Admin {
+	if target == s {
 		return true
 	}
-	target.mu.Lock()
-	user, targetLogin := target.user, target.account.backendLogin(target.user)
-	target.mu.Unlock()
-	return user == s.user || targetLogin != s.account.backendLogin(s.user)
-}
-
-// backendLogin is the account name a session of proxy user user is logged
-// in to the backend as: the client's own name when the backend
-// authenticated it, else BackendUser.
-func (a Account) backendLogin(user string) string {
-	if a.backendAuth {
-		return user
+	user, login, admin := s.Owner()
+	if admin {
+		return true
 	}
-	return a.BackendUser
+	targetUser, targetLogin, _ := target.Owner()
+	return targetUser == user || targetLogin != login
 }
 
 // killQueryID carries out KILL [HARD|SOFT] QUERY ID n: the query is looked
@@ -194,11 +185,11 @@ func (a Account) backendLogin(user string) string {
 // server-wide, so the relayed KILL cannot reach another query; for another
 // backend account's query the backend answers, 1979 without the
 // privilege). Otherwise: 1957 Unknown query id, as the server says.
-func (s *Session) killQueryID(ctx context.Context, k killsql.Req) error {
+func killQueryID(ctx context.Context, s Session, k killsql.Req) error {
 	n := strconv.FormatUint(k.ID, 10)
-	rows, err := s.blocking().BackendQuery(ctx, killsql.ThreadOfQuery(k.ID))
+	rows, err := s.BackendQuery(ctx, killsql.ThreadOfQuery(k.ID))
 	if err != nil {
-		return s.killFailed(err)
+		return killFailed(s, err)
 	}
 	var tid uint32
 	if len(rows) == 1 && rows[0][0] != nil {
@@ -209,20 +200,20 @@ func (s *Session) killQueryID(ctx context.Context, k killsql.Req) error {
 		// Not in the caller's view: another account's query, which the
 		// backend may refuse in its own words if it runs in one of the
 		// proxy's sessions.
-		tid = s.srv.queryThread(ctx, k.ID)
+		tid = s.QueryThread(ctx, k.ID)
 	}
-	var target *Session
+	var target Target
 	if tid != 0 {
-		target = s.srv.lookupThread(tid)
+		target = s.LookupThread(tid)
 	}
-	if !s.mayKill(target) {
-		return s.writeErrFlush(erNoSuchQuery, "HY000", "Unknown query id: "+n)
+	if !mayKill(s, target) {
+		return s.WriteErr(erNoSuchQuery, "HY000", "Unknown query id: "+n)
 	}
-	s.log.Info("kill", "target_session", target.clientID, "query_id", k.ID, "what", "QUERY ID")
-	s.out = append(append(s.out[:0], mysql.COM_QUERY), k.QueryStatement(k.ID)...)
-	_, err = s.relay(s.out, respResult)
-	s.trimOut()
-	return err
+	s.Log().Info("kill", "target_session", target.ClientID(), "query_id", k.ID, "what", "QUERY ID")
+	if _, err = s.RelayStatement(k.QueryStatement(k.ID)); err != nil {
+		return err
+	}
+	return s.Flush()
 }
 
 // killUser carries out KILL [HARD|SOFT] [CONNECTION|QUERY] USER account:
@@ -233,14 +224,14 @@ func (s *Session) killQueryID(ctx context.Context, k killsql.Req) error {
 // server's: OK with the number of threads killed (a session killing its
 // own query counts itself, as the server does; one killing its own
 // connection hears the OK and is then closed).
-func (s *Session) killUser(ctx context.Context, k killsql.Req) error {
-	user, host, err := s.killUserAccount(ctx, k.Expr)
+func killUser(ctx context.Context, s Session, k killsql.Req) error {
+	user, host, err := killUserAccount(ctx, s, k.Expr)
 	if err != nil {
-		return s.killFailed(err)
+		return killFailed(s, err)
 	}
-	rows, err := s.blocking().BackendQuery(ctx, killsql.ThreadsOfUser(user))
+	rows, err := s.BackendQuery(ctx, killsql.ThreadsOfUser(user))
 	if err != nil {
-		return s.killFailed(err)
+		return killFailed(s, err)
 	}
 	what := "QUERY "
 	if k.Connection {
@@ -256,115 +247,47 @@ func (s *Session) killUser(ctx context.Context, k killsql.Req) error {
 		if err != nil || host != "" && !killsql.WildMatch(killsql.HostOnly(*r[1]), host) {
 			continue
 		}
-		target := s.srv.lookupThread(uint32(tid))
+		target := s.LookupThread(uint32(tid))
 		switch {
-		case !s.mayKill(target):
+		case !mayKill(s, target):
 			continue
 		case target == s:
 			self = true
 			killed++
 			continue
 		}
-		s.log.Info("kill", "target_session", target.clientID, "backend_thread", tid, "what", "USER "+what)
-		_, _, err = s.blocking().BackendExec(ctx, k.ThreadStatement(tid))
+		s.Log().Info("kill", "target_session", target.ClientID(), "backend_thread", tid, "what", "USER "+what)
+		err = s.BackendExec(ctx, k.ThreadStatement(tid))
 		var me *mysql.MyError
 		if errors.As(err, &me) && me.Code == mysql.ER_NO_SUCH_THREAD {
 			continue // it ended meanwhile
 		} else if err != nil {
-			return s.killFailed(err)
+			return killFailed(s, err)
 		}
 		killed++
 		if k.Connection {
-			target.closeIfIdle()
+			target.CloseIfIdle()
 		}
 	}
-	if err := s.WriteOK(killed, 0, 0); err != nil || !self || !k.Connection {
+	if err := s.WriteOK(killed); err != nil || !self || !k.Connection {
 		return err
 	}
-	s.log.Info("kill", "target_session", s.clientID, "backend_thread", s.threadID.Load(), "what", "USER "+what)
-	_, _, _ = s.blocking().BackendExec(ctx, k.ThreadStatement(uint64(s.threadID.Load())))
-	return errQuit
+	s.Log().Info("kill", "target_session", s.ClientID(), "backend_thread", s.ThreadID(), "what", "USER "+what)
+	_ = s.BackendExec(ctx, k.ThreadStatement(uint64(s.ThreadID())))
+	return s.Quit()
 }
 
 // killUserAccount reads the account of KILL USER (killsql.ParseAccount),
 // asking the backend for CURRENT_USER() when the statement names it.
-func (s *Session) killUserAccount(ctx context.Context, spec []byte) (user, host string, err error) {
+func killUserAccount(ctx context.Context, s Session, spec []byte) (user, host string, err error) {
 	user, host, current := killsql.ParseAccount(spec)
 	if !current {
 		return user, host, nil
 	}
-	rows, err := s.blocking().BackendQuery(ctx, "SELECT CURRENT_USER()")
+	rows, err := s.BackendQuery(ctx, "SELECT CURRENT_USER()")
 	if err != nil || len(rows) != 1 || len(rows[0]) != 1 || rows[0][0] == nil {
 		return "", "", err
 	}
 	user, host = killsql.SplitAccount(*rows[0][0])
 	return user, host, nil
-}
-
-// queryThread looks query id n up in the backend's processlist as the
-// proxy's own account (backend.user), on a connection of its own: the
-// thread running it, or 0.
-func (srv *Server) queryThread(ctx context.Context, n uint64) uint32 {
-	timeout := srv.cfg.Backend.ConnectTimeout
-	if timeout <= 0 {
-		timeout = 10 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	bc, err := srv.connectBackend(ctx, backendLogin{user: srv.cfg.Backend.User, password: srv.cfg.Backend.Password, charset: 45})
-	if err != nil {
-		return 0
-	}
-	defer bc.conn.Close()
-	_ = bc.conn.SetDeadline(time.Now().Add(timeout))
-	l := wire.NewLeg("backend", bc.conn, 4<<10, 4<<10)
-	if l.WriteCommand(append([]byte{mysql.COM_QUERY}, killsql.ThreadOfQuery(n)...)) != nil || l.Flush() != nil {
-		return 0
-	}
-	var tid uint32
-	// column count, one column definition, EOF, rows, EOF (no DEPRECATE_EOF on this leg)
-	for i := 0; ; i++ {
-		p, err := l.ReadPacket(nil, 64<<10)
-		switch {
-		case err != nil || wire.IsErr(p) || i == 0 && (len(p) == 0 || p[0] == 0):
-			return 0
-		case i == 2 && !wire.IsEOF(p, len(p)):
-			return 0
-		case i > 2 && wire.IsEOF(p, len(p)):
-			_, _ = bc.conn.Write(comQuit[:])
-			return tid
-		case i > 2:
-			if row, err := textRow(p, 1); err == nil && row[0] != nil {
-				if v, err := strconv.ParseUint(*row[0], 10, 32); err == nil {
-					tid = uint32(v)
-				}
-			}
-		}
-	}
-}
-
-// lookupSession finds a session by proxy id, or else by backend thread id
-// (the greeting's id in backend-account mode).
-func (srv *Server) lookupSession(id uint32) *Session {
-	if id >= sessionIDBase {
-		srv.mu.Lock()
-		sess := srv.sessions[id]
-		srv.mu.Unlock()
-		if sess != nil && sess.clientID == id { // not a backend-account session (greeted with its thread id)
-			return sess
-		}
-	}
-	return srv.lookupThread(id)
-}
-
-// lookupThread finds the session running on a backend thread.
-func (srv *Server) lookupThread(tid uint32) *Session {
-	srv.mu.Lock()
-	defer srv.mu.Unlock()
-	for _, sess := range srv.sessions {
-		if sess.threadID.Load() == tid {
-			return sess
-		}
-	}
-	return nil
 }

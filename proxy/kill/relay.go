@@ -1,9 +1,7 @@
-package proxy
+package kill
 
 import (
-	"errors"
 	"math"
-	"os"
 	"time"
 )
 
@@ -24,7 +22,8 @@ import (
 // accepts closes the client of the idle session running on thread n
 // before the killer hears OK (as killThread does); a session whose
 // response ends in 1927 (Connection was killed) is closed once its backend
-// connection has ended; any other killed session is closed when the proxy
+// connection has ended (State.NoteErr, KilledWait: package proxy's
+// Session.endIfKilled); any other killed session is closed when the proxy
 // sees its backend connection end (an event loop at once, a session's own
 // goroutine within backendWatch, or at its next command).
 
@@ -35,51 +34,28 @@ const erConnectionKilled = 1927
 // relayKill relays a KILL (a COM_QUERY of one KILL statement or a
 // COM_PROCESS_KILL) as written; tid is the thread it names, when the text
 // names one by number (0: not known).
-func (s *Session) relayKill(pkt []byte, kind int, a afterAction, tid uint64) error {
-	ok, err := s.exec.relay(s, pkt, kind, a)
+func relayKill(s Session, pkt []byte, tid uint64) error {
+	ok, err := s.RelayKill(pkt)
 	if err != nil {
 		return err
 	}
 	if ok && tid > 0 && tid <= math.MaxUint32 {
-		if target := s.srv.lookupThread(uint32(tid)); target != nil && target != s {
-			target.closeIfIdle()
+		if target := s.LookupThread(uint32(tid)); target != nil && target != s {
+			target.CloseIfIdle()
 		}
 	}
-	return s.setFatal(s.c.Flush())
+	return s.Flush()
 }
 
-// relayedErr notes a relayed ERR packet (head: its first bytes): counted,
-// and a 1927 marks the session's backend connection as about to end.
-func (s *Session) relayedErr(head []byte) {
-	s.countRelayedErr()
-	s.countErrPacket(head)
+// NoteErr notes a relayed ERR packet (head: its first bytes): a 1927 marks
+// the session's backend connection as about to end (TakeConnKilled).
+func (ks *State) NoteErr(head []byte) {
 	if len(head) >= 3 && uint16(head[1])|uint16(head[2])<<8 == erConnectionKilled {
-		s.kills.markConnKilled()
+		ks.MarkConnKilled()
 	}
 }
 
-// killedWait bounds how long a session that heard 1927 waits for its
+// KilledWait bounds how long a session that heard 1927 waits for its
 // backend connection to end (the server closes it right after the ERR; a
 // SIGNAL of errno 1927 closes nothing and costs this wait).
-const killedWait = 200 * time.Millisecond
-
-// endIfKilled ends a session whose last response was 1927 once its backend
-// connection has ended, so its client sees the connection close as it
-// would directly.
-func (s *Session) endIfKilled() bool {
-	if !s.kills.takeConnKilled() {
-		return false
-	}
-	if s.b.Buffered() > 0 {
-		return false
-	}
-	_ = s.b.Conn.SetReadDeadline(time.Now().Add(killedWait))
-	err := s.b.Peek()
-	_ = s.b.Conn.SetReadDeadline(time.Time{})
-	if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
-		return false // still open (or it sent more: the idle watch reads it)
-	}
-	s.log.Info("session closed: its backend connection was killed")
-	s.ending = endClose
-	return true
-}
+const KilledWait = 200 * time.Millisecond

@@ -1,4 +1,4 @@
-package proxy
+package kill
 
 import (
 	"context"
@@ -13,48 +13,47 @@ import (
 
 // KILL by other paths than a COM_QUERY of its own (issue 24): a KILL the
 // client prepares with the binary protocol is carried out by the proxy at
-// every execute, mapped and checked as a COM_QUERY KILL is (Session.kill);
+// every execute, mapped and checked as a COM_QUERY KILL is (killMapped);
 // a KILL in the literal text of PREPARE ... FROM or EXECUTE IMMEDIATE is
 // refused (killsql.Parse). What the proxy cannot see (PREPARE s FROM @var,
 // stored routines, events, triggers) reaches the backend as written.
 
-// killStmt is a KILL the client prepared (COM_STMT_PREPARE). The backend
+// Stmt is a KILL the client prepared (COM_STMT_PREPARE). The backend
 // holds the same statement, prepared from the client's text (preparing
 // kills nothing), but none of its executes reaches the backend: the proxy
 // carries each one out as a KILL of its own.
-type killStmt struct {
+type Stmt struct {
 	req   killsql.Req
 	ptype [2]byte // KILL ?: the parameter's type as last bound
 	typed bool
 	long  bool // the parameter came as COM_STMT_SEND_LONG_DATA since the last execute
 }
 
+// NoteLongData notes a COM_STMT_SEND_LONG_DATA for the statement: its id
+// comes as long data, which the next execute refuses.
+func (ks *Stmt) NoteLongData() { ks.long = true }
+
+// Reset notes a COM_STMT_RESET, which drops the statement's long data.
+func (ks *Stmt) Reset() { ks.long = false }
+
 // prepareKill relays the prepare of a KILL and remembers the statement.
-func (s *Session) prepareKill(pkt []byte, k killsql.Req) error {
-	if err := s.exec.mayWait(); err != nil {
+func prepareKill(s Session, pkt []byte, k killsql.Req) error {
+	if err := s.MayWait(); err != nil {
 		return err // the statement id is needed now: on the goroutine
 	}
-	res, err := s.relayPrepare(pkt)
-	if err != nil || !res.OK {
+	id, ok, err := s.RelayPrepare(pkt)
+	if err != nil || !ok {
 		return err
 	}
-	s.kills.add(res.StmtID, k)
+	s.Kills().Add(id, k)
 	return nil
-}
-
-// killStmtFor is the prepared KILL a statement command names, or nil.
-func (s *Session) killStmtFor(pkt []byte) *killStmt {
-	if !s.kills.has() || len(pkt) < 5 {
-		return nil
-	}
-	return s.kills.lookup(s.stmtID(pkt))
 }
 
 // executeKill carries out a COM_STMT_EXECUTE of a prepared KILL. The
 // answer (OK, or the backend's or the proxy's ERR) has the shape of an
 // execute's answer to a statement without a result set.
-func (s *Session) executeKill(ctx context.Context, ks *killStmt, pkt []byte) error {
-	if err := s.exec.mayWait(); err != nil {
+func executeKill(ctx context.Context, s Session, ks *Stmt, pkt []byte) error {
+	if err := s.MayWait(); err != nil {
 		return err
 	}
 	k := ks.req
@@ -62,11 +61,11 @@ func (s *Session) executeKill(ctx context.Context, ks *killStmt, pkt []byte) err
 		id, code, msg := ks.bind(pkt)
 		ks.long = false // the server drops long data after an execute
 		if msg != "" {
-			return s.writeErrFlush(code, "HY000", msg)
+			return s.WriteErr(code, "HY000", msg)
 		}
 		k.ID = uint64(id)
 	}
-	return s.kill(ctx, k, true)
+	return killMapped(ctx, s, k, true)
 }
 
 const killIDNumber = "leafproxy: KILL through the proxy takes a connection id number"
@@ -74,7 +73,7 @@ const killIDNumber = "leafproxy: KILL through the proxy takes a connection id nu
 // bind reads the id a KILL ? execute binds: an integer, or a string or
 // decimal of digits (what the server would convert). msg != "" is the
 // error to answer instead.
-func (ks *killStmt) bind(pkt []byte) (id uint32, code uint16, msg string) {
+func (ks *Stmt) bind(pkt []byte) (id uint32, code uint16, msg string) {
 	const malformed = "Malformed communication packet"
 	var types []byte
 	if ks.typed {
