@@ -7,8 +7,8 @@
 // scrambles only; framing and parsing are ours.
 //
 // Files: server.go (listener, sessions registry, handshake budget shared
-// fairly between client hosts), handshake.go (client login: the backend
-// greeting learned and kept, the backend's refusal), backend.go (backend
+// fairly between client hosts), handshake.go (client login: the probe
+// login, the backend's refusal), backend.go (backend
 // login), passthrough.go (logins the backend authenticates),
 // auth_changeuser.go (COM_CHANGE_USER), loginglue.go (what package
 // proxy/login needs of the server),

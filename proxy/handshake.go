@@ -60,67 +60,32 @@ func (s *Server) backendRefusal(err error) *login.Error {
 }
 
 // hello returns the backend greeting new clients are shown, learning it
-// first when the proxy has not yet seen one (start-up, or every earlier
-// attempt failed). Clients arriving while a probe is under way share its
-// answer instead of each waiting out another connect timeout.
+// first with a probe login when the proxy has not yet seen one
+// (login.Greetings.Get).
 func (s *Server) hello(ctx context.Context) (*wire.Greeting, error) {
 	if g := s.backendHello.Load(); g != nil {
 		return g, nil
 	}
-	s.probeMu.Lock()
-	if g := s.backendHello.Load(); g != nil {
-		s.probeMu.Unlock()
-		return g, nil
-	}
-	p := s.probe
-	if p == nil {
-		p = &probeCall{done: make(chan struct{})}
-		s.probe = p
-		go s.runProbe(p)
-	}
-	s.probeMu.Unlock()
-	select {
-	case <-p.done:
-		return p.g, p.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return s.backendHello.Get(ctx, s.probeGreeting)
 }
 
-// probeCall is one probe login, shared by the clients waiting for it.
-type probeCall struct {
-	done chan struct{}
-	g    *wire.Greeting
-	err  error
-}
-
-func (s *Server) runProbe(p *probeCall) {
+// probeGreeting is a probe login as the proxy's own backend account: it
+// returns the greeting the backend sent (which connectBackend has noted)
+// and logs out.
+func (s *Server) probeGreeting() (*wire.Greeting, error) {
 	bc, err := s.connectBackend(s.baseCtx, backendLogin{
 		user: s.cfg.Backend.User, password: s.cfg.Backend.Password, charset: 45,
 	})
-	if err == nil {
-		// Log out cleanly: an aborted connection counts against the
-		// proxy's host in the backend's max_connect_errors.
-		_ = bc.conn.SetDeadline(time.Now().Add(time.Second))
-		_, _ = bc.conn.Write([]byte{1, 0, 0, 0, mysql.COM_QUIT})
-		bc.conn.Close()
-		p.g = bc.hello
+	if err != nil {
+		return nil, err
 	}
-	p.err = err
-	s.probeMu.Lock()
-	s.probe = nil
-	s.probeMu.Unlock()
-	close(p.done)
+	// Log out cleanly: an aborted connection counts against the
+	// proxy's host in the backend's max_connect_errors.
+	_ = bc.conn.SetDeadline(time.Now().Add(time.Second))
+	_, _ = bc.conn.Write([]byte{1, 0, 0, 0, mysql.COM_QUIT})
+	bc.conn.Close()
+	return bc.hello, nil
 }
 
-// noteGreeting remembers the backend's latest greeting, so clients see an
-// upgraded or restarted backend as it is now.
-func (s *Server) noteGreeting(g *wire.Greeting) {
-	cp := *g
-	cp.Scramble = nil
-	cp.ThreadID = 0
-	if old := s.backendHello.Load(); old == nil || old.Version != cp.Version || old.Caps != cp.Caps ||
-		old.ExtCaps != cp.ExtCaps || old.Charset != cp.Charset || old.Status != cp.Status {
-		s.backendHello.Store(&cp)
-	}
-}
+// noteGreeting remembers the backend's latest greeting (login.Greetings.Note).
+func (s *Server) noteGreeting(g *wire.Greeting) { s.backendHello.Note(g) }

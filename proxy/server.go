@@ -39,9 +39,7 @@ type Server struct {
 
 	// backendHello is the backend's greeting as last seen (version,
 	// capabilities, status, charset); new clients are greeted with it.
-	backendHello atomic.Pointer[wire.Greeting]
-	probeMu      sync.Mutex
-	probe        *probeCall // the probe login under way, if any (probeMu)
+	backendHello login.Greetings
 
 	mem     *memBudget
 	idleMem idleMemory

@@ -14,6 +14,9 @@
 //     / ZSTD, MariaDB's PROGRESS, COM_MULTI, CACHE_METADATA and
 //     BULK_UNIT_RESULTS), MirroredCaps, the client's flags its backend
 //     session shares, and BackendBaseCaps, what the backend leg always asks;
+//   - the backend's greeting as last seen, and the one probe login that
+//     learns it when none has been (Greetings; the login itself is
+//     proxy's, handed in as a function);
 //   - the greeting (Greeting: the backend's, with the proxy's session id,
 //     a fresh scramble and the proxy's plugin) and the client's handshake
 //     response (GreetClient: read within PreAuthMaxPacket, upgraded to TLS
@@ -40,7 +43,8 @@
 // for constants and scrambles, the TiDB parser's collation table, the
 // standard library. Not package proxy (internal/layering's test holds it
 // so): what it needs of the server comes in as values (Checker, the TLS
-// configurations, an Exchange) and the Accounts interface, which proxy's
+// configurations, an Exchange, the probe login as a function) and the
+// Accounts interface, which proxy's
 // account set implements (proxy/loginglue.go). Nothing here runs per
 // command: a logged-in session's relay never calls into it.
 package login
