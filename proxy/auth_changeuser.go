@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"crypto/tls"
-	"encoding/binary"
 	"errors"
 	"time"
 
@@ -153,19 +152,10 @@ func (s *Session) relayChangeUser(ctx context.Context, cu *changeUserReq) error 
 	if cu.attrs != nil {
 		attrs = cu.attrs
 	}
-	// The backend leg always has SECURE_CONNECTION and PLUGIN_AUTH
-	// (login.BackendBaseCaps); attributes go when the backend takes them.
-	pkt := append([]byte{mysql.COM_CHANGE_USER}, cu.user...)
-	pkt = append(pkt, 0, byte(len(cu.auth)))
-	pkt = append(pkt, cu.auth...)
-	pkt = append(append(pkt, cu.db...), 0)
-	pkt = binary.LittleEndian.AppendUint16(pkt, charset)
-	pkt = append(append(pkt, plugin...), 0)
-	if g := s.srv.backendHello.Load(); g == nil || g.Caps&mysql.CLIENT_CONNECT_ATTRS != 0 {
-		a := wire.AttrsWith(attrs, "_proxy", "leafproxy")
-		pkt = mysql.AppendLengthEncodedInteger(pkt, uint64(len(a)))
-		pkt = append(pkt, a...)
-	}
+	// Attributes go when the backend takes them.
+	g := s.srv.backendHello.Load()
+	pkt := login.ChangeUserPacket(cu.user, cu.auth, cu.db, charset, plugin, attrs,
+		g == nil || g.Caps&mysql.CLIENT_CONNECT_ATTRS != 0)
 	if err := s.b.WriteCommand(pkt); err != nil {
 		return s.setFatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/rsa"
 	"crypto/sha1"
 	"crypto/x509"
+	"encoding/binary"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -222,6 +223,26 @@ func CurrentUser(b *wire.Leg) ([]byte, error) {
 		}
 	}
 	return row, nil
+}
+
+// ChangeUserPacket is COM_CHANGE_USER relayed to a backend leg, which
+// always has SECURE_CONNECTION and PLUGIN_AUTH (BackendBaseCaps): user,
+// auth, db, charset and plugin as the client sent them (plugin defaulted),
+// and, when withAttrs (the backend takes them), the client's attributes
+// marked with the proxy's.
+func ChangeUserPacket(user string, auth []byte, db string, charset uint16, plugin string, attrs []byte, withAttrs bool) []byte {
+	pkt := append([]byte{mysql.COM_CHANGE_USER}, user...)
+	pkt = append(pkt, 0, byte(len(auth)))
+	pkt = append(pkt, auth...)
+	pkt = append(append(pkt, db...), 0)
+	pkt = binary.LittleEndian.AppendUint16(pkt, charset)
+	pkt = append(append(pkt, plugin...), 0)
+	if withAttrs {
+		a := wire.AttrsWith(attrs, "_proxy", "leafproxy")
+		pkt = mysql.AppendLengthEncodedInteger(pkt, uint64(len(a)))
+		pkt = append(pkt, a...)
+	}
+	return pkt
 }
 
 // ParsePublicKey reads the RSA public key a server sends (PEM) for
