@@ -26,7 +26,7 @@ import (
 // relayed both ways until the backend says OK or ERR; the client gets that
 // answer. The connection that authenticated becomes the session's pinned
 // backend connection: there is no second login. A client's TLS ends at the
-// proxy; the backend leg's TLS is backend.tls's (see relayAuth for the one
+// proxy; the backend leg's TLS is backend.tls's (see login.RelayAuth for the one
 // place where the two differ: caching_sha2_password's full authentication).
 //
 // Admin rights are never implied: a session is an admin only when the user
