@@ -3,12 +3,12 @@ package proxy
 import (
 	"context"
 	"crypto/tls"
-	"encoding/binary"
 	"errors"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/leafproxy/leafproxy/proxy/login"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
@@ -50,10 +50,10 @@ func (s *Session) changeUser(ctx context.Context, p []byte) error {
 	}
 	acct, err := s.srv.authenticate(s.c, cu.user, plugin, cu.auth, s.scramble, s.c.Conn.RemoteAddr())
 	if err != nil {
-		var le *loginError
+		var le *login.Error
 		if errors.As(err, &le) {
-			s.log.Info("change user refused", "to", cu.user, "code", le.code)
-			return s.changeUserFailed(le.code, le.state, le.msg)
+			s.log.Info("change user refused", "to", cu.user, "code", le.Code)
+			return s.changeUserFailed(le.Code, le.State, le.Msg)
 		}
 		return s.c.Fail(err)
 	}
@@ -67,13 +67,13 @@ func (s *Session) changeUser(ctx context.Context, p []byte) error {
 	}
 	bc, err := s.srv.connectBackend(ctx, backendLogin{
 		user: acct.BackendUser, password: acct.BackendPassword, db: cu.db,
-		charset: backendCharset(charset), clientCaps: s.caps, clientExt: s.extCaps,
+		charset: login.BackendCharset(charset), clientCaps: s.caps, clientExt: s.extCaps,
 		maxPacket: 1 << 30, attrs: attrs,
 	})
 	if err != nil {
 		le := s.srv.backendRefusal(err)
-		s.log.Warn("change user: backend login failed", "to", cu.user, "code", le.code, "err", le.msg)
-		return s.changeUserFailed(le.code, le.state, le.msg)
+		s.log.Warn("change user: backend login failed", "to", cu.user, "code", le.Code, "err", le.Msg)
+		return s.changeUserFailed(le.Code, le.State, le.Msg)
 	}
 	s.mu.Lock()
 	old := s.bconn
@@ -135,10 +135,10 @@ func (s *Session) changeUserFailed(code uint16, state, msg string) error {
 // account's; on ERR the backend keeps the old one (reset) and so does the
 // proxy, the connection staying usable, as directly.
 func (s *Session) relayChangeUser(ctx context.Context, cu *changeUserReq) error {
-	host := hostKey(s.c.Conn.RemoteAddr())
-	if wait, blocked := s.srv.throttle.blocked(host, time.Now()); blocked {
-		le := hostBlocked(s.c.Conn.RemoteAddr(), wait)
-		return s.writeErrFlush(le.code, le.state, le.msg)
+	host := login.HostKey(s.c.Conn.RemoteAddr())
+	if wait, blocked := s.srv.throttle.Blocked(host, time.Now()); blocked {
+		le := login.HostBlocked(s.c.Conn.RemoteAddr(), wait)
+		return s.writeErrFlush(le.Code, le.State, le.Msg)
 	}
 	plugin := cu.plugin
 	if s.caps&mysql.CLIENT_PLUGIN_AUTH == 0 || plugin == "" {
@@ -152,19 +152,10 @@ func (s *Session) relayChangeUser(ctx context.Context, cu *changeUserReq) error 
 	if cu.attrs != nil {
 		attrs = cu.attrs
 	}
-	// The backend leg always has SECURE_CONNECTION and PLUGIN_AUTH
-	// (backendBaseCaps); attributes go when the backend takes them.
-	pkt := append([]byte{mysql.COM_CHANGE_USER}, cu.user...)
-	pkt = append(pkt, 0, byte(len(cu.auth)))
-	pkt = append(pkt, cu.auth...)
-	pkt = append(append(pkt, cu.db...), 0)
-	pkt = binary.LittleEndian.AppendUint16(pkt, charset)
-	pkt = append(append(pkt, plugin...), 0)
-	if g := s.srv.backendHello.Load(); g == nil || g.Caps&mysql.CLIENT_CONNECT_ATTRS != 0 {
-		a := wire.AttrsWith(attrs, "_proxy", "leafproxy")
-		pkt = mysql.AppendLengthEncodedInteger(pkt, uint64(len(a)))
-		pkt = append(pkt, a...)
-	}
+	// Attributes go when the backend takes them.
+	g := s.srv.backendHello.Load()
+	pkt := login.ChangeUserPacket(cu.user, cu.auth, cu.db, charset, plugin, attrs,
+		g == nil || g.Caps&mysql.CLIENT_CONNECT_ATTRS != 0)
 	if err := s.b.WriteCommand(pkt); err != nil {
 		return s.setFatal(err)
 	}
@@ -172,8 +163,9 @@ func (s *Session) relayChangeUser(ctx context.Context, cu *changeUserReq) error 
 		return s.setFatal(err)
 	}
 	_, clientTLS := s.c.Conn.(*tls.Conn)
-	ex := &authExchange{plugin: plugin, scramble: s.scramble, clientTLS: clientTLS, backendTLS: s.srv.backendTLS != nil}
-	ok, err := s.srv.relayAuth(s.c, s.b, ex)
+	ex := &login.Exchange{Plugin: plugin, Scramble: s.scramble, ClientTLS: clientTLS, BackendTLS: s.srv.backendTLS != nil,
+		Key: login.RSAKey(s.srv.clientTLS)}
+	ok, err := login.RelayAuth(s.c, s.b, ex)
 	var me *mysql.MyError
 	if errors.As(err, &me) {
 		s.log.Info("change user refused by the backend", "to", cu.user, "code", me.Code)
@@ -182,7 +174,7 @@ func (s *Session) relayChangeUser(ctx context.Context, cu *changeUserReq) error 
 		}
 		if me.Code == mysql.ER_ACCESS_DENIED_ERROR || me.Code == mysql.ER_ACCESS_DENIED_NO_PASSWORD_ERROR {
 			s.srv.loginFailures.Add(1)
-			if d := s.srv.throttle.fail(host, time.Now()); d > 0 {
+			if d := s.srv.throttle.Fail(host, time.Now()); d > 0 {
 				s.log.Warn("client host blocked after too many failed logins", "host", host, "for", d.String(), "user", cu.user)
 			}
 		}

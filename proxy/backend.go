@@ -2,10 +2,7 @@ package proxy
 
 import (
 	"context"
-	"crypto/rsa"
 	"crypto/tls"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +11,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/leafproxy/leafproxy/proxy/login"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
@@ -23,7 +21,7 @@ type backendLogin struct {
 	user, password string
 	db             string
 	charset        uint8
-	clientCaps     uint32 // the client's negotiated flags; mirroredCaps are copied
+	clientCaps     uint32 // the client's negotiated flags; login.MirroredCaps are copied
 	clientExt      uint32
 	maxPacket      uint32
 	attrs          []byte // the client's raw connection attributes
@@ -109,7 +107,7 @@ func readBackendGreeting(lg *wire.Leg) (*wire.Greeting, error) {
 // mirrored ones, the backend's plugin, the client's attributes marked.
 func backendResponse(g *wire.Greeting, l backendLogin) *wire.HandshakeResponse {
 	resp := &wire.HandshakeResponse{
-		Caps:      (backendBaseCaps | l.clientCaps&mirroredCaps) & (g.Caps | mysql.CLIENT_LONG_PASSWORD),
+		Caps:      (login.BackendBaseCaps | l.clientCaps&login.MirroredCaps) & (g.Caps | mysql.CLIENT_LONG_PASSWORD),
 		MaxPacket: l.maxPacket,
 		Charset:   l.charset,
 		User:      l.user,
@@ -122,7 +120,7 @@ func backendResponse(g *wire.Greeting, l backendLogin) *wire.HandshakeResponse {
 	if g.MariaDB() {
 		// Clearing bit 0 tells MariaDB the extended capabilities follow.
 		resp.Caps &^= mysql.CLIENT_LONG_PASSWORD
-		resp.ExtCaps = l.clientExt & proxyExtCaps & g.ExtCaps
+		resp.ExtCaps = l.clientExt & login.ProxyExtCaps & g.ExtCaps
 	}
 	if l.db != "" {
 		resp.Caps |= mysql.CLIENT_CONNECT_WITH_DB
@@ -218,7 +216,7 @@ func (s *Server) finishBackendLogin(lg *wire.Leg, g *wire.Greeting, l backendLog
 				break
 			}
 			// The public key we asked for.
-			pub, perr := parsePublicKey(p[1:])
+			pub, perr := login.ParsePublicKey(p[1:])
 			if perr != nil {
 				return nil, fmt.Errorf("backend public key: %w", perr)
 			}
@@ -260,22 +258,6 @@ func backendAuthData(plugin string, scramble []byte, password string) ([]byte, e
 		return append([]byte(password), 0), nil
 	}
 	return nil, fmt.Errorf("backend asks for auth plugin %q, which leafproxy does not implement (use mysql_native_password, caching_sha2_password or client_ed25519 for the backend account)", plugin)
-}
-
-func parsePublicKey(p []byte) (*rsa.PublicKey, error) {
-	block, _ := pem.Decode(p)
-	if block == nil {
-		return nil, errors.New("no PEM block")
-	}
-	k, err := x509.ParsePKIXPublicKey(block.Bytes)
-	if err != nil {
-		return nil, err
-	}
-	rk, ok := k.(*rsa.PublicKey)
-	if !ok {
-		return nil, errors.New("not an RSA key")
-	}
-	return rk, nil
 }
 
 func indexNul(b []byte) int {

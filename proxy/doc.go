@@ -7,12 +7,11 @@
 // scrambles only; framing and parsing are ours.
 //
 // Files: server.go (listener, sessions registry, handshake budget shared
-// fairly between client hosts), throttle.go (the failed-login budget of
-// each client host: 1129 while it is spent),
-// caps.go (the capability sets the proxy offers and mirrors),
-// handshake.go (client login), backend.go (backend login),
-// passthrough.go and passthrough_auth.go (logins the backend authenticates,
-// the auth exchange relayed), auth_changeuser.go (COM_CHANGE_USER),
+// fairly between client hosts), handshake.go (client login: the probe
+// login, the backend's refusal), backend.go (backend
+// login), passthrough.go (logins the backend authenticates),
+// auth_changeuser.go (COM_CHANGE_USER), loginglue.go (what package
+// proxy/login needs of the server),
 // session.go (the session's state and command loop), idlewatch.go (the
 // idle watch), dispatch.go (one method per command kind, large commands),
 // killglue.go (what package proxy/kill, which decides and carries out
@@ -27,7 +26,13 @@
 // (statements with parameters the client does not see),
 // keyword.go (the command's class, USE's name), legpools.go (the idle
 // legs' buffer pools), querywriter.go (a command written as it is made),
-// tls.go, membudget.go.
+// membudget.go.
+// What a login needs no session for is package proxy/login's: the
+// greeting and the capability sets it offers and mirrors, the client's
+// handshake response (TLS included), the check of its credentials against
+// the proxy's accounts, the failed-login budget of each client host (1129
+// while it is spent), TLS set-up, and the auth exchange relayed between a
+// client and a backend connection.
 // The protocol's bytes are package proxy/wire's: a leg's packet framing
 // over its buffered connection (wire.Leg), the raw socket I/O under it
 // (LEAFPROXY_RAWIO=0 turns it off), compression frames, the greeting and
@@ -224,7 +229,7 @@
 //
 // Asserted by frontdoor_test.go and handshake_fuzz_test.go:
 //
-//   - Before authentication every packet is limited to preAuthMaxPacket
+//   - Before authentication every packet is limited to login.PreAuthMaxPacket
 //     (64 KiB); a longer claim (e.g. a header ff ff ff 01, 16 MB) closes the
 //     connection at once without reading or reserving it. A malformed
 //     handshake response (user, db or attributes without terminator or

@@ -18,6 +18,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
 	"github.com/leafproxy/leafproxy/internal/testkit/testwait"
+	"github.com/leafproxy/leafproxy/proxy/login"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
@@ -38,7 +39,7 @@ func TestGreetingMirrorsBackend(t *testing.T) {
 	if via.Charset != direct.Charset {
 		t.Errorf("charset %d, backend says %d", via.Charset, direct.Charset)
 	}
-	if want := direct.Caps&proxyCaps | gomysql.CLIENT_SSL; via.Caps != want {
+	if want := direct.Caps&login.ProxyCaps | gomysql.CLIENT_SSL; via.Caps != want {
 		t.Errorf("capabilities 0x%08x, want 0x%08x (backend 0x%08x)", via.Caps, want, direct.Caps)
 	}
 	for _, f := range []uint32{gomysql.CLIENT_MULTI_STATEMENTS, gomysql.CLIENT_MULTI_RESULTS, gomysql.CLIENT_PS_MULTI_RESULTS,
@@ -52,7 +53,7 @@ func TestGreetingMirrorsBackend(t *testing.T) {
 		if !via.MariaDB() {
 			t.Error("proxy does not present itself as MariaDB (CLIENT_MYSQL bit set)")
 		}
-		if want := direct.ExtCaps & proxyExtCaps; via.ExtCaps != want {
+		if want := direct.ExtCaps & login.ProxyExtCaps; via.ExtCaps != want {
 			t.Errorf("extended capabilities 0x%x, want 0x%x", via.ExtCaps, want)
 		}
 	}

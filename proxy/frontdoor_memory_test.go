@@ -81,7 +81,7 @@ const mib = 1 << 20
 
 // 200 unauthenticated connections each claiming a huge packet: before the
 // rewrite the proxy grew buffers to the claimed 16 MB (3.1 GB RSS). Now a
-// claim over preAuthMaxPacket (64 KiB) closes the connection at once, and a
+// claim over login.PreAuthMaxPacket (64 KiB) closes the connection at once, and a
 // claim just under it costs at most 64 KiB per pending handshake, bounded by
 // limits.max_handshakes. Bound asserted: < 64 MiB heap growth in-process.
 func TestPreAuthMemoryBound(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
+	"github.com/leafproxy/leafproxy/proxy/login"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
@@ -173,7 +174,7 @@ func TestHandshakeFaults(t *testing.T) {
 			return append([]byte{0xff, 0xff, 0xff, 1}, bytes.Repeat([]byte{'A'}, 256<<10)...)
 		}, 0},
 		{"just over the pre-auth limit", func(g *wire.Greeting) []byte {
-			return framed(append(validResponse(g), make([]byte, preAuthMaxPacket)...), 1)
+			return framed(append(validResponse(g), make([]byte, login.PreAuthMaxPacket)...), 1)
 		}, 0},
 		{"SSL request then garbage", func(g *wire.Greeting) []byte {
 			b := hdr(g)

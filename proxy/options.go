@@ -82,7 +82,7 @@ type Limits struct {
 	HandshakeTimeout    time.Duration // 0: DefaultHandshakeTimeout
 	CommandMemory       int64         // 0: DefaultCommandMemory
 	// LoginFailures is the failed logins a client host may make in a
-	// burst before it is refused for a while (loginThrottle): 0
+	// burst before it is refused for a while (login.Throttle): 0
 	// DefaultLoginFailures, negative no throttle.
 	LoginFailures int
 	// LoginFailureInterval: a host regains one failed login this often,

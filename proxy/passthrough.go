@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/leafproxy/leafproxy/proxy/login"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
@@ -25,7 +26,7 @@ import (
 // relayed both ways until the backend says OK or ERR; the client gets that
 // answer. The connection that authenticated becomes the session's pinned
 // backend connection: there is no second login. A client's TLS ends at the
-// proxy; the backend leg's TLS is backend.tls's (see relayAuth for the one
+// proxy; the backend leg's TLS is backend.tls's (see login.RelayAuth for the one
 // place where the two differ: caching_sha2_password's full authentication).
 //
 // Admin rights are never implied: a session is an admin only when the user
@@ -91,13 +92,13 @@ func (s *Server) passThroughHandshake(c *wire.Leg) (*clientHello, *backendConn, 
 		s.retireBackend(b, g, nc)
 		return nil, nil, err
 	}
-	host := hostKey(c.Conn.RemoteAddr())
-	if wait, blocked := s.throttle.blocked(host, time.Now()); blocked {
+	host := login.HostKey(c.Conn.RemoteAddr())
+	if wait, blocked := s.throttle.Blocked(host, time.Now()); blocked {
 		s.retireBackend(b, g, nc)
-		return nil, nil, hostBlocked(c.Conn.RemoteAddr(), wait)
+		return nil, nil, login.HostBlocked(c.Conn.RemoteAddr(), wait)
 	}
-	cr := h.resp
-	l := backendLogin{user: cr.User, db: cr.DB, charset: backendCharset(cr.Charset), clientCaps: cr.Caps,
+	cr := h.Resp
+	l := backendLogin{user: cr.User, db: cr.DB, charset: login.BackendCharset(cr.Charset), clientCaps: cr.Caps,
 		clientExt: cr.ExtCaps, maxPacket: cr.MaxPacket, attrs: cr.Attrs}
 	resp := backendResponse(g, l)
 	resp.Auth = cr.Auth
@@ -120,8 +121,9 @@ func (s *Server) passThroughHandshake(c *wire.Leg) (*clientHello, *backendConn, 
 		bc.conn.Close()
 		return nil, nil, s.backendRefusal(err)
 	}
-	ex := &authExchange{plugin: resp.Plugin, scramble: g.Scramble, clientTLS: h.tls, backendTLS: s.backendTLS != nil}
-	ok, err := s.relayAuth(c, b, ex)
+	ex := &login.Exchange{Plugin: resp.Plugin, Scramble: g.Scramble, ClientTLS: h.TLS, BackendTLS: s.backendTLS != nil,
+		Key: login.RSAKey(s.clientTLS)}
+	ok, err := login.RelayAuth(c, b, ex)
 	if err != nil {
 		bc.conn.Close()
 		return nil, nil, s.authFailure(err, host)
@@ -154,11 +156,11 @@ func (s *Server) authFailure(err error, host string) error {
 	}
 	if me.Code == mysql.ER_ACCESS_DENIED_ERROR || me.Code == mysql.ER_ACCESS_DENIED_NO_PASSWORD_ERROR {
 		s.loginFailures.Add(1)
-		if d := s.throttle.fail(host, time.Now()); d > 0 {
+		if d := s.throttle.Fail(host, time.Now()); d > 0 {
 			s.log.Warn("client host blocked after too many failed logins", "host", host, "for", d.String())
 		}
 	}
-	return &loginError{me.Code, me.State, me.Message}
+	return &login.Error{Code: me.Code, State: me.State, Msg: me.Message}
 }
 
 // confirmAdmin says whether the session the backend just authenticated as
@@ -168,7 +170,7 @@ func (s *Server) confirmAdmin(b *wire.Leg, user string) (bool, error) {
 	if !s.adminName(user) {
 		return false, nil
 	}
-	cur, err := currentUser(b)
+	cur, err := login.CurrentUser(b)
 	if err != nil {
 		return false, err
 	}
@@ -179,38 +181,6 @@ func (s *Server) confirmAdmin(b *wire.Leg, user string) (bool, error) {
 		return false, nil
 	}
 	return true, nil
-}
-
-// currentUser runs SELECT CURRENT_USER() on a backend leg that has just
-// logged in (no DEPRECATE_EOF on the backend leg) and returns user@host.
-func currentUser(b *wire.Leg) ([]byte, error) {
-	if err := b.WriteCommand(append([]byte{mysql.COM_QUERY}, "SELECT CURRENT_USER()"...)); err != nil {
-		return nil, err
-	}
-	if err := b.Flush(); err != nil {
-		return nil, err
-	}
-	var row []byte
-	eofs := 0
-	for eofs < 2 {
-		p, err := b.ReadPacket(nil, 64<<10)
-		if err != nil {
-			return nil, err
-		}
-		switch {
-		case wire.IsErr(p):
-			return nil, wire.ParseErr(p)
-		case wire.IsEOF(p, len(p)):
-			eofs++
-		case eofs == 1 && row == nil:
-			n, k := wire.LenencUint(p)
-			if k == 0 || n > uint64(len(p)-k) {
-				return nil, protocolError("malformed CURRENT_USER() row")
-			}
-			row = p[k : k+int(n)]
-		}
-	}
-	return row, nil
 }
 
 // retireBackend ends a backend connection whose client never sent its

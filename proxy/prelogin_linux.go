@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/leafproxy/leafproxy/proxy/login"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
@@ -135,8 +136,8 @@ func (s *Server) greetEarly(conn net.Conn) bool {
 		return false
 	}
 	now := time.Now()
-	host := hostKey(conn.RemoteAddr())
-	if s.throttle.isBlocked(host, now) {
+	host := login.HostKey(conn.RemoteAddr())
+	if s.throttle.IsBlocked(host, now) {
 		return false
 	}
 	d := s.doorman()

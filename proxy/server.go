@@ -17,6 +17,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/leafproxy/leafproxy/internal/edge"
+	"github.com/leafproxy/leafproxy/proxy/login"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 	"golang.org/x/sys/unix"
 )
@@ -38,9 +39,7 @@ type Server struct {
 
 	// backendHello is the backend's greeting as last seen (version,
 	// capabilities, status, charset); new clients are greeted with it.
-	backendHello atomic.Pointer[wire.Greeting]
-	probeMu      sync.Mutex
-	probe        *probeCall // the probe login under way, if any (probeMu)
+	backendHello login.Greetings
 
 	mem     *memBudget
 	idleMem idleMemory
@@ -154,7 +153,7 @@ func NewServer(cfg Config, opts ...Option) (*Server, error) {
 	s.SetUsers(cfg.Users)
 	s.SetAdmins(cfg.Admins)
 	s.mem = newMemBudget(cfg.Limits.CommandMemory)
-	s.throttle = newLoginThrottle(cfg.Limits.LoginFailures, cfg.Limits.LoginFailureInterval, cfg.Limits.LoginBlockMax, throttleHosts)
+	s.throttle = login.NewThrottle(cfg.Limits.LoginFailures, cfg.Limits.LoginFailureInterval, cfg.Limits.LoginBlockMax, login.ThrottleHosts)
 	s.idleMem.done = s.done
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	return s, nil
@@ -372,7 +371,7 @@ func (s *Server) handle(raw net.Conn, w *waiting) {
 	// Small buffers until the client has logged in: a flood of strangers
 	// costs little memory each.
 	c := wire.NewLeg("client", raw, 1<<10, 1<<10)
-	host := hostKey(raw.RemoteAddr())
+	host := login.HostKey(raw.RemoteAddr())
 	if !s.admitHandshake(raw, c, host, w) {
 		return
 	}
@@ -385,7 +384,7 @@ func (s *Server) handle(raw net.Conn, w *waiting) {
 		// thread id, which is then the session's id in every log record.
 		log = s.log.With("session", bc.threadID, "remote", remote)
 	}
-	log = log.With("user", h.resp.User)
+	log = log.With("user", h.Resp.User)
 	_ = c.Conn.SetDeadline(time.Time{})
 
 	if !s.admitSession(c, bc, log) {
@@ -421,10 +420,10 @@ func (s *Server) admitHandshake(raw net.Conn, c *wire.Leg, host string, w *waiti
 		}
 		return true
 	}
-	if wait, blocked := s.throttle.blocked(host, time.Now()); blocked {
+	if wait, blocked := s.throttle.Blocked(host, time.Now()); blocked {
 		// Refused before the greeting, as MariaDB refuses a blocked host:
 		// a guess costs the proxy no handshake.
-		s.refuseLogin(c, hostBlocked(raw.RemoteAddr(), wait))
+		s.refuseLogin(c, login.HostBlocked(raw.RemoteAddr(), wait))
 		return false
 	}
 	if s.pending.add(raw, host, s.cfg.Limits.MaxHandshakes, &s.mu) {
@@ -459,9 +458,9 @@ func (s *Server) login(raw net.Conn, c *wire.Leg, host string, id uint32, w *wai
 	}
 	s.pending.remove(raw, host, &s.mu)
 	if err != nil {
-		var le *loginError
+		var le *login.Error
 		if errors.As(err, &le) {
-			log.Info("login refused", "code", le.code, "err", le.msg)
+			log.Info("login refused", "code", le.Code, "err", le.Msg)
 			s.refuseLogin(c, le)
 		} else {
 			log.Info("client handshake failed", "err", oneLine(err))
@@ -484,7 +483,7 @@ func (s *Server) admitSession(c *wire.Leg, bc *backendConn, log *slog.Logger) bo
 			_, _ = bc.conn.Write(comQuit[:])
 			bc.conn.Close()
 		}
-		s.refuseLogin(c, &loginError{mysql.ER_CON_COUNT_ERROR, "08004", "Too many connections"})
+		s.refuseLogin(c, &login.Error{Code: mysql.ER_CON_COUNT_ERROR, State: "08004", Msg: "Too many connections"})
 		return false
 	}
 	return true
@@ -497,9 +496,9 @@ func (s *Server) refuseBackendLogin(c *wire.Leg, err error, log *slog.Logger) {
 	le := s.backendRefusal(err)
 	if connectOutcome(err) != nil {
 		// Unreachable: logged once when it stops answering (noteBackend).
-		log.Debug("backend login failed", "backend", s.cfg.Backend.Addr, "code", le.code, "err", le.msg)
+		log.Debug("backend login failed", "backend", s.cfg.Backend.Addr, "code", le.Code, "err", le.Msg)
 	} else {
-		log.Warn("backend login failed", "backend", s.cfg.Backend.Addr, "code", le.code, "err", le.msg)
+		log.Warn("backend login failed", "backend", s.cfg.Backend.Addr, "code", le.Code, "err", le.Msg)
 	}
 	s.refuseLogin(c, le)
 }
@@ -522,7 +521,7 @@ func (s *Server) runSession(id uint32, log *slog.Logger, c *wire.Leg, h *clientH
 		sess.finish()
 		return
 	}
-	if h.resp.Caps&mysql.CLIENT_COMPRESS != 0 {
+	if h.Resp.Caps&mysql.CLIENT_COMPRESS != 0 {
 		c.Compress(false, clientReadBuf, clientWriteBuf)
 	} else {
 		c.Grow(clientReadBuf, clientWriteBuf)

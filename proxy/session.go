@@ -421,13 +421,13 @@ const (
 
 func newSession(srv *Server, id uint32, log *slog.Logger, c *wire.Leg, h *clientHello, bc *backendConn) *Session {
 	s := &Session{
-		srv: srv, id: id, clientID: id, log: log, user: h.resp.User, account: h.account,
-		caps: h.resp.Caps, extCaps: h.resp.ExtCaps, collation: h.resp.Charset,
-		scramble: h.scramble, attrs: h.resp.Attrs,
+		srv: srv, id: id, clientID: id, log: log, user: h.Resp.User, account: h.account,
+		caps: h.Resp.Caps, extCaps: h.Resp.ExtCaps, collation: h.Resp.Charset,
+		scramble: h.Scramble, attrs: h.Resp.Attrs,
 		c:             c,
 		loopState:     loopState{exec: onGoroutine{}},
 		sessionShared: sessionShared{cconn: c.Conn},
-		backendFacts:  backendFacts{db: h.resp.DB, dbOK: true},
+		backendFacts:  backendFacts{db: h.Resp.DB, dbOK: true},
 	}
 	s.remote = "unix"
 	if a := c.Conn.RemoteAddr(); a != nil && a.String() != "" && a.String() != "@" {

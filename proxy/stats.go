@@ -7,6 +7,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/leafproxy/leafproxy/internal/metric"
+	"github.com/leafproxy/leafproxy/proxy/login"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
@@ -166,11 +167,11 @@ func (srv *Server) countErr(code uint16) {
 
 // refuseLogin answers a connection that does not become a session with
 // e, counted.
-func (srv *Server) refuseLogin(c *wire.Leg, e *loginError) {
+func (srv *Server) refuseLogin(c *wire.Leg, e *login.Error) {
 	if !srv.noStats {
-		srv.countErr(e.code)
+		srv.countErr(e.Code)
 	}
-	writeLoginError(c, e)
+	login.WriteError(c, e)
 }
 
 // retire moves an ending session's counts into the totals; srv.mu held.

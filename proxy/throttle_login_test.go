@@ -32,9 +32,9 @@ func from2DSN(e *env, user, pass string) string {
 	return c.FormatDSN()
 }
 
-// login opens one connection with dsn and reports the MySQL error number
+// loginCode opens one connection with dsn and reports the MySQL error number
 // (0 for a successful login).
-func login(t *testing.T, dsn string) uint16 {
+func loginCode(t *testing.T, dsn string) uint16 {
 	t.Helper()
 	db, err := sql.Open("mysql", dsn)
 	if err != nil {
@@ -92,7 +92,7 @@ func TestLoginThrottle(t *testing.T) {
 	counts := map[uint16]int{}
 	start := time.Now()
 	for range 200 {
-		counts[login(t, e.dsn("app", "wrong", "", ""))]++
+		counts[loginCode(t, e.dsn("app", "wrong", "", ""))]++
 	}
 	elapsed := time.Since(start)
 	close(stop)
@@ -109,10 +109,10 @@ func TestLoginThrottle(t *testing.T) {
 	}
 	// The blocked host is refused even with the right password; the other
 	// host's wrong password is checked (1045), not refused.
-	if code := login(t, e.dsn("app", "secret", "", "")); code != 1129 {
+	if code := loginCode(t, e.dsn("app", "secret", "", "")); code != 1129 {
 		t.Errorf("right password from the blocked host: %d, want 1129", code)
 	}
-	if code := login(t, from2DSN(e, "app", "wrong")); code != 1045 {
+	if code := loginCode(t, from2DSN(e, "app", "wrong")); code != 1045 {
 		t.Errorf("wrong password from 127.0.0.2: %d, want 1045", code)
 	}
 	st := e.srv.LoginStats()
@@ -130,18 +130,18 @@ func TestLoginThrottleExpires(t *testing.T) {
 		c.Limits.LoginFailureInterval = 300 * time.Millisecond
 	})
 	for range 3 {
-		if code := login(t, e.dsn("app", "wrong", "", "")); code != 1045 {
+		if code := loginCode(t, e.dsn("app", "wrong", "", "")); code != 1045 {
 			t.Fatalf("wrong password: %d", code)
 		}
 	}
-	if code := login(t, e.dsn("app", "secret", "", "")); code != 1129 {
+	if code := loginCode(t, e.dsn("app", "secret", "", "")); code != 1129 {
 		t.Fatalf("after 3 failures: %d, want 1129", code)
 	}
-	testwait.For(t, "the login accepted after a 300 ms block", func() bool { return login(t, e.dsn("app", "secret", "", "")) == 0 })
-	if code := login(t, e.dsn("app", "wrong", "", "")); code != 1045 {
+	testwait.For(t, "the login accepted after a 300 ms block", func() bool { return loginCode(t, e.dsn("app", "secret", "", "")) == 0 })
+	if code := loginCode(t, e.dsn("app", "wrong", "", "")); code != 1045 {
 		t.Fatalf("first failure after the block: %d, want 1045", code)
 	}
-	if code := login(t, e.dsn("app", "secret", "", "")); code != 1129 {
+	if code := loginCode(t, e.dsn("app", "secret", "", "")); code != 1129 {
 		t.Fatalf("after a failure right after the block: %d, want 1129", code)
 	}
 }

@@ -22,7 +22,7 @@
 //   - the greeting and the handshake response (greeting.go: Greeting,
 //     HandshakeResponse, their parsers and writers, AttrsWith, MariaDB's
 //     extended capability bits); which capabilities the proxy offers is
-//     policy, and stays in package proxy (caps.go);
+//     policy, and is package proxy/login's (caps.go);
 //   - typed result rows (resultrows.go: Column, Value, the column
 //     definitions and text and binary rows MariaDB would send for them);
 //   - the module's one decoder of COM_STMT_EXECUTE (stmtexec.go:

@@ -1,4 +1,4 @@
-package proxy
+package login
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 )
 
-// loginThrottle is the failed-login budget of each client host, a token
+// Throttle is the failed-login budget of each client host, a token
 // bucket: a host holds up to burst failed logins, regains one every
 // interval, and once they are spent is refused (error 1129, before the
 // greeting) for a while: interval at first, doubling with each failure
@@ -24,7 +24,7 @@ import (
 // The table holds at most maxHosts hosts (bounded memory whatever the
 // number of addresses): when it is full, a sample of entries is looked at,
 // forgiven ones are dropped, else the one whose block ends first.
-type loginThrottle struct {
+type Throttle struct {
 	burst    float64
 	interval time.Duration
 	maxBlock time.Duration
@@ -50,23 +50,26 @@ const (
 	DefaultLoginFailures        = 10
 	DefaultLoginFailureInterval = 6 * time.Second
 	DefaultLoginBlockMax        = 5 * time.Minute
-	// throttleHosts bounds the per-host table: about 100 bytes a host.
-	throttleHosts = 16384
+	// ThrottleHosts bounds the per-host table: about 100 bytes a host.
+	ThrottleHosts = 16384
 	throttleProbe = 64 // entries looked at to make room
 )
 
-func newLoginThrottle(burst int, interval, maxBlock time.Duration, maxHosts int) *loginThrottle {
+// NewThrottle makes a throttle of burst failed logins per host, regaining
+// one every interval, blocks up to maxBlock, at most maxHosts hosts; nil
+// (no throttle, every method a no-op) when burst is not positive.
+func NewThrottle(burst int, interval, maxBlock time.Duration, maxHosts int) *Throttle {
 	if burst <= 0 {
 		return nil // off
 	}
-	return &loginThrottle{burst: float64(burst), interval: interval, maxBlock: max(maxBlock, interval),
+	return &Throttle{burst: float64(burst), interval: interval, maxBlock: max(maxBlock, interval),
 		maxHosts: maxHosts, hosts: map[string]*hostBudget{}}
 }
 
-// hostKey is the throttle's name for the client at a: its IP address; for
+// HostKey is the throttle's name for the client at a: its IP address; for
 // IPv6 its /64 (one machine usually holds a whole /64); "localhost" for a
 // Unix socket.
-func hostKey(a net.Addr) string {
+func HostKey(a net.Addr) string {
 	ta, ok := a.(*net.TCPAddr)
 	if !ok {
 		return "localhost"
@@ -78,7 +81,7 @@ func hostKey(a net.Addr) string {
 }
 
 // refill brings h's tokens up to now; a full bucket forgets past blocks.
-func (t *loginThrottle) refill(h *hostBudget, now time.Time) {
+func (t *Throttle) refill(h *hostBudget, now time.Time) {
 	if now.Before(h.at) {
 		return // blocked: the bucket refills once the block is over
 	}
@@ -89,8 +92,8 @@ func (t *loginThrottle) refill(h *hostBudget, now time.Time) {
 	}
 }
 
-// blocked says whether host is refused now, and for how long still.
-func (t *loginThrottle) blocked(host string, now time.Time) (time.Duration, bool) {
+// Blocked says whether host is refused now, and for how long still.
+func (t *Throttle) Blocked(host string, now time.Time) (time.Duration, bool) {
 	if t == nil {
 		return 0, false
 	}
@@ -104,10 +107,10 @@ func (t *loginThrottle) blocked(host string, now time.Time) (time.Duration, bool
 	return h.until.Sub(now), true
 }
 
-// isBlocked says whether host is blocked now, counting nothing (the
+// IsBlocked says whether host is blocked now, counting nothing (the
 // accept loop leaves a blocked host's connection to its goroutine, which
 // refuses it).
-func (t *loginThrottle) isBlocked(host string, now time.Time) bool {
+func (t *Throttle) IsBlocked(host string, now time.Time) bool {
 	if t == nil {
 		return false
 	}
@@ -117,9 +120,9 @@ func (t *loginThrottle) isBlocked(host string, now time.Time) bool {
 	return h != nil && now.Before(h.until)
 }
 
-// fail counts a failed login from host; when that spends the host's
-// budget, the host is blocked and fail returns for how long (else 0).
-func (t *loginThrottle) fail(host string, now time.Time) time.Duration {
+// Fail counts a failed login from host; when that spends the host's
+// budget, the host is blocked and Fail returns for how long (else 0).
+func (t *Throttle) Fail(host string, now time.Time) time.Duration {
 	if t == nil {
 		return 0
 	}
@@ -151,7 +154,7 @@ func (t *loginThrottle) fail(host string, now time.Time) time.Duration {
 // makeRoom drops entries when the table is full (t.mu held): forgiven
 // ones (bucket full again, not blocked) among a sample, else the sampled
 // one whose block ends first.
-func (t *loginThrottle) makeRoom(now time.Time) {
+func (t *Throttle) makeRoom(now time.Time) {
 	if len(t.hosts) < t.maxHosts {
 		return
 	}
@@ -177,8 +180,8 @@ func (t *loginThrottle) makeRoom(now time.Time) {
 	}
 }
 
-// hostsTracked is the table's size now.
-func (t *loginThrottle) hostsTracked() int {
+// HostsTracked is the table's size now.
+func (t *Throttle) HostsTracked() int {
 	if t == nil {
 		return 0
 	}
@@ -187,8 +190,8 @@ func (t *loginThrottle) hostsTracked() int {
 	return len(t.hosts)
 }
 
-// blockedHosts counts the hosts refused now.
-func (t *loginThrottle) blockedHosts(now time.Time) int {
+// BlockedHosts counts the hosts refused now.
+func (t *Throttle) BlockedHosts(now time.Time) int {
 	if t == nil {
 		return 0
 	}
@@ -203,39 +206,30 @@ func (t *loginThrottle) blockedHosts(now time.Time) int {
 	return n
 }
 
-// hostBlocked is what a blocked host is told: MariaDB's 1129 (ER_HOST_IS_BLOCKED),
+// HostBlocked is what a blocked host is told: MariaDB's 1129 (ER_HOST_IS_BLOCKED),
 // saying for how long and which setting decides.
-func hostBlocked(remote net.Addr, wait time.Duration) *loginError {
+func HostBlocked(remote net.Addr, wait time.Duration) *Error {
 	host := "localhost"
 	if ta, ok := remote.(*net.TCPAddr); ok {
 		host = ta.IP.String()
 	}
-	return &loginError{mysql.ER_HOST_IS_BLOCKED, "HY000",
+	return &Error{mysql.ER_HOST_IS_BLOCKED, "HY000",
 		fmt.Sprintf("Host '%s' is blocked for %s because of too many failed logins (leafproxy limits.login_failures)",
 			host, wait.Round(100*time.Millisecond))}
 }
 
-// LoginStats counts failed logins and what the throttle did about them.
-type LoginStats struct {
-	Failures     uint64 // logins refused for wrong credentials (1045)
-	Refused      uint64 // connections and logins refused because their host was blocked (1129)
-	Blocks       uint64 // times a host was blocked
-	BlockedHosts int    // hosts blocked now
-	Hosts        int    // hosts in the throttle's table (at most 16384)
-	Dropped      uint64 // pending handshakes closed to make room for others (limits.max_handshakes, max_silent_handshakes)
-	Handshakes   int    // handshakes under way now (limits.max_handshakes)
-	Silent       int    // connections greeted that have sent nothing yet (limits.max_silent_handshakes)
+// Refused counts the connections and logins refused while their host was blocked.
+func (t *Throttle) Refused() uint64 {
+	if t == nil {
+		return 0
+	}
+	return t.refused.Load()
 }
 
-// LoginStats reports the login throttle's counters (for metrics).
-func (s *Server) LoginStats() LoginStats {
-	st := LoginStats{Failures: s.loginFailures.Load(), Dropped: s.handshakesDropped.Load()}
-	s.mu.Lock()
-	st.Handshakes, st.Silent = s.pending.n, s.silent.n
-	s.mu.Unlock()
-	if t := s.throttle; t != nil {
-		st.Refused, st.Blocks = t.refused.Load(), t.blocks.Load()
-		st.BlockedHosts, st.Hosts = t.blockedHosts(time.Now()), t.hostsTracked()
+// Blocks counts the times a host was blocked.
+func (t *Throttle) Blocks() uint64 {
+	if t == nil {
+		return 0
 	}
-	return st
+	return t.blocks.Load()
 }

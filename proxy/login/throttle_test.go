@@ -1,9 +1,11 @@
-package proxy
+package login_test
 
 import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/leafproxy/leafproxy/proxy/login"
 )
 
 // TestThrottleBudget: a host spends its burst, is blocked for interval,
@@ -11,29 +13,29 @@ import (
 // bucket that has filled again forgives it; other hosts are untouched.
 func TestThrottleBudget(t *testing.T) {
 	const iv = time.Second
-	th := newLoginThrottle(3, iv, 5*time.Second, 100)
+	th := login.NewThrottle(3, iv, 5*time.Second, 100)
 	now := time.Unix(1000, 0)
 	for i := 1; i <= 2; i++ {
-		if d := th.fail("a", now); d != 0 {
+		if d := th.Fail("a", now); d != 0 {
 			t.Fatalf("failure %d blocked for %v", i, d)
 		}
 	}
-	if d := th.fail("a", now); d != iv {
+	if d := th.Fail("a", now); d != iv {
 		t.Fatalf("third failure: blocked %v, want %v", d, iv)
 	}
-	if w, b := th.blocked("a", now.Add(iv/2)); !b || w != iv/2 {
+	if w, b := th.Blocked("a", now.Add(iv/2)); !b || w != iv/2 {
 		t.Fatalf("during the block: %v %v", w, b)
 	}
-	if _, b := th.blocked("b", now); b {
+	if _, b := th.Blocked("b", now); b {
 		t.Fatal("another host is blocked")
 	}
 	// Right after each block, one failure blocks again, twice as long.
 	at := now.Add(iv)
 	for _, want := range []time.Duration{2 * iv, 4 * iv, 5 * iv, 5 * iv} {
-		if _, b := th.blocked("a", at); b {
+		if _, b := th.Blocked("a", at); b {
 			t.Fatalf("still blocked at the end of the block (%v)", at.Sub(now))
 		}
-		d := th.fail("a", at)
+		d := th.Fail("a", at)
 		if d != want {
 			t.Fatalf("block %v, want %v", d, want)
 		}
@@ -41,13 +43,13 @@ func TestThrottleBudget(t *testing.T) {
 	}
 	// A full bucket (3 intervals of calm after the block) forgives.
 	at = at.Add(3 * iv)
-	if d := th.fail("a", at); d != 0 {
+	if d := th.Fail("a", at); d != 0 {
 		t.Fatalf("after the bucket refilled: blocked %v", d)
 	}
-	if got := th.refused.Load(); got != 1 {
+	if got := th.Refused(); got != 1 {
 		t.Errorf("refused %d, want 1", got)
 	}
-	if th := newLoginThrottle(-1, iv, iv, 10); th != nil {
+	if th := login.NewThrottle(-1, iv, iv, 10); th != nil {
 		t.Error("a negative budget must turn the throttle off")
 	}
 }
@@ -55,14 +57,14 @@ func TestThrottleBudget(t *testing.T) {
 // TestThrottleTableBounded: 200,000 hosts failing once each leave at
 // most maxHosts entries.
 func TestThrottleTableBounded(t *testing.T) {
-	th := newLoginThrottle(2, time.Millisecond, time.Hour, 1000)
+	th := login.NewThrottle(2, time.Millisecond, time.Hour, 1000)
 	now := time.Unix(1000, 0)
-	th.fail("evil", now)
-	th.fail("evil", now) // blocked for a millisecond, strike 1
+	th.Fail("evil", now)
+	th.Fail("evil", now) // blocked for a millisecond, strike 1
 	for i := range 200_000 {
-		th.fail(net.IPv4(10, byte(i>>16), byte(i>>8), byte(i)).String(), now.Add(time.Duration(i)*time.Microsecond))
+		th.Fail(net.IPv4(10, byte(i>>16), byte(i>>8), byte(i)).String(), now.Add(time.Duration(i)*time.Microsecond))
 	}
-	if n := th.hostsTracked(); n > 1000 {
+	if n := th.HostsTracked(); n > 1000 {
 		t.Fatalf("%d hosts tracked, bound 1000", n)
 	}
 }
@@ -78,7 +80,7 @@ func TestHostKey(t *testing.T) {
 		{&net.TCPAddr{IP: net.ParseIP("2001:db8:1:2:bbbb::9"), Port: 7}, "2001:db8:1:2::/64"},
 		{&net.UnixAddr{Name: "/tmp/s", Net: "unix"}, "localhost"},
 	} {
-		if got := hostKey(tc.addr); got != tc.want {
+		if got := login.HostKey(tc.addr); got != tc.want {
 			t.Errorf("%v: %q, want %q", tc.addr, got, tc.want)
 		}
 	}
