@@ -39,9 +39,10 @@
 // handshake response, packet classifiers and builders, the encoding of
 // typed result rows and the COM_STMT_EXECUTE decoder.
 // commandexec.go is the one seam between a session and the event loop
-// (loop_linux.go, lane*_linux.go, handoff_linux.go; docs/eventloop.md):
-// Session.exec is onGoroutine, or the session's lane while a loop serves
-// it.
+// (docs/eventloop.md): Session.exec is onGoroutine, or the session's lane
+// while a loop serves it (lane*_linux.go, handoff_linux.go). The loop's
+// engine, the epoll instance and its runners, is package proxy/eventloop,
+// which calls a lane through eventloop.Handler (loopglue_linux.go).
 //
 // # Looking like the backend
 //

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/leafproxy/leafproxy/internal/sqltext"
+	"github.com/leafproxy/leafproxy/proxy/eventloop"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
@@ -63,7 +64,7 @@ func (srv *Server) startLoops() {
 	if n < 0 || !loopsOn {
 		return
 	}
-	l, err := newLoop(srv, n)
+	l, err := eventloop.New(srv.baseCtx, n, srv.cfg.Limits.IdleTimeout, srv.log)
 	if err != nil {
 		srv.log.Warn("event loops unavailable; sessions run on their own goroutines", "err", err)
 		return
@@ -77,7 +78,7 @@ func (srv *Server) startLoops() {
 func (srv *Server) stopLoops() {
 	srv.loopsStop.Do(func() {
 		if srv.loop != nil {
-			srv.loop.close()
+			srv.loop.Close()
 		}
 		srv.loopCount.Store(0)
 	})
@@ -85,7 +86,7 @@ func (srv *Server) stopLoops() {
 
 func (srv *Server) drainLoops() {
 	if srv.loop != nil {
-		srv.loop.requestDrain()
+		srv.loop.RequestDrain()
 	}
 }
 
@@ -109,7 +110,7 @@ func (s *Session) loopFor() *loop {
 	if pr, ok := s.b.RW.(*prefixRW); ok && len(pr.prefix) > 0 {
 		return nil // the backend said something the goroutine has not read
 	}
-	if l.dead.Load() {
+	if l.Dead() {
 		return nil
 	}
 	return l
@@ -140,7 +141,7 @@ func (s *Session) runOnLoop(l *loop) (handBack, bool) {
 		return handBack{}, false
 	}
 	for _, fd := range []int{cfd, bfd} {
-		if err := assertNonblocking(fd); err != nil {
+		if err := eventloop.AssertNonblocking(fd); err != nil {
 			unix.Close(cfd)
 			unix.Close(bfd)
 			s.stayOffLoop()
@@ -182,7 +183,7 @@ func (s *Session) runOnLoop(l *loop) (handBack, bool) {
 	handBackc := s.handBackChan()
 	s.srv.loopMoves.Add(1)
 	s.srv.loopSessions.Add(1)
-	if !l.post(ln) {
+	if !l.Post(&ln.Lane) {
 		// The loop stopped meanwhile (it failed): carry on here.
 		s.srv.loopSessions.Add(-1)
 		s.exec = onGoroutine{}

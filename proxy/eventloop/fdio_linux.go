@@ -1,4 +1,4 @@
-package proxy
+package eventloop
 
 import (
 	"errors"
@@ -9,17 +9,18 @@ import (
 )
 
 // Socket I/O on descriptors the proxy knows to be non-blocking: the event
-// loop's (asserted when a session moves onto the loop: assertNonblocking;
+// loop's (asserted when a session moves onto the loop: AssertNonblocking;
 // the socket legs' own, inside syscall.RawConn's callbacks, are
 // proxy/wire's RawIO's). No call here ever waits: a socket with nothing to read, or no room, answers
 // EAGAIN. They are raw system calls (internal/raw says why), annotated
 // for the race detector, so race builds run this same code.
 
-func readFD(fd int, p []byte) (int, unix.Errno) { return raw.Read(fd, p) }
+// ReadFD reads what fd has, up to len(p) bytes.
+func ReadFD(fd int, p []byte) (int, unix.Errno) { return raw.Read(fd, p) }
 
-// writeFD writes all of p unless the socket is full (EAGAIN) or fails; n
+// WriteFD writes all of p unless the socket is full (EAGAIN) or fails; n
 // is what it took.
-func writeFD(fd int, p []byte) (int, unix.Errno) {
+func WriteFD(fd int, p []byte) (int, unix.Errno) {
 	done := 0
 	for done < len(p) {
 		n, e := raw.Write(fd, p[done:])
@@ -31,10 +32,10 @@ func writeFD(fd int, p []byte) (int, unix.Errno) {
 	return done, 0
 }
 
-// assertNonblocking refuses a descriptor the loop could block on: the loop
+// AssertNonblocking refuses a descriptor the loop could block on: the loop
 // reads and writes its sockets directly, and one blocking call would stall
 // every session a runner serves.
-func assertNonblocking(fd int) error {
+func AssertNonblocking(fd int) error {
 	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
 	if err != nil {
 		return errors.Join(errors.New("fcntl F_GETFL"), err)

@@ -1,0 +1,38 @@
+// Package eventloop is the engine of leafproxy's event loop (Linux only;
+// docs/eventloop.md): one epoll instance served by several runners,
+// ordinary goroutines, which watch the two sockets of every logged-in
+// session the loop serves and hand what happened on them to that
+// session. It knows nothing of the protocol, sessions or servers: what a
+// session does with its sockets' events is package proxy's (its lane,
+// lane*_linux.go), behind Handler.
+//
+// What it owns:
+//   - the loop (loop_linux.go: Loop, Runner): the epoll instance, parked
+//     on by one runner at a time through Go's netpoller, its batches of
+//     edge-triggered events, the inbox of lanes handed over by sessions'
+//     goroutines (Post) and their registration, Detach, the drain on
+//     shutdown (RequestDrain), the sweep that lets idle lanes be closed
+//     (limits.idle_timeout), Close, and the rescue that costs a panicking
+//     lane its session, not the loop;
+//   - a lane's part that the runners coordinate on (lane_linux.go: Lane;
+//     its lock, the pending-event bits Pend*, Gone) and Handler, the calls
+//     the loop makes to a lane's session (Serve, Bind, Teardown, Logger);
+//   - the lane table (lanetable_linux.go): lanes by slot without a lock,
+//     for the runners' look-up of every event;
+//   - the loop's socket I/O (fdio_linux.go: ReadFD, WriteFD on
+//     non-blocking descriptors, AssertNonblocking), raw system calls that
+//     never wait.
+//
+// What it may call: the standard library, golang.org/x/sys/unix,
+// internal/raw (system calls annotated for the race detector) and
+// internal/nonblock (the context mark that tells interceptors not to
+// block). Nothing else of this module, and never package proxy:
+// internal/layering's test holds it so. A runner calls its lane's
+// Handler.Serve once per batch of events for it (an interface call where
+// there was a direct one); a command, a response and each of its packets
+// run in package proxy's lane with no further call into this package but
+// the inlined ReadFD and WriteFD.
+//
+// Off Linux the package is empty: every session runs on its own
+// goroutine (package proxy's loop_other.go).
+package eventloop
