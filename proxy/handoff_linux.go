@@ -276,7 +276,7 @@ func (s *Session) resume(ctx context.Context, m *handBack) error {
 	if _, err := s.walkFrom(&m.response, walkRelay); err != nil {
 		return s.setFatal(err)
 	}
-	s.applyAfter(m.after, m.response.ok)
+	s.applyAfter(m.after, m.response.OK)
 	return s.setFatal(s.c.Flush())
 }
 

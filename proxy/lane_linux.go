@@ -359,7 +359,7 @@ func (ln *lane) send(pkt []byte, kind int, a afterAction) error {
 		s.applyAfter(a, true)
 		return nil
 	}
-	ln.response.start(kind, kind == respExecute && executeCursor(pkt))
+	ln.response.Start(kind, kind == respExecute && executeCursor(pkt))
 	ln.after = a
 	ln.busy = true
 	return nil
