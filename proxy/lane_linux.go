@@ -35,13 +35,14 @@ type lane struct {
 	clientPending  []byte // bytes for the client its socket did not take yet
 	backendPending []byte // bytes for the backend its socket did not take yet (see backendFull)
 
-	busy       bool        // a command's response is under way
-	response   respTracker // that response
-	after      afterAction // applied when it is complete
-	inPacket   bool        // inside a physical packet of the response
-	bodyLeft   int         // its payload bytes still to pass on
-	continued  bool        // the logical packet goes on in the next physical packet
-	packetKind int         // what the logical packet was (respTracker), acted on at its end
+	busy       bool              // a command's response is under way
+	response   respTracker       // that response
+	facts      wire.RespObserver // the session, as response tells it what the backend said (set once)
+	after      afterAction       // applied when it is complete
+	inPacket   bool              // inside a physical packet of the response
+	bodyLeft   int               // its payload bytes still to pass on
+	continued  bool              // the logical packet goes on in the next physical packet
+	packetKind int               // what the logical packet was (respTracker), acted on at its end
 
 	// Events are edge-triggered: once told a socket is readable, the lane
 	// reads until it is empty, or notes that it stopped before (a full
@@ -66,7 +67,7 @@ type lane struct {
 }
 
 func newLane(l *loop, s *Session, cfd, bfd int) *lane {
-	ln := &lane{l: l, s: s}
+	ln := &lane{l: l, s: s, facts: s.facts()}
 	ln.Init(ln, cfd, bfd)
 	ln.clientSink = sink{ln: ln, fd: cfd, client: true}
 	ln.backendSink = sink{ln: ln, fd: bfd}

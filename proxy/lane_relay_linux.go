@@ -132,7 +132,7 @@ func (ln *lane) packetHeader(p []byte, n, h int) bool {
 	p[3] = s.c.Seq
 	s.c.Seq++
 	if !ln.continued {
-		ev, err := ln.response.Step(s.facts(), p[4:4+h], n)
+		ev, err := ln.response.Step(ln.facts, p[4:4+h], n)
 		if err != nil {
 			ln.fail(err)
 			return false
@@ -270,7 +270,7 @@ func (ln *lane) relayReportedOK(id uint64, before, p []byte) (done, end bool) {
 	}
 	s.b.Seq++
 	s.c.Seq++
-	ev, err := ln.response.Step(s.facts(), pkt[4:4+min(n, wire.HeadLen)], n)
+	ev, err := ln.response.Step(ln.facts, pkt[4:4+min(n, wire.HeadLen)], n)
 	if err != nil {
 		ln.fail(err)
 		return false, false

@@ -268,6 +268,7 @@ func (s *Session) walk(mode int, cursor bool) (walkResult, error) {
 func (s *Session) walkFrom(t *respTracker, mode int) (walkResult, error) {
 	var r walkResult
 	defer s.trimScratch()
+	facts := wire.RespObserver(s.facts())
 	for !t.Done() {
 		var head []byte
 		var n int
@@ -284,7 +285,7 @@ func (s *Session) walkFrom(t *respTracker, mode int) (walkResult, error) {
 		if err != nil {
 			return r, err
 		}
-		ev, err := t.Step(s.facts(), head, n)
+		ev, err := t.Step(facts, head, n)
 		if err != nil {
 			return r, err
 		}
