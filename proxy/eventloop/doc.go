@@ -19,6 +19,12 @@
 //     the loop makes to a lane's session (Serve, Bind, Teardown, Logger);
 //   - the lane table (lanetable_linux.go): lanes by slot without a lock,
 //     for the runners' look-up of every event;
+//   - the doorman (doorman_linux.go: Doorman), the one goroutine that
+//     polls, before login, every greeted connection that has not sent a
+//     byte yet, and hands it on when its first bytes arrive or gives it up
+//     at its deadline; what the server does with those connections (the
+//     greeting, the budget of silent connections) is package proxy's
+//     (prelogin_linux.go);
 //   - the loop's socket I/O (fdio_linux.go: ReadFD, WriteFD on
 //     non-blocking descriptors, AssertNonblocking), raw system calls that
 //     never wait.
