@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -127,13 +126,13 @@ func plainConn(c net.Conn) bool {
 // runOnLoop moves the session onto l and waits until l hands it back or
 // ends it. false: the move did not happen (nothing changed).
 func (s *Session) runOnLoop(l *loop) (handBack, bool) {
-	cfd, err := dupSocket(s.c.Conn)
+	cfd, err := eventloop.DupSocket(s.c.Conn)
 	if err != nil {
 		s.stayOffLoop()
 		s.log.Warn("session stays off the event loop", "err", err)
 		return handBack{}, false
 	}
-	bfd, err := dupSocket(s.b.Conn)
+	bfd, err := eventloop.DupSocket(s.b.Conn)
 	if err != nil {
 		unix.Close(cfd)
 		s.stayOffLoop()
@@ -190,26 +189,6 @@ func (s *Session) runOnLoop(l *loop) (handBack, bool) {
 		return handBack{kind: handBackIdle, clientFD: cfd, backendFD: bfd, clientIn: ln.clientIn, clientSeq: ln.clientLeg.Seq, backendSeq: ln.backendLeg.Seq, debt: loopBackoff}, true
 	}
 	return <-handBackc, true
-}
-
-// dupSocket duplicates c's descriptor (close-on-exec; it shares the
-// original's file status flags, O_NONBLOCK among them).
-func dupSocket(c net.Conn) (int, error) {
-	rc, err := c.(syscall.Conn).SyscallConn()
-	if err != nil {
-		return -1, err
-	}
-	nfd, derr := -1, error(nil)
-	err = rc.Control(func(fd uintptr) {
-		nfd, derr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
-		if derr != nil {
-			nfd, derr = -1, os.NewSyscallError("fcntl F_DUPFD_CLOEXEC", derr)
-		}
-	})
-	if err == nil {
-		err = derr
-	}
-	return nfd, err
 }
 
 // fromLoop takes the session back from its loop and carries on where the
@@ -285,8 +264,8 @@ func (s *Session) resume(ctx context.Context, m *handBack) error {
 // could not yet.
 func (s *Session) leaveLoop(m *handBack) error {
 	s.mu.Lock()
-	cc, cerr := fdConn(m.clientFD)
-	bc, berr := fdConn(m.backendFD)
+	cc, cerr := eventloop.FDConn(m.clientFD)
+	bc, berr := eventloop.FDConn(m.backendFD)
 	s.loopSockets = nil
 	if cerr == nil && berr == nil {
 		s.cconn, s.bconn = cc, bc
@@ -326,15 +305,6 @@ func (s *Session) leaveLoop(m *handBack) error {
 	}
 	s.srv.idleMem.tookBack(s.bufferBytes())
 	return nil
-}
-
-// fdConn makes a net.Conn of a socket descriptor, which it closes (the
-// conn holds a dup).
-func fdConn(fd int) (net.Conn, error) {
-	f := os.NewFile(uintptr(fd), "")
-	c, err := net.FileConn(f)
-	f.Close()
-	return c, err
 }
 
 // legOver is a leg on c whose reads return prefix first, with buffers from

@@ -27,7 +27,8 @@
 //     (prelogin_linux.go);
 //   - the loop's socket I/O (fdio_linux.go: ReadFD, WriteFD on
 //     non-blocking descriptors, AssertNonblocking), raw system calls that
-//     never wait.
+//     never wait, and the descriptors a session moves with (DupSocket, to
+//     the loop; FDConn, back to a net.Conn).
 //
 // What it may call: the standard library, golang.org/x/sys/unix,
 // internal/raw (system calls annotated for the race detector) and

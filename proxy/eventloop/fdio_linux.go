@@ -2,6 +2,9 @@ package eventloop
 
 import (
 	"errors"
+	"net"
+	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -44,4 +47,33 @@ func AssertNonblocking(fd int) error {
 		return errors.New("socket is in blocking mode")
 	}
 	return nil
+}
+
+// DupSocket duplicates c's descriptor (close-on-exec; it shares the
+// original's file status flags, O_NONBLOCK among them).
+func DupSocket(c net.Conn) (int, error) {
+	rc, err := c.(syscall.Conn).SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	nfd, derr := -1, error(nil)
+	err = rc.Control(func(fd uintptr) {
+		nfd, derr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
+		if derr != nil {
+			nfd, derr = -1, os.NewSyscallError("fcntl F_DUPFD_CLOEXEC", derr)
+		}
+	})
+	if err == nil {
+		err = derr
+	}
+	return nfd, err
+}
+
+// FDConn makes a net.Conn of a socket descriptor, which it closes (the
+// conn holds a dup).
+func FDConn(fd int) (net.Conn, error) {
+	f := os.NewFile(uintptr(fd), "")
+	c, err := net.FileConn(f)
+	f.Close()
+	return c, err
 }
