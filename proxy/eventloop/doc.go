@@ -35,10 +35,10 @@
 // internal/nonblock (the context mark that tells interceptors not to
 // block). Nothing else of this module, and never package proxy:
 // internal/layering's test holds it so. A runner calls its lane's
-// Handler.Serve once per batch of events for it (an interface call where
-// there was a direct one); a command, a response and each of its packets
-// run in package proxy's lane with no further call into this package but
-// the inlined ReadFD and WriteFD.
+// Handler.Serve each time it handles what is pending on the lane (one
+// interface call where there were direct ones); a command, a response and
+// each of its packets then run in package proxy's lane with no further
+// call into this package but ReadFD (inlined) and WriteFD, as before.
 //
 // Off Linux the package is empty: every session runs on its own
 // goroutine (package proxy's loop_other.go).
