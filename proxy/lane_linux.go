@@ -85,7 +85,7 @@ func (ln *lane) bind(r *eventloop.Runner) {
 	ln.backendLeg.W = r.BackendW
 }
 
-// handle acts on what happened (lane.pend bits); the caller holds ln.mu.
+// handle acts on what happened (eventloop.Pend* bits); the caller holds ln.Mu.
 func (ln *lane) handle(bits uint32) {
 	if bits&eventloop.PendAttach != 0 {
 		if ln.l.Draining() || ln.s.srv.draining.Load() {
