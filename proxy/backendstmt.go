@@ -263,7 +263,7 @@ func (s blocking) BackendPrepare(ctx context.Context, sql string) (PrepareResult
 		return PrepareResult{}, s.setFatal(err)
 	}
 	var t respTracker
-	t.start(respPrepare, false)
+	t.Start(respPrepare, false)
 	r, err := s.walkFrom(&t, walkDiscard)
 	if err != nil {
 		return PrepareResult{}, s.setFatal(err)
@@ -271,7 +271,7 @@ func (s blocking) BackendPrepare(ctx context.Context, sql string) (PrepareResult
 	if r.err != nil {
 		return PrepareResult{}, r.err
 	}
-	return t.prep, nil
+	return PrepareResult(t.Prep), nil
 }
 
 // BackendCloseStmt closes a statement of the interceptor's own on the

@@ -17,8 +17,9 @@
 // killglue.go (what package proxy/kill, which decides and carries out
 // every KILL, needs of a session and of the server's session registry),
 // hangup.go (how a session's end reaches the backend),
-// relay.go (the response walker), tracker.go (the one response state
-// machine, which the walker and the event loop both feed), infile.go (a LOCAL INFILE
+// relay.go (the response walker; the one response state machine, which
+// the walker and the event loop both feed, is wire.RespTracker, told about
+// the backend session through trackerglue.go), infile.go (a LOCAL INFILE
 // file through an interceptor's transformer), seams.go (the Interceptor
 // contract and the Session methods it uses), backendstmt.go (statements the
 // proxy runs on the backend for an interceptor), resultsets.go and
@@ -36,12 +37,14 @@
 // The protocol's bytes are package proxy/wire's: a leg's packet framing
 // over its buffered connection (wire.Leg), the raw socket I/O under it
 // (LEAFPROXY_RAWIO=0 turns it off), compression frames, the greeting and
-// handshake response, packet classifiers and builders, the encoding of
-// typed result rows and the COM_STMT_EXECUTE decoder.
+// handshake response, packet classifiers and builders, the response state
+// machine (RespTracker), the encoding of typed result rows and the
+// COM_STMT_EXECUTE decoder.
 // commandexec.go is the one seam between a session and the event loop
-// (loop_linux.go, lane*_linux.go, handoff_linux.go; docs/eventloop.md):
-// Session.exec is onGoroutine, or the session's lane while a loop serves
-// it.
+// (docs/eventloop.md): Session.exec is onGoroutine, or the session's lane
+// while a loop serves it (lane*_linux.go, handoff_linux.go). The loop's
+// engine, the epoll instance and its runners, is package proxy/eventloop,
+// which calls a lane through eventloop.Handler (loopglue_linux.go).
 //
 // # Looking like the backend
 //
@@ -120,7 +123,7 @@
 // Each session has two legs (client, backend), each with its own buffered
 // reader/writer and its own sequence ids. Responses are relayed packet by
 // packet, renumbered for the client leg, following the one response state
-// machine, tracker.go's respTracker (fed by relay.go's walk on a session's
+// machine, proxy/wire's RespTracker (fed by relay.go's walk on a session's
 // goroutine and by the lane on an event loop): OK | ERR | LOCAL INFILE |
 // column count -> definitions -> EOF -> rows -> EOF/ERR, repeated while
 // SERVER_MORE_RESULTS_EXISTS; prepare: OK -> params+EOF -> columns+EOF;

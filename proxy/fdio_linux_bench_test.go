@@ -4,6 +4,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/leafproxy/leafproxy/proxy/eventloop"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
@@ -22,10 +23,10 @@ func BenchmarkLoopSocketWriteRead(b *testing.B) {
 	buf := make([]byte, 64)
 	b.ReportAllocs()
 	for b.Loop() {
-		if n, e := writeFD(fds[0], msg); n != len(msg) || e != 0 {
+		if n, e := eventloop.WriteFD(fds[0], msg); n != len(msg) || e != 0 {
 			b.Fatalf("write: %d, %v", n, e)
 		}
-		if n, e := readFD(fds[1], buf); n != len(msg) || e != 0 {
+		if n, e := eventloop.ReadFD(fds[1], buf); n != len(msg) || e != 0 {
 			b.Fatalf("read: %d, %v", n, e)
 		}
 	}

@@ -8,11 +8,11 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/leafproxy/leafproxy/internal/sqltext"
+	"github.com/leafproxy/leafproxy/proxy/eventloop"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
@@ -63,7 +63,7 @@ func (srv *Server) startLoops() {
 	if n < 0 || !loopsOn {
 		return
 	}
-	l, err := newLoop(srv, n)
+	l, err := eventloop.New(srv.baseCtx, n, srv.cfg.Limits.IdleTimeout, srv.log)
 	if err != nil {
 		srv.log.Warn("event loops unavailable; sessions run on their own goroutines", "err", err)
 		return
@@ -77,7 +77,7 @@ func (srv *Server) startLoops() {
 func (srv *Server) stopLoops() {
 	srv.loopsStop.Do(func() {
 		if srv.loop != nil {
-			srv.loop.close()
+			srv.loop.Close()
 		}
 		srv.loopCount.Store(0)
 	})
@@ -85,7 +85,7 @@ func (srv *Server) stopLoops() {
 
 func (srv *Server) drainLoops() {
 	if srv.loop != nil {
-		srv.loop.requestDrain()
+		srv.loop.RequestDrain()
 	}
 }
 
@@ -109,7 +109,7 @@ func (s *Session) loopFor() *loop {
 	if pr, ok := s.b.RW.(*prefixRW); ok && len(pr.prefix) > 0 {
 		return nil // the backend said something the goroutine has not read
 	}
-	if l.dead.Load() {
+	if l.Dead() {
 		return nil
 	}
 	return l
@@ -126,13 +126,13 @@ func plainConn(c net.Conn) bool {
 // runOnLoop moves the session onto l and waits until l hands it back or
 // ends it. false: the move did not happen (nothing changed).
 func (s *Session) runOnLoop(l *loop) (handBack, bool) {
-	cfd, err := dupSocket(s.c.Conn)
+	cfd, err := eventloop.DupSocket(s.c.Conn)
 	if err != nil {
 		s.stayOffLoop()
 		s.log.Warn("session stays off the event loop", "err", err)
 		return handBack{}, false
 	}
-	bfd, err := dupSocket(s.b.Conn)
+	bfd, err := eventloop.DupSocket(s.b.Conn)
 	if err != nil {
 		unix.Close(cfd)
 		s.stayOffLoop()
@@ -140,7 +140,7 @@ func (s *Session) runOnLoop(l *loop) (handBack, bool) {
 		return handBack{}, false
 	}
 	for _, fd := range []int{cfd, bfd} {
-		if err := assertNonblocking(fd); err != nil {
+		if err := eventloop.AssertNonblocking(fd); err != nil {
 			unix.Close(cfd)
 			unix.Close(bfd)
 			s.stayOffLoop()
@@ -182,33 +182,13 @@ func (s *Session) runOnLoop(l *loop) (handBack, bool) {
 	handBackc := s.handBackChan()
 	s.srv.loopMoves.Add(1)
 	s.srv.loopSessions.Add(1)
-	if !l.post(ln) {
+	if !l.Post(&ln.Lane) {
 		// The loop stopped meanwhile (it failed): carry on here.
 		s.srv.loopSessions.Add(-1)
 		s.exec = onGoroutine{}
 		return handBack{kind: handBackIdle, clientFD: cfd, backendFD: bfd, clientIn: ln.clientIn, clientSeq: ln.clientLeg.Seq, backendSeq: ln.backendLeg.Seq, debt: loopBackoff}, true
 	}
 	return <-handBackc, true
-}
-
-// dupSocket duplicates c's descriptor (close-on-exec; it shares the
-// original's file status flags, O_NONBLOCK among them).
-func dupSocket(c net.Conn) (int, error) {
-	rc, err := c.(syscall.Conn).SyscallConn()
-	if err != nil {
-		return -1, err
-	}
-	nfd, derr := -1, error(nil)
-	err = rc.Control(func(fd uintptr) {
-		nfd, derr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
-		if derr != nil {
-			nfd, derr = -1, os.NewSyscallError("fcntl F_DUPFD_CLOEXEC", derr)
-		}
-	})
-	if err == nil {
-		err = derr
-	}
-	return nfd, err
 }
 
 // fromLoop takes the session back from its loop and carries on where the
@@ -275,7 +255,7 @@ func (s *Session) resume(ctx context.Context, m *handBack) error {
 	if _, err := s.walkFrom(&m.response, walkRelay); err != nil {
 		return s.setFatal(err)
 	}
-	s.applyAfter(m.after, m.response.ok)
+	s.applyAfter(m.after, m.response.OK)
 	return s.setFatal(s.c.Flush())
 }
 
@@ -284,8 +264,8 @@ func (s *Session) resume(ctx context.Context, m *handBack) error {
 // could not yet.
 func (s *Session) leaveLoop(m *handBack) error {
 	s.mu.Lock()
-	cc, cerr := fdConn(m.clientFD)
-	bc, berr := fdConn(m.backendFD)
+	cc, cerr := eventloop.FDConn(m.clientFD)
+	bc, berr := eventloop.FDConn(m.backendFD)
 	s.loopSockets = nil
 	if cerr == nil && berr == nil {
 		s.cconn, s.bconn = cc, bc
@@ -325,15 +305,6 @@ func (s *Session) leaveLoop(m *handBack) error {
 	}
 	s.srv.idleMem.tookBack(s.bufferBytes())
 	return nil
-}
-
-// fdConn makes a net.Conn of a socket descriptor, which it closes (the
-// conn holds a dup).
-func fdConn(fd int) (net.Conn, error) {
-	f := os.NewFile(uintptr(fd), "")
-	c, err := net.FileConn(f)
-	f.Close()
-	return c, err
 }
 
 // legOver is a leg on c whose reads return prefix first, with buffers from

@@ -5,6 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/leafproxy/leafproxy/proxy/eventloop"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
@@ -39,6 +40,6 @@ func (ln *lane) endBackend() {
 	case ln.busy:
 		ln.s.abandon()
 	case len(ln.backendPending) == 0 && !ln.s.left:
-		_, _ = writeFD(ln.backendFD, comQuit[:])
+		_, _ = eventloop.WriteFD(ln.BackendFD, comQuit[:])
 	}
 }

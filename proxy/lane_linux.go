@@ -4,32 +4,26 @@ import (
 	"errors"
 	"io"
 	"os"
-	"sync"
-	"sync/atomic"
-
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/leafproxy/leafproxy/proxy/eventloop"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // lane is a session while the event loop serves it: its two sockets (dups
 // made by the session's goroutine, which closed its own net.Conns so that
-// the runtime's netpoller no longer watches them) and what the loop keeps
-// between events. One runner at a time handles it (mu); ownership moves
-// between the loop and the session's goroutine with loop.post and the
-// session's loopc channel.
+// the runtime's netpoller no longer watches them; eventloop.Lane, with
+// what the runners coordinate on) and what the loop keeps between events.
+// One runner at a time handles it (Mu); ownership moves between the loop
+// and the session's goroutine with Loop.Post and the session's handBackc
+// channel. It is the lane's eventloop.Handler (loopglue_linux.go).
 type lane struct {
-	l         *loop
-	r         *runner // the runner handling it now (bind)
-	s         *Session
-	idx, gen  int32 // its slot in the loop's lane table, and the slot's generation
-	clientFD  int
-	backendFD int
-
-	mu   sync.Mutex    // held by the runner handling the lane
-	pend atomic.Uint32 // events for it not handled yet (pendClientIn, ...)
+	eventloop.Lane
+	l *loop
+	r *eventloop.Runner // the runner handling it now (bind)
+	s *Session
 
 	// The session's legs while the loop serves it: no buffers of their own;
 	// they write through the runner's writers into the sinks (bind).
@@ -41,13 +35,14 @@ type lane struct {
 	clientPending  []byte // bytes for the client its socket did not take yet
 	backendPending []byte // bytes for the backend its socket did not take yet (see backendFull)
 
-	busy       bool        // a command's response is under way
-	response   respTracker // that response
-	after      afterAction // applied when it is complete
-	inPacket   bool        // inside a physical packet of the response
-	bodyLeft   int         // its payload bytes still to pass on
-	continued  bool        // the logical packet goes on in the next physical packet
-	packetKind int         // what the logical packet was (respTracker), acted on at its end
+	busy       bool              // a command's response is under way
+	response   respTracker       // that response
+	facts      wire.RespObserver // the session, as response tells it what the backend said (set once)
+	after      afterAction       // applied when it is complete
+	inPacket   bool              // inside a physical packet of the response
+	bodyLeft   int               // its payload bytes still to pass on
+	continued  bool              // the logical packet goes on in the next physical packet
+	packetKind int               // what the logical packet was (respTracker), acted on at its end
 
 	// Events are edge-triggered: once told a socket is readable, the lane
 	// reads until it is empty, or notes that it stopped before (a full
@@ -60,8 +55,6 @@ type lane struct {
 	clientHungUp, backendHungUp bool
 
 	clientEOF bool // the client closed its side; pipelined commands still run
-	attached  bool // registered with the loop (not just in its inbox)
-	gone      bool // handed back or closed: the loop is done with it
 	wrote     bool // the current command has written to a socket (sink.Write)
 	// watcher: the response under way belongs to RelayQueryOr, whose
 	// watcher is asked about its first packet (watchFirst).
@@ -73,40 +66,9 @@ type lane struct {
 	okBuf []byte
 }
 
-// What happened on a lane's sockets (lane.pend), besides pendAttach and
-// pendCheck (loop_linux.go).
-const (
-	pendMore       = pendCheck << (iota + 1) // handle stopped with reading left to do
-	pendClientIn                             // readable (data, end, error)
-	pendClientOut                            // writable again
-	pendClientHup                            // the peer closed its side, or the socket failed
-	pendBackendIn                            //
-	pendBackendOut                           //
-	pendBackendHup                           //
-)
-
-// pendBits turns an epoll event on the client (or backend) socket into
-// lane.pend bits.
-func pendBits(events uint32, client bool) uint32 {
-	var in, out, hup uint32 = pendBackendIn, pendBackendOut, pendBackendHup
-	if client {
-		in, out, hup = pendClientIn, pendClientOut, pendClientHup
-	}
-	var b uint32
-	if events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
-		b |= in
-	}
-	if events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
-		b |= hup
-	}
-	if events&unix.EPOLLOUT != 0 {
-		b |= out
-	}
-	return b
-}
-
 func newLane(l *loop, s *Session, cfd, bfd int) *lane {
-	ln := &lane{l: l, s: s, clientFD: cfd, backendFD: bfd}
+	ln := &lane{l: l, s: s, facts: s.facts()}
+	ln.Init(ln, cfd, bfd)
 	ln.clientSink = sink{ln: ln, fd: cfd, client: true}
 	ln.backendSink = sink{ln: ln, fd: bfd}
 	ln.clientLeg = wire.Leg{Name: "client", Seq: s.c.Seq}
@@ -115,18 +77,18 @@ func newLane(l *loop, s *Session, cfd, bfd int) *lane {
 }
 
 // bind lends the lane runner r's writers for this handling.
-func (ln *lane) bind(r *runner) {
+func (ln *lane) bind(r *eventloop.Runner) {
 	ln.r = r
-	r.clientW.Reset(&ln.clientSink)
-	ln.clientLeg.W = r.clientW
-	r.backendW.Reset(&ln.backendSink)
-	ln.backendLeg.W = r.backendW
+	r.ClientW.Reset(&ln.clientSink)
+	ln.clientLeg.W = r.ClientW
+	r.BackendW.Reset(&ln.backendSink)
+	ln.backendLeg.W = r.BackendW
 }
 
-// handle acts on what happened (lane.pend bits); the caller holds ln.mu.
+// handle acts on what happened (eventloop.Pend* bits); the caller holds ln.Mu.
 func (ln *lane) handle(bits uint32) {
-	if bits&pendAttach != 0 {
-		if ln.l.draining.Load() || ln.s.srv.draining.Load() {
+	if bits&eventloop.PendAttach != 0 {
+		if ln.l.Draining() || ln.s.srv.draining.Load() {
 			ln.s.log.Debug("session closed: proxy shutting down")
 			ln.teardown()
 			return
@@ -138,44 +100,44 @@ func (ln *lane) handle(bits uint32) {
 			ln.commands(ln.clientIn)
 		}
 	}
-	if !ln.gone && bits&(pendClientOut|pendClientHup) != 0 && len(ln.clientPending) > 0 {
+	if !ln.Gone && bits&(eventloop.PendClientOut|eventloop.PendClientHup) != 0 && len(ln.clientPending) > 0 {
 		ln.drainPend(true) // after a hang-up: the write fails if the client is gone
 	}
-	if !ln.gone && bits&pendBackendOut != 0 && len(ln.backendPending) > 0 {
+	if !ln.Gone && bits&eventloop.PendBackendOut != 0 && len(ln.backendPending) > 0 {
 		ln.drainPend(false)
 	}
-	if bits&pendClientIn != 0 {
+	if bits&eventloop.PendClientIn != 0 {
 		ln.clientReadable = true
 	}
-	if bits&pendBackendIn != 0 {
+	if bits&eventloop.PendBackendIn != 0 {
 		ln.backendReadable = true
 	}
-	if bits&pendClientHup != 0 {
+	if bits&eventloop.PendClientHup != 0 {
 		ln.clientHungUp = true
 	}
-	if bits&pendBackendHup != 0 {
+	if bits&eventloop.PendBackendHup != 0 {
 		ln.backendHungUp = true
 	}
 	// Read what there is while the lane can take it; reading may end a
 	// response or run commands, after which it can take more. A lane with
 	// that much to do gives the runner back after a while and comes again
-	// (pendMore): no further event would bring it back.
-	for i := 0; !ln.gone; i++ {
+	// (eventloop.PendMore): no further event would bring it back.
+	for i := 0; !ln.Gone; i++ {
 		if i == 64 {
-			ln.pend.Or(pendMore)
+			ln.Pend.Or(eventloop.PendMore)
 			break
 		}
 		if ln.backendReadable && ln.busy && len(ln.clientPending) == 0 {
 			ln.readBackend()
 		} else if ln.backendReadable && !ln.busy {
 			ln.backendUnasked()
-		} else if ln.clientReadable && !ln.clientEOF && len(ln.clientIn) < loopBuf && !ln.backendFull() {
+		} else if ln.clientReadable && !ln.clientEOF && len(ln.clientIn) < eventloop.BufSize && !ln.backendFull() {
 			ln.readClient()
 		} else {
 			break
 		}
 	}
-	if !ln.gone && bits&pendCheck != 0 {
+	if !ln.Gone && bits&eventloop.PendCheck != 0 {
 		ln.check()
 	}
 }
@@ -184,16 +146,16 @@ func (ln *lane) handle(bits uint32) {
 // path flushes its own; this keeps an interceptor that forgot from losing
 // its bytes to the next lane's bind).
 func (ln *lane) flushWriters() {
-	if ln.gone {
+	if ln.Gone {
 		return
 	}
-	if ln.r.clientW.Buffered() > 0 {
+	if ln.r.ClientW.Buffered() > 0 {
 		if err := ln.clientLeg.Flush(); err != nil {
 			ln.fail(err)
 			return
 		}
 	}
-	if ln.r.backendW.Buffered() > 0 {
+	if ln.r.BackendW.Buffered() > 0 {
 		if err := ln.backendLeg.Flush(); err != nil {
 			ln.fail(err)
 		}
@@ -207,7 +169,7 @@ func (ln *lane) check() {
 		return
 	}
 	s := ln.s
-	if ln.l.draining.Load() {
+	if ln.l.Draining() {
 		s.log.Debug("session closed: proxy shutting down")
 		ln.teardown()
 		return
@@ -221,9 +183,9 @@ func (ln *lane) check() {
 // readClient reads what the client sent and runs the commands it completes,
 // until the socket is empty or the lane cannot take more.
 func (ln *lane) readClient() {
-	for !ln.gone && !ln.clientEOF && len(ln.clientIn) < loopBuf && !ln.backendFull() {
-		buf := ln.r.clientBuf
-		n, errno := readFD(ln.clientFD, buf)
+	for !ln.Gone && !ln.clientEOF && len(ln.clientIn) < eventloop.BufSize && !ln.backendFull() {
+		buf := ln.r.ClientBuf
+		n, errno := eventloop.ReadFD(ln.ClientFD, buf)
 		switch {
 		case errno == unix.EAGAIN:
 			ln.clientReadable = false
@@ -272,14 +234,14 @@ func (ln *lane) clientGone() {
 // buffer or ln.clientIn) while nothing else is under way and the backend takes
 // bytes, and keeps the rest.
 func (ln *lane) commands(buf []byte) {
-	for !ln.gone && !ln.busy && len(ln.clientPending) == 0 && !ln.backendFull() && len(buf) >= 4 {
+	for !ln.Gone && !ln.busy && len(ln.clientPending) == 0 && !ln.backendFull() && len(buf) >= 4 {
 		n := int(buf[0]) | int(buf[1])<<8 | int(buf[2])<<16
 		if buf[3] != 0 {
 			ln.s.endOnClientError(&wire.IOError{Leg: "client", Err: wire.SequenceError{Got: buf[3], Want: 0}})
 			ln.teardown()
 			return
 		}
-		if 4+n > loopBuf {
+		if 4+n > eventloop.BufSize {
 			// Larger than the loop reads: the session's goroutine reads it,
 			// with limits.command_memory (Session.readCommand).
 			ln.handOff(handBack{kind: handBackIdle, debt: 1}, buf)
@@ -291,12 +253,12 @@ func (ln *lane) commands(buf []byte) {
 		ln.command(buf[4:4+n], buf[4+n:])
 		buf = buf[4+n:]
 	}
-	if ln.gone {
+	if ln.Gone {
 		return
 	}
 	// Keep the rest; buf may be a suffix of ln.clientIn (append copies forwards).
 	ln.clientIn = append(ln.clientIn[:0], buf...)
-	if len(ln.clientIn) == 0 && cap(ln.clientIn) > loopBuf {
+	if len(ln.clientIn) == 0 && cap(ln.clientIn) > eventloop.BufSize {
 		ln.clientIn = nil
 	}
 	if ln.clientEOF && !ln.busy && len(ln.clientPending) == 0 && (len(ln.clientIn) == 0 || !ln.backendFull()) {
@@ -317,11 +279,11 @@ func (ln *lane) command(pkt, rest []byte) {
 	s.c.Seq = 1 // the command's own packet was sequence 0
 	s.cmdSeq = 1
 	s.idle.Store(false)
-	s.since.Store(ln.r.now)
+	s.since.Store(ln.r.Now)
 	ln.wrote = false
-	err := s.dispatch(ln.l.ctx, pkt)
+	err := s.dispatch(ln.l.Ctx(), pkt)
 	if err != nil && errors.Is(err, ErrWouldBlock) && s.fatal == nil {
-		if ln.wrote || ln.busy || ln.r.clientW.Buffered() > 0 || ln.r.backendW.Buffered() > 0 {
+		if ln.wrote || ln.busy || ln.r.ClientW.Buffered() > 0 || ln.r.BackendW.Buffered() > 0 {
 			// Run again on the goroutine, the command would be sent or
 			// answered twice: an interceptor that waits after writing is
 			// a bug, and the session cannot go on.
@@ -398,7 +360,7 @@ func (ln *lane) send(pkt []byte, kind int, a afterAction) error {
 		s.applyAfter(a, true)
 		return nil
 	}
-	ln.response.start(kind, kind == respExecute && executeCursor(pkt))
+	ln.response.Start(kind, kind == respExecute && executeCursor(pkt))
 	ln.after = a
 	ln.busy = true
 	return nil
@@ -413,7 +375,7 @@ func (ln *lane) settle() {
 	}
 	s := ln.s
 	s.idle.Store(true)
-	s.since.Store(ln.r.now)
+	s.since.Store(ln.r.Now)
 	if s.srv.draining.Load() {
 		s.log.Debug("session closed: proxy shutting down")
 		ln.teardown()
@@ -424,7 +386,7 @@ func (ln *lane) settle() {
 // session runs what the client sent meanwhile, or waits for it.
 func (ln *lane) idleAgain() {
 	ln.settle()
-	if ln.gone || len(ln.clientPending) > 0 {
+	if ln.Gone || len(ln.clientPending) > 0 {
 		return
 	}
 	if len(ln.clientIn) > 0 {
@@ -447,8 +409,8 @@ func (ln *lane) fail(err error) {
 // first.
 func (ln *lane) handOff(m handBack, clientIn []byte) {
 	s := ln.s
-	ln.l.detach(ln)
-	m.clientFD, m.backendFD = ln.clientFD, ln.backendFD
+	ln.l.Detach(&ln.Lane)
+	m.clientFD, m.backendFD = ln.ClientFD, ln.BackendFD
 	m.pkt = clone(m.pkt)
 	m.clientIn = clone(clientIn)
 	m.backendIn = clone(ln.backendPartial)
@@ -457,7 +419,7 @@ func (ln *lane) handOff(m handBack, clientIn []byte) {
 	if m.kind == handBackResume {
 		m.response, m.after = ln.response, ln.after
 	}
-	ln.gone = true
+	ln.Gone = true
 	s.exec = onGoroutine{}
 	s.srv.loopSessions.Add(-1)
 	s.srv.loopHandoffs.Add(1)
@@ -467,14 +429,14 @@ func (ln *lane) handOff(m handBack, clientIn []byte) {
 // teardown closes the session's sockets; its goroutine then ends.
 func (ln *lane) teardown() {
 	s := ln.s
-	ln.l.detach(ln)
+	ln.l.Detach(&ln.Lane)
 	ln.endBackend()
 	s.mu.Lock()
-	_ = unix.Close(ln.clientFD)
-	_ = unix.Close(ln.backendFD)
+	_ = unix.Close(ln.ClientFD)
+	_ = unix.Close(ln.BackendFD)
 	s.loopSockets = nil
 	s.mu.Unlock()
-	ln.gone = true
+	ln.Gone = true
 	s.exec = onGoroutine{}
 	s.srv.loopSessions.Add(-1)
 	s.handBackc <- handBack{kind: handBackClosed}
@@ -484,8 +446,8 @@ func (ln *lane) teardown() {
 // goroutine (KILL, Shutdown, a client gone mid-command), under the
 // session's lock: the descriptors are the loop's to close, but shutting
 // a socket down is safe from anywhere, and the loop then sees it end.
-func (ln *lane) shutdownClient()  { _ = unix.Shutdown(ln.clientFD, unix.SHUT_RDWR) }
-func (ln *lane) shutdownBackend() { _ = unix.Shutdown(ln.backendFD, unix.SHUT_RDWR) }
+func (ln *lane) shutdownClient()  { _ = unix.Shutdown(ln.ClientFD, unix.SHUT_RDWR) }
+func (ln *lane) shutdownBackend() { _ = unix.Shutdown(ln.BackendFD, unix.SHUT_RDWR) }
 
 func clone(b []byte) []byte {
 	if len(b) == 0 {

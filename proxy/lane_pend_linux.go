@@ -5,6 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/leafproxy/leafproxy/proxy/eventloop"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
@@ -31,7 +32,7 @@ func (k *sink) Write(p []byte) (int, error) {
 		*pend = append(*pend, p...)
 		return len(p), nil
 	}
-	n, errno := writeFD(k.fd, p)
+	n, errno := eventloop.WriteFD(k.fd, p)
 	if errno != 0 && errno != unix.EAGAIN {
 		return n, os.NewSyscallError("write", errno)
 	}
@@ -43,11 +44,11 @@ func (k *sink) Write(p []byte) (int, error) {
 
 // drainPend writes what waits for a socket that has room again.
 func (ln *lane) drainPend(client bool) {
-	pend, fd := &ln.backendPending, ln.backendFD
+	pend, fd := &ln.backendPending, ln.BackendFD
 	if client {
-		pend, fd = &ln.clientPending, ln.clientFD
+		pend, fd = &ln.clientPending, ln.ClientFD
 	}
-	n, errno := writeFD(fd, *pend)
+	n, errno := eventloop.WriteFD(fd, *pend)
 	if errno != 0 && errno != unix.EAGAIN {
 		err := &wire.IOError{Leg: "backend", Err: os.NewSyscallError("write", errno)}
 		if client {
@@ -58,7 +59,7 @@ func (ln *lane) drainPend(client bool) {
 	}
 	rest := copy(*pend, (*pend)[n:])
 	*pend = (*pend)[:rest]
-	if rest == 0 && cap(*pend) > loopBuf {
+	if rest == 0 && cap(*pend) > eventloop.BufSize {
 		*pend = nil
 	}
 	switch {

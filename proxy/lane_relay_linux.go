@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/leafproxy/leafproxy/proxy/eventloop"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
@@ -20,7 +21,7 @@ import (
 // is for the goroutine's idle watch.
 func (ln *lane) backendUnasked() {
 	var b [1]byte
-	_, _, errno := unix.Recvfrom(ln.backendFD, b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	_, _, errno := unix.Recvfrom(ln.BackendFD, b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
 	if errno == unix.EAGAIN {
 		ln.backendReadable = false
 		return
@@ -32,10 +33,10 @@ func (ln *lane) backendUnasked() {
 // is empty, the response is complete or the client has not taken the last
 // bytes (back pressure: backendReadable says to come back).
 func (ln *lane) readBackend() {
-	for !ln.gone && ln.busy && len(ln.clientPending) == 0 {
-		buf := ln.r.backendBuf
+	for !ln.Gone && ln.busy && len(ln.clientPending) == 0 {
+		buf := ln.r.BackendBuf
 		k := copy(buf, ln.backendPartial)
-		n, errno := readFD(ln.backendFD, buf[k:])
+		n, errno := eventloop.ReadFD(ln.BackendFD, buf[k:])
 		switch {
 		case errno == unix.EAGAIN:
 			ln.backendReadable = false
@@ -131,7 +132,7 @@ func (ln *lane) packetHeader(p []byte, n, h int) bool {
 	p[3] = s.c.Seq
 	s.c.Seq++
 	if !ln.continued {
-		ev, err := ln.response.step(s, p[4:4+h], n)
+		ev, err := ln.response.Step(ln.facts, p[4:4+h], n)
 		if err != nil {
 			ln.fail(err)
 			return false
@@ -205,7 +206,7 @@ func (ln *lane) watchFirst(before, rest []byte, n int) (what int, end bool) {
 	case actReport:
 		done, end := ln.relayReportedOK(v.insertID, before, rest[4:4+n])
 		switch {
-		case ln.gone:
+		case ln.Gone:
 			return firstGone, false
 		case done:
 			return firstRelayed, end
@@ -237,8 +238,8 @@ func (ln *lane) finish() {
 		ln.rowsWatcher.OnRows()
 		ln.rowsWatcher = nil
 	}
-	s.relayDone(ln.r.now)
-	s.applyAfter(ln.after, ln.response.ok)
+	s.relayDone(ln.r.Now)
+	s.applyAfter(ln.after, ln.response.OK)
 	ln.after = afterAction{}
 	if len(ln.backendPartial) > 0 {
 		// More than the response: the backend said something unasked.
@@ -269,7 +270,7 @@ func (ln *lane) relayReportedOK(id uint64, before, p []byte) (done, end bool) {
 	}
 	s.b.Seq++
 	s.c.Seq++
-	ev, err := ln.response.step(s, pkt[4:4+min(n, wire.HeadLen)], n)
+	ev, err := ln.response.Step(ln.facts, pkt[4:4+min(n, wire.HeadLen)], n)
 	if err != nil {
 		ln.fail(err)
 		return false, false

@@ -4,7 +4,7 @@ package proxy
 
 import "context"
 
-// Event loops need epoll (loop_linux.go); elsewhere every session runs on
+// Event loops need epoll (package eventloop); elsewhere every session runs on
 // its own goroutine.
 
 type loop struct{}

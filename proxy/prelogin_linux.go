@@ -3,18 +3,15 @@
 package proxy
 
 import (
-	"errors"
 	"math/rand/v2"
 	"net"
-	"os"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/leafproxy/leafproxy/proxy/login"
+	"github.com/leafproxy/leafproxy/proxy/eventloop"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
@@ -36,6 +33,9 @@ import (
 // other client's connect would wait behind it. And each one's deadline
 // is handshake_timeout plus a random part of up to half of it, so a flood
 // opened at once is not cut, and does not come back, in one wave.
+//
+// The poller itself is package eventloop's (eventloop.Doorman): this file
+// is what the server does with it.
 
 // waiting is a greeted connection the doorman holds.
 type waiting struct {
@@ -49,47 +49,27 @@ type waiting struct {
 }
 
 type doorman struct {
-	s        *Server
-	epfd     int
-	file     *os.File // a non-blocking dup of epfd, which Go's netpoller waits on
-	rawFile  syscall.RawConn
-	events   []unix.EpollEvent
-	ready    int
-	sweep    time.Duration
-	budget   int // limits.max_silent_handshakes, bounded by the open-file limit
-	stopping atomic.Bool
-
-	mu    sync.Mutex
-	next  int32
-	byTok map[int32]*waiting
+	*eventloop.Doorman[*waiting]
+	s      *Server
+	budget int // limits.max_silent_handshakes, bounded by the open-file limit
 }
 
 func newDoorman(s *Server) (*doorman, error) {
-	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
-	if err != nil {
-		return nil, err
-	}
-	dfd, err := unix.FcntlInt(uintptr(epfd), unix.F_DUPFD_CLOEXEC, 0)
-	if err == nil {
-		if err = unix.SetNonblock(dfd, true); err != nil {
-			unix.Close(dfd)
-		}
-	}
-	if err != nil {
-		unix.Close(epfd)
-		return nil, err
-	}
-	d := &doorman{s: s, epfd: epfd, file: os.NewFile(uintptr(dfd), "leafproxy-doorman"),
-		events: make([]unix.EpollEvent, 256), byTok: map[int32]*waiting{}}
-	if d.rawFile, err = d.file.SyscallConn(); err != nil {
-		d.file.Close()
-		unix.Close(epfd)
-		return nil, err
-	}
-	d.sweep = min(max(s.cfg.Limits.HandshakeTimeout/10, 10*time.Millisecond), time.Second)
+	d := &doorman{s: s}
 	d.budget, _ = s.silentBudget()
-	_ = d.file.SetReadDeadline(time.Now().Add(d.sweep))
-	go d.run()
+	sweep := min(max(s.cfg.Limits.HandshakeTimeout/10, 10*time.Millisecond), time.Second)
+	e, err := eventloop.NewDoorman(sweep, eventloop.DoormanCalls[*waiting]{
+		Start: func(w *waiting) { go s.handle(w.conn, w) },
+		Expire: func(w *waiting) {
+			s.silent.remove(w.conn, w.host, &s.mu)
+			s.closeEarly(w.conn)
+		},
+		Log: s.log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.Doorman = e
 	return d, nil
 }
 
@@ -112,8 +92,8 @@ func (s *Server) doorman() *doorman {
 
 func (s *Server) stopDoorman() {
 	s.doormanOnce.Do(func() {})
-	if d := s.door; d != nil && !d.stopping.Swap(true) {
-		d.file.Close() // wakes run, which closes epfd
+	if d := s.door; d != nil {
+		d.Stop()
 	}
 }
 
@@ -141,7 +121,7 @@ func (s *Server) greetEarly(conn net.Conn) bool {
 		return false
 	}
 	d := s.doorman()
-	if d == nil || d.stopping.Load() {
+	if d == nil || d.Stopping() {
 		return false
 	}
 	s.accepted.Add(1)
@@ -169,37 +149,24 @@ func (s *Server) greetEarly(conn net.Conn) bool {
 		s.closeEarly(conn)
 		return true
 	}
-	d.mu.Lock()
-	for {
-		d.next++
-		if _, taken := d.byTok[d.next]; !taken && d.next > 0 {
-			break
-		}
-		if d.next < 0 {
-			d.next = 0
-		}
-	}
-	w.tok = d.next
-	if d.stopping.Load() { // the doorman failed just now: the client reconnects
-		d.mu.Unlock()
+	tok, held := d.Hold(w, w.deadline)
+	if !held { // the doorman failed just now: the client reconnects
 		s.mu.Unlock()
 		s.closeEarly(conn)
 		return true
 	}
-	d.byTok[w.tok] = w
-	d.mu.Unlock()
+	w.tok = tok
 	dropped := s.silent.addLocked(pendingConn{c: conn, w: w}, host, d.budget)
 	s.mu.Unlock()
 	if dropped {
 		s.handshakesDropped.Add(1)
 	}
 	var cerr error
-	err = rc.Control(func(fd uintptr) {
-		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLONESHOT, Fd: w.tok}
-		cerr = unix.EpollCtl(d.epfd, unix.EPOLL_CTL_ADD, int(fd), &ev)
-	})
-	if (err != nil || cerr != nil) && d.claim(w.tok) != nil {
-		go s.handle(conn, w) // its reads will tell what happened
+	err = rc.Control(func(fd uintptr) { cerr = d.Watch(w.tok, fd) })
+	if err != nil || cerr != nil {
+		if _, ok := d.Claim(w.tok); ok {
+			go s.handle(conn, w) // its reads will tell what happened
+		}
 	}
 	return true
 }
@@ -235,92 +202,12 @@ func (s *Server) closeEarly(conn net.Conn) {
 	s.handling.Add(-1)
 }
 
-// claim takes the connection of tok from the doorman (nil: gone already).
-func (d *doorman) claim(tok int32) *waiting {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	w := d.byTok[tok]
-	if w != nil {
-		delete(d.byTok, tok)
-	}
-	return w
-}
-
 // end closes w if the doorman still holds it (true); false: it has a
 // goroutine, or is closed already.
 func (w *waiting) end() bool {
-	if w.d.claim(w.tok) != w {
+	if got, ok := w.d.Claim(w.tok); !ok || got != w {
 		return false
 	}
 	w.d.s.closeEarly(w.conn)
 	return true
-}
-
-func (d *doorman) take(fd uintptr) bool {
-	for {
-		n, err := unix.EpollWait(int(fd), d.events, 0)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil || n <= 0 {
-			d.ready = 0
-			return false
-		}
-		d.ready = n
-		return true
-	}
-}
-
-// run waits for the first bytes of greeted connections and starts their
-// goroutines; every sweep interval it closes those past
-// limits.handshake_timeout.
-func (d *doorman) run() {
-	defer unix.Close(d.epfd)
-	lastSweep := time.Now()
-	for {
-		err := d.rawFile.Read(d.take)
-		if d.stopping.Load() {
-			return
-		}
-		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
-			d.s.log.Error("doorman stopped: clients are greeted from their own goroutines", "err", err)
-			d.mu.Lock()
-			d.stopping.Store(true)
-			held := d.byTok
-			d.byTok = map[int32]*waiting{}
-			d.mu.Unlock()
-			for _, w := range held {
-				go d.s.handle(w.conn, w)
-			}
-			return
-		}
-		for _, ev := range d.events[:d.ready] {
-			if w := d.claim(ev.Fd); w != nil {
-				go d.s.handle(w.conn, w)
-			}
-		}
-		d.ready = 0
-		if now := time.Now(); now.Sub(lastSweep) >= d.sweep {
-			lastSweep = now
-			d.expire(now)
-			_ = d.file.SetReadDeadline(now.Add(d.sweep))
-		}
-	}
-}
-
-// expire closes the connections silent past their deadline.
-func (d *doorman) expire(now time.Time) {
-	var late []*waiting
-	d.mu.Lock()
-	for tok, w := range d.byTok {
-		if !now.Before(w.deadline) {
-			delete(d.byTok, tok)
-			late = append(late, w)
-		}
-	}
-	d.mu.Unlock()
-	for _, w := range late {
-		d.s.silent.remove(w.conn, w.host, &d.s.mu)
-		d.s.closeEarly(w.conn)
-	}
 }

@@ -9,16 +9,16 @@ import (
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
-// response kinds
+// response kinds (wire.RespResult, ...)
 const (
-	respResult    = iota // OK | ERR | LOCAL INFILE | result sets, repeated while MORE_RESULTS
-	respExecute          // as respResult, and a cursor may end it after the columns
-	respPrepare          // OK -> params+EOF -> columns+EOF, or ERR
-	respSimple           // one OK/EOF/ERR packet
-	respRaw              // one packet of any shape (COM_STATISTICS)
-	respFieldList        // column definitions until EOF, or ERR
-	respFetch            // rows until EOF, or ERR
-	respNone             // STMT_CLOSE, SEND_LONG_DATA
+	respResult    = wire.RespResult    // OK | ERR | LOCAL INFILE | result sets, repeated while MORE_RESULTS
+	respExecute   = wire.RespExecute   // as respResult, and a cursor may end it after the columns
+	respPrepare   = wire.RespPrepare   // OK -> params+EOF -> columns+EOF, or ERR
+	respSimple    = wire.RespSimple    // one OK/EOF/ERR packet
+	respRaw       = wire.RespRaw       // one packet of any shape (COM_STATISTICS)
+	respFieldList = wire.RespFieldList // column definitions until EOF, or ERR
+	respFetch     = wire.RespFetch     // rows until EOF, or ERR
+	respNone      = wire.RespNone      // STMT_CLOSE, SEND_LONG_DATA
 )
 
 // relayQuery relays a COM_QUERY packet, tracking USE and SET statements.
@@ -150,11 +150,11 @@ func (s *Session) awaitResponse(kind int, cursor bool) (ok bool, err error) {
 		return false, s.setFatal(err)
 	}
 	var t respTracker
-	t.start(kind, cursor)
+	t.Start(kind, cursor)
 	if _, err := s.walkFrom(&t, walkRelay); err != nil {
 		return false, s.setFatal(err)
 	}
-	return t.ok, nil
+	return t.OK, nil
 }
 
 func (bf *backendFacts) setStatus(st uint16) {
@@ -259,7 +259,7 @@ func (s *Session) walk(mode int, cursor bool) (walkResult, error) {
 	if cursor {
 		kind = respExecute
 	}
-	t.start(kind, cursor)
+	t.Start(kind, cursor)
 	return s.walkFrom(&t, mode)
 }
 
@@ -268,13 +268,14 @@ func (s *Session) walk(mode int, cursor bool) (walkResult, error) {
 func (s *Session) walkFrom(t *respTracker, mode int) (walkResult, error) {
 	var r walkResult
 	defer s.trimScratch()
-	for !t.done() {
+	facts := wire.RespObserver(s.facts())
+	for !t.Done() {
 		var head []byte
 		var n int
 		var err error
 		if mode == walkRelay {
-			if t.phase == phFirst {
-				s.nextOKInsertID(t.results) // RelayQueryInsertIDs
+			if t.AtFirst() {
+				s.nextOKInsertID(t.Results) // RelayQueryInsertIDs
 			}
 			head, n, err = s.relayPacket()
 		} else {
@@ -284,7 +285,7 @@ func (s *Session) walkFrom(t *respTracker, mode int) (walkResult, error) {
 		if err != nil {
 			return r, err
 		}
-		ev, err := t.step(s, head, n)
+		ev, err := t.Step(facts, head, n)
 		if err != nil {
 			return r, err
 		}
@@ -297,7 +298,7 @@ func (s *Session) walkFrom(t *respTracker, mode int) (walkResult, error) {
 			}
 		case evRow:
 			if mode == walkCollect {
-				row, err := textRow(head, t.cols)
+				row, err := textRow(head, t.Cols())
 				if err != nil {
 					return r, err
 				}
@@ -319,10 +320,10 @@ func (s *Session) walkFrom(t *respTracker, mode int) (walkResult, error) {
 			}
 		}
 	}
-	if mode == walkRelay && t.kind != respNone {
+	if mode == walkRelay && t.Kind != respNone {
 		s.markRelayed() // the command is timed when it ends (endCommand)
 	}
-	r.ok, r.affected, r.insertID, r.warnings = t.ok, t.affected, t.insertID, t.warnings
+	r.ok, r.affected, r.insertID, r.warnings = t.OK, t.Affected, t.InsertID, t.Warnings
 	return r, nil
 }
 
@@ -387,9 +388,9 @@ func (s *Session) relayPrepare(pkt []byte) (PrepareResult, error) {
 // relayPrepareResponse relays a prepare's response (see respTracker).
 func (s *Session) relayPrepareResponse() (PrepareResult, error) {
 	var t respTracker
-	t.start(respPrepare, false)
+	t.Start(respPrepare, false)
 	if _, err := s.walkFrom(&t, walkRelay); err != nil {
 		return PrepareResult{}, err
 	}
-	return t.prep, nil
+	return PrepareResult(t.Prep), nil
 }

@@ -246,15 +246,15 @@ func (s *Session) relayRetry(pkt []byte, kind int, a afterAction, w AnswerWatche
 		return retried, err
 	}
 	var t respTracker
-	t.start(kind, kind == respExecute && executeCursor(pkt))
+	t.Start(kind, kind == respExecute && executeCursor(pkt))
 	errs := s.relayedErrs
 	if _, err := s.walkFrom(&t, walkRelay); err != nil {
 		return false, s.setFatal(err)
 	}
-	if !t.ok && s.relayedErrs == errs {
+	if !t.OK && s.relayedErrs == errs {
 		w.OnRows()
 	}
-	s.applyAfter(a, t.ok)
+	s.applyAfter(a, t.OK)
 	return false, s.setFatal(s.c.Flush())
 }
 

@@ -21,31 +21,28 @@ func heldForClient(e *env) (held, unread int) {
 	if ln == nil {
 		return 0, 0
 	}
-	ln.mu.Lock() // not while a runner handles it
-	defer rearm(ln, ln.gone)
-	defer ln.mu.Unlock()
-	if ln.gone {
+	ln.Mu.Lock() // not while a runner handles it
+	defer rearm(ln, ln.Gone)
+	defer ln.Mu.Unlock()
+	if ln.Gone {
 		return 0, 0
 	}
-	unread, _ = unix.IoctlGetInt(ln.backendFD, unix.SIOCINQ)
+	unread, _ = unix.IoctlGetInt(ln.BackendFD, unix.SIOCINQ)
 	return len(ln.clientPending), unread
 }
 
 // rearm, after a test looked at a lane under its lock (gone: as it saw
 // it there): a runner that had an event for the lane meanwhile found it
 // locked and left it to the holder, which serves what is pending when it
-// lets go (runner.serve); this test does not, so the event would wait for
+// lets go (eventloop.Runner.serve); this test does not, so the event would wait for
 // the next one. Modifying the sockets' registrations has the kernel
 // report their readiness again, which brings a runner. The lane's slot,
 // generation and descriptors do not change while it is attached.
 func rearm(ln *lane, gone bool) {
-	if gone || ln.pend.Load() == 0 {
+	if gone || ln.Pend.Load() == 0 {
 		return
 	}
-	cev := unix.EpollEvent{Events: laneEvents, Fd: ln.idx, Pad: ln.gen << 1}
-	bev := unix.EpollEvent{Events: laneEvents, Fd: ln.idx, Pad: ln.gen<<1 | 1}
-	_ = unix.EpollCtl(ln.l.epfd, unix.EPOLL_CTL_MOD, ln.clientFD, &cev)
-	_ = unix.EpollCtl(ln.l.epfd, unix.EPOLL_CTL_MOD, ln.backendFD, &bev)
+	ln.l.Rearm(&ln.Lane)
 }
 
 // clientUnread is how many bytes wait unread in c's socket.
@@ -90,16 +87,16 @@ func laneState(e *env) string {
 	if ln == nil {
 		return "no session is on a loop"
 	}
-	if !ln.mu.TryLock() {
+	if !ln.Mu.TryLock() {
 		return "a runner holds the lane; " + runnerStacks()
 	}
-	defer rearm(ln, ln.gone)
-	defer ln.mu.Unlock()
-	cin, _ := unix.IoctlGetInt(ln.clientFD, unix.SIOCINQ)
-	bin, _ := unix.IoctlGetInt(ln.backendFD, unix.SIOCINQ)
+	defer rearm(ln, ln.Gone)
+	defer ln.Mu.Unlock()
+	cin, _ := unix.IoctlGetInt(ln.ClientFD, unix.SIOCINQ)
+	bin, _ := unix.IoctlGetInt(ln.BackendFD, unix.SIOCINQ)
 	return fmt.Sprintf("lane: gone %v attached %v busy %v pend %#x clientReadable %v backendReadable %v clientEOF %v; "+
 		"%d bytes unread in its client socket, %d in its backend socket; clientIn %d, backendPending %d, clientPending %d; %s",
-		ln.gone, ln.attached, ln.busy, ln.pend.Load(), ln.clientReadable, ln.backendReadable, ln.clientEOF,
+		ln.Gone, ln.Attached(), ln.busy, ln.Pend.Load(), ln.clientReadable, ln.backendReadable, ln.clientEOF,
 		cin, bin, len(ln.clientIn), len(ln.backendPending), len(ln.clientPending), runnerStacks())
 }
 
@@ -109,7 +106,7 @@ func runnerStacks() string {
 	buf = buf[:runtime.Stack(buf, true)]
 	var out []string
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "proxy.(*runner)") || strings.Contains(g, "proxy.(*lane)") {
+		if strings.Contains(g, "eventloop.(*Runner)") || strings.Contains(g, "proxy.(*lane)") {
 			out = append(out, g)
 		}
 	}

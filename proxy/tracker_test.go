@@ -76,12 +76,12 @@ func TestRespTracker(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s := &Session{caps: c.caps}
 			var tr respTracker
-			tr.start(c.kind, c.cursor)
+			tr.Start(c.kind, c.cursor)
 			for i, p := range c.packets {
-				if tr.done() {
+				if tr.Done() {
 					t.Fatalf("done before packet %d", i)
 				}
-				ev, err := tr.step(s, p[:min(len(p), wire.HeadLen)], len(p))
+				ev, err := tr.Step(s.facts(), p[:min(len(p), wire.HeadLen)], len(p))
 				if c.err && i == len(c.packets)-1 {
 					if err == nil {
 						t.Fatalf("packet %d: want a protocol error", i)
@@ -95,11 +95,11 @@ func TestRespTracker(t *testing.T) {
 					t.Fatalf("packet %d: event %d, want %d", i, ev, c.evs[i])
 				}
 			}
-			if !tr.done() {
+			if !tr.Done() {
 				t.Fatal("not done after the last packet")
 			}
-			if tr.ok != c.ok {
-				t.Fatalf("ok = %v, want %v", tr.ok, c.ok)
+			if tr.OK != c.ok {
+				t.Fatalf("ok = %v, want %v", tr.OK, c.ok)
 			}
 		})
 	}
@@ -108,21 +108,21 @@ func TestRespTracker(t *testing.T) {
 func TestRespTrackerRecordsSession(t *testing.T) {
 	s := &Session{}
 	var tr respTracker
-	tr.start(respPrepare, false)
-	if _, err := tr.step(s, tPrepOK, len(tPrepOK)); err != nil {
+	tr.Start(respPrepare, false)
+	if _, err := tr.Step(s.facts(), tPrepOK, len(tPrepOK)); err != nil {
 		t.Fatal(err)
 	}
-	if !s.lastPrepOK || s.lastPrep != 9 || tr.prep.Params != 1 || tr.prep.Columns != 2 {
-		t.Fatalf("prepare not recorded: %+v lastPrep %d/%v", tr.prep, s.lastPrep, s.lastPrepOK)
+	if !s.lastPrepOK || s.lastPrep != 9 || tr.Prep.Params != 1 || tr.Prep.Columns != 2 {
+		t.Fatalf("prepare not recorded: %+v lastPrep %d/%v", tr.Prep, s.lastPrep, s.lastPrepOK)
 	}
-	tr.start(respPrepare, false)
-	_, _ = tr.step(s, tErr, len(tErr))
+	tr.Start(respPrepare, false)
+	_, _ = tr.Step(s.facts(), tErr, len(tErr))
 	if s.lastPrepOK {
 		t.Fatal("a failed prepare left the last prepared statement in place")
 	}
-	tr.start(respResult, false)
-	_, _ = tr.step(s, tOK, len(tOK))
-	if s.status != mysql.SERVER_STATUS_AUTOCOMMIT || tr.insertID != 7 || tr.affected != 1 {
-		t.Fatalf("OK not recorded: status %x insert id %d affected %d", s.status, tr.insertID, tr.affected)
+	tr.Start(respResult, false)
+	_, _ = tr.Step(s.facts(), tOK, len(tOK))
+	if s.status != mysql.SERVER_STATUS_AUTOCOMMIT || tr.InsertID != 7 || tr.Affected != 1 {
+		t.Fatalf("OK not recorded: status %x insert id %d affected %d", s.status, tr.InsertID, tr.Affected)
 	}
 }

@@ -23,6 +23,12 @@
 //     HandshakeResponse, their parsers and writers, AttrsWith, MariaDB's
 //     extended capability bits); which capabilities the proxy offers is
 //     policy, and is package proxy/login's (caps.go);
+//   - the response state machine (tracker.go: RespTracker, the kinds of
+//     response Resp*, what a packet was Ev*): where a response ends, what
+//     its OK said, a prepare's statement id; it tells the session's status
+//     flags and prepared statement through RespObserver. Both ways package
+//     proxy relays a response (a session's goroutine, an event loop) feed
+//     it, one logical packet at a time;
 //   - typed result rows (resultrows.go: Column, Value, the column
 //     definitions and text and binary rows MariaDB would send for them);
 //   - the module's one decoder of COM_STMT_EXECUTE (stmtexec.go:

@@ -1,10 +1,11 @@
-package proxy
+package eventloop
 
 import (
 	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"runtime/debug"
 	"sync"
@@ -36,10 +37,10 @@ import (
 //
 // Registrations are edge-triggered and made once: an event says "something
 // happened on this socket" and the lane reads until the socket is empty
-// (or notes that it stopped early, see lane.clientReadable). A lane is
-// handled by one runner at a time (lane.mu); an event for a lane another
-// runner holds is left in lane.pend, which the holder takes before it
-// lets go.
+// (or notes that it stopped early, see package proxy's lane.clientReadable).
+// A lane is handled by one runner at a time (Lane.Mu); an event for a lane
+// another runner holds is left in Lane.Pend, which the holder takes before
+// it lets go.
 //
 // Everything that could wait leaves the loop: a command the loop does not
 // run (loopCommand), an interceptor or session method that would wait
@@ -50,10 +51,10 @@ import (
 // the command code (dispatch) and the response state machine
 // (respTracker).
 
-// loopBuf is the size of a runner's read buffers; commands up to this size
+// BufSize is the size of a runner's read buffers; commands up to this size
 // are read by the loop, larger ones by the session's goroutine (which
 // applies limits.command_memory).
-const loopBuf = 64 << 10
+const BufSize = 64 << 10
 
 // epollBatch is how many events a runner takes at once: few, so that a
 // runner the kernel stops holds few sessions (the rest stay ready for the
@@ -67,8 +68,9 @@ const inboxIndex = -1
 // edge-triggered interest in everything, registered once per socket.
 const laneEvents = unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET
 
-type loop struct {
-	srv     *Server
+// Loop is the event loop: one epoll instance and its runners.
+type Loop struct {
+	log     *slog.Logger
 	epfd    int
 	wakeFD  int             // eventfd: wakes a runner for the inbox
 	ctx     context.Context // marked: interceptors must not block
@@ -76,14 +78,14 @@ type loop struct {
 	rawFile syscall.RawConn // file's
 
 	mu         sync.Mutex // guards the inbox, the flags, and the table's free list
-	inbox      []*lane
+	inbox      []*Lane
 	drainAsked bool // Server.Shutdown: close idle lanes, busy ones when done
 	stop       bool
 	dead       atomic.Bool // no runner is left: take nothing more
 	freeSlots  []int32
 	top        int32 // table indexes in use are below top
 	generation int32
-	runners    []*runner
+	runners    []*Runner
 	alive      int // runners still running (mu)
 	stopped    chan struct{}
 
@@ -93,21 +95,25 @@ type loop struct {
 	lastSweep atomic.Int64  // unix nanos of the last sweep
 }
 
-// runner is one goroutine serving the loop's epoll instance, with its own
-// buffers: a lane a runner handles borrows them (lane.bind).
-type runner struct {
-	l          *loop
+// Runner is one goroutine serving the loop's epoll instance, with its own
+// buffers: a lane a runner handles borrows them (Handler.Bind).
+type Runner struct {
+	l          *Loop
 	take       func(uintptr) bool // r.takeEvents, bound once
 	events     []unix.EpollEvent
 	ready      int    // events[:ready] were taken and are not handled yet
-	clientBuf  []byte // client reads
-	backendBuf []byte // backend reads
-	clientW    *bufio.Writer
-	backendW   *bufio.Writer // a lane's legs write through these while the runner holds it
-	now        int64         // unix nanos of the current batch of events
+	ClientBuf  []byte // client reads
+	BackendBuf []byte // backend reads
+	ClientW    *bufio.Writer
+	BackendW   *bufio.Writer // a lane's legs write through these while the runner holds it
+	Now        int64         // unix nanos of the current batch of events
 }
 
-func newLoop(srv *Server, runners int) (*loop, error) {
+// New starts an event loop of runners runners. ctx is the server's: the
+// loop marks it as one on which interceptors must not block (Ctx);
+// idleTimeout is limits.idle_timeout (0: none), which the loop's idle
+// sweep enforces; log is where the loop's own failures go.
+func New(ctx context.Context, runners int, idleTimeout time.Duration, log *slog.Logger) (*Loop, error) {
 	if runners < 1 {
 		return nil, fmt.Errorf("event loop: %d runners", runners)
 	}
@@ -120,8 +126,8 @@ func newLoop(srv *Server, runners int) (*loop, error) {
 		unix.Close(epfd)
 		return nil, fmt.Errorf("event loop: eventfd: %w", err)
 	}
-	l := &loop{srv: srv, epfd: epfd, wakeFD: efd, ctx: nonblock.Context(srv.baseCtx), stopped: make(chan struct{})}
-	fail := func(err error) (*loop, error) {
+	l := &Loop{log: log, epfd: epfd, wakeFD: efd, ctx: nonblock.Context(ctx), stopped: make(chan struct{})}
+	fail := func(err error) (*Loop, error) {
 		if l.file != nil {
 			l.file.Close()
 		}
@@ -148,15 +154,15 @@ func newLoop(srv *Server, runners int) (*loop, error) {
 	if l.rawFile, err = l.file.SyscallConn(); err != nil {
 		return fail(fmt.Errorf("event loop: %w", err))
 	}
-	if t := srv.cfg.Limits.IdleTimeout; t > 0 {
+	if t := idleTimeout; t > 0 {
 		l.sweep = min(max(t/10, 10*time.Millisecond), time.Second)
 		_ = l.file.SetReadDeadline(time.Now().Add(l.sweep))
 	}
 	for range runners {
-		r := &runner{l: l,
+		r := &Runner{l: l,
 			events:    make([]unix.EpollEvent, epollBatch),
-			clientBuf: make([]byte, loopBuf), backendBuf: make([]byte, loopBuf),
-			clientW: bufio.NewWriterSize(nil, 16<<10), backendW: bufio.NewWriterSize(nil, 16<<10)}
+			ClientBuf: make([]byte, BufSize), BackendBuf: make([]byte, BufSize),
+			ClientW: bufio.NewWriterSize(nil, 16<<10), BackendW: bufio.NewWriterSize(nil, 16<<10)}
 		r.take = r.takeEvents
 		l.runners = append(l.runners, r)
 	}
@@ -171,7 +177,7 @@ func newLoop(srv *Server, runners int) (*loop, error) {
 // takes a batch of events and handles them. The file's read deadline is
 // the idle-timeout sweep's timer: whichever runner meets it sweeps and
 // sets it again (a busy loop also sweeps from handleEvents).
-func (r *runner) run() {
+func (r *Runner) run() {
 	l := r.l
 	defer r.exit()
 	for {
@@ -185,7 +191,7 @@ func (r *runner) run() {
 			continue
 		}
 		if err != nil {
-			l.srv.log.Error("event loop runner stopped", "err", err)
+			l.log.Error("event loop runner stopped", "err", err)
 			return
 		}
 		if r.handleEvents() {
@@ -196,7 +202,7 @@ func (r *runner) run() {
 
 // exit ends a runner; the last one closes what the loop still has (its
 // sessions' goroutines then end them) and the loop takes no more.
-func (r *runner) exit() {
+func (r *Runner) exit() {
 	l := r.l
 	l.mu.Lock()
 	l.alive--
@@ -215,22 +221,22 @@ func (r *runner) exit() {
 	}
 	l.file.Close()
 	for _, ln := range in {
-		r.rescue(ln, func() { ln.teardown() })
+		r.rescue(ln, func() { ln.h.Teardown() })
 	}
 	for i := range top {
 		if ln := l.lanes.get(i); ln != nil {
-			ln.mu.Lock()
-			if !ln.gone {
-				r.rescue(ln, func() { ln.bind(r); ln.teardown() })
+			ln.Mu.Lock()
+			if !ln.Gone {
+				r.rescue(ln, func() { ln.h.Bind(r); ln.h.Teardown() })
 			}
-			ln.mu.Unlock()
+			ln.Mu.Unlock()
 		}
 	}
 	unix.Close(l.epfd)
 	close(l.stopped)
 }
 
-func (l *loop) stopping() bool {
+func (l *Loop) stopping() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.stop
@@ -239,7 +245,7 @@ func (l *loop) stopping() bool {
 // takeEvents takes up to epollBatch ready events without waiting; false
 // asks the netpoller to park the runner until the epoll instance has some.
 // It runs while the runner holds the loop's file: it only takes.
-func (r *runner) takeEvents(uintptr) bool {
+func (r *Runner) takeEvents(uintptr) bool {
 	n, e := raw.EpollTake(r.l.epfd, r.events)
 	if e != 0 || n <= 0 {
 		r.ready = 0
@@ -251,11 +257,11 @@ func (r *runner) takeEvents(uintptr) bool {
 
 // handleEvents handles the batch takeEvents took, then takes more until
 // there are none; true means the loop stops.
-func (r *runner) handleEvents() bool {
+func (r *Runner) handleEvents() bool {
 	l := r.l
 	for r.ready > 0 {
-		r.now = time.Now().UnixNano()
-		if l.sweep > 0 && r.now-l.lastSweep.Load() >= int64(l.sweep) {
+		r.Now = time.Now().UnixNano()
+		if l.sweep > 0 && r.Now-l.lastSweep.Load() >= int64(l.sweep) {
 			l.idleSweep(r) // a loop that is never idle still enforces idle_timeout
 		}
 		n := r.ready
@@ -272,7 +278,7 @@ func (r *runner) handleEvents() bool {
 			if ln == nil || ln.gen != ev.Pad>>1 {
 				continue // the lane left meanwhile
 			}
-			ln.pend.Or(pendBits(ev.Events, ev.Pad&1 == 0))
+			ln.Pend.Or(pendBits(ev.Events, ev.Pad&1 == 0))
 			r.serve(ln)
 		}
 		if n < len(r.events) {
@@ -283,27 +289,16 @@ func (r *runner) handleEvents() bool {
 	return false
 }
 
-// What a runner is to do with a lane besides its sockets' events
-// (lane.pend; pendClientIn and the others in lane_linux.go).
-const (
-	pendAttach uint32 = 1 << iota // the lane is new: run what its goroutine had read ahead
-	pendCheck                     // look at the lane (drain, idle sweep)
-)
-
 // serve handles what is pending on ln unless another runner is handling
 // it, in which case that runner will (it looks at pend before letting go).
-func (r *runner) serve(ln *lane) {
-	for ln.mu.TryLock() {
-		bits := ln.pend.Swap(0)
-		if !ln.gone && bits != 0 {
-			r.rescue(ln, func() {
-				ln.bind(r)
-				ln.handle(bits)
-				ln.flushWriters()
-			})
+func (r *Runner) serve(ln *Lane) {
+	for ln.Mu.TryLock() {
+		bits := ln.Pend.Swap(0)
+		if !ln.Gone && bits != 0 {
+			r.rescue(ln, func() { ln.h.Serve(r, bits) })
 		}
-		ln.mu.Unlock()
-		if ln.pend.Load() == 0 {
+		ln.Mu.Unlock()
+		if ln.Pend.Load() == 0 {
 			return
 		}
 	}
@@ -311,22 +306,23 @@ func (r *runner) serve(ln *lane) {
 
 // rescue runs f for ln: a panic (an interceptor's bug, say) costs that
 // session, not the loop and its other sessions.
-func (r *runner) rescue(ln *lane, f func()) {
+func (r *Runner) rescue(ln *Lane, f func()) {
 	defer func() {
 		if p := recover(); p != nil {
-			ln.s.log.Error("session closed: internal error", "panic", fmt.Sprint(p))
-			ln.s.log.Debug("panic stack", "stack", string(debug.Stack()))
-			if !ln.gone {
-				ln.teardown()
+			log := ln.h.Logger()
+			log.Error("session closed: internal error", "panic", fmt.Sprint(p))
+			log.Debug("panic stack", "stack", string(debug.Stack()))
+			if !ln.Gone {
+				ln.h.Teardown()
 			}
 		}
 	}()
 	f()
 }
 
-// post hands a lane to the loop (from the session's goroutine); false:
+// Post hands a lane to the loop (from the session's goroutine); false:
 // the loop has stopped.
-func (l *loop) post(ln *lane) bool {
+func (l *Loop) Post(ln *Lane) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.dead.Load() || l.stop {
@@ -339,7 +335,7 @@ func (l *loop) post(ln *lane) bool {
 
 // wake pokes the loop's eventfd; callers hold l.mu and have checked that
 // the loop has not stopped (the eventfd is closed only after that).
-func (l *loop) wake() {
+func (l *Loop) wake() {
 	one := [8]byte{1}
 	for {
 		_, err := unix.Write(l.wakeFD, one[:])
@@ -351,7 +347,7 @@ func (l *loop) wake() {
 
 // takeInbox registers lanes handed to the loop and carries out drain and
 // stop requests; true means stop.
-func (l *loop) takeInbox(r *runner) bool {
+func (l *Loop) takeInbox(r *Runner) bool {
 	var b [8]byte
 	_, _ = unix.Read(l.wakeFD, b[:])
 	l.mu.Lock()
@@ -365,7 +361,7 @@ func (l *loop) takeInbox(r *runner) bool {
 		l.draining.Store(true)
 		for i := range top {
 			if ln := l.lanes.get(i); ln != nil {
-				ln.pend.Or(pendCheck)
+				ln.Pend.Or(PendCheck)
 				r.serve(ln)
 			}
 		}
@@ -375,10 +371,10 @@ func (l *loop) takeInbox(r *runner) bool {
 
 // attach registers a lane's sockets; what its goroutine had read ahead
 // runs at once.
-func (l *loop) attach(r *runner, ln *lane) {
+func (l *Loop) attach(r *Runner, ln *Lane) {
 	// The lane is locked before it is in the table: a drain or sweep pass
 	// that finds it there must not close it before it is registered.
-	ln.mu.Lock()
+	ln.Mu.Lock()
 	l.mu.Lock()
 	var idx int32
 	if n := len(l.freeSlots); n > 0 {
@@ -388,9 +384,9 @@ func (l *loop) attach(r *runner, ln *lane) {
 		l.top++
 	} else {
 		l.mu.Unlock()
-		ln.s.log.Error("session closed: the event loop is full", "lanes", maxLanes)
-		ln.teardown()
-		ln.mu.Unlock()
+		ln.h.Logger().Error("session closed: the event loop is full", "lanes", maxLanes)
+		ln.h.Teardown()
+		ln.Mu.Unlock()
 		return
 	}
 	// A loop-wide generation: an event queued for a lane that left must
@@ -403,32 +399,32 @@ func (l *loop) attach(r *runner, ln *lane) {
 	cev := unix.EpollEvent{Events: laneEvents, Fd: idx, Pad: ln.gen << 1}
 	bev := unix.EpollEvent{Events: laneEvents, Fd: idx, Pad: ln.gen<<1 | 1}
 	r.rescue(ln, func() {
-		ln.bind(r)
-		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, ln.clientFD, &cev); err != nil {
-			ln.s.log.Error("session closed: event loop could not watch the client socket", "err", err)
-			ln.teardown()
+		ln.h.Bind(r)
+		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, ln.ClientFD, &cev); err != nil {
+			ln.h.Logger().Error("session closed: event loop could not watch the client socket", "err", err)
+			ln.h.Teardown()
 			return
 		}
-		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, ln.backendFD, &bev); err != nil {
-			ln.s.log.Error("session closed: event loop could not watch the backend socket", "err", err)
-			ln.teardown()
+		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, ln.BackendFD, &bev); err != nil {
+			ln.h.Logger().Error("session closed: event loop could not watch the backend socket", "err", err)
+			ln.h.Teardown()
 		}
 	})
 	// Registered: events may already be pending for it, from any runner.
-	ln.pend.Or(pendAttach)
-	ln.mu.Unlock()
+	ln.Pend.Or(PendAttach)
+	ln.Mu.Unlock()
 	r.serve(ln)
 }
 
-// detach forgets a lane (its goroutine takes it back, or it is closed);
-// the caller holds ln.mu.
-func (l *loop) detach(ln *lane) {
+// Detach forgets a lane (its goroutine takes it back, or it is closed);
+// the caller holds ln.Mu.
+func (l *Loop) Detach(ln *Lane) {
 	if !ln.attached {
 		return // still in the inbox
 	}
 	ln.attached = false
-	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, ln.clientFD, nil)
-	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, ln.backendFD, nil)
+	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, ln.ClientFD, nil)
+	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, ln.BackendFD, nil)
 	l.mu.Lock()
 	l.lanes.set(ln.idx, nil)
 	l.freeSlots = append(l.freeSlots, ln.idx)
@@ -436,27 +432,27 @@ func (l *loop) detach(ln *lane) {
 }
 
 // idleSweep closes lanes idle longer than limits.idle_timeout.
-func (l *loop) idleSweep(r *runner) {
+func (l *Loop) idleSweep(r *Runner) {
 	now := time.Now().UnixNano()
 	last := l.lastSweep.Load()
 	if now-last < int64(l.sweep)/2 || !l.lastSweep.CompareAndSwap(last, now) {
 		return // another runner is at it, or just was
 	}
-	r.now = now
+	r.Now = now
 	l.mu.Lock()
 	top := l.top
 	l.mu.Unlock()
 	for i := range top {
 		if ln := l.lanes.get(i); ln != nil {
-			ln.pend.Or(pendCheck)
+			ln.Pend.Or(PendCheck)
 			r.serve(ln)
 		}
 	}
 }
 
-// requestDrain asks the loop to close its idle lanes now and the others
+// RequestDrain asks the loop to close its idle lanes now and the others
 // when their responses are through (Server.Shutdown).
-func (l *loop) requestDrain() {
+func (l *Loop) RequestDrain() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.drainAsked = true
@@ -465,8 +461,8 @@ func (l *loop) requestDrain() {
 	}
 }
 
-// close stops the loop and waits for it (after Shutdown: no lanes left).
-func (l *loop) close() {
+// Close stops the loop and waits for it (after Shutdown: no lanes left).
+func (l *Loop) Close() {
 	l.mu.Lock()
 	l.stop = true
 	l.mu.Unlock()
@@ -481,3 +477,14 @@ func (l *loop) close() {
 	}
 	l.mu.Unlock()
 }
+
+// Ctx is the context commands run with on the loop: the server's, marked
+// so that an interceptor that would block returns ErrWouldBlock instead.
+func (l *Loop) Ctx() context.Context { return l.ctx }
+
+// Draining reports whether the loop was asked to drain (RequestDrain) and
+// has begun: lanes attached later close at once.
+func (l *Loop) Draining() bool { return l.draining.Load() }
+
+// Dead reports whether no runner is left: the loop takes no more lanes.
+func (l *Loop) Dead() bool { return l.dead.Load() }
