@@ -1,10 +1,7 @@
 package proxy
 
 import (
-	"context"
-	"encoding/binary"
 	"errors"
-	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
@@ -147,80 +144,6 @@ func (s *Session) RelayExecuteAfter(pre, pkt []byte) error {
 	return s.setFatal(s.c.Flush())
 }
 
-// ExecResult is what the backend answered to an execute the proxy ran on
-// the client's behalf without relaying it (OK fields, or the backend's ERR).
-type ExecResult struct {
-	Affected, InsertID uint64
-	Warnings           uint16
-	Err                *mysql.MyError
-}
-
-// BackendExec runs a proxy-originated statement on the session's backend
-// connection; nothing reaches the client. A backend ERR comes back as a
-// *mysql.MyError and leaves the session usable. ctx's deadline bounds it.
-func (s blocking) BackendExec(ctx context.Context, sql string) (affected, insertID uint64, err error) {
-	if err := s.sendBackend(ctx, sql); err != nil {
-		return 0, 0, err
-	}
-	defer s.clearDeadline(ctx)
-	r := s.readBackendResult(walkDiscard)
-	if s.fatal != nil {
-		return 0, 0, s.fatal
-	}
-	if r.err != nil {
-		return 0, 0, r.err
-	}
-	return r.affected, r.insertID, nil
-}
-
-// BackendQuery runs a proxy-originated query and returns the first result
-// set's rows as text (nil = SQL NULL). Meant for small results.
-func (s blocking) BackendQuery(ctx context.Context, sql string) ([][]*string, error) {
-	if err := s.sendBackend(ctx, sql); err != nil {
-		return nil, err
-	}
-	defer s.clearDeadline(ctx)
-	r := s.readBackendResult(walkCollect)
-	if s.fatal != nil {
-		return nil, s.fatal
-	}
-	if r.err != nil {
-		return r.rows, r.err
-	}
-	return r.rows, nil
-}
-
-func (s *Session) sendBackend(ctx context.Context, sql string) error {
-	if err := s.exec.mayWait(); err != nil {
-		return err
-	}
-	if s.fatal != nil {
-		return s.fatal
-	}
-	if s.b == nil {
-		return errorf("no backend connection")
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if dl, ok := ctx.Deadline(); ok {
-		_ = s.b.Conn.SetDeadline(dl)
-	}
-	s.out = append(append(s.out[:0], mysql.COM_QUERY), sql...)
-	err := s.b.WriteCommand(s.out)
-	s.trimOut()
-	if err == nil {
-		err = s.b.Flush()
-	}
-	return s.setFatal(err)
-}
-
-func (s *Session) clearDeadline(ctx context.Context) {
-	if _, ok := ctx.Deadline(); ok && s.fatal == nil {
-		_ = s.b.Conn.SetDeadline(time.Time{})
-	}
-}
-
 func (bufs *sessionBuffers) trimOut() {
 	if cap(bufs.out) > keepBuf {
 		bufs.out = nil
@@ -236,58 +159,4 @@ func (s *Session) readBackendResult(mode int) walkResult {
 		s.setFatal(err)
 	}
 	return r
-}
-
-// BackendPrepare prepares sql on the session's backend connection for the
-// interceptor's own use (a statement the client never sees); nothing
-// reaches the client. A backend ERR comes back as a *mysql.MyError. Close
-// it with BackendCloseStmt.
-func (s blocking) BackendPrepare(ctx context.Context, sql string) (PrepareResult, error) {
-	if err := s.exec.mayWait(); err != nil {
-		return PrepareResult{}, err
-	}
-	if s.fatal != nil {
-		return PrepareResult{}, s.fatal
-	}
-	if dl, ok := ctx.Deadline(); ok {
-		_ = s.b.Conn.SetDeadline(dl)
-	}
-	defer s.clearDeadline(ctx)
-	s.out = append(append(s.out[:0], mysql.COM_STMT_PREPARE), sql...)
-	err := s.b.WriteCommand(s.out)
-	s.trimOut()
-	if err == nil {
-		err = s.b.FlushForResponse()
-	}
-	if err != nil {
-		return PrepareResult{}, s.setFatal(err)
-	}
-	var t respTracker
-	t.Start(respPrepare, false)
-	r, err := s.walkFrom(&t, walkDiscard)
-	if err != nil {
-		return PrepareResult{}, s.setFatal(err)
-	}
-	if r.err != nil {
-		return PrepareResult{}, r.err
-	}
-	return PrepareResult(t.Prep), nil
-}
-
-// BackendCloseStmt closes a statement of the interceptor's own on the
-// backend (COM_STMT_CLOSE has no response).
-func (s blocking) BackendCloseStmt(id uint32) error {
-	if err := s.exec.mayWait(); err != nil {
-		return err
-	}
-	if s.fatal != nil {
-		return s.fatal
-	}
-	var cl [5]byte
-	cl[0] = mysql.COM_STMT_CLOSE
-	binary.LittleEndian.PutUint32(cl[1:], id)
-	if err := s.b.WriteCommand(cl[:]); err != nil {
-		return s.setFatal(err)
-	}
-	return s.setFatal(s.b.Flush())
 }

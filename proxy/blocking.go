@@ -78,3 +78,23 @@ func (s *Session) Blocking(ctx context.Context) (BlockingSession, error) {
 	}
 	return blocking{s}, nil
 }
+
+// Statements with parameters the client does not know about: an
+// interceptor may prepare a text with extra ? markers (generated values it
+// binds itself at every execute) and rewrite each COM_STMT_EXECUTE, COM_STMT_SEND_LONG_DATA
+// and COM_STMT_BULK_EXECUTE to carry them.
+
+// StmtDataInterceptor is an optional extension of Interceptor for such
+// statements: when the installed Interceptor implements it, the core
+// consults it before relaying the two statement commands that have no
+// response. Neither may write to the client.
+type StmtDataInterceptor interface {
+	// SendLongData sees a COM_STMT_SEND_LONG_DATA payload (command byte
+	// first; pkt[1:5] statement id, pkt[5:7] parameter index), valid only
+	// during the call, and may rewrite it in place (the parameter index)
+	// before it is relayed.
+	SendLongData(s *Session, stmtID uint32, pkt []byte)
+	// StmtReset runs before a COM_STMT_RESET is relayed (the server drops
+	// the statement's long data).
+	StmtReset(s *Session, stmtID uint32)
+}

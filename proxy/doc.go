@@ -19,15 +19,17 @@
 // hangup.go (how a session's end reaches the backend),
 // relay.go (the response walker; the one response state machine, which
 // the walker and the event loop both feed, is wire.RespTracker, told about
-// the backend session through trackerglue.go), infile.go (a LOCAL INFILE
-// file through an interceptor's transformer), seams.go (the Interceptor
-// contract and the Session methods it uses), backendstmt.go (statements the
-// proxy runs on the backend for an interceptor), resultsets.go and
-// resultwrite.go (result sets the proxy writes itself), extparams.go
-// (statements with parameters the client does not see),
+// the backend session through trackerglue.go), seams.go (the Interceptor
+// contract and the Session methods it uses), blocking.go (BlockingSession,
+// the calls that may wait), backendstmt.go, querywriter.go and infile.go
+// (the relays an interceptor asks for: a rewritten text, a command written
+// as it is made, a LOCAL INFILE file through its transformer),
+// interceptglue.go (what package proxy/intercept needs of a session),
 // keyword.go (the command's class, USE's name), legpools.go (the idle
-// legs' buffer pools), querywriter.go (a command written as it is made),
-// membudget.go.
+// legs' buffer pools), membudget.go.
+// Package proxy/intercept does the work of what a session offers an
+// interceptor besides relaying (Backend*, ExecuteResult, RelayPrepareHidden,
+// WriteOK and result sets, a LOCAL INFILE file through a transformer).
 // What a login needs no session for is package proxy/login's: the
 // greeting and the capability sets it offers and mirrors, the client's
 // handshake response (TLS included), the check of its credentials against
@@ -202,7 +204,7 @@
 //     same-shaped statement on the backend, e.g. `SELECT 0 AS nextval`, so
 //     the client's metadata matches), or WriteRows / WriteBinaryRows
 //     (typed columns: BIGINT, INT, VARCHAR, DATETIME(3), with NULLs; text
-//     and binary protocol, resultwrite.go and wire/resultrows.go);
+//     and binary protocol, proxy/intercept and wire/resultrows.go);
 //   - or returns an error before writing anything: a *mysql.MyError (go-mysql)
 //     or an SQLError goes to the client as that ERR packet, any other error as
 //     ERR 1105; the session stays usable.
