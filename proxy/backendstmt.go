@@ -4,8 +4,6 @@ import (
 	"errors"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
-
-	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // RelayQuery sends sql as a COM_QUERY to the backend and streams the
@@ -89,59 +87,6 @@ func (s blocking) RelayPrepare(sql []byte) (PrepareResult, error) {
 func (s *Session) RelayExecute(pkt []byte) error {
 	_, err := s.relay(pkt, respExecute)
 	return err
-}
-
-// RelayExecuteAfter pipelines the text statement pre (e.g. SET @x=1) and
-// the execute packet pkt in one write: pre's response is consumed silently
-// and pkt's streamed to the client, so pre costs no extra round trip. If pre
-// fails, the backend has still run the execute, with stale values: the
-// client gets an ERR saying so and the session ends (the returned error is
-// fatal).
-func (s *Session) RelayExecuteAfter(pre, pkt []byte) error {
-	if err := s.exec.mayWait(); err != nil {
-		return err
-	}
-	if s.fatal != nil {
-		return s.fatal
-	}
-	s.out = append(append(s.out[:0], mysql.COM_QUERY), pre...)
-	if err := s.b.WriteCommand(s.out); err != nil {
-		return s.setFatal(err)
-	}
-	preSeq := s.b.Seq
-	if err := s.b.WriteCommand(pkt); err != nil {
-		return s.setFatal(err)
-	}
-	execSeq := s.b.Seq
-	s.trimOut()
-	if err := s.b.FlushForResponse(); err != nil {
-		return s.setFatal(err)
-	}
-	s.b.Seq = preSeq
-	perr := s.readBackendResult(walkDiscard).err
-	if s.fatal != nil {
-		return s.fatal
-	}
-	s.b.Seq = execSeq
-	if perr != nil {
-		// The execute has run with whatever the variables held before, so
-		// its outcome is unknown to us and must not look like a clean
-		// failure: the client gets an ERR naming the problem and the
-		// connection closes, as when a connection drops mid-statement.
-		if s.readBackendResult(walkDiscard); s.fatal != nil {
-			return s.fatal
-		}
-		s.log.Error("statement prepared by the proxy ran without its generated values; closing the session", "err", perr)
-		s.countErr(mysql.ER_UNKNOWN_ERROR)
-		_ = s.c.WritePacket(wire.ErrPacket(mysql.ER_UNKNOWN_ERROR, "HY000",
-			"leafproxy: could not set the generated IDs before EXECUTE ("+perr.Error()+"); the statement may have run with stale values; closing the connection"))
-		_ = s.c.Flush()
-		return s.setFatal(errQuit)
-	}
-	if _, err := s.walk(walkRelay, executeCursor(pkt)); err != nil {
-		return s.setFatal(err)
-	}
-	return s.setFatal(s.c.Flush())
 }
 
 func (bufs *sessionBuffers) trimOut() {

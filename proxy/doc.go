@@ -21,15 +21,15 @@
 // the walker and the event loop both feed, is wire.RespTracker, told about
 // the backend session through trackerglue.go), seams.go (the Interceptor
 // contract and the Session methods it uses), blocking.go (BlockingSession,
-// the calls that may wait), backendstmt.go, querywriter.go and infile.go
-// (the relays an interceptor asks for: a rewritten text, a command written
-// as it is made, a LOCAL INFILE file through its transformer),
+// the calls that may wait), backendstmt.go and infile.go (the relays an
+// interceptor asks for: a rewritten text, a LOCAL INFILE statement),
 // interceptglue.go (what package proxy/intercept needs of a session),
 // keyword.go (the command's class, USE's name), legpools.go (the idle
 // legs' buffer pools), membudget.go.
 // Package proxy/intercept does the work of what a session offers an
 // interceptor besides relaying (Backend*, ExecuteResult, RelayPrepareHidden,
-// WriteOK and result sets, a LOCAL INFILE file through a transformer).
+// RelayExecuteAfter, RelayQueryWriter, WriteOK and result sets, a LOCAL
+// INFILE file through a transformer).
 // What a login needs no session for is package proxy/login's: the
 // greeting and the capability sets it offers and mirrors, the client's
 // handshake response (TLS included), the check of its credentials against

@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"context"
+	"io"
+	"log/slog"
 
 	"github.com/leafproxy/leafproxy/proxy/intercept"
 	"github.com/leafproxy/leafproxy/proxy/wire"
@@ -46,6 +48,26 @@ func (k *interceptSession) Ready() error {
 func (k *interceptSession) RelayPacket() error {
 	_, _, err := (*Session)(k).relayPacket()
 	return err
+}
+
+func (k *interceptSession) RelayResponse(cursor bool) error {
+	_, err := (*Session)(k).walk(walkRelay, cursor)
+	return err
+}
+
+func (k *interceptSession) AwaitQuery() error {
+	ok, err := (*Session)(k).awaitResponse(respResult, false)
+	(*Session)(k).applyAfter(afterAction{kind: afterQuery}, ok)
+	return err
+}
+
+func (k *interceptSession) Logger() *slog.Logger { return k.log }
+
+func (k *interceptSession) Quit(code uint16, state, msg string) error {
+	(*Session)(k).countErr(code)
+	_ = k.c.WritePacket(wire.ErrPacket(code, state, msg))
+	_ = k.c.Flush()
+	return k.setFatal(errQuit)
 }
 
 func (k *interceptSession) Walk(kind int, collect bool) (intercept.Result, error) {
@@ -160,6 +182,18 @@ func (s blocking) ExecuteResult(pkt []byte) (ExecResult, error) {
 func (s blocking) RelayPrepareHidden(sql []byte, hidden []int, want int) (PrepareResult, error) {
 	pr, err := intercept.RelayPrepareHidden(s.svc(), sql, hidden, want)
 	return PrepareResult(pr), err
+}
+
+// RelayExecuteAfter pipelines the text statement pre and the execute pkt
+// (intercept.RelayExecuteAfter).
+func (s *Session) RelayExecuteAfter(pre, pkt []byte) error {
+	return intercept.RelayExecuteAfter(s.svc(), pre, pkt)
+}
+
+// RelayQueryWriter is RelayQuery for a text of n bytes that src writes
+// into the backend connection (intercept.RelayQueryWriter).
+func (s blocking) RelayQueryWriter(n int, src io.WriterTo) error {
+	return intercept.RelayQueryWriter(s.svc(), n, src)
 }
 
 // relayLocalFileVia streams the client's file to the backend through t

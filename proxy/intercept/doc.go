@@ -25,14 +25,20 @@
 //     proxy's SHOW statements), every packet built in the session's
 //     reusable buffer, so a NEXTVAL answer costs no allocation;
 //   - a LOCAL INFILE file through an InfileTransformer (infile.go:
-//     RelayFile), re-framed in packets of at most 64 KiB.
+//     RelayFile), re-framed in packets of at most 64 KiB;
+//   - two relays that are more than a command and its response
+//     (relay.go): RelayExecuteAfter, a SET pipelined before an execute
+//     (the session ends when the SET fails: the execute ran with stale
+//     values), and RelayQueryWriter, a text written in pieces straight
+//     into the backend connection (a large rewritten INSERT is never held
+//     whole).
 //
 // What it may call: the standard library, go-mysql for constants and
 // *mysql.MyError, and proxy/wire (legs, packet builders, the response
 // kinds, typed rows). Never package proxy, which imports it: what it needs
 // of a session is the interface Session (session.go: the legs, the
 // reusable buffers, the fatal error, the response walker's read of a whole
-// response and relay of one packet), implemented in proxy/interceptglue.go
+// response, its relay of one packet or of a whole response), implemented in proxy/interceptglue.go
 // by the session through a named type, so that none of its methods is on
 // *proxy.Session. The Session methods the engine calls (WriteOK,
 // BlockingSession's BackendQuery, ...) stay there as one-line calls into

@@ -1,6 +1,8 @@
 package intercept
 
 import (
+	"log/slog"
+
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/leafproxy/leafproxy/proxy/wire"
@@ -30,8 +32,17 @@ type Session interface {
 	// backend without relaying it; collect: keeping the first result
 	// set's rows as text. A backend ERR is in the result's Err.
 	Walk(kind int, collect bool) (Result, error)
-	// RelayPacket streams one backend packet to the client.
+	// RelayPacket streams one backend packet to the client;
+	// RelayResponse, a whole response to an execute (cursor: one that
+	// opened a cursor); AwaitQuery, the response to a COM_QUERY sent,
+	// following the backend session as a relayed query does.
 	RelayPacket() error
+	RelayResponse(cursor bool) error
+	AwaitQuery() error
+	// Logger is the session's; Quit answers the client's command with an
+	// ERR (counted) and ends the session.
+	Logger() *slog.Logger
+	Quit(code uint16, state, msg string) error
 	// SetPrepared and ForgetPrepared record the statement the client last
 	// prepared.
 	SetPrepared(id uint32)
