@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"time"
-
-	"github.com/go-mysql-org/go-mysql/mysql"
 )
 
 // The backend's reachability, as sessions' connects and the service's
@@ -39,13 +37,3 @@ func (s *Server) noteBackend(err error) {
 // BackendDown reports whether the last connect or probe found the backend
 // unreachable.
 func (s *Server) BackendDown() bool { return s.backendDown.Down() }
-
-// connectOutcome is connectBackend's err as noteBackend takes it: the
-// backend's own refusal (*mysql.MyError) means it answered.
-func connectOutcome(err error) error {
-	var me *mysql.MyError
-	if errors.As(err, &me) {
-		return nil
-	}
-	return err
-}
