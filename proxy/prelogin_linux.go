@@ -7,8 +7,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/leafproxy/leafproxy/proxy/eventloop"
 	"github.com/leafproxy/leafproxy/proxy/login"
 	"github.com/leafproxy/leafproxy/proxy/wire"
@@ -130,15 +128,7 @@ func (s *Server) greetEarly(conn net.Conn) bool {
 		timeout = login.SilentTimeout(timeout)
 	}
 	w := &waiting{d: d, conn: conn, id: id, host: host, g: s.greetingFor(id, hello), deadline: now.Add(timeout)}
-	body := wire.AppendGreeting(nil, w.g)
-	pkt := append([]byte{byte(len(body)), byte(len(body) >> 8), byte(len(body) >> 16), 0}, body...)
-	// One non-blocking write: a new socket's send buffer takes a greeting.
-	var n int
-	werr := rc.Write(func(fd uintptr) bool {
-		n, err = unix.Write(int(fd), pkt)
-		return true
-	})
-	if werr != nil || err != nil || n != len(pkt) {
+	if !login.WriteGreeting(rc, w.g) {
 		s.closeEarly(conn)
 		return true
 	}
