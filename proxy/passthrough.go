@@ -16,7 +16,7 @@ import (
 // of the greeting mirrors the backend as always). The client's handshake
 // response is passed on with the client's user, auth data, database,
 // attributes (plus the proxy's mark) and plugin, and with the capability
-// flags the proxy needs on the backend leg (backendResponse: protocol 4.1,
+// flags the proxy needs on the backend leg (backend.Pending: protocol 4.1,
 // its own TLS, compression when the client asked for it). Auth switches and extra auth data are then
 // relayed both ways until the backend says OK or ERR; the client gets that
 // answer. The connection that authenticated becomes the session's pinned
