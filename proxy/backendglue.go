@@ -14,6 +14,10 @@ import (
 // (dialer), the reachability and greeting it found (noteBackend,
 // noteGreeting), and a logged-in connection (backendConn).
 
+// backendReach is the backend's reachability (Server.backendDown,
+// backendstate.go).
+type backendReach = backend.Reach
+
 // pendingHandshakes is a budget of connections that have not logged in
 // yet (Server.pending, Server.silent; login.Pending).
 type pendingHandshakes = login.Pending

@@ -16,7 +16,6 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
-	"github.com/leafproxy/leafproxy/internal/edge"
 	"github.com/leafproxy/leafproxy/proxy/login"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 	"golang.org/x/sys/unix"
@@ -54,7 +53,7 @@ type Server struct {
 
 	stats       serverStats  // statement-path totals (stats.go), under mu
 	noStats     bool         // WithoutStats: sessions count nothing
-	backendDown edge.Tracker // the backend did not answer the last connect or probe (backendstate.go)
+	backendDown backendReach // the backend did not answer the last connect or probe (backendstate.go)
 
 	throttle          *loginThrottle // failed logins per client host; nil when off
 	loginFailures     atomic.Uint64  // logins refused for wrong credentials

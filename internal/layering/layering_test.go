@@ -28,7 +28,7 @@ var mayImport = map[string][]string{
 	"rewriter":          {"internal/errstyle", "internal/sqltext", "internal/tablematch", "rewriter/loadfile"},
 	"rewriter/loadfile": nil,
 	"proxy":             {"internal/edge", "internal/errstyle", "internal/killsql", "internal/metric", "internal/nonblock", "internal/raw", "internal/sqltext", "proxy/backend", "proxy/eventloop", "proxy/kill", "proxy/login", "proxy/wire"},
-	"proxy/backend":     {"proxy/login", "proxy/wire"},
+	"proxy/backend":     {"internal/edge", "proxy/login", "proxy/wire"},
 	"proxy/kill":        {"internal/killsql", "internal/sqltext", "proxy/wire"},
 	"proxy/login":       {"proxy/wire"},
 	"proxy/wire":        {"internal/raw"},

@@ -14,8 +14,11 @@
 //   - Dialer.Connect (conn.go): a login with the proxy's or an account's
 //     backend credentials (Login), within backend.connect_timeout, giving
 //     a Conn (the connection, the backend's greeting and login OK, thread
-//     id, whether it compresses); Outcome, what a connect's error says of
-//     the backend's reachability (a refusal is an answer); TLSError;
+//     id, whether it compresses); TLSError;
+//   - the backend's reachability (reach.go: Reach, noted after every
+//     connect and health probe, logged once when the backend stops
+//     answering and once when it answers again; Outcome, what a connect's
+//     error says of it: a refusal is an answer);
 //   - backend-account mode's backend side (passthrough.go): Dialer.Open
 //     reads a fresh connection's greeting for the client to be greeted
 //     with (its thread id, scramble and plugin), Pending.Authenticate
@@ -33,7 +36,7 @@
 // What it may call: package proxy/login (capability sets, the relayed
 // exchange, the failed-login count, Error), package proxy/wire for the
 // protocol's bytes, go-mysql for constants and scrambles, the standard
-// library. Not package proxy (internal/layering's test holds it so): what
+// library, internal/edge (Reach's once-per-change). Not package proxy (internal/layering's test holds it so): what
 // it needs of the server comes in as values (Dialer: backend.addr,
 // backend.connect_timeout, backend.tls's configuration; login.Checker for
 // the failed-login count) and what it finds goes back as return values
