@@ -316,7 +316,7 @@ type changeUserReq struct {
 func parseChangeUser(p []byte, caps uint32) (*changeUserReq, error) {
 	r := &changeUserReq{}
 	cstr := func() (string, error) {
-		i := indexNul(p)
+		i := wire.IndexNul(p)
 		if i == len(p) {
 			return "", wire.ErrShortHandshake
 		}

@@ -6,10 +6,12 @@
 // response back packet for packet. go-mysql supplies constants and auth
 // scrambles only; framing and parsing are ours.
 //
-// Files: server.go (listener, sessions registry, handshake budget shared
-// fairly between client hosts), handshake.go (client login: the probe
-// login, the backend's refusal), backend.go (backend
-// login), passthrough.go (logins the backend authenticates),
+// Files: server.go (listener, sessions registry, the handshake budgets'
+// admission), handshake.go (client login: the probe login),
+// backendglue.go (what package proxy/backend needs of the server),
+// backendstate.go (the backend's reachability, logged once per change),
+// passthrough.go (logins the backend authenticates: admins),
+// prelogin_linux.go (the accept loop's greeting and its doorman),
 // auth_changeuser.go (COM_CHANGE_USER), loginglue.go (what package
 // proxy/login needs of the server),
 // session.go (the session's state and command loop), idlewatch.go (the
@@ -35,7 +37,13 @@
 // handshake response (TLS included), the check of its credentials against
 // the proxy's accounts, the failed-login budget of each client host (1129
 // while it is spent), TLS set-up, and the auth exchange relayed between a
-// client and a backend connection.
+// client and a backend connection, and the handshake budget shared
+// fairly between client hosts (login.Pending).
+// The backend side of a login is package proxy/backend's: dialing
+// backend.addr, the backend's greeting, the backend leg's handshake
+// response, TLS and compression on that leg, its authentication
+// exchange, backend-account mode's relayed login (backend.Pending), and
+// what a client is told when the backend refuses or cannot be reached.
 // The protocol's bytes are package proxy/wire's: a leg's packet framing
 // over its buffered connection (wire.Leg), the raw socket I/O under it
 // (LEAFPROXY_RAWIO=0 turns it off), compression frames, the greeting and

@@ -178,7 +178,7 @@ func floodLoginLatency(t *testing.T, variant string) {
 	if held, ok := testwait.Until("the whole flood held", func() (int, bool) {
 		e.srv.mu.Lock()
 		defer e.srv.mu.Unlock()
-		return e.srv.silent.n, e.srv.silent.n >= silent
+		return e.srv.silent.N(), e.srv.silent.N() >= silent
 	}, testwait.Within(5*time.Second)); ok == nil {
 		heap := heapInUse() - heap0
 		rss := residentBytes() - rss0

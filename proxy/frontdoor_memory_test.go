@@ -373,7 +373,7 @@ func TestSlowLoris(t *testing.T) {
 	}
 	t.Logf("10 logins and queries during the flood in %v", time.Since(start).Round(time.Millisecond))
 	e.srv.mu.Lock()
-	pending, held := e.srv.pending.n, e.srv.silent.n
+	pending, held := e.srv.pending.N(), e.srv.silent.N()
 	e.srv.mu.Unlock()
 	if pending > e.cfg.Limits.MaxHandshakes {
 		t.Errorf("%d pending handshakes, budget %d", pending, e.cfg.Limits.MaxHandshakes)
@@ -389,7 +389,7 @@ func TestSlowLoris(t *testing.T) {
 	testwait.For(t, "the handshake deadline to clear every silent connection", func() bool {
 		e.srv.mu.Lock()
 		defer e.srv.mu.Unlock()
-		pending, held = e.srv.pending.n, e.srv.silent.n
+		pending, held = e.srv.pending.N(), e.srv.silent.N()
 		return pending == 0 && held == 0
 	}, testwait.Detail(func() string { return fmt.Sprintf("%d pending, %d silent", pending, held) }))
 }

@@ -2,12 +2,10 @@ package proxy
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/leafproxy/leafproxy/proxy/backend"
 	"github.com/leafproxy/leafproxy/proxy/login"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
@@ -48,17 +46,6 @@ func backendLoginFor(h *clientHello) backendLogin {
 	}
 }
 
-// backendRefusal turns a failed backend login into what the client is told:
-// the backend's own ERR (1045, 1049, ...) or 1429 naming the address.
-func (s *Server) backendRefusal(err error) *login.Error {
-	var me *mysql.MyError
-	if errors.As(err, &me) {
-		return &login.Error{Code: me.Code, State: me.State, Msg: me.Message}
-	}
-	return &login.Error{Code: errBackendUnreachable, State: "HY000",
-		Msg: fmt.Sprintf("leafproxy: can't connect to backend MySQL server on '%s': %v", s.cfg.Backend.Addr, rootCause(err))}
-}
-
 // hello returns the backend greeting new clients are shown, learning it
 // first with a probe login when the proxy has not yet seen one
 // (login.Greetings.Get).
@@ -81,9 +68,7 @@ func (s *Server) probeGreeting() (*wire.Greeting, error) {
 	}
 	// Log out cleanly: an aborted connection counts against the
 	// proxy's host in the backend's max_connect_errors.
-	_ = bc.conn.SetDeadline(time.Now().Add(time.Second))
-	_, _ = bc.conn.Write([]byte{1, 0, 0, 0, mysql.COM_QUIT})
-	bc.conn.Close()
+	backend.Quit(bc.conn)
 	return bc.hello, nil
 }
 

@@ -115,7 +115,7 @@ type LoginStats struct {
 func (s *Server) LoginStats() LoginStats {
 	st := LoginStats{Failures: s.loginFailures.Load(), Dropped: s.handshakesDropped.Load()}
 	s.mu.Lock()
-	st.Handshakes, st.Silent = s.pending.n, s.silent.n
+	st.Handshakes, st.Silent = s.pending.N(), s.silent.N()
 	s.mu.Unlock()
 	if t := s.throttle; t != nil {
 		st.Refused, st.Blocks = t.Refused(), t.Blocks()

@@ -3,12 +3,9 @@
 package proxy
 
 import (
-	"math/rand/v2"
 	"net"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/leafproxy/leafproxy/proxy/eventloop"
 	"github.com/leafproxy/leafproxy/proxy/login"
@@ -61,7 +58,7 @@ func newDoorman(s *Server) (*doorman, error) {
 	e, err := eventloop.NewDoorman(sweep, eventloop.DoormanCalls[*waiting]{
 		Start: func(w *waiting) { go s.handle(w.conn, w) },
 		Expire: func(w *waiting) {
-			s.silent.remove(w.conn, w.host, &s.mu)
+			s.silent.Remove(w.conn, w.host, &s.mu)
 			s.closeEarly(w.conn)
 		},
 		Log: s.log,
@@ -128,18 +125,10 @@ func (s *Server) greetEarly(conn net.Conn) bool {
 	id := s.newSessionID()
 	timeout := s.cfg.Limits.HandshakeTimeout
 	if !s.silentSpreadOff {
-		timeout = silentTimeout(timeout)
+		timeout = login.SilentTimeout(timeout)
 	}
 	w := &waiting{d: d, conn: conn, id: id, host: host, g: s.greetingFor(id, hello), deadline: now.Add(timeout)}
-	body := wire.AppendGreeting(nil, w.g)
-	pkt := append([]byte{byte(len(body)), byte(len(body) >> 8), byte(len(body) >> 16), 0}, body...)
-	// One non-blocking write: a new socket's send buffer takes a greeting.
-	var n int
-	werr := rc.Write(func(fd uintptr) bool {
-		n, err = unix.Write(int(fd), pkt)
-		return true
-	})
-	if werr != nil || err != nil || n != len(pkt) {
+	if !login.WriteGreeting(rc, w.g) {
 		s.closeEarly(conn)
 		return true
 	}
@@ -156,7 +145,7 @@ func (s *Server) greetEarly(conn net.Conn) bool {
 		return true
 	}
 	w.tok = tok
-	dropped := s.silent.addLocked(pendingConn{c: conn, w: w}, host, d.budget)
+	dropped := s.silent.AddLocked(pendingConn{C: conn, W: w}, host, d.budget)
 	s.mu.Unlock()
 	if dropped {
 		s.handshakesDropped.Add(1)
@@ -172,27 +161,10 @@ func (s *Server) greetEarly(conn net.Conn) bool {
 }
 
 // silentBudget is limits.max_silent_handshakes, at most half the
-// process's open-file limit (each silent connection is an open file: the
-// other half is left to sessions, two each, handshakes under way and the
-// process); bounded reports whether the limit cut it.
+// process's open-file limit (login.SilentBudget); bounded reports whether
+// the limit cut it.
 func (s *Server) silentBudget() (budget int, bounded bool) {
-	budget = s.cfg.Limits.MaxSilentHandshakes
-	var lim unix.Rlimit
-	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) == nil && lim.Cur < uint64(2*budget) {
-		return max(int(lim.Cur/2), 1), true
-	}
-	return budget, false
-}
-
-// silentTimeout is how long a greeted connection may stay silent:
-// handshake_timeout plus a random part of up to half of it, so
-// connections opened together (a flood) are not all cut, and do not all
-// reconnect, at once.
-func silentTimeout(t time.Duration) time.Duration {
-	if j := t / 2; j > 0 {
-		return t + rand.N(j)
-	}
-	return t
+	return login.SilentBudget(s.cfg.Limits.MaxSilentHandshakes)
 }
 
 // closeEarly closes a connection the accept loop counted as handled.
@@ -202,9 +174,9 @@ func (s *Server) closeEarly(conn net.Conn) {
 	s.handling.Add(-1)
 }
 
-// end closes w if the doorman still holds it (true); false: it has a
-// goroutine, or is closed already.
-func (w *waiting) end() bool {
+// End closes w if the doorman still holds it (true); false: it has a
+// goroutine, or is closed already (login.Ender).
+func (w *waiting) End() bool {
 	if got, ok := w.d.Claim(w.tok); !ok || got != w {
 		return false
 	}

@@ -20,7 +20,7 @@ type waiting struct {
 
 type doorman struct{}
 
-func (*waiting) end() bool { return false }
+func (*waiting) End() bool { return false }
 
 func (s *Server) greetEarly(net.Conn) bool { return false }
 

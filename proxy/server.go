@@ -16,7 +16,6 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
-	"github.com/leafproxy/leafproxy/internal/edge"
 	"github.com/leafproxy/leafproxy/proxy/login"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 	"golang.org/x/sys/unix"
@@ -54,7 +53,7 @@ type Server struct {
 
 	stats       serverStats  // statement-path totals (stats.go), under mu
 	noStats     bool         // WithoutStats: sessions count nothing
-	backendDown edge.Tracker // the backend did not answer the last connect or probe (backendstate.go)
+	backendDown backendReach // the backend did not answer the last connect or probe (backendstate.go)
 
 	throttle          *loginThrottle // failed logins per client host; nil when off
 	loginFailures     atomic.Uint64  // logins refused for wrong credentials
@@ -300,8 +299,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, sess := range s.sessions {
 		sess.pokeIfIdle()
 	}
-	s.pending.closeAll()
-	s.silent.closeAll()
+	s.pending.CloseAll()
+	s.silent.CloseAll()
 	s.mu.Unlock()
 	s.loopsOnce.Do(func() {}) // no loops start from here on
 	s.drainLoops()
@@ -413,7 +412,7 @@ func (s *Server) admitHandshake(raw net.Conn, c *wire.Leg, host string, w *waiti
 		// Its first bytes are here: from the silent connections' budget to
 		// that of handshakes under way (a goroutine, buffers).
 		s.mu.Lock()
-		dropped := s.silent.removeLocked(raw, host) && s.pending.addLocked(pendingConn{c: raw}, host, s.cfg.Limits.MaxHandshakes)
+		dropped := s.silent.RemoveLocked(raw, host) && s.pending.AddLocked(pendingConn{C: raw}, host, s.cfg.Limits.MaxHandshakes)
 		s.mu.Unlock()
 		if dropped {
 			s.handshakesDropped.Add(1)
@@ -426,7 +425,7 @@ func (s *Server) admitHandshake(raw net.Conn, c *wire.Leg, host string, w *waiti
 		s.refuseLogin(c, login.HostBlocked(raw.RemoteAddr(), wait))
 		return false
 	}
-	if s.pending.add(raw, host, s.cfg.Limits.MaxHandshakes, &s.mu) {
+	if s.pending.Add(raw, host, s.cfg.Limits.MaxHandshakes, &s.mu) {
 		s.handshakesDropped.Add(1)
 	}
 	_ = raw.SetDeadline(time.Now().Add(s.cfg.Limits.HandshakeTimeout))
@@ -448,7 +447,7 @@ func (s *Server) login(raw net.Conn, c *wire.Leg, host string, id uint32, w *wai
 	} else {
 		hello, herr := s.hello(s.baseCtx)
 		if herr != nil {
-			s.pending.remove(raw, host, &s.mu)
+			s.pending.Remove(raw, host, &s.mu)
 			// Logged once when the backend stops answering (noteBackend).
 			log.Debug("backend unreachable: refusing client", "backend", s.cfg.Backend.Addr, "err", rootCause(herr))
 			s.refuseLogin(c, s.backendRefusal(herr))
@@ -456,7 +455,7 @@ func (s *Server) login(raw net.Conn, c *wire.Leg, host string, id uint32, w *wai
 		}
 		h, err = s.clientHandshake(c, s.greetingFor(id, hello), false)
 	}
-	s.pending.remove(raw, host, &s.mu)
+	s.pending.Remove(raw, host, &s.mu)
 	if err != nil {
 		var le *login.Error
 		if errors.As(err, &le) {

@@ -62,18 +62,16 @@ func clientUnread(t testing.TB, c *rawClient) int {
 func pendingUnread(e *env) (held, unread int) {
 	e.srv.mu.Lock()
 	defer e.srv.mu.Unlock()
-	for _, conns := range e.srv.pending.byHost {
-		for _, c := range conns {
-			held++
-			rc, err := c.c.(syscall.Conn).SyscallConn()
-			if err != nil {
-				continue
-			}
-			n := 0
-			_ = rc.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ) })
-			if n > 0 {
-				unread++
-			}
+	for c := range e.srv.pending.Conns() {
+		held++
+		rc, err := c.(syscall.Conn).SyscallConn()
+		if err != nil {
+			continue
+		}
+		n := 0
+		_ = rc.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ) })
+		if n > 0 {
+			unread++
 		}
 	}
 	return held, unread

@@ -80,12 +80,6 @@ func killFailed(s Session, err error) error {
 	return s.Fatal(err)
 }
 
-// protocolError is an answer of the backend the proxy cannot read: it
-// ends the session, as any broken backend connection.
-func protocolError(format string, a ...any) error {
-	return &wire.IOError{Leg: "backend", Err: fmt.Errorf("protocol: "+format, a...)}
-}
-
 // evalKillID has the backend evaluate a KILL's id expression.
 func evalKillID(ctx context.Context, s Session, expr []byte) (uint64, error) {
 	rows, err := s.BackendQuery(ctx, killsql.EvalID(expr))
@@ -102,14 +96,14 @@ func evalKillID(ctx context.Context, s Session, expr []byte) (uint64, error) {
 		return 0, err
 	}
 	if len(rows) != 1 || len(rows[0]) != 1 {
-		return 0, protocolError("KILL id evaluation: %d rows", len(rows))
+		return 0, wire.ProtocolError("KILL id evaluation: %d rows", len(rows))
 	}
 	if rows[0][0] == nil {
 		return 0, nil
 	}
 	v, err := strconv.ParseInt(*rows[0][0], 10, 64)
 	if err != nil {
-		return 0, protocolError("KILL id evaluation: %v", err)
+		return 0, wire.ProtocolError("KILL id evaluation: %v", err)
 	}
 	return uint64(v), nil
 }

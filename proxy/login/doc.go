@@ -5,7 +5,9 @@
 // the failed-login throttle, and the relay of an authentication exchange
 // between a client and a backend connection (backend-account mode and
 // COM_CHANGE_USER). Package proxy runs the login (server.go, handshake.go,
-// passthrough.go, auth_changeuser.go) and turns its result into a session.
+// passthrough.go, auth_changeuser.go, prelogin_linux.go) and turns its
+// result into a session; the backend side of a login (dialing, the
+// backend leg's handshake) is package proxy/backend's.
 //
 // What it owns:
 //   - the capability sets (caps.go): ProxyCaps and ProxyExtCaps, what the
@@ -29,8 +31,15 @@
 //     same 1045); the accounts themselves are package proxy's, seen through
 //     the Accounts interface;
 //   - the failed-login throttle (throttle.go: Throttle, a token bucket per
-//     client host, HostKey, HostBlocked's 1129), bounded to ThrottleHosts
-//     hosts;
+//     client host, HostKey, HostBlocked's 1129, Checker.CountFailure),
+//     bounded to ThrottleHosts hosts;
+//   - the handshake admission budgets (pending.go: Pending, connections
+//     not logged in yet by client host, oldest first; when full the oldest
+//     of the host holding the most is closed), and what the accept loop
+//     needs to greet a connection before it has a goroutine (silent*.go:
+//     WriteGreeting, SilentBudget, limits.max_silent_handshakes bounded by
+//     the open-file limit, SilentTimeout, a silent connection's spread
+//     deadline);
 //   - TLS set-up (tls.go: the client-facing certificate, self-signed when
 //     none is configured; the backend leg's configuration);
 //   - the relayed authentication (relayauth.go: RelayAuth carries auth
@@ -40,7 +49,8 @@
 //     check's query).
 //
 // What it may call: package proxy/wire for the protocol's bytes, go-mysql
-// for constants and scrambles, the TiDB parser's collation table, the
+// for constants and scrambles, the TiDB parser's collation table,
+// golang.org/x/sys/unix (the open-file limit, the greeting's write), the
 // standard library. Not package proxy (internal/layering's test holds it
 // so): what it needs of the server comes in as values (Checker, the TLS
 // configurations, an Exchange, the probe login as a function) and the

@@ -169,6 +169,15 @@ type Checker struct {
 	Log      *slog.Logger
 }
 
+// CountFailure counts a refused password against host (the throttle)
+// and in Failures, logging with attrs when the host is then blocked.
+func (k Checker) CountFailure(host string, attrs ...any) {
+	k.Failures.Add(1)
+	if d := k.Throttle.Fail(host, time.Now()); d > 0 {
+		k.Log.Warn("client host blocked after too many failed logins", append([]any{"host", host, "for", d.String()}, attrs...)...)
+	}
+}
+
 // Authenticate checks user's auth data against its account in users,
 // switching the client to another plugin when the one it used cannot be
 // checked. Unknown users go through the same exchange and get the same
@@ -202,10 +211,7 @@ func (k Checker) Authenticate(c *wire.Leg, users Accounts, user, plugin string, 
 		auth = p
 	}
 	if !k.check(acct, known, plugin, auth, scramble) {
-		k.Failures.Add(1)
-		if d := k.Throttle.Fail(host, time.Now()); d > 0 {
-			k.Log.Warn("client host blocked after too many failed logins", "host", host, "for", d.String(), "user", user)
-		}
+		k.CountFailure(host, "user", user)
 		return accessDenied(user, remote, len(auth) > 0)
 	}
 	if plugin == mysql.AUTH_CACHING_SHA2_PASSWORD && acct.Password != "" {

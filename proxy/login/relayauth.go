@@ -8,7 +8,6 @@ import (
 	"encoding/binary"
 	"encoding/pem"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -52,7 +51,7 @@ func RelayAuth(c, b *wire.Leg, ex *Exchange) ([]byte, error) {
 			return nil, err
 		}
 		if len(p) == 0 {
-			return nil, protocolError("empty packet during backend authentication")
+			return nil, wire.ProtocolError("empty packet during backend authentication")
 		}
 		switch p[0] {
 		case 0x00:
@@ -61,9 +60,9 @@ func RelayAuth(c, b *wire.Leg, ex *Exchange) ([]byte, error) {
 			return nil, wire.ParseErr(p)
 		case 0xFE: // auth switch: plugin name, then the new scramble
 			rest := p[1:]
-			i := indexNul(rest)
+			i := wire.IndexNul(rest)
 			ex.Plugin = string(rest[:i])
-			ex.Scramble = trimNul(rest[min(i+1, len(rest)):])
+			ex.Scramble = wire.TrimNul(rest[min(i+1, len(rest)):])
 		case 0x01:
 			if ex.Plugin == mysql.AUTH_CACHING_SHA2_PASSWORD && len(p) == 2 && p[1] == 3 {
 				if err := c.WritePacket(p); err != nil {
@@ -90,7 +89,7 @@ func RelayAuth(c, b *wire.Leg, ex *Exchange) ([]byte, error) {
 			return nil, err
 		}
 	}
-	return nil, protocolError("backend authentication did not finish")
+	return nil, wire.ProtocolError("backend authentication did not finish")
 }
 
 // askClient sends the backend's packet p to the client and returns the
@@ -126,7 +125,7 @@ func relayFullAuth(c, b *wire.Leg, ex *Exchange, p []byte) error {
 	}
 	var password []byte
 	if ex.ClientTLS {
-		password = trimNul(r) // in clear, over the client's TLS
+		password = wire.TrimNul(r) // in clear, over the client's TLS
 	} else {
 		// The client asks for "the server's" public key (02): it gets the
 		// proxy's, and sends the password encrypted with it.
@@ -155,7 +154,7 @@ func relayFullAuth(c, b *wire.Leg, ex *Exchange, p []byte) error {
 		for i := range plain {
 			plain[i] ^= ex.Scramble[i%len(ex.Scramble)]
 		}
-		password = trimNul(plain)
+		password = wire.TrimNul(plain)
 	}
 	var reply []byte
 	if ex.BackendTLS {
@@ -176,7 +175,7 @@ func relayFullAuth(c, b *wire.Leg, ex *Exchange, p []byte) error {
 			return wire.ParseErr(kp)
 		}
 		if len(kp) < 2 || kp[0] != 1 {
-			return protocolError("backend sent no public key for caching_sha2_password")
+			return wire.ProtocolError("backend sent no public key for caching_sha2_password")
 		}
 		pub, err := ParsePublicKey(kp[1:])
 		if err != nil {
@@ -217,7 +216,7 @@ func CurrentUser(b *wire.Leg) ([]byte, error) {
 		case eofs == 1 && row == nil:
 			n, k := wire.LenencUint(p)
 			if k == 0 || n > uint64(len(p)-k) {
-				return nil, protocolError("malformed CURRENT_USER() row")
+				return nil, wire.ProtocolError("malformed CURRENT_USER() row")
 			}
 			row = p[k : k+int(n)]
 		}
@@ -261,26 +260,4 @@ func ParsePublicKey(p []byte) (*rsa.PublicKey, error) {
 		return nil, errors.New("not an RSA key")
 	}
 	return rk, nil
-}
-
-// protocolError is a backend that broke the protocol: an I/O error of the
-// backend leg, which ends the session (as package proxy's relay says it).
-func protocolError(format string, a ...any) error {
-	return &wire.IOError{Leg: "backend", Err: fmt.Errorf("protocol: "+format, a...)}
-}
-
-func indexNul(b []byte) int {
-	for i, c := range b {
-		if c == 0 {
-			return i
-		}
-	}
-	return len(b)
-}
-
-func trimNul(b []byte) []byte {
-	if n := len(b); n > 0 && b[n-1] == 0 {
-		return b[:n-1]
-	}
-	return b
 }

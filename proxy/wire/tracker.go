@@ -2,7 +2,6 @@ package wire
 
 import (
 	"encoding/binary"
-	"fmt"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 )
@@ -176,7 +175,7 @@ func (t *RespTracker) Step(s RespObserver, head []byte, n int) (int, error) {
 	case phUntilEOF:
 		return t.stepUntilEOF(s, head, n), nil
 	}
-	return 0, protocolError("packet after the end of the response")
+	return 0, ProtocolError("packet after the end of the response")
 }
 
 // stepFirst reads a result's first packet: OK (the result ends), ERR (the
@@ -195,13 +194,13 @@ func (t *RespTracker) stepFirst(s RespObserver, head []byte, n int) (int, error)
 		return t.endResult(s, st), nil
 	case len(head) > 0 && head[0] == 0xFB:
 		if !s.LocalFiles() {
-			return 0, protocolError("LOCAL INFILE request although CLIENT_LOCAL_FILES is off")
+			return 0, ProtocolError("LOCAL INFILE request although CLIENT_LOCAL_FILES is off")
 		}
 		return EvInfile, nil // the OK or ERR after the file answers the statement
 	}
 	cols, k := LenencUint(head)
 	if k == 0 || cols == 0 {
-		return 0, protocolError("bad column count packet")
+		return 0, ProtocolError("bad column count packet")
 	}
 	t.cols, t.left, t.phase = cols, cols, phDefs
 	return EvNext, nil
@@ -211,7 +210,7 @@ func (t *RespTracker) stepFirst(s RespObserver, head []byte, n int) (int, error)
 // follow, unless a cursor was opened.
 func (t *RespTracker) stepDefsEOF(s RespObserver, head []byte, n int) (int, error) {
 	if !IsEOF(head, n) {
-		return 0, protocolError("no EOF after column definitions")
+		return 0, ProtocolError("no EOF after column definitions")
 	}
 	// A cursor the server opened holds the statement's one result:
 	// the EOF says so and no more results follow. A CALL executed
@@ -236,7 +235,7 @@ func (t *RespTracker) stepPrepare(s RespObserver, head []byte, n int) (int, erro
 		return EvErr, nil
 	}
 	if !IsOK(head, n) || len(head) < 9 {
-		return 0, protocolError("bad prepare response")
+		return 0, ProtocolError("bad prepare response")
 	}
 	t.OK = true
 	t.Prep = PrepareInfo{
@@ -320,10 +319,4 @@ func (t *RespTracker) nextPrepGroup() int {
 	}
 	t.phase = phPrepDefs
 	return EvNext
-}
-
-// protocolError is a backend that does not speak the protocol: it ends
-// the session (an IOError of the backend leg).
-func protocolError(format string, a ...any) error {
-	return &IOError{Leg: "backend", Err: fmt.Errorf("protocol: "+format, a...)}
 }

@@ -1,4 +1,4 @@
-package proxy
+package login
 
 import (
 	"testing"
@@ -11,7 +11,7 @@ func TestSilentTimeoutSpread(t *testing.T) {
 	const base = 5 * time.Second
 	lo, hi := 2*base, time.Duration(0)
 	for range 1000 {
-		d := silentTimeout(base)
+		d := SilentTimeout(base)
 		if d < base || d >= base+base/2 {
 			t.Fatalf("%v: outside [%v, %v)", d, base, base+base/2)
 		}
@@ -20,7 +20,7 @@ func TestSilentTimeoutSpread(t *testing.T) {
 	if hi-lo < base/4 {
 		t.Errorf("1,000 deadlines within %v of each other: not spread", hi-lo)
 	}
-	if d := silentTimeout(1); d != 1 {
-		t.Errorf("silentTimeout(1ns) = %v", d)
+	if d := SilentTimeout(1); d != 1 {
+		t.Errorf("SilentTimeout(1ns) = %v", d)
 	}
 }

@@ -1,0 +1,85 @@
+package proxy
+
+import (
+	"context"
+	"net"
+
+	"github.com/leafproxy/leafproxy/proxy/backend"
+	"github.com/leafproxy/leafproxy/proxy/login"
+	"github.com/leafproxy/leafproxy/proxy/wire"
+)
+
+// What package proxy/backend, which dials the backend and logs in to it,
+// needs from the server, and what it hands back: where the backend is
+// (dialer), the reachability and greeting it found (noteBackend,
+// noteGreeting), and a logged-in connection (backendConn).
+
+// backendReach is the backend's reachability (Server.backendDown,
+// backendstate.go).
+type backendReach = backend.Reach
+
+// pendingHandshakes is a budget of connections that have not logged in
+// yet (Server.pending, Server.silent; login.Pending).
+type pendingHandshakes = login.Pending
+
+// pendingConn is a connection in a pendingHandshakes.
+type pendingConn = login.PendingConn
+
+// backendLogin is what a session asks of its backend connection: whose
+// credentials, which database, and the client's choices to mirror
+// (backend.Login).
+type backendLogin struct {
+	user, password string
+	db             string
+	charset        uint8
+	clientCaps     uint32 // the client's negotiated flags; login.MirroredCaps are copied
+	clientExt      uint32
+	maxPacket      uint32
+	attrs          []byte // the client's raw connection attributes
+}
+
+// backendConn is a logged-in backend connection (backend.Conn).
+type backendConn struct {
+	conn     net.Conn       // the TLS connection when backend.tls is on
+	hello    *wire.Greeting // the backend's own greeting (thread id, capabilities)
+	ok       []byte         // the backend's final OK packet after authentication
+	threadID uint32
+	// compressed: the connection speaks the compressed protocol after the
+	// login OK, because the client asked for it on its own leg.
+	compressed bool
+}
+
+func newBackendConn(c *backend.Conn) *backendConn {
+	return &backendConn{conn: c.Conn, hello: c.Hello, ok: c.OK, threadID: c.ThreadID, compressed: c.Compressed}
+}
+
+// dialer is where the backend is and how to reach it.
+func (s *Server) dialer() *backend.Dialer {
+	return &backend.Dialer{Addr: s.cfg.Backend.Addr, ConnectTimeout: s.cfg.Backend.ConnectTimeout, TLS: s.backendTLS}
+}
+
+// connectBackend dials the backend and logs in with l
+// (backend.Dialer.Connect), noting the backend's reachability and
+// greeting. The returned error is the backend's own *mysql.MyError (1045,
+// 1049, ...) when it refused, or an I/O error.
+func (s *Server) connectBackend(ctx context.Context, l backendLogin) (*backendConn, error) {
+	bc, err := s.dialer().Connect(ctx, &backend.Login{User: l.user, Password: l.password, DB: l.db, Charset: l.charset,
+		ClientCaps: l.clientCaps, ClientExt: l.clientExt, MaxPacket: l.maxPacket, Attrs: l.attrs})
+	s.noteBackend(backend.Outcome(err))
+	if err != nil {
+		return nil, err
+	}
+	s.noteGreeting(bc.Hello)
+	return newBackendConn(&bc), nil
+}
+
+// connectOutcome is connectBackend's err as noteBackend takes it: the
+// backend's own refusal (*mysql.MyError) means it answered.
+func connectOutcome(err error) error { return backend.Outcome(err) }
+
+// backendRefusal turns a failed backend login into what the client is
+// told (backend.Refusal): the backend's own ERR (1045, 1049, ...) or 1429
+// naming the address.
+func (s *Server) backendRefusal(err error) *login.Error {
+	return backend.Refusal(err, s.cfg.Backend.Addr)
+}
