@@ -31,9 +31,9 @@ func TestParkedSessionsWork(t *testing.T) {
 			// Parked: by the idle watch after backendWatch on the
 			// session's goroutine; at the move onto an event loop, where
 			// it stays parked between commands.
-			parks := e.srv.idleMem.parks.Load()
+			parks := e.srv.idleMem.Parks.Load()
 			testwait.For(t, "the idle session parks its buffers", func() bool {
-				return e.srv.idleMem.parks.Load() > parks || (params == "" && loopsOn && e.srv.LoopStats().Sessions == 1)
+				return e.srv.idleMem.Parks.Load() > parks || (params == "" && loopsOn && e.srv.LoopStats().Sessions == 1)
 			})
 			var s string
 			if err := conn.QueryRowContext(context.Background(), "SELECT s FROM t WHERE id = ?", i).Scan(&s); err != nil || s != big {

@@ -490,7 +490,7 @@ func (s *Session) serve(base context.Context) {
 		// A command that ended in a panic still gives back the command
 		// memory it held (limits.command_memory).
 		if held := s.takeHeldMem(); held > 0 {
-			s.srv.mem.release(held)
+			s.srv.mem.Release(held)
 		}
 	}()
 	s.log.Debug("session started", "db", s.db, "backend_thread", s.threadID.Load())
