@@ -27,7 +27,9 @@
 // resultwrite.go (result sets the proxy writes itself), extparams.go
 // (statements with parameters the client does not see),
 // keyword.go (the command's class, USE's name), legpools.go (the idle
-// legs' buffer pools), querywriter.go (a command written as it is made).
+// legs' buffer pools), querywriter.go (a command written as it is made),
+// stats.go (the statement path's metrics, counted by package
+// proxy/cmdstats).
 // What a login needs no session for is package proxy/login's: the
 // greeting and the capability sets it offers and mirrors, the client's
 // handshake response (TLS included), the check of its credentials against

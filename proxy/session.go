@@ -14,6 +14,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/leafproxy/leafproxy/internal/sqltext"
+	"github.com/leafproxy/leafproxy/proxy/cmdstats"
 	"github.com/leafproxy/leafproxy/proxy/kill"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
@@ -340,19 +341,19 @@ func (is *idleState) peekerFor(conn net.Conn) *wire.SocketPeeker {
 // (markRelayed, takeRelayed); the *Session methods in stats.go call them
 // unless the server counts nothing (noStats).
 type statsState struct {
-	stats   sessionStats // statement-path metrics (stats.go)
-	relayed bool         // the command under way relayed a response (timed at its end)
+	stats   cmdstats.Session // statement-path metrics (stats.go, package proxy/cmdstats)
+	relayed bool             // the command under way relayed a response (timed at its end)
 }
 
 // countCmd counts a command whose first byte is c.
-func (st *statsState) countCmd(c byte) { st.stats.cmds[cmdKind(c)].Inc() }
+func (st *statsState) countCmd(c byte) { st.stats.CountCmd(c) }
 
 // countErrCode counts an ERR with code; false when the session's table of
 // codes is full (the server counts it then).
-func (st *statsState) countErrCode(code uint16) bool { return st.stats.addErr(code) }
+func (st *statsState) countErrCode(code uint16) bool { return st.stats.AddErr(code) }
 
 // observeRelay records a relayed command that took d nanoseconds.
-func (st *statsState) observeRelay(d int64) { st.stats.relay.Observe(d) }
+func (st *statsState) observeRelay(d int64) { st.stats.ObserveRelay(d) }
 
 // markRelayed notes that the command under way relayed a response, which
 // is timed when the command ends (endCommand).
