@@ -8,7 +8,7 @@ import (
 	"github.com/leafproxy/leafproxy/internal/testkit/testwait"
 )
 
-// A session idle for longer than backendWatch gives its buffers back
+// A session idle for longer than idle.BackendWatch gives its buffers back
 // (park) and takes them again at the next command: plain, compressed, with
 // a large statement before the pause and a large result after it.
 func TestParkedSessionsWork(t *testing.T) {
@@ -28,7 +28,7 @@ func TestParkedSessionsWork(t *testing.T) {
 			t.Fatal(err)
 		}
 		for round := range 2 {
-			// Parked: by the idle watch after backendWatch on the
+			// Parked: by the idle watch after idle.BackendWatch on the
 			// session's goroutine; at the move onto an event loop, where
 			// it stays parked between commands.
 			parks := e.srv.idleMem.Parks.Load()

@@ -83,7 +83,7 @@ type Session struct {
 // writes it, under mu or atomically; nothing else is written here by
 // others but the closing flag. Its methods close its connections under
 // mu, for whichever goroutine asks: closeConns, closeIfIdle, pokeIfIdle
-// (sessionend.go), cutBackend (hangup.go).
+// (sessionendglue.go), cutBackend (hangup.go).
 type sessionShared struct {
 	// mu guards what other goroutines close (forceClose, KILL, Shutdown):
 	// the connections while the session's goroutine serves it, the loop's
