@@ -84,7 +84,7 @@ func TestIdleMemory(t *testing.T) {
 	time.Sleep(settle)
 	rss2 := procRSS(t, pid)
 	// The proxy returns parked buffers to the OS at most every 10 s
-	// (proxy/idlemem.go); the login burst above may have used that turn.
+	// (proxy/idle/memory.go); the login burst above may have used that turn.
 	later := envDuration(t, "LEAFPROXY_BENCH_IDLE_LATER", 10*time.Second)
 	cpu0 := procCPU(pid)
 	time.Sleep(later) // idle on purpose: the memory return and the idle CPU are measured over it

@@ -382,11 +382,11 @@ func (s *Session) readCommand() ([]byte, error) {
 	// one another (hold and wait) although each fits alone.
 	multi := n == wire.MaxPayload
 	if multi {
-		ctx, cancel := context.WithTimeout(s.ctx, s.srv.mem.wait)
-		err := s.srv.mem.acquireLarge(ctx)
+		ctx, cancel := context.WithTimeout(s.ctx, s.srv.mem.Wait)
+		err := s.srv.mem.AcquireLarge(ctx)
 		cancel()
 		if err != nil {
-			s.log.Warn("command refused: another command of 16 MiB or more is being read", "limit", s.srv.mem.limit)
+			s.log.Warn("command refused: another command of 16 MiB or more is being read", "limit", s.srv.mem.Limit)
 			_ = s.writeErrFlush(mysql.ER_OUT_OF_RESOURCES, "HY000",
 				"Out of memory (leafproxy: it reads one statement of 16 MiB or more at a time and another is arriving; try again)")
 			return nil, io.EOF
@@ -398,18 +398,18 @@ func (s *Session) readCommand() ([]byte, error) {
 	for {
 		n, err := s.c.PeekPacketLen()
 		if err != nil {
-			s.srv.mem.release(held)
+			s.srv.mem.Release(held)
 			s.releaseLarge()
 			return nil, err
 		}
 		if len(buf)+n > s.srv.maxPacket {
-			s.srv.mem.release(held)
+			s.srv.mem.Release(held)
 			s.releaseLarge()
 			s.log.Info("command larger than max_allowed_packet", "bytes", len(buf)+n, "max", s.srv.maxPacket)
 			_ = s.writeErrFlush(mysql.ER_NET_PACKET_TOO_LARGE, "08S01", "Got a packet bigger than 'max_allowed_packet' bytes")
 			return nil, io.EOF
 		}
-		if lim := s.srv.mem.limit; lim > 0 && held+int64(n) > lim {
+		if lim := s.srv.mem.Limit; lim > 0 && held+int64(n) > lim {
 			// The statement alone is larger than the whole budget: no
 			// wait can make room (issue 40: it waited 10 s for a
 			// "try again" that could never succeed). Its remaining bytes
@@ -426,17 +426,17 @@ func (s *Session) readCommand() ([]byte, error) {
 			buf = nil
 			err := s.refuseOverBudget(got)
 			runtime.GC()
-			s.srv.mem.release(held)
+			s.srv.mem.Release(held)
 			s.releaseLarge()
 			return nil, err
 		}
-		ctx, cancel := context.WithTimeout(s.ctx, s.srv.mem.wait)
-		err = s.srv.mem.acquire(ctx, int64(n))
+		ctx, cancel := context.WithTimeout(s.ctx, s.srv.mem.Wait)
+		err = s.srv.mem.Acquire(ctx, int64(n))
 		cancel()
 		if err != nil {
-			s.srv.mem.release(held)
+			s.srv.mem.Release(held)
 			s.releaseLarge()
-			s.log.Warn("command refused: proxy command memory exhausted", "bytes", n, "limit", s.srv.mem.limit)
+			s.log.Warn("command refused: proxy command memory exhausted", "bytes", n, "limit", s.srv.mem.Limit)
 			_ = s.writeErrFlush(mysql.ER_OUT_OF_RESOURCES, "HY000",
 				"Out of memory (leafproxy: its limits.command_memory is in use by other large statements; try again)")
 			return nil, io.EOF
@@ -448,7 +448,7 @@ func (s *Session) readCommand() ([]byte, error) {
 		piece, err := s.c.ReadPacketPiece(buf)
 		_ = s.c.Conn.SetReadDeadline(time.Time{})
 		if err != nil {
-			s.srv.mem.release(held)
+			s.srv.mem.Release(held)
 			s.releaseLarge()
 			return nil, err
 		}
@@ -488,10 +488,10 @@ func (s *Session) refuseOverBudget(got int) error {
 			break
 		}
 	}
-	s.log.Warn("command refused: larger than limits.command_memory", "bytes", total, "limit", s.srv.mem.limit)
+	s.log.Warn("command refused: larger than limits.command_memory", "bytes", total, "limit", s.srv.mem.Limit)
 	_ = s.writeErrFlush(mysql.ER_OUT_OF_RESOURCES, "HY000", fmt.Sprintf(
 		"Out of memory (leafproxy: the statement, %d bytes, is larger than limits.command_memory, %d bytes, the memory all large statements share; raise limits.command_memory or send it in smaller statements)",
-		total, s.srv.mem.limit))
+		total, s.srv.mem.Limit))
 	return io.EOF
 }
 
@@ -499,7 +499,7 @@ func (s *Session) refuseOverBudget(got int) error {
 // command, once the whole command has arrived (or failed to).
 func (s *Session) releaseLarge() {
 	if s.takeLarge() {
-		s.srv.mem.releaseLarge()
+		s.srv.mem.ReleaseLarge()
 	}
 }
 
@@ -507,7 +507,7 @@ func (s *Session) releaseLarge() {
 // large ones give their memory back to the budget.
 func (s *Session) releaseCommand(pkt []byte) {
 	if held := s.takeHeldMem(); held > 0 {
-		s.srv.mem.release(held)
+		s.srv.mem.Release(held)
 		return
 	}
 	s.keepCmd(pkt)

@@ -14,11 +14,12 @@
 // prelogin_linux.go (the accept loop's greeting and its doorman),
 // auth_changeuser.go (COM_CHANGE_USER), loginglue.go (what package
 // proxy/login needs of the server),
-// session.go (the session's state and command loop), idlewatch.go (the
-// idle watch), dispatch.go (one method per command kind, large commands),
+// session.go (the session's state and command loop), idlewatch.go (what
+// package proxy/idle's idle watch needs of a session), dispatch.go (one method per command kind, large commands),
 // killglue.go (what package proxy/kill, which decides and carries out
 // every KILL, needs of a session and of the server's session registry),
-// hangup.go (how a session's end reaches the backend),
+// hangup.go and sessionendglue.go (a session's end, carried out as
+// package proxy/sessionend decides; the hang-up watch's sessions),
 // relay.go (the response walker; the one response state machine, which
 // the walker and the event loop both feed, is wire.RespTracker, told about
 // the backend session through trackerglue.go), seams.go (the Interceptor
@@ -27,7 +28,8 @@
 // interceptor asks for: a rewritten text, a LOCAL INFILE statement),
 // interceptglue.go (what package proxy/intercept needs of a session),
 // keyword.go (the command's class, USE's name), legpools.go (the idle
-// legs' buffer pools), membudget.go.
+// legs' buffer pools), stats.go (the statement path's metrics, counted by
+// package proxy/cmdstats).
 // Package proxy/intercept does the work of what a session offers an
 // interceptor besides relaying (Backend*, ExecuteResult, RelayPrepareHidden,
 // RelayExecuteAfter, RelayQueryWriter, WriteOK and result sets, a LOCAL
@@ -99,22 +101,12 @@
 // and closes a session whose response ended in 1927 once its backend
 // connection has ended (Session.endIfKilled).
 //
-// # How sessions end (hangup.go)
+// # How sessions end
 //
-// A client that quits (COM_QUIT), and a session the proxy closes between
-// commands (limits.idle_timeout, shutdown, a malformed command), end the
-// backend connection with COM_QUIT, so the server counts no
-// Aborted_clients and logs no "Aborted connection" warning; a client that
-// closes its socket without COM_QUIT leaves the backend connection the
-// same way (the server counts that abort, as directly). A client that goes
-// away while its command runs on the backend has the statement stopped
-// once it has run 100 ms: KILL QUERY <thread> on a side connection logged
-// in as the session's backend account, and the backend connection cut; it
-// runs no further command. An event loop sees the hang-up (EPOLLRDHUP)
-// while the command is under way; for sessions on their own goroutines
-// (TLS, compression, commands handed off from a loop) one watch goroutine
-// per server, running only while such a command is under way, looks at
-// their client sockets every 100 ms.
+// Why a session ends, how its end reaches the backend (COM_QUIT, or not,
+// as the client did; KILL QUERY for a statement whose client went away)
+// and the hang-up watch are package proxy/sessionend's (its doc.go); the
+// session carries its plan out (hangup.go, sessionendglue.go).
 //
 // # COM_CHANGE_USER
 //
@@ -146,12 +138,10 @@
 // statement prepared last") is resolved before an interceptor sees it.
 //
 // Between commands the session watches its backend: on its goroutine
-// (idlewatch.go), every 500 ms of client silence it checks, without
-// blocking, whether the backend has closed the connection (wait_timeout,
-// KILL, restart); on an event loop the epoll instance watches both
-// sockets. If the backend has closed it, the session passes on whatever
-// error packet the backend sent and closes the client connection, so
-// pools discard it instead of getting 1158 on their next statement.
+// the idle watch, its deadlines and its check of the backend connection
+// are package proxy/idle's (its doc.go; idlewatch.go calls it), as are
+// the idle sessions' memory given back and the command memory budget; on
+// an event loop the epoll instance watches both sockets.
 //
 // Unknown commands get ERR 1047 and the session goes on; a malformed packet
 // (bad sequence id, truncated header, oversized) closes that session only. A

@@ -482,7 +482,7 @@ func TestLargeCommandsTakeTurns(t *testing.T) {
 	e := startProxy(t, sharedDB(t).Addr, func(c *testConfig) { c.Limits.CommandMemory = 64 * mib })
 	// What is tested is taking turns, not how fast: on a loaded machine
 	// one 40 MiB command can take longer than the default 10 s turn.
-	e.srv.mem.wait = 3 * time.Minute
+	e.srv.mem.Wait = 3 * time.Minute
 	chunk := bytes.Repeat([]byte{'x'}, wire.MaxPayload)
 	results := sendHugeConcurrently(t, e.addr, 4, 40*mib, chunk)
 	for i, r := range results {
@@ -491,7 +491,7 @@ func TestLargeCommandsTakeTurns(t *testing.T) {
 		}
 	}
 	// Every command gave its bytes back.
-	testwait.For(t, "command memory is released after every command", func() bool { return e.srv.mem.held() == 0 })
+	testwait.For(t, "command memory is released after every command", func() bool { return e.srv.mem.Held() == 0 })
 }
 
 // TestCommandLargerThanCommandMemory (issue 40): a statement larger than
@@ -524,7 +524,7 @@ func TestCommandLargerThanCommandMemory(t *testing.T) {
 			t.Fatalf("%d-byte statement, command_memory 32 MiB: %v", size, err)
 		}
 	}
-	testwait.For(t, "command memory released", func() bool { return e.srv.mem.held() == 0 })
+	testwait.For(t, "command memory released", func() bool { return e.srv.mem.Held() == 0 })
 	var n int64
 	if err := db.QueryRow("SELECT LENGTH('" + strings.Repeat("x", 20*mib) + "')").Scan(&n); err != nil || n != 20*mib {
 		t.Fatalf("20 MiB statement after: %d %v", n, err)

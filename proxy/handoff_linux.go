@@ -303,7 +303,7 @@ func (s *Session) leaveLoop(m *handBack) error {
 			return s.setFatal(err)
 		}
 	}
-	s.srv.idleMem.tookBack(s.bufferBytes())
+	s.srv.idleMem.TookBack(s.bufferBytes())
 	return nil
 }
 

@@ -4,61 +4,31 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"io"
 	"net"
-	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"golang.org/x/sys/unix"
 
+	"github.com/leafproxy/leafproxy/proxy/sessionend"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
-// How a session's end reaches the backend: the backend sees what the
-// client did.
-//
-//   - The client quits (COM_QUIT), or the proxy closes the session between
-//     commands for its own reasons (limits.idle_timeout, shutdown, a
-//     malformed command): the proxy sends COM_QUIT before it closes the
-//     backend connection, so the server counts no Aborted_clients and logs
-//     no "Aborted connection" warning.
-//   - The client closes its connection without COM_QUIT (a crash, a killed
-//     process, a pool that drops sockets): the backend connection is
-//     closed without it too, and the server counts the abort it would
-//     have counted directly.
-//   - The client goes away while its command runs on the backend: once the
-//     command has run hangupArm, the statement is stopped with KILL QUERY
-//     <thread> on a side connection (logged in as the session's backend
-//     account, which owns the thread) and the backend connection is cut,
-//     as the vanished client's own would be; it never runs another
-//     command. (Directly, MariaDB notices such a client only when it next
-//     writes to it, or every few seconds in SLEEP: a long report query
-//     would go on.) On an event loop the lane sees the hang-up (EPOLLRDHUP)
-//     while the command is under way; a session on its own goroutine is
-//     blocked reading the backend, so a watch looks at its client socket.
-//   - The backend failed, or the session is cut off mid-command (forced
-//     shutdown): the connection is just closed.
+// How a session's end reaches the backend (package proxy/sessionend says
+// why, in its doc.go): the session's plan (Session.ending), COM_QUIT, the
+// abandoned statement's KILL QUERY and the hang-up watch, as methods of
+// the session and the server.
 
 // comQuit is a COM_QUIT packet.
-var comQuit = [5]byte{1, 0, 0, 0, mysql.COM_QUIT}
-
-// quitPacket is COM_QUIT as the backend leg l must frame it: in a stored
-// compressed frame (sequence 0, a new command) when the leg compresses.
-func quitPacket(l *wire.Leg) []byte {
-	if l == nil || l.Comp == nil {
-		return comQuit[:]
-	}
-	return append(wire.AppendFrameHeader(make([]byte, 0, 12), len(comQuit), 0, 0), comQuit[:]...)
-}
+var comQuit = sessionend.ComQuit
 
 // What a session's goroutine does with its backend connection when it
 // ends (Session.ending).
 const (
-	endClose   = iota // close it as it is (the client left without quitting, the backend failed)
-	endQuit           // between commands: COM_QUIT first, as a client that quits
-	endAbandon        // the client's connection failed mid-command: stop the statement too
+	endClose   = sessionend.Close   // close it as it is (the client left without quitting, the backend failed)
+	endQuit    = sessionend.Quit    // between commands: COM_QUIT first, as a client that quits
+	endAbandon = sessionend.Abandon // the client's connection failed mid-command: stop the statement too
 )
 
 // finish ends the session's connections as s.ending says.
@@ -82,15 +52,7 @@ func (s *Session) quitBackend() {
 		return
 	}
 	_ = bc.SetWriteDeadline(time.Now().Add(time.Second))
-	_, _ = bc.Write(quitPacket(s.b))
-}
-
-// leftWithoutQuit reports a client connection that ended without COM_QUIT
-// (closed, reset, cut mid-packet): the backend connection then ends the
-// same way.
-func leftWithoutQuit(err error) bool {
-	var errno unix.Errno
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &errno)
+	_, _ = bc.Write(sessionend.QuitPacket(s.b))
 }
 
 // abandon stops the statement the session's backend thread runs for a
@@ -118,11 +80,11 @@ func (s *Session) abandon() {
 }
 
 // abandonSoon is abandon for a command whose client has just gone, once
-// the command has run hangupArm: a statement that ends sooner completes,
+// the command has run sessionend.HangupArm: a statement that ends sooner completes,
 // as it would had its client waited (a write sent just before a close).
 func (s *Session) abandonSoon() {
 	start := s.since.Load()
-	wait := time.Duration(start + int64(hangupArm) - time.Now().UnixNano())
+	wait := time.Duration(start + int64(sessionend.HangupArm) - time.Now().UnixNano())
 	if wait <= 0 {
 		s.abandon()
 		return
@@ -161,103 +123,57 @@ func (srv *Server) killQuery(acct Account, tid uint32) error {
 		return err
 	}
 	defer bc.conn.Close()
-	_ = bc.conn.SetDeadline(time.Now().Add(timeout))
-	l := wire.NewLeg("backend", bc.conn, 4<<10, 4<<10)
-	if err := l.WriteCommand(append([]byte{mysql.COM_QUERY}, "KILL QUERY "+strconv.FormatUint(uint64(tid), 10)...)); err != nil {
-		return err
-	}
-	if err := l.Flush(); err != nil {
-		return err
-	}
-	p, err := l.ReadPacket(nil, 64<<10)
-	if err != nil {
-		return err
-	}
-	_, _ = bc.conn.Write(comQuit[:])
-	if wire.IsErr(p) {
-		return wire.ParseErr(p)
-	}
-	return nil
+	return sessionend.KillQuery(bc.conn, timeout, tid)
 }
 
-// The hang-up watch of sessions on their own goroutines. One goroutine per
-// server, running only while such a session has a command under way: it
-// wakes every hangupTick and looks at the client socket of each command
-// that has run for hangupArm or longer (nothing is done per command but
-// one atomic load, Server.armHangupWatch). A statement whose client goes
-// away is stopped once it has run hangupArm, on a loop too (abandonSoon).
-const (
-	hangupTick = 100 * time.Millisecond
-	hangupArm  = 100 * time.Millisecond
-)
-
-// armHangupWatch makes sure the watch runs: the session's goroutine is
-// about to serve a command.
+// armHangupWatch makes sure the hang-up watch runs (sessionend.Watch):
+// the session's goroutine is about to serve a command.
 func (srv *Server) armHangupWatch() {
 	if srv.hangupOn.Load() || !srv.hangupOn.CompareAndSwap(false, true) {
 		return
 	}
-	go srv.watchHangups()
+	go sessionend.Watch(&srv.hangupOn, (*hangupSessions)(srv), srv.done)
 }
 
-func (srv *Server) watchHangups() {
-	t := time.NewTicker(hangupTick)
-	defer t.Stop()
-	var buf []*Session
-	for {
-		select {
-		case <-t.C:
-		case <-srv.done:
-			srv.hangupOn.Store(false)
-			return
-		}
-		var busy bool
-		if buf, busy = srv.lookForHangups(buf); busy {
-			continue
-		}
-		// Nothing under way: stop, unless a command began meanwhile (its
-		// session saw the watch running and did not start another).
-		srv.hangupOn.Store(false)
-		if buf, busy = srv.lookForHangups(buf); !busy || !srv.hangupOn.CompareAndSwap(false, true) {
-			return
-		}
-	}
-}
+// hangupSessions are the server's sessions as the hang-up watch sees them.
+type hangupSessions Server
 
-// lookForHangups abandons the command of every session on its own
-// goroutine whose client has gone; busy reports that some such session
-// has a command under way.
-func (srv *Server) lookForHangups(buf []*Session) (_ []*Session, busy bool) {
-	buf = buf[:0]
+// Busy appends to buf the sessions with a command under way.
+func (hs *hangupSessions) Busy(buf []sessionend.Session) []sessionend.Session {
+	srv := (*Server)(hs)
 	srv.mu.Lock()
 	for _, s := range srv.sessions {
 		if !s.idle.Load() {
-			buf = append(buf, s)
+			buf = append(buf, (*hangupSession)(s))
 		}
 	}
 	srv.mu.Unlock()
-	now := time.Now().UnixNano()
-	for _, s := range buf {
-		if s.isAbandoned() {
-			continue
-		}
-		s.mu.Lock()
-		c := s.cconn // nil while a loop serves the session
-		gone := false
-		if c != nil {
-			busy = true
-			if now-s.since.Load() >= int64(hangupArm) {
-				gone = s.hup.gone(c)
-			}
-		}
-		s.mu.Unlock()
-		if gone {
-			s.abandon()
+	return buf
+}
+
+// hangupSession is a session as the hang-up watch sees it.
+type hangupSession Session
+
+// LookForHangup looks at the client socket of a session on its own
+// goroutine (cconn is nil while a loop serves the session).
+func (hs *hangupSession) LookForHangup(now int64) (busy, gone bool) {
+	s := (*Session)(hs)
+	if s.isAbandoned() {
+		return false, false
+	}
+	s.mu.Lock()
+	if c := s.cconn; c != nil {
+		busy = true
+		if now-s.since.Load() >= int64(sessionend.HangupArm) {
+			gone = s.hup.gone(c)
 		}
 	}
-	clear(buf)
-	return buf, busy
+	s.mu.Unlock()
+	return busy, gone
 }
+
+// Abandon stops the session's statement (Session.abandon).
+func (hs *hangupSession) Abandon() { (*Session)(hs).abandon() }
 
 // hangupPeeker looks at a client socket for the hang-up watch.
 type hangupPeeker struct {

@@ -8,7 +8,7 @@ import (
 	"github.com/leafproxy/leafproxy/internal/testkit/testwait"
 )
 
-// A session idle for longer than backendWatch gives its buffers back
+// A session idle for longer than idle.BackendWatch gives its buffers back
 // (park) and takes them again at the next command: plain, compressed, with
 // a large statement before the pause and a large result after it.
 func TestParkedSessionsWork(t *testing.T) {
@@ -28,12 +28,12 @@ func TestParkedSessionsWork(t *testing.T) {
 			t.Fatal(err)
 		}
 		for round := range 2 {
-			// Parked: by the idle watch after backendWatch on the
+			// Parked: by the idle watch after idle.BackendWatch on the
 			// session's goroutine; at the move onto an event loop, where
 			// it stays parked between commands.
-			parks := e.srv.idleMem.parks.Load()
+			parks := e.srv.idleMem.Parks.Load()
 			testwait.For(t, "the idle session parks its buffers", func() bool {
-				return e.srv.idleMem.parks.Load() > parks || (params == "" && loopsOn && e.srv.LoopStats().Sessions == 1)
+				return e.srv.idleMem.Parks.Load() > parks || (params == "" && loopsOn && e.srv.LoopStats().Sessions == 1)
 			})
 			var s string
 			if err := conn.QueryRowContext(context.Background(), "SELECT s FROM t WHERE id = ?", i).Scan(&s); err != nil || s != big {

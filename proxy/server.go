@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/leafproxy/leafproxy/proxy/idle"
 	"github.com/leafproxy/leafproxy/proxy/login"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 	"golang.org/x/sys/unix"
@@ -40,8 +41,8 @@ type Server struct {
 	// capabilities, status, charset); new clients are greeted with it.
 	backendHello login.Greetings
 
-	mem     *memBudget
-	idleMem idleMemory
+	mem     *idle.Budget
+	idleMem idle.Memory
 
 	loopsOnce    sync.Once
 	loopsStop    sync.Once
@@ -151,9 +152,9 @@ func NewServer(cfg Config, opts ...Option) (*Server, error) {
 	}
 	s.SetUsers(cfg.Users)
 	s.SetAdmins(cfg.Admins)
-	s.mem = newMemBudget(cfg.Limits.CommandMemory)
+	s.mem = idle.NewBudget(cfg.Limits.CommandMemory)
 	s.throttle = login.NewThrottle(cfg.Limits.LoginFailures, cfg.Limits.LoginFailureInterval, cfg.Limits.LoginBlockMax, login.ThrottleHosts)
-	s.idleMem.done = s.done
+	s.idleMem.Done = s.done
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	return s, nil
 }

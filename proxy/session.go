@@ -14,6 +14,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/leafproxy/leafproxy/internal/sqltext"
+	"github.com/leafproxy/leafproxy/proxy/cmdstats"
 	"github.com/leafproxy/leafproxy/proxy/kill"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
@@ -82,7 +83,7 @@ type Session struct {
 // writes it, under mu or atomically; nothing else is written here by
 // others but the closing flag. Its methods close its connections under
 // mu, for whichever goroutine asks: closeConns, closeIfIdle, pokeIfIdle
-// (sessionend.go), cutBackend (hangup.go).
+// (sessionendglue.go), cutBackend (hangup.go).
 type sessionShared struct {
 	// mu guards what other goroutines close (forceClose, KILL, Shutdown):
 	// the connections while the session's goroutine serves it, the loop's
@@ -340,19 +341,19 @@ func (is *idleState) peekerFor(conn net.Conn) *wire.SocketPeeker {
 // (markRelayed, takeRelayed); the *Session methods in stats.go call them
 // unless the server counts nothing (noStats).
 type statsState struct {
-	stats   sessionStats // statement-path metrics (stats.go)
-	relayed bool         // the command under way relayed a response (timed at its end)
+	stats   cmdstats.Session // statement-path metrics (stats.go, package proxy/cmdstats)
+	relayed bool             // the command under way relayed a response (timed at its end)
 }
 
 // countCmd counts a command whose first byte is c.
-func (st *statsState) countCmd(c byte) { st.stats.cmds[cmdKind(c)].Inc() }
+func (st *statsState) countCmd(c byte) { st.stats.CountCmd(c) }
 
 // countErrCode counts an ERR with code; false when the session's table of
 // codes is full (the server counts it then).
-func (st *statsState) countErrCode(code uint16) bool { return st.stats.addErr(code) }
+func (st *statsState) countErrCode(code uint16) bool { return st.stats.AddErr(code) }
 
 // observeRelay records a relayed command that took d nanoseconds.
-func (st *statsState) observeRelay(d int64) { st.stats.relay.Observe(d) }
+func (st *statsState) observeRelay(d int64) { st.stats.ObserveRelay(d) }
 
 // markRelayed notes that the command under way relayed a response, which
 // is timed when the command ends (endCommand).
@@ -490,7 +491,7 @@ func (s *Session) serve(base context.Context) {
 		// A command that ended in a panic still gives back the command
 		// memory it held (limits.command_memory).
 		if held := s.takeHeldMem(); held > 0 {
-			s.srv.mem.release(held)
+			s.srv.mem.Release(held)
 		}
 	}()
 	s.log.Debug("session started", "db", s.db, "backend_thread", s.threadID.Load())

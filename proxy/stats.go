@@ -4,16 +4,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-mysql-org/go-mysql/mysql"
-
-	"github.com/leafproxy/leafproxy/internal/metric"
+	"github.com/leafproxy/leafproxy/proxy/cmdstats"
 	"github.com/leafproxy/leafproxy/proxy/login"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
-// Statement-path metrics. Each session counts its own commands, the ERR
+// Statement-path metrics (what is counted, and how, is package
+// proxy/cmdstats's). Each session counts its own commands, the ERR
 // packets its client receives and how long relayed commands take
-// (sessionStats, written only by whoever serves the session: its
+// (cmdstats.Session, written only by whoever serves the session: its
 // goroutine or the loop runner holding it); a scrape adds up the live
 // sessions and the totals of ended ones (Server.CommandStats). No shared
 // word is written per command, nothing is looked up by label, nothing
@@ -25,79 +24,19 @@ import (
 
 // Command kinds counted (CommandStats.Commands).
 const (
-	CmdQuery   = iota // COM_QUERY
-	CmdPrepare        // COM_STMT_PREPARE
-	CmdExecute        // COM_STMT_EXECUTE and COM_STMT_BULK_EXECUTE
-	CmdOther          // everything else: ping, close, reset, init db, ...
-	CmdKinds
+	CmdQuery   = cmdstats.Query   // COM_QUERY
+	CmdPrepare = cmdstats.Prepare // COM_STMT_PREPARE
+	CmdExecute = cmdstats.Execute // COM_STMT_EXECUTE and COM_STMT_BULK_EXECUTE
+	CmdOther   = cmdstats.Other   // everything else: ping, close, reset, init db, ...
+	CmdKinds   = cmdstats.Kinds
 )
 
 // CmdNames are the kinds as metrics label them.
-var CmdNames = [CmdKinds]string{"query", "prepare", "execute", "other"}
+var CmdNames = cmdstats.Names
 
-func cmdKind(c byte) int {
-	switch c {
-	case mysql.COM_QUERY:
-		return CmdQuery
-	case mysql.COM_STMT_PREPARE:
-		return CmdPrepare
-	case mysql.COM_STMT_EXECUTE, comStmtBulkExecute:
-		return CmdExecute
-	}
-	return CmdOther
-}
-
-// sessionErrCodes is how many distinct error codes a session counts
-// itself; a session that meets more counts the rest in the server's table.
-const sessionErrCodes = 8
-
-// sessionStats is one session's share of the statement-path metrics.
-type sessionStats struct {
-	cmds  [CmdKinds]metric.Counter
-	relay metric.Histogram
-	// Error codes in first-seen order: codes[i] is valid for i < n
-	// (published after it is written), counted in errs[i].
-	n     atomic.Int32
-	codes [sessionErrCodes]atomic.Uint32
-	errs  [sessionErrCodes]metric.Counter
-}
-
-// addErr counts an ERR with code; false when the session's table is full.
-func (st *sessionStats) addErr(code uint16) bool {
-	n := int(st.n.Load())
-	for i := range n {
-		if uint16(st.codes[i].Load()) == code {
-			st.errs[i].Inc()
-			return true
-		}
-	}
-	if n == sessionErrCodes {
-		return false
-	}
-	st.codes[n].Store(uint32(code))
-	st.errs[n].Inc()
-	st.n.Store(int32(n + 1))
-	return true
-}
-
-// addTo adds the session's counts to c.
-func (st *sessionStats) addTo(c *CommandStats) {
-	for i := range st.cmds {
-		c.Commands[i] += st.cmds[i].Load()
-	}
-	st.relay.AddTo(&c.Relay)
-	for i := range int(st.n.Load()) {
-		c.Errors[uint16(st.codes[i].Load())] += st.errs[i].Load()
-	}
-}
-
-// CommandStats is what the proxy's sessions did since start.
-type CommandStats struct {
-	Commands [CmdKinds]uint64  // commands received from clients, by kind (CmdNames)
-	Errors   map[uint16]uint64 // ERR packets sent to clients, by error code: relayed from the backend or the proxy's own, refused logins included
-	Relay    metric.Snapshot   // time from a command's arrival to the end of the backend's answer relayed to the client
-	Logins   uint64            // successful logins
-}
+// CommandStats is what the proxy's sessions did since start
+// (package proxy/cmdstats).
+type CommandStats = cmdstats.CommandStats
 
 // serverStats are the server's totals: sessions that ended, errors of
 // connections that never became sessions (refused logins) and of sessions
@@ -177,7 +116,7 @@ func (srv *Server) refuseLogin(c *wire.Leg, e *login.Error) {
 // retire moves an ending session's counts into the totals; srv.mu held.
 func (srv *Server) retireStats(sess *Session) {
 	if !srv.noStats {
-		sess.stats.addTo(&srv.stats.ended)
+		sess.stats.AddTo(&srv.stats.ended)
 	}
 }
 
@@ -193,7 +132,7 @@ func (srv *Server) CommandStats() CommandStats {
 		c.Errors[k] = v
 	}
 	for _, sess := range srv.sessions {
-		sess.stats.addTo(&c)
+		sess.stats.AddTo(&c)
 	}
 	c.Logins = srv.stats.logins.Load()
 	return c

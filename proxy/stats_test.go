@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/proxy/cmdstats"
 )
 
 func statsServer() *Server {
@@ -23,7 +25,7 @@ func TestCommandStats(t *testing.T) {
 	for _, c := range []byte{mysql.COM_QUERY, mysql.COM_QUERY, mysql.COM_STMT_PREPARE, mysql.COM_STMT_EXECUTE, comStmtBulkExecute, mysql.COM_PING} {
 		s.countCommand(c)
 	}
-	for code := uint16(1000); code < 1000+sessionErrCodes+3; code++ {
+	for code := uint16(1000); code < 1000+cmdstats.SessionErrCodes+3; code++ {
 		s.countErr(code)
 	}
 	s.countErr(1000)
@@ -36,10 +38,10 @@ func TestCommandStats(t *testing.T) {
 		if want := [CmdKinds]uint64{CmdQuery: 2, CmdPrepare: 1, CmdExecute: 2, CmdOther: 1}; c.Commands != want {
 			t.Errorf("%s: commands %v, want %v", when, c.Commands, want)
 		}
-		if c.Errors[1000] != 2 || c.Errors[1146] != 1 || len(c.Errors) != sessionErrCodes+4 {
+		if c.Errors[1000] != 2 || c.Errors[1146] != 1 || len(c.Errors) != cmdstats.SessionErrCodes+4 {
 			t.Errorf("%s: errors %v", when, c.Errors)
 		}
-		for code := uint16(1001); code < 1000+sessionErrCodes+3; code++ {
+		for code := uint16(1001); code < 1000+cmdstats.SessionErrCodes+3; code++ {
 			if c.Errors[code] != 1 {
 				t.Errorf("%s: code %d counted %d times", when, code, c.Errors[code])
 			}

@@ -25,7 +25,7 @@ import (
 // connection has ended (State.NoteErr, KilledWait: package proxy's
 // Session.endIfKilled); any other killed session is closed when the proxy
 // sees its backend connection end (an event loop at once, a session's own
-// goroutine within backendWatch, or at its next command).
+// goroutine within idle.BackendWatch, or at its next command).
 
 // erConnectionKilled is ER_CONNECTION_KILLED: the server's last word to a
 // connection killed while it ran a command (its own KILL included).

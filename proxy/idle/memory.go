@@ -1,4 +1,4 @@
-package proxy
+package idle
 
 import (
 	"runtime"
@@ -8,8 +8,8 @@ import (
 )
 
 // Returning idle sessions' memory to the operating system, so that an
-// idle connection costs little more than its goroutine. A session silent for backendWatch
-// parks: its buffers go to sync.Pools. Pooled buffers are freed only by
+// idle connection costs little more than its goroutine. A session silent
+// for BackendWatch parks: its buffers go to sync.Pools. Pooled buffers are freed only by
 // the second GC after their last use, and freed pages go back to the OS
 // only as the runtime's scavenger gets to them; a proxy whose clients
 // went idle allocates nothing, so no GC comes for the two minutes of the
@@ -28,45 +28,48 @@ const (
 	idleReturnEvery = 10 * time.Second
 )
 
-type idleMemory struct {
-	parked  atomic.Int64 // bytes parked since the last return
+// Memory counts what idle sessions gave back and returns it to the
+// operating system when a burst of parking is over (one per server).
+type Memory struct {
+	Parked  atomic.Int64 // bytes parked since the last return
 	running atomic.Bool  // a returnWhenQuiet is waiting or working
 	last    atomic.Int64 // unix nanoseconds of the last return
-	done    chan struct{}
-	returns atomic.Int64 // how many returns ran (tests)
-	parks   atomic.Int64 // how many times a session parked its buffers (tests)
-	min     atomic.Int64 // idleReturnMin when 0; tests lower it
+	// Done ends a return's wait (the server's shutdown); set before use.
+	Done    <-chan struct{}
+	Returns atomic.Int64 // how many returns ran (tests)
+	Parks   atomic.Int64 // how many times a session parked its buffers (tests)
+	Min     atomic.Int64 // idleReturnMin when 0; tests lower it
 }
 
-func (m *idleMemory) threshold() int64 {
-	if v := m.min.Load(); v > 0 {
+func (m *Memory) threshold() int64 {
+	if v := m.Min.Load(); v > 0 {
 		return v
 	}
 	return idleReturnMin
 }
 
-// tookBack records n bytes of buffers an idle session took back from the
+// TookBack records n bytes of buffers an idle session took back from the
 // pools: busy sessions that park and unpark in turn give nothing back.
 // The count stops at zero: after a return, sessions that were parked then
 // unpark and park again owe nothing.
-func (m *idleMemory) tookBack(n int) {
+func (m *Memory) TookBack(n int) {
 	for n > 0 {
-		v := m.parked.Load()
-		if m.parked.CompareAndSwap(v, max(v-int64(n), 0)) {
+		v := m.Parked.Load()
+		if m.Parked.CompareAndSwap(v, max(v-int64(n), 0)) {
 			return
 		}
 	}
 }
 
-// gaveBack records n bytes of buffers parked by a session.
-func (m *idleMemory) gaveBack(n int) {
-	if n <= 0 || m.parked.Add(int64(n)) < m.threshold() || m.running.Load() || !m.running.CompareAndSwap(false, true) {
+// GaveBack records n bytes of buffers parked by a session.
+func (m *Memory) GaveBack(n int) {
+	if n <= 0 || m.Parked.Add(int64(n)) < m.threshold() || m.running.Load() || !m.running.CompareAndSwap(false, true) {
 		return
 	}
 	go m.returnWhenQuiet()
 }
 
-func (m *idleMemory) returnWhenQuiet() {
+func (m *Memory) returnWhenQuiet() {
 	defer m.running.Store(false)
 	sleep := func(d time.Duration) bool {
 		t := time.NewTimer(d)
@@ -74,7 +77,7 @@ func (m *idleMemory) returnWhenQuiet() {
 		select {
 		case <-t.C:
 			return true
-		case <-m.done:
+		case <-m.Done:
 			return false
 		}
 	}
@@ -85,22 +88,22 @@ func (m *idleMemory) returnWhenQuiet() {
 	}
 	quiet := false
 	for waited := time.Duration(0); waited < idleReturnWait && !quiet; waited += idleReturnQuiet {
-		before := m.parked.Load()
+		before := m.Parked.Load()
 		if !sleep(idleReturnQuiet) {
 			return
 		}
-		quiet = m.parked.Load()-before < m.threshold()/16
+		quiet = m.Parked.Load()-before < m.threshold()/16
 	}
-	if !quiet || m.parked.Load() < m.threshold() {
+	if !quiet || m.Parked.Load() < m.threshold() {
 		// Sessions keep parking and unparking (a busy proxy with pooled
 		// clients), or took the buffers back: the pools are in use, and
 		// returning their pages would only fault them in again.
-		m.parked.Store(0)
+		m.Parked.Store(0)
 		return
 	}
-	m.parked.Store(0)
+	m.Parked.Store(0)
 	runtime.GC()         // pooled buffers move to the pools' victim caches
 	debug.FreeOSMemory() // a second GC frees them; free pages go back to the OS
 	m.last.Store(time.Now().UnixNano())
-	m.returns.Add(1)
+	m.Returns.Add(1)
 }

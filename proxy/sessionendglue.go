@@ -3,16 +3,14 @@ package proxy
 import (
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"os"
 	"time"
 
+	"github.com/leafproxy/leafproxy/proxy/sessionend"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // endIfAbandoned ends a session whose client went away during the command
-// just answered (hangup.go): its backend connection runs nothing more.
+// just answered (abandon, hangup.go): its backend connection runs nothing more.
 func (s *Session) endIfAbandoned() bool {
 	if !s.isAbandoned() {
 		return false
@@ -21,72 +19,34 @@ func (s *Session) endIfAbandoned() bool {
 	return true
 }
 
+// endOnClientError ends the session on err, which ended the wait for the
+// client's next command or its read (sessionend.ClientError).
 func (s *Session) endOnClientError(err error) {
-	var gone *errBackendClosedIdle
-	s.ending = endQuit // between commands, unless the client just left
-	if leftWithoutQuit(err) {
-		s.ending, s.left = endClose, true
-	}
-	switch {
-	case errors.As(err, &gone):
-		s.ending = endClose
-		s.log.Info("session closed: backend closed its connection while the client was idle", "reason", gone.reason)
-	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
-		s.log.Debug("session closed by client")
-	case errors.Is(err, os.ErrDeadlineExceeded) && s.srv.draining.Load():
-		s.log.Debug("session closed: proxy shutting down")
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		s.log.Info("session closed: idle timeout")
-	default:
-		s.log.Info("session closed: bad packet from client", "err", oneLine(err))
-	}
+	s.ending, s.left = sessionend.ClientError(s.log, err, s.srv.draining.Load())
 }
 
-// endOnError reports a fatal error: a lost backend gets the client an ERR
-// packet (1158) before its connection closes.
+// endOnError reports a fatal error (sessionend.CommandError): a lost
+// backend gets the client an ERR packet (1158) before its connection
+// closes.
 func (s *Session) endOnError(err error) {
 	if errors.Is(err, errQuit) {
 		s.log.Debug("session closed: client quit")
 		s.ending = endQuit
 		return
 	}
-	var ie *wire.IOError
-	if s.isAbandoned() && !s.closing.Load() {
-		// Its client went away mid-command: the statement was killed and
-		// the backend connection cut (hangup.go).
-		s.log.Info("session closed: the client went away during a command", "err", oneLine(err))
-		return
+	v := sessionend.CommandError(s.log, err, sessionend.Facts{Abandoned: s.isAbandoned(), Closing: s.closing.Load(),
+		Unanswered: s.c.Seq == s.cmdSeq, Backend: s.srv.cfg.Backend.Addr})
+	if v.Abandon {
+		s.ending, s.left = endAbandon, v.Left
 	}
-	if errors.As(err, &ie) && ie.Leg == "client" && !s.closing.Load() {
-		// The client's connection failed while a command was under way:
-		// its statement may still be running (on a loop, lane.endBackend
-		// looks).
-		s.ending, s.left = endAbandon, leftWithoutQuit(err)
-	}
-	if errors.As(err, &ie) && ie.Leg == "backend" && !s.closing.Load() && s.c.Seq == s.cmdSeq {
-		// Nothing of the answer has reached the client: close, as the
-		// server's own connection would have, so the client sees a lost
-		// connection (2013) that drivers and pools know to retry, not an
-		// error packet they would take as the statement's answer.
-		s.log.Warn("backend connection lost before any of the answer was relayed; closing the client connection",
-			"backend", s.srv.cfg.Backend.Addr, "err", oneLine(err))
-		return
-	}
-	if errors.As(err, &ie) && ie.Leg == "backend" && !s.closing.Load() {
-		s.log.Warn("backend connection lost", "backend", s.srv.cfg.Backend.Addr, "err", oneLine(err))
+	if v.LostBackend {
 		if s.c.Conn != nil { // on a loop the write does not block
 			_ = s.c.Conn.SetWriteDeadline(time.Now().Add(2 * time.Second))
 		}
 		s.countErr(errBackendLost)
 		_ = s.c.WritePacket(wire.ErrPacket(errBackendLost, "08S01", fmt.Sprintf("leafproxy: lost connection to backend MySQL server at '%s' during query", s.srv.cfg.Backend.Addr)))
 		_ = s.c.Flush()
-		return
 	}
-	if s.closing.Load() {
-		s.log.Info("session closed by proxy shutdown")
-		return
-	}
-	s.log.Info("session closed", "err", oneLine(err))
 }
 
 func rootCause(err error) error {
