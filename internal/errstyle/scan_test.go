@@ -18,7 +18,8 @@ import (
 
 // The packages whose errors reach clients (ERR packets, warnings, the
 // HTTP ID API's bodies).
-var scanned = []string{"proxy", "rewriter", "engine", "admin", "idapi", "allocator", "allocator/segment", "allocator/schema"}
+var scanned = []string{"proxy", "proxy/backend", "proxy/intercept", "proxy/kill", "proxy/login", "proxy/sessionend", "proxy/wire",
+	"rewriter", "engine", "admin", "idapi", "allocator", "allocator/segment", "allocator/schema"}
 
 // codes names the error-code constants the scanned constructors use.
 var codes = map[string]uint16{
@@ -152,9 +153,26 @@ func scan(t *testing.T, dir string) []message {
 						}
 						add(n, code, text)
 					}
-				case "loginError":
-					if len(n.Elts) == 3 {
+				case "loginError", "Error": // proxy/login's Error{code, state, msg}
+					if len(n.Elts) != 3 {
+						break
+					}
+					if _, keyed := n.Elts[0].(*ast.KeyValueExpr); !keyed {
 						add(n, n.Elts[0], n.Elts[2])
+						break
+					}
+					var code, text ast.Expr
+					for _, el := range n.Elts {
+						kv := el.(*ast.KeyValueExpr)
+						switch kv.Key.(*ast.Ident).Name {
+						case "Code":
+							code = kv.Value
+						case "Msg":
+							text = kv.Value
+						}
+					}
+					if text != nil {
+						add(n, code, text)
 					}
 				}
 			case *ast.CallExpr:
