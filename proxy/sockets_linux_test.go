@@ -28,7 +28,7 @@ func heldForClient(e *env) (held, unread int) {
 		return 0, 0
 	}
 	unread, _ = unix.IoctlGetInt(ln.BackendFD, unix.SIOCINQ)
-	return ln.HeldForClient(), unread
+	return ln.State().ClientPending, unread
 }
 
 // rearm, after a test looked at a lane under its lock (gone: as it saw
@@ -92,7 +92,13 @@ func laneState(e *env) string {
 	}
 	defer rearm(ln, ln.Gone)
 	defer ln.Mu.Unlock()
-	return ln.Describe() + "; " + runnerStacks()
+	cin, _ := unix.IoctlGetInt(ln.ClientFD, unix.SIOCINQ)
+	bin, _ := unix.IoctlGetInt(ln.BackendFD, unix.SIOCINQ)
+	st := ln.State()
+	return fmt.Sprintf("lane: gone %v attached %v busy %v pend %#x clientReadable %v backendReadable %v clientEOF %v; "+
+		"%d bytes unread in its client socket, %d in its backend socket; clientIn %d, backendPending %d, clientPending %d; %s",
+		ln.Gone, ln.Attached(), st.Busy, ln.Pend.Load(), st.ClientReadable, st.BackendReadable, st.ClientEOF,
+		cin, bin, st.ClientIn, st.BackendPending, st.ClientPending, runnerStacks())
 }
 
 // runnerStacks is the stacks of the goroutines in the proxy's event loop.

@@ -1,7 +1,6 @@
 package lane
 
 import (
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -412,21 +411,19 @@ func (ln *Lane) AddClientIn(b []byte) { ln.clientIn = append(ln.clientIn, b...) 
 // ClientIn is what the client sent that the lane has not run yet.
 func (ln *Lane) ClientIn() []byte { return ln.clientIn }
 
-// For tests, under Mu: the bytes the lane holds for the client (its
-// socket did not take them), a description of where it stands, and a
-// nudge for a runner after a test held Mu (Loop.Rearm).
+// State is where a lane stands, for tests (under Mu) and their failure
+// messages.
+type State struct {
+	Busy, ClientReadable, BackendReadable, ClientEOF bool
+	// Bytes the client sent that have not run, and bytes the sockets did
+	// not take yet.
+	ClientIn, BackendPending, ClientPending int
+}
 
-// HeldForClient is how many bytes the lane holds for the client.
-func (ln *Lane) HeldForClient() int { return len(ln.clientPending) }
-
-// Describe says where the lane stands and what waits in its sockets.
-func (ln *Lane) Describe() string {
-	cin, _ := unix.IoctlGetInt(ln.ClientFD, unix.SIOCINQ)
-	bin, _ := unix.IoctlGetInt(ln.BackendFD, unix.SIOCINQ)
-	return fmt.Sprintf("lane: gone %v attached %v busy %v pend %#x clientReadable %v backendReadable %v clientEOF %v; "+
-		"%d bytes unread in its client socket, %d in its backend socket; clientIn %d, backendPending %d, clientPending %d",
-		ln.Gone, ln.Attached(), ln.busy, ln.Pend.Load(), ln.clientReadable, ln.backendReadable, ln.clientEOF,
-		cin, bin, len(ln.clientIn), len(ln.backendPending), len(ln.clientPending))
+// State says where the lane stands; the caller holds Mu.
+func (ln *Lane) State() State {
+	return State{Busy: ln.busy, ClientReadable: ln.clientReadable, BackendReadable: ln.backendReadable, ClientEOF: ln.clientEOF,
+		ClientIn: len(ln.clientIn), BackendPending: len(ln.backendPending), ClientPending: len(ln.clientPending)}
 }
 
 // Rearm has the loop look at the lane again (Loop.Rearm).
