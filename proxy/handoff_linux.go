@@ -1,10 +1,8 @@
 package proxy
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"runtime"
@@ -90,7 +88,7 @@ func (s *Session) loopFor() *loop {
 	if s.b.R != nil && s.b.Buffered() > 0 {
 		return nil
 	}
-	if pr, ok := s.b.RW.(*prefixRW); ok && len(pr.prefix) > 0 {
+	if pr, ok := s.b.RW.(*lanes.PrefixRW); ok && len(pr.Prefix) > 0 {
 		return nil // the backend said something the goroutine has not read
 	}
 	if l.Dead() {
@@ -140,9 +138,9 @@ func (s *Session) runOnLoop(l *loop) (handBack, bool) {
 		b, _ := s.c.R.Peek(n)
 		ln.AddClientIn(b)
 	}
-	if pr, ok := s.c.RW.(*prefixRW); ok && len(pr.prefix) > 0 {
-		ln.AddClientIn(pr.prefix)
-		pr.prefix = nil
+	if pr, ok := s.c.RW.(*lanes.PrefixRW); ok && len(pr.Prefix) > 0 {
+		ln.AddClientIn(pr.Prefix)
+		pr.Prefix = nil
 	}
 	s.mu.Lock()
 	if s.closing.Load() {
@@ -270,9 +268,9 @@ func (s *Session) leaveLoop(m *handBack) error {
 		cc.Close()
 		bc.Close()
 	}
-	s.c = legOver("client", cc, m.ClientIn, clientReadBuf, &clientWriters)
+	s.c = lanes.LegOver("client", cc, m.ClientIn, clientReadBuf, &clientWriters)
 	s.c.Seq = m.ClientSeq
-	s.b = legOver("backend", bc, m.BackendIn, backReadBuf, &backWriters)
+	s.b = lanes.LegOver("backend", bc, m.BackendIn, backReadBuf, &backWriters)
 	s.b.Seq = m.BackendSeq
 	for _, p := range []struct {
 		l    *wire.Leg
@@ -290,35 +288,4 @@ func (s *Session) leaveLoop(m *handBack) error {
 	}
 	s.srv.idleMem.tookBack(s.bufferBytes())
 	return nil
-}
-
-// legOver is a leg on c whose reads return prefix first, with buffers from
-// the pools the idle sessions give theirs back to.
-func legOver(name string, c net.Conn, prefix []byte, rsize int, writers interface{ Get() any }) *wire.Leg {
-	l := &wire.Leg{Conn: c, RW: wire.LegIO(c), Name: name}
-	if len(prefix) > 0 {
-		l.RW = &prefixRW{prefix: prefix, ReadWriter: l.RW}
-	}
-	l.R = bufio.NewReaderSize(l.RW, rsize)
-	l.W = writers.Get().(*bufio.Writer)
-	l.W.Reset(l.RW)
-	if len(prefix) > 0 {
-		_, _ = l.R.Peek(1) // buffered() now says something is there
-	}
-	return l
-}
-
-// prefixRW reads prefix before the connection (bytes a loop read ahead).
-type prefixRW struct {
-	prefix []byte
-	io.ReadWriter
-}
-
-func (p *prefixRW) Read(b []byte) (int, error) {
-	if len(p.prefix) > 0 {
-		n := copy(b, p.prefix)
-		p.prefix = p.prefix[n:]
-		return n, nil
-	}
-	return p.ReadWriter.Read(b)
 }

@@ -20,7 +20,9 @@
 //     OK relayed with the insert id it reports, the end of the response;
 //   - what the sockets did not take yet (pend_linux.go: sink, drainPend,
 //     backendFull);
-//   - the engine's calls (handler_linux.go: eventloop.Handler).
+//   - the engine's calls (handler_linux.go: eventloop.Handler);
+//   - the legs a session's goroutine takes back (legs_linux.go: LegOver,
+//     PrefixRW, over the lane's sockets with what it read ahead).
 //
 // What it may call: the standard library, golang.org/x/sys/unix,
 // proxy/eventloop (the engine, its runners' buffers and writers, the
