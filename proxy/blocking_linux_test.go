@@ -19,7 +19,7 @@ func TestBlockingOnlyOffTheLoop(t *testing.T) {
 	if b, err := s.Blocking(nonblock.Context(context.Background())); !errors.Is(err, ErrWouldBlock) || b != nil {
 		t.Fatalf("marked context: %v, %v; want ErrWouldBlock", b, err)
 	}
-	s.exec = &lane{}
+	s.exec = &laneSession{}
 	if b, err := s.Blocking(context.Background()); !errors.Is(err, ErrWouldBlock) || b != nil {
 		t.Fatalf("on the lane: %v, %v; want ErrWouldBlock", b, err)
 	}

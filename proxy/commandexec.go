@@ -2,10 +2,10 @@ package proxy
 
 // commandExec is what differs between the two ways a session's commands
 // run: on the session's own goroutine (onGoroutine), where any call may
-// wait, and on an event loop (the session's lane, lane_linux.go), where
-// nothing may wait and a response is relayed as it arrives. The session
-// holds one (Session.exec) and calls it; no other session code asks where
-// it runs.
+// wait, and on an event loop (the session's lane: laneglue_linux.go, over
+// package proxy/lane), where nothing may wait and a response is relayed
+// as it arrives. The session holds one (Session.exec) and calls it; no
+// other session code asks where it runs.
 type commandExec interface {
 	// mayWait is nil where a call may wait (for the backend's answer to
 	// a statement, an ID source); on an event loop it is ErrWouldBlock,

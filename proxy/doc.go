@@ -53,10 +53,13 @@
 // machine (RespTracker), the encoding of typed result rows and the
 // COM_STMT_EXECUTE decoder.
 // commandexec.go is the one seam between a session and the event loop
-// (docs/eventloop.md): Session.exec is onGoroutine, or the session's lane
-// while a loop serves it (lane*_linux.go, handoff_linux.go). The loop's
-// engine, the epoll instance and its runners, is package proxy/eventloop,
-// which calls a lane through eventloop.Handler (loopglue_linux.go).
+// (docs/eventloop.md): Session.exec is onGoroutine, or the session's
+// laneSession while a loop serves it (laneglue_linux.go). A session while
+// the loop serves it, reading, running and relaying on non-blocking
+// sockets, is package proxy/lane (lane.Lane); moving a session onto a
+// loop and taking it back is handoff_linux.go. The loop's engine, the
+// epoll instance and its runners, is package proxy/eventloop, which calls
+// a lane through eventloop.Handler.
 //
 // # Looking like the backend
 //

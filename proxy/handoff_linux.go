@@ -1,10 +1,8 @@
 package proxy
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"runtime"
@@ -13,40 +11,24 @@ import (
 
 	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"github.com/leafproxy/leafproxy/proxy/eventloop"
+	lanes "github.com/leafproxy/leafproxy/proxy/lane"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
-// What a loop hands back to a session's goroutine (handBack.kind).
-const (
-	handBackClosed  = iota // the loop closed the session: the goroutine ends it
-	handBackCommand        // run pkt: the loop could not (it would have waited)
-	handBackResume         // finish the response under way (tr): LOCAL INFILE
-	handBackIdle           // no command under way: a large one arriving, or the backend spoke unasked
-)
-
 // loopBackoff is how many commands a session's goroutine serves after
-// taking one over from a loop before it tries the loop again: a client
-// whose commands keep needing the goroutine (a prepare per statement on a
-// rule table, say) then pays for the move once per loopBackoff commands.
-const loopBackoff = 16
+// taking one over from a loop before it tries the loop again (lane.Backoff).
+const loopBackoff = lanes.Backoff
 
+// handBack is what a lane hands back to a session's goroutine: where the
+// lane left it (lane.HandBack) and what the session had kept for it
+// (laneSession.Leave).
 type handBack struct {
-	kind                          int
-	clientFD, backendFD           int
-	pkt                           []byte        // handBackCommand
-	class                         sqltext.Class // handBackCommand with classed: pkt's class, read on the loop
-	classed                       bool
-	clientIn                      []byte        // client bytes to read first
-	backendIn                     []byte        // backend bytes to read first
-	clientPending, backendPending []byte        // bytes to write first
-	clientSeq, backendSeq         uint8         // the legs' sequence ids
-	response                      respTracker   // handBackResume
-	after                         afterAction   // handBackResume
-	infile                        bool          // handBackResume: the client's LOCAL INFILE data comes first
-	redo                          AnswerWatcher // handBackResume: the response is RelayQueryOr's, and redo's verdict on its first packet is to be carried out
-	verdict                       firstVerdict  // with redo
-	backendEvent                  bool          // handBackIdle: look at what the backend sent
-	debt                          int           // commands the goroutine serves before trying the loop again
+	lanes.HandBack
+	class   sqltext.Class // HandBackCommand with classed: Pkt's class, read on the loop
+	classed bool
+	after   afterAction   // HandBackResume
+	watcher AnswerWatcher // HandBackResume with Redo: whose verdict on the first packet is to be carried out
+	verdict firstVerdict  // with watcher
 }
 
 // loopsOn: LEAFPROXY_LOOP=0 keeps every session on its own goroutine (for
@@ -106,7 +88,7 @@ func (s *Session) loopFor() *loop {
 	if s.b.R != nil && s.b.Buffered() > 0 {
 		return nil
 	}
-	if pr, ok := s.b.RW.(*prefixRW); ok && len(pr.prefix) > 0 {
+	if pr, ok := s.b.RW.(*lanes.PrefixRW); ok && len(pr.Prefix) > 0 {
 		return nil // the backend said something the goroutine has not read
 	}
 	if l.Dead() {
@@ -148,16 +130,17 @@ func (s *Session) runOnLoop(l *loop) (handBack, bool) {
 			return handBack{}, false
 		}
 	}
-	ln := newLane(l, s, cfd, bfd)
+	g := newLaneSession(l, s, cfd, bfd)
+	ln := &g.ln
 	// What the client sent already: buffered by the leg's reader, and what
 	// a loop handed back and the reader has not reached yet.
 	if n := s.c.Buffered(); n > 0 {
 		b, _ := s.c.R.Peek(n)
-		ln.clientIn = append([]byte(nil), b...)
+		ln.AddClientIn(b)
 	}
-	if pr, ok := s.c.RW.(*prefixRW); ok && len(pr.prefix) > 0 {
-		ln.clientIn = append(ln.clientIn, pr.prefix...)
-		pr.prefix = nil
+	if pr, ok := s.c.RW.(*lanes.PrefixRW); ok && len(pr.Prefix) > 0 {
+		ln.AddClientIn(pr.Prefix)
+		pr.Prefix = nil
 	}
 	s.mu.Lock()
 	if s.closing.Load() {
@@ -176,9 +159,9 @@ func (s *Session) runOnLoop(l *loop) (handBack, bool) {
 	if !s.parked {
 		s.park()
 	}
-	s.c, s.b = &ln.clientLeg, &ln.backendLeg
+	s.c, s.b = ln.Legs()
 	s.parked = false
-	s.exec = ln
+	s.exec = g
 	handBackc := s.handBackChan()
 	s.srv.loopMoves.Add(1)
 	s.srv.loopSessions.Add(1)
@@ -186,7 +169,7 @@ func (s *Session) runOnLoop(l *loop) (handBack, bool) {
 		// The loop stopped meanwhile (it failed): carry on here.
 		s.srv.loopSessions.Add(-1)
 		s.exec = onGoroutine{}
-		return handBack{kind: handBackIdle, clientFD: cfd, backendFD: bfd, clientIn: ln.clientIn, clientSeq: ln.clientLeg.Seq, backendSeq: ln.backendLeg.Seq, debt: loopBackoff}, true
+		return handBack{HandBack: lanes.HandBack{Kind: lanes.HandBackIdle, ClientFD: cfd, BackendFD: bfd, ClientIn: ln.ClientIn(), ClientSeq: s.c.Seq, BackendSeq: s.b.Seq, Debt: loopBackoff}}, true
 	}
 	return <-handBackc, true
 }
@@ -194,20 +177,20 @@ func (s *Session) runOnLoop(l *loop) (handBack, bool) {
 // fromLoop takes the session back from its loop and carries on where the
 // loop stopped. true: the session is over.
 func (s *Session) fromLoop(ctx context.Context, m *handBack) bool {
-	if m.kind == handBackClosed {
-		s.ending = endClose // the loop has said goodbye to the backend (lane.endBackend)
+	if m.Kind == lanes.HandBackClosed {
+		s.ending = endClose // the loop has said goodbye to the backend (laneSession.Teardown)
 		return true
 	}
-	s.goroutineTurns = m.debt
+	s.goroutineTurns = m.Debt
 	if err := s.leaveLoop(m); err != nil {
 		s.log.Warn("session closed: could not take it back from the event loop", "err", err)
 		return true
 	}
-	switch m.kind {
-	case handBackCommand:
+	switch m.Kind {
+	case lanes.HandBackCommand:
 		s.srv.armHangupWatch()
 		s.handed, s.handedOK = m.class, m.classed
-		err := s.dispatch(ctx, m.pkt) // counted when the loop read it
+		err := s.dispatch(ctx, m.Pkt) // counted when the loop read it
 		s.handedOK = false
 		s.endCommand()
 		if err != nil {
@@ -217,7 +200,7 @@ func (s *Session) fromLoop(ctx context.Context, m *handBack) bool {
 		if s.endIfKilled() {
 			return true
 		}
-	case handBackResume:
+	case lanes.HandBackResume:
 		s.srv.armHangupWatch()
 		err := s.resume(ctx, m)
 		s.endCommand()
@@ -225,8 +208,8 @@ func (s *Session) fromLoop(ctx context.Context, m *handBack) bool {
 			s.endOnError(err)
 			return true
 		}
-	case handBackIdle:
-		if m.backendEvent {
+	case lanes.HandBackIdle:
+		if m.BackendEvent {
 			if err := s.backendGone(); err != nil {
 				s.endOnClientError(err)
 				return true
@@ -238,24 +221,24 @@ func (s *Session) fromLoop(ctx context.Context, m *handBack) bool {
 
 // resume finishes a response the loop began (handBackResume).
 func (s *Session) resume(ctx context.Context, m *handBack) error {
-	if m.redo != nil {
+	if m.Redo {
 		retried, done, err := s.settleFirst(m.verdict, m.after)
 		if retried {
-			return m.redo.Redo(ctx)
+			return m.watcher.Redo(ctx)
 		}
 		if done || err != nil {
 			return err
 		}
 	}
-	if m.infile {
+	if m.Infile {
 		if err := s.relayLocalFile(); err != nil {
 			return s.setFatal(err)
 		}
 	}
-	if _, err := s.walkFrom(&m.response, walkRelay); err != nil {
+	if _, err := s.walkFrom(&m.Response, walkRelay); err != nil {
 		return s.setFatal(err)
 	}
-	s.applyAfter(m.after, m.response.OK)
+	s.applyAfter(m.after, m.Response.OK)
 	return s.setFatal(s.c.Flush())
 }
 
@@ -264,8 +247,8 @@ func (s *Session) resume(ctx context.Context, m *handBack) error {
 // could not yet.
 func (s *Session) leaveLoop(m *handBack) error {
 	s.mu.Lock()
-	cc, cerr := eventloop.FDConn(m.clientFD)
-	bc, berr := eventloop.FDConn(m.backendFD)
+	cc, cerr := eventloop.FDConn(m.ClientFD)
+	bc, berr := eventloop.FDConn(m.BackendFD)
 	s.loopSockets = nil
 	if cerr == nil && berr == nil {
 		s.cconn, s.bconn = cc, bc
@@ -285,14 +268,14 @@ func (s *Session) leaveLoop(m *handBack) error {
 		cc.Close()
 		bc.Close()
 	}
-	s.c = legOver("client", cc, m.clientIn, clientReadBuf, &clientWriters)
-	s.c.Seq = m.clientSeq
-	s.b = legOver("backend", bc, m.backendIn, backReadBuf, &backWriters)
-	s.b.Seq = m.backendSeq
+	s.c = lanes.LegOver("client", cc, m.ClientIn, clientReadBuf, &clientWriters)
+	s.c.Seq = m.ClientSeq
+	s.b = lanes.LegOver("backend", bc, m.BackendIn, backReadBuf, &backWriters)
+	s.b.Seq = m.BackendSeq
 	for _, p := range []struct {
 		l    *wire.Leg
 		pend []byte
-	}{{s.c, m.clientPending}, {s.b, m.backendPending}} {
+	}{{s.c, m.ClientPending}, {s.b, m.BackendPending}} {
 		if len(p.pend) == 0 {
 			continue
 		}
@@ -305,35 +288,4 @@ func (s *Session) leaveLoop(m *handBack) error {
 	}
 	s.srv.idleMem.TookBack(s.bufferBytes())
 	return nil
-}
-
-// legOver is a leg on c whose reads return prefix first, with buffers from
-// the pools the idle sessions give theirs back to.
-func legOver(name string, c net.Conn, prefix []byte, rsize int, writers interface{ Get() any }) *wire.Leg {
-	l := &wire.Leg{Conn: c, RW: wire.LegIO(c), Name: name}
-	if len(prefix) > 0 {
-		l.RW = &prefixRW{prefix: prefix, ReadWriter: l.RW}
-	}
-	l.R = bufio.NewReaderSize(l.RW, rsize)
-	l.W = writers.Get().(*bufio.Writer)
-	l.W.Reset(l.RW)
-	if len(prefix) > 0 {
-		_, _ = l.R.Peek(1) // buffered() now says something is there
-	}
-	return l
-}
-
-// prefixRW reads prefix before the connection (bytes a loop read ahead).
-type prefixRW struct {
-	prefix []byte
-	io.ReadWriter
-}
-
-func (p *prefixRW) Read(b []byte) (int, error) {
-	if len(p.prefix) > 0 {
-		n := copy(b, p.prefix)
-		p.prefix = p.prefix[n:]
-		return n, nil
-	}
-	return p.ReadWriter.Read(b)
 }

@@ -104,7 +104,7 @@ func (sh *sessionShared) cutBackend() {
 		sh.bconn.Close()
 	}
 	if ln := sh.loopSockets; ln != nil {
-		ln.shutdownBackend()
+		ln.ShutdownBackend()
 	}
 	sh.mu.Unlock()
 }

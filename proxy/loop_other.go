@@ -11,8 +11,8 @@ type loop struct{}
 
 type lane struct{}
 
-func (*lane) shutdownClient()  {}
-func (*lane) shutdownBackend() {}
+func (*lane) ShutdownClient()  {}
+func (*lane) ShutdownBackend() {}
 
 type handBack struct{}
 

@@ -17,7 +17,7 @@ import (
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
-// Tests of the event loops (package eventloop, lane_linux.go): that sessions
+// Tests of the event loops (packages eventloop and lane): that sessions
 // really run on them, and what only a loop can get wrong: commands a client
 // sends without waiting for answers, commands handed to the session's
 // goroutine and back, a client slower than its result, a client that

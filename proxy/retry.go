@@ -156,14 +156,7 @@ func judgeFirst(w AnswerWatcher, isErr bool, p []byte) firstVerdict {
 
 // okWithInsertID appends to dst the OK payload p (rows affected, insert
 // id, status, warnings, info; p read by judgeFirst) with insert id id.
-func okWithInsertID(dst, p []byte, id uint64) []byte {
-	affected, k1 := wire.LenencUint(p[1:])
-	_, k2 := wire.LenencUint(p[1+k1:])
-	dst = append(dst, 0x00)
-	dst = mysql.AppendLengthEncodedInteger(dst, affected)
-	dst = mysql.AppendLengthEncodedInteger(dst, id)
-	return append(dst, p[1+k1+k2:]...)
-}
+func okWithInsertID(dst, p []byte, id uint64) []byte { return wire.OKWithInsertID(dst, p, id) }
 
 // RelayQueryOr relays sql as RelayQuery does, with w watching the
 // backend's answer (see AnswerWatcher): an ERR w retries is dropped and

@@ -81,7 +81,7 @@ func (sh *sessionShared) closeIfIdle() {
 			sh.cconn.Close()
 		}
 		if ln := sh.loopSockets; ln != nil {
-			ln.shutdownClient()
+			ln.ShutdownClient()
 		}
 		sh.mu.Unlock()
 	}
@@ -102,8 +102,8 @@ func (sh *sessionShared) closeConns() {
 		sh.bconn.Close()
 	}
 	if ln := sh.loopSockets; ln != nil {
-		ln.shutdownClient()
-		ln.shutdownBackend()
+		ln.ShutdownClient()
+		ln.ShutdownBackend()
 	}
 	sh.mu.Unlock()
 }

@@ -28,7 +28,7 @@ func heldForClient(e *env) (held, unread int) {
 		return 0, 0
 	}
 	unread, _ = unix.IoctlGetInt(ln.BackendFD, unix.SIOCINQ)
-	return len(ln.clientPending), unread
+	return ln.State().ClientPending, unread
 }
 
 // rearm, after a test looked at a lane under its lock (gone: as it saw
@@ -42,7 +42,7 @@ func rearm(ln *lane, gone bool) {
 	if gone || ln.Pend.Load() == 0 {
 		return
 	}
-	ln.l.Rearm(&ln.Lane)
+	ln.Rearm()
 }
 
 // clientUnread is how many bytes wait unread in c's socket.
@@ -92,10 +92,11 @@ func laneState(e *env) string {
 	defer ln.Mu.Unlock()
 	cin, _ := unix.IoctlGetInt(ln.ClientFD, unix.SIOCINQ)
 	bin, _ := unix.IoctlGetInt(ln.BackendFD, unix.SIOCINQ)
+	st := ln.State()
 	return fmt.Sprintf("lane: gone %v attached %v busy %v pend %#x clientReadable %v backendReadable %v clientEOF %v; "+
 		"%d bytes unread in its client socket, %d in its backend socket; clientIn %d, backendPending %d, clientPending %d; %s",
-		ln.Gone, ln.Attached(), ln.busy, ln.Pend.Load(), ln.clientReadable, ln.backendReadable, ln.clientEOF,
-		cin, bin, len(ln.clientIn), len(ln.backendPending), len(ln.clientPending), runnerStacks())
+		ln.Gone, ln.Attached(), st.Busy, ln.Pend.Load(), st.ClientReadable, st.BackendReadable, st.ClientEOF,
+		cin, bin, st.ClientIn, st.BackendPending, st.ClientPending, runnerStacks())
 }
 
 // runnerStacks is the stacks of the goroutines in the proxy's event loop.
@@ -104,7 +105,7 @@ func runnerStacks() string {
 	buf = buf[:runtime.Stack(buf, true)]
 	var out []string
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "eventloop.(*Runner)") || strings.Contains(g, "proxy.(*lane)") {
+		if strings.Contains(g, "eventloop.(*Runner)") || strings.Contains(g, "lane.(*Lane)") {
 			out = append(out, g)
 		}
 	}

@@ -3,8 +3,8 @@
 // ordinary goroutines, which watch the two sockets of every logged-in
 // session the loop serves and hand what happened on them to that
 // session. It knows nothing of the protocol, sessions or servers: what a
-// session does with its sockets' events is package proxy's (its lane,
-// lane*_linux.go), behind Handler.
+// session does with its sockets' events is package proxy/lane's (its
+// lane), behind Handler.
 //
 // What it owns:
 //   - the loop (loop_linux.go: Loop, Runner): the epoll instance, parked

@@ -334,6 +334,18 @@ func OKPacket(affected, insertID uint64, status, warnings uint16) []byte {
 	return append(p, byte(status), byte(status>>8), byte(warnings), byte(warnings>>8))
 }
 
+// OKWithInsertID appends to dst the OK payload p (rows affected, insert
+// id, status, warnings, info; both length-encoded integers whole) with
+// insert id id.
+func OKWithInsertID(dst, p []byte, id uint64) []byte {
+	affected, k1 := LenencUint(p[1:])
+	_, k2 := LenencUint(p[1+k1:])
+	dst = append(dst, 0x00)
+	dst = mysql.AppendLengthEncodedInteger(dst, affected)
+	dst = mysql.AppendLengthEncodedInteger(dst, id)
+	return append(dst, p[1+k1+k2:]...)
+}
+
 // LenencUint decodes a length-encoded integer; n == 0 means b is too short.
 func LenencUint(b []byte) (v uint64, n int) {
 	v, _, n = Lenenc(b)

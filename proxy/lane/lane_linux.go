@@ -1,9 +1,10 @@
-package proxy
+package lane
 
 import (
-	"errors"
 	"io"
+	"log/slog"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -12,18 +13,24 @@ import (
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
-// lane is a session while the event loop serves it: its two sockets (dups
+// Lane is a session while the event loop serves it: its two sockets (dups
 // made by the session's goroutine, which closed its own net.Conns so that
 // the runtime's netpoller no longer watches them; eventloop.Lane, with
 // what the runners coordinate on) and what the loop keeps between events.
 // One runner at a time handles it (Mu); ownership moves between the loop
-// and the session's goroutine with Loop.Post and the session's handBackc
-// channel. It is the lane's eventloop.Handler (loopglue_linux.go).
-type lane struct {
+// and the session's goroutine with Loop.Post and Session.Leave. It is the
+// lane's eventloop.Handler (handler_linux.go).
+type Lane struct {
 	eventloop.Lane
-	l *loop
-	r *eventloop.Runner // the runner handling it now (bind)
-	s *Session
+	l    *eventloop.Loop
+	r    *eventloop.Runner // the runner handling it now (bind)
+	sess Session
+	log  *slog.Logger
+
+	idle, draining *atomic.Bool  // Config.Idle, Config.Draining
+	since          *atomic.Int64 // Config.Since
+	idleTimeout    time.Duration
+	maxWatchedErr  int
 
 	// The session's legs while the loop serves it: no buffers of their own;
 	// they write through the runner's writers into the sinks (bind).
@@ -36,13 +43,12 @@ type lane struct {
 	backendPending []byte // bytes for the backend its socket did not take yet (see backendFull)
 
 	busy       bool              // a command's response is under way
-	response   respTracker       // that response
+	response   wire.RespTracker  // that response
 	facts      wire.RespObserver // the session, as response tells it what the backend said (set once)
-	after      afterAction       // applied when it is complete
 	inPacket   bool              // inside a physical packet of the response
 	bodyLeft   int               // its payload bytes still to pass on
 	continued  bool              // the logical packet goes on in the next physical packet
-	packetKind int               // what the logical packet was (respTracker), acted on at its end
+	packetKind int               // what the logical packet was (wire.RespTracker), acted on at its end
 
 	// Events are edge-triggered: once told a socket is readable, the lane
 	// reads until it is empty, or notes that it stopped before (a full
@@ -56,28 +62,34 @@ type lane struct {
 
 	clientEOF bool // the client closed its side; pipelined commands still run
 	wrote     bool // the current command has written to a socket (sink.Write)
-	// watcher: the response under way belongs to RelayQueryOr, whose
-	// watcher is asked about its first packet (watchFirst).
-	watcher AnswerWatcher
-	// rowsWatcher: the response under way is a result set of a watched
-	// statement, told when it ends without an ERR.
-	rowsWatcher AnswerWatcher
+	// watching: the response under way belongs to RelayQueryOr, whose
+	// watcher is asked about its first packet (watchFirst, Session.Judge).
+	watching bool
+	// rowsWatched: the response under way is a result set of a watched
+	// statement, whose watcher is told when it ends without an ERR
+	// (Session.Finished).
+	rowsWatched bool
 	// okBuf: a reported OK as the client gets it (relayReportedOK).
 	okBuf []byte
 }
 
-func newLane(l *loop, s *Session, cfd, bfd int) *lane {
-	ln := &lane{l: l, s: s, facts: s.facts()}
+// Setup makes ln the lane of sess on loop l over the sockets cfd and bfd
+// (dups the session's goroutine made); Loop.Post then hands it to the
+// loop. (A Lane is part of what the session keeps for its stay on the
+// loop: one allocation.)
+func (ln *Lane) Setup(l *eventloop.Loop, sess Session, cfg Config, cfd, bfd int) {
+	*ln = Lane{l: l, sess: sess, log: cfg.Log, facts: cfg.Facts,
+		idle: cfg.Idle, since: cfg.Since, draining: cfg.Draining,
+		idleTimeout: cfg.IdleTimeout, maxWatchedErr: cfg.MaxWatchedErr}
 	ln.Init(ln, cfd, bfd)
 	ln.clientSink = sink{ln: ln, fd: cfd, client: true}
 	ln.backendSink = sink{ln: ln, fd: bfd}
-	ln.clientLeg = wire.Leg{Name: "client", Seq: s.c.Seq}
-	ln.backendLeg = wire.Leg{Name: "backend", Seq: s.b.Seq}
-	return ln
+	ln.clientLeg = wire.Leg{Name: "client", Seq: cfg.ClientSeq}
+	ln.backendLeg = wire.Leg{Name: "backend", Seq: cfg.BackendSeq}
 }
 
 // bind lends the lane runner r's writers for this handling.
-func (ln *lane) bind(r *eventloop.Runner) {
+func (ln *Lane) bind(r *eventloop.Runner) {
 	ln.r = r
 	r.ClientW.Reset(&ln.clientSink)
 	ln.clientLeg.W = r.ClientW
@@ -86,10 +98,10 @@ func (ln *lane) bind(r *eventloop.Runner) {
 }
 
 // handle acts on what happened (eventloop.Pend* bits); the caller holds ln.Mu.
-func (ln *lane) handle(bits uint32) {
+func (ln *Lane) handle(bits uint32) {
 	if bits&eventloop.PendAttach != 0 {
-		if ln.l.Draining() || ln.s.srv.draining.Load() {
-			ln.s.log.Debug("session closed: proxy shutting down")
+		if ln.l.Draining() || ln.draining.Load() {
+			ln.log.Debug("session closed: proxy shutting down")
 			ln.teardown()
 			return
 		}
@@ -145,7 +157,7 @@ func (ln *lane) handle(bits uint32) {
 // flushWriters writes what a handling left in the runner's writers (every
 // path flushes its own; this keeps an interceptor that forgot from losing
 // its bytes to the next lane's bind).
-func (ln *lane) flushWriters() {
+func (ln *Lane) flushWriters() {
 	if ln.Gone {
 		return
 	}
@@ -164,25 +176,24 @@ func (ln *lane) flushWriters() {
 
 // check closes the lane if the proxy is shutting down or it has been idle
 // longer than limits.idle_timeout (drain, idle sweep).
-func (ln *lane) check() {
+func (ln *Lane) check() {
 	if ln.busy || len(ln.clientPending) > 0 {
 		return
 	}
-	s := ln.s
 	if ln.l.Draining() {
-		s.log.Debug("session closed: proxy shutting down")
+		ln.log.Debug("session closed: proxy shutting down")
 		ln.teardown()
 		return
 	}
-	if limit := s.srv.cfg.Limits.IdleTimeout; limit > 0 && time.Since(time.Unix(0, s.since.Load())) >= limit {
-		s.endOnClientError(os.ErrDeadlineExceeded)
+	if limit := ln.idleTimeout; limit > 0 && time.Since(time.Unix(0, ln.since.Load())) >= limit {
+		ln.sess.EndOnClientError(os.ErrDeadlineExceeded)
 		ln.teardown()
 	}
 }
 
 // readClient reads what the client sent and runs the commands it completes,
 // until the socket is empty or the lane cannot take more.
-func (ln *lane) readClient() {
+func (ln *Lane) readClient() {
 	for !ln.Gone && !ln.clientEOF && len(ln.clientIn) < eventloop.BufSize && !ln.backendFull() {
 		buf := ln.r.ClientBuf
 		n, errno := eventloop.ReadFD(ln.ClientFD, buf)
@@ -191,7 +202,7 @@ func (ln *lane) readClient() {
 			ln.clientReadable = false
 			return
 		case errno != 0:
-			ln.s.endOnClientError(&wire.IOError{Leg: "client", Err: os.NewSyscallError("read", errno)})
+			ln.sess.EndOnClientError(&wire.IOError{Leg: "client", Err: os.NewSyscallError("read", errno)})
 			ln.teardown()
 			return
 		case n == 0:
@@ -200,7 +211,7 @@ func (ln *lane) readClient() {
 			if !ln.busy && len(ln.clientPending) == 0 && (len(ln.clientIn) == 0 || !ln.backendFull()) {
 				ln.clientGone()
 			} else if ln.busy && len(ln.clientIn) == 0 {
-				ln.s.abandonSoon() // gone mid-command: stop the statement (hangup.go)
+				ln.sess.AbandonSoon() // gone mid-command: stop the statement (hangup.go)
 			}
 			return
 		}
@@ -221,11 +232,11 @@ func (ln *lane) readClient() {
 }
 
 // clientGone ends a lane whose client closed and has nothing left to run.
-func (ln *lane) clientGone() {
+func (ln *Lane) clientGone() {
 	if len(ln.clientIn) > 0 {
-		ln.s.endOnClientError(&wire.IOError{Leg: "client", Err: io.ErrUnexpectedEOF})
+		ln.sess.EndOnClientError(&wire.IOError{Leg: "client", Err: io.ErrUnexpectedEOF})
 	} else {
-		ln.s.endOnClientError(io.EOF)
+		ln.sess.EndOnClientError(io.EOF)
 	}
 	ln.teardown()
 }
@@ -233,18 +244,18 @@ func (ln *lane) clientGone() {
 // commands runs the complete commands at the front of buf (the loop's read
 // buffer or ln.clientIn) while nothing else is under way and the backend takes
 // bytes, and keeps the rest.
-func (ln *lane) commands(buf []byte) {
+func (ln *Lane) commands(buf []byte) {
 	for !ln.Gone && !ln.busy && len(ln.clientPending) == 0 && !ln.backendFull() && len(buf) >= 4 {
 		n := int(buf[0]) | int(buf[1])<<8 | int(buf[2])<<16
 		if buf[3] != 0 {
-			ln.s.endOnClientError(&wire.IOError{Leg: "client", Err: wire.SequenceError{Got: buf[3], Want: 0}})
+			ln.sess.EndOnClientError(&wire.IOError{Leg: "client", Err: wire.SequenceError{Got: buf[3], Want: 0}})
 			ln.teardown()
 			return
 		}
 		if 4+n > eventloop.BufSize {
 			// Larger than the loop reads: the session's goroutine reads it,
 			// with limits.command_memory (Session.readCommand).
-			ln.handOff(handBack{kind: handBackIdle, debt: 1}, buf)
+			ln.handOff(HandBack{Kind: HandBackIdle, Debt: 1}, buf)
 			return
 		}
 		if len(buf) < 4+n {
@@ -268,30 +279,27 @@ func (ln *lane) commands(buf []byte) {
 
 // command runs one client command as Session.serve would; rest is what the
 // client sent after it.
-func (ln *lane) command(pkt, rest []byte) {
-	s := ln.s
+func (ln *Lane) command(pkt, rest []byte) {
 	if len(pkt) == 0 {
-		s.log.Info("session closed: empty command packet")
+		ln.log.Info("session closed: empty command packet")
 		ln.teardown()
 		return
 	}
-	s.countCommand(pkt[0])
-	s.c.Seq = 1 // the command's own packet was sequence 0
-	s.cmdSeq = 1
-	s.idle.Store(false)
-	s.since.Store(ln.r.Now)
+	ln.clientLeg.Seq = 1 // the command's own packet was sequence 0
+	ln.idle.Store(false)
+	ln.since.Store(ln.r.Now)
 	ln.wrote = false
-	err := s.dispatch(ln.l.Ctx(), pkt)
-	if err != nil && errors.Is(err, ErrWouldBlock) && s.fatal == nil {
+	wait, err := ln.sess.Command(ln.l.Ctx(), pkt)
+	if wait {
 		if ln.wrote || ln.busy || ln.r.ClientW.Buffered() > 0 || ln.r.BackendW.Buffered() > 0 {
 			// Run again on the goroutine, the command would be sent or
 			// answered twice: an interceptor that waits after writing is
 			// a bug, and the session cannot go on.
-			s.log.Error("session closed: an interceptor returned ErrWouldBlock after writing to the client or the backend")
+			ln.log.Error("session closed: an interceptor returned ErrWouldBlock after writing to the client or the backend")
 			ln.teardown()
 			return
 		}
-		ln.handOff(handBack{kind: handBackCommand, pkt: pkt, debt: loopBackoff, class: s.received, classed: s.receivedOK}, rest)
+		ln.handOff(HandBack{Kind: HandBackCommand, Pkt: pkt, Debt: Backoff}, rest)
 		return
 	}
 	if err != nil {
@@ -303,88 +311,44 @@ func (ln *lane) command(pkt, rest []byte) {
 	}
 }
 
-// The lane is the session's commandExec while the loop serves it: nothing
-// waits, a response is relayed as it arrives (relayBackend).
+// The lane is the session's way of running commands while the loop serves
+// it (proxy's commandExec, in proxy/laneglue_linux.go): nothing waits, a
+// response is relayed as it arrives (relayBackend).
 
-func (ln *lane) mayWait() error { return ErrWouldBlock }
+// Busy reports whether a command's response is under way: the loop
+// follows one at a time.
+func (ln *Lane) Busy() bool { return ln.busy }
 
-func (ln *lane) relay(_ *Session, pkt []byte, kind int, a afterAction) (bool, error) {
-	return false, ln.send(pkt, kind, a)
-}
-
-func (ln *lane) relayPrepare(_ *Session, pkt []byte) (PrepareResult, error) {
-	return PrepareResult{}, ln.send(pkt, respPrepare, afterAction{})
-}
-
-// relayQueryOr sends the statement at once; w is asked about the first
-// packet of its answer as it arrives (watchFirst), and only an ERR to
-// retry or a restore hands the session to its goroutine, which carries
-// the verdict out (and may Redo).
-func (ln *lane) relayQueryOr(s *Session, pkt []byte, w AnswerWatcher) error {
-	ln.watcher = w
-	err := s.relayQuery(pkt)
-	if !ln.busy {
-		ln.watcher = nil
-	}
-	return err
-}
-
-// relayExecuteOr is relayQueryOr for an execute packet.
-func (ln *lane) relayExecuteOr(s *Session, pkt []byte, w AnswerWatcher) error {
-	ln.watcher = w
-	err := s.RelayExecute(pkt)
-	if !ln.busy {
-		ln.watcher = nil
-	}
-	return err
-}
-
-// send writes a command whose response the loop relays as it arrives.
-func (ln *lane) send(pkt []byte, kind int, a afterAction) error {
-	s := ln.s
-	if s.fatal != nil {
-		return s.fatal
-	}
-	if ln.busy {
-		// A second relay within one command (an interceptor calling
-		// RelayQuery twice): the loop follows one response at a time.
-		return s.setFatal(errorf("a command relayed more than one statement on an event loop"))
-	}
-	if err := s.b.WriteCommand(pkt); err != nil {
-		return s.setFatal(err)
-	}
-	if err := s.b.Flush(); err != nil {
-		return s.setFatal(err)
-	}
-	if kind == respNone {
-		s.applyAfter(a, true)
-		return nil
-	}
-	ln.response.Start(kind, kind == respExecute && executeCursor(pkt))
-	ln.after = a
+// Expect starts following the response (of kind, wire.RespResult, ...;
+// cursor: an execute that opened a cursor) to a command the session has
+// just written to the backend leg; it is relayed as it arrives.
+func (ln *Lane) Expect(kind int, cursor bool) {
+	ln.response.Start(kind, cursor)
 	ln.busy = true
-	return nil
 }
+
+// Watch says whether the next response is RelayQueryOr's, whose watcher
+// is asked about its first packet (Session.Judge).
+func (ln *Lane) Watch(on bool) { ln.watching = on }
 
 // settle marks the session idle after a command once the client has taken
 // the whole answer (KILL closes only idle sessions, Shutdown closes them
 // at once), and closes it if the proxy is shutting down.
-func (ln *lane) settle() {
+func (ln *Lane) settle() {
 	if len(ln.clientPending) > 0 {
 		return // drainPend settles it
 	}
-	s := ln.s
-	s.idle.Store(true)
-	s.since.Store(ln.r.Now)
-	if s.srv.draining.Load() {
-		s.log.Debug("session closed: proxy shutting down")
+	ln.idle.Store(true)
+	ln.since.Store(ln.r.Now)
+	if ln.draining.Load() {
+		ln.log.Debug("session closed: proxy shutting down")
 		ln.teardown()
 	}
 }
 
 // idleAgain ends a response or a wait for the client to take one: the
 // session runs what the client sent meanwhile, or waits for it.
-func (ln *lane) idleAgain() {
+func (ln *Lane) idleAgain() {
 	ln.settle()
 	if ln.Gone || len(ln.clientPending) > 0 {
 		return
@@ -396,58 +360,74 @@ func (ln *lane) idleAgain() {
 	}
 }
 
-// fail ends the session on an error a command met (Session.endOnError
-// says what the client is told, if anything).
-func (ln *lane) fail(err error) {
-	ln.s.setFatal(err)
-	ln.s.endOnError(err)
+// fail ends the session on an error a command met (Session.Fail says
+// what the client is told, if anything).
+func (ln *Lane) fail(err error) {
+	ln.sess.Fail(err)
 	ln.teardown()
 }
 
 // handOff gives the session back to its goroutine with m saying where it
 // stands; clientIn is what the client sent that the goroutine must read
 // first.
-func (ln *lane) handOff(m handBack, clientIn []byte) {
-	s := ln.s
+func (ln *Lane) handOff(m HandBack, clientIn []byte) {
 	ln.l.Detach(&ln.Lane)
-	m.clientFD, m.backendFD = ln.ClientFD, ln.BackendFD
-	m.pkt = clone(m.pkt)
-	m.clientIn = clone(clientIn)
-	m.backendIn = clone(ln.backendPartial)
-	m.clientPending, m.backendPending = ln.clientPending, ln.backendPending
-	m.clientSeq, m.backendSeq = ln.clientLeg.Seq, ln.backendLeg.Seq
-	if m.kind == handBackResume {
-		m.response, m.after = ln.response, ln.after
+	m.ClientFD, m.BackendFD = ln.ClientFD, ln.BackendFD
+	m.Pkt = clone(m.Pkt)
+	m.ClientIn = clone(clientIn)
+	m.BackendIn = clone(ln.backendPartial)
+	m.ClientPending, m.BackendPending = ln.clientPending, ln.backendPending
+	m.ClientSeq, m.BackendSeq = ln.clientLeg.Seq, ln.backendLeg.Seq
+	if m.Kind == HandBackResume {
+		m.Response = ln.response
 	}
 	ln.Gone = true
-	s.exec = onGoroutine{}
-	s.srv.loopSessions.Add(-1)
-	s.srv.loopHandoffs.Add(1)
-	s.handBackc <- m
+	ln.sess.Leave(m)
 }
 
 // teardown closes the session's sockets; its goroutine then ends.
-func (ln *lane) teardown() {
-	s := ln.s
+func (ln *Lane) teardown() {
 	ln.l.Detach(&ln.Lane)
-	ln.endBackend()
-	s.mu.Lock()
-	_ = unix.Close(ln.ClientFD)
-	_ = unix.Close(ln.BackendFD)
-	s.loopSockets = nil
-	s.mu.Unlock()
+	ln.sess.Teardown(ln.busy, len(ln.backendPending) == 0)
 	ln.Gone = true
-	s.exec = onGoroutine{}
-	s.srv.loopSessions.Add(-1)
-	s.handBackc <- handBack{kind: handBackClosed}
+	ln.sess.Leave(HandBack{Kind: HandBackClosed})
 }
 
-// shutdownClient and shutdownBackend end a socket of the lane from another
+// ShutdownClient and ShutdownBackend end a socket of the lane from another
 // goroutine (KILL, Shutdown, a client gone mid-command), under the
 // session's lock: the descriptors are the loop's to close, but shutting
 // a socket down is safe from anywhere, and the loop then sees it end.
-func (ln *lane) shutdownClient()  { _ = unix.Shutdown(ln.ClientFD, unix.SHUT_RDWR) }
-func (ln *lane) shutdownBackend() { _ = unix.Shutdown(ln.BackendFD, unix.SHUT_RDWR) }
+func (ln *Lane) ShutdownClient()  { _ = unix.Shutdown(ln.ClientFD, unix.SHUT_RDWR) }
+func (ln *Lane) ShutdownBackend() { _ = unix.Shutdown(ln.BackendFD, unix.SHUT_RDWR) }
+
+// Legs are the session's legs while the loop serves it: no buffers of
+// their own, they write through the runner's writers.
+func (ln *Lane) Legs() (client, backend *wire.Leg) { return &ln.clientLeg, &ln.backendLeg }
+
+// AddClientIn adds b to what the client sent that the lane runs first
+// (what the session's goroutine had read ahead).
+func (ln *Lane) AddClientIn(b []byte) { ln.clientIn = append(ln.clientIn, b...) }
+
+// ClientIn is what the client sent that the lane has not run yet.
+func (ln *Lane) ClientIn() []byte { return ln.clientIn }
+
+// State is where a lane stands, for tests (under Mu) and their failure
+// messages.
+type State struct {
+	Busy, ClientReadable, BackendReadable, ClientEOF bool
+	// Bytes the client sent that have not run, and bytes the sockets did
+	// not take yet.
+	ClientIn, BackendPending, ClientPending int
+}
+
+// State says where the lane stands; the caller holds Mu.
+func (ln *Lane) State() State {
+	return State{Busy: ln.busy, ClientReadable: ln.clientReadable, BackendReadable: ln.backendReadable, ClientEOF: ln.clientEOF,
+		ClientIn: len(ln.clientIn), BackendPending: len(ln.backendPending), ClientPending: len(ln.clientPending)}
+}
+
+// Rearm has the loop look at the lane again (Loop.Rearm).
+func (ln *Lane) Rearm() { ln.l.Rearm(&ln.Lane) }
 
 func clone(b []byte) []byte {
 	if len(b) == 0 {

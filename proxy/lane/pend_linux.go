@@ -1,4 +1,4 @@
-package proxy
+package lane
 
 import (
 	"os"
@@ -17,7 +17,7 @@ import (
 // while the client's waits the backend is not read, and while the
 // backend's holds backendPendingMax bytes the client is not read (backendFull).
 type sink struct {
-	ln     *lane
+	ln     *Lane
 	fd     int
 	client bool
 }
@@ -43,7 +43,7 @@ func (k *sink) Write(p []byte) (int, error) {
 }
 
 // drainPend writes what waits for a socket that has room again.
-func (ln *lane) drainPend(client bool) {
+func (ln *Lane) drainPend(client bool) {
 	pend, fd := &ln.backendPending, ln.BackendFD
 	if client {
 		pend, fd = &ln.clientPending, ln.ClientFD
@@ -83,4 +83,4 @@ const backendPendingMax = 64 << 10
 // backendFull reports whether the backend has not taken backendPendingMax bytes:
 // the lane neither reads its client nor runs commands until it has
 // (drainPend resumes).
-func (ln *lane) backendFull() bool { return len(ln.backendPending) >= backendPendingMax }
+func (ln *Lane) backendFull() bool { return len(ln.backendPending) >= backendPendingMax }
