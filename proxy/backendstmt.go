@@ -98,10 +98,10 @@ func (bufs *sessionBuffers) trimOut() {
 // readBackendResult consumes a whole response from the backend without
 // relaying it. I/O and protocol failures are fatal (s.fatal set); a backend
 // ERR is in the result's err.
-func (s *Session) readBackendResult(mode int) walkResult {
+func (s *Session) readBackendResult(mode int) backendResult {
 	r, err := s.walk(mode, false)
 	if err != nil {
 		s.setFatal(err)
 	}
-	return r
+	return backendResult{ok: r.OK, err: r.Err}
 }

@@ -20,9 +20,12 @@
 // every KILL, needs of a session and of the server's session registry),
 // hangup.go and sessionendglue.go (a session's end, carried out as
 // package proxy/sessionend decides; the hang-up watch's sessions),
-// relay.go (the response walker; the one response state machine, which
-// the walker and the event loop both feed, is wire.RespTracker, told about
-// the backend session through trackerglue.go), seams.go (the Interceptor
+// relay.go (what a relayed command changes in the session's view of the
+// backend; the response walker is package proxy/relay's, its glue
+// relayglue.go; the one response state machine, which the walker and the
+// event loop both feed, is wire.RespTracker, told about the backend
+// session through trackerglue.go), retry.go (an AnswerWatcher's verdict,
+// package proxy/relay's Judge, carried out), seams.go (the Interceptor
 // contract and the Session methods it uses), blocking.go (BlockingSession,
 // the calls that may wait), backendstmt.go and infile.go (the relays an
 // interceptor asks for: a rewritten text, a LOCAL INFILE statement),
@@ -128,7 +131,7 @@
 // Each session has two legs (client, backend), each with its own buffered
 // reader/writer and its own sequence ids. Responses are relayed packet by
 // packet, renumbered for the client leg, following the one response state
-// machine, proxy/wire's RespTracker (fed by relay.go's walk on a session's
+// machine, proxy/wire's RespTracker (fed by proxy/relay's walker on a session's
 // goroutine and by the lane on an event loop): OK | ERR | LOCAL INFILE |
 // column count -> definitions -> EOF -> rows -> EOF/ERR, repeated while
 // SERVER_MORE_RESULTS_EXISTS; prepare: OK -> params+EOF -> columns+EOF;

@@ -12,6 +12,7 @@ import (
 	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"github.com/leafproxy/leafproxy/proxy/eventloop"
 	lanes "github.com/leafproxy/leafproxy/proxy/lane"
+	"github.com/leafproxy/leafproxy/proxy/relay"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
@@ -28,7 +29,7 @@ type handBack struct {
 	classed bool
 	after   afterAction   // HandBackResume
 	watcher AnswerWatcher // HandBackResume with Redo: whose verdict on the first packet is to be carried out
-	verdict firstVerdict  // with watcher
+	verdict relay.Verdict // with watcher
 }
 
 // loopsOn: LEAFPROXY_LOOP=0 keeps every session on its own goroutine (for

@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/leafproxy/leafproxy/proxy/relay"
 )
 
 // RelayQueryInfile is RelayQuery for a statement whose LOCAL INFILE file
@@ -23,7 +25,7 @@ func (s blocking) RelayQueryInfile(sql []byte, t InfileTransformer) (affected ui
 		return 0, false, err
 	}
 	if terr == nil {
-		return r.affected, r.ok, nil
+		return r.Affected, r.OK, nil
 	}
 	code, state, msg := errorFields(terr)
 	s.log.Warn("LOAD DATA refused while its file streamed", "err", msg)
@@ -33,21 +35,21 @@ func (s blocking) RelayQueryInfile(sql []byte, t InfileTransformer) (affected ui
 // relayWalked relays the COM_QUERY pkt and its whole response on the
 // session's goroutine, flushed, as relayQuery does there, and returns what
 // the response said.
-func (s *Session) relayWalked(pkt []byte) (walkResult, error) {
+func (s *Session) relayWalked(pkt []byte) (relay.Result, error) {
 	if s.fatal != nil {
-		return walkResult{}, s.fatal
+		return relay.Result{}, s.fatal
 	}
 	a := s.queryAfter(pkt)
 	if err := s.b.WriteCommand(pkt); err != nil {
-		return walkResult{}, s.setFatal(err)
+		return relay.Result{}, s.setFatal(err)
 	}
 	if err := s.b.FlushForResponse(); err != nil {
-		return walkResult{}, s.setFatal(err)
+		return relay.Result{}, s.setFatal(err)
 	}
 	r, err := s.walk(walkRelay, false)
 	if err != nil {
 		return r, s.setFatal(err)
 	}
-	s.applyAfter(a, r.ok)
+	s.applyAfter(a, r.OK)
 	return r, s.setFatal(s.c.Flush())
 }

@@ -78,8 +78,8 @@ func (k *interceptSession) Walk(kind int, collect bool) (intercept.Result, error
 		mode = walkCollect
 	}
 	r, err := (*Session)(k).walkFrom(&t, mode)
-	return intercept.Result{OK: r.ok, Affected: r.affected, InsertID: r.insertID, Warnings: r.warnings,
-		Rows: r.rows, Err: r.err, Prep: t.Prep}, err
+	return intercept.Result{OK: r.OK, Affected: r.Affected, InsertID: r.InsertID, Warnings: r.Warnings,
+		Rows: r.Rows, Err: r.Err, Prep: t.Prep}, err
 }
 
 // client is the session's client side for the answers the proxy makes.

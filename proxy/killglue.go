@@ -13,6 +13,7 @@ import (
 	"github.com/leafproxy/leafproxy/internal/killsql"
 	"github.com/leafproxy/leafproxy/internal/sqltext"
 	"github.com/leafproxy/leafproxy/proxy/kill"
+	"github.com/leafproxy/leafproxy/proxy/relay"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
@@ -250,7 +251,7 @@ func (srv *Server) queryThread(ctx context.Context, n uint64) uint32 {
 			_, _ = bc.conn.Write(comQuit[:])
 			return tid
 		case i > 2:
-			if row, err := textRow(p, 1); err == nil && row[0] != nil {
+			if row, err := relay.TextRow(p, 1); err == nil && row[0] != nil {
 				if v, err := strconv.ParseUint(*row[0], 10, 32); err == nil {
 					tid = uint32(v)
 				}

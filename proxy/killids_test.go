@@ -11,6 +11,8 @@ import (
 
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/leafproxy/leafproxy/proxy/relay"
 )
 
 // Backend-account mode (issue 30): the greeting's connection id,
@@ -66,7 +68,7 @@ func rawScalar(t *testing.T, rc *rawClient, q string) string {
 	if ps[0][0] == 0xFF || len(ps) < 4 {
 		t.Fatalf("%s: %x", q, ps[0])
 	}
-	row, err := textRow(ps[3], 1)
+	row, err := relay.TextRow(ps[3], 1)
 	if err != nil || row[0] == nil {
 		t.Fatalf("%s: row %x: %v", q, ps[3], err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/proxy/eventloop"
 	lanes "github.com/leafproxy/leafproxy/proxy/lane"
+	"github.com/leafproxy/leafproxy/proxy/relay"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
@@ -34,7 +35,7 @@ type laneSession struct {
 	after   afterAction   // applied when the response under way is complete (Finished)
 	watcher AnswerWatcher // RelayQueryOr's: asked about its answer's first packet (Judge), told of its rows (Finished)
 	redo    AnswerWatcher // Judge's hand-off: whose verdict the goroutine carries out
-	verdict firstVerdict  // with redo
+	verdict relay.Verdict // with redo
 }
 
 // newLaneSession is s's lane on l over the sockets cfd and bfd.
@@ -76,12 +77,12 @@ func (g *laneSession) RelayedErr(head []byte) { g.s.relayedErr(head) }
 func (g *laneSession) Judge(isErr bool, p []byte) (int, uint64) {
 	w := g.watcher
 	g.watcher = nil
-	v := judgeFirst(w, isErr, p)
-	switch v.act {
-	case actRelay:
+	v := relay.Judge(w, isErr, p)
+	switch v.Act {
+	case relay.ActRelay:
 		return lanes.JudgeRelay, 0
-	case actReport:
-		return lanes.JudgeReport, v.insertID
+	case relay.ActReport:
+		return lanes.JudgeReport, v.InsertID
 	}
 	g.redo, g.verdict = w, v
 	return lanes.JudgeHandOff, 0

@@ -163,31 +163,9 @@ func (bf *backendFacts) reset() {
 	bf.forgetPrepared()
 }
 
-// overridesOK says the next response's first OK gets okInsertID (see
-// takeOKOverride).
-func (bf *backendFacts) overridesOK() bool { return bf.okInsertID != 0 || bf.okReport }
-
-// takeOKOverride spends the override of the next response's first OK:
-// the insert id to put in it, and whether any OK gets it (okReport) or
-// only one with rows affected and insert id 0.
-func (bf *backendFacts) takeOKOverride() (id uint64, report bool) {
-	id, report = bf.okInsertID, bf.okReport
-	bf.okInsertID, bf.okReport = 0, false
-	return id, report
-}
-
 // reportOK makes id the insert id of the next response's first packet if
 // that is an OK, whatever its own (an AnswerWatcher's verdict).
 func (bf *backendFacts) reportOK(id uint64) { bf.okInsertID, bf.okReport = id, true }
-
-// nextOKInsertID sets the override for the i-th result of a
-// multi-statement text from okInsertIDs (RelayQueryInsertIDs), if it
-// names one.
-func (bf *backendFacts) nextOKInsertID(i int) {
-	if bf.okInsertIDs != nil && i < len(bf.okInsertIDs) {
-		bf.okInsertID = bf.okInsertIDs[i]
-	}
-}
 
 // countRelayedErr counts an ERR packet relayed to the client.
 func (bf *backendFacts) countRelayedErr() { bf.relayedErrs++ }

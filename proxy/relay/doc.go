@@ -1,0 +1,35 @@
+// Package relay is the response relay of a leafproxy session on its own
+// goroutine (LEAFPROXY_LOOP=0, and every command an event loop hands back)
+// and the verdicts of an interceptor's AnswerWatcher on an answer's first
+// packet, which the event loop (proxy/lane, through package proxy's
+// laneglue_linux.go) and the goroutine both take.
+//
+// What it owns:
+//   - the walker (walk.go: Walker, Walk, Packet): one response followed
+//     with the one response state machine (wire.RespTracker), each packet
+//     streamed to the client renumbered for the client leg (Relay) without
+//     holding more than its first wire.HeadLen bytes, or read whole and
+//     dropped (Discard) or kept as text rows (Collect) for a statement of
+//     the proxy's own; the insert id override of a response's first OK
+//     (RelayQueryInsertID, RelayQueryInsertIDs, an OKVerdict); a LOCAL
+//     INFILE file streamed to the backend as it comes (LocalFile); text
+//     rows (TextRow) and the backend's protocol errors (ProtocolError);
+//   - the answer watch (answer.go): AnswerWatcher, ErrVerdict, OKVerdict,
+//     BaseAnswerWatcher and RetryOnly (package proxy re-exports the first
+//     four), the look at an answer's first packet (PeekFirst, under
+//     MaxWatchedErr) and the watcher's verdict on it (Judge: a Verdict,
+//     whose Act says what the relay does), which package proxy carries
+//     out (retry.go's settleFirst: a retry, a restore, a reported insert
+//     id).
+//
+// The walker is a value the session makes for each walk over its own
+// fields (package proxy's relayglue.go: its legs, buffers and insert id
+// override); it calls the session through Session only on an ERR relayed
+// and a LOCAL INFILE, and tells the tracker's observer
+// (wire.RespObserver) what the response says about the backend session.
+// Nothing is allocated per command.
+//
+// What it may call: the standard library, go-mysql's mysql package (the
+// MyError of an ERR) and proxy/wire (legs, packets, RespTracker). Never
+// package proxy, which imports it.
+package relay
