@@ -83,16 +83,6 @@ func (s *Session) relayPacket() (head []byte, total int, err error) {
 // relayLocalFile carries LOAD DATA LOCAL INFILE (relay.LocalFile).
 func (s *Session) relayLocalFile() error { return relay.LocalFile(s.c, s.b, &s.cmdSeq) }
 
-// peekFirst looks at the first packet of an answer (relay.PeekFirst); a
-// failure is fatal.
-func (s *Session) peekFirst() (isErr bool, p []byte, n int, err error) {
-	isErr, p, n, err = relay.PeekFirst(s.b)
-	if err != nil {
-		return false, nil, 0, s.setFatal(err)
-	}
-	return isErr, p, n, nil
-}
-
 // relaySession is the session as the walker sees it (relay.Session).
 type relaySession Session
 

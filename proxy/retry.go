@@ -1,13 +1,11 @@
 package proxy
 
 import (
-	"bytes"
 	"errors"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/leafproxy/leafproxy/proxy/relay"
-	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // RelayQueryOr relays sql as RelayQuery does, with w watching the
@@ -79,13 +77,9 @@ func (s *Session) relayRetry(pkt []byte, kind int, a afterAction, w AnswerWatche
 	if err := s.b.FlushForResponse(); err != nil {
 		return false, s.setFatal(err)
 	}
-	isErr, p, _, err := s.peekFirst()
+	v, err := relay.JudgeNext(s.b, w)
 	if err != nil {
-		return false, err
-	}
-	var v relay.Verdict
-	if p != nil {
-		v = relay.Judge(w, isErr, p)
+		return false, s.setFatal(err)
 	}
 	if retried, done, err := s.settleFirst(v, a); retried || done || err != nil {
 		return retried, err
@@ -104,73 +98,37 @@ func (s *Session) relayRetry(pkt []byte, kind int, a afterAction, w AnswerWatche
 }
 
 // settleFirst carries out v, a watcher's verdict on the answer's first
-// packet (still unread): a retry reads and drops the ERR (retried); a
-// restore reads the packet, runs the statement (its answer dropped), then
-// relays the ERR as it was or the OK with insert id 0, and applies a
-// (done); a report has the relay give the OK the insert id v says.
+// packet (still unread; relay.Walker.Settle): a retry reads and drops the
+// ERR (retried); a restore reads the packet, runs the statement (its
+// answer dropped), then relays the ERR as it was or the OK with insert id
+// 0, and applies a (done); a report has the relay give the OK the insert
+// id v says.
 func (s *Session) settleFirst(v relay.Verdict, a afterAction) (retried, done bool, err error) {
 	if v.Act == relay.ActRelay {
 		return false, false, nil
 	}
-	isErr, p, n, err := s.peekFirst()
-	if err != nil || p == nil {
-		return false, false, err
+	w := s.walker()
+	st, err := w.Settle(v)
+	if st.How == relay.SettleErr || st.How == relay.SettleOK {
+		s.trimScratch()
+		if st.RestoreErr != nil {
+			failed := "the statement restoring the session after a failed statement failed"
+			if st.How == relay.SettleOK {
+				failed = "the statement restoring the session after a statement that wrote nothing failed"
+			}
+			s.log.Debug(failed, "err", st.RestoreErr)
+		}
 	}
-	switch {
-	case v.Act == relay.ActRetry && isErr:
-		_, _ = s.b.R.Discard(4 + n)
-		s.b.Seq++
+	if err != nil {
+		return false, st.How != relay.SettleRelay, s.setFatal(err)
+	}
+	switch st.How {
+	case relay.SettleRetried:
 		return true, false, nil
-	case v.Act == relay.ActRestoreErr && isErr:
-		errPkt := bytes.Clone(p)
-		_, _ = s.b.R.Discard(4 + n)
-		if err := s.restoreThenAnswer(v.SQL, errPkt, "the statement restoring the session after a failed statement failed"); err != nil {
-			return false, true, err
-		}
-		s.relayedErr(errPkt)
+	case relay.SettleErr, relay.SettleOK:
 		s.markRelayed()
-		s.applyAfter(a, false)
+		s.applyAfter(a, st.How == relay.SettleOK)
 		return false, true, s.setFatal(s.c.Flush())
-	case v.Act == relay.ActRestoreOK && !isErr:
-		ok := wire.OKWithInsertID(nil, p, 0)
-		_, k1 := wire.LenencUint(p[1:])
-		_, k2 := wire.LenencUint(p[1+k1:])
-		s.setStatus(uint16(p[1+k1+k2]) | uint16(p[2+k1+k2])<<8)
-		_, _ = s.b.R.Discard(4 + n)
-		if err := s.restoreThenAnswer(v.SQL, ok, "the statement restoring the session after a statement that wrote nothing failed"); err != nil {
-			return false, true, err
-		}
-		s.markRelayed()
-		s.applyAfter(a, true)
-		return false, true, s.setFatal(s.c.Flush())
-	case v.Act == relay.ActReport && !isErr:
-		s.reportOK(v.InsertID)
 	}
 	return false, false, nil
-}
-
-// restoreThenAnswer runs sql on the backend (the answer the backend gave
-// the client's statement already read), drops its answer (a failure is
-// only logged, as failed), then writes answer to the client unflushed.
-func (s *Session) restoreThenAnswer(sql string, answer []byte, failed string) error {
-	s.b.Seq++
-	if err := s.b.WriteCommand(append([]byte{mysql.COM_QUERY}, sql...)); err != nil {
-		return s.setFatal(err)
-	}
-	if err := s.b.FlushForResponse(); err != nil {
-		return s.setFatal(err)
-	}
-	if r := s.readBackendResult(walkDiscard); s.fatal != nil {
-		return s.fatal
-	} else if r.err != nil {
-		s.log.Debug(failed, "err", r.err)
-	}
-	if err := wire.WriteHeader(s.c.W, len(answer), s.c.Seq); err != nil {
-		return s.setFatal(s.c.Fail(err))
-	}
-	s.c.Seq++
-	if _, err := s.c.W.Write(answer); err != nil {
-		return s.setFatal(s.c.Fail(err))
-	}
-	return nil
 }

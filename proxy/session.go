@@ -163,10 +163,6 @@ func (bf *backendFacts) reset() {
 	bf.forgetPrepared()
 }
 
-// reportOK makes id the insert id of the next response's first packet if
-// that is an OK, whatever its own (an AnswerWatcher's verdict).
-func (bf *backendFacts) reportOK(id uint64) { bf.okInsertID, bf.okReport = id, true }
-
 // countRelayedErr counts an ERR packet relayed to the client.
 func (bf *backendFacts) countRelayedErr() { bf.relayedErrs++ }
 

@@ -178,3 +178,14 @@ func PeekFirst(b *wire.Leg) (isErr bool, p []byte, n int, err error) {
 	}
 	return isErr, full[4:], n, nil
 }
+
+// JudgeNext asks w about b's next packet, the first of an answer, without
+// reading it (PeekFirst): the zero Verdict when it is not one a watcher
+// is asked about.
+func JudgeNext(b *wire.Leg, w AnswerWatcher) (Verdict, error) {
+	isErr, p, _, err := PeekFirst(b)
+	if err != nil || p == nil {
+		return Verdict{}, err
+	}
+	return Judge(w, isErr, p), nil
+}

@@ -17,10 +17,14 @@
 //   - the answer watch (answer.go): AnswerWatcher, ErrVerdict, OKVerdict,
 //     BaseAnswerWatcher and RetryOnly (package proxy re-exports the first
 //     four), the look at an answer's first packet (PeekFirst, under
-//     MaxWatchedErr) and the watcher's verdict on it (Judge: a Verdict,
-//     whose Act says what the relay does), which package proxy carries
-//     out (retry.go's settleFirst: a retry, a restore, a reported insert
-//     id).
+//     MaxWatchedErr) and the watcher's verdict on it (Judge, JudgeNext: a
+//     Verdict, whose Act says what the relay does), taken on either side;
+//   - the verdict carried out on the session's goroutine (settle.go:
+//     Walker.Settle): the ERR dropped for a retry, the restoring statement
+//     run and its answer dropped before the ERR or the OK with insert id 0
+//     is written, a reported insert id set for the walk. What follows
+//     (Redo, the flush, the session's view of the backend) is package
+//     proxy's (retry.go's settleFirst).
 //
 // The walker is a value the session makes for each walk over its own
 // fields (package proxy's relayglue.go: its legs, buffers and insert id
