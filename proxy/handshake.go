@@ -6,7 +6,6 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/leafproxy/leafproxy/proxy/backend"
-	"github.com/leafproxy/leafproxy/proxy/login"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
@@ -32,18 +31,9 @@ func (s *Server) clientHandshake(c *wire.Leg, g *wire.Greeting, greeted bool) (*
 	return h, nil
 }
 
-// backendLoginFor is the backend login for an authenticated client.
-func backendLoginFor(h *clientHello) backendLogin {
-	return backendLogin{
-		user:       h.account.BackendUser,
-		password:   h.account.BackendPassword,
-		db:         h.Resp.DB,
-		charset:    login.BackendCharset(h.Resp.Charset),
-		clientCaps: h.Resp.Caps,
-		clientExt:  h.Resp.ExtCaps,
-		maxPacket:  h.Resp.MaxPacket,
-		attrs:      h.Resp.Attrs,
-	}
+// backendLoginFor is the backend login for an authenticated client (backend.ClientLogin).
+func backendLoginFor(h *clientHello) backend.Login {
+	return backend.ClientLogin(h.Resp, h.account.BackendUser, h.account.BackendPassword)
 }
 
 // hello returns the backend greeting new clients are shown, learning it
@@ -60,9 +50,7 @@ func (s *Server) hello(ctx context.Context) (*wire.Greeting, error) {
 // returns the greeting the backend sent (which connectBackend has noted)
 // and logs out.
 func (s *Server) probeGreeting() (*wire.Greeting, error) {
-	bc, err := s.connectBackend(s.baseCtx, backendLogin{
-		user: s.cfg.Backend.User, password: s.cfg.Backend.Password, charset: 45,
-	})
+	bc, err := s.connectBackend(s.baseCtx, backend.Login{User: s.cfg.Backend.User, Password: s.cfg.Backend.Password, Charset: 45})
 	if err != nil {
 		return nil, err
 	}
