@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"time"
-
 	"github.com/leafproxy/leafproxy/proxy/backend"
 	"github.com/leafproxy/leafproxy/proxy/login"
 	"github.com/leafproxy/leafproxy/proxy/wire"
@@ -54,49 +52,27 @@ func (s *Server) backendAccount(user string, admin bool) Account {
 }
 
 // passThroughHandshake logs a client in through a backend connection of
-// its own (backend-account mode; backend.Pending). It returns the
-// client's hello and the logged-in backend connection, or a *loginError
-// to tell the client (any other error: the client went away or broke the
-// protocol).
+// its own (backend-account mode; backend.PassThrough). The client is
+// greeted with the backend connection's own thread id, which is what
+// CONNECTION_ID() and the processlist show it (killconn.go), scramble and
+// plugin. It returns the client's hello and the logged-in backend
+// connection, or a *login.Error to tell the client (any other error: the
+// client went away or broke the protocol).
 func (s *Server) passThroughHandshake(c *wire.Leg) (*clientHello, *backendConn, error) {
-	p, err := s.dialer().Open(s.baseCtx, s.cfg.Limits.HandshakeTimeout)
-	s.noteBackend(backend.Outcome(err))
+	h := &clientHello{}
+	pt := &backend.PassThrough{Dialer: s.dialer(), HandshakeTimeout: s.cfg.Limits.HandshakeTimeout,
+		User: s.cfg.Backend.User, Password: s.cfg.Backend.Password, Checker: s.checker(), Key: login.RSAKey(s.clientTLS),
+		ReadBuf: clientReadBuf, WriteBuf: clientWriteBuf, Noted: s.noteBackend, Admin: s.adminName,
+		Greet: func(g *wire.Greeting) (*login.Hello, error) {
+			s.noteGreeting(g)
+			cg := s.greetingFor(g.ThreadID, g)
+			cg.Scramble, cg.Plugin = g.Scramble, g.Plugin
+			return &h.Hello, login.GreetClient(&h.Hello, c, cg, false, s.clientTLS, s.cfg.TLS.Required)
+		}}
+	bc, admin, err := pt.Login(s.baseCtx, c)
 	if err != nil {
-		return nil, nil, s.backendRefusal(err)
-	}
-	g := p.Hello
-	s.noteGreeting(g)
-
-	// The client is greeted with the backend connection's own thread id,
-	// which is what CONNECTION_ID() and the processlist show it (killconn.go).
-	cg := s.greetingFor(g.ThreadID, g)
-	cg.Scramble, cg.Plugin = g.Scramble, g.Plugin
-	h, err := s.greetClient(c, cg, false)
-	if err != nil {
-		p.Retire(s.cfg.Backend.User, s.cfg.Backend.Password)
 		return nil, nil, err
 	}
-	host := login.HostKey(c.Conn.RemoteAddr())
-	if wait, blocked := s.throttle.Blocked(host, time.Now()); blocked {
-		p.Retire(s.cfg.Backend.User, s.cfg.Backend.Password)
-		return nil, nil, login.HostBlocked(c.Conn.RemoteAddr(), wait)
-	}
-	bc, b, err := p.Authenticate(c, &h.Hello, login.RSAKey(s.clientTLS))
-	if err != nil {
-		return nil, nil, backend.AuthFailure(err, host, s.checker(), s.cfg.Backend.Addr)
-	}
-	user := h.Resp.User
-	admin := false
-	if s.adminName(user) {
-		if bc.Compressed {
-			b.Compress(true, clientReadBuf, clientWriteBuf) // the admin check's query is the leg's first command
-		}
-		if admin, err = backend.ConfirmAdmin(b, user, s.log); err != nil {
-			bc.Conn.Close()
-			return nil, nil, s.backendRefusal(err)
-		}
-	}
-	_ = bc.Conn.SetDeadline(time.Time{})
-	h.account = s.backendAccount(user, admin)
+	h.account = s.backendAccount(h.Resp.User, admin)
 	return h, newBackendConn(&bc), nil
 }
