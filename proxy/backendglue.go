@@ -12,7 +12,7 @@ import (
 // What package proxy/backend, which dials the backend and logs in to it,
 // needs from the server, and what it hands back: where the backend is
 // (dialer), the reachability and greeting it found (noteBackend,
-// noteGreeting), and a logged-in connection (backendConn).
+// backendHello.Note), and a logged-in connection (backendConn).
 
 // backendReach is the backend's reachability (Server.backendDown,
 // backendstate.go).
@@ -55,7 +55,7 @@ func (s *Server) connectBackend(ctx context.Context, l backend.Login) (*backendC
 	if err != nil {
 		return nil, err
 	}
-	s.noteGreeting(bc.Hello)
+	s.backendHello.Note(bc.Hello)
 	return newBackendConn(&bc), nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/leafproxy/leafproxy/proxy/backend"
+	"github.com/leafproxy/leafproxy/proxy/login"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
@@ -14,8 +15,8 @@ import (
 // when asked), authenticates it against the proxy's accounts and returns
 // the client leg (its sequence id after the last packet read).
 func (s *Server) clientHandshake(c *wire.Leg, g *wire.Greeting, greeted bool) (*clientHello, error) {
-	h, err := s.greetClient(c, g, greeted)
-	if err != nil {
+	h := &clientHello{}
+	if err := login.GreetClient(&h.Hello, c, g, greeted, s.clientTLS, s.cfg.TLS.Required); err != nil {
 		return nil, err
 	}
 	resp := h.Resp
@@ -59,6 +60,3 @@ func (s *Server) probeGreeting() (*wire.Greeting, error) {
 	backend.Quit(bc.conn)
 	return bc.hello, nil
 }
-
-// noteGreeting remembers the backend's latest greeting (login.Greetings.Note).
-func (s *Server) noteGreeting(g *wire.Greeting) { s.backendHello.Note(g) }

@@ -7,41 +7,18 @@ import (
 )
 
 // Backend-account mode (no users configured): the backend authenticates
-// every client with its own accounts, and the proxy holds no password.
-//
-// For each new client the proxy opens a backend connection first and greets
-// the client with that connection's scramble and default plugin (the rest
-// of the greeting mirrors the backend as always). The client's handshake
-// response is passed on with the client's user, auth data, database,
-// attributes (plus the proxy's mark) and plugin, and with the capability
-// flags the proxy needs on the backend leg (backend.Pending: protocol 4.1,
-// its own TLS, compression when the client asked for it). Auth switches and extra auth data are then
-// relayed both ways until the backend says OK or ERR; the client gets that
-// answer. The connection that authenticated becomes the session's pinned
-// backend connection: there is no second login. A client's TLS ends at the
-// proxy; the backend leg's TLS is backend.tls's (see login.RelayAuth for the one
-// place where the two differ: caching_sha2_password's full authentication).
-//
-// Admin rights are never implied: a session is an admin only when the user
-// name it logged in with is listed in admins and the backend confirms, with
-// CURRENT_USER(), that it authenticated that very account (not an
-// anonymous account that accepts any name).
+// every client with its own accounts, and the proxy holds no password
+// (package proxy/backend's doc.go: backend.PassThrough). Admin rights are
+// never implied: the backend must confirm the account (CURRENT_USER()).
 
 // SetAdmins replaces the user names that are admins in backend-account mode
 // (a configuration reload); sessions already logged in keep their rights.
 func (s *Server) SetAdmins(names []string) {
-	m := make(map[string]bool, len(names))
-	for _, n := range names {
-		if n != "" {
-			m[n] = true
-		}
-	}
-	s.admins.Store(&m)
+	s.admins.Store(login.Admins(names))
 }
 
 func (s *Server) adminName(user string) bool {
-	m := s.admins.Load()
-	return m != nil && (*m)[user]
+	return login.IsAdmin(s.admins.Load(), user)
 }
 
 // backendAccount is the Account of a session the backend authenticated as
@@ -64,7 +41,7 @@ func (s *Server) passThroughHandshake(c *wire.Leg) (*clientHello, *backendConn, 
 		User: s.cfg.Backend.User, Password: s.cfg.Backend.Password, Checker: s.checker(), Key: login.RSAKey(s.clientTLS),
 		ReadBuf: clientReadBuf, WriteBuf: clientWriteBuf, Noted: s.noteBackend, Admin: s.adminName,
 		Greet: func(g *wire.Greeting) (*login.Hello, error) {
-			s.noteGreeting(g)
+			s.backendHello.Note(g)
 			cg := s.greetingFor(g.ThreadID, g)
 			cg.Scramble, cg.Plugin = g.Scramble, g.Plugin
 			return &h.Hello, login.GreetClient(&h.Hello, c, cg, false, s.clientTLS, s.cfg.TLS.Required)

@@ -71,3 +71,18 @@ func IsAccount(cur, user string) bool {
 	}
 	return at >= 0 && cur[:at] == user
 }
+
+// Admins is the set of user names listed in admins (backend-account mode),
+// for IsAdmin.
+func Admins(names []string) *map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		if n != "" {
+			m[n] = true
+		}
+	}
+	return &m
+}
+
+// IsAdmin says whether admins (nil: none) lists user.
+func IsAdmin(admins *map[string]bool, user string) bool { return admins != nil && (*admins)[user] }
