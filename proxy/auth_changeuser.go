@@ -173,7 +173,7 @@ func (s *Session) relayChangeUser(ctx context.Context, cu *changeUserReq) error 
 		if s.fatal != nil {
 			return s.fatal
 		}
-		admin = err == nil && len(rows) == 1 && len(rows[0]) == 1 && rows[0][0] != nil && login.IsAccount(*rows[0][0], cu.user)
+		admin = login.IsAccount(rows, err, cu.user)
 	}
 	s.changedUser(cu, s.srv.backendAccount(cu.user, admin), uint8(charset), attrs)
 	return s.changeUserOK(ok)

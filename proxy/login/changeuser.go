@@ -62,9 +62,14 @@ func RelayChangeUser(c, b *wire.Leg, cu *ChangeUser, withAttrs bool, ex *Exchang
 	return ok, false, err
 }
 
-// IsAccount says whether CURRENT_USER()'s answer cur ('user'@'host') names
-// user's own account.
-func IsAccount(cur, user string) bool {
+// IsAccount says whether rows, the answer to SELECT CURRENT_USER() (err
+// its error), name user's own account ('user'@'host'): the admin check of
+// a relayed change user.
+func IsAccount(rows [][]*string, err error, user string) bool {
+	if err != nil || len(rows) != 1 || len(rows[0]) != 1 || rows[0][0] == nil {
+		return false
+	}
+	cur := *rows[0][0]
 	at := len(cur) - 1
 	for at >= 0 && cur[at] != '@' {
 		at--
