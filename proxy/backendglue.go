@@ -12,7 +12,7 @@ import (
 // What package proxy/backend, which dials the backend and logs in to it,
 // needs from the server, and what it hands back: where the backend is
 // (dialer), the reachability and greeting it found (noteBackend,
-// noteGreeting), and a logged-in connection (backendConn).
+// backendHello.Note), and a logged-in connection (backendConn).
 
 // backendReach is the backend's reachability (Server.backendDown,
 // backendstate.go).
@@ -24,19 +24,6 @@ type pendingHandshakes = login.Pending
 
 // pendingConn is a connection in a pendingHandshakes.
 type pendingConn = login.PendingConn
-
-// backendLogin is what a session asks of its backend connection: whose
-// credentials, which database, and the client's choices to mirror
-// (backend.Login).
-type backendLogin struct {
-	user, password string
-	db             string
-	charset        uint8
-	clientCaps     uint32 // the client's negotiated flags; login.MirroredCaps are copied
-	clientExt      uint32
-	maxPacket      uint32
-	attrs          []byte // the client's raw connection attributes
-}
 
 // backendConn is a logged-in backend connection (backend.Conn).
 type backendConn struct {
@@ -62,14 +49,13 @@ func (s *Server) dialer() *backend.Dialer {
 // (backend.Dialer.Connect), noting the backend's reachability and
 // greeting. The returned error is the backend's own *mysql.MyError (1045,
 // 1049, ...) when it refused, or an I/O error.
-func (s *Server) connectBackend(ctx context.Context, l backendLogin) (*backendConn, error) {
-	bc, err := s.dialer().Connect(ctx, &backend.Login{User: l.user, Password: l.password, DB: l.db, Charset: l.charset,
-		ClientCaps: l.clientCaps, ClientExt: l.clientExt, MaxPacket: l.maxPacket, Attrs: l.attrs})
+func (s *Server) connectBackend(ctx context.Context, l backend.Login) (*backendConn, error) {
+	bc, err := s.dialer().Connect(ctx, &l)
 	s.noteBackend(backend.Outcome(err))
 	if err != nil {
 		return nil, err
 	}
-	s.noteGreeting(bc.Hello)
+	s.backendHello.Note(bc.Hello)
 	return newBackendConn(&bc), nil
 }
 

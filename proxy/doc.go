@@ -10,10 +10,11 @@
 // admission), handshake.go (client login: the probe login),
 // backendglue.go (what package proxy/backend needs of the server),
 // backendstate.go (the backend's reachability, logged once per change),
-// passthrough.go (logins the backend authenticates: admins),
-// prelogin_linux.go (the accept loop's greeting and its doorman),
-// auth_changeuser.go (COM_CHANGE_USER), loginglue.go (what package
-// proxy/login needs of the server),
+// passthrough.go (logins the backend authenticates: admins,
+// backend.PassThrough), prelogin_linux.go (the accept loop's greeting and
+// its doorman), auth_changeuser.go (COM_CHANGE_USER applied to the
+// session; the relayed exchange is login.RelayChangeUser), loginglue.go
+// (what package proxy/login needs of the server),
 // session.go (the session's state and command loop), idlewatch.go (what
 // package proxy/idle's idle watch needs of a session), dispatch.go (one method per command kind, large commands),
 // killglue.go (what package proxy/kill, which decides and carries out
@@ -66,34 +67,9 @@
 //
 // # Looking like the backend
 //
-// The greeting is the backend's own: its version string, status flags
-// (autocommit: PyMySQL derives its autocommit default from them), charset,
-// and its capability flags less what the relay cannot carry. It is learned
-// from a probe login at the first client and refreshed from every backend
-// login, so a restarted or upgraded backend shows through. Capabilities the
-// proxy honours on both legs: FOUND_ROWS, MULTI_STATEMENTS, MULTI_RESULTS,
-// PS_MULTI_RESULTS, SESSION_TRACK, CONNECT_ATTRS (the client's own attributes
-// are forwarded, with _proxy=leafproxy added), LOCAL_FILES (the file request
-// and the client's file are relayed; an interceptor may have the file pass
-// through an InfileTransformer, infile.go), IGNORE_SPACE,
-// INTERACTIVE, and MariaDB's STMT_BULK_OPERATIONS and EXTENDED_TYPE_INFO
-// (the proxy's own result sets are written in the negotiated format).
-// COMPRESS and SSL are per leg: the proxy speaks them with the client and
-// separately with the backend (backend.tls; the backend leg compresses
-// when its client's does, wire/compress.go). Not advertised, because the
-// relay's response walker would misread them: DEPRECATE_EOF, MySQL 8's
-// QUERY_ATTRIBUTES / OPTIONAL_RESULTSET_METADATA / ZSTD, MariaDB's
-// PROGRESS, COM_MULTI, CACHE_METADATA and BULK_UNIT_RESULTS. Clients work
-// without them, as with a server that lacks them.
-//
-// With users configured, the backend login happens after the client has
-// authenticated and before it is told so: the client gets the backend's own login OK (status flags,
-// session state), or its ERR (1045, 1049 unknown database, ...), or 1429
-// naming the backend address when it cannot be reached. When no greeting can
-// be learned at all, the client gets that 1429 in place of a greeting.
-// Without users (backend-account mode) the backend connection comes first:
-// the client is greeted with its thread id, scramble and plugin, and the
-// exchange is relayed until the backend's OK or ERR (passthrough.go).
+// The greeting, the capabilities it offers and how a login reaches the
+// backend are package proxy/login's (its doc.go, with COM_CHANGE_USER's)
+// and proxy/backend's.
 //
 // # Connection ids and KILL
 //
@@ -113,18 +89,6 @@
 // as the client did; KILL QUERY for a statement whose client went away)
 // and the hang-up watch are package proxy/sessionend's (its doc.go); the
 // session carries its plan out (hangup.go, sessionendglue.go).
-//
-// # COM_CHANGE_USER
-//
-// With backend accounts (no users) the command is relayed to the session's
-// backend connection, auth switches included (auth_changeuser.go). With
-// users, the new account is checked against them with the greeting's
-// scramble (switching plugin when needed); the backend session is then
-// replaced by a fresh login as that account's backend user, which resets
-// session state as the server's own change user does (variables, temporary
-// tables, prepared statements). A refused change user answers the error and
-// keeps the connection, reset, as the old user, as MariaDB does; after
-// three refusals the command is answered 1047.
 //
 // # Relay
 //

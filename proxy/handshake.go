@@ -15,8 +15,8 @@ import (
 // when asked), authenticates it against the proxy's accounts and returns
 // the client leg (its sequence id after the last packet read).
 func (s *Server) clientHandshake(c *wire.Leg, g *wire.Greeting, greeted bool) (*clientHello, error) {
-	h, err := s.greetClient(c, g, greeted)
-	if err != nil {
+	h := &clientHello{}
+	if err := login.GreetClient(&h.Hello, c, g, greeted, s.clientTLS, s.cfg.TLS.Required); err != nil {
 		return nil, err
 	}
 	resp := h.Resp
@@ -32,18 +32,9 @@ func (s *Server) clientHandshake(c *wire.Leg, g *wire.Greeting, greeted bool) (*
 	return h, nil
 }
 
-// backendLoginFor is the backend login for an authenticated client.
-func backendLoginFor(h *clientHello) backendLogin {
-	return backendLogin{
-		user:       h.account.BackendUser,
-		password:   h.account.BackendPassword,
-		db:         h.Resp.DB,
-		charset:    login.BackendCharset(h.Resp.Charset),
-		clientCaps: h.Resp.Caps,
-		clientExt:  h.Resp.ExtCaps,
-		maxPacket:  h.Resp.MaxPacket,
-		attrs:      h.Resp.Attrs,
-	}
+// backendLoginFor is the backend login for an authenticated client (backend.ClientLogin).
+func backendLoginFor(h *clientHello) backend.Login {
+	return backend.ClientLogin(h.Resp, h.account.BackendUser, h.account.BackendPassword)
 }
 
 // hello returns the backend greeting new clients are shown, learning it
@@ -60,9 +51,7 @@ func (s *Server) hello(ctx context.Context) (*wire.Greeting, error) {
 // returns the greeting the backend sent (which connectBackend has noted)
 // and logs out.
 func (s *Server) probeGreeting() (*wire.Greeting, error) {
-	bc, err := s.connectBackend(s.baseCtx, backendLogin{
-		user: s.cfg.Backend.User, password: s.cfg.Backend.Password, charset: 45,
-	})
+	bc, err := s.connectBackend(s.baseCtx, backend.Login{User: s.cfg.Backend.User, Password: s.cfg.Backend.Password, Charset: 45})
 	if err != nil {
 		return nil, err
 	}
@@ -71,6 +60,3 @@ func (s *Server) probeGreeting() (*wire.Greeting, error) {
 	backend.Quit(bc.conn)
 	return bc.hello, nil
 }
-
-// noteGreeting remembers the backend's latest greeting (login.Greetings.Note).
-func (s *Server) noteGreeting(g *wire.Greeting) { s.backendHello.Note(g) }

@@ -11,6 +11,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"golang.org/x/sys/unix"
 
+	"github.com/leafproxy/leafproxy/proxy/backend"
 	"github.com/leafproxy/leafproxy/proxy/sessionend"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
@@ -118,7 +119,7 @@ func (srv *Server) killQuery(acct Account, tid uint32) error {
 	}
 	ctx, cancel := context.WithTimeout(srv.baseCtx, timeout)
 	defer cancel()
-	bc, err := srv.connectBackend(ctx, backendLogin{user: acct.BackendUser, password: acct.BackendPassword, charset: 45})
+	bc, err := srv.connectBackend(ctx, backend.Login{User: acct.BackendUser, Password: acct.BackendPassword, Charset: 45})
 	if err != nil {
 		return err
 	}

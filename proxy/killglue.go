@@ -12,6 +12,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/internal/killsql"
 	"github.com/leafproxy/leafproxy/internal/sqltext"
+	"github.com/leafproxy/leafproxy/proxy/backend"
 	"github.com/leafproxy/leafproxy/proxy/kill"
 	"github.com/leafproxy/leafproxy/proxy/relay"
 	"github.com/leafproxy/leafproxy/proxy/wire"
@@ -228,7 +229,7 @@ func (srv *Server) queryThread(ctx context.Context, n uint64) uint32 {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	bc, err := srv.connectBackend(ctx, backendLogin{user: srv.cfg.Backend.User, password: srv.cfg.Backend.Password, charset: 45})
+	bc, err := srv.connectBackend(ctx, backend.Login{User: srv.cfg.Backend.User, Password: srv.cfg.Backend.Password, Charset: 45})
 	if err != nil {
 		return 0
 	}

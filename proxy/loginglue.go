@@ -55,17 +55,6 @@ func (s *Server) authenticate(c *wire.Leg, user, plugin string, auth, scramble [
 	return users.byName[user], nil
 }
 
-// greetClient writes greeting g (unless greeted), reads the client's
-// handshake response (upgrading its leg to TLS when asked) and checks
-// tls.required; the client is not yet authenticated.
-func (s *Server) greetClient(c *wire.Leg, g *wire.Greeting, greeted bool) (*clientHello, error) {
-	h := &clientHello{}
-	if err := login.GreetClient(&h.Hello, c, g, greeted, s.clientTLS, s.cfg.TLS.Required); err != nil {
-		return nil, err
-	}
-	return h, nil
-}
-
 // greetingFor builds the greeting a new client gets (login.Greeting): the
 // backend's, with the proxy's session id id, a fresh scramble and the
 // proxy's auth method.
@@ -74,22 +63,14 @@ func (s *Server) greetingFor(id uint32, hello *wire.Greeting) *wire.Greeting {
 }
 
 // setupTLS makes the client-facing TLS configuration and, when backend.tls
-// is on, the backend leg's.
-func (s *Server) setupTLS() error {
-	tc, err := login.ClientTLS(s.cfg.TLS.Cert, s.cfg.TLS.Key)
-	if err != nil {
-		return err
+// is on, the backend leg's (login.Configs).
+func (s *Server) setupTLS() (err error) {
+	var bt *login.BackendTLS
+	if b := s.cfg.Backend.TLS; b.Enabled {
+		bt = &login.BackendTLS{CA: b.CA, ServerName: b.ServerName, InsecureSkipVerify: b.InsecureSkipVerify, Addr: s.cfg.Backend.Addr}
 	}
-	s.clientTLS = tc
-	if bt := s.cfg.Backend.TLS; bt.Enabled {
-		tc, err := login.BackendConfig(login.BackendTLS{CA: bt.CA, ServerName: bt.ServerName,
-			InsecureSkipVerify: bt.InsecureSkipVerify, Addr: s.cfg.Backend.Addr})
-		if err != nil {
-			return err
-		}
-		s.backendTLS = tc
-	}
-	return nil
+	s.clientTLS, s.backendTLS, err = login.Configs(s.cfg.TLS.Cert, s.cfg.TLS.Key, bt)
+	return err
 }
 
 // Defaults of the login throttle's limits (the configuration file's are the same values).
@@ -99,27 +80,13 @@ const (
 	DefaultLoginBlockMax        = login.DefaultLoginBlockMax
 )
 
-// LoginStats counts failed logins and what the throttle did about them.
-type LoginStats struct {
-	Failures     uint64 // logins refused for wrong credentials (1045)
-	Refused      uint64 // connections and logins refused because their host was blocked (1129)
-	Blocks       uint64 // times a host was blocked
-	BlockedHosts int    // hosts blocked now
-	Hosts        int    // hosts in the throttle's table (at most 16384)
-	Dropped      uint64 // pending handshakes closed to make room for others (limits.max_handshakes, max_silent_handshakes)
-	Handshakes   int    // handshakes under way now (limits.max_handshakes)
-	Silent       int    // connections greeted that have sent nothing yet (limits.max_silent_handshakes)
-}
+// LoginStats counts failed logins and what the throttle did about them (login.Stats).
+type LoginStats = login.Stats
 
 // LoginStats reports the login throttle's counters (for metrics).
 func (s *Server) LoginStats() LoginStats {
-	st := LoginStats{Failures: s.loginFailures.Load(), Dropped: s.handshakesDropped.Load()}
 	s.mu.Lock()
-	st.Handshakes, st.Silent = s.pending.N(), s.silent.N()
+	handshakes, silent := s.pending.N(), s.silent.N()
 	s.mu.Unlock()
-	if t := s.throttle; t != nil {
-		st.Refused, st.Blocks = t.Refused(), t.Blocks()
-		st.BlockedHosts, st.Hosts = t.BlockedHosts(time.Now()), t.HostsTracked()
-	}
-	return st
+	return s.throttle.Stats(s.loginFailures.Load(), s.handshakesDropped.Load(), handshakes, silent, time.Now())
 }

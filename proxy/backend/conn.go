@@ -27,6 +27,13 @@ type Login struct {
 	Attrs          []byte // the client's raw connection attributes
 }
 
+// ClientLogin is the backend login for a client whose handshake response
+// was resp, as the account's backend user (user, password).
+func ClientLogin(resp *wire.HandshakeResponse, user, password string) Login {
+	return Login{User: user, Password: password, DB: resp.DB, Charset: login.BackendCharset(resp.Charset),
+		ClientCaps: resp.Caps, ClientExt: resp.ExtCaps, MaxPacket: resp.MaxPacket, Attrs: resp.Attrs}
+}
+
 // Conn is a logged-in backend connection.
 type Conn struct {
 	Conn     net.Conn       // the TLS connection when backend.tls is on

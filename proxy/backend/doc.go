@@ -32,6 +32,31 @@
 //     ErrUnreachable; AuthFailure, a relayed login's failure, a refused
 //     password counting against the client's host) and the admin check's
 //     confirmation (ConfirmAdmin: CURRENT_USER() names the very account).
+//   - backend-account mode's whole login (PassThrough.Login: the dial, the
+//     client greeted through the server's callback, the throttle's check,
+//     the relayed exchange, the admin check), and ClientLogin, the backend
+//     login of a client the proxy authenticated.
+//
+// Backend-account mode (no users configured): the backend authenticates
+// every client with its own accounts, and the proxy holds no password.
+//
+// For each new client the proxy opens a backend connection first and greets
+// the client with that connection's scramble and default plugin (the rest
+// of the greeting mirrors the backend as always). The client's handshake
+// response is passed on with the client's user, auth data, database,
+// attributes (plus the proxy's mark) and plugin, and with the capability
+// flags the proxy needs on the backend leg (Pending: protocol 4.1,
+// its own TLS, compression when the client asked for it). Auth switches and extra auth data are then
+// relayed both ways until the backend says OK or ERR; the client gets that
+// answer. The connection that authenticated becomes the session's pinned
+// backend connection: there is no second login. A client's TLS ends at the
+// proxy; the backend leg's TLS is backend.tls's (see login.RelayAuth for the one
+// place where the two differ: caching_sha2_password's full authentication).
+//
+// Admin rights are never implied: a session is an admin only when the user
+// name it logged in with is listed in admins and the backend confirms, with
+// CURRENT_USER(), that it authenticated that very account (not an
+// anonymous account that accepts any name).
 //
 // What it may call: package proxy/login (capability sets, the relayed
 // exchange, the failed-login count, Error), package proxy/wire for the
@@ -39,7 +64,8 @@
 // library, internal/edge (Reach's once-per-change). Not package proxy (internal/layering's test holds it so): what
 // it needs of the server comes in as values (Dialer: backend.addr,
 // backend.connect_timeout, backend.tls's configuration; login.Checker for
-// the failed-login count) and what it finds goes back as return values
+// the failed-login count; PassThrough's settings and its three callbacks:
+// Noted, Greet, Admin) and what it finds goes back as return values
 // (package proxy notes reachability and the greeting, proxy/backendglue.go).
 // Nothing here runs per command: logins and COM_CHANGE_USER only.
 package backend

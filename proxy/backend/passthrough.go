@@ -117,3 +117,62 @@ func Quit(nc net.Conn) {
 }
 
 var comQuit = [...]byte{1, 0, 0, 0, mysql.COM_QUIT}
+
+// PassThrough is a backend-account mode login as the server sets it up:
+// where the backend is, the proxy's own backend account (for Retire), the
+// failed-login accounting, the client-facing certificate's RSA key, the
+// leg's buffer sizes once compressed, and what it calls back into: Noted
+// (the backend's reachability after the dial), Greet (greets the client
+// with the backend connection's greeting and reads its handshake
+// response) and Admin (is the user name listed in admins).
+type PassThrough struct {
+	Dialer            *Dialer
+	HandshakeTimeout  time.Duration
+	User, Password    string
+	Checker           login.Checker
+	Key               *rsa.PrivateKey
+	ReadBuf, WriteBuf int
+	Noted             func(error)
+	Greet             func(*wire.Greeting) (*login.Hello, error)
+	Admin             func(user string) bool
+}
+
+// Login logs the client on leg c in through a backend connection of its
+// own (Open, then Pending.Authenticate), within the handshake timeout. A
+// client whose host is over its failed-login budget is refused after the
+// greeting. A user name listed in admins is an admin only when the backend
+// confirms it authenticated that very account (ConfirmAdmin). It returns
+// the logged-in connection, or a *login.Error to tell the client (any other
+// error: the client went away or broke the protocol).
+func (pt *PassThrough) Login(ctx context.Context, c *wire.Leg) (bc Conn, admin bool, err error) {
+	p, err := pt.Dialer.Open(ctx, pt.HandshakeTimeout)
+	pt.Noted(Outcome(err))
+	if err != nil {
+		return Conn{}, false, Refusal(err, pt.Dialer.Addr)
+	}
+	h, err := pt.Greet(p.Hello)
+	if err != nil {
+		p.Retire(pt.User, pt.Password)
+		return Conn{}, false, err
+	}
+	host := login.HostKey(c.Conn.RemoteAddr())
+	if wait, blocked := pt.Checker.Throttle.Blocked(host, time.Now()); blocked {
+		p.Retire(pt.User, pt.Password)
+		return Conn{}, false, login.HostBlocked(c.Conn.RemoteAddr(), wait)
+	}
+	bc, b, err := p.Authenticate(c, h, pt.Key)
+	if err != nil {
+		return Conn{}, false, AuthFailure(err, host, pt.Checker, pt.Dialer.Addr)
+	}
+	if user := h.Resp.User; pt.Admin(user) {
+		if bc.Compressed {
+			b.Compress(true, pt.ReadBuf, pt.WriteBuf) // the admin check's query is the leg's first command
+		}
+		if admin, err = ConfirmAdmin(b, user, pt.Checker.Log); err != nil {
+			bc.Conn.Close()
+			return Conn{}, false, Refusal(err, pt.Dialer.Addr)
+		}
+	}
+	_ = bc.Conn.SetDeadline(time.Time{})
+	return bc, admin, nil
+}

@@ -233,3 +233,26 @@ func (t *Throttle) Blocks() uint64 {
 	}
 	return t.blocks.Load()
 }
+
+// Stats counts failed logins and what the throttle did about them.
+type Stats struct {
+	Failures     uint64 // logins refused for wrong credentials (1045)
+	Refused      uint64 // connections and logins refused because their host was blocked (1129)
+	Blocks       uint64 // times a host was blocked
+	BlockedHosts int    // hosts blocked now
+	Hosts        int    // hosts in the throttle's table (at most 16384)
+	Dropped      uint64 // pending handshakes closed to make room for others (limits.max_handshakes, max_silent_handshakes)
+	Handshakes   int    // handshakes under way now (limits.max_handshakes)
+	Silent       int    // connections greeted that have sent nothing yet (limits.max_silent_handshakes)
+}
+
+// Stats reports the throttle's counters (t nil: off) with the server's:
+// failures (Checker.Failures), dropped, and the handshake budgets' sizes.
+func (t *Throttle) Stats(failures, dropped uint64, handshakes, silent int, now time.Time) Stats {
+	st := Stats{Failures: failures, Dropped: dropped, Handshakes: handshakes, Silent: silent}
+	if t != nil {
+		st.Refused, st.Blocks = t.Refused(), t.Blocks()
+		st.BlockedHosts, st.Hosts = t.BlockedHosts(now), t.HostsTracked()
+	}
+	return st
+}

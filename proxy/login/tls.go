@@ -21,6 +21,20 @@ type BackendTLS struct {
 	Addr               string // the backend's address (host:port or a Unix socket path)
 }
 
+// Configs makes the client-facing TLS configuration (ClientTLS) and, when
+// bt is not nil (backend.tls is on), the backend leg's (BackendConfig).
+func Configs(cert, key string, bt *BackendTLS) (client, backend *tls.Config, err error) {
+	if client, err = ClientTLS(cert, key); err != nil {
+		return nil, nil, err
+	}
+	if bt != nil {
+		if backend, err = BackendConfig(*bt); err != nil {
+			return nil, nil, err
+		}
+	}
+	return client, backend, nil
+}
+
 // ClientTLS loads the client-facing certificate from cert and key or,
 // when neither is configured, makes a self-signed RSA one in memory
 // (clients that ask for TLS without verifying get encryption; clients that
