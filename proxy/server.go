@@ -225,8 +225,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // handle runs one client connection from handshake to close; w, when not
 // nil, is the connection as the accept loop greeted it (proxy/frontdoor),
 // whose first bytes have arrived. Its steps: the handshake budget
-// (admitHandshake), the login (login), the connection limit
-// (admitSession), the backend login with users, then the session
+// (Door.AdmitHandshake), the login (login), the connection limit
+// (Door.AdmitSession), the backend login with users, then the session
 // (runSession).
 func (s *Server) handle(raw net.Conn, w *frontdoor.Waiting) {
 	defer s.wg.Done()
