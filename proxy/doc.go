@@ -6,13 +6,14 @@
 // response back packet for packet. go-mysql supplies constants and auth
 // scrambles only; framing and parsing are ours.
 //
-// Files: server.go (listener, sessions registry, the handshake budgets'
-// admission), handshake.go (client login: the probe login),
+// Files: server.go (the Server, its options, Serve and Shutdown, a
+// connection's way from handshake to session), frontdoorglue.go (what
+// package proxy/frontdoor, the accept loop, the doorman and the admission
+// budgets, needs of the server), handshake.go (client login: the probe login),
 // backendglue.go (what package proxy/backend needs of the server),
 // backendstate.go (the backend's reachability, logged once per change),
 // passthrough.go (logins the backend authenticates: admins,
-// backend.PassThrough), prelogin_linux.go (the accept loop's greeting and
-// its doorman), auth_changeuser.go (COM_CHANGE_USER applied to the
+// backend.PassThrough), auth_changeuser.go (COM_CHANGE_USER applied to the
 // session; the relayed exchange is login.RelayChangeUser), loginglue.go
 // (what package proxy/login needs of the server),
 // session.go (the session's state and command loop), idlewatch.go (what

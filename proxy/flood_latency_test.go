@@ -147,8 +147,8 @@ func floodLoginLatency(t *testing.T, variant string) {
 			c.Limits.MaxSilentHandshakes = max(c.Limits.MaxHandshakes, DefaultMaxHandshakes)
 		}
 	}, func(s *Server) {
-		s.greetInGoroutine = variant == "goroutine"
-		s.silentSpreadOff = variant != "doorman"
+		s.front.GreetInGoroutine = variant == "goroutine"
+		s.front.SilentSpreadOff = variant != "doorman"
 	})
 	heap0 := heapInUse()
 	rss0 := residentBytes()
@@ -239,11 +239,7 @@ func floodLoginLatency(t *testing.T, variant string) {
 		return ds[len(ds)/2].Round(time.Millisecond).String() + " p50, " + ds[len(ds)*99/100].Round(time.Millisecond).String() + " p99, " + ds[len(ds)-1].Round(time.Millisecond).String() + " max"
 	}
 	slices.Sort(backlog)
-	inUse := 0
-	e.srv.doormanOnce.Do(func() {}) // orders the read of door after its start
-	if e.srv.door != nil {
-		inUse = e.srv.door.budget
-	}
+	inUse := e.srv.front.DoormanBudget()
 	t.Logf("%s: max_handshakes %d, max_silent_handshakes %d (%d in use), %d silent connections (another process), %.0f handshakes dropped/s over %v: accept queue %d p50, %d max; a new goroutine runs after %s; TCP connect %s; greeting after connect %s; whole login (go-sql-driver Ping, %d of %d) %s; %+v",
 		variant, e.cfg.Limits.MaxHandshakes, e.cfg.Limits.MaxSilentHandshakes, inUse, silent, rate, time.Since(t0).Round(time.Millisecond), backlog[len(backlog)/2], backlog[len(backlog)-1], q(wake), q(dial), q(greet), len(login), len(wake), q(login), e.srv.LoginStats())
 }

@@ -79,10 +79,6 @@ func (s *Session) unpark() {
 	s.srv.idleMem.TookBack(s.bufferBytes() - had)
 }
 
-// errBackendClosedIdle ends a session whose backend went away between
-// commands.
-type errBackendClosedIdle = idle.BackendClosedError
-
 // backendGone checks, without blocking, whether the backend connection has
 // been closed or has sent something unasked (idle.BackendGone).
 func (s *Session) backendGone() error {

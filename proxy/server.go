@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,10 +15,10 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/leafproxy/leafproxy/proxy/frontdoor"
 	"github.com/leafproxy/leafproxy/proxy/idle"
 	"github.com/leafproxy/leafproxy/proxy/login"
 	"github.com/leafproxy/leafproxy/proxy/wire"
-	"golang.org/x/sys/unix"
 )
 
 // Server accepts MySQL clients and relays each to its own backend connection.
@@ -62,12 +61,8 @@ type Server struct {
 	handling          atomic.Int64   // connections whose handle has not returned (tests)
 	hangupOn          atomic.Bool    // the hang-up watch runs (hangup.go)
 
-	doormanOnce      sync.Once
-	door             *doorman // greeted connections waiting for their first byte (prelogin_linux.go)
-	greetInGoroutine bool     // tests: greet every client from its own goroutine, as before the doorman
-	silentSpreadOff  bool     // tests: every silent connection's deadline is handshake_timeout, as before the spread
+	front frontdoor.Door // the accept loop, session ids, the doorman (frontdoorglue.go)
 
-	nextID   atomic.Uint32 // proxy session ids handed out in greetings
 	accepted atomic.Uint64
 	active   atomic.Int64 // logged-in sessions
 	draining atomic.Bool
@@ -76,13 +71,12 @@ type Server struct {
 	baseCtx    context.Context
 	cancelBase context.CancelFunc
 
-	mu        sync.Mutex
-	listeners []net.Listener
-	sessions  map[uint32]*Session // by proxy session id
-	pending   pendingHandshakes   // handshakes under way (limits.max_handshakes)
-	silent    pendingHandshakes   // greeted, nothing received yet (prelogin_linux.go; limits.max_silent_handshakes)
-	done      chan struct{}       // closed when Shutdown has finished
-	doneOnce  sync.Once
+	mu       sync.Mutex
+	sessions map[uint32]*Session // by proxy session id
+	pending  pendingHandshakes   // handshakes under way (limits.max_handshakes)
+	silent   pendingHandshakes   // greeted, nothing received yet (proxy/frontdoor; limits.max_silent_handshakes)
+	done     chan struct{}       // closed when Shutdown has finished
+	doneOnce sync.Once
 }
 
 // accounts is the set of proxy users, swapped whole on reload.
@@ -122,10 +116,9 @@ func WithMaxPacket(n int) Option { return func(s *Server) { s.maxPacket = n } }
 // default the proxy announces the backend's.
 func WithServerVersion(v string) Option { return func(s *Server) { s.versionOverride = v } }
 
-// sessionIDBase keeps the proxy's session ids (the greeting's connection id,
-// what clients put in KILL) apart from backend thread ids, which count from
-// 1: an id below it can only be a backend thread id (CONNECTION_ID()).
-const sessionIDBase = 1 << 30
+// sessionIDBase keeps the proxy's session ids apart from backend thread
+// ids (frontdoor.SessionIDBase).
+const sessionIDBase = frontdoor.SessionIDBase
 
 // NewServer prepares a proxy for cfg. It does not contact the backend.
 func NewServer(cfg Config, opts ...Option) (*Server, error) {
@@ -140,7 +133,6 @@ func NewServer(cfg Config, opts ...Option) (*Server, error) {
 		decoy:      randomPassword(),
 	}
 	s.stats.ended.Errors = map[uint16]uint64{}
-	s.nextID.Store(sessionIDBase)
 	for _, o := range opts {
 		o(s)
 	}
@@ -156,6 +148,7 @@ func NewServer(cfg Config, opts ...Option) (*Server, error) {
 	s.throttle = login.NewThrottle(cfg.Limits.LoginFailures, cfg.Limits.LoginFailureInterval, cfg.Limits.LoginBlockMax, login.ThrottleHosts)
 	s.idleMem.Done = s.done
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
+	s.initFront()
 	return s, nil
 }
 
@@ -197,28 +190,10 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 // Listen binds addr as Config.Listen reads it: host:port, or a Unix socket
 // path (containing '/'), whose file a process that died left behind is
 // removed first (one still serving it is an error).
-func Listen(addr string) (net.Listener, error) {
-	network := "tcp"
-	if strings.Contains(addr, "/") {
-		network = "unix"
-		if c, err := net.Dial("unix", addr); err == nil {
-			c.Close()
-			return nil, errors.New("another process is serving this socket")
-		}
-		_ = os.Remove(addr)
-	}
-	return net.Listen(network, addr)
-}
+func Listen(addr string) (net.Listener, error) { return frontdoor.Listen(addr) }
 
 // Addr is the address of the first listener (nil before Serve).
-func (s *Server) Addr() net.Addr {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.listeners) == 0 {
-		return nil
-	}
-	return s.listeners[0].Addr()
-}
+func (s *Server) Addr() net.Addr { return s.front.Addr() }
 
 // Draining reports whether Shutdown has begun: no client is accepted any
 // more (a readiness probe's answer).
@@ -234,131 +209,31 @@ func (s *Server) Sessions() (current int64, accepted uint64) {
 // Serve accepts clients on l until ctx ends or Shutdown is called; when ctx
 // ends it shuts down gracefully (cfg.Shutdown.Grace) before returning.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
-	s.mu.Lock()
-	if s.draining.Load() {
-		s.mu.Unlock()
-		l.Close()
-		return errors.New("proxy: server is shut down")
-	}
-	s.listeners = append(s.listeners, l)
-	s.mu.Unlock()
-	attrs := []any{"addr", l.Addr().String(), "backend", s.cfg.Backend.Addr, "auth", s.authMethod}
-	if n, bounded := s.silentBudget(); bounded {
-		// Said once, where an operator reads what the proxy runs with.
-		attrs = append(attrs, "max_silent_handshakes", n, "bounded_by", "half the open-file limit (ulimit -n)")
-	}
-	s.log.Info("proxy listening", attrs...)
-
-	go func() {
-		select {
-		case <-ctx.Done():
-			grace := s.cfg.Shutdown.Grace
-			sctx, cancel := context.WithTimeout(context.Background(), grace)
-			defer cancel()
-			if err := s.Shutdown(sctx); err != nil {
-				s.log.Warn("shutdown grace period over, closed remaining sessions", "grace", grace)
-			}
-		case <-s.done:
-		}
-	}()
-
-	var delay time.Duration
-	for {
-		conn, err := l.Accept()
-		if err != nil {
-			if s.draining.Load() {
-				<-s.done
-				return nil
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) {
-				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-				s.log.Warn("accept failed, retrying", "err", err, "in", delay)
-				time.Sleep(delay)
-				continue
-			}
-			return fmt.Errorf("accept on %s: %w", l.Addr(), err)
-		}
-		delay = 0
-		s.wg.Add(1)
-		s.handling.Add(1)
-		if !s.greetEarly(conn) {
-			go s.handle(conn, nil)
-		}
-	}
+	return s.front.Serve(ctx, l, s.cfg.Shutdown.Grace, "backend", s.cfg.Backend.Addr, "auth", s.authMethod)
 }
 
 // Shutdown stops accepting, closes idle sessions at once, lets statements in
 // flight finish until ctx ends, then closes whatever is left. It returns
 // ctx's error if sessions had to be cut off.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.mu.Lock()
-	s.draining.Store(true)
-	for _, l := range s.listeners {
-		l.Close()
-	}
-	for _, sess := range s.sessions {
-		sess.pokeIfIdle()
-	}
-	s.pending.CloseAll()
-	s.silent.CloseAll()
-	s.mu.Unlock()
-	s.loopsOnce.Do(func() {}) // no loops start from here on
-	s.drainLoops()
-
-	finished := make(chan struct{})
-	go func() { s.wg.Wait(); close(finished) }()
-	var err error
-	select {
-	case <-finished:
-	case <-ctx.Done():
-		err = ctx.Err()
-		s.mu.Lock()
-		for _, sess := range s.sessions {
-			sess.forceClose()
-		}
-		s.mu.Unlock()
-		s.cancelBase()
-		<-finished
-	}
-	s.stopLoops()
-	s.stopDoorman()
+	err := s.front.Shutdown(ctx)
 	s.cancelBase()
 	s.doneOnce.Do(func() { close(s.done) })
 	return err
 }
 
-// newSessionID hands out the next proxy session id.
-func (s *Server) newSessionID() uint32 {
-	id := s.nextID.Add(1)
-	if id < sessionIDBase { // wrapped after 3 billion sessions
-		s.nextID.Store(sessionIDBase)
-		id = s.nextID.Add(1)
-	}
-	return id
-}
-
 // handle runs one client connection from handshake to close; w, when not
-// nil, is the connection as the accept loop greeted it (prelogin_linux.go),
+// nil, is the connection as the accept loop greeted it (proxy/frontdoor),
 // whose first bytes have arrived. Its steps: the handshake budget
-// (admitHandshake), the login (login), the connection limit
-// (admitSession), the backend login with users, then the session
+// (Door.AdmitHandshake), the login (login), the connection limit
+// (Door.AdmitSession), the backend login with users, then the session
 // (runSession).
-func (s *Server) handle(raw net.Conn, w *waiting) {
+func (s *Server) handle(raw net.Conn, w *frontdoor.Waiting) {
 	defer s.wg.Done()
 	defer s.handling.Add(-1)
 	defer raw.Close()
-	var id uint32
-	if w != nil {
-		id = w.id
-	} else {
-		s.accepted.Add(1)
-		id = s.newSessionID()
-	}
-	remote := "unix"
-	if a := raw.RemoteAddr(); a != nil && a.String() != "" && a.String() != "@" {
-		remote = a.String()
-	}
+	id := s.front.SessionID(w)
+	remote := frontdoor.Remote(raw)
 	log := s.log.With("session", id, "remote", remote)
 	// A panic in the handshake (a parser bug on hostile input) costs this
 	// connection, not the process.
@@ -372,7 +247,7 @@ func (s *Server) handle(raw net.Conn, w *waiting) {
 	// costs little memory each.
 	c := wire.NewLeg("client", raw, 1<<10, 1<<10)
 	host := login.HostKey(raw.RemoteAddr())
-	if !s.admitHandshake(raw, c, host, w) {
+	if !s.front.AdmitHandshake(raw, c, host, w) {
 		return
 	}
 	h, bc, ok := s.login(raw, c, host, id, w, log)
@@ -387,7 +262,7 @@ func (s *Server) handle(raw net.Conn, w *waiting) {
 	log = log.With("user", h.Resp.User)
 	_ = c.Conn.SetDeadline(time.Time{})
 
-	if !s.admitSession(c, bc, log) {
+	if !s.front.AdmitSession(c, backendNetConn(bc), log) {
 		return
 	}
 	defer s.active.Add(-1)
@@ -395,42 +270,11 @@ func (s *Server) handle(raw net.Conn, w *waiting) {
 	if bc == nil {
 		var err error
 		if bc, err = s.connectBackend(s.baseCtx, backendLoginFor(h)); err != nil {
-			s.refuseBackendLogin(c, err, log)
+			s.front.RefuseBackendLogin(c, err, log)
 			return
 		}
 	}
 	s.runSession(id, log, c, h, bc)
-}
-
-// admitHandshake counts a connection whose handshake begins against the
-// budget of handshakes under way (limits.max_handshakes), with its
-// deadline; false: its host is blocked (too many failed logins) and it
-// has been refused.
-func (s *Server) admitHandshake(raw net.Conn, c *wire.Leg, host string, w *waiting) bool {
-	if w != nil {
-		c.Seq = 1 // after the greeting
-		_ = raw.SetDeadline(w.deadline)
-		// Its first bytes are here: from the silent connections' budget to
-		// that of handshakes under way (a goroutine, buffers).
-		s.mu.Lock()
-		dropped := s.silent.RemoveLocked(raw, host) && s.pending.AddLocked(pendingConn{C: raw}, host, s.cfg.Limits.MaxHandshakes)
-		s.mu.Unlock()
-		if dropped {
-			s.handshakesDropped.Add(1)
-		}
-		return true
-	}
-	if wait, blocked := s.throttle.Blocked(host, time.Now()); blocked {
-		// Refused before the greeting, as MariaDB refuses a blocked host:
-		// a guess costs the proxy no handshake.
-		s.refuseLogin(c, login.HostBlocked(raw.RemoteAddr(), wait))
-		return false
-	}
-	if s.pending.Add(raw, host, s.cfg.Limits.MaxHandshakes, &s.mu) {
-		s.handshakesDropped.Add(1)
-	}
-	_ = raw.SetDeadline(time.Now().Add(s.cfg.Limits.HandshakeTimeout))
-	return true
 }
 
 // login runs the client's handshake (greeted already by the accept loop,
@@ -439,10 +283,10 @@ func (s *Server) admitHandshake(raw net.Conn, c *wire.Leg, host string, w *waiti
 // bc is the client's backend connection in backend-account mode (nil
 // with users). false: the login failed and the client was told, or the
 // connection broke.
-func (s *Server) login(raw net.Conn, c *wire.Leg, host string, id uint32, w *waiting, log *slog.Logger) (h *clientHello, bc *backendConn, ok bool) {
+func (s *Server) login(raw net.Conn, c *wire.Leg, host string, id uint32, w *frontdoor.Waiting, log *slog.Logger) (h *clientHello, bc *backendConn, ok bool) {
 	var err error
 	if w != nil {
-		h, err = s.clientHandshake(c, w.g, true)
+		h, err = s.clientHandshake(c, w.G, true)
 	} else if s.users.Load().backendAuth {
 		h, bc, err = s.passThroughHandshake(c)
 	} else {
@@ -468,39 +312,6 @@ func (s *Server) login(raw net.Conn, c *wire.Leg, host string, id uint32, w *wai
 		return nil, nil, false
 	}
 	return h, bc, true
-}
-
-// admitSession takes one of limits.max_connections for a logged-in client
-// (the caller gives it back when the session ends); false: none is left,
-// the client has been refused with 1040 and bc, its backend connection
-// in backend-account mode, closed.
-func (s *Server) admitSession(c *wire.Leg, bc *backendConn, log *slog.Logger) bool {
-	if n := s.active.Add(1); s.cfg.Limits.MaxConnections > 0 && n > int64(s.cfg.Limits.MaxConnections) {
-		s.active.Add(-1)
-		log.Warn("too many connections", "max", s.cfg.Limits.MaxConnections)
-		if bc != nil {
-			_ = bc.conn.SetWriteDeadline(time.Now().Add(time.Second))
-			_, _ = bc.conn.Write(comQuit[:])
-			bc.conn.Close()
-		}
-		s.refuseLogin(c, &login.Error{Code: mysql.ER_CON_COUNT_ERROR, State: "08004", Msg: "Too many connections"})
-		return false
-	}
-	return true
-}
-
-// refuseBackendLogin answers a client whose backend login (with users)
-// failed with the backend's refusal, logged once per outage when the
-// backend is unreachable.
-func (s *Server) refuseBackendLogin(c *wire.Leg, err error, log *slog.Logger) {
-	le := s.backendRefusal(err)
-	if connectOutcome(err) != nil {
-		// Unreachable: logged once when it stops answering (noteBackend).
-		log.Debug("backend login failed", "backend", s.cfg.Backend.Addr, "code", le.Code, "err", le.Msg)
-	} else {
-		log.Warn("backend login failed", "backend", s.cfg.Backend.Addr, "code", le.Code, "err", le.Msg)
-	}
-	s.refuseLogin(c, le)
 }
 
 // runSession registers the logged-in client's session, tells the client

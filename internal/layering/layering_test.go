@@ -27,7 +27,7 @@ var mayImport = map[string][]string{
 	"allocator/runway":  {"allocator", "allocator/snowflake", "internal/tablematch"},
 	"rewriter":          {"internal/errstyle", "internal/sqltext", "internal/tablematch", "rewriter/loadfile"},
 	"rewriter/loadfile": nil,
-	"proxy":             {"internal/edge", "internal/errstyle", "internal/killsql", "internal/metric", "internal/nonblock", "internal/raw", "internal/sqltext", "proxy/backend", "proxy/cmdstats", "proxy/eventloop", "proxy/idle", "proxy/intercept", "proxy/kill", "proxy/lane", "proxy/login", "proxy/relay", "proxy/sessionend", "proxy/wire"},
+	"proxy":             {"internal/edge", "internal/errstyle", "internal/killsql", "internal/metric", "internal/nonblock", "internal/raw", "internal/sqltext", "proxy/backend", "proxy/cmdstats", "proxy/eventloop", "proxy/frontdoor", "proxy/idle", "proxy/intercept", "proxy/kill", "proxy/lane", "proxy/login", "proxy/relay", "proxy/sessionend", "proxy/wire"},
 	"proxy/backend":     {"internal/edge", "proxy/login", "proxy/wire"},
 	"proxy/cmdstats":    {"internal/metric"},
 	"proxy/idle":        {"proxy/wire"},
@@ -37,6 +37,7 @@ var mayImport = map[string][]string{
 	"proxy/login":       {"proxy/wire"},
 	"proxy/wire":        {"internal/raw"},
 	"proxy/eventloop":   {"internal/nonblock", "internal/raw"},
+	"proxy/frontdoor":   {"proxy/eventloop", "proxy/login", "proxy/sessionend", "proxy/wire"},
 	"proxy/lane":        {"proxy/eventloop", "proxy/wire"},
 	"proxy/relay":       {"proxy/wire"},
 	"engine":            {"internal/errstyle", "internal/metric", "internal/raw", "internal/sqltext", "proxy", "proxy/wire", "rewriter", "rewriter/loadfile"},
@@ -80,7 +81,7 @@ func inTestkit(path string) bool {
 // domain packages must not import config, not even in their tests: they
 // take their own options, which the service builds from the YAML.
 var domain = []string{"allocator", "allocator/runway", "allocator/schema", "allocator/segment",
-	"allocator/snowflake", "proxy", "proxy/backend", "proxy/cmdstats", "proxy/eventloop", "proxy/idle", "proxy/intercept", "proxy/kill", "proxy/lane", "proxy/login", "proxy/relay", "proxy/sessionend", "proxy/wire", "engine", "rewriter", "rewriter/loadfile", "admin"}
+	"allocator/snowflake", "proxy", "proxy/backend", "proxy/cmdstats", "proxy/eventloop", "proxy/frontdoor", "proxy/idle", "proxy/intercept", "proxy/kill", "proxy/lane", "proxy/login", "proxy/relay", "proxy/sessionend", "proxy/wire", "engine", "rewriter", "rewriter/loadfile", "admin"}
 
 // pkg is one package as go list reports it, its imports of this module
 // only, relative to the module ("" for none).

@@ -23,8 +23,8 @@
 //     polls, before login, every greeted connection that has not sent a
 //     byte yet, and hands it on when its first bytes arrive or gives it up
 //     at its deadline; what the server does with those connections (the
-//     greeting, the budget of silent connections) is package proxy's
-//     (prelogin_linux.go);
+//     greeting, the budget of silent connections) is package
+//     proxy/frontdoor's;
 //   - the loop's socket I/O (fdio_linux.go: ReadFD, WriteFD on
 //     non-blocking descriptors, AssertNonblocking), raw system calls that
 //     never wait, and the descriptors a session moves with (DupSocket, to

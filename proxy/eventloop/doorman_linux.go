@@ -13,7 +13,7 @@ import (
 )
 
 // Doorman is one goroutine polling connections that were greeted and
-// have not sent a byte yet (package proxy's doorman, prelogin_linux.go,
+// have not sent a byte yet (package proxy/frontdoor's doorman, greet_linux.go,
 // says why): a connection costs an epoll registration until its first
 // bytes (or its hang-up) arrive, and the doorman then hands it on
 // (DoormanCalls.Start), or until its deadline, when the doorman gives it

@@ -5,9 +5,9 @@
 // the failed-login throttle, and the relay of an authentication exchange
 // between a client and a backend connection (backend-account mode and
 // COM_CHANGE_USER). Package proxy runs the login (server.go, handshake.go,
-// passthrough.go, auth_changeuser.go, prelogin_linux.go) and turns its
-// result into a session; the backend side of a login (dialing, the
-// backend leg's handshake) is package proxy/backend's.
+// passthrough.go, auth_changeuser.go; proxy/frontdoor greets from the
+// accept loop) and turns its result into a session; the backend side of a
+// login (dialing, the backend leg's handshake) is package proxy/backend's.
 //
 // What it owns:
 //   - the capability sets (caps.go): ProxyCaps and ProxyExtCaps, what the

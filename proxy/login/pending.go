@@ -14,7 +14,7 @@ import (
 // trip) is kept. Package proxy's server has two: Server.pending, handshakes under way
 // on their own goroutine (limits.max_handshakes), and Server.silent,
 // connections the accept loop greeted that have not sent a byte yet
-// (proxy/prelogin_linux.go; limits.max_silent_handshakes). One of those has no
+// (proxy/frontdoor; limits.max_silent_handshakes). One of those has no
 // goroutine yet: closing it also forgets it there, which ends it.
 type Pending struct {
 	n      int

@@ -1,6 +1,6 @@
 //go:build linux
 
-package proxy
+package frontdoor
 
 import (
 	"net"
@@ -32,36 +32,36 @@ import (
 // opened at once is not cut, and does not come back, in one wave.
 //
 // The poller itself is package eventloop's (eventloop.Doorman): this file
-// is what the server does with it.
+// is what the front door does with it.
 
-// waiting is a greeted connection the doorman holds.
-type waiting struct {
+// Waiting is a greeted connection the doorman holds.
+type Waiting struct {
 	d        *doorman
 	conn     net.Conn
-	id       uint32
+	ID       uint32 // the session id it was greeted with
 	host     string
-	g        *wire.Greeting
-	deadline time.Time
+	G        *wire.Greeting // the greeting it got
+	Deadline time.Time      // its handshake's deadline
 	tok      int32
 }
 
 type doorman struct {
-	*eventloop.Doorman[*waiting]
-	s      *Server
+	*eventloop.Doorman[*Waiting]
+	door   *Door
 	budget int // limits.max_silent_handshakes, bounded by the open-file limit
 }
 
-func newDoorman(s *Server) (*doorman, error) {
-	d := &doorman{s: s}
-	d.budget, _ = s.silentBudget()
-	sweep := min(max(s.cfg.Limits.HandshakeTimeout/10, 10*time.Millisecond), time.Second)
-	e, err := eventloop.NewDoorman(sweep, eventloop.DoormanCalls[*waiting]{
-		Start: func(w *waiting) { go s.handle(w.conn, w) },
-		Expire: func(w *waiting) {
-			s.silent.Remove(w.conn, w.host, &s.mu)
-			s.closeEarly(w.conn)
+func newDoorman(dr *Door) (*doorman, error) {
+	d := &doorman{door: dr}
+	d.budget, _ = dr.SilentBudget()
+	sweep := min(max(dr.HandshakeTimeout/10, 10*time.Millisecond), time.Second)
+	e, err := eventloop.NewDoorman(sweep, eventloop.DoormanCalls[*Waiting]{
+		Start: func(w *Waiting) { dr.S.Start(w.conn, w) },
+		Expire: func(w *Waiting) {
+			dr.Silent.Remove(w.conn, w.host, dr.Mu)
+			dr.CloseEarly(w.conn)
 		},
-		Log: s.log,
+		Log: dr.Log,
 	})
 	if err != nil {
 		return nil, err
@@ -70,28 +70,39 @@ func newDoorman(s *Server) (*doorman, error) {
 	return d, nil
 }
 
-// doorman starts the server's doorman on first use; nil if it cannot run
-// (every connection then gets its goroutine at once).
-func (s *Server) doorman() *doorman {
-	s.doormanOnce.Do(func() {
-		if s.draining.Load() {
+// doorman starts the doorman on first use; nil if it cannot run (every
+// connection then gets its goroutine at once).
+func (dr *Door) doorman() *doorman {
+	dr.doormanOnce.Do(func() {
+		if dr.Draining.Load() {
 			return
 		}
-		d, err := newDoorman(s)
+		d, err := newDoorman(dr)
 		if err != nil {
-			s.log.Warn("greeting clients from their own goroutines", "err", err)
+			dr.Log.Warn("greeting clients from their own goroutines", "err", err)
 			return
 		}
-		s.door = d
+		dr.door = d
 	})
-	return s.door
+	return dr.door
 }
 
-func (s *Server) stopDoorman() {
-	s.doormanOnce.Do(func() {})
-	if d := s.door; d != nil {
+// StopDoorman stops the doorman, if it runs, and keeps it from starting.
+func (dr *Door) StopDoorman() {
+	dr.doormanOnce.Do(func() {})
+	if d := dr.door; d != nil {
 		d.Stop()
 	}
+}
+
+// DoormanBudget is the silent connections' budget of the doorman, once
+// started (0 if it does not run). Tests.
+func (dr *Door) DoormanBudget() int {
+	dr.doormanOnce.Do(func() {}) // orders the read of door after its start
+	if dr.door == nil {
+		return 0
+	}
+	return dr.door.budget
 }
 
 // greetEarly greets conn from the accept loop and hands it to the
@@ -99,11 +110,11 @@ func (s *Server) stopDoorman() {
 // whose greeting is the backend's; no backend greeting seen yet; a
 // blocked host, which is refused; not a socket). On true the connection
 // is the doorman's: its goroutine, wg and handling are its business.
-func (s *Server) greetEarly(conn net.Conn) bool {
-	if s.greetInGoroutine || s.users.Load().backendAuth {
+func (dr *Door) greetEarly(conn net.Conn) bool {
+	if dr.GreetInGoroutine {
 		return false
 	}
-	hello := s.backendHello.Load()
+	hello := dr.S.Hello()
 	sc, ok := conn.(syscall.Conn)
 	if hello == nil || !ok {
 		return false
@@ -114,72 +125,65 @@ func (s *Server) greetEarly(conn net.Conn) bool {
 	}
 	now := time.Now()
 	host := login.HostKey(conn.RemoteAddr())
-	if s.throttle.IsBlocked(host, now) {
+	if dr.Throttle.IsBlocked(host, now) {
 		return false
 	}
-	d := s.doorman()
+	d := dr.doorman()
 	if d == nil || d.Stopping() {
 		return false
 	}
-	s.accepted.Add(1)
-	id := s.newSessionID()
-	timeout := s.cfg.Limits.HandshakeTimeout
-	if !s.silentSpreadOff {
+	dr.Accepted.Add(1)
+	id := dr.NewSessionID()
+	timeout := dr.HandshakeTimeout
+	if !dr.SilentSpreadOff {
 		timeout = login.SilentTimeout(timeout)
 	}
-	w := &waiting{d: d, conn: conn, id: id, host: host, g: s.greetingFor(id, hello), deadline: now.Add(timeout)}
-	if !login.WriteGreeting(rc, w.g) {
-		s.closeEarly(conn)
+	w := &Waiting{d: d, conn: conn, ID: id, host: host, G: dr.S.Greeting(id, hello), Deadline: now.Add(timeout)}
+	if !login.WriteGreeting(rc, w.G) {
+		dr.CloseEarly(conn)
 		return true
 	}
-	s.mu.Lock()
-	if s.draining.Load() {
-		s.mu.Unlock()
-		s.closeEarly(conn)
+	dr.Mu.Lock()
+	if dr.Draining.Load() {
+		dr.Mu.Unlock()
+		dr.CloseEarly(conn)
 		return true
 	}
-	tok, held := d.Hold(w, w.deadline)
+	tok, held := d.Hold(w, w.Deadline)
 	if !held { // the doorman failed just now: the client reconnects
-		s.mu.Unlock()
-		s.closeEarly(conn)
+		dr.Mu.Unlock()
+		dr.CloseEarly(conn)
 		return true
 	}
 	w.tok = tok
-	dropped := s.silent.AddLocked(pendingConn{C: conn, W: w}, host, d.budget)
-	s.mu.Unlock()
+	dropped := dr.Silent.AddLocked(login.PendingConn{C: conn, W: w}, host, d.budget)
+	dr.Mu.Unlock()
 	if dropped {
-		s.handshakesDropped.Add(1)
+		dr.Dropped.Add(1)
 	}
 	var cerr error
 	err = rc.Control(func(fd uintptr) { cerr = d.Watch(w.tok, fd) })
 	if err != nil || cerr != nil {
 		if _, ok := d.Claim(w.tok); ok {
-			go s.handle(conn, w) // its reads will tell what happened
+			dr.S.Start(conn, w) // its reads will tell what happened
 		}
 	}
 	return true
 }
 
-// silentBudget is limits.max_silent_handshakes, at most half the
+// SilentBudget is limits.max_silent_handshakes, at most half the
 // process's open-file limit (login.SilentBudget); bounded reports whether
 // the limit cut it.
-func (s *Server) silentBudget() (budget int, bounded bool) {
-	return login.SilentBudget(s.cfg.Limits.MaxSilentHandshakes)
-}
-
-// closeEarly closes a connection the accept loop counted as handled.
-func (s *Server) closeEarly(conn net.Conn) {
-	conn.Close()
-	s.wg.Done()
-	s.handling.Add(-1)
+func (dr *Door) SilentBudget() (budget int, bounded bool) {
+	return login.SilentBudget(dr.MaxSilent)
 }
 
 // End closes w if the doorman still holds it (true); false: it has a
 // goroutine, or is closed already (login.Ender).
-func (w *waiting) End() bool {
+func (w *Waiting) End() bool {
 	if got, ok := w.d.Claim(w.tok); !ok || got != w {
 		return false
 	}
-	w.d.s.closeEarly(w.conn)
+	w.d.door.CloseEarly(w.conn)
 	return true
 }
