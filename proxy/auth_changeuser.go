@@ -28,7 +28,7 @@ import (
 // COM_RESET_CONNECTION on the kept backend connection does the same). After
 // three failures (login.MaxChangeUserFailures) the command is refused with 1047.
 func (s *Session) changeUser(ctx context.Context, p []byte) error {
-	cu, err := parseChangeUser(p, s.caps)
+	cu, err := login.ParseChangeUser(p, s.caps)
 	if err != nil {
 		_ = s.writeErrFlush(mysql.ER_MALFORMED_PACKET, "HY000", "Malformed communication packet")
 		return errQuit
@@ -39,28 +39,28 @@ func (s *Session) changeUser(ctx context.Context, p []byte) error {
 	if s.changeUserFails >= login.MaxChangeUserFailures {
 		return s.writeErrFlush(mysql.ER_UNKNOWN_COM_ERROR, "08S01", "Unknown command")
 	}
-	plugin := cu.plugin
+	plugin := cu.Plugin
 	if s.caps&mysql.CLIENT_PLUGIN_AUTH == 0 {
 		plugin = mysql.AUTH_NATIVE_PASSWORD
 	}
-	acct, err := s.srv.authenticate(s.c, cu.user, plugin, cu.auth, s.scramble, s.c.Conn.RemoteAddr())
+	acct, err := s.srv.authenticate(s.c, cu.User, plugin, cu.Auth, s.scramble, s.c.Conn.RemoteAddr())
 	if err != nil {
 		var le *login.Error
 		if errors.As(err, &le) {
-			s.log.Info("change user refused", "to", cu.user, "code", le.Code)
+			s.log.Info("change user refused", "to", cu.User, "code", le.Code)
 			return s.changeUserFailed(le.Code, le.State, le.Msg)
 		}
 		return s.c.Fail(err)
 	}
 	charset, attrs := s.changedCharset(cu)
 	bc, err := s.srv.connectBackend(ctx, backend.Login{
-		User: acct.BackendUser, Password: acct.BackendPassword, DB: cu.db,
+		User: acct.BackendUser, Password: acct.BackendPassword, DB: cu.DB,
 		Charset: login.BackendCharset(uint8(charset)), ClientCaps: s.caps, ClientExt: s.extCaps,
 		MaxPacket: 1 << 30, Attrs: attrs,
 	})
 	if err != nil {
 		le := s.srv.backendRefusal(err)
-		s.log.Warn("change user: backend login failed", "to", cu.user, "code", le.Code, "err", le.Msg)
+		s.log.Warn("change user: backend login failed", "to", cu.User, "code", le.Code, "err", le.Msg)
 		return s.changeUserFailed(le.Code, le.State, le.Msg)
 	}
 	s.mu.Lock()
@@ -74,26 +74,26 @@ func (s *Session) changeUser(ctx context.Context, p []byte) error {
 
 // changedCharset is the collation and attributes a change user leaves: the
 // client's, or the session's when it sent none.
-func (s *Session) changedCharset(cu *changeUserReq) (uint16, []byte) {
-	charset, attrs := cu.charset, s.attrs
+func (s *Session) changedCharset(cu *login.ChangeUser) (uint16, []byte) {
+	charset, attrs := cu.Charset, s.attrs
 	if charset == 0 {
 		charset = uint16(s.collation)
 	}
-	if cu.attrs != nil {
-		attrs = cu.attrs
+	if cu.Attrs != nil {
+		attrs = cu.Attrs
 	}
 	return charset, attrs
 }
 
 // changedUser records a successful change user: the new account, database,
 // collation and attributes, and a session state the server has reset.
-func (s *Session) changedUser(cu *changeUserReq, acct Account, collation uint8, attrs []byte) {
+func (s *Session) changedUser(cu *login.ChangeUser, acct Account, collation uint8, attrs []byte) {
 	s.collation, s.attrs = collation, attrs
-	s.log.Info("changed user", "from", s.user, "to", cu.user)
+	s.log.Info("changed user", "from", s.user, "to", cu.User)
 	s.mu.Lock() // other goroutines read user (KILL, admin views) and account (abandon)
-	s.user, s.account = cu.user, acct
+	s.user, s.account = cu.User, acct
 	s.mu.Unlock()
-	s.setDB(cu.db)
+	s.setDB(cu.DB)
 	s.forgetSessionState()
 }
 
@@ -137,8 +137,8 @@ func (s *Session) changeUserFailed(code uint16, state, msg string) error {
 // session is the new account's, an admin when admins lists the name and
 // CURRENT_USER() confirms it; on ERR the backend keeps the old one (reset)
 // and so does the proxy, the connection staying usable, as directly.
-func (s *Session) relayChangeUser(ctx context.Context, cu *changeUserReq) error {
-	plugin := cu.plugin
+func (s *Session) relayChangeUser(ctx context.Context, cu *login.ChangeUser) error {
+	plugin := cu.Plugin
 	if s.caps&mysql.CLIENT_PLUGIN_AUTH == 0 || plugin == "" {
 		plugin = mysql.AUTH_NATIVE_PASSWORD
 	}
@@ -148,7 +148,7 @@ func (s *Session) relayChangeUser(ctx context.Context, cu *changeUserReq) error 
 	k := s.srv.checker()
 	k.Log = s.log
 	ok, reset, err := login.RelayChangeUser(s.c, s.b,
-		&login.ChangeUser{User: cu.user, DB: cu.db, Plugin: plugin, Auth: cu.auth, Charset: charset, Attrs: attrs},
+		&login.ChangeUser{User: cu.User, DB: cu.DB, Plugin: plugin, Auth: cu.Auth, Charset: charset, Attrs: attrs},
 		g == nil || g.Caps&mysql.CLIENT_CONNECT_ATTRS != 0,
 		&login.Exchange{Plugin: plugin, Scramble: s.scramble, ClientTLS: clientTLS, BackendTLS: s.srv.backendTLS != nil,
 			Key: login.RSAKey(s.srv.clientTLS)}, k, s.c.Conn.RemoteAddr())
@@ -166,15 +166,15 @@ func (s *Session) relayChangeUser(ctx context.Context, cu *changeUserReq) error 
 		s.setStatus(st)
 	}
 	admin := false
-	if s.srv.adminName(cu.user) {
+	if s.srv.adminName(cu.User) {
 		qctx, cancel := context.WithTimeout(ctx, s.srv.cfg.Backend.ConnectTimeout)
 		rows, err := s.blocking().BackendQuery(qctx, "SELECT CURRENT_USER()")
 		cancel()
 		if s.fatal != nil {
 			return s.fatal
 		}
-		admin = login.IsAccount(rows, err, cu.user)
+		admin = login.IsAccount(rows, err, cu.User)
 	}
-	s.changedUser(cu, s.srv.backendAccount(cu.user, admin), uint8(charset), attrs)
+	s.changedUser(cu, s.srv.backendAccount(cu.User, admin), uint8(charset), attrs)
 	return s.changeUserOK(ok)
 }

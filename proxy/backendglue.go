@@ -22,9 +22,6 @@ type backendReach = backend.Reach
 // yet (Server.pending, Server.silent; login.Pending).
 type pendingHandshakes = login.Pending
 
-// pendingConn is a connection in a pendingHandshakes.
-type pendingConn = login.PendingConn
-
 // backendConn is a logged-in backend connection (backend.Conn).
 type backendConn struct {
 	conn     net.Conn       // the TLS connection when backend.tls is on

@@ -9,6 +9,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
+	"github.com/leafproxy/leafproxy/proxy/backend"
 )
 
 // Backend TLS (backend.tls): against a MariaDB started with a certificate
@@ -91,8 +92,8 @@ func TestBackendTLS(t *testing.T) {
 		t.Helper()
 		_, err := cipher(t, e)
 		var me *mysql.MySQLError
-		if !errors.As(err, &me) || me.Number != errBackendUnreachable {
-			t.Fatalf("login: %v, want ERR %d", err, errBackendUnreachable)
+		if !errors.As(err, &me) || me.Number != backend.ErrUnreachable {
+			t.Fatalf("login: %v, want ERR %d", err, backend.ErrUnreachable)
 		}
 		for _, w := range wantIn {
 			if !strings.Contains(me.Message, w) {

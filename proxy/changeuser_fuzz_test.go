@@ -7,6 +7,7 @@ import (
 
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/leafproxy/leafproxy/proxy/login"
 	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
@@ -34,15 +35,15 @@ func FuzzChangeUser(f *testing.F) {
 	f.Add([]byte("bob\x00\x00db"), caps)
 	f.Add([]byte("bob\x00\x00db\x00\x2d\x00\xfd\xff\xff\xff"), caps)
 	f.Fuzz(func(t *testing.T, p []byte, caps uint32) {
-		r, err := parseChangeUser(p, caps)
+		r, err := login.ParseChangeUser(p, caps)
 		if err != nil {
 			return
 		}
-		if n := len(r.user) + len(r.auth) + len(r.db) + len(r.plugin) + len(r.attrs); n > len(p) {
+		if n := len(r.User) + len(r.Auth) + len(r.DB) + len(r.Plugin) + len(r.Attrs); n > len(p) {
 			t.Fatalf("parsed %d bytes of fields out of a %d-byte packet", n, len(p))
 		}
-		if slack := len(p)*9/8 + 32; cap(r.auth) > slack || cap(r.attrs) > slack { // allocator size classes round up
-			t.Fatalf("buffers beyond the packet: auth cap %d, attrs cap %d, packet %d", cap(r.auth), cap(r.attrs), len(p))
+		if slack := len(p)*9/8 + 32; cap(r.Auth) > slack || cap(r.Attrs) > slack { // allocator size classes round up
+			t.Fatalf("buffers beyond the packet: auth cap %d, attrs cap %d, packet %d", cap(r.Auth), cap(r.Attrs), len(p))
 		}
 	})
 }

@@ -100,28 +100,3 @@ func TestClassifiedOncePerCommand(t *testing.T) {
 		})
 	}
 }
-
-// TestParseUse: USE's database name, a backquoted one read by
-// internal/sqltext's decoder.
-func TestParseUse(t *testing.T) {
-	for _, tt := range []struct {
-		rest string
-		name string
-		ok   bool
-	}{
-		{" shop", "shop", true},
-		{" shop ; ", "shop", true},
-		{" /* c */ shop", "shop", true},
-		{" `we``ird`;", "we`ird", true},
-		{"\t`a b`\n", "a b", true},
-		{" `open", "", false},
-		{" ``", "", false},
-		{" a b", "", false},
-		{" `a` b", "", false},
-		{"", "", false},
-	} {
-		if name, ok := parseUse([]byte(tt.rest)); name != tt.name || ok != tt.ok {
-			t.Errorf("parseUse(%q) = %q, %v; want %q, %v", tt.rest, name, ok, tt.name, tt.ok)
-		}
-	}
-}

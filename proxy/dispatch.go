@@ -304,65 +304,6 @@ func (c *commandState) setFatal(err error) error {
 	return err
 }
 
-type changeUserReq struct {
-	user    string
-	auth    []byte
-	db      string
-	charset uint16
-	plugin  string
-	attrs   []byte
-}
-
-func parseChangeUser(p []byte, caps uint32) (*changeUserReq, error) {
-	r := &changeUserReq{}
-	cstr := func() (string, error) {
-		i := wire.IndexNul(p)
-		if i == len(p) {
-			return "", wire.ErrShortHandshake
-		}
-		v := string(p[:i])
-		p = p[i+1:]
-		return v, nil
-	}
-	var err error
-	if r.user, err = cstr(); err != nil {
-		return nil, err
-	}
-	if caps&mysql.CLIENT_SECURE_CONNECTION != 0 {
-		if len(p) < 1 || int(p[0]) > len(p)-1 {
-			return nil, wire.ErrShortHandshake
-		}
-		r.auth = append([]byte(nil), p[1:1+int(p[0])]...)
-		p = p[1+int(p[0]):]
-	} else {
-		v, err := cstr()
-		if err != nil {
-			return nil, err
-		}
-		r.auth = []byte(v)
-	}
-	if r.db, err = cstr(); err != nil {
-		return nil, err
-	}
-	if len(p) >= 2 {
-		r.charset = binary.LittleEndian.Uint16(p)
-		p = p[2:]
-	}
-	if caps&mysql.CLIENT_PLUGIN_AUTH != 0 && len(p) > 0 {
-		if r.plugin, err = cstr(); err != nil {
-			r.plugin, p = string(p), nil
-		}
-	}
-	if caps&mysql.CLIENT_CONNECT_ATTRS != 0 && len(p) > 0 {
-		n, k := wire.LenencUint(p)
-		if k == 0 || n > uint64(len(p)-k) {
-			return nil, wire.ErrShortHandshake
-		}
-		r.attrs = append([]byte(nil), p[k:k+int(n)]...)
-	}
-	return r, nil
-}
-
 // readCommand reads the client's next command. Commands up to 1 MiB use the
 // session's own buffer; larger ones (up to the backend's max_allowed_packet)
 // take their size from the server-wide command memory budget first, so many

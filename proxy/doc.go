@@ -1,70 +1,47 @@
 // Package proxy is leafproxy's MySQL protocol core: it accepts clients,
 // greets them as their backend would, authenticates them against the
 // proxy's accounts or has the backend authenticate them (backend-account
-// mode, passthrough.go), opens one pinned backend connection per client session,
-// and runs its own command loop that relays every command and streams every
-// response back packet for packet. go-mysql supplies constants and auth
-// scrambles only; framing and parsing are ours.
+// mode), opens one pinned backend connection per client session, and runs
+// its command loop, which relays every command and streams every response
+// back packet for packet. go-mysql supplies constants and auth scrambles
+// only; framing and parsing are ours.
 //
-// Files: server.go (the Server, its options, Serve and Shutdown, a
-// connection's way from handshake to session), frontdoorglue.go (what
-// package proxy/frontdoor, the accept loop, the doorman and the admission
-// budgets, needs of the server), handshake.go (client login: the probe login),
-// backendglue.go (what package proxy/backend needs of the server),
-// backendstate.go (the backend's reachability, logged once per change),
-// passthrough.go (logins the backend authenticates: admins,
-// backend.PassThrough), auth_changeuser.go (COM_CHANGE_USER applied to the
-// session; the relayed exchange is login.RelayChangeUser), loginglue.go
-// (what package proxy/login needs of the server),
-// session.go (the session's state and command loop), idlewatch.go (what
-// package proxy/idle's idle watch needs of a session), dispatch.go (one method per command kind, large commands),
-// killglue.go (what package proxy/kill, which decides and carries out
-// every KILL, needs of a session and of the server's session registry),
-// hangup.go and sessionendglue.go (a session's end, carried out as
-// package proxy/sessionend decides; the hang-up watch's sessions),
-// relay.go (what a relayed command changes in the session's view of the
-// backend; the response walker is package proxy/relay's, its glue
-// relayglue.go; the one response state machine, which the walker and the
-// event loop both feed, is wire.RespTracker, told about the backend
-// session through trackerglue.go), retry.go (an AnswerWatcher's verdict,
-// package proxy/relay's Judge, carried out), seams.go (the Interceptor
-// contract and the Session methods it uses), blocking.go (BlockingSession,
-// the calls that may wait), backendstmt.go and infile.go (the relays an
-// interceptor asks for: a rewritten text, a LOCAL INFILE statement),
-// interceptglue.go (what package proxy/intercept needs of a session),
-// keyword.go (the command's class, USE's name), legpools.go (the idle
-// legs' buffer pools), stats.go (the statement path's metrics, counted by
-// package proxy/cmdstats).
-// Package proxy/intercept does the work of what a session offers an
-// interceptor besides relaying (Backend*, ExecuteResult, RelayPrepareHidden,
-// RelayExecuteAfter, RelayQueryWriter, WriteOK and result sets, a LOCAL
-// INFILE file through a transformer).
-// What a login needs no session for is package proxy/login's: the
-// greeting and the capability sets it offers and mirrors, the client's
-// handshake response (TLS included), the check of its credentials against
-// the proxy's accounts, the failed-login budget of each client host (1129
-// while it is spent), TLS set-up, and the auth exchange relayed between a
-// client and a backend connection, and the handshake budget shared
-// fairly between client hosts (login.Pending).
-// The backend side of a login is package proxy/backend's: dialing
-// backend.addr, the backend's greeting, the backend leg's handshake
-// response, TLS and compression on that leg, its authentication
-// exchange, backend-account mode's relayed login (backend.Pending), and
-// what a client is told when the backend refuses or cannot be reached.
-// The protocol's bytes are package proxy/wire's: a leg's packet framing
-// over its buffered connection (wire.Leg), the raw socket I/O under it
-// (LEAFPROXY_RAWIO=0 turns it off), compression frames, the greeting and
-// handshake response, packet classifiers and builders, the response state
-// machine (RespTracker), the encoding of typed result rows and the
-// COM_STMT_EXECUTE decoder.
-// commandexec.go is the one seam between a session and the event loop
-// (docs/eventloop.md): Session.exec is onGoroutine, or the session's
-// laneSession while a loop serves it (laneglue_linux.go). A session while
-// the loop serves it, reading, running and relaying on non-blocking
-// sockets, is package proxy/lane (lane.Lane); moving a session onto a
-// loop and taking it back is handoff_linux.go. The loop's engine, the
-// epoll instance and its runners, is package proxy/eventloop, which calls
-// a lane through eventloop.Handler.
+// What it owns: the Server (server.go: options, Serve, Shutdown, a
+// connection's way from handshake to session) and the Session (session.go:
+// its state groups and command loop; dispatch.go: one method per command
+// kind; relay.go and retry.go: what a relayed command changes in the
+// session's view of the backend, and an AnswerWatcher's verdict carried
+// out; handoff_linux.go: moving onto an event loop and back;
+// commandexec.go: the one seam between a session and whoever serves it,
+// docs/eventloop.md), the Interceptor contract (seams.go, blocking.go,
+// backendstmt.go, infile.go), the command's class (keyword.go), change
+// user applied to a session (auth_changeuser.go), the statement path's
+// metrics (stats.go) and the session registry (serverregistry.go).
+//
+// What it calls: each sub-package below sees the server or a session only
+// through an interface or values of its own, implemented by the glue file
+// named after it (killglue.go, laneglue_linux.go, ...), so that none of
+// them imports package proxy:
+//   - proxy/wire: the protocol's bytes (legs, raw socket I/O, compression,
+//     greeting and handshake codec, OK/ERR/EOF, RespTracker, result rows,
+//     the COM_STMT_EXECUTE decoder);
+//   - proxy/frontdoor: Listen, the accept loop, the doorman, the handshake
+//     and session admission budgets, Shutdown's sequence;
+//   - proxy/login: the greeting and capabilities, the client's handshake
+//     response and credential check, the failed-login throttle, TLS set-up,
+//     relayed auth and COM_CHANGE_USER's relayed exchange;
+//   - proxy/backend: dialing the backend and logging into it, backend-account
+//     mode's relayed login, what a client is told when the backend refuses;
+//   - proxy/eventloop and proxy/lane: the epoll engine, and a session while
+//     a loop serves it;
+//   - proxy/relay: the response walker on a session's goroutine and the
+//     AnswerWatcher verdicts;
+//   - proxy/intercept: what a session offers an interceptor besides
+//     relaying (Backend*, ExecuteResult, hidden parameters, result sets,
+//     LOCAL INFILE through a transformer);
+//   - proxy/kill: every KILL, decided and carried out;
+//   - proxy/idle, proxy/sessionend, proxy/cmdstats: a session between
+//     commands, how it ends, its metrics.
 //
 // # Looking like the backend
 //
@@ -93,20 +70,8 @@
 //
 // # Relay
 //
-// Each session has two legs (client, backend), each with its own buffered
-// reader/writer and its own sequence ids. Responses are relayed packet by
-// packet, renumbered for the client leg, following the one response state
-// machine, proxy/wire's RespTracker (fed by proxy/relay's walker on a session's
-// goroutine and by the lane on an event loop): OK | ERR | LOCAL INFILE |
-// column count -> definitions -> EOF -> rows -> EOF/ERR, repeated while
-// SERVER_MORE_RESULTS_EXISTS; prepare: OK -> params+EOF -> columns+EOF;
-// STMT_CLOSE and SEND_LONG_DATA: none. The same walker consumes the
-// responses to proxy-originated statements. The client writer is flushed
-// once per response. Only the first 32 bytes of a relayed packet are looked
-// at; nothing is held per row, packets of 16 MB and more are streamed in
-// their physical pieces. Prepared statements are the backend's own:
-// statement ids pass through unchanged; MariaDB's id 0xFFFFFFFF ("the
-// statement prepared last") is resolved before an interceptor sees it.
+// How a response is relayed, packet by packet, is package proxy/relay's
+// (its doc.go) on a session's goroutine and proxy/lane's on an event loop.
 //
 // Between commands the session watches its backend: on its goroutine
 // the idle watch, its deadlines and its check of the backend connection
@@ -199,54 +164,10 @@
 // interceptor's per-session state; StmtClosed, SessionReset (also after a
 // change user) and SessionClosed say when to drop it.
 //
-// # Limits on hostile input (the front door)
+// # Limits on hostile input
 //
-// Asserted by frontdoor_test.go and handshake_fuzz_test.go:
-//
-//   - Before authentication every packet is limited to login.PreAuthMaxPacket
-//     (64 KiB); a longer claim (e.g. a header ff ff ff 01, 16 MB) closes the
-//     connection at once without reading or reserving it. A malformed
-//     handshake response (user, db or attributes without terminator or
-//     longer than the packet, no protocol 4.1) gets ERR 1043 "Bad handshake";
-//     the parsers are fuzzed and never read or allocate beyond the packet.
-//   - Connections still in the handshake have their own budget,
-//     limits.max_handshakes (default 1024; when full the oldest pending one
-//     is closed), and deadline, limits.handshake_timeout (default 5 s); they
-//     never take limits.max_connections slots. Memory they can hold: at most
-//     max_handshakes x (64 KiB packet + 2 KiB buffers + a goroutine), about
-//     70 MiB at the default (tested: 200 unauthenticated 16 MB claims, and
-//     200 held 64 KiB-1 claims, grow the heap by less than 64 MiB). On
-//     Linux with proxy accounts, connections greeted that have sent
-//     nothing yet have no goroutine and no buffers, and a budget of their
-//     own, limits.max_silent_handshakes (default 16,384, at most half the
-//     open-file limit; dropped the same way), and a deadline of
-//     handshake_timeout plus a random part of up to half of it. 4,096
-//     silent connections do not stop a real client from logging in and
-//     querying.
-//   - After login, commands up to 1 MiB use the session's own buffer; larger
-//     ones reserve their bytes from limits.command_memory (default 512 MiB)
-//     as they arrive, and a command that cannot get its share within 10 s
-//     gets ERR 1041 and its connection closes; one larger than the whole
-//     budget gets 1041 naming limits.command_memory at once, after its
-//     remaining bytes are read and dropped (so the client reads it in
-//     sequence). The budget counts payload
-//     bytes; buffer growth and garbage-collector pacing make the heap a
-//     small multiple of it (tested on the binary in a child process: 4
-//     clients sending 256 MiB with a 64 MiB budget grow its peak resident
-//     set by less than 4 x command_memory). Commands of
-//     16 MiB and more (several
-//     physical packets, total unknown until the last) are read one at a
-//     time server-wide, each piece within a minute, so several of them
-//     cannot starve one another holding parts of the budget (tested: 4 x
-//     40 MiB with a 64 MiB budget all succeed).
-//   - A backend that takes no bytes (stopped, a full network path) stops
-//     the proxy reading its client, on an event loop (after 64 KiB held for
-//     the backend, lane.backendFull) as on a session's goroutine (whose
-//     write blocks): a client pipelining COM_STMT_SEND_LONG_DATA, which has
-//     no answer, then waits in its socket (tested, pushback_test.go: with
-//     48 MiB sent to a stopped backend the heap grows less than 16 MiB).
-//   - A client aborting TLS, or any other failed handshake, costs one log
-//     line without a stack trace.
+// What a hostile client can make the proxy hold, before login and after,
+// and which tests assert it: package proxy/frontdoor's doc.go.
 //
 // # Lifecycle
 //

@@ -58,30 +58,3 @@ func (c *commandState) classOf(text []byte) sqltext.Class {
 // skipSpace skips whitespace and comments (not /*! */ which MySQL
 // executes).
 func skipSpace(q []byte) []byte { return q[sqltext.SkipSpace(q, 0):] }
-
-// parseUse reads the database name of `USE name` (rest after USE); ok is
-// false when the statement has any other shape.
-func parseUse(rest []byte) (string, bool) {
-	rest = skipSpace(rest)
-	var name []byte
-	if len(rest) > 0 && rest[0] == '`' {
-		end, closed := sqltext.QuotedEnd(rest, 0, false)
-		if !closed {
-			return "", false
-		}
-		name = sqltext.AppendUnquoted(nil, rest[:end], sqltext.NoEscapes) // `` is a literal backtick
-		rest = rest[end:]
-	} else {
-		i := 0
-		for i < len(rest) && rest[i] != ';' && rest[i] != ' ' && rest[i] != '\t' && rest[i] != '\n' && rest[i] != '\r' {
-			i++
-		}
-		name, rest = rest[:i], rest[i:]
-	}
-	for _, c := range rest {
-		if c != ';' && c != ' ' && c != '\t' && c != '\n' && c != '\r' {
-			return "", false
-		}
-	}
-	return string(name), len(name) > 0
-}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/leafproxy/leafproxy/internal/testkit/testdb"
 	"github.com/leafproxy/leafproxy/internal/testkit/testwait"
+	"github.com/leafproxy/leafproxy/proxy/backend"
 )
 
 func TestBackendDownAtLogin(t *testing.T) {
@@ -29,13 +30,13 @@ func TestBackendDownAtLogin(t *testing.T) {
 	db := e.open(t, "", "")
 	err = db.Ping()
 	var me *mysql.MySQLError
-	if !errors.As(err, &me) || me.Number != errBackendUnreachable || !strings.Contains(me.Message, dead) {
+	if !errors.As(err, &me) || me.Number != backend.ErrUnreachable || !strings.Contains(me.Message, dead) {
 		t.Fatalf("login with backend down: %v, want 1429 naming %s", err, dead)
 	}
 	// The proxy itself stays up: other clients still get its handshake and
 	// the same clear error.
 	db2 := e.open(t, "", "")
-	if err := db2.Ping(); !errors.As(err, &me) || me.Number != errBackendUnreachable {
+	if err := db2.Ping(); !errors.As(err, &me) || me.Number != backend.ErrUnreachable {
 		t.Fatalf("second login: %v", err)
 	}
 }
@@ -46,7 +47,7 @@ func TestBackendStoppedThenBack(t *testing.T) {
 	s.Stop(t)
 	db := e.open(t, "", "")
 	var me *mysql.MySQLError
-	if err := db.Ping(); !errors.As(err, &me) || me.Number != errBackendUnreachable {
+	if err := db.Ping(); !errors.As(err, &me) || me.Number != backend.ErrUnreachable {
 		t.Fatalf("login with backend stopped: %v, want 1429", err)
 	}
 	s.Restart(t)

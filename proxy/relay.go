@@ -33,7 +33,7 @@ func (s *Session) queryAfter(pkt []byte) afterAction {
 	switch {
 	case c.PlainWord() == sqltext.Use:
 		a.isUse = true
-		a.db, _ = parseUse(skipSpace(pkt[1:])[3:])
+		a.db, _ = sqltext.UseName(skipSpace(pkt[1:])[3:])
 	case c.SetsSQLMode():
 		// Only a SET naming sql_mode changes it (SET autocommit, SET NAMES
 		// per transaction must not cost a re-read). Also SET STATEMENT

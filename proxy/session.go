@@ -441,8 +441,6 @@ var errQuit = errors.New("client quit")
 // codes: libmariadb (the mariadb CLI) turns a server-sent code in the client
 // range 2000-2999 (2003, 2013) into 2027 "Received malformed packet".
 const (
-	// errBackendUnreachable is ER_CONNECT_TO_FOREIGN_DATA_SOURCE.
-	errBackendUnreachable = 1429
 	// errBackendLost is ER_NET_READ_ERROR ("Got an error reading
 	// communication packets").
 	errBackendLost = 1158

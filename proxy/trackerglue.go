@@ -11,15 +11,6 @@ import (
 
 type respTracker = wire.RespTracker
 
-// What step says a packet was (wire.EvNext, ...).
-const (
-	evNext   = wire.EvNext
-	evRow    = wire.EvRow
-	evErr    = wire.EvErr
-	evDone   = wire.EvDone
-	evInfile = wire.EvInfile
-)
-
 func executeCursor(pkt []byte) bool { return wire.ExecuteCursor(pkt) }
 
 // respFacts is the session as a response's tracker sees it: where the

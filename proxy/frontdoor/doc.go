@@ -41,4 +41,53 @@
 // Server interface (the backend's greeting, a client's greeting, a
 // goroutine for a connection, a refusal, Shutdown). It must not import
 // package proxy.
+//
+// # Limits on hostile input (the front door and after)
+//
+// Asserted by proxy/frontdoor_test.go and proxy/wire/handshake_fuzz_test.go:
+//
+//   - Before authentication every packet is limited to login.PreAuthMaxPacket
+//     (64 KiB); a longer claim (e.g. a header ff ff ff 01, 16 MB) closes the
+//     connection at once without reading or reserving it. A malformed
+//     handshake response (user, db or attributes without terminator or
+//     longer than the packet, no protocol 4.1) gets ERR 1043 "Bad handshake";
+//     the parsers are fuzzed and never read or allocate beyond the packet.
+//   - Connections still in the handshake have their own budget,
+//     limits.max_handshakes (default 1024; when full the oldest pending one
+//     is closed), and deadline, limits.handshake_timeout (default 5 s); they
+//     never take limits.max_connections slots. Memory they can hold: at most
+//     max_handshakes x (64 KiB packet + 2 KiB buffers + a goroutine), about
+//     70 MiB at the default (tested: 200 unauthenticated 16 MB claims, and
+//     200 held 64 KiB-1 claims, grow the heap by less than 64 MiB). On
+//     Linux with proxy accounts, connections greeted that have sent
+//     nothing yet have no goroutine and no buffers, and a budget of their
+//     own, limits.max_silent_handshakes (default 16,384, at most half the
+//     open-file limit; dropped the same way), and a deadline of
+//     handshake_timeout plus a random part of up to half of it. 4,096
+//     silent connections do not stop a real client from logging in and
+//     querying.
+//   - After login, commands up to 1 MiB use the session's own buffer; larger
+//     ones reserve their bytes from limits.command_memory (default 512 MiB)
+//     as they arrive, and a command that cannot get its share within 10 s
+//     gets ERR 1041 and its connection closes; one larger than the whole
+//     budget gets 1041 naming limits.command_memory at once, after its
+//     remaining bytes are read and dropped (so the client reads it in
+//     sequence). The budget counts payload
+//     bytes; buffer growth and garbage-collector pacing make the heap a
+//     small multiple of it (tested on the binary in a child process: 4
+//     clients sending 256 MiB with a 64 MiB budget grow its peak resident
+//     set by less than 4 x command_memory). Commands of
+//     16 MiB and more (several
+//     physical packets, total unknown until the last) are read one at a
+//     time server-wide, each piece within a minute, so several of them
+//     cannot starve one another holding parts of the budget (tested: 4 x
+//     40 MiB with a 64 MiB budget all succeed).
+//   - A backend that takes no bytes (stopped, a full network path) stops
+//     the proxy reading its client, on an event loop (after 64 KiB held for
+//     the backend, lane.backendFull) as on a session's goroutine (whose
+//     write blocks): a client pipelining COM_STMT_SEND_LONG_DATA, which has
+//     no answer, then waits in its socket (tested, proxy/pushback_test.go: with
+//     48 MiB sent to a stopped backend the heap grows less than 16 MiB).
+//   - A client aborting TLS, or any other failed handshake, costs one log
+//     line without a stack trace.
 package frontdoor

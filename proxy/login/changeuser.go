@@ -1,6 +1,7 @@
 package login
 
 import (
+	"encoding/binary"
 	"errors"
 	"net"
 	"time"
@@ -91,3 +92,59 @@ func Admins(names []string) *map[string]bool {
 
 // IsAdmin says whether admins (nil: none) lists user.
 func IsAdmin(admins *map[string]bool, user string) bool { return admins != nil && (*admins)[user] }
+
+// ParseChangeUser reads COM_CHANGE_USER's payload p (after the command
+// byte) as a client with capabilities caps writes it: user, auth data
+// (length-prefixed with SECURE_CONNECTION), database, charset, plugin and
+// connection attributes, each optional part only when present. The
+// returned slices are copies, no longer than p's parts (fuzzed:
+// proxy/changeuser_fuzz_test.go).
+func ParseChangeUser(p []byte, caps uint32) (*ChangeUser, error) {
+	r := &ChangeUser{}
+	cstr := func() (string, error) {
+		i := wire.IndexNul(p)
+		if i == len(p) {
+			return "", wire.ErrShortHandshake
+		}
+		v := string(p[:i])
+		p = p[i+1:]
+		return v, nil
+	}
+	var err error
+	if r.User, err = cstr(); err != nil {
+		return nil, err
+	}
+	if caps&mysql.CLIENT_SECURE_CONNECTION != 0 {
+		if len(p) < 1 || int(p[0]) > len(p)-1 {
+			return nil, wire.ErrShortHandshake
+		}
+		r.Auth = append([]byte(nil), p[1:1+int(p[0])]...)
+		p = p[1+int(p[0]):]
+	} else {
+		v, err := cstr()
+		if err != nil {
+			return nil, err
+		}
+		r.Auth = []byte(v)
+	}
+	if r.DB, err = cstr(); err != nil {
+		return nil, err
+	}
+	if len(p) >= 2 {
+		r.Charset = binary.LittleEndian.Uint16(p)
+		p = p[2:]
+	}
+	if caps&mysql.CLIENT_PLUGIN_AUTH != 0 && len(p) > 0 {
+		if r.Plugin, err = cstr(); err != nil {
+			r.Plugin, p = string(p), nil
+		}
+	}
+	if caps&mysql.CLIENT_CONNECT_ATTRS != 0 && len(p) > 0 {
+		n, k := wire.LenencUint(p)
+		if k == 0 || n > uint64(len(p)-k) {
+			return nil, wire.ErrShortHandshake
+		}
+		r.Attrs = append([]byte(nil), p[k:k+int(n)]...)
+	}
+	return r, nil
+}

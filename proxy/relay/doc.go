@@ -36,4 +36,21 @@
 // What it may call: the standard library, go-mysql's mysql package (the
 // MyError of an ERR) and proxy/wire (legs, packets, RespTracker). Never
 // package proxy, which imports it.
+//
+// # How a response is relayed
+//
+// Each session has two legs (client, backend), each with its own buffered
+// reader/writer and its own sequence ids. Responses are relayed packet by
+// packet, renumbered for the client leg, following the one response state
+// machine, proxy/wire's RespTracker (fed by proxy/relay's walker on a session's
+// goroutine and by the lane on an event loop): OK | ERR | LOCAL INFILE |
+// column count -> definitions -> EOF -> rows -> EOF/ERR, repeated while
+// SERVER_MORE_RESULTS_EXISTS; prepare: OK -> params+EOF -> columns+EOF;
+// STMT_CLOSE and SEND_LONG_DATA: none. The same walker consumes the
+// responses to proxy-originated statements. The client writer is flushed
+// once per response. Only the first 32 bytes of a relayed packet are looked
+// at; nothing is held per row, packets of 16 MB and more are streamed in
+// their physical pieces. Prepared statements are the backend's own:
+// statement ids pass through unchanged; MariaDB's id 0xFFFFFFFF ("the
+// statement prepared last") is resolved before an interceptor sees it.
 package relay
