@@ -101,14 +101,7 @@ func BackendPrepare(s Session, ctx context.Context, sql string) (wire.PrepareInf
 		_ = b.Conn.SetDeadline(dl)
 	}
 	defer clearDeadline(s, ctx)
-	out := s.Out()
-	*out = append(append((*out)[:0], mysql.COM_STMT_PREPARE), sql...)
-	err := b.WriteCommand(*out)
-	s.TrimOut()
-	if err == nil {
-		err = b.FlushForResponse()
-	}
-	if err != nil {
+	if err := writePrepare(s, b, sql); err != nil {
 		return wire.PrepareInfo{}, s.SetFatal(err)
 	}
 	r, err := s.Walk(wire.RespPrepare, false)
@@ -162,4 +155,17 @@ func ExecuteResult(s Session, pkt []byte) (ExecResult, error) {
 		return ExecResult{}, err
 	}
 	return ExecResult{Affected: r.Affected, InsertID: r.InsertID, Warnings: r.Warnings, Err: r.Err}, nil
+}
+
+// writePrepare sends COM_STMT_PREPARE of sql on the backend leg b, built
+// in the session's out buffer, and flushes it for the answer.
+func writePrepare[T string | []byte](s Session, b *wire.Leg, sql T) error {
+	out := s.Out()
+	*out = append(append((*out)[:0], mysql.COM_STMT_PREPARE), sql...)
+	err := b.WriteCommand(*out)
+	s.TrimOut()
+	if err == nil {
+		err = b.FlushForResponse()
+	}
+	return err
 }

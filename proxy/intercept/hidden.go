@@ -85,14 +85,7 @@ func RelayPrepareHidden(s Session, sql []byte, hidden []int, want int) (wire.Pre
 // the first packet of its answer (into the scratch buffer).
 func sendHiddenPrepare(s Session, sql []byte) ([]byte, error) {
 	_, b := s.Legs()
-	out := s.Out()
-	*out = append(append((*out)[:0], mysql.COM_STMT_PREPARE), sql...)
-	err := b.WriteCommand(*out)
-	s.TrimOut()
-	if err == nil {
-		err = b.FlushForResponse()
-	}
-	if err != nil {
+	if err := writePrepare(s, b, sql); err != nil {
 		return nil, err
 	}
 	scratch := s.Scratch()
