@@ -207,7 +207,7 @@ func (d *dupRetry) restore(code uint16) string {
 // Slots[i]; 0 for a bound key kept).
 func (d *dupRetry) armExecute(e *Engine, st *state, p *prepared, pkt []byte, ids []int64, retry bool) {
 	d.arm(e, st, "", sqltext.Class{}, &p.plan, ids, retry)
-	d.odku = p.plan.ReportsKey && sqltext.ContainsFold(p.sql, "duplicate")
+	d.odku = p.plan.ReportsKey && p.namesDup
 	d.stmt = p
 	if retry {
 		d.execute = append(d.execute[:0], pkt...)

@@ -231,7 +231,7 @@ func (e *Engine) query(ctx context.Context, s Session, sql []byte, c sqltext.Cla
 // planAndRun plans text and answers, rewrites or (handled=false) leaves
 // it to be relayed unchanged.
 func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text string, c sqltext.Class) (bool, error) {
-	if !rewriter.MayRewrite(c) || !rewriter.NeedsSession(text, c, e.rules.Load()) {
+	if !rewriter.MayRewrite(c) || !e.memoized(s, text, c) && !rewriter.NeedsSession(text, c, e.rules.Load()) {
 		if st := stateOf(s); st != nil && st.lastID != 0 && writesLastID(c, nil) {
 			return false, e.syncLastID(ctx, s, st)
 		}
@@ -266,6 +266,15 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 	handled, err := e.runPlan(ctx, s, st, &plan, sql, text)
 	st.keepHanded(ctx, text, &plan, err)
 	return handled, err
+}
+
+// memoized reports a text of one statement that starts with an INSERT head
+// the session's planner keeps (rewriter.Planner.HasHead): NeedsSession
+// would answer true after reading the head again, which an ORM's stream of
+// INSERTs would pay for on every statement.
+func (e *Engine) memoized(s Session, text string, c sqltext.Class) bool {
+	st := stateOf(s)
+	return st != nil && !c.Semicolon() && st.planner.HasHead(text, e.rules.Load())
 }
 
 // runPlan runs plan, made from text (the COM_QUERY sql): answers,

@@ -35,7 +35,21 @@ import (
 // readsLastID reports whether text names LAST_INSERT_ID or IDENTITY, in
 // any case (a read, a LAST_INSERT_ID(expr) that sets it, @@identity).
 func readsLastID(text string) bool {
-	return sqltext.ContainsFold(text, "last_insert_id") || sqltext.ContainsFold(text, "identity")
+	// One pass for both words (it runs before every statement while the
+	// session's value is the proxy's): only an L or an I is looked at.
+	for i := 0; i < len(text); i++ {
+		switch text[i] | 0x20 {
+		case 'l':
+			if sqltext.FoldAt(text, i, "last_insert_id") {
+				return true
+			}
+		case 'i':
+			if sqltext.FoldAt(text, i, "identity") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // startsWithCall: text's first word is CALL.
@@ -156,7 +170,7 @@ func (st *state) executeNeedsSync(p *prepared) bool {
 	if p == nil {
 		return st.unplannedReads
 	}
-	if readsLastID(p.sql) {
+	if p.readsLast {
 		return true
 	}
 	switch p.plan.Kind {

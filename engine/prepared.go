@@ -27,6 +27,10 @@ type prepared struct {
 	long  bool
 	// charged: what the statement is charged while kept (keptmem.go).
 	charged int64
+	// What every EXECUTE would otherwise scan sql for, read once: it names
+	// LAST_INSERT_ID or IDENTITY (readsLastID), or "duplicate" (an ON
+	// DUPLICATE KEY clause: dupRetry.armExecute).
+	readsLast, namesDup bool
 }
 
 // prepare plans a COM_STMT_PREPARE. Rewrite plans are prepared with their
@@ -59,7 +63,7 @@ func (e *Engine) prepare(ctx context.Context, s Session, sql []byte, c sqltext.C
 	if relay, err := e.nativeRelay(ctx, st, &plan); err != nil || relay {
 		return false, err
 	}
-	p := &prepared{sql: text, plan: plan}
+	p := &prepared{sql: text, plan: plan, readsLast: readsLastID(text), namesDup: sqltext.ContainsFold(text, "duplicate")}
 	var backendText []byte
 	switch plan.Kind {
 	case rewriter.PassThrough:

@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"bytes"
+
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/leafproxy/leafproxy/internal/sqltext"
@@ -28,6 +30,9 @@ func (s *Session) relayQuery(pkt []byte) error {
 // the backend once it succeeds (USE, a multi-statement text); a SET of
 // sql_mode makes the mode be read again.
 func (s *Session) queryAfter(pkt []byte) afterAction {
+	if insertOnly(pkt[1:]) {
+		return afterAction{kind: afterQuery}
+	}
 	c := s.classOf(pkt[1:])
 	a := afterAction{kind: afterQuery}
 	switch {
@@ -47,6 +52,22 @@ func (s *Session) queryAfter(pkt []byte) afterAction {
 	}
 	a.multi = s.caps&mysql.CLIENT_MULTI_STATEMENTS != 0 && c.Multi()
 	return a
+}
+
+// insertOnly reports a text that starts with INSERT or REPLACE, white
+// space aside, and holds no ';': one statement, which changes neither the
+// current database nor sql_mode, so queryAfter needs no class for it. The
+// engine's rendered filled INSERT is such a text, and not the command's
+// own: classifying it again cost as much as the command's classification.
+func insertOnly(q []byte) bool {
+	i := 0
+	for i < len(q) && sqltext.IsSpace(q[i]) {
+		i++
+	}
+	if !sqltext.HasKeyword(q[i:], "INSERT") && !sqltext.HasKeyword(q[i:], "REPLACE") {
+		return false
+	}
+	return bytes.IndexByte(q, ';') < 0
 }
 
 // afterAction is what a relayed command changes in the session's view of

@@ -79,6 +79,22 @@ func (pl *Planner) memoFind(sql string, env *Env) *insertMemo {
 	return nil
 }
 
+// HasHead reports whether sql starts with a head pl keeps, memoized
+// under rules (in any database and sql_mode): a lone INSERT or REPLACE
+// into a table that has a rule in rules. For such a text without a ';'
+// NeedsSession answers true (it reads the same table in the same words,
+// and a table with a rule somewhere needs the session's database), so a
+// caller that already knows the head may skip asking it.
+func (pl *Planner) HasHead(sql string, rules *Rules) bool {
+	for i := range pl.memo {
+		m := &pl.memo[i]
+		if n := len(m.head); n < len(sql) && m.rules == rules && sql[:n] == m.head && !identByteAt(sql, n) {
+			return true
+		}
+	}
+	return false
+}
+
 // memoize keeps the head of the lone INSERT the builder just planned.
 func (pl *Planner) memoize(env *Env) {
 	b := &pl.builder

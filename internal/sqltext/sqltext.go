@@ -204,25 +204,43 @@ func HasKeyword[T Text](s T, kw string) bool {
 }
 
 // ContainsFold reports whether s contains the lower-case ASCII text w in
-// any case.
+// any case. It runs on every filled INSERT (the engine's LAST_INSERT_ID and
+// ON DUPLICATE KEY checks), so positions whose byte cannot start w are
+// passed over with one comparison: for a letter, c|0x20 is its lower case
+// and no other byte maps onto a lower-case letter that way.
 func ContainsFold[T Text](s T, w string) bool {
+	if len(w) == 0 {
+		return true
+	}
+	first := w[0]
+	letter := 'a' <= first && first <= 'z'
 	for i := 0; i+len(w) <= len(s); i++ {
-		j := 0
-		for j < len(w) {
-			c := s[i+j]
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			if c != w[j] {
-				break
-			}
-			j++
+		if c := s[i]; c != first && (!letter || c|0x20 != first) {
+			continue
 		}
-		if j == len(w) {
+		if FoldAt(s, i, w) {
 			return true
 		}
 	}
 	return false
+}
+
+// FoldAt reports whether s holds the lower-case ASCII text w at offset i,
+// in any case.
+func FoldAt[T Text](s T, i int, w string) bool {
+	if i < 0 || i+len(w) > len(s) {
+		return false
+	}
+	for j := 0; j < len(w); j++ {
+		c := s[i+j]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != w[j] {
+			return false
+		}
+	}
+	return true
 }
 
 // StatementEnd returns the offset of the ';' that ends the statement

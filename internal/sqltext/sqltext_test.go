@@ -1,6 +1,9 @@
 package sqltext
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestSkipSpace(t *testing.T) {
 	tests := []struct {
@@ -186,5 +189,55 @@ func TestNoAllocs(t *testing.T) {
 	})
 	if n != 0 {
 		t.Errorf("%v allocations", n)
+	}
+}
+
+// TestContainsFoldReference checks ContainsFold and FoldAt against
+// strings.Contains over lower-cased text, for words that start with a
+// letter and with other bytes (the fast skip is only for letters), at
+// every place in short texts built from the bytes that fold or almost do.
+func TestContainsFoldReference(t *testing.T) {
+	alphabet := []byte{'a', 'A', 'b', 'B', '_', '@', '`', '!', 'A' - 1, 'Z' + 1, 'a' - 1, 'z' + 1, 0xc3}
+	words := []string{"a", "ab", "ba", "_a", "a_b", "@a", "`", "zz"}
+	var texts []string
+	var gen func(prefix []byte, n int)
+	gen = func(prefix []byte, n int) {
+		texts = append(texts, string(prefix))
+		if n == 0 {
+			return
+		}
+		for _, c := range alphabet {
+			gen(append(prefix[:len(prefix):len(prefix)], c), n-1)
+		}
+	}
+	gen(nil, 3)
+	lower := func(s string) string {
+		b := []byte(s)
+		for i, c := range b {
+			if 'A' <= c && c <= 'Z' {
+				b[i] = c + 'a' - 'A'
+			}
+		}
+		return string(b)
+	}
+	for _, s := range texts {
+		for _, w := range words {
+			want := strings.Contains(lower(s), w)
+			if got := ContainsFold(s, w); got != want {
+				t.Fatalf("ContainsFold(%q, %q) = %v, want %v", s, w, got, want)
+			}
+			if got := ContainsFold([]byte(s), w); got != want {
+				t.Fatalf("ContainsFold([]byte %q, %q) = %v, want %v", s, w, got, want)
+			}
+			for i := -1; i <= len(s); i++ {
+				want := i >= 0 && i+len(w) <= len(s) && lower(s[i:i+len(w)]) == w
+				if got := FoldAt(s, i, w); got != want {
+					t.Fatalf("FoldAt(%q, %d, %q) = %v, want %v", s, i, w, got, want)
+				}
+			}
+		}
+	}
+	if !ContainsFold("INSERT ... ON DUPLICATE KEY UPDATE", "duplicate") || ContainsFold("DUPLICAT", "duplicate") || !ContainsFold("x", "") {
+		t.Error("ContainsFold")
 	}
 }
