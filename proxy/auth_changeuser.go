@@ -69,7 +69,7 @@ func (s *Session) changeUser(ctx context.Context, p []byte) error {
 	backend.Quit(old)
 	s.changedUser(cu, acct, uint8(charset), attrs)
 	s.setBackend(bc)
-	return s.changeUserOK(bc.ok)
+	return s.changeUserOK(bc.OK)
 }
 
 // changedCharset is the collation and attributes a change user leaves: the

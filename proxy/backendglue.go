@@ -2,11 +2,9 @@ package proxy
 
 import (
 	"context"
-	"net"
 
 	"github.com/leafproxy/leafproxy/proxy/backend"
 	"github.com/leafproxy/leafproxy/proxy/login"
-	"github.com/leafproxy/leafproxy/proxy/wire"
 )
 
 // What package proxy/backend, which dials the backend and logs in to it,
@@ -22,20 +20,8 @@ type backendReach = backend.Reach
 // yet (Server.pending, Server.silent; login.Pending).
 type pendingHandshakes = login.Pending
 
-// backendConn is a logged-in backend connection (backend.Conn).
-type backendConn struct {
-	conn     net.Conn       // the TLS connection when backend.tls is on
-	hello    *wire.Greeting // the backend's own greeting (thread id, capabilities)
-	ok       []byte         // the backend's final OK packet after authentication
-	threadID uint32
-	// compressed: the connection speaks the compressed protocol after the
-	// login OK, because the client asked for it on its own leg.
-	compressed bool
-}
-
-func newBackendConn(c *backend.Conn) *backendConn {
-	return &backendConn{conn: c.Conn, hello: c.Hello, ok: c.OK, threadID: c.ThreadID, compressed: c.Compressed}
-}
+// backendConn is a logged-in backend connection.
+type backendConn = backend.Conn
 
 // dialer is where the backend is and how to reach it.
 func (s *Server) dialer() *backend.Dialer {
@@ -53,7 +39,7 @@ func (s *Server) connectBackend(ctx context.Context, l backend.Login) (*backendC
 		return nil, err
 	}
 	s.backendHello.Note(bc.Hello)
-	return newBackendConn(&bc), nil
+	return &bc, nil
 }
 
 // connectOutcome is connectBackend's err as noteBackend takes it: the

@@ -94,5 +94,5 @@ func backendNetConn(bc *backendConn) net.Conn {
 	if bc == nil {
 		return nil
 	}
-	return bc.conn
+	return bc.Conn
 }

@@ -57,6 +57,6 @@ func (s *Server) probeGreeting() (*wire.Greeting, error) {
 	}
 	// Log out cleanly: an aborted connection counts against the
 	// proxy's host in the backend's max_connect_errors.
-	backend.Quit(bc.conn)
-	return bc.hello, nil
+	backend.Quit(bc.Conn)
+	return bc.Hello, nil
 }

@@ -123,8 +123,8 @@ func (srv *Server) killQuery(acct Account, tid uint32) error {
 	if err != nil {
 		return err
 	}
-	defer bc.conn.Close()
-	return sessionend.KillQuery(bc.conn, timeout, tid)
+	defer bc.Conn.Close()
+	return sessionend.KillQuery(bc.Conn, timeout, tid)
 }
 
 // armHangupWatch makes sure the hang-up watch runs (sessionend.Watch):

@@ -233,9 +233,9 @@ func (srv *Server) queryThread(ctx context.Context, n uint64) uint32 {
 	if err != nil {
 		return 0
 	}
-	defer bc.conn.Close()
-	_ = bc.conn.SetDeadline(time.Now().Add(timeout))
-	l := wire.NewLeg("backend", bc.conn, 4<<10, 4<<10)
+	defer bc.Conn.Close()
+	_ = bc.Conn.SetDeadline(time.Now().Add(timeout))
+	l := wire.NewLeg("backend", bc.Conn, 4<<10, 4<<10)
 	if l.WriteCommand(append([]byte{mysql.COM_QUERY}, killsql.ThreadOfQuery(n)...)) != nil || l.Flush() != nil {
 		return 0
 	}
@@ -249,7 +249,7 @@ func (srv *Server) queryThread(ctx context.Context, n uint64) uint32 {
 		case i == 2 && !wire.IsEOF(p, len(p)):
 			return 0
 		case i > 2 && wire.IsEOF(p, len(p)):
-			_, _ = bc.conn.Write(comQuit[:])
+			_, _ = bc.Conn.Write(comQuit[:])
 			return tid
 		case i > 2:
 			if row, err := relay.TextRow(p, 1); err == nil && row[0] != nil {

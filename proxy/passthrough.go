@@ -51,5 +51,5 @@ func (s *Server) passThroughHandshake(c *wire.Leg) (*clientHello, *backendConn, 
 		return nil, nil, err
 	}
 	h.account = s.backendAccount(h.Resp.User, admin)
-	return h, newBackendConn(&bc), nil
+	return h, &bc, nil
 }

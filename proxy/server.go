@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/leafproxy/leafproxy/proxy/backend"
 	"github.com/leafproxy/leafproxy/proxy/frontdoor"
 	"github.com/leafproxy/leafproxy/proxy/idle"
 	"github.com/leafproxy/leafproxy/proxy/login"
@@ -257,7 +258,7 @@ func (s *Server) handle(raw net.Conn, w *frontdoor.Waiting) {
 	if bc != nil {
 		// Backend-account mode: the client was greeted with its backend
 		// thread id, which is then the session's id in every log record.
-		log = s.log.With("session", bc.threadID, "remote", remote)
+		log = s.log.With("session", bc.ThreadID, "remote", remote)
 	}
 	log = log.With("user", h.Resp.User)
 	_ = c.Conn.SetDeadline(time.Time{})
@@ -294,7 +295,7 @@ func (s *Server) login(raw net.Conn, c *wire.Leg, host string, id uint32, w *fro
 		if herr != nil {
 			s.pending.Remove(raw, host, &s.mu)
 			// Logged once when the backend stops answering (noteBackend).
-			log.Debug("backend unreachable: refusing client", "backend", s.cfg.Backend.Addr, "err", rootCause(herr))
+			log.Debug("backend unreachable: refusing client", "backend", s.cfg.Backend.Addr, "err", backend.RootCause(herr))
 			s.refuseLogin(c, s.backendRefusal(herr))
 			return nil, nil, false
 		}
@@ -327,7 +328,7 @@ func (s *Server) runSession(id uint32, log *slog.Logger, c *wire.Leg, h *clientH
 	s.stats.logins.Add(1)
 	// The backend's own login OK (status flags, session state) is the
 	// client's: both legs start in the same state.
-	if err := c.WritePacket(bc.ok); err != nil || c.Flush() != nil {
+	if err := c.WritePacket(bc.OK); err != nil || c.Flush() != nil {
 		sess.ending = endQuit
 		sess.finish()
 		return

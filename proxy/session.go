@@ -410,7 +410,7 @@ func newSession(srv *Server, id uint32, log *slog.Logger, c *wire.Leg, h *client
 	}
 	s.setBackend(bc)
 	if h.account.backendAuth {
-		s.clientID = bc.threadID // greeted with its backend thread id (passThroughHandshake)
+		s.clientID = bc.ThreadID // greeted with its backend thread id (passThroughHandshake)
 	}
 	s.since.Store(time.Now().UnixNano())
 	return s
@@ -420,15 +420,15 @@ func newSession(srv *Server, id uint32, log *slog.Logger, c *wire.Leg, h *client
 // user); the status flags start as its login OK reported them.
 func (s *Session) setBackend(bc *backendConn) {
 	s.mu.Lock()
-	s.bconn = bc.conn
+	s.bconn = bc.Conn
 	s.mu.Unlock()
-	s.b = wire.NewLeg("backend", bc.conn, backReadBuf, backWriteBuf)
-	if bc.compressed {
+	s.b = wire.NewLeg("backend", bc.Conn, backReadBuf, backWriteBuf)
+	if bc.Compressed {
 		s.b.Compress(true, clientReadBuf, clientWriteBuf)
 	}
-	s.threadID.Store(bc.threadID)
+	s.threadID.Store(bc.ThreadID)
 	s.status = mysql.SERVER_STATUS_AUTOCOMMIT
-	if _, _, st, _ := wire.OKInfo(bc.ok); len(bc.ok) >= 7 {
+	if _, _, st, _ := wire.OKInfo(bc.OK); len(bc.OK) >= 7 {
 		s.status = st
 	}
 	db := s.db

@@ -49,16 +49,6 @@ func (s *Session) endOnError(err error) {
 	}
 }
 
-func rootCause(err error) error {
-	for {
-		u := errors.Unwrap(err)
-		if u == nil {
-			return err
-		}
-		err = u
-	}
-}
-
 // pokeIfIdle ends the wait for the next command of an idle session on its
 // own goroutine (Shutdown; loops are asked to drain theirs).
 func (sh *sessionShared) pokeIfIdle() {
