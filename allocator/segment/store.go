@@ -13,6 +13,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/leafproxy/leafproxy/allocator/schema"
+	"github.com/leafproxy/leafproxy/internal/conflict"
 )
 
 // Range is what one store fetch returns: IDs [Start, End) plus the table's
@@ -95,13 +96,13 @@ func missingMaxValue(err error) bool {
 const (
 	// A tag whose max_id is past its MAXVALUE has no ID left: the
 	// advance does not apply, and the read says why (PastEndError).
-	qAdvance      = "UPDATE leaf_alloc SET max_id = max_id + ? WHERE biz_tag = ? AND max_id >= ? AND (max_value IS NULL OR max_id <= max_value)"
-	qAdvanceTable = "UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = ? AND max_id >= ? AND (max_value IS NULL OR max_id <= max_value)"
+	qAdvance      = "UPDATE leaf_alloc SET max_id = LAST_INSERT_ID(max_id + ?) WHERE biz_tag = ? AND max_id >= ? AND (max_value IS NULL OR max_id <= max_value)"
+	qAdvanceTable = "UPDATE leaf_alloc SET max_id = LAST_INSERT_ID(max_id + step) WHERE biz_tag = ? AND max_id >= ? AND (max_value IS NULL OR max_id <= max_value)"
 	qRead         = "SELECT max_id, step, max_value FROM leaf_alloc WHERE biz_tag = ?"
 	// Without max_value (a leaf_alloc its account could not migrate):
 	// Leaf's own statements, no MAXVALUE.
-	qAdvanceOld      = "UPDATE leaf_alloc SET max_id = max_id + ? WHERE biz_tag = ? AND max_id >= ?"
-	qAdvanceTableOld = "UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = ? AND max_id >= ?"
+	qAdvanceOld      = "UPDATE leaf_alloc SET max_id = LAST_INSERT_ID(max_id + ?) WHERE biz_tag = ? AND max_id >= ?"
+	qAdvanceTableOld = "UPDATE leaf_alloc SET max_id = LAST_INSERT_ID(max_id + step) WHERE biz_tag = ? AND max_id >= ?"
 	qReadOld         = "SELECT max_id, step, NULL FROM leaf_alloc WHERE biz_tag = ?"
 	qRepair          = "UPDATE leaf_alloc SET max_id = GREATEST(max_id, ?) WHERE biz_tag = ?"
 )
@@ -192,7 +193,7 @@ func (s *MySQLStore) fetch(ctx context.Context, tag string, step, floor int64, o
 	// then tried again (a few times: repairs are rare).
 	for attempt := 1; ; attempt++ {
 		var res sql.Result
-		var advanced int64
+		var advanced, wrote int64
 		if step > 0 {
 			res, err = s.exec(ctx, tx, qAdv, step, tag, floor)
 		} else {
@@ -206,11 +207,28 @@ func (s *MySQLStore) fetch(ctx context.Context, tag string, step, floor int64, o
 		if advanced, err = res.RowsAffected(); err != nil {
 			return Range{}, fmt.Errorf("advance leaf_alloc.max_id: %w", err)
 		}
+		// The max_id this transaction wrote (LAST_INSERT_ID(expr) puts it
+		// in the OK packet), which the read below must see.
+		if wrote, err = res.LastInsertId(); err != nil {
+			return Range{}, fmt.Errorf("advance leaf_alloc.max_id: %w", err)
+		}
 		if err = s.queryRow(ctx, tx, qRd, tag).Scan(&maxID, &tableStep, &maxValue); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
 				return Range{}, &UnknownTagError{Tag: tag}
 			}
 			return Range{}, fmt.Errorf("read leaf_alloc.max_id: %w", err)
+		}
+		if advanced > 0 && maxID != wrote {
+			// The row does not hold this transaction's write: the
+			// transaction was rolled back under it, and the read ran
+			// outside it. A Galera node does that to a transaction that
+			// another node's write set overrides, between two of its
+			// statements; the range read back would be another fetch's
+			// (TestGaleraMultiWriterBlocks caught two proxies handing
+			// out overlapping blocks). A write conflict: the allocator
+			// fetches again.
+			return Range{}, &mysql.MySQLError{Number: conflict.Deadlock, SQLState: [5]byte{'4', '0', '0', '0', '1'},
+				Message: fmt.Sprintf("leafproxy: leaf_alloc.max_id of %q reads %d after this fetch set it to %d: the fetch's transaction was rolled back under it", tag, maxID, wrote)}
 		}
 		if advanced > 0 || (step <= 0 && tableStep <= 0) {
 			break // advanced (or a step of 0, refused below)
