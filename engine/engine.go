@@ -268,15 +268,6 @@ func (e *Engine) planAndRun(ctx context.Context, s Session, sql []byte, text str
 	return handled, err
 }
 
-// memoized reports a text of one statement that starts with an INSERT head
-// the session's planner keeps (rewriter.Planner.HasHead): NeedsSession
-// would answer true after reading the head again, which an ORM's stream of
-// INSERTs would pay for on every statement.
-func (e *Engine) memoized(s Session, text string, c sqltext.Class) bool {
-	st := stateOf(s)
-	return st != nil && !c.Semicolon() && st.planner.HasHead(text, e.rules.Load())
-}
-
 // runPlan runs plan, made from text (the COM_QUERY sql): answers,
 // rewrites or (handled=false) leaves it to be relayed unchanged.
 func (e *Engine) runPlan(ctx context.Context, s Session, st *state, plan *rewriter.Plan, sql []byte, text string) (bool, error) {

@@ -1,6 +1,9 @@
 package engine
 
-import "github.com/leafproxy/leafproxy/rewriter"
+import (
+	"github.com/leafproxy/leafproxy/internal/sqltext"
+	"github.com/leafproxy/leafproxy/rewriter"
+)
 
 // The rules the engine plans with: the configured ones (SetRules, on a
 // reload), plus those of the views over rule tables (SetViewRules, from
@@ -30,4 +33,13 @@ func (e *Engine) ConfiguredRules() *rewriter.Rules {
 	e.viewsMu.Lock()
 	defer e.viewsMu.Unlock()
 	return e.configured
+}
+
+// memoized reports a text of one statement that starts with an INSERT head
+// the session's planner keeps (rewriter.Planner.HasHead): NeedsSession
+// would answer true after reading the head again, which an ORM's stream of
+// INSERTs would pay for on every statement.
+func (e *Engine) memoized(s Session, text string, c sqltext.Class) bool {
+	st := stateOf(s)
+	return st != nil && !c.Semicolon() && st.planner.HasHead(text, e.rules.Load())
 }

@@ -25,32 +25,12 @@ secs=${LEAFPROXY_AB_SECONDS:-8}
 conns=${LEAFPROXY_AB_CONNS:-16}
 query=${LEAFPROXY_AB_QUERY:-INSERT INTO orders (v) VALUES (?)}
 read -r -a extra <<<"${LEAFPROXY_AB_ARGS:-}"
-for tool in mariadbd mariadb-install-db mariadb python3; do
-	command -v "$tool" >/dev/null || { echo "$tool not found (apt-get install mariadb-server python3)" >&2; exit 2; }
-done
-work=$(mktemp -d /tmp/leafproxy-ab.XXXXXX)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
-	rm -rf "$work"
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. scripts/lib/throwaway.sh
+need mariadbd mariadb-install-db mariadb python3
+throwaway_init ab
 
 go build -o "$work/leafbench" ./cmd/leafbench
-mport=$(free_port)
-mariadb-install-db --no-defaults --datadir="$work/data" --user="$(id -un)" \
-	--auth-root-authentication-method=normal >"$work/install.log" 2>&1
-mariadbd --no-defaults --datadir="$work/data" --port="$mport" --bind-address=127.0.0.1 \
-	--socket="$work/mdb.sock" --user="$(id -un)" --innodb-buffer-pool-size=256M \
-	--innodb-log-file-size=512M --innodb-flush-log-at-trx-commit=2 --skip-log-bin \
-	--max-connections=2000 >"$work/mariadbd.log" 2>&1 &
-pids+=($!)
-sql() { mariadb --no-defaults -h127.0.0.1 -P"$mport" -uroot "$@"; }
-for _ in $(seq 60); do
-	sql -e 'SELECT 1' >/dev/null 2>&1 && break
-	sleep 1
-done
+start_mariadb
 sql -e 'CREATE DATABASE shop; CREATE TABLE shop.orders (id BIGINT PRIMARY KEY, v VARCHAR(32)); CREATE DATABASE leaf'
 
 # start NAME BIN: a proxy on a free port; sets port_NAME and pid_NAME.
@@ -77,7 +57,7 @@ log:
 EOF
 	"$bin" init --config "$work/$name.yaml" >/dev/null
 	"$bin" serve --config "$work/$name.yaml" >"$work/$name.log" 2>&1 &
-	pids+=($!)
+	started+=($!)
 	printf -v "pid_$name" %s "$!"
 	printf -v "port_$name" %s "$port"
 	for _ in $(seq 60); do

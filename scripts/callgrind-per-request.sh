@@ -20,17 +20,9 @@ cd "$(dirname "$0")/.."
 secs=${LEAFPROXY_CG_SECONDS:-12}
 conns=${LEAFPROXY_CG_CONNS:-1}
 repeat=${LEAFPROXY_CG_REPEAT:-2}
-for tool in valgrind callgrind_control mariadbd mariadb-install-db mariadb; do
-	command -v "$tool" >/dev/null || { echo "$tool not found (apt-get install valgrind mariadb-server)" >&2; exit 2; }
-done
-work=$(mktemp -d /tmp/leafproxy-cg.XXXXXX)
-mdb_pid=
-cleanup() {
-	[ -n "$mdb_pid" ] && kill "$mdb_pid" 2>/dev/null && wait "$mdb_pid" 2>/dev/null
-	rm -rf "$work"
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. scripts/lib/throwaway.sh
+need valgrind callgrind_control mariadbd mariadb-install-db mariadb python3
+throwaway_init cg
 
 go build -o "$work/leafbench" ./cmd/leafbench
 bins=("$@")
@@ -39,19 +31,8 @@ if [ ${#bins[@]} -eq 0 ]; then
 	bins=("$work/leafproxy")
 fi
 
-mport=$(free_port)
-mariadb-install-db --no-defaults --datadir="$work/data" --user="$(id -un)" \
-	--auth-root-authentication-method=normal >"$work/install.log" 2>&1
-mariadbd --no-defaults --datadir="$work/data" --port="$mport" --bind-address=127.0.0.1 \
-	--socket="$work/mdb.sock" --user="$(id -un)" --innodb-buffer-pool-size=128M \
-	--skip-log-bin >"$work/mariadbd.log" 2>&1 &
-mdb_pid=$!
-for _ in $(seq 60); do
-	mariadb --no-defaults -h127.0.0.1 -P"$mport" -uroot -e 'SELECT 1' >/dev/null 2>&1 && break
-	sleep 1
-done
-mariadb --no-defaults -h127.0.0.1 -P"$mport" -uroot \
-	-e 'CREATE DATABASE shop; CREATE TABLE shop.orders (id BIGINT PRIMARY KEY, v INT); CREATE DATABASE leaf'
+start_mariadb
+sql -e 'CREATE DATABASE shop; CREATE TABLE shop.orders (id BIGINT PRIMARY KEY, v INT); CREATE DATABASE leaf'
 
 pport=$(free_port)
 cat >"$work/lp.yaml" <<EOF

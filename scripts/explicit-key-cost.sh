@@ -22,36 +22,16 @@ cd "$(dirname "$0")/.."
 rounds=${1:-6}
 secs=${LEAFPROXY_EK_SECONDS:-5}
 conns=${LEAFPROXY_EK_CONNS:-32}
-for tool in mariadbd mariadb-install-db mariadb python3; do
-	command -v "$tool" >/dev/null || { echo "$tool not found (apt-get install mariadb-server python3)" >&2; exit 2; }
-done
-work=$(mktemp -d /tmp/leafproxy-ek.XXXXXX)
-mdb_pid=
-cleanup() {
-	[ -n "$mdb_pid" ] && kill "$mdb_pid" 2>/dev/null && wait "$mdb_pid" 2>/dev/null
-	rm -rf "$work"
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. scripts/lib/throwaway.sh
+need mariadbd mariadb-install-db mariadb python3
+throwaway_init ek
 
 go build -o "$work/leafbench" ./cmd/leafbench
-port=$(free_port)
-mariadb-install-db --no-defaults --datadir="$work/data" --user="$(id -un)" \
-	--auth-root-authentication-method=normal >"$work/install.log" 2>&1
-mariadbd --no-defaults --datadir="$work/data" --port="$port" --bind-address=127.0.0.1 \
-	--socket="$work/mdb.sock" --user="$(id -un)" --innodb-buffer-pool-size=256M \
-	--innodb-log-file-size=512M --innodb-flush-log-at-trx-commit=2 --skip-log-bin \
-	--max-connections=2000 >"$work/mariadbd.log" 2>&1 &
-mdb_pid=$!
-sql() { mariadb --no-defaults -h127.0.0.1 -P"$port" -uroot "$@"; }
-for _ in $(seq 60); do
-	sql -e 'SELECT 1' >/dev/null 2>&1 && break
-	sleep 1
-done
+start_mariadb
 sql -e 'CREATE DATABASE shop;
 	CREATE TABLE shop.orders (id BIGINT PRIMARY KEY, v VARCHAR(32));
 	CREATE TABLE shop.orders_ai (id BIGINT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(32))'
-dsn="root@tcp(127.0.0.1:$port)/shop"
+dsn="root@tcp(127.0.0.1:$mport)/shop"
 
 # turn NAME TABLE leafbench-args...: one measured turn; prints "NAME QPS CPU".
 turn() {

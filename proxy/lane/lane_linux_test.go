@@ -214,6 +214,21 @@ func (r *rig) waitFor(what string, cond func() bool) {
 	}, testwait.Within(10*time.Second))
 }
 
+// handedBack waits for the lane to hand its session back, of kind.
+func (r *rig) handedBack(kind int, what string) HandBack {
+	r.t.Helper()
+	select {
+	case m := <-r.sess.left:
+		if m.Kind != kind {
+			r.t.Fatalf("%s: handed back kind %d, want %d", what, m.Kind, kind)
+		}
+		return m
+	case <-time.After(10 * time.Second):
+		r.t.Fatalf("%s: the session was not handed back", what)
+	}
+	return HandBack{}
+}
+
 var okPacket = []byte{0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00} // 0 rows, insert id 0, autocommit
 
 // TestLaneRelaysACommand: the client's command reaches the backend as it
@@ -315,19 +330,15 @@ func TestLaneHandsBackAWaitingCommand(t *testing.T) {
 	r := newRig(t, &fakeSession{waitOn: "NEXTVAL"})
 	wait, next := append([]byte{0x03}, "SELECT NEXTVAL('cold')"...), packet(0, append([]byte{0x03}, "DO 1"...))
 	r.write(r.client, append(packet(0, wait), next...))
-	select {
-	case m := <-r.sess.left:
-		if m.Kind != HandBackCommand || !bytes.Equal(m.Pkt, wait) || !bytes.Equal(m.ClientIn, next) {
-			t.Fatalf("handed back kind %d, pkt %q, client bytes %q; want the command and the next one", m.Kind, m.Pkt, m.ClientIn)
-		}
-		if m.ClientFD != r.ln.ClientFD || m.BackendFD != r.ln.BackendFD {
-			t.Error("the hand-back does not carry the lane's sockets")
-		}
-		unix.Close(m.ClientFD)
-		unix.Close(m.BackendFD)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the waiting command was not handed back")
+	m := r.handedBack(HandBackCommand, "a waiting command")
+	if !bytes.Equal(m.Pkt, wait) || !bytes.Equal(m.ClientIn, next) {
+		t.Fatalf("handed back pkt %q, client bytes %q; want the command and the next one", m.Pkt, m.ClientIn)
 	}
+	if m.ClientFD != r.ln.ClientFD || m.BackendFD != r.ln.BackendFD {
+		t.Error("the hand-back does not carry the lane's sockets")
+	}
+	unix.Close(m.ClientFD)
+	unix.Close(m.BackendFD)
 	r.nothing(r.backend, "a handed-back command")
 }
 
@@ -337,14 +348,7 @@ func TestLaneHandsBackAWaitingCommand(t *testing.T) {
 func TestLaneClientGone(t *testing.T) {
 	r := newRig(t, &fakeSession{})
 	unix.Shutdown(r.client, unix.SHUT_WR)
-	select {
-	case m := <-r.sess.left:
-		if m.Kind != HandBackClosed {
-			t.Fatalf("handed back kind %d, want closed", m.Kind)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the lane of a gone client did not end")
-	}
+	r.handedBack(HandBackClosed, "a gone client")
 	unlock := r.sess.lock()
 	defer unlock()
 	if !errors.Is(r.sess.clientErr, io.EOF) || r.sess.teardowns != 1 || !r.sess.quit {
@@ -357,14 +361,7 @@ func TestLaneClientGone(t *testing.T) {
 func TestLaneSequenceError(t *testing.T) {
 	r := newRig(t, &fakeSession{})
 	r.write(r.client, packet(3, append([]byte{0x03}, "DO 1"...)))
-	select {
-	case m := <-r.sess.left:
-		if m.Kind != HandBackClosed {
-			t.Fatalf("handed back kind %d, want closed", m.Kind)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("a command out of sequence did not end the session")
-	}
+	r.handedBack(HandBackClosed, "a command out of sequence")
 	unlock := r.sess.lock()
 	defer unlock()
 	var se wire.SequenceError
